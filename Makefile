@@ -1,0 +1,32 @@
+# forage: the commands a developer and CI use.
+#   make test     vet + race tests in every module of the repo (what .ci/run calls)
+#   make bench    the hot-path benchmarks, with allocations
+#   make lint     gofmt check + vet
+#   make goodput  the provider-policy simulation table (budget)
+
+GO      ?= go
+# Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
+MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
+
+.PHONY: test bench lint goodput vet
+
+test: vet
+	@set -e; for m in $(MODULES); do \
+		echo "== go test -race $$m"; \
+		(cd $$m && $(GO) test -race -count=1 ./...); \
+	done
+
+vet:
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+
+lint: vet
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$bad" ]; then echo "not gofmt'ed:"; echo "$$bad"; exit 1; fi
+
+bench:
+	@set -e; for m in $(MODULES); do \
+		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); \
+	done
+
+goodput:
+	$(GO) test -count=1 -run TestGoodput -v ./budget

@@ -1,0 +1,370 @@
+package breaker_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/breaker"
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+)
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  breaker.Config
+		want string
+	}{
+		{"ratio above 1", breaker.Config{FailureRatio: 1.5}, "breaker: Config.FailureRatio must be in (0, 1] (got 1.5)"},
+		{"ratio negative", breaker.Config{FailureRatio: -0.1}, "breaker: Config.FailureRatio must be in (0, 1] (got -0.1)"},
+		{"ratio NaN", breaker.Config{FailureRatio: math.NaN()}, "breaker: Config.FailureRatio must be in (0, 1] (got NaN)"},
+		{"min requests negative", breaker.Config{MinRequests: -1}, "breaker: Config.MinRequests must be in [1, 4294967295] (got -1)"},
+		{"min requests too large", breaker.Config{MinRequests: math.MaxUint32 + 1}, "breaker: Config.MinRequests must be in [1, 4294967295] (got 4294967296)"},
+		{"window negative", breaker.Config{Window: -time.Second}, "breaker: Config.Window must be positive (got -1s)"},
+		{"open timeout negative", breaker.Config{OpenTimeout: -time.Second}, "breaker: Config.OpenTimeout must be positive (got -1s)"},
+		{"probes negative", breaker.Config{HalfOpenProbes: -2}, "breaker: Config.HalfOpenProbes must be in [1, 4294967295] (got -2)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, err := breaker.New(tt.cfg)
+			if b != nil || err == nil {
+				t.Fatalf("New(%+v) = %v, %v; want nil, error", tt.cfg, b, err)
+			}
+			if !errors.Is(err, breaker.ErrInvalidConfig) {
+				t.Errorf("New(%+v) error %q does not wrap ErrInvalidConfig", tt.cfg, err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("New(%+v) error = %q, want %q", tt.cfg, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewReportsEveryInvalidField(t *testing.T) {
+	t.Parallel()
+	_, err := breaker.New(breaker.Config{FailureRatio: 2, Window: -1, HalfOpenProbes: -1})
+	for _, field := range []string{"FailureRatio", "Window", "HalfOpenProbes"} {
+		if !strings.Contains(err.Error(), "Config."+field) {
+			t.Errorf("error %q does not name Config.%s", err, field)
+		}
+	}
+}
+
+// The helpers take rapid.TB, which both *testing.T and *rapid.T satisfy.
+
+// mustNew returns a breaker recording its transitions into *got.
+func mustNew(tb rapid.TB, cfg breaker.Config, got *[]breaker.Transition) *breaker.Breaker {
+	tb.Helper()
+	if got != nil {
+		cfg.OnTransition = func(tr breaker.Transition) { *got = append(*got, tr) }
+	}
+	b, err := breaker.New(cfg)
+	if err != nil {
+		tb.Fatalf("New(%+v): %v", cfg, err)
+	}
+	return b
+}
+
+// report admits one request and reports o, failing the test if it is not
+// admitted.
+func report(tb rapid.TB, b *breaker.Breaker, o breaker.Outcome) {
+	tb.Helper()
+	done, err := b.Allow()
+	if err != nil {
+		tb.Fatalf("Allow() in state %v: %v", b.State(), err)
+	}
+	done(o)
+}
+
+func wantState(tb rapid.TB, b *breaker.Breaker, want breaker.State) {
+	tb.Helper()
+	if got := b.State(); got != want {
+		tb.Fatalf("State() = %v, want %v (counts %v)", got, want, b.Counts())
+	}
+}
+
+// TestZeroConfigDefaults pins the documented defaults: MinRequests 10,
+// FailureRatio 0.5, OpenTimeout 30s, HalfOpenProbes 1, Window 60s.
+func TestZeroConfigDefaults(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var got []breaker.Transition
+		b := mustNew(t, breaker.Config{Name: "p"}, &got)
+		start := time.Now()
+		for i := range 9 {
+			report(t, b, breaker.Failure)
+			if s := b.State(); s != breaker.StateClosed {
+				t.Fatalf("after %d failures: State() = %v, want closed (MinRequests defaults to 10)", i+1, s)
+			}
+		}
+		report(t, b, breaker.Failure)
+		wantState(t, b, breaker.StateOpen)
+		if _, err := b.Allow(); err != breaker.ErrOpen {
+			t.Fatalf("Allow() while open = %v, want ErrOpen", err)
+		}
+
+		time.Sleep(30 * time.Second)
+		wantState(t, b, breaker.StateOpen) // only strictly after OpenTimeout
+		time.Sleep(time.Nanosecond)
+		wantState(t, b, breaker.StateHalfOpen)
+		done, err := b.Allow()
+		if err != nil {
+			t.Fatalf("first probe: %v", err)
+		}
+		if _, err := b.Allow(); err != breaker.ErrTooManyProbes {
+			t.Fatalf("second probe = %v, want ErrTooManyProbes (HalfOpenProbes defaults to 1)", err)
+		}
+		done(breaker.Success)
+		wantState(t, b, breaker.StateClosed)
+
+		want := []breaker.Transition{
+			{Name: "p", From: breaker.StateClosed, To: breaker.StateOpen, Reason: breaker.ReasonFailureRatio, At: start,
+				Counts: breaker.Counts{Requests: 10, Failures: 10, ConsecutiveFailures: 10}},
+			{Name: "p", From: breaker.StateOpen, To: breaker.StateHalfOpen, Reason: breaker.ReasonOpenTimeout, At: start.Add(30*time.Second + 1)},
+			{Name: "p", From: breaker.StateHalfOpen, To: breaker.StateClosed, Reason: breaker.ReasonProbesSucceeded, At: start.Add(30*time.Second + 1),
+				Counts: breaker.Counts{Requests: 1, Successes: 1, ConsecutiveSuccesses: 1}},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("transitions (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestWindowClearsCounts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Config{MinRequests: 4}, nil)
+		for range 3 {
+			report(t, b, breaker.Failure)
+		}
+		time.Sleep(60 * time.Second) // the default Window, not yet strictly elapsed
+		if c := b.Counts(); c.Failures != 3 {
+			t.Fatalf("at the window's end: Counts() = %v, want 3 failures", c)
+		}
+		time.Sleep(time.Nanosecond)
+		if c := b.Counts(); c != (breaker.Counts{}) {
+			t.Fatalf("after the window: Counts() = %v, want zero", c)
+		}
+		report(t, b, breaker.Failure) // 1 of a new window: below the guard
+		wantState(t, b, breaker.StateClosed)
+	})
+}
+
+func TestOutcomeOfEarlierWindowIsDropped(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Config{MinRequests: 1, Window: time.Second}, nil)
+		done, _ := b.Allow()
+		time.Sleep(2 * time.Second)
+		done(breaker.Failure)
+		wantState(t, b, breaker.StateClosed)
+		if c := b.Counts(); c != (breaker.Counts{}) {
+			t.Fatalf("Counts() = %v, want zero: the failure belongs to an earlier window", c)
+		}
+	})
+}
+
+// trip opens b with MinRequests failures and waits until it is half-open.
+func tripToHalfOpen(tb rapid.TB, b *breaker.Breaker, minRequests int, openTimeout time.Duration) {
+	tb.Helper()
+	for range minRequests {
+		report(tb, b, breaker.Failure)
+	}
+	wantState(tb, b, breaker.StateOpen)
+	time.Sleep(openTimeout + time.Nanosecond)
+	wantState(tb, b, breaker.StateHalfOpen)
+}
+
+func TestHalfOpenProbes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var got []breaker.Transition
+		b := mustNew(t, breaker.Config{MinRequests: 2, OpenTimeout: time.Second, HalfOpenProbes: 3}, &got)
+		tripToHalfOpen(t, b, 2, time.Second)
+
+		var probes []func(breaker.Outcome)
+		for range 3 {
+			done, err := b.Allow()
+			if err != nil {
+				t.Fatalf("probe %d: %v", len(probes)+1, err)
+			}
+			probes = append(probes, done)
+		}
+		if _, err := b.Allow(); err != breaker.ErrTooManyProbes {
+			t.Fatalf("fourth probe = %v, want ErrTooManyProbes", err)
+		}
+		probes[0](breaker.Ignored) // frees its slot
+		done, err := b.Allow()
+		if err != nil {
+			t.Fatalf("probe after an ignored one: %v", err)
+		}
+		probes[0] = done
+		probes[0](breaker.Success)
+		probes[1](breaker.Success)
+		wantState(t, b, breaker.StateHalfOpen)
+		probes[2](breaker.Success)
+		wantState(t, b, breaker.StateClosed)
+
+		last := got[len(got)-1]
+		want := breaker.Counts{Requests: 3, Successes: 3, ConsecutiveSuccesses: 3}
+		if last.Reason != breaker.ReasonProbesSucceeded || last.Counts != want {
+			t.Errorf("last transition = %v, want probes_succeeded with %v", last, want)
+		}
+	})
+}
+
+func TestProbeFailedReopens(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var got []breaker.Transition
+		b := mustNew(t, breaker.Config{MinRequests: 2, OpenTimeout: time.Second, HalfOpenProbes: 3}, &got)
+		tripToHalfOpen(t, b, 2, time.Second)
+		late, _ := b.Allow()
+		report(t, b, breaker.Success)
+		report(t, b, breaker.Failure)
+		wantState(t, b, breaker.StateOpen)
+		late(breaker.Success) // its half-open generation is over: dropped
+		if c := b.Counts(); c != (breaker.Counts{}) {
+			t.Errorf("Counts() while open = %v, want zero", c)
+		}
+		last := got[len(got)-1]
+		want := breaker.Counts{Requests: 2, Successes: 1, Failures: 1, ConsecutiveFailures: 1}
+		if last.Reason != breaker.ReasonProbeFailed || last.Counts != want {
+			t.Errorf("last transition = %v, want probe_failed with %v", last, want)
+		}
+	})
+}
+
+func TestDoneIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := mustNew(t, breaker.Config{}, nil)
+	done, _ := b.Allow()
+	done(breaker.Failure)
+	done(breaker.Failure)
+	done(breaker.Success)
+	if c, want := b.Counts(), (breaker.Counts{Requests: 1, Failures: 1, ConsecutiveFailures: 1}); c != want {
+		t.Errorf("Counts() = %v, want %v", c, want)
+	}
+}
+
+func TestDoneRejectsInvalidOutcome(t *testing.T) {
+	t.Parallel()
+	b := mustNew(t, breaker.Config{}, nil)
+	done, _ := b.Allow()
+	defer func() {
+		if r := recover(); r == nil {
+			t.Error("done(Outcome(0)) did not panic")
+		}
+		done(breaker.Success) // the request can still be reported
+		if c := b.Counts(); c.Successes != 1 {
+			t.Errorf("Counts() = %v, want 1 success", c)
+		}
+	}()
+	done(breaker.Outcome(0))
+}
+
+func TestDoReportsIgnoredWhenFnPanics(t *testing.T) {
+	t.Parallel()
+	b := mustNew(t, breaker.Config{HalfOpenProbes: 1}, nil)
+	func() {
+		defer func() { _ = recover() }()
+		_ = b.Do(func() breaker.Outcome { panic("bug") })
+	}()
+	if c := b.Counts(); c != (breaker.Counts{}) {
+		t.Errorf("Counts() = %v, want zero", c)
+	}
+}
+
+func TestDoFailsFastWhenOpen(t *testing.T) {
+	t.Parallel()
+	b := mustNew(t, breaker.Config{MinRequests: 1}, nil)
+	_ = b.Do(func() breaker.Outcome { return breaker.Failure })
+	ran := false
+	if err := b.Do(func() breaker.Outcome { ran = true; return breaker.Success }); err != breaker.ErrOpen || ran {
+		t.Errorf("Do() while open = %v (fn ran: %v), want ErrOpen without running fn", err, ran)
+	}
+}
+
+func TestLoggerAttributes(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	b := mustNew(t, breaker.Config{Name: "exchange-x", MinRequests: 2, Logger: logger}, nil)
+	report(t, b, breaker.Success)
+	report(t, b, breaker.Failure)
+
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("log output %q: %v", buf.String(), err)
+	}
+	delete(rec, "time")
+	want := map[string]any{
+		"level": "WARN", "msg": "breaker transition", "breaker": "exchange-x",
+		"from": "closed", "to": "open", "reason": "failure_ratio",
+		"requests": 2.0, "successes": 1.0, "failures": 1.0, "consecutive_failures": 1.0,
+	}
+	if diff := cmp.Diff(want, rec); diff != "" {
+		t.Errorf("log record (-want +got):\n%s", diff)
+	}
+}
+
+func TestTransitionLogValue(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tr := breaker.Transition{Name: "p", From: breaker.StateOpen, To: breaker.StateHalfOpen, Reason: breaker.ReasonOpenTimeout}
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "transition", tr)
+	want := "transition.breaker=p transition.from=open transition.to=half-open transition.reason=open_timeout " +
+		"transition.requests=0 transition.successes=0 transition.failures=0 transition.consecutive_failures=0"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("log line %q does not contain %q", buf.String(), want)
+	}
+}
+
+func TestStrings(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[fmtStringer]string{
+		breaker.StateClosed: "closed", breaker.StateHalfOpen: "half-open", breaker.StateOpen: "open", breaker.State(9): "State(9)",
+		breaker.Success: "success", breaker.Failure: "failure", breaker.Ignored: "ignored", breaker.Outcome(0): "Outcome(0)",
+	} {
+		if got := v.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", v, got, want)
+		}
+	}
+}
+
+type fmtStringer interface{ String() string }
+
+func TestOpenUntil(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, err := breaker.New(breaker.Config{MinRequests: 1, OpenTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.OpenUntil(); !got.IsZero() {
+			t.Fatalf("closed breaker: OpenUntil = %v, want zero", got)
+		}
+		done, err := b.Allow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := time.Now()
+		done(breaker.Failure)
+		if got, want := b.OpenUntil(), opened.Add(5*time.Second); !got.Equal(want) {
+			t.Fatalf("OpenUntil = %v, want %v", got, want)
+		}
+		time.Sleep(5*time.Second + time.Millisecond) // gobreaker: open until strictly after expiry
+		if got := b.OpenUntil(); !got.IsZero() {
+			t.Fatalf("after OpenTimeout: OpenUntil = %v, want zero", got)
+		}
+	})
+}

@@ -1,0 +1,106 @@
+package breaker_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/forage-go/forage/breaker"
+)
+
+func ExampleNew() {
+	b, err := breaker.New(breaker.Config{Name: "exchange-x", MinRequests: 4})
+	if err != nil {
+		panic(err)
+	}
+	// Fewer than MinRequests outcomes: even all failures do not open it.
+	for range 3 {
+		done, err := b.Allow()
+		if err != nil {
+			panic(err)
+		}
+		done(breaker.Failure)
+	}
+	fmt.Println(b.State(), b.Counts())
+
+	// The fourth outcome meets the guard, and 4/4 failures >= 0.5.
+	done, _ := b.Allow()
+	done(breaker.Failure)
+	_, err = b.Allow()
+	fmt.Println(b.State(), errors.Is(err, breaker.ErrOpen))
+	// Output:
+	// closed requests=3 successes=0 failures=3 consecutive_successes=0 consecutive_failures=3
+	// open true
+}
+
+func ExampleBreaker_Allow() {
+	b, _ := breaker.New(breaker.Config{})
+
+	done, err := b.Allow()
+	if err != nil {
+		fmt.Println("fail fast:", err) // no request, no retry budget spent
+		return
+	}
+	status := 404 // what the provider answered
+	switch {
+	case status == 429 || status >= 500:
+		done(breaker.Failure) // source pressure or transient
+	default:
+		done(breaker.Success) // 2xx, and permanent 4xx: the provider is up
+	}
+	fmt.Println(b.Counts())
+	// Output:
+	// requests=1 successes=1 failures=0 consecutive_successes=1 consecutive_failures=0
+}
+
+func ExampleBreaker_Do() {
+	b, _ := breaker.New(breaker.Config{})
+
+	var body string
+	err := b.Do(func() breaker.Outcome {
+		body = "page 1" // one request attempt through the host's fetcher
+		return breaker.Success
+	})
+	fmt.Println(body, err)
+
+	// A cancelled attempt says nothing about the provider: it is not counted.
+	_ = b.Do(func() breaker.Outcome { return breaker.Ignored })
+	fmt.Println(b.Counts().Requests)
+	// Output:
+	// page 1 <nil>
+	// 1
+}
+
+func ExampleConfig_onTransition() {
+	b, _ := breaker.New(breaker.Config{
+		Name:        "exchange-x",
+		MinRequests: 4,
+		OnTransition: func(t breaker.Transition) {
+			// Safe to call back into the breaker from here.
+			fmt.Println(t)
+		},
+	})
+	for _, o := range []breaker.Outcome{breaker.Success, breaker.Failure, breaker.Failure, breaker.Failure} {
+		_ = b.Do(func() breaker.Outcome { return o })
+	}
+	// Output:
+	// exchange-x: closed -> open (failure_ratio; requests=4 successes=1 failures=3 consecutive_successes=0 consecutive_failures=3)
+}
+
+func ExampleConfig_logger() {
+	// Setup: a text logger without timestamps, so the output is stable.
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+
+	b, _ := breaker.New(breaker.Config{Name: "exchange-x", MinRequests: 1, Logger: logger})
+	_ = b.Do(func() breaker.Outcome { return breaker.Failure })
+	// Output:
+	// level=WARN msg="breaker transition" breaker=exchange-x from=closed to=open reason=failure_ratio requests=1 successes=0 failures=1 consecutive_failures=1
+}

@@ -1,0 +1,186 @@
+package breaker
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// State is the state of a [Breaker]. It is a plain value, safe for
+// concurrent use.
+type State uint8
+
+// The states of a Breaker. The zero State is StateClosed.
+const (
+	// StateClosed admits every request and counts outcomes.
+	StateClosed State = iota
+	// StateHalfOpen admits up to Config.HalfOpenProbes probe requests at a
+	// time to test whether the provider has recovered.
+	StateHalfOpen
+	// StateOpen admits nothing: Allow fails fast with ErrOpen.
+	StateOpen
+)
+
+// String returns "closed", "half-open" or "open".
+func (s State) String() string {
+	switch s {
+	case StateClosed:
+		return "closed"
+	case StateHalfOpen:
+		return "half-open"
+	case StateOpen:
+		return "open"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// stateOf maps gobreaker's state to ours.
+func stateOf(s gobreaker.State) State {
+	switch s {
+	case gobreaker.StateHalfOpen:
+		return StateHalfOpen
+	case gobreaker.StateOpen:
+		return StateOpen
+	}
+	return StateClosed
+}
+
+// Outcome classifies one admitted request for the breaker. The zero Outcome
+// is invalid, so a forgotten classification is a loud bug rather than a
+// silent success. It is a plain value, safe for concurrent use.
+type Outcome uint8
+
+// The outcomes a caller reports. See the package documentation for which
+// provider responses map to which.
+const (
+	// Success: the provider answered, including a permanent client error
+	// (404 and other non-retryable 4xx): the provider is up.
+	Success Outcome = iota + 1
+	// Failure: source pressure (429, 418, 503, a ban) or a transient
+	// failure (5xx, 408, a per-request timeout, a connection reset).
+	Failure
+	// Ignored: the attempt says nothing about the provider's health, e.g.
+	// the caller cancelled it. It changes no counts; an ignored probe frees
+	// its half-open slot.
+	Ignored
+)
+
+// String returns "success", "failure" or "ignored".
+func (o Outcome) String() string {
+	switch o {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case Ignored:
+		return "ignored"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Counts are the request counters of the breaker's current state (in the
+// closed state: of the current Window). They mirror gobreaker's Counts,
+// except that Ignored requests are not in them at all. It is a plain value,
+// safe for concurrent use.
+type Counts struct {
+	// Requests is the number of admitted requests whose outcome is not
+	// Ignored, including those still in flight.
+	Requests uint32
+	// Successes is the number of Success outcomes.
+	Successes uint32
+	// Failures is the number of Failure outcomes.
+	Failures uint32
+	// ConsecutiveSuccesses is the number of Success outcomes since the
+	// last Failure.
+	ConsecutiveSuccesses uint32
+	// ConsecutiveFailures is the number of Failure outcomes since the last
+	// Success.
+	ConsecutiveFailures uint32
+}
+
+// String formats the counts as space-separated key=value pairs.
+func (c Counts) String() string {
+	return fmt.Sprintf("requests=%d successes=%d failures=%d consecutive_successes=%d consecutive_failures=%d",
+		c.Requests, c.Successes, c.Failures, c.ConsecutiveSuccesses, c.ConsecutiveFailures)
+}
+
+// countsOf maps gobreaker's counts to ours, leaving excluded requests out.
+func countsOf(c gobreaker.Counts) Counts {
+	requests := c.Requests - min(c.Requests, c.TotalExclusions)
+	return Counts{
+		Requests:             requests,
+		Successes:            c.TotalSuccesses,
+		Failures:             c.TotalFailures,
+		ConsecutiveSuccesses: c.ConsecutiveSuccesses,
+		ConsecutiveFailures:  c.ConsecutiveFailures,
+	}
+}
+
+// The reasons a Transition gives, one per edge of the state machine.
+const (
+	// ReasonFailureRatio: closed → open, because at least MinRequests
+	// outcomes were counted in the window and the share of failures
+	// reached FailureRatio.
+	ReasonFailureRatio = "failure_ratio"
+	// ReasonOpenTimeout: open → half-open, because OpenTimeout elapsed.
+	ReasonOpenTimeout = "open_timeout"
+	// ReasonProbeFailed: half-open → open, because a probe failed.
+	ReasonProbeFailed = "probe_failed"
+	// ReasonProbesSucceeded: half-open → closed, because HalfOpenProbes
+	// probes succeeded.
+	ReasonProbesSucceeded = "probes_succeeded"
+)
+
+// Transition is one state change of a Breaker: safe facts only (no URLs,
+// bodies, identifiers or credentials), fit to be stored as run evidence. It
+// is a plain value, safe for concurrent use.
+type Transition struct {
+	// Name is the breaker's Config.Name.
+	Name string
+	// From is the state left.
+	From State
+	// To is the state entered.
+	To State
+	// Reason is one of the Reason constants.
+	Reason string
+	// At is when the breaker made the change. gobreaker evaluates
+	// OpenTimeout lazily, so for ReasonOpenTimeout it is the first call
+	// after the timeout elapsed, not the instant it elapsed.
+	At time.Time
+	// Counts are the counts of the state left, including the outcome that
+	// caused the change: the window's counts for ReasonFailureRatio, zero
+	// for ReasonOpenTimeout (the open state admits and counts nothing), and
+	// the probes that reported for ReasonProbeFailed and
+	// ReasonProbesSucceeded (probes still in flight are left out: their
+	// outcomes no longer count once the state changed).
+	Counts Counts
+}
+
+// String formats the transition for humans, without the time, e.g.
+// `exchange: closed -> open (failure_ratio; requests=10 ...)`.
+func (t Transition) String() string {
+	return fmt.Sprintf("%s: %s -> %s (%s; %s)", t.Name, t.From, t.To, t.Reason, t.Counts)
+}
+
+// LogValue implements [slog.LogValuer]: the transition as a group of the
+// same attributes the breaker logs (without the time, which the log record
+// carries).
+func (t Transition) LogValue() slog.Value {
+	return slog.GroupValue(t.attrs()...)
+}
+
+// attrs are the structured attributes of a transition, in a fixed order.
+func (t Transition) attrs() []slog.Attr {
+	return []slog.Attr{
+		slog.String("breaker", t.Name),
+		slog.String("from", t.From.String()),
+		slog.String("to", t.To.String()),
+		slog.String("reason", t.Reason),
+		slog.Uint64("requests", uint64(t.Counts.Requests)),
+		slog.Uint64("successes", uint64(t.Counts.Successes)),
+		slog.Uint64("failures", uint64(t.Counts.Failures)),
+		slog.Uint64("consecutive_failures", uint64(t.Counts.ConsecutiveFailures)),
+	}
+}

@@ -1,0 +1,254 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// FileStore is a crash-safe [Store] in a directory, for one process: a host
+// without a database that must resume after a restart.
+//
+// Layout: one file per stream (both bookmarks, the lease and its token),
+// one file per coverage series, and one file for the unresolved gaps, so a
+// write rewrites only the record it changes. Every write goes to a temporary
+// file that is synced, renamed over the old file, and the directory synced:
+// after a crash each file holds either its old or its new content. Each file
+// carries a length and a CRC-32C; a torn or corrupt file makes
+// [OpenFileStore] fail with an error wrapping [ErrCorrupt] that names it, and
+// is never read as empty progress. Open reads the whole directory into
+// memory; reads are served from memory and writes go through to disk before
+// they return.
+//
+// A lock file (flock, on Unix systems) keeps a second FileStore, in this or
+// another process, from opening the same directory.
+//
+// FileStore is safe for concurrent use. Writes are serialized.
+type FileStore struct {
+	c    *core
+	dir  string
+	lock *os.File
+}
+
+var _ Store = (*FileStore)(nil)
+
+// lockName is the lock file's name; it holds no data.
+const lockName = "LOCK"
+
+// OpenFileStore opens the store in dir, creating the directory if needed,
+// and loads every record. It fails with an error wrapping [ErrLocked] if
+// another FileStore has dir open, and with one wrapping [ErrCorrupt],
+// naming the file, if any record fails its integrity check. Temporary files
+// left by a crash mid-write are removed: they were never renamed into place,
+// so they never held committed state.
+func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: OpenFileStore: dir must not be empty", ErrInvalid)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	lock, err := lockDir(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, err
+	}
+	s := &FileStore{dir: dir, lock: lock}
+	s.c = newCore(cfg.Now, diskDir(dir))
+	if err := s.loadAll(); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dir returns the store's directory.
+func (s *FileStore) Dir() string { return s.dir }
+
+// Close releases the directory lock. Every later call fails with
+// [ErrClosed]; closing again returns nil. Close does not wait: writes that
+// returned are already durable.
+func (s *FileStore) Close() error {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.c.closed {
+		return nil
+	}
+	s.c.closed = true
+	if err := s.lock.Close(); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+func (s *FileStore) loadAll() error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, tmpPrefix) {
+			if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("checkpoint: removing leftover: %w", err)
+			}
+			continue
+		}
+		if !strings.HasSuffix(name, fileExt) {
+			continue // the lock file, or something that is not ours
+		}
+		if err := s.loadFile(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *FileStore) loadFile(name string) error {
+	path := filepath.Join(s.dir, name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	c := s.c
+	switch {
+	case name == gapsFile:
+		c.lastGap, c.gaps, err = decodeGaps(data)
+	case strings.HasPrefix(name, streamPre):
+		var stream string
+		var st streamState
+		if stream, st, err = decodeStream(name, data); err == nil {
+			c.streams[stream] = st
+		}
+	case strings.HasPrefix(name, coveragePre):
+		var series string
+		var cov Coverage
+		if series, cov, err = decodeCoverage(name, data); err == nil {
+			c.cover[series] = cov
+		}
+	default:
+		err = errors.New("not a file this store writes")
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	return nil
+}
+
+// diskDir is the persister of a FileStore: it writes records to the files of
+// one directory.
+type diskDir string
+
+// tmpPrefix starts the names of files being written.
+const tmpPrefix = ".tmp-"
+
+func (d diskDir) saveStream(name string, st streamState) error {
+	data, err := encodeStream(name, st)
+	if err != nil {
+		return err
+	}
+	return d.write(recordFile(streamPre, name), data)
+}
+
+func (d diskDir) saveCoverage(series string, c Coverage) error {
+	data, err := encodeCoverage(series, c)
+	if err != nil {
+		return err
+	}
+	return d.write(recordFile(coveragePre, series), data)
+}
+
+func (d diskDir) saveGaps(lastID int64, open []Gap) error {
+	data, err := encodeGaps(lastID, open)
+	if err != nil {
+		return err
+	}
+	return d.write(gapsFile, data)
+}
+
+// write replaces file atomically: temp file, fsync, rename, fsync the
+// directory. An error before the rename leaves the old file in place; an
+// error syncing the directory wraps errVisible, since the new content may
+// already be what a reader sees.
+func (d diskDir) write(file string, data []byte) error {
+	dir := string(d)
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: writing %s: %w", file, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, file))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("checkpoint: writing %s: %w", file, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("%w: %s: %w", errVisible, file, err)
+	}
+	return nil
+}
+
+// Load implements [Checkpoints.Load].
+func (s *FileStore) Load(ctx context.Context, key Key) (Checkpoint, error) {
+	return s.c.load(ctx, key)
+}
+
+// Commit implements [Checkpoints.Commit]. The new checkpoint is on disk
+// before Commit returns.
+func (s *FileStore) Commit(ctx context.Context, key Key, cursor []byte, expect int64, lease Lease) (Checkpoint, error) {
+	return s.c.commit(ctx, key, cursor, expect, lease)
+}
+
+// Acquire implements [Leases.Acquire]. The grant and its token are on disk
+// before Acquire returns, so a token is never reused after a restart.
+func (s *FileStore) Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (Lease, error) {
+	return s.c.acquire(ctx, stream, owner, ttl)
+}
+
+// Renew implements [Leases.Renew].
+func (s *FileStore) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
+	return s.c.renew(ctx, lease, ttl)
+}
+
+// Release implements [Leases.Release].
+func (s *FileStore) Release(ctx context.Context, lease Lease) error {
+	return s.c.release(ctx, lease)
+}
+
+// AddGap implements [Gaps.AddGap].
+func (s *FileStore) AddGap(ctx context.Context, gap Gap) (Gap, error) {
+	return s.c.addGap(ctx, gap)
+}
+
+// ListGaps implements [Gaps.ListGaps].
+func (s *FileStore) ListGaps(ctx context.Context, q GapQuery) ([]Gap, error) {
+	return s.c.listGaps(ctx, q)
+}
+
+// ResolveGap implements [Gaps.ResolveGap].
+func (s *FileStore) ResolveGap(ctx context.Context, id int64) error {
+	return s.c.resolveGap(ctx, id)
+}
+
+// AddCoverage implements [Coverages.AddCoverage].
+func (s *FileStore) AddCoverage(ctx context.Context, series string, r Range) error {
+	return s.c.addCoverage(ctx, series, r)
+}
+
+// Coverage implements [Coverages.Coverage].
+func (s *FileStore) Coverage(ctx context.Context, series string) (Coverage, error) {
+	return s.c.coverage(ctx, series)
+}

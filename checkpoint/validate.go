@@ -1,0 +1,96 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The argument checks shared by the stores. Each returns an error wrapping
+// ErrInvalid that names the argument and the value.
+
+func checkCtx(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+func checkKey(k Key) error {
+	if k.Stream == "" {
+		return fmt.Errorf("%w: Key.Stream must not be empty", ErrInvalid)
+	}
+	if !k.Mode.Valid() {
+		return fmt.Errorf("%w: Key.Mode must be catch_up or steady_state (got %v)", ErrInvalid, k.Mode)
+	}
+	return nil
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("%w: lease ttl must be > 0 (got %v)", ErrInvalid, ttl)
+	}
+	return nil
+}
+
+func checkLease(l Lease) error {
+	if l.Stream == "" {
+		return fmt.Errorf("%w: Lease.Stream must not be empty", ErrInvalid)
+	}
+	if l.Token <= 0 {
+		return fmt.Errorf("%w: Lease.Token must be > 0 (got %d)", ErrInvalid, l.Token)
+	}
+	return nil
+}
+
+func checkCommit(key Key, expect int64, l Lease) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if expect < 0 {
+		return fmt.Errorf("%w: expected version must be >= 0 (got %d)", ErrInvalid, expect)
+	}
+	if l.Token < 0 {
+		return fmt.Errorf("%w: Lease.Token must be >= 0 (got %d)", ErrInvalid, l.Token)
+	}
+	if l.Token > 0 && l.Stream != key.Stream {
+		return fmt.Errorf("%w: lease is for stream %q, not %q", ErrInvalid, l.Stream, key.Stream)
+	}
+	return nil
+}
+
+func checkGap(g Gap) error {
+	if err := checkKey(g.Key); err != nil {
+		return err
+	}
+	if g.Reason == "" {
+		return fmt.Errorf("%w: Gap.Reason must not be empty", ErrInvalid)
+	}
+	if !g.Range.IsZero() && g.Range.Empty() {
+		return fmt.Errorf("%w: Gap.Range must be zero or non-empty (got %v)", ErrInvalid, g.Range)
+	}
+	return nil
+}
+
+func checkQuery(q GapQuery) error {
+	if q.Mode != 0 && !q.Mode.Valid() {
+		return fmt.Errorf("%w: GapQuery.Mode must be 0, catch_up or steady_state (got %v)", ErrInvalid, q.Mode)
+	}
+	if q.After < 0 {
+		return fmt.Errorf("%w: GapQuery.After must be >= 0 (got %d)", ErrInvalid, q.After)
+	}
+	if q.Limit < 0 {
+		return fmt.Errorf("%w: GapQuery.Limit must be >= 0 (got %d)", ErrInvalid, q.Limit)
+	}
+	return nil
+}
+
+func checkSeries(series string, r Range) error {
+	if series == "" {
+		return fmt.Errorf("%w: series must not be empty", ErrInvalid)
+	}
+	if r.Empty() {
+		return fmt.Errorf("%w: coverage range must be non-empty (got %v)", ErrInvalid, r)
+	}
+	return nil
+}

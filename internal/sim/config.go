@@ -1,0 +1,253 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error [New] and [Server.SetLimit]
+// return for a bad configuration.
+var ErrInvalidConfig = errors.New("sim: invalid config")
+
+// DefaultHistory is how long before the server's start (truncated to UTC
+// midnight) a [Symbol] with a zero Listed time was listed.
+const DefaultHistory = 30 * 24 * time.Hour
+
+// Config configures a [Server]. The zero Config is valid: three symbols with
+// [DefaultHistory] of candles, no limit, no faults, no latency, the real clock.
+type Config struct {
+	// Now is the clock. Defaults to time.Now, which testing/synctest fakes
+	// inside a bubble. Latency and slow-down are waited out on the runtime's
+	// timers (fake inside a bubble), not on Now, so a custom Now is meant for
+	// runs without them.
+	Now func() time.Time
+
+	// Seed seeds the candle values, the latency jitter and the fault draws.
+	// Every value is valid; the same seed and the same sequence of requests
+	// give the same responses. Defaults to 0.
+	Seed uint64
+
+	// Symbols lists the tradable symbols in exchangeInfo order. Defaults to
+	// BTCUSDT, ETHUSDT and BNBUSDT with zero Listed times.
+	Symbols []Symbol
+
+	// Limit is the true limit in force from the start. Defaults to Unlimited.
+	Limit Limit
+
+	// Schedule changes the limit at given offsets from the start (sorted by
+	// After here). Entries take effect at the first request or Stats call at
+	// or after their time. Defaults to no changes.
+	Schedule []Change
+
+	// Answer is how over-limit requests are answered. Defaults to Answer429.
+	Answer Answer
+
+	// BanAfter is how many over-limit requests within BanWindow start a ban
+	// (AnswerBan only). Must be >= 0; zero means 5.
+	BanAfter int
+
+	// BanWindow is the sliding window in which violations are counted toward
+	// a ban (AnswerBan only). Must be >= 0; zero means 1 minute.
+	BanWindow time.Duration
+
+	// BanFor is how long a ban lasts (AnswerBan only). Must be >= 0; zero
+	// means 2 minutes, Binance's first ban.
+	BanFor time.Duration
+
+	// Weight is the cost of one request to path against the limit, e.g.
+	// [BinanceWeight]. Results below zero count as zero. Defaults to 1 for
+	// every path.
+	Weight func(path string) int
+
+	// Headers selects the usage headers sent with every response the limit
+	// policy saw. Defaults to none.
+	Headers Headers
+
+	// FaultRate is the probability, in [0, 1], that an admitted request fails
+	// with one of Faults instead of being served. Defaults to 0.
+	FaultRate float64
+
+	// Faults are the kinds drawn from (uniformly) when a fault is injected.
+	// Defaults to all four: Fault500, Fault502, Fault504, FaultReset.
+	Faults []Fault
+
+	// Latency is added to every response. Must be >= 0. Defaults to 0.
+	Latency time.Duration
+
+	// Jitter adds a uniform random [0, Jitter) to every response's latency.
+	// Must be >= 0. Defaults to 0.
+	Jitter time.Duration
+}
+
+// Symbol is one tradable pair.
+type Symbol struct {
+	// Name is the Binance symbol, e.g. "BTCUSDT": 1 to 20 characters of
+	// A-Z, 0-9, '-', '_' and '.'. Required and unique.
+	Name string
+	// Listed is when trading started: the first candle of every interval is
+	// the one containing Listed. Zero means [DefaultHistory] before the
+	// server's start truncated to UTC midnight. A Listed after now yields no
+	// candles yet.
+	Listed time.Time
+	// Price is the level the price wanders around (the series stays within
+	// about x0.7 to x1.5 of it). Must be >= 0 and finite; zero means a level
+	// derived from Name and the seed, between 10 and 100000.
+	Price float64
+}
+
+// Headers is a set of usage-header styles, combined with |.
+type Headers int
+
+const (
+	// HeaderBinance sends X-MBX-USED-WEIGHT and X-MBX-USED-WEIGHT-1M: the
+	// weight of all non-banned requests in the current UTC minute, whatever
+	// the Limit (as Binance does, rejected requests count).
+	HeaderBinance Headers = 1 << iota
+	// HeaderIETF sends RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
+	// (seconds, rounded up) for the GCRA or fixed-window Limit in force
+	// (draft-ietf-httpapi-ratelimit-headers). Nothing is sent when Unlimited.
+	HeaderIETF
+)
+
+// BinanceWeight is a [Config.Weight] with Binance spot's weights: klines 2,
+// exchangeInfo 20, everything else 1.
+func BinanceWeight(path string) int {
+	switch path {
+	case pathKlines:
+		return 2
+	case pathExchangeInfo:
+		return 20
+	}
+	return 1
+}
+
+// configError is a validation failure: "sim: <field> <rule> (got <value>)".
+// It matches ErrInvalidConfig with errors.Is.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return ErrInvalidConfig }
+
+// invalid builds a validation error naming the field, the rule and the value.
+func invalid(field, rule string, got any) error {
+	return &configError{fmt.Sprintf("sim: %s %s (got %v)", field, rule, got)}
+}
+
+// normalize validates c and fills in defaults; start is the server's start.
+func (c Config) normalize(start time.Time) (Config, error) {
+	var err error
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Symbols, err = normalizeSymbols(c.Symbols, start); err != nil {
+		return c, err
+	}
+	if c.Limit, err = c.Limit.normalize("Config.Limit"); err != nil {
+		return c, err
+	}
+	c.Schedule = slices.Clone(c.Schedule)
+	for i, ch := range c.Schedule {
+		if ch.After < 0 {
+			return c, invalid(fmt.Sprintf("Config.Schedule[%d].After", i), "must be >= 0", ch.After)
+		}
+		if c.Schedule[i].Limit, err = ch.Limit.normalize(fmt.Sprintf("Config.Schedule[%d].Limit", i)); err != nil {
+			return c, err
+		}
+	}
+	slices.SortStableFunc(c.Schedule, func(a, b Change) int { return int(a.After - b.After) })
+	if c.Answer < Answer429 || c.Answer > AnswerBan {
+		return c, invalid("Config.Answer", "must be one of the Answer constants", c.Answer)
+	}
+	if err := c.normalizeBan(); err != nil {
+		return c, err
+	}
+	if c.Weight == nil {
+		c.Weight = func(string) int { return 1 }
+	}
+	if c.Headers&^(HeaderBinance|HeaderIETF) != 0 {
+		return c, invalid("Config.Headers", "must combine HeaderBinance and HeaderIETF only", int(c.Headers))
+	}
+	if !(c.FaultRate >= 0 && c.FaultRate <= 1) {
+		return c, invalid("Config.FaultRate", "must be in [0, 1]", c.FaultRate)
+	}
+	if len(c.Faults) == 0 {
+		c.Faults = []Fault{Fault500, Fault502, Fault504, FaultReset}
+	}
+	for i, f := range c.Faults {
+		if f < Fault500 || f > FaultReset {
+			return c, invalid(fmt.Sprintf("Config.Faults[%d]", i), "must be one of the Fault constants", f)
+		}
+	}
+	c.Faults = slices.Clone(c.Faults)
+	if c.Latency < 0 {
+		return c, invalid("Config.Latency", "must be >= 0", c.Latency)
+	}
+	if c.Jitter < 0 {
+		return c, invalid("Config.Jitter", "must be >= 0", c.Jitter)
+	}
+	return c, nil
+}
+
+// normalizeBan validates and defaults the ban settings.
+func (c *Config) normalizeBan() error {
+	switch {
+	case c.BanAfter < 0:
+		return invalid("Config.BanAfter", "must be >= 0", c.BanAfter)
+	case c.BanWindow < 0:
+		return invalid("Config.BanWindow", "must be >= 0", c.BanWindow)
+	case c.BanFor < 0:
+		return invalid("Config.BanFor", "must be >= 0", c.BanFor)
+	}
+	if c.BanAfter == 0 {
+		c.BanAfter = 5
+	}
+	if c.BanWindow == 0 {
+		c.BanWindow = time.Minute
+	}
+	if c.BanFor == 0 {
+		c.BanFor = 2 * time.Minute
+	}
+	return nil
+}
+
+// normalizeSymbols validates the symbols and fills Listed defaults.
+func normalizeSymbols(in []Symbol, start time.Time) ([]Symbol, error) {
+	if len(in) == 0 {
+		in = []Symbol{{Name: "BTCUSDT"}, {Name: "ETHUSDT"}, {Name: "BNBUSDT"}}
+	}
+	out := slices.Clone(in)
+	seen := make(map[string]bool, len(out))
+	for i, s := range out {
+		field := fmt.Sprintf("Config.Symbols[%d]", i)
+		if !validSymbolName(s.Name) {
+			return nil, invalid(field+".Name", "must be 1-20 of A-Z 0-9 - _ .", fmt.Sprintf("%q", s.Name))
+		}
+		if seen[s.Name] {
+			return nil, invalid(field+".Name", "must be unique", s.Name)
+		}
+		seen[s.Name] = true
+		if !(s.Price >= 0) || math.IsInf(s.Price, 0) {
+			return nil, invalid(field+".Price", "must be >= 0 and finite", s.Price)
+		}
+		if s.Listed.IsZero() {
+			out[i].Listed = start.UTC().Truncate(24 * time.Hour).Add(-DefaultHistory)
+		}
+	}
+	return out, nil
+}
+
+// validSymbolName reports whether name matches Binance's ^[A-Z0-9-_.]{1,20}$.
+func validSymbolName(name string) bool {
+	if len(name) == 0 || len(name) > 20 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,122 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/forage-go/forage/internal/sim"
+)
+
+// t0 is a fixed instant in the middle of a minute, for tests on a fixed clock.
+var t0 = time.Date(2024, 3, 1, 12, 0, 30, 500e6, time.UTC)
+
+// clock is a settable clock for tests outside synctest that never wait.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// fataler is the part of testing.TB the helpers need; *rapid.T has it too.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// newServer builds a server or fails the test.
+func newServer(tb fataler, cfg sim.Config) *sim.Server {
+	tb.Helper()
+	s, err := sim.New(cfg)
+	if err != nil {
+		tb.Fatalf("sim.New: %v", err)
+	}
+	return s
+}
+
+// result is one answered request.
+type result struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// get sends GET path?params through c and reads the whole answer.
+func get(tb fataler, c *http.Client, base, path string, params url.Values) result {
+	tb.Helper()
+	r, err := tryGet(context.Background(), c, base, path, params)
+	if err != nil {
+		tb.Fatalf("GET %s?%s: %v", path, params.Encode(), err)
+	}
+	return r
+}
+
+// tryGet is get returning the transport error instead of failing.
+func tryGet(ctx context.Context, c *http.Client, base, path string, params url.Values) (result, error) {
+	u := base + path
+	if len(params) > 0 {
+		u += "?" + params.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return result{}, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return result{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return result{resp.StatusCode, resp.Header, body}, err
+}
+
+// inMemory is the base URL used with the in-memory transport (any host works).
+const inMemory = "http://sim.test"
+
+// klines fetches and parses one klines page through c, failing on non-200.
+func klines(tb fataler, c *http.Client, params url.Values) []sim.Kline {
+	tb.Helper()
+	r := get(tb, c, inMemory, "/api/v3/klines", params)
+	if r.status != http.StatusOK {
+		tb.Fatalf("klines %s: status %d body %s", params.Encode(), r.status, r.body)
+	}
+	ks, err := sim.ParseKlines(r.body)
+	if err != nil {
+		tb.Fatalf("klines %s: %v", params.Encode(), err)
+	}
+	return ks
+}
+
+// apiError decodes a Binance error body, failing if it is not one.
+func apiError(tb fataler, body []byte) (code int, msg string) {
+	tb.Helper()
+	var e struct {
+		Code *int   `json:"code"`
+		Msg  string `json:"msg"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Code == nil {
+		tb.Fatalf("not a Binance error body: %s (%v)", body, err)
+	}
+	return *e.Code, e.Msg
+}
+
+// ms formats t as a Binance millisecond parameter.
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }

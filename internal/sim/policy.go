@@ -1,0 +1,318 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Algorithm selects how the server counts request weight against its [Limit].
+type Algorithm int
+
+const (
+	// Unlimited admits every request. It is the zero Algorithm.
+	Unlimited Algorithm = iota
+	// GCRA admits [Limit.Rate] weight units per second with a burst of
+	// [Limit.Burst] units (a token bucket without the bucket: ITU-T I.371).
+	// Idle time never banks more than the burst.
+	GCRA
+	// FixedWindow admits [Limit.Count] weight units per [Limit.Window], the
+	// windows aligned to multiples of Window since the Unix epoch, like
+	// Binance's per-minute request weight.
+	FixedWindow
+)
+
+// String returns "unlimited", "gcra" or "fixed-window".
+func (a Algorithm) String() string {
+	switch a {
+	case Unlimited:
+		return "unlimited"
+	case GCRA:
+		return "gcra"
+	case FixedWindow:
+		return "fixed-window"
+	}
+	return fmt.Sprintf("Algorithm(%d)", int(a))
+}
+
+// Limit is the server's true limit, applied to the sum of the weights of all
+// requests (one server is one client IP as far as the limit is concerned).
+// The zero Limit is [Unlimited]. Fields that do not belong to the Algorithm
+// must be zero. Limit is a value; copy it freely.
+type Limit struct {
+	// Algorithm selects GCRA or a fixed window. Defaults to Unlimited.
+	Algorithm Algorithm
+	// Rate is the GCRA rate in weight units per second. Required (> 0) for GCRA,
+	// at most 1e9.
+	Rate float64
+	// Burst is the GCRA burst: how many weight units are admitted at once
+	// after idling. Zero means 1.
+	Burst int
+	// Count is the weight admitted per fixed window. Required (> 0) for
+	// FixedWindow.
+	Count int
+	// Window is the fixed window length, at least 1ms. Zero means 1 minute.
+	Window time.Duration
+}
+
+// RateLimit returns a GCRA Limit of rate weight units per second with the
+// given burst.
+func RateLimit(rate float64, burst int) Limit {
+	return Limit{Algorithm: GCRA, Rate: rate, Burst: burst}
+}
+
+// WindowLimit returns a FixedWindow Limit of count weight units per window.
+func WindowLimit(count int, window time.Duration) Limit {
+	return Limit{Algorithm: FixedWindow, Count: count, Window: window}
+}
+
+// String describes the limit, e.g. "gcra 10/s burst 5" or "fixed-window 1200/1m0s".
+func (l Limit) String() string {
+	switch l.Algorithm {
+	case GCRA:
+		return fmt.Sprintf("gcra %g/s burst %d", l.Rate, l.Burst)
+	case FixedWindow:
+		return fmt.Sprintf("fixed-window %d/%s", l.Count, l.Window)
+	}
+	return l.Algorithm.String()
+}
+
+// normalize validates l (field names the config path, e.g. "Config.Limit")
+// and fills defaults.
+func (l Limit) normalize(field string) (Limit, error) {
+	bad := func(sub, rule string, v any) (Limit, error) {
+		return l, invalid(field+"."+sub, rule, v)
+	}
+	switch l.Algorithm {
+	case Unlimited:
+		if l.Rate != 0 || l.Burst != 0 || l.Count != 0 || l.Window != 0 {
+			return bad("Algorithm", "must be GCRA or FixedWindow when rate fields are set", l.Algorithm)
+		}
+	case GCRA:
+		if !(l.Rate > 0 && l.Rate <= 1e9) {
+			return bad("Rate", "must be in (0, 1e9] for GCRA", l.Rate)
+		}
+		if l.Burst < 0 {
+			return bad("Burst", "must be >= 0", l.Burst)
+		}
+		if l.Count != 0 || l.Window != 0 {
+			return bad("Count", "and Window must be zero for GCRA", l.Count)
+		}
+		l.Burst = max(l.Burst, 1)
+	case FixedWindow:
+		if l.Count <= 0 {
+			return bad("Count", "must be > 0 for FixedWindow", l.Count)
+		}
+		if l.Window < 0 || (l.Window > 0 && l.Window < time.Millisecond) {
+			return bad("Window", "must be 0 or >= 1ms", l.Window)
+		}
+		if l.Rate != 0 || l.Burst != 0 {
+			return bad("Rate", "and Burst must be zero for FixedWindow", l.Rate)
+		}
+		if l.Window == 0 {
+			l.Window = time.Minute
+		}
+	default:
+		return bad("Algorithm", "must be Unlimited, GCRA or FixedWindow", l.Algorithm)
+	}
+	return l, nil
+}
+
+// Answer is how the server answers a request over its limit.
+type Answer int
+
+const (
+	// Answer429 answers 429 Too Many Requests with Retry-After (whole seconds,
+	// rounded up) and Binance's -1003 body. It is the zero Answer.
+	Answer429 Answer = iota
+	// AnswerBare429 answers 429 with the -1003 body and no Retry-After.
+	AnswerBare429
+	// Answer503 answers 503 Service Unavailable with Binance's -1008 body and
+	// no Retry-After.
+	Answer503
+	// AnswerSlowDown serves the request (200) but delays the response until
+	// the moment the request would have conformed, so the extra latency grows
+	// with how far over the limit the client is. Delayed requests are counted
+	// against the limit.
+	AnswerSlowDown
+	// AnswerBan answers 429 with Retry-After, and after [Config.BanAfter] such
+	// violations within [Config.BanWindow] bans the client: every request then
+	// gets 418 with Retry-After until [Config.BanFor] has passed.
+	AnswerBan
+)
+
+// String returns the answer's name, e.g. "429+retry-after" or "ban".
+func (a Answer) String() string {
+	switch a {
+	case Answer429:
+		return "429+retry-after"
+	case AnswerBare429:
+		return "bare-429"
+	case Answer503:
+		return "503"
+	case AnswerSlowDown:
+		return "slow-down"
+	case AnswerBan:
+		return "ban"
+	}
+	return fmt.Sprintf("Answer(%d)", int(a))
+}
+
+// Fault is a kind of injected transient failure.
+type Fault int
+
+const (
+	// Fault500 answers 500 with Binance's -1000 body.
+	Fault500 Fault = iota
+	// Fault502 answers 502 Bad Gateway with a plain-text body, as a CDN would.
+	Fault502
+	// Fault504 answers 504 Gateway Timeout with a plain-text body.
+	Fault504
+	// FaultReset resets the connection without a response: a TCP reset on
+	// loopback, an error wrapping syscall.ECONNRESET from the in-memory
+	// transport.
+	FaultReset
+)
+
+// String returns "500", "502", "504" or "reset".
+func (f Fault) String() string {
+	switch f {
+	case Fault500:
+		return "500"
+	case Fault502:
+		return "502"
+	case Fault504:
+		return "504"
+	case FaultReset:
+		return "reset"
+	}
+	return fmt.Sprintf("Fault(%d)", int(f))
+}
+
+// Change is one entry of [Config.Schedule]: from After past the server's
+// start, the true limit becomes Limit.
+type Change struct {
+	// After is the offset from the server's start (the clock reading in
+	// [New]). Must be >= 0.
+	After time.Duration
+	// Limit is the limit in force from then on.
+	Limit Limit
+}
+
+// limiter is the server-side limit state. Times are nanoseconds since the
+// Unix epoch, weights are int64 units. Not safe for concurrent use; the
+// Server's mutex guards it.
+type limiter struct {
+	limit    Limit
+	interval int64 // GCRA emission interval per weight unit, ns
+	tat      int64 // GCRA theoretical arrival time
+	winStart int64 // fixed window start
+	count    int64 // weight counted in the current window
+}
+
+// set installs l, keeping the counting state when the algorithm is unchanged.
+func (lm *limiter) set(l Limit) {
+	if l.Algorithm != lm.limit.Algorithm {
+		*lm = limiter{}
+	}
+	lm.limit = l
+	if l.Algorithm == GCRA {
+		lm.interval = max(int64(math.Round(1e9/l.Rate)), 1)
+	}
+}
+
+// take counts a request of weight w at now. It reports whether the request
+// was over the limit and, if so, how long until it would conform. With queue
+// set (slow-down) an over-limit request is counted too, and wait is the delay
+// until its turn.
+func (lm *limiter) take(now, w int64, queue bool) (over bool, wait time.Duration) {
+	switch lm.limit.Algorithm {
+	case GCRA:
+		tau := int64(lm.limit.Burst) * lm.interval
+		next := max(lm.tat, now) + w*lm.interval
+		if next-now <= tau {
+			lm.tat = next
+			return false, 0
+		}
+		if queue {
+			lm.tat = next
+		}
+		return true, time.Duration(next - now - tau)
+	case FixedWindow:
+		win, n := int64(lm.limit.Window), int64(lm.limit.Count)
+		lm.roll(now)
+		if lm.count+w <= n {
+			lm.count += w
+			return false, 0
+		}
+		if !queue {
+			return true, time.Duration(lm.winStart + win - now)
+		}
+		lm.count += w
+		k := (lm.count - 1) / n // the window this request's last unit fits in
+		return true, time.Duration(lm.winStart + k*win - now)
+	}
+	return false, 0
+}
+
+// roll starts a new fixed window when now has left the current one.
+func (lm *limiter) roll(now int64) {
+	win := int64(lm.limit.Window)
+	if start := now - floorMod(now, win); start != lm.winStart {
+		lm.winStart, lm.count = start, 0
+	}
+}
+
+// usage reports the IETF RateLimit fields at now: the limit, the weight
+// still available, and the time until the limit is fully available again.
+func (lm *limiter) usage(now int64) (limit, remaining int64, reset time.Duration, ok bool) {
+	switch lm.limit.Algorithm {
+	case GCRA:
+		tau := int64(lm.limit.Burst) * lm.interval
+		used := max(lm.tat-now, 0)
+		return int64(lm.limit.Burst), max((tau-used)/lm.interval, 0), time.Duration(used), true
+	case FixedWindow:
+		lm.roll(now)
+		n := int64(lm.limit.Count)
+		return n, max(n-lm.count, 0), time.Duration(lm.winStart + int64(lm.limit.Window) - now), true
+	}
+	return 0, 0, 0, false
+}
+
+// banState tracks violations and the current ban for AnswerBan.
+type banState struct {
+	until      int64   // ban end, ns; banned while now < until
+	violations []int64 // times of recent violations, ascending
+}
+
+// violate records a violation at now and reports whether it starts a ban.
+func (b *banState) violate(now int64, after int, window, period time.Duration) bool {
+	keep := b.violations[:0]
+	for _, t := range b.violations {
+		if t > now-int64(window) {
+			keep = append(keep, t)
+		}
+	}
+	b.violations = append(keep, now)
+	if len(b.violations) < after {
+		return false
+	}
+	b.violations = b.violations[:0]
+	b.until = now + int64(period)
+	return true
+}
+
+// floorMod returns x mod m in [0, m) for m > 0.
+func floorMod(x, m int64) int64 {
+	r := x % m
+	if r < 0 {
+		r += m
+	}
+	return r
+}
+
+// retryAfter renders d as whole seconds rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	return fmt.Sprint(max(s, 1))
+}

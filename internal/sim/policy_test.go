@@ -1,0 +1,314 @@
+package sim_test
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/internal/sim"
+)
+
+// ping sends one GET /api/v3/time through s's transport and returns the
+// answer and how much (fake) time the round trip took.
+func ping(tb fataler, s *sim.Server) (result, time.Duration) {
+	tb.Helper()
+	start := time.Now()
+	r := get(tb, s.Client(), inMemory, "/api/v3/time", nil)
+	return r, time.Since(start)
+}
+
+// TestAnswers checks each rejecting Answer over a GCRA limit of 10/s burst 5:
+// the burst is admitted, the next request gets the documented answer at once,
+// and a request one emission interval later is admitted again.
+func TestAnswers(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		answer     sim.Answer
+		status     int
+		code       int
+		retryAfter string
+	}{
+		{sim.Answer429, 429, -1003, "1"},
+		{sim.AnswerBare429, 429, -1003, ""},
+		{sim.Answer503, 503, -1008, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.answer.String(), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				s := newServer(t, sim.Config{Limit: sim.RateLimit(10, 5), Answer: c.answer})
+				for i := range 5 {
+					if r, _ := ping(t, s); r.status != 200 {
+						t.Fatalf("burst request %d: status %d", i, r.status)
+					}
+				}
+				r, took := ping(t, s)
+				code, _ := apiError(t, r.body)
+				if r.status != c.status || code != c.code || r.header.Get("Retry-After") != c.retryAfter || took != 0 {
+					t.Fatalf("over limit: %d code %d Retry-After %q took %v, want %d code %d Retry-After %q at once",
+						r.status, code, r.header.Get("Retry-After"), took, c.status, c.code, c.retryAfter)
+				}
+				time.Sleep(100 * time.Millisecond)
+				if r, _ := ping(t, s); r.status != 200 {
+					t.Fatalf("after one interval: status %d", r.status)
+				}
+				st := s.Stats()
+				rejected := st.Throttled + st.Unavailable
+				if st.Requests != 7 || st.OK != 6 || rejected != 1 || st.MaxPerSecond != 6 || st.MaxArrivalsPerSecond != 7 {
+					t.Fatalf("stats %+v", st)
+				}
+			})
+		})
+	}
+}
+
+// TestSlowDown checks AnswerSlowDown serves over-limit requests late, the
+// delay growing with the excess, and counts them against the limit.
+func TestSlowDown(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newServer(t, sim.Config{Limit: sim.RateLimit(10, 2), Answer: sim.AnswerSlowDown, Latency: 5 * time.Millisecond})
+		// Five requests at the same instant: two fit the burst, the rest are
+		// served one emission interval (100ms) apart, all after the latency.
+		took := make(chan time.Duration, 5)
+		for range 5 {
+			go func() {
+				r, d := ping(t, s)
+				if r.status != 200 {
+					t.Errorf("status %d, want 200", r.status)
+				}
+				took <- d
+			}()
+		}
+		got := map[time.Duration]int{}
+		for range 5 {
+			got[<-took]++
+		}
+		ms := time.Millisecond
+		want := map[time.Duration]int{5 * ms: 2, 105 * ms: 1, 205 * ms: 1, 305 * ms: 1}
+		for d, n := range want {
+			if got[d] != n {
+				t.Fatalf("round-trip times %v, want %v", got, want)
+			}
+		}
+		st := s.Stats()
+		if st.OK != 5 || st.SlowedDown != 3 || st.Throttled != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		// At 305ms the slowed requests have pushed the theoretical arrival time
+		// to 500ms: each further request, sent as soon as the last one returns,
+		// still waits its turn (95ms) on top of the latency.
+		for i := range 3 {
+			if _, d := ping(t, s); d != 100*ms {
+				t.Fatalf("follow-up %d took %v, want 100ms", i, d)
+			}
+		}
+	})
+}
+
+// TestFixedWindow checks a window limit: aligned windows, Retry-After to the
+// window's end, a fresh count in the next window, and slow-down into the
+// window where the request fits.
+func TestFixedWindow(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newServer(t, sim.Config{Limit: sim.WindowLimit(3, 10*time.Second), Headers: sim.HeaderIETF})
+		time.Sleep(7 * time.Second) // the bubble starts at 2000-01-01T00:00:00Z: 3s left in the window
+		for i := range 3 {
+			r, _ := ping(t, s)
+			if r.status != 200 || r.header.Get("RateLimit-Remaining") != []string{"2", "1", "0"}[i] || r.header.Get("RateLimit-Reset") != "3" {
+				t.Fatalf("request %d: %d %v", i, r.status, r.header)
+			}
+		}
+		r, _ := ping(t, s)
+		if r.status != 429 || r.header.Get("Retry-After") != "3" || r.header.Get("RateLimit-Limit") != "3" {
+			t.Fatalf("over window: %d %v", r.status, r.header)
+		}
+		time.Sleep(3 * time.Second)
+		if r, _ := ping(t, s); r.status != 200 || r.header.Get("RateLimit-Remaining") != "2" {
+			t.Fatalf("next window: %d %v", r.status, r.header)
+		}
+
+		slow := newServer(t, sim.Config{Limit: sim.WindowLimit(2, time.Second), Answer: sim.AnswerSlowDown})
+		time.Sleep(500 * time.Millisecond) // mid-window
+		var took []time.Duration
+		for range 2 {
+			_, d := ping(t, slow)
+			took = append(took, d)
+		}
+		_, d := ping(t, slow) // third in a window of 2: served at the next window's start
+		if took[0] != 0 || took[1] != 0 || d != 500*time.Millisecond {
+			t.Fatalf("slow-down took %v then %v, want 0 0 500ms", took, d)
+		}
+	})
+}
+
+// TestAdmitsAtTheRate checks a client pacing exactly at the limit is never
+// rejected, for both algorithms.
+func TestAdmitsAtTheRate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit sim.Limit
+		every time.Duration
+	}{{sim.RateLimit(20, 1), time.Second / 20}, {sim.WindowLimit(5, time.Second), time.Second / 5}} {
+		synctest.Test(t, func(t *testing.T) {
+			s := newServer(t, sim.Config{Limit: c.limit})
+			for i := range 200 {
+				if r, _ := ping(t, s); r.status != 200 {
+					t.Fatalf("%v: request %d at %v: status %d", c.limit, i, time.Now(), r.status)
+				}
+				time.Sleep(c.every)
+			}
+			if st := s.Stats(); st.OK != 200 || st.MaxPerSecond > int64(time.Second/c.every) {
+				t.Fatalf("%v: stats %+v", c.limit, st)
+			}
+		})
+	}
+}
+
+// TestBan checks AnswerBan: 429s until BanAfter violations within BanWindow,
+// then 418 on everything for BanFor, then service again.
+func TestBan(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newServer(t, sim.Config{Limit: sim.RateLimit(1, 1), Answer: sim.AnswerBan, BanAfter: 3, BanWindow: time.Minute, BanFor: 2 * time.Minute})
+		for i, w := range []int{200, 429, 429, 418, 418} {
+			if r, _ := ping(t, s); r.status != w {
+				t.Fatalf("request %d: status %d, want %d", i, r.status, w)
+			}
+		}
+		time.Sleep(time.Minute)
+		r, _ := ping(t, s)
+		code, _ := apiError(t, r.body)
+		if r.status != 418 || code != -1003 || r.header.Get("Retry-After") != "60" {
+			t.Fatalf("a minute into the ban: %d code %d Retry-After %q", r.status, code, r.header.Get("Retry-After"))
+		}
+		time.Sleep(time.Minute)
+		if r, _ := ping(t, s); r.status != 200 {
+			t.Fatalf("after the ban: status %d", r.status)
+		}
+		st := s.Stats()
+		if st.Bans != 1 || st.Banned != 3 || st.Throttled != 2 || st.OK != 2 || st.Requests != 7 {
+			t.Fatalf("stats %+v", st)
+		}
+		// Violations spread wider than BanWindow never ban.
+		for i := range 10 {
+			time.Sleep(31 * time.Second)
+			ping(t, s)
+			if r, _ := ping(t, s); r.status != 429 {
+				t.Fatalf("spread violation %d: status %d, want 429", i, r.status)
+			}
+		}
+		if st := s.Stats(); st.Bans != 1 {
+			t.Fatalf("spread violations banned: %+v", st)
+		}
+	})
+}
+
+// TestLimitChanges checks the Schedule and SetLimit change the true limit
+// mid-run and that Stats reports the limit in force.
+func TestLimitChanges(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newServer(t, sim.Config{Limit: sim.RateLimit(100, 10), Schedule: []sim.Change{{After: 10 * time.Second, Limit: sim.RateLimit(1, 1)}}})
+		burst := func() (ok int) {
+			for range 10 {
+				if r, _ := ping(t, s); r.status == 200 {
+					ok++
+				}
+			}
+			return ok
+		}
+		if n := burst(); n != 10 {
+			t.Fatalf("before the change: %d of 10 admitted", n)
+		}
+		time.Sleep(10 * time.Second)
+		if l := s.Stats().Limit; l != sim.RateLimit(1, 1) {
+			t.Fatalf("limit at 10s: %v", l)
+		}
+		if n := burst(); n != 1 {
+			t.Fatalf("after the change: %d of 10 admitted, want 1", n)
+		}
+		if err := s.SetLimit(sim.WindowLimit(4, time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if n := burst(); n != 4 {
+			t.Fatalf("after SetLimit: %d of 10 admitted, want 4", n)
+		}
+		if err := s.SetLimit(sim.Limit{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := burst(); n != 10 {
+			t.Fatalf("unlimited: %d of 10 admitted", n)
+		}
+	})
+}
+
+// TestWeightsAndBinanceHeaders checks per-path weights count against the
+// limit and in X-MBX-USED-WEIGHT-1M, which resets each UTC minute.
+func TestWeightsAndBinanceHeaders(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newServer(t, sim.Config{Limit: sim.WindowLimit(25, time.Minute), Weight: sim.BinanceWeight, Headers: sim.HeaderBinance})
+		used := func(path string) (int, string) {
+			r := get(t, s.Client(), inMemory, path, nil)
+			return r.status, r.header.Get("X-Mbx-Used-Weight-1m")
+		}
+		steps := []struct {
+			path   string
+			status int
+			used   string
+		}{
+			{"/api/v3/klines", 400, "2"}, // missing symbol: still weighed
+			{"/api/v3/exchangeInfo", 200, "22"},
+			{"/api/v3/time", 200, "23"},
+			{"/api/v3/exchangeInfo", 429, "43"}, // rejected requests count too, as on Binance
+			{"/api/v3/klines", 400, "45"},
+		}
+		for i, st := range steps {
+			if status, u := used(st.path); status != st.status || u != st.used {
+				t.Fatalf("step %d %s: %d used %s, want %d used %s", i, st.path, status, u, st.status, st.used)
+			}
+		}
+		time.Sleep(time.Minute)
+		if status, u := used("/api/v3/time"); status != 200 || u != "1" {
+			t.Fatalf("next minute: %d used %s", status, u)
+		}
+	})
+}
+
+// TestConfigValidation checks bad configs fail with ErrInvalidConfig and a
+// message naming the field, the rule and the value.
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		cfg  sim.Config
+		want string
+	}{
+		{sim.Config{FaultRate: 1.5}, "sim: Config.FaultRate must be in [0, 1] (got 1.5)"},
+		{sim.Config{Latency: -1}, "sim: Config.Latency must be >= 0 (got -1ns)"},
+		{sim.Config{Jitter: -1}, "sim: Config.Jitter must be >= 0 (got -1ns)"},
+		{sim.Config{Limit: sim.RateLimit(0, 1)}, "sim: Config.Limit.Rate must be in (0, 1e9] for GCRA (got 0)"},
+		{sim.Config{Limit: sim.WindowLimit(0, time.Second)}, "sim: Config.Limit.Count must be > 0 for FixedWindow (got 0)"},
+		{sim.Config{Limit: sim.Limit{Rate: 5}}, "sim: Config.Limit.Algorithm must be GCRA or FixedWindow when rate fields are set (got unlimited)"},
+		{sim.Config{Schedule: []sim.Change{{After: -time.Second}}}, "sim: Config.Schedule[0].After must be >= 0 (got -1s)"},
+		{sim.Config{Answer: 9}, "sim: Config.Answer must be one of the Answer constants (got Answer(9))"},
+		{sim.Config{BanAfter: -1}, "sim: Config.BanAfter must be >= 0 (got -1)"},
+		{sim.Config{Faults: []sim.Fault{7}}, "sim: Config.Faults[0] must be one of the Fault constants (got Fault(7))"},
+		{sim.Config{Symbols: []sim.Symbol{{Name: "btc"}}}, `sim: Config.Symbols[0].Name must be 1-20 of A-Z 0-9 - _ . (got "btc")`},
+		{sim.Config{Symbols: []sim.Symbol{{Name: "A"}, {Name: "A"}}}, "sim: Config.Symbols[1].Name must be unique (got A)"},
+		{sim.Config{Headers: 8}, "sim: Config.Headers must combine HeaderBinance and HeaderIETF only (got 8)"},
+	}
+	for i, c := range cases {
+		_, err := sim.New(c.cfg)
+		if err == nil || err.Error() != c.want || !errors.Is(err, sim.ErrInvalidConfig) {
+			t.Fatalf("case %d: got %v, want %q wrapping ErrInvalidConfig", i, err, c.want)
+		}
+	}
+	s := newServer(t, sim.Config{})
+	if err := s.SetLimit(sim.RateLimit(-1, 0)); err == nil || !errors.Is(err, sim.ErrInvalidConfig) {
+		t.Fatalf("SetLimit(-1): %v", err)
+	}
+}

@@ -1,0 +1,239 @@
+package aimd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error [New] returns, so
+// errors.Is(err, aimd.ErrInvalidConfig) tells a bad Config from other errors.
+var ErrInvalidConfig = errors.New("aimd: invalid config")
+
+// Defaults applied by [New] to zero Config fields.
+const (
+	DefaultInitial   = 1.0              // requests/s before the first response
+	DefaultMin       = 0.05             // requests/s: one request every 20s
+	DefaultMax       = 10000.0          // requests/s
+	DefaultIncrease  = 1.0              // requests/s gained per second of success
+	DefaultDecrease  = 0.9              // multiplier applied on pressure
+	DefaultRecovery  = 45 * time.Second // climb from a decrease back to the ceiling
+	DefaultSlowStart = time.Second      // doubling time before the first pressure
+	DefaultCoolOff   = time.Second      // refusals within it decrease once
+	minRate          = 1e-6             // requests/s; below, one request per 11 days, is absurd
+	maxRate          = 1e9              // requests/s; anything above is absurd
+)
+
+// Config configures a [Controller]. The zero Config is valid and means all
+// defaults. Rates are in requests per second (or in the provider's weight
+// units per second, if the caller paces weights).
+type Config struct {
+	// Initial is the conservative rate used before the first response, when
+	// nothing is known about the provider. Must be in [Min, Max] when set.
+	// Defaults to 1/s (or Min or Max, if 1/s lies outside them).
+	Initial float64
+
+	// Min is the lowest rate the controller ever sets, however long the
+	// provider refuses: the rate at which it keeps probing. Must be in
+	// [1e-6, 1e9] when set. Defaults to 0.05/s (one request every 20s).
+	Min float64
+
+	// Max is the highest rate the controller ever sets. Must be in
+	// [1e-6, 1e9] when set, and >= Min. Defaults to 10000/s.
+	Max float64
+
+	// Increase is the additive climb, in requests/s gained per second of
+	// successful traffic (time, not responses, so the climb does not depend
+	// on how many requests are in flight). It drives the climb before the
+	// first pressure when DisableSlowStart is set; once a ceiling is learned
+	// the climb follows the ceiling curve (see Recovery). Must be in
+	// [0, 1e9]. Defaults to 1/s per second.
+	Increase float64
+
+	// Decrease is the factor the rate is multiplied by on an ordinary
+	// overshoot (a refusal after successes, or smoothed latency crossing
+	// LatencyTarget), once per overshoot. Must be in (0, 1). Defaults to 0.9:
+	// the climb back to the learned ceiling is flat near it, so the rate
+	// spends most of its time just under the ceiling and a gentle cut loses
+	// little. Some cuts are deeper, min(Decrease, 0.5): leaving slow start,
+	// refusals continuing with no success since the last cut (the back-off),
+	// and an overshoot at the very rate the last cut set (the limit shrank).
+	Decrease float64
+
+	// Recovery is how long, in seconds of successful traffic, the climb from
+	// a decrease back to the learned ceiling takes, however deep the cut; at
+	// least the time of 200 requests at the ceiling, so a slow provider sees
+	// few refusals per request too. The climb is a cubic through the
+	// ceiling: concave below it (fast far below, flat near it), convex above
+	// it, so a grown limit is found: ceiling x (2 - Decrease) one Recovery
+	// after passing it, x (1 + 8(1 - Decrease)) after two. Expect about one
+	// overshoot per Recovery; longer means fewer refusals and slower
+	// discovery of a grown limit. Defaults to 45s.
+	Recovery time.Duration
+
+	// SlowStart is the doubling time of the rate, in seconds of successful
+	// traffic, before the first pressure, so a run climbs from Initial to
+	// 50/s in about 6s rather than a minute. Defaults to 1s; see
+	// DisableSlowStart to climb additively instead.
+	SlowStart time.Duration
+
+	// DisableSlowStart makes the climb before the first pressure additive
+	// (Increase per second), like a plain AIMD. Defaults to false.
+	DisableSlowStart bool
+
+	// CoolOff is the fallback for telling one overshoot from the next when a
+	// Signal has neither Sent nor Latency: pressure within CoolOff of the
+	// last decrease does not decrease again. Defaults to 1s.
+	CoolOff time.Duration
+
+	// LatencyTarget turns on the latency signal, which catches providers
+	// that slow down instead of refusing: when the smoothed latency of
+	// responses exceeds it, the rate stops growing and decreases once, and
+	// again only if requests sent after that cut keep waiting longer (the
+	// queue still grows); it climbs again once the smoothed latency is back
+	// halfway to the lowest seen. Set it well above the provider's normal
+	// latency (3-5x): a target under it holds the rate down for good. Zero
+	// means off. Defaults to off.
+	LatencyTarget time.Duration
+}
+
+// resolve validates c and fills its defaults.
+func (c Config) resolve() (Config, error) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Initial", c.Initial}, {"Min", c.Min}, {"Max", c.Max}} {
+		if f.v != 0 && !(f.v >= minRate && f.v <= maxRate) {
+			return c, invalid(f.name, "must be 0 (the default) or in [1e-06, 1e+09]", f.v)
+		}
+	}
+	if !(c.Increase >= 0 && c.Increase <= maxRate) {
+		return c, invalid("Increase", "must be in [0, 1e+09]", c.Increase)
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"Recovery", c.Recovery}, {"SlowStart", c.SlowStart}, {"CoolOff", c.CoolOff}, {"LatencyTarget", c.LatencyTarget}} {
+		if f.v < 0 {
+			return c, invalid(f.name, "must be >= 0", f.v)
+		}
+	}
+	if c.Decrease != 0 && !(c.Decrease > 0 && c.Decrease < 1) {
+		return c, invalid("Decrease", "must be in (0, 1)", c.Decrease)
+	}
+	c.Min = orDefault(c.Min, DefaultMin)
+	c.Max = orDefault(c.Max, DefaultMax)
+	if c.Max < c.Min {
+		return c, invalid("Max", fmt.Sprintf("must be >= Min (%g)", c.Min), c.Max)
+	}
+	if c.Initial == 0 {
+		c.Initial = min(max(DefaultInitial, c.Min), c.Max)
+	}
+	if c.Initial < c.Min || c.Initial > c.Max {
+		return c, invalid("Initial", fmt.Sprintf("must be in [Min, Max] = [%g, %g]", c.Min, c.Max), c.Initial)
+	}
+	c.Increase = orDefault(c.Increase, DefaultIncrease)
+	c.Decrease = orDefault(c.Decrease, DefaultDecrease)
+	c.Recovery = orDefault(c.Recovery, DefaultRecovery)
+	c.SlowStart = orDefault(c.SlowStart, DefaultSlowStart)
+	c.CoolOff = orDefault(c.CoolOff, DefaultCoolOff)
+	return c, nil
+}
+
+// orDefault returns v, or def when v is zero.
+func orDefault[T float64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// configError is a validation failure naming the field, the rule and the
+// value; it matches ErrInvalidConfig with errors.Is.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return ErrInvalidConfig }
+
+// invalid builds "aimd: Config.<field> <rule> (got <value>)".
+func invalid(field, rule string, got any) error {
+	return &configError{fmt.Sprintf("aimd: Config.%s %s (got %v)", field, rule, got)}
+}
+
+// Controller discovers a provider's sustainable request rate from the
+// responses it sees and tells the pacer the rate to send at. It is safe for
+// concurrent use: one mutex guards the state, taken once per response and
+// once per rate read.
+type Controller struct {
+	cfg Config
+
+	mu          sync.Mutex
+	started     bool          // a response has been observed
+	rate        float64       // requests/s
+	ceiling     float64       // learned ceiling W, requests/s; 0 = none yet
+	postCut     float64       // the rate the last cut set
+	kUp         float64       // climb coefficient below the ceiling, requests/s per s^3
+	declared    float64       // Limit/Window from a Hint; 0 = none
+	pausedUntil time.Time     // no request before it
+	lastCut     time.Time     // last decrease; zero = none yet
+	cuts        uint64        // decreases so far
+	okSinceCut  int           // successes since the last decrease
+	lastCredit  time.Time     // last success credited to the climb
+	latency     float64       // smoothed latency, seconds; 0 = no sample
+	latencyBase time.Duration // latency of the first request sent after the last latency cut
+	latencyMin  float64       // lowest Success latency seen, seconds
+	latencyHot  bool          // in a latency episode: above target, not yet back halfway
+	quota       quotaMeter
+}
+
+// New returns a Controller at cfg.Initial, or an error wrapping
+// [ErrInvalidConfig] when a field is out of range. It starts no goroutines.
+func New(cfg Config) (*Controller, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, rate: cfg.Initial}, nil
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (c *Controller) Config() Config { return c.cfg }
+
+// Rate returns the rate to send at now, in requests per second. It is
+// RateAt(time.Now()).
+func (c *Controller) Rate() float64 { return c.RateAt(time.Now()) }
+
+// RateAt returns the rate, in requests per second, for a request sent at
+// now: [Config.Initial] until the first response, then the rate the
+// responses so far have earned, in [Config.Min, Config.Max]. The rate only
+// moves when a response is observed, so today the result is the same for
+// every now; the parameter keeps the explicit-time API uniform. A pause is
+// separate (see [Controller.PausedUntil]); the pacer honours both.
+func (c *Controller) RateAt(now time.Time) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rate
+}
+
+// PausedUntil returns the time before which no request should be sent, set
+// by a Retry-After or a spent quota (see [Hint]); the zero Time means no
+// pause was ever requested. It only ever moves forward.
+func (c *Controller) PausedUntil() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pausedUntil
+}
+
+// clamp bounds r to [Min, Max] and to a declared ceiling.
+func (c *Controller) clamp(r float64) float64 {
+	hi := c.cfg.Max
+	if c.declared > 0 {
+		hi = max(min(hi, c.declared), c.cfg.Min)
+	}
+	if math.IsNaN(r) {
+		return c.cfg.Min
+	}
+	return min(max(r, c.cfg.Min), hi)
+}

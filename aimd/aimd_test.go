@@ -1,0 +1,388 @@
+package aimd_test
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/forage-go/forage/aimd"
+)
+
+// t0 is the tests' clock origin.
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const ms = time.Millisecond
+
+// mustNew returns a Controller for cfg or fails the test.
+func mustNew(tb testing.TB, cfg aimd.Config) *aimd.Controller {
+	tb.Helper()
+	c, err := aimd.New(cfg)
+	if err != nil {
+		tb.Fatalf("New(%+v): %v", cfg, err)
+	}
+	return c
+}
+
+// succeed feeds a Success every step from now (exclusive) for d and returns
+// the time of the last one.
+func succeed(c *aimd.Controller, now time.Time, d, step time.Duration) time.Time {
+	for end := now.Add(d); now.Before(end); {
+		now = now.Add(step)
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-step / 2)})
+	}
+	return now
+}
+
+// near reports whether got is within rel of want.
+func near(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want) }
+
+func TestNewDefaults(t *testing.T) {
+	t.Parallel()
+	got := mustNew(t, aimd.Config{}).Config()
+	want := aimd.Config{
+		Initial: 1, Min: 0.05, Max: 10000, Increase: 1, Decrease: 0.9,
+		Recovery: 45 * time.Second, SlowStart: time.Second, CoolOff: time.Second,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	// The default Initial moves into [Min, Max] rather than failing.
+	if got := mustNew(t, aimd.Config{Min: 5}).Config().Initial; got != 5 {
+		t.Errorf("Initial with Min 5 = %g, want 5", got)
+	}
+	if got := mustNew(t, aimd.Config{Max: 0.5}).Config().Initial; got != 0.5 {
+		t.Errorf("Initial with Max 0.5 = %g, want 0.5", got)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  aimd.Config
+		want string
+	}{
+		{aimd.Config{Decrease: 1.5}, "aimd: Config.Decrease must be in (0, 1) (got 1.5)"},
+		{aimd.Config{Decrease: 1}, "aimd: Config.Decrease must be in (0, 1) (got 1)"},
+		{aimd.Config{Decrease: -0.1}, "aimd: Config.Decrease must be in (0, 1) (got -0.1)"},
+		{aimd.Config{Decrease: math.NaN()}, "aimd: Config.Decrease must be in (0, 1) (got NaN)"},
+		{aimd.Config{Initial: -1}, "aimd: Config.Initial must be 0 (the default) or in [1e-06, 1e+09] (got -1)"},
+		{aimd.Config{Min: math.Inf(1)}, "aimd: Config.Min must be 0 (the default) or in [1e-06, 1e+09] (got +Inf)"},
+		{aimd.Config{Min: 1e-9}, "aimd: Config.Min must be 0 (the default) or in [1e-06, 1e+09] (got 1e-09)"},
+		{aimd.Config{Max: 2e9}, "aimd: Config.Max must be 0 (the default) or in [1e-06, 1e+09] (got 2e+09)"},
+		{aimd.Config{Increase: math.NaN()}, "aimd: Config.Increase must be in [0, 1e+09] (got NaN)"},
+		{aimd.Config{Increase: -1}, "aimd: Config.Increase must be in [0, 1e+09] (got -1)"},
+		{aimd.Config{Min: 10, Max: 5}, "aimd: Config.Max must be >= Min (10) (got 5)"},
+		{aimd.Config{Initial: 20, Max: 10}, "aimd: Config.Initial must be in [Min, Max] = [0.05, 10] (got 20)"},
+		{aimd.Config{Initial: 0.01}, "aimd: Config.Initial must be in [Min, Max] = [0.05, 10000] (got 0.01)"},
+		{aimd.Config{Recovery: -time.Second}, "aimd: Config.Recovery must be >= 0 (got -1s)"},
+		{aimd.Config{SlowStart: -1}, "aimd: Config.SlowStart must be >= 0 (got -1ns)"},
+		{aimd.Config{CoolOff: -time.Minute}, "aimd: Config.CoolOff must be >= 0 (got -1m0s)"},
+		{aimd.Config{LatencyTarget: -ms}, "aimd: Config.LatencyTarget must be >= 0 (got -1ms)"},
+	} {
+		c, err := aimd.New(tc.cfg)
+		if c != nil || err == nil || err.Error() != tc.want || !errors.Is(err, aimd.ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, %v; want nil, %q wrapping ErrInvalidConfig", tc.cfg, c, err, tc.want)
+		}
+	}
+}
+
+func TestSlowStartDoublesPerSecondOfSuccess(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{})
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success}) // the first response earns nothing
+	for i, want := range []float64{2, 4, 8} {
+		now = succeed(c, now, time.Second, 10*ms)
+		if got := c.RateAt(now); !near(got, want, 1e-9) {
+			t.Fatalf("after %ds of success: rate %g, want %g", i+1, got, want)
+		}
+	}
+	// Idle time earns nothing: one success an hour later credits at most two
+	// intervals at the current rate (2/8 s: x2^0.25).
+	now = now.Add(time.Hour)
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	if got, want := c.RateAt(now), 8*math.Pow(2, 0.25); !near(got, want, 1e-9) {
+		t.Errorf("after an idle hour: rate %g, want %g", got, want)
+	}
+}
+
+func TestAdditiveIncreaseWithoutSlowStart(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{DisableSlowStart: true, Initial: 10, Increase: 2})
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	now = succeed(c, now, 3*time.Second, 10*ms)
+	if got := c.RateAt(now); !near(got, 16, 1e-9) {
+		t.Errorf("rate after 3s at +2/s per s = %g, want 16", got)
+	}
+	if got := c.Snapshot().Phase; got != aimd.PhaseAdditive {
+		t.Errorf("phase %v, want additive", got)
+	}
+}
+
+// TestOneCutPerOvershoot pins the worked example: a burst of refusals for
+// requests sent before the first refusal arrived is one overshoot.
+func TestOneCutPerOvershoot(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 40})
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	for i := range 10 {
+		at := now.Add(time.Duration(i+1) * ms)
+		c.ObserveAt(at, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-time.Duration(i) * ms)})
+	}
+	s := c.Snapshot()
+	if s.Decreases != 1 || s.Rate != 20 || s.Ceiling != 40 {
+		t.Errorf("after 10 echoes: %+v, want 1 decrease, rate 20 (slow-start exit halves), ceiling 40", s)
+	}
+	// Without Sent, Latency dates the request; without either, CoolOff.
+	c.ObserveAt(now.Add(50*ms), aimd.Signal{Kind: aimd.Throttled, Latency: 100 * ms})
+	c.ObserveAt(now.Add(500*ms), aimd.Signal{Kind: aimd.Throttled})
+	if got := c.Snapshot().Decreases; got != 1 {
+		t.Errorf("echoes dated by Latency or within CoolOff: %d decreases, want 1", got)
+	}
+	c.ObserveAt(now.Add(1500*ms), aimd.Signal{Kind: aimd.Throttled})
+	if got := c.Snapshot().Decreases; got != 2 {
+		t.Errorf("a refusal after CoolOff: %d decreases, want 2", got)
+	}
+}
+
+// TestCutsAndClimb walks the ceiling logic step by step: the ordinary cut,
+// the concave climb back within Recovery, the convex probe above, a shrink,
+// and the back-off when refusals continue.
+func TestCutsAndClimb(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 100, Recovery: 10 * time.Second})
+	now := t0
+	refuse := func(name string, wantRate, wantCeiling float64) {
+		t.Helper()
+		now = now.Add(10 * ms)
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-5 * ms)})
+		if s := c.Snapshot(); !near(s.Rate, wantRate, 1e-3) || !near(s.Ceiling, wantCeiling, 1e-3) {
+			t.Fatalf("%s: rate %.4g ceiling %.4g, want %.4g and %.4g", name, s.Rate, s.Ceiling, wantRate, wantCeiling)
+		}
+	}
+	climb := func(name string, d time.Duration, wantRate float64, wantPhase aimd.Phase) {
+		t.Helper()
+		now = succeed(c, now, d, 10*ms)
+		if s := c.Snapshot(); !near(s.Rate, wantRate, 0.01) || s.Phase != wantPhase {
+			t.Fatalf("%s: rate %.4g phase %v, want %.4g and %v", name, s.Rate, s.Phase, wantRate, wantPhase)
+		}
+	}
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	refuse("slow-start exit halves", 50, 100)
+	climb("back at the ceiling after Recovery", 10*time.Second+10*ms, 100, aimd.PhaseProbe)
+	climb("probe: ceiling x (2 - Decrease) after another Recovery", 10*time.Second, 110, aimd.PhaseProbe)
+	refuse("ordinary overshoot: x0.9, ceiling just under", 99, 108.9)
+	climb("one success after the cut", 10*ms, 99, aimd.PhaseRecover)
+	refuse("overshoot at the rate the cut set: the limit shrank", 49.5, 99*0.95)
+	refuse("refusals continue with no success: back off", 24.75, 99*0.95)
+	climb("the climb back is concave: 7/8 done halfway", 5*time.Second, 94.05-(94.05-24.75)/8, aimd.PhaseRecover)
+}
+
+// TestSpentWindowSetsDeliveredRate: a fixed window spent in 10s, then a
+// Retry-After to its end, means 3000 per minute, not the rate that spent it.
+func TestSpentWindowSetsDeliveredRate(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 300})
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	for range 2999 {
+		now = now.Add(time.Second / 300)
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-ms)})
+	}
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-ms), RetryAfter: 50 * time.Second})
+	s := c.Snapshot()
+	if !near(s.Rate, 50, 0.01) || !near(s.Ceiling, 50, 0.01) || !s.PausedUntil.Equal(now.Add(50*time.Second)) {
+		t.Errorf("after a spent window: %+v, want rate and ceiling ~50/s (3000 per 60s), paused 50s", s)
+	}
+}
+
+func TestHints(t *testing.T) {
+	t.Parallel()
+	window := func(remaining float64, reset time.Duration) aimd.Hint {
+		return aimd.Hint{Limit: 600, Remaining: remaining, Reset: reset, Window: time.Minute}
+	}
+	for _, tc := range []struct {
+		name      string
+		kind      aimd.Kind
+		hint      aimd.Hint
+		wantRate  float64
+		wantPause time.Duration
+	}{
+		{"windowed success sets Remaining/Reset", aimd.Success, window(300, 60*time.Second), 5, 0},
+		{"never above Limit/Window", aimd.Success, window(300, 10*time.Second), 10, 0},
+		{"spent: pause until Reset", aimd.Success, window(0, 7*time.Second), 10, 7 * time.Second},
+		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", aimd.Throttled, window(300, 10*time.Second), 9, 0},
+		{"a permanent error ignores the ceiling", aimd.Permanent, aimd.Hint{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute}, 40, 0},
+		{"a permanent error still pauses", aimd.Permanent, aimd.Hint{Limit: 1, Reset: 3 * time.Second}, 40, 3 * time.Second},
+		{"no Window: not a rate", aimd.Success, aimd.Hint{Limit: 10, Remaining: 9, Reset: 20 * ms}, 40, 0},
+		{"no Window, spent: pause", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: 200 * ms}, 40, 200 * ms},
+	} {
+		c := mustNew(t, aimd.Config{Initial: 40})
+		c.ObserveAt(t0, aimd.Signal{Kind: tc.kind, Hint: tc.hint})
+		rate, pause := c.RateAt(t0), c.PausedUntil()
+		if !near(rate, tc.wantRate, 1e-9) {
+			t.Errorf("%s: rate %g, want %g", tc.name, rate, tc.wantRate)
+		}
+		if tc.wantPause == 0 && !pause.IsZero() || tc.wantPause > 0 && !pause.Equal(t0.Add(tc.wantPause)) {
+			t.Errorf("%s: paused until %v, want t0+%v", tc.name, pause, tc.wantPause)
+		}
+	}
+}
+
+func TestTransientAndPermanentHold(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 40})
+	for i, k := range []aimd.Kind{aimd.Transient, aimd.Permanent, aimd.Transient, aimd.Kind(99)} {
+		c.ObserveAt(t0.Add(time.Duration(i)*time.Second), aimd.Signal{Kind: k, Latency: 5 * time.Second})
+		if s := c.Snapshot(); s.Rate != 40 || s.Decreases != 0 || s.Ceiling != 0 {
+			t.Fatalf("step %d (%v): %+v, want rate 40, no decrease, no ceiling", i, k, s)
+		}
+	}
+}
+
+// TestLatencySignal: latency above the target holds and cuts once per
+// episode; jitter back under the target is the same episode; a drained
+// queue resumes the climb.
+func TestLatencySignal(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 40, LatencyTarget: 100 * ms})
+	now := t0
+	observe := func(lat time.Duration) {
+		now = now.Add(20 * ms)
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: lat})
+	}
+	for range 50 {
+		observe(20 * ms)
+	}
+	climbed := c.RateAt(now)
+	if climbed <= 40 {
+		t.Fatalf("rate %g after 1s of fast successes, want > 40", climbed)
+	}
+	for range 50 {
+		observe(300 * ms) // slow, but not slower and slower: one cut
+	}
+	if s := c.Snapshot(); s.Decreases != 1 || !near(s.Rate, climbed/2, 0.02) {
+		t.Fatalf("after sustained slow responses: %+v, want one cut (slow-start exit: /2 of %g)", s, climbed)
+	}
+	held := c.RateAt(now)
+	for range 3 {
+		observe(80 * ms) // under the target, above the hysteresis: still held
+	}
+	if got := c.RateAt(now); got != held {
+		t.Fatalf("rate moved to %g within the hysteresis band, want held at %g", got, held)
+	}
+	for range 30 {
+		observe(20 * ms)
+	}
+	if got := c.RateAt(now); got <= held {
+		t.Errorf("rate %g after the queue drained, want above %g", got, held)
+	}
+}
+
+// TestLatencyStillGrowingCutsAgain: a request sent after the cut that waits
+// longer than the first one sent after it means the cut was not enough.
+func TestLatencyStillGrowingCutsAgain(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 40, LatencyTarget: 100 * ms})
+	now := t0
+	lat := 200 * ms
+	for range 100 {
+		now = now.Add(20 * ms)
+		lat += 5 * ms
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: lat})
+	}
+	if got := c.Snapshot().Decreases; got < 2 {
+		t.Errorf("latency growing for 2s: %d decreases, want >= 2", got)
+	}
+}
+
+// TestRegressionLateSuccessDoesNotEndRefusal: with responses reordered, a
+// success for a request sent before the first refusal (a late answer) used
+// to end the refusal episode and shrink the rate to almost nothing when the
+// next refusal's Retry-After was long.
+func TestRegressionLateSuccessDoesNotEndRefusal(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 100})
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	for range 1000 {
+		now = now.Add(10 * ms)
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-50 * ms)})
+	}
+	first := now.Add(-30 * ms)
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: first, RetryAfter: 50 * time.Second})
+	for i := range 20 { // late answers, then more refusals of the same burst
+		at := now.Add(time.Duration(i) * ms)
+		c.ObserveAt(at, aimd.Signal{Kind: aimd.Success, Sent: first.Add(-10 * ms)})
+		c.ObserveAt(at, aimd.Signal{Kind: aimd.Throttled, Sent: first.Add(time.Duration(i) * ms), RetryAfter: 50 * time.Second})
+	}
+	if got := c.RateAt(now); got < 10 {
+		t.Errorf("rate %g after a reordered burst, want the delivered rate (~16/s), not a collapse", got)
+	}
+}
+
+func TestStrings(t *testing.T) {
+	t.Parallel()
+	kinds := map[aimd.Kind]string{aimd.Success: "success", aimd.Throttled: "throttled", aimd.Overloaded: "overloaded",
+		aimd.Transient: "transient", aimd.Permanent: "permanent", aimd.Kind(9): "Kind(9)"}
+	for k, want := range kinds {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, want)
+		}
+	}
+	phases := map[aimd.Phase]string{aimd.PhaseStart: "start", aimd.PhaseSlowStart: "slow-start", aimd.PhaseAdditive: "additive",
+		aimd.PhaseRecover: "recover", aimd.PhaseProbe: "probe", aimd.Phase(9): "Phase(9)"}
+	for p, want := range phases {
+		if got := p.String(); got != want {
+			t.Errorf("Phase(%d).String() = %q, want %q", int(p), got, want)
+		}
+	}
+}
+
+// TestClockWrappers: Observe and Rate read the clock, which synctest fakes.
+func TestClockWrappers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := mustNew(t, aimd.Config{})
+		if got := c.Rate(); got != 1 {
+			t.Fatalf("Rate() before any response = %g, want 1", got)
+		}
+		c.Observe(aimd.Signal{Kind: aimd.Throttled, RetryAfter: 3 * time.Second})
+		if got, want := c.PausedUntil(), time.Now().Add(3*time.Second); !got.Equal(want) {
+			t.Fatalf("PausedUntil() = %v, want now+3s = %v", got, want)
+		}
+		time.Sleep(time.Minute)
+		c.Observe(aimd.Signal{Kind: aimd.Success})
+		if s := c.Snapshot(); s.Decreases != 1 || s.Ceiling != 1 || s.Rate < 0.5 || s.Rate >= 1 {
+			t.Errorf("Snapshot() = %+v, want one decrease from 1/s, climbing back from 0.5/s", s)
+		}
+	})
+}
+
+// TestConcurrentUse runs observers and readers at once under -race.
+func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				now := t0.Add(time.Duration(i) * ms)
+				c.ObserveAt(now, aimd.Signal{Kind: aimd.Kind(i % 5), Latency: time.Duration(g) * ms, RetryAfter: time.Duration(i%7) * ms})
+				if r := c.RateAt(now); !(r >= 0.05 && r <= 10000) {
+					t.Errorf("rate %g out of bounds", r)
+				}
+				_ = c.Snapshot()
+				_ = c.PausedUntil()
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,119 @@
+package aimd_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+)
+
+func ExampleNew() {
+	c, err := aimd.New(aimd.Config{}) // the zero Config: all defaults
+	if err != nil {
+		panic(err)
+	}
+	cfg := c.Config()
+	fmt.Println("initial", cfg.Initial, "min", cfg.Min, "max", cfg.Max)
+	fmt.Println("decrease", cfg.Decrease, "recovery", cfg.Recovery, "slow start", cfg.SlowStart, "cool-off", cfg.CoolOff)
+
+	_, err = aimd.New(aimd.Config{Decrease: 1.5})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, aimd.ErrInvalidConfig))
+	// Output:
+	// initial 1 min 0.05 max 10000
+	// decrease 0.9 recovery 45s slow start 1s cool-off 1s
+	// aimd: Config.Decrease must be in (0, 1) (got 1.5)
+	// true
+}
+
+// A conservative start, slow start on success, then one decrease for a whole
+// burst of 429s: the requests in flight when the first 429 arrived.
+func ExampleController_ObserveAt() {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c, _ := aimd.New(aimd.Config{})
+	fmt.Printf("before any response: %.0f/s\n", c.RateAt(start))
+
+	// Five seconds of successes, each request sent 1/rate after the last:
+	// the rate doubles per second of success (the first second, at 1/s,
+	// earns nothing until the second response).
+	now := start
+	for now.Before(start.Add(5 * time.Second)) {
+		now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: 30 * time.Millisecond})
+	}
+	fmt.Printf("after 5s of success: %.1f/s (%s)\n", c.RateAt(now), c.Snapshot().Phase)
+
+	// Four 429s for requests all sent before the first 429 came back.
+	sent := now.Add(-30 * time.Millisecond)
+	for i := range 4 {
+		at := now.Add(time.Duration(i) * 10 * time.Millisecond)
+		c.ObserveAt(at, aimd.Signal{Kind: aimd.Throttled, Sent: sent.Add(time.Duration(i) * 10 * time.Millisecond)})
+	}
+	s := c.Snapshot()
+	fmt.Printf("after the burst: %.1f/s, ceiling %.1f/s, %d decrease (%s)\n", s.Rate, s.Ceiling, s.Decreases, s.Phase)
+	// Output:
+	// before any response: 1/s
+	// after 5s of success: 16.6/s (slow-start)
+	// after the burst: 8.3/s, ceiling 16.6/s, 1 decrease (recover)
+}
+
+// A Retry-After pauses the provider; a later, shorter one never shortens the
+// pause.
+func ExampleController_PausedUntil() {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c, _ := aimd.New(aimd.Config{})
+
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, RetryAfter: 30 * time.Second})
+	fmt.Println("paused for", c.PausedUntil().Sub(now))
+
+	c.ObserveAt(now.Add(time.Second), aimd.Signal{Kind: aimd.Throttled, RetryAfter: 5 * time.Second})
+	fmt.Println("still paused for", c.PausedUntil().Sub(now))
+	// Output:
+	// paused for 30s
+	// still paused for 30s
+}
+
+// Rate-limit headers of a fixed window pace directly: the rest of the window
+// spread evenly, never above Limit/Window, and a pause when it is spent.
+func ExampleHint() {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c, _ := aimd.New(aimd.Config{})
+
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Hint: aimd.Hint{
+		Limit: 1200, Remaining: 600, Reset: 40 * time.Second, Window: time.Minute,
+	}})
+	fmt.Printf("%.0f/s\n", c.RateAt(now)) // 600 left over 40s
+
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Hint: aimd.Hint{
+		Limit: 1200, Remaining: 600, Reset: 10 * time.Second, Window: time.Minute,
+	}})
+	fmt.Printf("%.0f/s\n", c.RateAt(now)) // capped at 1200/min
+
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Hint: aimd.Hint{
+		Limit: 1200, Remaining: 0, Reset: 7 * time.Second, Window: time.Minute,
+	}})
+	fmt.Println("paused for", c.PausedUntil().Sub(now))
+	// Output:
+	// 15/s
+	// 20/s
+	// paused for 7s
+}
+
+// Snapshot reports the state for metrics.
+func ExampleController_Snapshot() {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c, _ := aimd.New(aimd.Config{Initial: 10})
+	fmt.Println(c.Snapshot().Phase)
+
+	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	fmt.Println(c.Snapshot().Phase)
+
+	c.ObserveAt(now.Add(time.Second), aimd.Signal{Kind: aimd.Overloaded})
+	s := c.Snapshot()
+	fmt.Printf("%s rate=%.0f ceiling=%.0f decreases=%d\n", s.Phase, s.Rate, s.Ceiling, s.Decreases)
+	// Output:
+	// start
+	// slow-start
+	// recover rate=5 ceiling=10 decreases=1
+}

@@ -1,0 +1,329 @@
+package aimd_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage/aimd"
+)
+
+// genConfig draws a valid Config: zero fields (defaults) or values across
+// their whole range.
+func genConfig(t *rapid.T) aimd.Config {
+	var cfg aimd.Config
+	if rapid.Bool().Draw(t, "customBounds") {
+		cfg.Min = rapid.Float64Range(0.001, 100).Draw(t, "min")
+		cfg.Max = rapid.Float64Range(cfg.Min, 1e6).Draw(t, "max")
+		cfg.Initial = rapid.Float64Range(cfg.Min, cfg.Max).Draw(t, "initial")
+	}
+	cfg.Increase = rapid.SampledFrom([]float64{0, 0.01, 1, 100}).Draw(t, "increase")
+	cfg.Decrease = rapid.SampledFrom([]float64{0, 0.1, 0.5, 0.9, 0.999}).Draw(t, "decrease")
+	cfg.Recovery = rapid.SampledFrom([]time.Duration{0, time.Millisecond, time.Second, time.Hour}).Draw(t, "recovery")
+	cfg.SlowStart = rapid.SampledFrom([]time.Duration{0, time.Millisecond, time.Minute}).Draw(t, "slowStart")
+	cfg.DisableSlowStart = rapid.Bool().Draw(t, "disableSlowStart")
+	cfg.CoolOff = rapid.SampledFrom([]time.Duration{0, time.Nanosecond, time.Minute}).Draw(t, "coolOff")
+	cfg.LatencyTarget = rapid.SampledFrom([]time.Duration{0, time.Millisecond, 100 * time.Millisecond}).Draw(t, "latencyTarget")
+	return cfg
+}
+
+// genDuration draws a duration in [0, max], biased to small values.
+func genDuration(t *rapid.T, label string, max time.Duration) time.Duration {
+	return time.Duration(rapid.Int64Range(0, int64(max)).Draw(t, label))
+}
+
+// genSignal draws any Signal for a response observed at now: every Kind
+// (and an unknown one), with or without latency, Retry-After, send time
+// (possibly far in the past) and a Hint.
+func genSignal(t *rapid.T, now time.Time) aimd.Signal {
+	s := aimd.Signal{Kind: aimd.Kind(rapid.IntRange(0, 5).Draw(t, "kind"))}
+	if rapid.Bool().Draw(t, "hasLatency") {
+		s.Latency = genDuration(t, "latency", 3*time.Second)
+	}
+	if rapid.IntRange(0, 3).Draw(t, "hasRetryAfter") == 0 {
+		s.RetryAfter = genDuration(t, "retryAfter", 2*time.Minute) - time.Second
+	}
+	if rapid.Bool().Draw(t, "hasSent") {
+		s.Sent = now.Add(-genDuration(t, "age", 10*time.Second))
+	}
+	if rapid.IntRange(0, 3).Draw(t, "hasHint") == 0 {
+		s.Hint = aimd.Hint{
+			Limit:     rapid.Float64Range(0, 1e4).Draw(t, "limit"),
+			Remaining: rapid.SampledFrom([]float64{0, 1, 50, 1e4}).Draw(t, "remaining"),
+			Reset:     genDuration(t, "reset", time.Minute),
+			Window:    rapid.SampledFrom([]time.Duration{0, time.Second, time.Minute}).Draw(t, "window"),
+		}
+	}
+	return s
+}
+
+// step advances now by a drawn gap and draws the Signal observed then.
+func step(t *rapid.T, now time.Time) (time.Time, aimd.Signal) {
+	now = now.Add(genDuration(t, "gap", 2*time.Second))
+	return now, genSignal(t, now)
+}
+
+// checkInvariants verifies what must hold after every observation; i is
+// the step index for the failure message.
+func checkInvariants(t *rapid.T, c *aimd.Controller, i int, now time.Time, before aimd.Snapshot, s aimd.Signal) {
+	t.Helper()
+	cfg := c.Config()
+	after := c.Snapshot()
+	if r := c.RateAt(now); r != after.Rate || !(r >= cfg.Min && r <= cfg.Max) {
+		t.Fatalf("step %d (%+v): rate %g (snapshot %g) outside [%g, %g]", i, s, r, after.Rate, cfg.Min, cfg.Max)
+	}
+	if after.PausedUntil.Before(before.PausedUntil) {
+		t.Fatalf("step %d (%+v): pause moved back from %v to %v", i, s, before.PausedUntil, after.PausedUntil)
+	}
+	if s.RetryAfter > 0 && after.PausedUntil.Before(now.Add(s.RetryAfter)) {
+		t.Fatalf("step %d (%+v): paused until %v, want at least now+RetryAfter %v", i, s, after.PausedUntil, now.Add(s.RetryAfter))
+	}
+	if s.Kind != aimd.Success && after.Rate > before.Rate {
+		t.Fatalf("step %d (%+v): a %v raised the rate from %g to %g", i, s, s.Kind, before.Rate, after.Rate)
+	}
+	if s.Kind == aimd.Permanent && (after.Rate != before.Rate || after.Ceiling != before.Ceiling || after.Decreases != before.Decreases) {
+		t.Fatalf("step %d (%+v): a permanent error moved %+v to %+v", i, s, before, after)
+	}
+	if after.Decreases < before.Decreases || after.Decreases > before.Decreases+1 {
+		t.Fatalf("step %d (%+v): decreases went from %d to %d", i, s, before.Decreases, after.Decreases)
+	}
+}
+
+// TestPropertyInvariants: for any Config and any sequence of responses, the
+// rate stays in [Min, Max], the pause never moves back and covers every
+// Retry-After, only a Success raises the rate, a permanent error moves
+// nothing, and one response cuts at most once.
+func TestPropertyInvariants(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c, err := aimd.New(genConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		for i := range rapid.IntRange(1, 200).Draw(t, "steps") {
+			var s aimd.Signal
+			now, s = step(t, now)
+			before := c.Snapshot()
+			c.ObserveAt(now, s)
+			checkInvariants(t, c, i, now, before, s)
+		}
+	})
+}
+
+// TestPropertyStateMachine runs the same invariants as a rapid state
+// machine, whose actions shrink to the shortest failing sequence: one
+// action per Kind plus idle time, with a model of the time and the last
+// snapshot.
+func TestPropertyStateMachine(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c, err := aimd.New(genConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, i := t0, 0
+		observe := func(k aimd.Kind) func(*rapid.T) {
+			return func(t *rapid.T) {
+				now = now.Add(genDuration(t, "gap", time.Second))
+				s := genSignal(t, now)
+				s.Kind = k
+				before := c.Snapshot()
+				c.ObserveAt(now, s)
+				checkInvariants(t, c, i, now, before, s)
+				i++
+			}
+		}
+		t.Repeat(map[string]func(*rapid.T){
+			"success":    observe(aimd.Success),
+			"throttled":  observe(aimd.Throttled),
+			"overloaded": observe(aimd.Overloaded),
+			"transient":  observe(aimd.Transient),
+			"permanent":  observe(aimd.Permanent),
+			"idle": func(t *rapid.T) {
+				now = now.Add(genDuration(t, "idle", time.Hour))
+			},
+			"": func(t *rapid.T) {
+				if r := c.RateAt(now); r != c.Snapshot().Rate {
+					t.Fatalf("after %d steps: RateAt %g != Snapshot().Rate %g", i, r, c.Snapshot().Rate)
+				}
+			},
+		})
+	})
+}
+
+// TestPropertyInitialBeforeAnyResponse: until the first response, the rate
+// is Initial at any time, and the phase is start.
+func TestPropertyInitialBeforeAnyResponse(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c, err := aimd.New(genConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := t0.Add(time.Duration(rapid.Int64().Draw(t, "offset")))
+		if got, want := c.RateAt(at), c.Config().Initial; got != want {
+			t.Fatalf("RateAt(%v) = %g before any response, want Initial %g", at, got, want)
+		}
+		if s := c.Snapshot(); s.Phase != aimd.PhaseStart || s.Decreases != 0 || !s.PausedUntil.IsZero() {
+			t.Fatalf("Snapshot() before any response = %+v", s)
+		}
+	})
+}
+
+// TestPropertyOneDecreasePerOvershoot: after any history, a burst of
+// refusals for requests sent before the first refusal arrived (the requests
+// in flight) decreases once, and the later ones leave the rate alone.
+func TestPropertyOneDecreasePerOvershoot(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c, err := aimd.New(genConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		for range rapid.IntRange(0, 50).Draw(t, "history") {
+			var s aimd.Signal
+			now, s = step(t, now)
+			c.ObserveAt(now, s)
+		}
+		// Well after anything before, one success, then the first refusal
+		// of a new overshoot.
+		now = now.Add(time.Hour)
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-time.Millisecond)})
+		now = now.Add(time.Second)
+		kind := rapid.SampledFrom([]aimd.Kind{aimd.Throttled, aimd.Overloaded}).Draw(t, "kind")
+		c.ObserveAt(now, aimd.Signal{Kind: kind, Sent: now.Add(-time.Millisecond)})
+		first := c.Snapshot()
+		for i := range rapid.IntRange(1, 100).Draw(t, "burst") {
+			at := now.Add(genDuration(t, "arrival", 5*time.Second))
+			sent := now.Add(-genDuration(t, "sentBefore", 5*time.Second))
+			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: sent})
+			if s := c.Snapshot(); s.Decreases != first.Decreases || s.Rate != first.Rate {
+				t.Fatalf("echo %d (sent %v before the first refusal): %+v, want it unchanged from %+v", i, now.Sub(sent), s, first)
+			}
+		}
+	})
+}
+
+// TestPropertyCoolOffWithoutSendTime: refusals with neither Sent nor
+// Latency decrease at most once per CoolOff.
+func TestPropertyCoolOffWithoutSendTime(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := genConfig(t)
+		cfg.CoolOff = time.Duration(rapid.Int64Range(1, int64(time.Minute)).Draw(t, "coolOff"))
+		c, err := aimd.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, lastCut, cuts := t0, time.Time{}, uint64(0)
+		for i := range rapid.IntRange(1, 100).Draw(t, "refusals") {
+			now = now.Add(genDuration(t, "gap", cfg.CoolOff/2))
+			c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled})
+			d := c.Snapshot().Decreases
+			if d > cuts {
+				if !lastCut.IsZero() && now.Sub(lastCut) < cfg.CoolOff {
+					t.Fatalf("refusal %d: decreased %v after the last decrease, within CoolOff %v", i, now.Sub(lastCut), cfg.CoolOff)
+				}
+				lastCut, cuts = now, d
+			}
+		}
+	})
+}
+
+// TestPropertyHintPausesAndCaps: a spent quota pauses until its reset, and
+// a declared Limit/Window caps the rate from then on.
+func TestPropertyHintPausesAndCaps(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := genConfig(t)
+		c, err := aimd.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		var capRate float64
+		for i := range rapid.IntRange(1, 100).Draw(t, "steps") {
+			var s aimd.Signal
+			now, s = step(t, now)
+			c.ObserveAt(now, s)
+			h := s.Hint
+			if h.Remaining == 0 && h.Reset > 0 && c.PausedUntil().Before(now.Add(h.Reset)) {
+				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.PausedUntil())
+			}
+			if s.Kind != aimd.Permanent && s.Kind >= aimd.Success && s.Kind <= aimd.Permanent && h.Limit > 0 && h.Window > 0 {
+				capRate = max(h.Limit/h.Window.Seconds(), c.Config().Min)
+			}
+			if r := c.RateAt(now); capRate > 0 && r > capRate*(1+1e-12) {
+				t.Fatalf("step %d: rate %g above the declared %g", i, r, capRate)
+			}
+		}
+	})
+}
+
+// TestPropertyLatencyAboveTargetNeverRaises: while responses stay slower
+// than LatencyTarget, the rate never grows.
+func TestPropertyLatencyAboveTargetNeverRaises(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := genConfig(t)
+		cfg.LatencyTarget = time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(time.Second)).Draw(t, "target"))
+		c, err := aimd.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		prev := c.RateAt(now)
+		for i := range rapid.IntRange(1, 100).Draw(t, "steps") {
+			now = now.Add(genDuration(t, "gap", time.Second))
+			lat := cfg.LatencyTarget + 1 + genDuration(t, "over", 5*time.Second)
+			c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: lat})
+			if r := c.RateAt(now); r > prev {
+				t.Fatalf("step %d: latency %v over target %v raised the rate %g -> %g", i, lat, cfg.LatencyTarget, prev, r)
+			}
+			prev = c.RateAt(now)
+		}
+	})
+}
+
+// TestPropertyBadConfigIsAnError: out-of-range values are errors naming the
+// field, never silently clamped.
+func TestPropertyBadConfigIsAnError(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := genConfig(t)
+		field := rapid.SampledFrom([]string{"Initial", "Min", "Max", "Increase", "Decrease", "Recovery", "SlowStart", "CoolOff", "LatencyTarget"}).Draw(t, "field")
+		neg := -rapid.Float64Range(1e-9, 1e12).Draw(t, "negative")
+		switch field {
+		case "Initial":
+			cfg.Initial = neg
+		case "Min":
+			cfg.Min = neg
+		case "Max":
+			cfg.Max = neg
+		case "Increase":
+			cfg.Increase = neg
+		case "Decrease":
+			cfg.Decrease = rapid.SampledFrom([]float64{neg, 1, 1 - neg}).Draw(t, "decrease")
+		case "Recovery":
+			cfg.Recovery = time.Duration(neg)
+		case "SlowStart":
+			cfg.SlowStart = time.Duration(neg)
+		case "CoolOff":
+			cfg.CoolOff = time.Duration(neg)
+		case "LatencyTarget":
+			cfg.LatencyTarget = time.Duration(neg)
+		}
+		if time.Duration(neg) == 0 && field != "Initial" && field != "Min" && field != "Max" && field != "Increase" && field != "Decrease" {
+			t.Skip("rounds to a zero duration")
+		}
+		_, err := aimd.New(cfg)
+		want := fmt.Sprintf("aimd: Config.%s ", field)
+		if err == nil || len(err.Error()) < len(want) || err.Error()[:len(want)] != want {
+			t.Fatalf("New with a bad %s: %v, want an error starting %q", field, err, want)
+		}
+	})
+}

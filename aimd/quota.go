@@ -1,0 +1,71 @@
+package aimd
+
+import "time"
+
+// Thresholds for reading a refusal episode as a spent quota.
+const (
+	quotaMinRefusal = 2 * time.Second // shorter refusals are ordinary overshoots
+	quotaMinShare   = 4               // the refusal is at least 1/4 of the cycle
+	quotaMinOK      = 10              // successes needed for a meaningful rate
+)
+
+// quotaMeter measures what the provider delivered over a cycle: a productive
+// period followed by a refusal episode (refusals with no success between). A
+// long episode means a quota was spent (a fixed window, a ban), and the
+// delivered rate over the whole cycle is then the sustainable one. Not safe
+// for concurrent use; the Controller's mutex guards it.
+type quotaMeter struct {
+	start    time.Time // start of the productive period; zero = none yet
+	ok       int       // successes since start
+	refusing bool      // in a refusal episode
+	since    time.Time // first refusal of the episode
+	sinceReq time.Time // when the first refused request was sent
+	okBefore int       // successes of the period before the episode
+	done     bool      // the episode's estimate has been taken
+}
+
+// refuse records a refusal at now of a request sent at sent.
+func (q *quotaMeter) refuse(now, sent time.Time) {
+	if q.start.IsZero() {
+		q.start = now
+	}
+	if !q.refusing {
+		q.refusing, q.since, q.sinceReq, q.okBefore, q.done = true, now, sent, q.ok, false
+	}
+}
+
+// success records a success at now of a request sent at sent. When it ends
+// a refusal episode it returns the episode's estimate, if any, and starts a
+// new period. A success for a request sent before the first refused one is
+// a late answer from before the episode and does not end it.
+func (q *quotaMeter) success(now, sent time.Time) (est float64, ok bool) {
+	if q.start.IsZero() {
+		q.start = now
+	}
+	if q.refusing && !sent.IsZero() && !sent.After(q.sinceReq) {
+		q.ok++
+		q.okBefore++
+		return 0, false
+	}
+	if q.refusing {
+		est, ok = q.estimate(now)
+		q.refusing, q.start, q.ok = false, now, 0
+	}
+	q.ok++
+	return est, ok
+}
+
+// estimate returns the delivered rate, in requests/s, over the cycle ending
+// at end, when the refusal episode is long enough to be a spent quota. Each
+// episode yields at most one estimate.
+func (q *quotaMeter) estimate(end time.Time) (float64, bool) {
+	if !q.refusing || q.done || q.okBefore < quotaMinOK {
+		return 0, false
+	}
+	cycle, refusal := end.Sub(q.start), end.Sub(q.since)
+	if refusal < quotaMinRefusal || refusal*quotaMinShare < cycle {
+		return 0, false
+	}
+	q.done = true
+	return float64(q.okBefore) / cycle.Seconds(), true
+}

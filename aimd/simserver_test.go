@@ -1,0 +1,153 @@
+package aimd_test
+
+import (
+	"math"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+)
+
+// The server model of the goodput simulation (sim_test.go). It mirrors
+// internal/sim's answers, which the budget package's full simulation uses:
+// Retry-After in whole seconds (at least 1), Binance's ban after repeated
+// violations, a slow-down that delays instead of refusing.
+
+// simEpoch is the simulated clock's origin, aligned to a minute so fixed
+// windows start with the run.
+var simEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// answer is how the simulated server answers an over-limit request.
+type answer int
+
+const (
+	answer429      answer = iota // 429 with Retry-After, whole seconds, at least 1
+	answer429ms                  // 429 with an exact Retry-After (retry-after-ms)
+	answerBare429                // 429 without Retry-After
+	answer503                    // 503 without Retry-After
+	answerSlowDown               // 200, delayed until the request would conform
+	answerBan                    // 429 with Retry-After; a ban (418) after repeated violations
+)
+
+// simServer is a rate-limited server: GCRA or a fixed window, answering
+// over-limit requests per answer. Not safe for concurrent use.
+type simServer struct {
+	rate    func(at time.Duration) float64 // GCRA rate or window count/window, per second
+	burst   int                            // GCRA burst; 0 = fixed window
+	window  time.Duration                  // fixed window length
+	answer  answer
+	hints   bool // send a windowed Hint (fixed window only)
+	banN    int  // violations within banWin that start a ban
+	banWin  time.Duration
+	banFor  time.Duration
+	tat     time.Duration // GCRA theoretical arrival time
+	winIdx  int64         // current fixed window
+	count   int           // requests counted in the current window
+	bans    int
+	banTill time.Duration
+	viol    []time.Duration
+}
+
+// reply is the server's answer to one request.
+type reply struct {
+	kind       aimd.Kind
+	delay      time.Duration // extra latency (slow-down)
+	retryAfter time.Duration
+	hint       aimd.Hint
+}
+
+// take decides the request sent at at.
+func (s *simServer) take(at time.Duration) reply {
+	if at < s.banTill {
+		return reply{kind: aimd.Throttled, retryAfter: wholeSeconds(s.banTill - at)}
+	}
+	over, wait := s.limit(at)
+	r := reply{hint: s.hint(at)}
+	if !over {
+		return r
+	}
+	switch s.answer {
+	case answer429:
+		r.kind, r.retryAfter = aimd.Throttled, wholeSeconds(wait)
+	case answer429ms:
+		r.kind, r.retryAfter = aimd.Throttled, wait
+	case answerBare429:
+		r.kind = aimd.Throttled
+	case answer503:
+		r.kind = aimd.Overloaded
+	case answerSlowDown:
+		r.delay = wait
+	case answerBan:
+		r.kind, r.retryAfter = aimd.Throttled, wholeSeconds(wait)
+		if s.violate(at) {
+			r.retryAfter = wholeSeconds(s.banTill - at)
+		}
+	}
+	return r
+}
+
+// limit counts the request against the limit; it reports whether the
+// request is over and how long until it would conform. A slow-down server
+// counts over-limit requests too (they are served later).
+func (s *simServer) limit(at time.Duration) (bool, time.Duration) {
+	queue := s.answer == answerSlowDown
+	if s.burst > 0 {
+		iv := time.Duration(math.Round(1e9 / s.rate(at)))
+		tau := time.Duration(s.burst) * iv
+		next := max(s.tat, at) + iv
+		if next-at <= tau {
+			s.tat = next
+			return false, 0
+		}
+		if queue {
+			s.tat = next
+		}
+		return true, next - at - tau
+	}
+	if w := int64(at / s.window); w != s.winIdx {
+		s.winIdx, s.count = w, 0
+	}
+	n := int(s.rate(at) * s.window.Seconds())
+	end := time.Duration(s.winIdx+1) * s.window
+	if s.count < n {
+		s.count++
+		return false, 0
+	}
+	return true, end - at
+}
+
+// hint returns the IETF-style usage of a fixed window, when enabled.
+func (s *simServer) hint(at time.Duration) aimd.Hint {
+	if !s.hints || s.burst > 0 {
+		return aimd.Hint{}
+	}
+	n := s.rate(at) * s.window.Seconds()
+	return aimd.Hint{
+		Limit:     n,
+		Remaining: max(n-float64(s.count), 0),
+		Reset:     time.Duration(s.winIdx+1)*s.window - at,
+		Window:    s.window,
+	}
+}
+
+// violate records a violation and reports whether it starts a ban.
+func (s *simServer) violate(at time.Duration) bool {
+	keep := s.viol[:0]
+	for _, v := range s.viol {
+		if v > at-s.banWin {
+			keep = append(keep, v)
+		}
+	}
+	s.viol = append(keep, at)
+	if len(s.viol) < s.banN {
+		return false
+	}
+	s.viol, s.banTill = s.viol[:0], at+s.banFor
+	s.bans++
+	return true
+}
+
+// wholeSeconds renders d as an HTTP Retry-After does: whole seconds rounded
+// up, at least 1.
+func wholeSeconds(d time.Duration) time.Duration {
+	return max((d+time.Second-1)/time.Second, 1) * time.Second
+}

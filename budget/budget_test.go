@@ -1,0 +1,409 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/budget"
+	"pgregory.net/rapid"
+)
+
+// fast is a provider config that paces quickly and never opens its breaker,
+// so tests see the retry and envelope logic alone.
+func fast() budget.Config {
+	return budget.Config{
+		Adaptive:       aimd.Config{Initial: 1000, Max: 1000},
+		Breaker:        breaker.Config{MinRequests: 1 << 20},
+		AttemptTimeout: budget.NoTimeout,
+		MaxWait:        10 * time.Minute,
+	}
+}
+
+// tb is what the helpers need of a *testing.T or a *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func newLocal(tb tb, cfg budget.Config) *budget.Local {
+	tb.Helper()
+	p, err := budget.NewLocal("test", cfg)
+	if err != nil {
+		tb.Fatalf("NewLocal: %v", err)
+	}
+	return p
+}
+
+func newRun(tb tb, env budget.Envelope) *budget.Run {
+	tb.Helper()
+	r, err := budget.NewRun(env)
+	if err != nil {
+		tb.Fatalf("NewRun(%+v): %v", env, err)
+	}
+	return r
+}
+
+// status returns an attempt that answers code with the given Retry-After.
+func status(code int, retryAfter time.Duration) func(context.Context) budget.Outcome {
+	return func(context.Context) budget.Outcome {
+		return budget.Outcome{Status: code, RetryAfter: retryAfter}
+	}
+}
+
+func reasonOf(t tb, err error) budget.Reason {
+	t.Helper()
+	r, ok := budget.ReasonOf(err)
+	if !ok {
+		t.Fatalf("error %v carries no reason", err)
+	}
+	return r
+}
+
+// TestPropertyEnvelope drives many concurrent calls with random outcomes
+// against one run and checks the envelope's promises: never more attempts
+// than MaxRequests, retries within Ratio·first attempts + MinRetries, the
+// run's count equal to the attempts made, and permanent errors attempted
+// once.
+func TestPropertyEnvelope(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			maxReq := rapid.IntRange(1, 60).Draw(rt, "maxRequests")
+			minRetries := rapid.IntRange(0, 4).Draw(rt, "minRetries")
+			workers := rapid.IntRange(1, 6).Draw(rt, "workers")
+			calls := rapid.IntRange(1, 12).Draw(rt, "callsPerWorker")
+			codes := rapid.SliceOfN(rapid.SampledFrom([]int{200, 200, 429, 503, 500, 404, 408}), 1, 40).Draw(rt, "codes")
+			env := budget.Envelope{MaxRequests: maxReq, MinRetries: minRetries}
+			if minRetries == 0 {
+				env.MinRetries = budget.NoRetries
+			}
+			run := newRun(rt, env)
+			p := newLocal(rt, fast())
+			var made, firsts, retries, permanentTwice atomic.Int64
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for range calls {
+						n := 0
+						permanent := false
+						_ = p.Do(context.Background(), run, func(context.Context) budget.Outcome {
+							if permanent {
+								permanentTwice.Add(1)
+							}
+							n++
+							made.Add(1)
+							code := codes[int(next.Add(1))%len(codes)]
+							permanent = code == 404
+							return budget.Outcome{Status: code}
+						})
+						if n > 0 {
+							firsts.Add(1)
+							retries.Add(int64(n - 1))
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if got := made.Load(); got > int64(maxReq) {
+				rt.Fatalf("made %d attempts, MaxRequests %d", got, maxReq)
+			}
+			if got, want := int64(run.Attempts()), made.Load(); got != want {
+				rt.Fatalf("run counted %d attempts, %d were made", got, want)
+			}
+			if bound := 0.2*float64(firsts.Load()) + float64(minRetries); float64(retries.Load()) > bound+1e-9 {
+				rt.Fatalf("%d retries for %d first attempts, bound %.1f", retries.Load(), firsts.Load(), bound)
+			}
+			if permanentTwice.Load() != 0 {
+				rt.Fatalf("a permanent error was retried %d times", permanentTwice.Load())
+			}
+		})
+	})
+}
+
+// TestPropertyPermanentAttemptedOnce: any 4xx but 408, 418 and 429 is
+// attempted exactly once and stops the call as permanent.
+func TestPropertyPermanentAttemptedOnce(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		code := rapid.IntRange(400, 499).Filter(func(c int) bool { return c != 408 && c != 418 && c != 429 }).Draw(rt, "code")
+		p := newLocal(rt, fast())
+		n := 0
+		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+			n++
+			return budget.Outcome{Status: code}
+		})
+		if n != 1 {
+			rt.Fatalf("status %d attempted %d times, want 1", code, n)
+		}
+		if r := reasonOf(rt, err); r != budget.ReasonPermanent {
+			rt.Fatalf("status %d stopped with %q, want permanent", code, r)
+		}
+	})
+}
+
+// TestOpenBreakerMakesNoAttempt: with the breaker open, Do fails fast with
+// circuit_open, makes no attempt, counts nothing against the run and leaves
+// its retry budget untouched.
+func TestOpenBreakerMakesNoAttempt(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: time.Minute}
+		p := newLocal(t, cfg)
+		_ = p.Do(context.Background(), nil, status(500, 0), budget.NoRetry())
+		run := newRun(t, budget.Envelope{MaxRequests: 10})
+		tokens := run.Retries().Tokens()
+		called := false
+		err := p.Do(context.Background(), run, func(context.Context) budget.Outcome {
+			called = true
+			return budget.Outcome{Status: 200}
+		})
+		var stop *budget.Error
+		if !errors.As(err, &stop) || stop.Reason != budget.ReasonCircuitOpen {
+			t.Fatalf("Do = %v, want circuit_open", err)
+		}
+		if called {
+			t.Fatal("an attempt was made through an open breaker")
+		}
+		if run.Attempts() != 0 || run.Retries().Tokens() != tokens {
+			t.Fatalf("run charged: attempts %d, tokens %v (was %v)", run.Attempts(), run.Retries().Tokens(), tokens)
+		}
+		if want := time.Now().Add(time.Minute); !stop.Until.Equal(want) {
+			t.Fatalf("Until = %v, want %v (open timeout)", stop.Until, want)
+		}
+		if !stop.Reason.SourcePressure() || stop.Reason.Exhausted() {
+			t.Fatal("circuit_open must be source pressure, not exhaustion")
+		}
+	})
+}
+
+// TestReasons pins the reason of every kind of stop.
+func TestReasons(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		env     budget.Envelope
+		left    time.Duration // deadline relative to the bubble's start, if any
+		cfg     func(*budget.Config)
+		attempt func(context.Context) budget.Outcome
+		want    budget.Reason
+	}{
+		{"request cap", budget.Envelope{MaxRequests: 2}, 0, nil, status(500, 0), budget.ReasonRequestCap},
+		{"deadline", budget.Envelope{}, -time.Second, nil, status(200, 0), budget.ReasonDeadline},
+		{"retry budget", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(503, 0), budget.ReasonRetryBudget},
+		{"throttled after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 3 }, status(429, 0), budget.ReasonThrottled},
+		{"unavailable after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 2 }, status(503, 0), budget.ReasonUnavailable},
+		{"banned", budget.Envelope{}, 0, nil, status(418, time.Minute), budget.ReasonBanned},
+		{"retry-after past the deadline", budget.Envelope{}, 10 * time.Second, nil, status(429, time.Hour), budget.ReasonThrottled},
+		{"retry-after past MaxWait", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxWait = time.Second }, status(429, time.Minute), budget.ReasonThrottled},
+		{"permanent", budget.Envelope{}, 0, nil, status(404, 0), budget.ReasonPermanent},
+		{"marked permanent", budget.Envelope{}, 0, nil, func(context.Context) budget.Outcome {
+			return budget.Outcome{Status: 200, Err: budget.Permanent(errors.New("bad schema"))}
+		}, budget.ReasonPermanent},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				env := tc.env
+				if tc.left != 0 {
+					env.Deadline = time.Now().Add(tc.left)
+				}
+				cfg := fast()
+				if tc.cfg != nil {
+					tc.cfg(&cfg)
+				}
+				err := newLocal(t, cfg).Do(context.Background(), newRun(t, env), tc.attempt)
+				if got := reasonOf(t, err); got != tc.want {
+					t.Fatalf("reason %q, want %q (err %v)", got, tc.want, err)
+				}
+				if !errors.Is(err, budget.ErrStopped) {
+					t.Fatalf("%v does not match ErrStopped", err)
+				}
+			})
+		})
+	}
+}
+
+// TestRetryAfterFloorsTheSleep: a 429 with Retry-After 3s is retried no
+// sooner than 3s later, and the retry succeeds.
+func TestRetryAfterFloorsTheSleep(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := newLocal(t, fast())
+		var times []time.Time
+		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+			times = append(times, time.Now())
+			if len(times) == 1 {
+				return budget.Outcome{Status: http.StatusTooManyRequests, RetryAfter: 3 * time.Second}
+			}
+			return budget.Outcome{Status: http.StatusOK}
+		})
+		if err != nil {
+			t.Fatalf("Do: %v", err)
+		}
+		if len(times) != 2 || times[1].Sub(times[0]) < 3*time.Second {
+			t.Fatalf("attempts at %v, want a retry >= 3s after the first", times)
+		}
+	})
+}
+
+// TestAttemptTimeoutIsTransient: an attempt that outlives AttemptTimeout is
+// cancelled, classified transient and retried.
+func TestAttemptTimeoutIsTransient(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.AttemptTimeout = time.Second
+		p := newLocal(t, cfg)
+		n := 0
+		err := p.Do(context.Background(), nil, func(ctx context.Context) budget.Outcome {
+			n++
+			if n == 1 {
+				<-ctx.Done()
+				return budget.Outcome{Err: ctx.Err()}
+			}
+			return budget.Outcome{Status: 200}
+		})
+		if err != nil || n != 2 {
+			t.Fatalf("Do = %v after %d attempts, want success on the 2nd", err, n)
+		}
+		if s := p.Snapshot(); s.Transient != 1 || s.OK != 1 {
+			t.Fatalf("snapshot %+v, want 1 transient and 1 ok", s)
+		}
+	})
+}
+
+// TestCancelStopsWithoutCharge: a cancelled caller stops with canceled.
+func TestCancelStopsWithoutCharge(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	run := newRun(t, budget.Envelope{})
+	err := newLocal(t, fast()).Do(ctx, run, status(200, 0))
+	if reasonOf(t, err) != budget.ReasonCanceled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do = %v, want canceled wrapping context.Canceled", err)
+	}
+	if run.Attempts() != 0 {
+		t.Fatalf("run charged %d attempts", run.Attempts())
+	}
+}
+
+// TestBulkheadCapsInFlight: MaxInFlight attempts at most are in flight.
+func TestBulkheadCapsInFlight(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.MaxInFlight = 3
+		p := newLocal(t, cfg)
+		var cur, peak atomic.Int64
+		var wg sync.WaitGroup
+		for range 12 {
+			wg.Go(func() {
+				_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+					n := cur.Add(1)
+					for {
+						old := peak.Load()
+						if n <= old || peak.CompareAndSwap(old, n) {
+							break
+						}
+					}
+					time.Sleep(100 * time.Millisecond)
+					cur.Add(-1)
+					return budget.Outcome{Status: 200}
+				})
+			})
+		}
+		wg.Wait()
+		if peak.Load() != 3 {
+			t.Fatalf("peak in flight %d, want 3", peak.Load())
+		}
+		if p.Snapshot().Saturated == 0 {
+			t.Fatal("no call reported saturation")
+		}
+	})
+}
+
+// TestPacingAtInitialRate: before any response the provider paces at the
+// conservative initial rate.
+func TestPacingAtInitialRate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := newLocal(t, budget.Config{Adaptive: aimd.Config{Initial: 2, Increase: 1e-9, DisableSlowStart: true}})
+		start := time.Now()
+		for range 5 {
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := time.Since(start); got < 1900*time.Millisecond {
+			t.Fatalf("5 calls at 2/s took %v, want about 2s", got)
+		}
+	})
+}
+
+// TestWeightAboveBurstRefused: a call heavier than a weighted limit's burst
+// is refused as permanent without an attempt.
+func TestWeightAboveBurstRefused(t *testing.T) {
+	t.Parallel()
+	cfg := fast()
+	cfg.Limits = []budget.Limit{{Count: 100, Per: time.Minute, Weighted: true, Burst: 5}}
+	called := false
+	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		called = true
+		return budget.Outcome{}
+	}, budget.Weight(6))
+	if called || !errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != budget.ReasonPermanent {
+		t.Fatalf("Do = %v (attempted %v), want permanent ErrWeight and no attempt", err, called)
+	}
+}
+
+// TestKnownLimitHolds: a published limit of 10 per second is never exceeded
+// in any window of one second, weights included.
+func TestKnownLimitHolds(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.Limits = []budget.Limit{{Name: "weight/1s", Count: 10, Per: time.Second, Weighted: true, Burst: 2}}
+		p := newLocal(t, cfg)
+		type sent struct {
+			at time.Time
+			w  int
+		}
+		var log []sent
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				for range 10 {
+					w := 1 + i%2
+					_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+						mu.Lock()
+						log = append(log, sent{time.Now(), w})
+						mu.Unlock()
+						return budget.Outcome{Status: 200}
+					}, budget.Weight(w))
+				}
+			})
+		}
+		wg.Wait()
+		for i := range log {
+			sum := 0
+			for j := i; j < len(log) && log[j].at.Sub(log[i].at) < time.Second; j++ {
+				sum += log[j].w
+			}
+			if sum > 10 {
+				t.Fatalf("window from %v carries %d units, limit 10", log[i].at, sum)
+			}
+		}
+	})
+}

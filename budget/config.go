@@ -1,0 +1,182 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/gcra"
+	"github.com/forage-go/forage/retry"
+)
+
+// Config configures one provider's gate. The zero Config is valid: the rate
+// is discovered from a conservative start (see [aimd.Config]), no limit is
+// known in advance, and every default below applies.
+type Config struct {
+	// Adaptive configures the controller that discovers the provider's
+	// ceiling; its rate drives the pacer. The zero value means aimd's
+	// defaults (a start at 1 request/s).
+	Adaptive aimd.Config
+	// Burst is how many requests the adaptive pacer may send back to back
+	// after an idle spell. Defaults to 1: collectors pace, they do not burst.
+	// Raise it for rates above a few hundred per second, where timer
+	// overshoot (about a millisecond) would otherwise cost throughput.
+	Burst int
+	// Limits are the provider's published limits, if any (Binance: 6000
+	// request weight per minute and 61,000 raw requests per 5 minutes). Each
+	// is enforced on its own; a call draws from every one. The adaptive rate
+	// never exceeds the tightest of them.
+	Limits []Limit
+	// Breaker configures the provider's circuit breaker. Its Name defaults to
+	// the provider key.
+	Breaker breaker.Config
+	// Backoff configures the full-jitter sleep between retries; a provider's
+	// Retry-After floors it. The zero value means retry's defaults.
+	Backoff retry.BackoffConfig
+	// AttemptTimeout bounds one attempt: its context is cancelled after it.
+	// Defaults to 30s; NoTimeout disables it.
+	AttemptTimeout time.Duration
+	// MaxInFlight caps the attempts in flight to the provider at once (a
+	// bulkhead), whoever makes them. Defaults to 64.
+	MaxInFlight int
+	// MaxAttempts caps the attempts of one call, retries included. Defaults
+	// to 6.
+	MaxAttempts int
+	// MaxWait is the longest pause a call sleeps through inside Do (a
+	// Retry-After, a spent quota); a longer one ends the call as source
+	// pressure with [Error.Until] set, for the scheduler to wait out.
+	// Defaults to 1 minute.
+	MaxWait time.Duration
+	// Pacer, if set, paces the provider instead of a local [gcra.Limiter],
+	// e.g. one shared through a database by many processes. It is paced at
+	// the adaptive rate.
+	Pacer Pacer
+	// OnTransition is called after each breaker transition, outside any
+	// lock. Nil means none.
+	OnTransition func(breaker.Transition)
+	// Logger receives breaker transitions and stops; nil means silent.
+	Logger *slog.Logger
+}
+
+// NoTimeout, as [Config.AttemptTimeout], sets no per-attempt timeout.
+const NoTimeout = time.Duration(-1)
+
+// Limit is one published limit of a provider: at most Count units in any
+// window of length Per. A request draws 1 unit, or its weight (see
+// [Weight]) when the limit is Weighted.
+type Limit struct {
+	// Name identifies the limit in snapshots, e.g. "weight/1m". Optional.
+	Name string
+	// Count is the units allowed per window; required (> 0).
+	Count int
+	// Per is the window length; required (> 0).
+	Per time.Duration
+	// Weighted makes the limit count a request's weight instead of 1.
+	Weighted bool
+	// Burst is how many units may go back to back after an idle spell, and
+	// so the largest [Weight] a call may carry (a heavier call stops with
+	// [ErrWeight]). Defaults to Count/10 (at least 1). The limit paces at (Count−Burst)/Per
+	// so that no window of length Per ever carries more than Count units,
+	// however the requests fall.
+	Burst int
+}
+
+// Pacer paces the requests of one provider. [gcra.Limiter] implements it;
+// so does a pacer shared through a database by many processes.
+type Pacer interface {
+	// WaitN blocks until n units conform and books them, or returns an error
+	// without booking when ctx ends first or its deadline comes before the
+	// slot would (an error wrapping context.DeadlineExceeded).
+	WaitN(ctx context.Context, n int) error
+	// SetRate changes the pacing rate, in units per second.
+	SetRate(rate float64) error
+	// PauseUntil holds every request until t (a provider's Retry-After); it
+	// never shortens an earlier pause.
+	PauseUntil(t time.Time)
+}
+
+var _ Pacer = (*gcra.Limiter)(nil)
+
+func (c *Config) validate() error {
+	bad := func(field, rule string, got any) error {
+		return fmt.Errorf("%w: Config.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+	}
+	switch {
+	case c.Burst < 0:
+		return bad("Burst", ">= 0", c.Burst)
+	case c.AttemptTimeout < 0 && c.AttemptTimeout != NoTimeout:
+		return bad("AttemptTimeout", ">= 0 or NoTimeout", c.AttemptTimeout)
+	case c.MaxInFlight < 0:
+		return bad("MaxInFlight", ">= 0", c.MaxInFlight)
+	case c.MaxAttempts < 0:
+		return bad("MaxAttempts", ">= 0", c.MaxAttempts)
+	case c.MaxWait < 0:
+		return bad("MaxWait", ">= 0", c.MaxWait)
+	}
+	for i, l := range c.Limits {
+		field := fmt.Sprintf("Limits[%d]", i)
+		switch {
+		case l.Count <= 0:
+			return bad(field+".Count", "> 0", l.Count)
+		case l.Per <= 0:
+			return bad(field+".Per", "> 0", l.Per)
+		case l.Burst < 0 || (l.Burst > 0 && l.Burst >= l.Count && l.Count > 1):
+			return bad(field+".Burst", "in [0, Count)", l.Burst)
+		}
+	}
+	if _, err := aimd.New(c.Adaptive); err != nil {
+		return fmt.Errorf("Config.Adaptive: %w", err)
+	}
+	if _, err := breaker.New(c.Breaker); err != nil {
+		return fmt.Errorf("Config.Breaker: %w", err)
+	}
+	if _, err := retry.NewBackoff(c.Backoff); err != nil {
+		return fmt.Errorf("Config.Backoff: %w", err)
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Burst == 0 {
+		c.Burst = 1
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = 30 * time.Second
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 64
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 6
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = time.Minute
+	}
+	return c
+}
+
+// limiter builds the GCRA that enforces l: Burst back to back, then a pace
+// of (Count−Burst)/Per, so any window of length Per holds at most Count.
+func (l Limit) limiter() (*gcra.Limiter, error) {
+	burst := l.Burst
+	if burst == 0 {
+		burst = max(1, l.Count/10)
+	}
+	if burst >= l.Count {
+		burst = max(1, l.Count-1)
+	}
+	units := float64(l.Count - burst)
+	if units <= 0 {
+		units = 1
+	}
+	rate := units / l.Per.Seconds()
+	if math.IsInf(rate, 0) || rate <= 0 {
+		return nil, fmt.Errorf("%w: Limit %q has no usable rate", ErrInvalidConfig, l.Name)
+	}
+	return gcra.New(gcra.Config{Rate: rate, Burst: burst})
+}

@@ -1,0 +1,341 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/retry"
+)
+
+// Do runs one logical request through the gate; see [Provider.Do].
+func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) Outcome, opts ...CallOption) error {
+	weight, noRetry := 1, false
+	for _, o := range opts {
+		if o.weight > 0 {
+			weight = o.weight
+		}
+		noRetry = noRetry || o.noRetry
+	}
+	var bo *retry.Backoff // made on the first retry: the success path needs none
+	for try := 0; ; try++ {
+		out, class, err := p.once(ctx, run, attempt, weight, try == 0)
+		if err != nil {
+			return err
+		}
+		if class == retry.Success {
+			return nil
+		}
+		stop := &Error{Provider: p.key, Reason: reasonOf(class, out.Status), Status: out.Status, Err: out.Err}
+		if !class.Retryable() || stop.Reason == ReasonBanned || noRetry || try+1 >= p.cfg.MaxAttempts {
+			stop.Until = p.until(stop.Reason)
+			return stop
+		}
+		if bo == nil {
+			bo, _ = retry.NewBackoff(p.cfg.Backoff) // validated in New
+		}
+		now := time.Now()
+		wake := now.Add(bo.NextAfter(out.RetryAfter))
+		forced := out.RetryAfter > 0
+		if pu := p.ctl.PausedUntil(); pu.After(wake) {
+			wake, forced = pu, true
+		}
+		if wake.Sub(now) > p.cfg.MaxWait {
+			stop.Until = wake
+			return stop // a long pause: the scheduler waits it out, not Do
+		}
+		if left, ok := run.remaining(now); ok && wake.Sub(now) >= left {
+			if forced {
+				stop.Until = wake // the provider's pause outlasts the run
+				return stop
+			}
+			return &Error{Provider: p.key, Reason: ReasonDeadline, Status: out.Status, Err: out.Err}
+		}
+		if !p.retryBudget(run).Withdraw() {
+			return &Error{Provider: p.key, Reason: ReasonRetryBudget, Status: out.Status, Err: out.Err}
+		}
+		p.n.retries.Add(1)
+		if err := sleepUntil(ctx, wake); err != nil {
+			return &Error{Provider: p.key, Reason: ReasonCanceled, Err: err}
+		}
+	}
+}
+
+// once makes at most one attempt: admit, breaker, bulkhead, pacing, the
+// attempt itself, and the feedback. A non-nil error means no attempt was
+// made (or the caller gave up) and the call must stop with it.
+func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context) Outcome, weight int, first bool) (Outcome, retry.Class, error) {
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, 0, &Error{Provider: p.key, Reason: ReasonCanceled, Err: err}
+	}
+	if reason, ok := run.admitAt(time.Now()); !ok {
+		return Outcome{}, 0, &Error{Provider: p.key, Reason: reason}
+	}
+	done, err := p.brk.Allow()
+	if err != nil {
+		run.unadmit()
+		p.n.fastFails.Add(1)
+		return Outcome{}, 0, &Error{Provider: p.key, Reason: ReasonCircuitOpen, Until: p.until(ReasonCircuitOpen), Err: err}
+	}
+	if err := p.acquire(ctx, run, weight); err != nil {
+		done(breaker.Ignored)
+		run.unadmit()
+		return Outcome{}, 0, err
+	}
+	if first {
+		p.retryBudget(run).Deposit()
+	}
+	actx, cancel := ctx, context.CancelFunc(nil)
+	if p.cfg.AttemptTimeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, p.cfg.AttemptTimeout)
+	}
+	start := time.Now()
+	out := attempt(actx)
+	end := time.Now()
+	if cancel != nil {
+		cancel()
+	}
+	<-p.slots
+	p.n.inFlight.Add(-1)
+	out.Latency = end.Sub(start)
+	class := out.class()
+	if class == retry.Canceled && ctx.Err() == nil && actx.Err() != nil {
+		class = retry.Transient // our attempt timeout, not the caller's cancel
+	}
+	p.feedback(start, end, &out, class)
+	done(breakerOutcome(class))
+	if class == retry.Canceled {
+		return out, class, &Error{Provider: p.key, Reason: ReasonCanceled, Status: out.Status, Err: out.Err}
+	}
+	return out, class, nil
+}
+
+// retryBudget returns run's retry budget, or for calls without a run the
+// provider's own, so retries are always budgeted.
+func (p *Local) retryBudget(run *Run) *retry.Budget {
+	if rb := run.Retries(); rb != nil {
+		return rb
+	}
+	return p.retries
+}
+
+// acquire takes a bulkhead slot and waits for the pacer and every known
+// limit. On error it holds nothing.
+func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		p.n.saturated.Add(1)
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return &Error{Provider: p.key, Reason: ReasonCanceled, Err: ctx.Err()}
+		}
+	}
+	p.n.inFlight.Add(1)
+	release := func() { <-p.slots; p.n.inFlight.Add(-1) }
+	wctx, runBound := ctx, false
+	if d, ok := run.Deadline(); ok {
+		if cd, has := ctx.Deadline(); !has || d.Before(cd) {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithDeadline(ctx, d)
+			defer cancel()
+			runBound = true
+		}
+	}
+	if err := p.pace(wctx, weight); err != nil {
+		release()
+		if ctx.Err() != nil || (!runBound && errors.Is(err, context.DeadlineExceeded)) {
+			// The caller's own context ended, or its deadline comes before
+			// the slot: the caller gives up, the run is not spent.
+			return &Error{Provider: p.key, Reason: ReasonCanceled, Err: err}
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason := ReasonDeadline
+			if pu := p.ctl.PausedUntil(); pu.After(time.Now()) {
+				reason = ReasonThrottled // the provider's pause outlasts the run
+			}
+			return &Error{Provider: p.key, Reason: reason, Until: p.until(reason), Err: err}
+		}
+		return &Error{Provider: p.key, Reason: ReasonPermanent, Err: err}
+	}
+	return nil
+}
+
+// pace waits for the adaptive pacer (one unit per request) and then for each
+// known limit (one unit, or weight when the limit is weighted).
+func (p *Local) pace(ctx context.Context, weight int) error {
+	if err := p.pacer.WaitN(ctx, 1); err != nil {
+		return err
+	}
+	for i, lim := range p.limits {
+		n := 1
+		if p.cfg.Limits[i].Weighted {
+			n = weight
+		}
+		if n > lim.Burst() {
+			// GCRA can never admit more than Burst at once, and paying in
+			// pieces would let the request land in a window that already
+			// spent the earlier pieces.
+			return fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, n, lim.Burst(), p.cfg.Limits[i].Name)
+		}
+		if err := lim.WaitN(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// feedback reports one attempt to the controller and moves the pacer to the
+// controller's new rate and pause.
+func (p *Local) feedback(start, end time.Time, out *Outcome, class retry.Class) {
+	p.n.requests.Add(1)
+	var kind aimd.Kind
+	switch class {
+	case retry.Success:
+		p.n.ok.Add(1)
+		kind = aimd.Success
+	case retry.Throttled:
+		p.n.throttled.Add(1)
+		kind = aimd.Throttled
+	case retry.Overloaded:
+		p.n.overloaded.Add(1)
+		kind = aimd.Overloaded
+	case retry.Transient:
+		p.n.transient.Add(1)
+		kind = aimd.Transient
+	case retry.Permanent:
+		p.n.permanent.Add(1)
+		kind = aimd.Permanent
+	default:
+		return // cancelled: says nothing about the provider
+	}
+	sig := aimd.Signal{Kind: kind, Latency: out.Latency, RetryAfter: out.RetryAfter, Sent: start, Hint: hintOf(out.Limit)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ctl.ObserveAt(end, sig)
+	if r := p.ctl.RateAt(end); r != p.rate {
+		if p.pacer.SetRate(r) == nil {
+			p.rate = r
+		}
+	}
+	if pu := p.ctl.PausedUntil(); pu.After(p.pausedTil) {
+		p.pacer.PauseUntil(pu)
+		p.pausedTil = pu
+	}
+	p.reconcile(end, out.Limit)
+}
+
+// reconcile tightens a known limit to the usage the provider reports: when
+// the provider says less is left than the local count believes (other
+// clients share the quota, or the count drifted), the difference is booked.
+func (p *Local) reconcile(now time.Time, rl retry.RateLimit) {
+	if rl.Known == 0 {
+		return
+	}
+	for i, l := range p.cfg.Limits {
+		if rl.Window != 0 && rl.Window != l.Per {
+			continue
+		}
+		if rl.Window == 0 && len(p.limits) > 1 {
+			continue // cannot tell which limit the headers describe
+		}
+		left := -1.0
+		switch {
+		case rl.Known&retry.FieldRemaining != 0:
+			left = rl.Remaining
+		case rl.Known&retry.FieldUsed != 0:
+			left = float64(l.Count) - rl.Used
+		}
+		if left < 0 {
+			left = 0
+		}
+		lim := p.limits[i]
+		if have := lim.AllowNAt(now, 0).Remaining; float64(have) > left {
+			lim.ReserveNAt(now, have-int(left))
+		}
+	}
+}
+
+// until returns when the provider may be called again after a stop for
+// reason: the end of the pause for source pressure, zero otherwise.
+func (p *Local) until(reason Reason) time.Time {
+	if !reason.SourcePressure() {
+		return time.Time{}
+	}
+	if pu := p.ctl.PausedUntil(); pu.After(time.Now()) {
+		return pu
+	}
+	if reason == ReasonCircuitOpen {
+		return p.brk.OpenUntil()
+	}
+	return time.Time{}
+}
+
+// hintOf converts parsed rate-limit headers to the controller's hint.
+func hintOf(rl retry.RateLimit) aimd.Hint {
+	if rl.Known == 0 {
+		return aimd.Hint{}
+	}
+	h := aimd.Hint{Reset: rl.Reset, Window: rl.Window}
+	if rl.Known&retry.FieldLimit != 0 {
+		h.Limit = rl.Limit
+	}
+	switch {
+	case rl.Known&retry.FieldRemaining != 0:
+		h.Remaining = rl.Remaining
+	case rl.Known&(retry.FieldUsed|retry.FieldLimit) == retry.FieldUsed|retry.FieldLimit:
+		h.Remaining = max(rl.Limit-rl.Used, 0)
+	default:
+		return aimd.Hint{} // usage without a limit: nothing to pace by
+	}
+	return h
+}
+
+// reasonOf names the stop for a retryable or permanent class.
+func reasonOf(class retry.Class, status int) Reason {
+	switch class {
+	case retry.Throttled:
+		if status == 418 {
+			return ReasonBanned
+		}
+		return ReasonThrottled
+	case retry.Overloaded, retry.Transient:
+		return ReasonUnavailable
+	case retry.Canceled:
+		return ReasonCanceled
+	}
+	return ReasonPermanent
+}
+
+// breakerOutcome maps a class to what the breaker counts: pressure and
+// transient failures are failures, a permanent 4xx shows the provider is up,
+// a cancellation says nothing.
+func breakerOutcome(class retry.Class) breaker.Outcome {
+	switch class {
+	case retry.Throttled, retry.Overloaded, retry.Transient:
+		return breaker.Failure
+	case retry.Canceled:
+		return breaker.Ignored
+	}
+	return breaker.Success
+}
+
+// sleepUntil blocks until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,99 @@
+package budget
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/forage-go/forage/retry"
+)
+
+// Outcome is what one request attempt produced: the host's fetcher returns
+// it from the attempt func it gives [Provider.Do]. Build it by hand, or from
+// an HTTP exchange with [FromHTTP].
+//
+// The attempt is classified from Status and Err (see [retry.Classify]): a
+// nil Err with Status 0 or 2xx is a success. A host that finds garbage in a
+// 200 body says what it means by wrapping the error: [Transient] (a
+// truncated body: retry) or [Permanent] (a schema the code cannot read:
+// do not retry). An unmarked error that is not a network error counts as
+// permanent.
+type Outcome struct {
+	// Status is the HTTP status code, 0 when there was no response or the
+	// attempt is not HTTP.
+	Status int
+	// Err is the attempt's error, nil on success.
+	Err error
+	// Latency is the attempt's duration. [Provider.Do] measures and sets it;
+	// any value the attempt sets is overwritten.
+	Latency time.Duration
+	// RetryAfter is the provider's Retry-After, zero when absent.
+	RetryAfter time.Duration
+	// Limit is the provider's rate-limit headers (IETF RateLimit-*,
+	// X-RateLimit-*, Binance X-MBX-USED-WEIGHT-*); the zero value means none.
+	Limit retry.RateLimit
+}
+
+// FromHTTP builds an Outcome from a response and error as an
+// [http.RoundTripper] or [http.Client.Do] returns them: the status, the
+// Retry-After and rate-limit headers. It does not read or close the body.
+func FromHTTP(resp *http.Response, err error) Outcome {
+	o := Outcome{Err: err}
+	if resp == nil {
+		return o
+	}
+	o.Status = resp.StatusCode
+	now := time.Now()
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if d, ok := retry.ParseRetryAfter(v, now); ok {
+			o.RetryAfter = d
+		}
+	}
+	if rl, ok := retry.ParseRateLimit(resp.Header, now); ok {
+		o.Limit = rl
+	}
+	return o
+}
+
+// class classifies the outcome, honouring the host's Transient and
+// Permanent marks.
+func (o *Outcome) class() retry.Class {
+	if o.Err != nil {
+		var m *markedError
+		if errors.As(o.Err, &m) {
+			return m.class
+		}
+		return retry.Classify(nil, o.Err)
+	}
+	if o.Status == 0 {
+		return retry.Success
+	}
+	return retry.ClassifyStatus(o.Status)
+}
+
+// markedError is an error the host classified itself.
+type markedError struct {
+	err   error
+	class retry.Class
+}
+
+func (e *markedError) Error() string { return e.err.Error() }
+func (e *markedError) Unwrap() error { return e.err }
+
+// Transient marks err as a failure worth retrying (e.g. a truncated body),
+// whatever its type. It returns nil for a nil err.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &markedError{err: err, class: retry.Transient}
+}
+
+// Permanent marks err as a failure that retrying cannot fix (e.g. a body in
+// a format the host cannot decode). It returns nil for a nil err.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &markedError{err: err, class: retry.Permanent}
+}

@@ -1,0 +1,140 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/gcra"
+	"github.com/forage-go/forage/retry"
+)
+
+// Provider is the gate every request attempt to one provider passes. A
+// [Registry] hands out one per provider key; [NewLocal] makes a standalone
+// one; a database-backed implementation shares one budget across processes.
+type Provider interface {
+	// Do runs one logical request: it admits against run (nil: unbounded),
+	// fails fast when the breaker is open, paces at the rate the provider
+	// allows, calls attempt for exactly one outbound request, classifies the
+	// outcome, feeds it back, and retries within run's retry budget with
+	// full-jitter backoff floored by Retry-After.
+	//
+	// Do returns nil when an attempt succeeded, and otherwise a *[Error]
+	// whose [Reason] says why it stopped. The attempt's context is cancelled
+	// when the attempt returns: read the response body inside it.
+	Do(ctx context.Context, run *Run, attempt func(ctx context.Context) Outcome, opts ...CallOption) error
+	// Snapshot returns the provider's counters and state.
+	Snapshot() Snapshot
+}
+
+// CallOption adjusts one [Provider.Do] call.
+type CallOption struct {
+	weight  int
+	noRetry bool
+}
+
+// Weight makes the call cost w units of every weighted [Limit] (endpoints
+// that cost more than others). The default weight is 1.
+func Weight(w int) CallOption { return CallOption{weight: w} }
+
+// NoRetry makes the call a single attempt: for requests that are not safe to
+// replay.
+func NoRetry() CallOption { return CallOption{noRetry: true} }
+
+// Local is the in-process [Provider]: an [aimd.Controller] discovering the
+// ceiling, a [Pacer] (by default a [gcra.Limiter]) holding the rate, a
+// [breaker.Breaker], the known [Limit]s, and a bulkhead. Local is safe for
+// concurrent use.
+type Local struct {
+	key     string
+	cfg     Config
+	ctl     *aimd.Controller
+	pacer   Pacer
+	limits  []*gcra.Limiter
+	brk     *breaker.Breaker
+	slots   chan struct{}
+	ceiling float64 // the tightest known limit, requests/s; 0 if none
+	retries *retry.Budget // for calls made without a Run
+
+	mu        sync.Mutex // serialises feedback into ctl and pacer
+	rate      float64    // the rate last given to the pacer
+	pausedTil time.Time  // the pause last given to the pacer
+
+	n counters
+}
+
+type counters struct {
+	requests, ok, throttled, overloaded, transient, permanent atomic.Uint64
+	retries, fastFails, saturated, inFlight                   atomic.Int64
+}
+
+var _ Provider = (*Local)(nil)
+
+// NewLocal returns a Local provider for key, or an error naming the invalid
+// field of cfg.
+func NewLocal(key string, cfg Config) (*Local, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return newLocal(key, cfg)
+}
+
+func newLocal(key string, cfg Config) (*Local, error) {
+	cfg = cfg.withDefaults()
+	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
+	for _, l := range cfg.Limits {
+		lim, err := l.limiter()
+		if err != nil {
+			return nil, err
+		}
+		p.limits = append(p.limits, lim)
+		if !l.Weighted { // a weighted limit says nothing of requests/s
+			r := float64(l.Count) / l.Per.Seconds()
+			if p.ceiling == 0 || r < p.ceiling {
+				p.ceiling = r
+			}
+		}
+	}
+	ac := cfg.Adaptive
+	if p.ceiling > 0 && (ac.Max == 0 || ac.Max > p.ceiling) {
+		ac.Max = p.ceiling
+		if ac.Initial > ac.Max {
+			ac.Initial = ac.Max
+		}
+	}
+	var err error
+	if p.ctl, err = aimd.New(ac); err != nil {
+		return nil, fmt.Errorf("Config.Adaptive: %w", err)
+	}
+	bc := cfg.Breaker
+	if bc.Name == "" {
+		bc.Name = key
+	}
+	if bc.OnTransition == nil {
+		bc.OnTransition = cfg.OnTransition
+	}
+	if bc.Logger == nil {
+		bc.Logger = cfg.Logger
+	}
+	if p.brk, err = breaker.New(bc); err != nil {
+		return nil, fmt.Errorf("Config.Breaker: %w", err)
+	}
+	p.retries, _ = retry.NewBudget(retry.BudgetConfig{}) // the defaults are valid
+	p.rate = p.ctl.Rate()
+	p.pacer = cfg.Pacer
+	if p.pacer == nil {
+		if p.pacer, err = gcra.New(gcra.Config{Rate: p.rate, Burst: cfg.Burst}); err != nil {
+			return nil, fmt.Errorf("Config.Burst: %w", err)
+		}
+	} else if err := p.pacer.SetRate(p.rate); err != nil {
+		return nil, fmt.Errorf("Config.Pacer: %w", err)
+	}
+	return p, nil
+}
+
+// Key returns the provider key.
+func (p *Local) Key() string { return p.key }

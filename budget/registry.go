@@ -1,0 +1,315 @@
+package budget
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RegistryConfig configures a [Registry]. The zero value is valid: every
+// provider gets the default [Config], idle providers are evicted after ten
+// minutes, and at most 100,000 are kept.
+type RegistryConfig struct {
+	// Defaults configures every provider without an override.
+	Defaults Config
+	// Overrides configures named providers instead of Defaults, e.g. a known
+	// limit for one exchange while another's is discovered. Each entry
+	// replaces Defaults whole for its key.
+	Overrides map[string]Config
+	// NewPacer, if set, makes the pacer of each new provider, e.g. a pacer
+	// shared through a database so many processes draw on one budget. Nil
+	// means a local [gcra.Limiter] per provider.
+	NewPacer func(key string) (Pacer, error)
+	// IdleTTL is how long a provider may go unused before [Registry.EvictAt]
+	// drops it (its learned rate and breaker state with it). Defaults to 10
+	// minutes.
+	IdleTTL time.Duration
+	// MaxProviders caps how many providers are kept; past it, creating one
+	// first evicts the least recently used idle ones. Defaults to 100,000.
+	MaxProviders int
+	// Shards is the number of independently locked shards of the key space,
+	// rounded up to a power of two. Defaults to 64.
+	Shards int
+}
+
+// Registry holds one [Provider] per provider key, created on first use, so
+// every caller that talks to one provider shares its budget. It is sharded
+// so lookups do not contend, evicts providers idle longer than IdleTTL, and
+// never drops one that is in use. Registry is safe for concurrent use; it
+// starts no goroutine (call [Registry.Run] for periodic eviction).
+type Registry struct {
+	cfg    RegistryConfig
+	shards []shard
+	mask   uint64
+	count  atomic.Int64
+	// evictMu serialises capacity evictions so concurrent creators do not
+	// all scan the registry at once.
+	evictMu sync.Mutex
+}
+
+type shard struct {
+	mu sync.RWMutex
+	m  map[string]*entry
+	_  [40]byte // keep shards on separate cache lines
+}
+
+// entry is the handle the registry returns for a key. It forwards to the
+// provider and tracks use, so eviction can tell idle from busy and a caller
+// holding an evicted handle is redirected to the key's current provider.
+type entry struct {
+	reg      *Registry
+	key      string
+	p        *Local
+	inflight atomic.Int64
+	lastUsed atomic.Int64 // unix nanoseconds
+	evicted  atomic.Bool
+}
+
+var _ Provider = (*entry)(nil)
+
+// NewRegistry returns a Registry for cfg, or an error naming the invalid
+// field; every override is validated up front so [Registry.Provider] cannot
+// fail later.
+func NewRegistry(cfg RegistryConfig) (*Registry, error) {
+	if cfg.IdleTTL < 0 {
+		return nil, fmt.Errorf("%w: RegistryConfig.IdleTTL must be >= 0 (got %v)", ErrInvalidConfig, cfg.IdleTTL)
+	}
+	if cfg.MaxProviders < 0 {
+		return nil, fmt.Errorf("%w: RegistryConfig.MaxProviders must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxProviders)
+	}
+	if cfg.Shards < 0 || cfg.Shards > 1<<16 {
+		return nil, fmt.Errorf("%w: RegistryConfig.Shards must be in [0, 65536] (got %d)", ErrInvalidConfig, cfg.Shards)
+	}
+	if err := cfg.Defaults.validate(); err != nil {
+		return nil, fmt.Errorf("RegistryConfig.Defaults: %w", err)
+	}
+	for key, c := range cfg.Overrides {
+		if err := c.validate(); err != nil {
+			return nil, fmt.Errorf("RegistryConfig.Overrides[%q]: %w", key, err)
+		}
+	}
+	if cfg.IdleTTL == 0 {
+		cfg.IdleTTL = 10 * time.Minute
+	}
+	if cfg.MaxProviders == 0 {
+		cfg.MaxProviders = 100_000
+	}
+	n := 64
+	if cfg.Shards > 0 {
+		n = 1
+		for n < cfg.Shards {
+			n <<= 1
+		}
+	}
+	r := &Registry{cfg: cfg, shards: make([]shard, n), mask: uint64(n - 1)}
+	for i := range r.shards {
+		r.shards[i].m = make(map[string]*entry)
+	}
+	return r, nil
+}
+
+// Provider returns the one Provider for key, creating it on first use. Two
+// callers asking for the same key get the same Provider. It panics only if a
+// [RegistryConfig.NewPacer] fails, which is why Provider has no error; use
+// [Registry.Lookup] plus [Registry.Get] to handle that case.
+func (r *Registry) Provider(key string) Provider {
+	p, err := r.Get(key)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Get is [Registry.Provider] with an error instead of a panic when the
+// provider cannot be created (a failing [RegistryConfig.NewPacer]).
+func (r *Registry) Get(key string) (Provider, error) {
+	s := &r.shards[hash(key)&r.mask]
+	s.mu.RLock()
+	e, ok := s.m[key]
+	s.mu.RUnlock()
+	if ok {
+		return e, nil
+	}
+	return r.create(s, key)
+}
+
+// Lookup returns the Provider for key if one exists, without creating it.
+func (r *Registry) Lookup(key string) (Provider, bool) {
+	s := &r.shards[hash(key)&r.mask]
+	s.mu.RLock()
+	e, ok := s.m[key]
+	s.mu.RUnlock()
+	return e, ok
+}
+
+func (r *Registry) create(s *shard, key string) (Provider, error) {
+	cfg, ok := r.cfg.Overrides[key]
+	if !ok {
+		cfg = r.cfg.Defaults
+	}
+	if r.cfg.NewPacer != nil && cfg.Pacer == nil {
+		pacer, err := r.cfg.NewPacer(key)
+		if err != nil {
+			return nil, fmt.Errorf("budget: registry: pacer for %q: %w", key, err)
+		}
+		cfg.Pacer = pacer
+	}
+	s.mu.Lock()
+	if e, ok := s.m[key]; ok { // lost the race to another creator
+		s.mu.Unlock()
+		return e, nil
+	}
+	p, err := newLocal(key, cfg)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	e := &entry{reg: r, key: key, p: p}
+	e.lastUsed.Store(time.Now().UnixNano())
+	s.m[key] = e
+	s.mu.Unlock()
+	if r.count.Add(1) > int64(r.cfg.MaxProviders) {
+		r.shrink(e)
+	}
+	return e, nil
+}
+
+// Len returns how many providers the registry holds.
+func (r *Registry) Len() int { return int(r.count.Load()) }
+
+// EvictAt drops every provider idle since before now − IdleTTL with no call
+// in flight, and returns how many it dropped. A caller still holding a
+// dropped Provider is redirected to the key's current one on its next call.
+func (r *Registry) EvictAt(now time.Time) int {
+	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		for key, e := range s.m {
+			if e.lastUsed.Load() < cutoff && e.tryEvict() {
+				delete(s.m, key)
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	r.count.Add(int64(-n))
+	return n
+}
+
+// Run evicts idle providers every IdleTTL/2 until ctx ends, then returns
+// ctx's error.
+func (r *Registry) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.IdleTTL / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-t.C:
+			r.EvictAt(now)
+		}
+	}
+}
+
+// shrink evicts the least recently used idle providers until the registry
+// is at 90% of MaxProviders, sparing keep (the one just created).
+func (r *Registry) shrink(keep *entry) {
+	if !r.evictMu.TryLock() {
+		return // another creator is already shrinking
+	}
+	defer r.evictMu.Unlock()
+	type cand struct {
+		e    *entry
+		used int64
+	}
+	var all []cand
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.RLock()
+		for _, e := range s.m {
+			if e != keep && e.inflight.Load() == 0 {
+				all = append(all, cand{e, e.lastUsed.Load()})
+			}
+		}
+		s.mu.RUnlock()
+	}
+	slices.SortFunc(all, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
+	target := int64(r.cfg.MaxProviders) * 9 / 10
+	for _, c := range all {
+		if r.count.Load() <= target {
+			return
+		}
+		s := &r.shards[hash(c.e.key)&r.mask]
+		s.mu.Lock()
+		if s.m[c.e.key] == c.e && c.e.tryEvict() {
+			delete(s.m, c.e.key)
+			r.count.Add(-1)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Snapshot returns the state of every provider, sorted by key: the
+// per-provider metrics an operator's dashboard shows.
+func (r *Registry) Snapshot() []Snapshot {
+	var out []Snapshot
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.RLock()
+		for _, e := range s.m {
+			out = append(out, e.p.Snapshot())
+		}
+		s.mu.RUnlock()
+	}
+	slices.SortFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.Key, b.Key) })
+	return out
+}
+
+// tryEvict marks e evicted unless a call is in flight. Do increments
+// inflight before it reads evicted, and tryEvict sets evicted before it
+// reads inflight, so at least one of them sees the other.
+func (e *entry) tryEvict() bool {
+	e.evicted.Store(true)
+	if e.inflight.Load() != 0 {
+		e.evicted.Store(false)
+		return false
+	}
+	return true
+}
+
+// Do forwards to the key's provider, or to its successor if e was evicted.
+func (e *entry) Do(ctx context.Context, run *Run, attempt func(context.Context) Outcome, opts ...CallOption) error {
+	e.inflight.Add(1)
+	if e.evicted.Load() {
+		e.inflight.Add(-1)
+		p, err := e.reg.Get(e.key)
+		if err != nil {
+			return err
+		}
+		return p.Do(ctx, run, attempt, opts...)
+	}
+	e.lastUsed.Store(time.Now().UnixNano())
+	err := e.p.Do(ctx, run, attempt, opts...)
+	e.lastUsed.Store(time.Now().UnixNano())
+	e.inflight.Add(-1)
+	return err
+}
+
+// Snapshot returns the provider's state.
+func (e *entry) Snapshot() Snapshot { return e.p.Snapshot() }
+
+// hash is FNV-1a over key, inline so a lookup allocates nothing.
+func hash(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	return h
+}

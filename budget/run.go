@@ -1,0 +1,148 @@
+package budget
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/forage-go/forage/retry"
+)
+
+// Envelope is the owner's budget for one run: how many request attempts it
+// may make, until when, and how many of them may be retries. The zero
+// Envelope is unbounded in requests and time, with the default retry ratio.
+type Envelope struct {
+	// MaxRequests caps the request attempts of the run (first attempts and
+	// retries alike, each one outbound call). Zero means no cap.
+	MaxRequests int
+	// Deadline is the wall-clock end of the run. No attempt starts after it,
+	// and no call sleeps past it. Zero means none.
+	Deadline time.Time
+	// RetryRatio is the share of first attempts that may be retried: every
+	// first attempt deposits RetryRatio retry tokens, every retry withdraws
+	// one. It must be in [0, 1]. Zero means the default 0.2; NoRetries (-1)
+	// means no ratio at all (only the MinRetries floor).
+	RetryRatio float64
+	// MinRetries is the floor of the retry budget, so a tiny run can still
+	// retry a transient failure or two. Zero means the default 3; use
+	// NoRetries (-1) for none at all.
+	MinRetries int
+}
+
+// NoRetries, as [Envelope.MinRetries], gives the run no retry floor; as
+// [Envelope.RetryRatio], no ratio-based retries.
+const NoRetries = retry.NoRetries
+
+// Run is one run's envelope in use: it counts every attempt made through any
+// [Provider] on its behalf, and answers whether the run's budget is spent. A
+// nil *Run is valid and unbounded. Run is safe for concurrent use.
+type Run struct {
+	maxRequests int64
+	deadline    time.Time
+	attempts    atomic.Int64
+	retries     *retry.Budget
+}
+
+// NewRun returns a Run for env, or an error naming the invalid field.
+func NewRun(env Envelope) (*Run, error) {
+	if env.MaxRequests < 0 {
+		return nil, fmt.Errorf("%w: Envelope.MaxRequests must be >= 0 (got %d)", ErrInvalidConfig, env.MaxRequests)
+	}
+	rb, err := retry.NewBudget(retry.BudgetConfig{Ratio: env.RetryRatio, MinRetries: env.MinRetries})
+	if err != nil {
+		return nil, fmt.Errorf("%w: Envelope: %w", ErrInvalidConfig, err)
+	}
+	return &Run{maxRequests: int64(env.MaxRequests), deadline: env.Deadline, retries: rb}, nil
+}
+
+// Unbounded returns a Run with no request cap, no deadline and the default
+// retry budget: what a collector without an owner's envelope uses.
+func Unbounded() *Run {
+	r, _ := NewRun(Envelope{})
+	return r
+}
+
+// Deadline returns the run's deadline and whether it has one.
+func (r *Run) Deadline() (time.Time, bool) {
+	if r == nil || r.deadline.IsZero() {
+		return time.Time{}, false
+	}
+	return r.deadline, true
+}
+
+// Attempts returns how many request attempts the run has made.
+func (r *Run) Attempts() int {
+	if r == nil {
+		return 0
+	}
+	return int(r.attempts.Load())
+}
+
+// Retries returns the run's retry budget, or nil for a nil Run.
+func (r *Run) Retries() *retry.Budget {
+	if r == nil {
+		return nil
+	}
+	return r.retries
+}
+
+// ExhaustedAt reports whether the run's budget is spent at now, and why:
+// [ReasonRequestCap] when every allowed attempt was made, [ReasonDeadline]
+// when now is at or past the deadline. Slice runners call it at slice
+// boundaries.
+func (r *Run) ExhaustedAt(now time.Time) (Reason, bool) {
+	if r == nil {
+		return "", false
+	}
+	if r.maxRequests > 0 && r.attempts.Load() >= r.maxRequests {
+		return ReasonRequestCap, true
+	}
+	if !r.deadline.IsZero() && !now.Before(r.deadline) {
+		return ReasonDeadline, true
+	}
+	return "", false
+}
+
+// Exhausted is [Run.ExhaustedAt] with the current time.
+func (r *Run) Exhausted() (Reason, bool) { return r.ExhaustedAt(time.Now()) }
+
+// admitAt counts one attempt if the envelope allows it at now, and otherwise
+// says why not. It never over-admits under concurrency.
+func (r *Run) admitAt(now time.Time) (Reason, bool) {
+	if r == nil {
+		return "", true
+	}
+	if !r.deadline.IsZero() && !now.Before(r.deadline) {
+		return ReasonDeadline, false
+	}
+	if r.maxRequests == 0 {
+		r.attempts.Add(1)
+		return "", true
+	}
+	for {
+		n := r.attempts.Load()
+		if n >= r.maxRequests {
+			return ReasonRequestCap, false
+		}
+		if r.attempts.CompareAndSwap(n, n+1) {
+			return "", true
+		}
+	}
+}
+
+// unadmit takes back an attempt admitAt counted but that was never made
+// (the breaker refused it, or pacing could not fit it in).
+func (r *Run) unadmit() {
+	if r != nil {
+		r.attempts.Add(-1)
+	}
+}
+
+// remaining returns the time left before the deadline at now, and false when
+// the run has no deadline.
+func (r *Run) remaining(now time.Time) (time.Duration, bool) {
+	if r == nil || r.deadline.IsZero() {
+		return 0, false
+	}
+	return r.deadline.Sub(now), true
+}

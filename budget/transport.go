@@ -1,0 +1,118 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// Transport is an [http.RoundTripper] that sends every request through the
+// [Provider] of its host, taken from a [Registry]: per-host pacing at the
+// learned rate, a breaker per host, retries within the run's retry budget.
+// It retries only requests that are safe to replay (GET, HEAD, OPTIONS,
+// TRACE, or any request with GetBody), drains and closes the bodies of the
+// responses it discards, and returns the last response when it gives up, so
+// the caller sees the provider's final answer (e.g. the last 429).
+//
+// The run a request belongs to is taken from its context ([WithRun]); a
+// request without one is unbounded. Transport is safe for concurrent use.
+type Transport struct {
+	reg  *Registry
+	base http.RoundTripper
+}
+
+// NewTransport returns a Transport over base (nil means
+// [http.DefaultTransport]) whose providers come from reg.
+func NewTransport(reg *Registry, base http.RoundTripper) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &Transport{reg: reg, base: base}
+}
+
+type runKey struct{}
+
+// WithRun returns a context carrying run, so a [Transport] counts the
+// request's attempts against it.
+func WithRun(ctx context.Context, run *Run) context.Context {
+	return context.WithValue(ctx, runKey{}, run)
+}
+
+// RunFrom returns the run carried by ctx, or nil (unbounded).
+func RunFrom(ctx context.Context) *Run {
+	r, _ := ctx.Value(runKey{}).(*Run)
+	return r
+}
+
+// HostKey returns the provider key of a request URL's host: lower case,
+// without the scheme's default port.
+func HostKey(req *http.Request) string {
+	host := strings.ToLower(req.URL.Host)
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if (port == "80" && req.URL.Scheme == "http") || (port == "443" && req.URL.Scheme == "https") {
+			host = h
+		}
+	}
+	return host
+}
+
+// RoundTrip sends req through its host's provider. It returns the last
+// response whenever one was received, even when the call stopped (a final
+// 429 or 503), and an error only when no response came back; that error is
+// a *[Error] when the budget stopped the call.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p, err := t.reg.Get(HostKey(req))
+	if err != nil {
+		return nil, err
+	}
+	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+	default:
+		replayable = replayable && req.GetBody != nil
+	}
+	var last *http.Response
+	tries := 0
+	attempt := func(ctx context.Context) Outcome {
+		if last != nil { // the previous answer is being retried: discard it
+			discard(last)
+			last = nil
+		}
+		r := req.WithContext(ctx)
+		if tries > 0 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return Outcome{Err: Permanent(err)}
+			}
+			r.Body = body
+		}
+		tries++
+		resp, err := t.base.RoundTrip(r)
+		last = resp
+		return FromHTTP(resp, err)
+	}
+	var opts []CallOption
+	if !replayable {
+		opts = append(opts, NoRetry())
+	}
+	err = p.Do(req.Context(), RunFrom(req.Context()), attempt, opts...)
+	if last != nil {
+		return last, nil
+	}
+	if err == nil {
+		err = errors.New("budget: transport: attempt returned no response")
+	}
+	return nil, err
+}
+
+// discard drains a bounded amount of a response body, so the connection can
+// be reused, and closes it.
+func discard(resp *http.Response) {
+	if resp.Body != nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}
+}

@@ -1,0 +1,138 @@
+package gcra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error [New] returns for a Config
+// field out of range; the message names the field, the rule and the value.
+var ErrInvalidConfig = errors.New("gcra: invalid config")
+
+// ErrInvalidRate is wrapped by the error [Limiter.SetRateAt] returns for a
+// rate it cannot represent; the limiter keeps its previous rate.
+var ErrInvalidRate = errors.New("gcra: invalid rate")
+
+// ErrInvalidCost is wrapped by the error [Limiter.WaitN] returns for a cost
+// that can never conform: negative, or larger than Burst.
+var ErrInvalidCost = errors.New("gcra: cost must be in [0, Burst]")
+
+// ErrWouldExceedDeadline is returned (wrapped) by [Limiter.Wait] when the
+// context's deadline comes before the slot would conform. Wait gives the slot
+// back and returns at once instead of sleeping into a certain failure. It
+// wraps [context.DeadlineExceeded], so errors.Is matches either.
+var ErrWouldExceedDeadline = fmt.Errorf("gcra: wait would exceed the context deadline: %w", context.DeadlineExceeded)
+
+// DefaultRate is the rate, in events per second, of a Config whose Rate is 0.
+const DefaultRate = 1.0
+
+// Config configures a [Limiter]. The zero Config is valid: one request per
+// second, no burst. New only reads it, so one Config may be shared freely.
+type Config struct {
+	// Rate is the sustained rate in cost units (requests, for unit costs) per
+	// second. The emission interval 1/Rate is rounded to the nearest
+	// nanosecond and must be between 1ns and about 292 years, so Rate must be
+	// in (about 1.1e-10, 1e9]; negative, NaN and infinite rates are errors. Zero means the default. Defaults to 1 (one per second).
+	Rate float64
+
+	// Burst is how many unit-cost requests may arrive back to back after the
+	// limiter has been idle, and the largest cost a single request may have.
+	// Burst × interval must fit in an int64 of nanoseconds (about 292 years).
+	// Negative is an error; zero means the default. Defaults to 1 (strict
+	// pacing, no burst).
+	Burst int
+}
+
+// Limiter is a GCRA rate limiter. Its state is one atomic theoretical arrival
+// time, so it is safe for concurrent use by any number of goroutines, and its
+// admit path takes no lock and allocates nothing. Create it with [New].
+//
+// Times are kept as nanoseconds since the limiter's creation, so explicit
+// times (the ...At methods) may lie anywhere within about 292 years of it,
+// before or after: the Unix epoch works, the zero time.Time does not (it
+// saturates to the earliest representable instant).
+type Limiter struct {
+	// tat is the theoretical arrival time in nanoseconds since base; empty
+	// (math.MinInt64) before the first booking, frozen while SetRateAt swaps
+	// the interval.
+	tat atomic.Int64
+	// interval is the emission interval I in nanoseconds.
+	interval atomic.Int64
+	// burst is fixed for the limiter's life.
+	burst int
+	// base carries a monotonic reading, so the clock-reading forms measure
+	// time.Since(base) and are immune to wall-clock jumps.
+	base time.Time
+}
+
+const (
+	empty  = math.MinInt64 // TAT of a limiter that has never booked: max(empty, t) = t
+	frozen = math.MaxInt64 // TAT while SetRateAt swaps the interval; never a real TAT
+)
+
+// New returns a Limiter configured by cfg, full (Burst requests available).
+// It reports an error wrapping [ErrInvalidConfig] if a field is out of range.
+func New(cfg Config) (*Limiter, error) {
+	rate := cfg.Rate
+	if rate == 0 {
+		rate = DefaultRate
+	}
+	iv, rule := intervalOf(rate)
+	if rule != "" {
+		return nil, fmt.Errorf("gcra: Config.Rate must be %s (got %v): %w", rule, cfg.Rate, ErrInvalidConfig)
+	}
+	burst := cfg.Burst
+	switch {
+	case burst < 0:
+		return nil, fmt.Errorf("gcra: Config.Burst must be >= 0 (got %d): %w", cfg.Burst, ErrInvalidConfig)
+	case burst == 0:
+		burst = 1
+	}
+	if _, ok := tolerance(iv, burst); !ok {
+		return nil, fmt.Errorf("gcra: Config.Burst × interval (1/Rate = %v) must fit in int64 nanoseconds (got %d): %w",
+			time.Duration(iv), cfg.Burst, ErrInvalidConfig)
+	}
+	l := &Limiter{burst: burst, base: time.Now()}
+	l.tat.Store(empty)
+	l.interval.Store(iv)
+	return l, nil
+}
+
+// intervalOf converts a rate in events per second to a whole number of
+// nanoseconds, or names the rule the rate breaks.
+func intervalOf(rate float64) (int64, string) {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return 0, "> 0 and finite"
+	}
+	if rate > 1e9 {
+		return 0, "at most 1e9 per second (an interval of at least 1ns)"
+	}
+	iv := math.Round(1e9 / rate)
+	if iv >= math.MaxInt64 {
+		return 0, "large enough that its interval fits in int64 nanoseconds"
+	}
+	return int64(iv), ""
+}
+
+// Rate returns the current rate in events per second: 1e9 divided by the
+// interval in nanoseconds, so it is the configured rate up to the rounding of
+// the interval to a whole nanosecond.
+func (l *Limiter) Rate() float64 { return 1e9 / float64(l.interval.Load()) }
+
+// Interval returns the current emission interval I = 1/Rate.
+func (l *Limiter) Interval() time.Duration { return time.Duration(l.interval.Load()) }
+
+// Burst returns how many unit requests may arrive back to back; it never
+// changes.
+func (l *Limiter) Burst() int { return l.burst }
+
+// offset converts t to nanoseconds since the limiter's base, saturating for
+// times more than about 292 years away.
+func (l *Limiter) offset(t time.Time) int64 { return int64(t.Sub(l.base)) }
+
+// clock reads the monotonic clock as nanoseconds since the base.
+func (l *Limiter) clock() int64 { return int64(time.Since(l.base)) }

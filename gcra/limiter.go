@@ -1,0 +1,196 @@
+package gcra
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// AllowAt reports whether one request at now conforms, and books it if so.
+// It is AllowNAt(now, 1).
+func (l *Limiter) AllowAt(now time.Time) Result { return l.admit(l.offset(now), false, 1) }
+
+// AllowNAt decides a request of cost n (in units of the interval) at now and
+// books it if it conforms; see [Decide] for the arithmetic and the meaning of
+// every [Result] field. A cost larger than Burst, or negative, never conforms
+// and its RetryAfter is [Never]; n == 0 is a probe that books nothing. Times
+// may be arbitrary (before the limiter was created, or out of order); a
+// request earlier than the current backlog simply finds less credit.
+func (l *Limiter) AllowNAt(now time.Time, n int) Result { return l.admit(l.offset(now), false, n) }
+
+// Allow reports whether one request now conforms, and books it if so. It
+// reads the monotonic clock.
+func (l *Limiter) Allow() bool { return l.admit(0, true, 1).Allowed }
+
+// AllowN is [Limiter.AllowNAt] at the current (monotonic) time.
+func (l *Limiter) AllowN(n int) Result { return l.admit(0, true, n) }
+
+// admit runs Decide in a compare-and-swap loop until its decision is based on
+// the current state. The clock-reading forms re-read the clock on every
+// attempt, so a retried decision is made at the time it takes effect.
+func (l *Limiter) admit(now int64, useClock bool, n int) Result {
+	for {
+		tat, iv := l.load()
+		if useClock {
+			now = l.clock()
+		}
+		newTAT, r := Decide(tat, now, iv, l.burst, n)
+		if newTAT == tat {
+			// Nothing to book: the decision holds if the state it read is
+			// still current (the interval cannot have changed under it).
+			if l.tat.Load() == tat {
+				return r
+			}
+			continue
+		}
+		if l.tat.CompareAndSwap(tat, storable(newTAT)) {
+			return r
+		}
+	}
+}
+
+// ReserveNAt books a request of cost n at now whether or not it conforms, and
+// returns how long after now it will: the caller must wait that long before
+// sending (zero means at once). This is what a pacer that must send every
+// request needs; if the request is abandoned before its time, give the slot
+// back with [Limiter.UnreserveNAt]. A cost outside [0, Burst] books nothing
+// and returns [Never].
+func (l *Limiter) ReserveNAt(now time.Time, n int) time.Duration {
+	return l.reserve(l.offset(now), false, n)
+}
+
+// ReserveN is [Limiter.ReserveNAt] at the current (monotonic) time.
+func (l *Limiter) ReserveN(n int) time.Duration { return l.reserve(0, true, n) }
+
+func (l *Limiter) reserve(now int64, useClock bool, n int) time.Duration {
+	for {
+		tat, iv := l.load()
+		if useClock {
+			now = l.clock()
+		}
+		newTAT, wait := Reserve(tat, now, iv, l.burst, n)
+		if newTAT == tat {
+			if l.tat.Load() == tat {
+				return wait
+			}
+			continue
+		}
+		if l.tat.CompareAndSwap(tat, storable(newTAT)) {
+			return wait
+		}
+	}
+}
+
+// UnreserveNAt gives back a slot of cost n booked by [Limiter.ReserveNAt]
+// whose wait has not yet elapsed at now: the theoretical arrival time moves
+// back by n intervals (at the current rate, which is what a rate change
+// rescaled the booking to), but never below now, so giving back never banks
+// credit beyond an idle limiter's. Calling it for a slot that was used, or
+// twice, hands out credit that was never booked.
+func (l *Limiter) UnreserveNAt(now time.Time, n int) { l.unreserve(l.offset(now), false, n) }
+
+// UnreserveN is [Limiter.UnreserveNAt] at the current (monotonic) time.
+func (l *Limiter) UnreserveN(n int) { l.unreserve(0, true, n) }
+
+func (l *Limiter) unreserve(now int64, useClock bool, n int) {
+	if n <= 0 || n > l.burst {
+		return // Reserve booked nothing for such a cost
+	}
+	for {
+		tat, iv := l.load()
+		if useClock {
+			now = l.clock()
+		}
+		newTAT := unreserve(tat, now, iv, n)
+		if newTAT == tat || l.tat.CompareAndSwap(tat, newTAT) {
+			return
+		}
+	}
+}
+
+// PauseUntil makes the limiter honour a provider's Retry-After: no request
+// conforms before t, and none finds a burst at t, because the theoretical
+// arrival time moves forward to at least t + L; requests after t are paced at
+// the current rate. It never moves the theoretical arrival time backwards, so
+// a shorter pause than one already in force changes nothing.
+func (l *Limiter) PauseUntil(t time.Time) {
+	until := l.offset(t)
+	for {
+		tat, iv := l.load()
+		newTAT := pause(tat, until, iv, l.burst)
+		if newTAT == tat || l.tat.CompareAndSwap(tat, storable(newTAT)) {
+			return
+		}
+	}
+}
+
+// SetRateAt changes the rate, in events per second, at now. The backlog
+// TAT − now is rescaled by newInterval/oldInterval, so what is already booked
+// keeps its size in requests: the change neither grants nor destroys credit
+// beyond what the new interval implies (it rounds towards less credit, by at
+// most 2ns), an idle limiter stays idle, and Burst is unchanged. It returns
+// an error wrapping [ErrInvalidRate], and keeps the old rate, if rate is not
+// in the range [Config].Rate allows (zero included) or Burst × the new
+// interval would overflow. It allocates nothing and is cheap enough to call
+// on every response; setting the current rate again returns at once.
+func (l *Limiter) SetRateAt(now time.Time, rate float64) error {
+	return l.setRate(l.offset(now), false, rate)
+}
+
+// SetRate is [Limiter.SetRateAt] at the current (monotonic) time.
+func (l *Limiter) SetRate(rate float64) error { return l.setRate(0, true, rate) }
+
+func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
+	iv, rule := intervalOf(rate)
+	if rule != "" {
+		return fmt.Errorf("gcra: SetRateAt rate must be %s (got %v): %w", rule, rate, ErrInvalidRate)
+	}
+	if _, ok := tolerance(iv, l.burst); !ok {
+		return fmt.Errorf("gcra: SetRateAt rate %v gives an interval of %v; Burst (%d) × interval must fit in int64 nanoseconds: %w",
+			rate, time.Duration(iv), l.burst, ErrInvalidRate)
+	}
+	if l.interval.Load() == iv {
+		return nil
+	}
+	// Freeze the state word so that no admit books against the old backlog
+	// with the new interval or the other way round, swap the interval, then
+	// publish the rescaled backlog, which also unfreezes. Only the goroutine
+	// that froze the word writes it until then.
+	var tat int64
+	for {
+		tat = l.tat.Load()
+		if tat != frozen && l.tat.CompareAndSwap(tat, frozen) {
+			break
+		}
+		runtime.Gosched()
+	}
+	if useClock {
+		now = l.clock()
+	}
+	old := l.interval.Swap(iv)
+	l.tat.Store(storable(rescale(tat, now, old, iv)))
+	return nil
+}
+
+// load returns the current theoretical arrival time and interval as a
+// consistent pair, yielding while SetRateAt has the state frozen. The TAT is
+// read first: if the interval changes after that, the word has been frozen
+// and rewritten, so the caller's compare-and-swap (or re-check) fails.
+func (l *Limiter) load() (tat, interval int64) {
+	for {
+		tat = l.tat.Load()
+		if tat != frozen {
+			return tat, l.interval.Load()
+		}
+		runtime.Gosched()
+	}
+}
+
+// storable keeps a saturated TAT clear of the frozen marker; the nanosecond
+// lost 292 years from now is immaterial.
+func storable(tat int64) int64 {
+	if tat == frozen {
+		return frozen - 1
+	}
+	return tat
+}

@@ -1,0 +1,50 @@
+package gcra
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Wait blocks until one request conforms, booking it; it is WaitN(ctx, 1).
+func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
+
+// WaitN books a request of cost n (see [Limiter.ReserveNAt]) and blocks until
+// it conforms. It returns nil when the request may be sent. If the context
+// ends first, or its deadline comes before the slot would, WaitN gives the
+// slot back and returns an error: ctx.Err() when the context ended while
+// waiting, or at once an error wrapping [ErrWouldExceedDeadline] (and so
+// [context.DeadlineExceeded]) when the deadline is too near. A cost outside
+// [0, Burst] returns an error wrapping [ErrInvalidCost] without booking.
+//
+// The wait is a timer, which fires late by up to about a millisecond; the
+// next booking is still measured from the slot, not from the late wake-up, so
+// the rate holds as long as Burst covers the overshoot (see the package
+// documentation on high rates).
+func (l *Limiter) WaitN(ctx context.Context, n int) error {
+	if n < 0 || n > l.burst {
+		return fmt.Errorf("gcra: WaitN cost %d with Burst %d: %w", n, l.burst, ErrInvalidCost)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wait := l.reserve(0, true, n)
+	if wait == 0 {
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); left < wait {
+			l.unreserve(0, true, n)
+			return fmt.Errorf("%w (wait %v, deadline in %v)", ErrWouldExceedDeadline, wait, left)
+		}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		l.unreserve(0, true, n)
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,188 @@
+package retry
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+// Budget defaults and limits.
+const (
+	// DefaultRatio is the default [BudgetConfig.Ratio]: one retry token per
+	// five first attempts, the Linkerd default and the share of the AWS SDK
+	// retry quota.
+	DefaultRatio = 0.2
+	// DefaultMinRetries is the default [BudgetConfig.MinRetries]: enough for
+	// a run of a handful of requests to ride out one short blip.
+	DefaultMinRetries = 3
+	// DefaultMaxTokens is the default [BudgetConfig.Max] (or MinRetries if
+	// that is larger). It is the largest retry burst a long healthy run can
+	// bank: 100, like the AWS SDK's 500-token quota at 5 tokens a retry.
+	DefaultMaxTokens = 100
+	// NoRetries, as [BudgetConfig.Ratio], makes first attempts deposit
+	// nothing; as [BudgetConfig.MinRetries], starts the budget empty. Zero
+	// cannot say "none" because a zero field means its default.
+	NoRetries = -1
+
+	// maxBudgetTokens bounds MinRetries and Max: a larger budget is a
+	// misconfiguration, and the bound keeps the fixed-point balance far from
+	// overflow.
+	maxBudgetTokens = 1_000_000
+	// tokenUnit is one retry token in the fixed-point balance. Tokens are
+	// counted in nano-tokens so that deposits of Ratio add up exactly, with
+	// no floating-point drift over millions of attempts.
+	tokenUnit = 1_000_000_000
+)
+
+// BudgetConfig configures a [Budget]. The zero BudgetConfig is valid and
+// means all defaults.
+type BudgetConfig struct {
+	// Ratio is the number of retry tokens each first attempt deposits, so
+	// the share of first attempts that may be retried. It must be in
+	// [1e-9, 1] (it is kept to 9 decimals, rounded down), or NoRetries for
+	// no deposits at all. Zero means the default, 0.2.
+	Ratio float64
+	// MinRetries is the floor: the tokens the budget holds before any
+	// attempt, so a tiny run can still retry. It must be in [0, 1e6], or
+	// NoRetries for an empty start. Zero means the default, 3.
+	MinRetries int
+	// Max caps the balance in tokens, so a long healthy run cannot bank
+	// thousands of retries and spend them all in one storm when the provider
+	// degrades. Size it to about Ratio times the run's request cap when
+	// there is one. It must be in [1, 1e6] and at least MinRetries. Zero
+	// means the default, 100 (or MinRetries if that is larger).
+	Max int
+}
+
+// Budget is a run's retry budget: a token bucket where every first attempt
+// deposits [BudgetConfig.Ratio] tokens, every retry withdraws one, and the
+// balance starts at [BudgetConfig.MinRetries] and never exceeds
+// [BudgetConfig.Max]. Over any sequence of calls, the retries it grants are
+// at most Ratio·Attempts + MinRetries, and never more than the balance.
+//
+// Budget is safe for concurrent use by every request of a run; its methods
+// are lock-free and allocate nothing. Its counters are each exact, but read
+// one at a time while other goroutines act they are not a single snapshot.
+type Budget struct {
+	ratio    int64 // nano-tokens deposited per first attempt
+	max      int64 // nano-token cap of the balance
+	tokens   atomic.Int64
+	attempts atomic.Uint64
+	retries  atomic.Uint64
+	denied   atomic.Uint64
+}
+
+// NewBudget returns a Budget for cfg, or an error wrapping [ErrInvalidConfig]
+// naming the invalid field.
+func NewBudget(cfg BudgetConfig) (*Budget, error) {
+	ratio, err := budgetRatio(cfg.Ratio)
+	if err != nil {
+		return nil, err
+	}
+	floor := cfg.MinRetries
+	switch {
+	case floor == NoRetries:
+		floor = 0
+	case floor == 0:
+		floor = DefaultMinRetries
+	case floor < 0 || floor > maxBudgetTokens:
+		return nil, configErrorf("BudgetConfig.MinRetries must be in [0, %d] or NoRetries (got %d)", maxBudgetTokens, cfg.MinRetries)
+	}
+	maxTokens := cfg.Max
+	switch {
+	case maxTokens == 0:
+		maxTokens = max(DefaultMaxTokens, floor)
+	case maxTokens < 1 || maxTokens > maxBudgetTokens:
+		return nil, configErrorf("BudgetConfig.Max must be in [1, %d] (got %d)", maxBudgetTokens, cfg.Max)
+	case maxTokens < floor:
+		return nil, configErrorf("BudgetConfig.Max must be >= MinRetries (got Max %d < MinRetries %d)", cfg.Max, floor)
+	}
+	b := &Budget{ratio: ratio, max: int64(maxTokens) * tokenUnit}
+	b.tokens.Store(int64(floor) * tokenUnit)
+	return b, nil
+}
+
+// budgetRatio validates a configured ratio and converts it to nano-tokens,
+// rounding down so the granted retries never exceed Ratio·attempts.
+func budgetRatio(r float64) (int64, error) {
+	switch {
+	case r == NoRetries:
+		return 0, nil
+	case r == 0:
+		r = DefaultRatio
+	case math.IsNaN(r) || r < 1.0/tokenUnit || r > 1:
+		return 0, configErrorf("BudgetConfig.Ratio must be in [1e-9, 1], 0 or NoRetries (got %v)", r)
+	}
+	n := int64(math.Round(r * tokenUnit))
+	if float64(n)/tokenUnit > r {
+		n-- // rounding went up; stay at or below the configured ratio
+	}
+	return n, nil
+}
+
+// Deposit records one first attempt: it adds Ratio tokens to the balance,
+// up to Max. Call it once per first attempt, not for retries, so retries do
+// not earn further retries.
+func (b *Budget) Deposit() {
+	b.attempts.Add(1)
+	for {
+		cur := b.tokens.Load()
+		next := min(cur+b.ratio, b.max)
+		if next == cur || b.tokens.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+// Withdraw takes one retry token and reports whether it got one. False means
+// the budget is exhausted: do not retry now; later first attempts will
+// refill it.
+func (b *Budget) Withdraw() bool {
+	for {
+		cur := b.tokens.Load()
+		if cur < tokenUnit {
+			b.denied.Add(1)
+			return false
+		}
+		if b.tokens.CompareAndSwap(cur, cur-tokenUnit) {
+			b.retries.Add(1)
+			return true
+		}
+	}
+}
+
+// TryWithdraw is [Budget.Withdraw] in error form: nil when it took a token,
+// [ErrBudgetExhausted] when the budget is empty.
+func (b *Budget) TryWithdraw() error {
+	if !b.Withdraw() {
+		return ErrBudgetExhausted
+	}
+	return nil
+}
+
+// Tokens returns the current balance in retry tokens (fractional: deposits
+// are a fraction of a token). A retry is granted when it is at least 1.
+func (b *Budget) Tokens() float64 {
+	return float64(b.tokens.Load()) / tokenUnit
+}
+
+// Attempts returns how many first attempts have been deposited.
+func (b *Budget) Attempts() uint64 { return b.attempts.Load() }
+
+// Retries returns how many retries the budget has granted.
+func (b *Budget) Retries() uint64 { return b.retries.Load() }
+
+// Denied returns how many withdrawals the budget has refused.
+func (b *Budget) Denied() uint64 { return b.denied.Load() }
+
+// configError is an invalid-configuration error: its message starts with
+// "retry: " and names the field, and it matches [ErrInvalidConfig].
+type configError struct{ msg string }
+
+func configErrorf(format string, args ...any) error {
+	return &configError{msg: fmt.Sprintf(format, args...)}
+}
+
+func (e *configError) Error() string { return "retry: " + e.msg }
+
+func (e *configError) Unwrap() error { return ErrInvalidConfig }

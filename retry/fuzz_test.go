@@ -1,0 +1,80 @@
+package retry_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/retry"
+)
+
+// FuzzParseRetryAfter: for any value and any now, ParseRetryAfter never
+// panics, returns a duration in [0, MaxRetryAfter], and 0 when not ok.
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, v := range []string{
+		"", " ", "0", "120", " 120 ", "007", "-1", "+5", "1.5", "1e3", "0x10",
+		"259200", "259201", "18446744073709551616", "99999999999999999999999999999999",
+		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+		"Fri, 31 Dec 9999 23:59:59 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "Sun, 06 Nov 1994 25:00:00 GMT",
+		"2024-01-01T00:00:00Z", "soon", "١٢٠", "\x00", "120\r\n",
+	} {
+		f.Add(v, now.Unix(), int64(0))
+	}
+	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", int64(-1<<62), int64(999_999_999))
+	f.Add("Fri, 31 Dec 9999 23:59:59 GMT", int64(1<<62), int64(1))
+	f.Fuzz(func(t *testing.T, value string, unix, nanos int64) {
+		at := time.Unix(unix, nanos)
+		d, ok := retry.ParseRetryAfter(value, at)
+		if d < 0 || d > retry.MaxRetryAfter {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v outside [0, %v]", value, at, d, retry.MaxRetryAfter)
+		}
+		if !ok && d != 0 {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, false; want 0 when not ok", value, at, d)
+		}
+	})
+}
+
+// FuzzParseRateLimit: for any header values, ParseRateLimit never panics,
+// reports only non-negative finite counts, a reset in [0, MaxRetryAfter] and
+// a window in [0, 1 year], zero fields it does not know, and ok exactly when
+// it knows a field.
+func FuzzParseRateLimit(f *testing.F) {
+	f.Add("limit=100, remaining=50, reset=5", "100;w=60", "100", "7", "1700000000", "12")
+	f.Add(`"default";r=50;t=30`, `"default";q=100;w=60`, "100, 100;w=60", "598.0", "1700000000000", "1200")
+	f.Add("r=;t=-1;w=1e9", "w=99999999999", "-1", "nan", "inf", "0x10")
+	f.Add("", "", "", "", "", "")
+	f.Fuzz(func(t *testing.T, structured, policy, limit, remaining, reset, weight string) {
+		h := http.Header{}
+		h.Set("RateLimit", structured)
+		h.Set("RateLimit-Policy", policy)
+		h.Set("X-RateLimit-Limit", limit)
+		h.Set("X-RateLimit-Remaining", remaining)
+		h.Set("X-RateLimit-Reset", reset)
+		h.Set("X-MBX-USED-WEIGHT-1M", weight)
+		h.Set("X-Mbx-Used-Weight-"+remaining, weight)
+		checkRateLimit(t, h)
+	})
+}
+
+func checkRateLimit(t *testing.T, h http.Header) {
+	t.Helper()
+	r, ok := retry.ParseRateLimit(h, rlNow)
+	if ok != (r.Known != 0) {
+		t.Fatalf("ParseRateLimit(%v): ok = %v with Known %b", h, ok, r.Known)
+	}
+	counts := []struct {
+		f retry.Fields
+		v float64
+	}{{retry.FieldLimit, r.Limit}, {retry.FieldRemaining, r.Remaining}, {retry.FieldUsed, r.Used}}
+	for _, c := range counts {
+		if c.v < 0 || c.v != c.v || c.v > 1e308 || (!r.Has(c.f) && c.v != 0) {
+			t.Fatalf("ParseRateLimit(%v) = %+v: bad count %v for field %b", h, r, c.v, c.f)
+		}
+	}
+	if r.Reset < 0 || r.Reset > retry.MaxRetryAfter || (!r.Has(retry.FieldReset) && r.Reset != 0) {
+		t.Fatalf("ParseRateLimit(%v) = %+v: bad Reset", h, r)
+	}
+	if r.Window < 0 || r.Window > 366*24*time.Hour || (!r.Has(retry.FieldWindow) && r.Window != 0) {
+		t.Fatalf("ParseRateLimit(%v) = %+v: bad Window", h, r)
+	}
+}

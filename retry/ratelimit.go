@@ -1,0 +1,335 @@
+package retry
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RateLimit is a provider's own account of its quota, read from response
+// headers by [ParseRateLimit]. Counts are in the provider's quota units
+// (requests, or request weight for Binance), as float64 because some
+// providers send "598.0". Only the fields named in Known were present; the
+// others are zero. RateLimit is a plain value, safe to copy and share.
+type RateLimit struct {
+	// Limit is the quota per Window.
+	Limit float64
+	// Remaining is the quota left in the current window.
+	Remaining float64
+	// Used is the quota already used in the current window (GitHub's
+	// X-RateLimit-Used, Binance's X-MBX-USED-WEIGHT-*).
+	Used float64
+	// Reset is the time from the response until the window resets (the
+	// quota refills), in [0, MaxRetryAfter].
+	Reset time.Duration
+	// Window is the length of the quota window (the IETF "w" parameter, or
+	// the interval in a Binance header name such as 1m).
+	Window time.Duration
+	// Known says which of the fields above the headers gave.
+	Known Fields
+}
+
+// Fields is a set of [RateLimit] fields, used in [RateLimit.Known].
+type Fields uint8
+
+// The [RateLimit] fields a header can give.
+const (
+	FieldLimit     Fields = 1 << iota // RateLimit.Limit is known
+	FieldRemaining                    // RateLimit.Remaining is known
+	FieldUsed                         // RateLimit.Used is known
+	FieldReset                        // RateLimit.Reset is known
+	FieldWindow                       // RateLimit.Window is known
+)
+
+// Has reports whether every field in f is known.
+func (r RateLimit) Has(f Fields) bool { return r.Known&f == f }
+
+// epochSeconds and epochMillis are the thresholds above which a reset
+// value is an absolute Unix time rather than delta seconds: 1e9 seconds is
+// 2001, and no quota window is 31 years long.
+const (
+	epochSeconds = 1e9
+	epochMillis  = 1e12
+	// maxWindow bounds a believable quota window; longer values are ignored
+	// as garbage.
+	maxWindow = 366 * 24 * time.Hour
+)
+
+// ParseRateLimit reads the rate-limit headers of a response received at
+// now, and reports whether it found any. It understands, in this order of
+// precedence (the first header that gives a field wins):
+//
+//   - the IETF httpapi drafts: the structured RateLimit header, both
+//     "limit=100, remaining=50, reset=5" and "default";r=50;t=30, with
+//     RateLimit-Policy ("100;w=60" or "default";q=100;w=60), and the older
+//     separate RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset;
+//   - X-RateLimit-Limit, -Remaining, -Used, -Reset and -Reset-After, and
+//     Twitter's X-Rate-Limit-* spelling. A Reset above 1e9 is a Unix time
+//     in seconds (above 1e12, in milliseconds); below, delta seconds.
+//     Reset-After (always delta seconds) wins over Reset, as a delta does
+//     not depend on the two clocks agreeing;
+//   - Binance's X-MBX-USED-WEIGHT-<n><unit> (unit s, m, h or d): the weight
+//     used in that interval, as Used and Window. Binance does not send the
+//     limit. With several intervals, the shortest one is reported; a bare
+//     X-MBX-USED-WEIGHT is used only when no interval is given.
+//
+// Values must be non-negative decimal numbers; anything else is ignored, as
+// is a window over a year. Resets in the past are 0; resets are capped at
+// [MaxRetryAfter]. It never panics.
+func ParseRateLimit(h http.Header, now time.Time) (RateLimit, bool) {
+	var r RateLimit
+	for _, v := range h["Ratelimit"] {
+		r.parseParams(v, now, false)
+	}
+	r.parsePolicy(h.Get("Ratelimit-Policy"))
+	for i := range separateFamilies {
+		r.parseSeparate(h, &separateFamilies[i], now)
+	}
+	r.parseBinance(h)
+	return r, r.Known != 0
+}
+
+// parseParams reads a structured RateLimit value: key=value pairs separated
+// by commas or semicolons, with the current (q, r, t, w) or older (limit,
+// remaining, reset) keys. Bare items (policy names) are skipped. For a
+// policy (policy true) only the quota and the window count: a policy
+// states the rules, not the current state.
+func (r *RateLimit) parseParams(v string, now time.Time, policy bool) {
+	for v != "" {
+		var item string
+		if i := strings.IndexAny(v, ",;"); i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			item, v = v, ""
+		}
+		key, val, ok := strings.Cut(item, "=")
+		if !ok {
+			continue
+		}
+		key, val = strings.TrimSpace(key), strings.Trim(strings.TrimSpace(val), `"`)
+		switch {
+		case strings.EqualFold(key, "q"), strings.EqualFold(key, "limit") && !policy:
+			r.setCount(FieldLimit, &r.Limit, val)
+		case strings.EqualFold(key, "w"):
+			r.setWindow(val)
+		case policy:
+		case strings.EqualFold(key, "remaining"), strings.EqualFold(key, "r"):
+			r.setCount(FieldRemaining, &r.Remaining, val)
+		case strings.EqualFold(key, "reset"), strings.EqualFold(key, "t"):
+			r.setReset(val, now)
+		}
+	}
+}
+
+// parsePolicy reads the first policy of a RateLimit-Policy value: an
+// optional bare quota ("100;w=60", the older draft) and its parameters.
+func (r *RateLimit) parsePolicy(v string) {
+	first, _, _ := strings.Cut(v, ",")
+	quota, params, _ := strings.Cut(first, ";")
+	r.setCount(FieldLimit, &r.Limit, strings.TrimSpace(quota))
+	r.parseParams(params, time.Time{}, true)
+}
+
+// parseSeparate reads one family of separate headers, such as
+// X-RateLimit-Limit. A limit may list policies after it (the IETF draft's
+// "100, 100;w=60, 1000;w=3600"): the first number is the limit, and the
+// window is that of the first policy with the same quota.
+func (r *RateLimit) parseSeparate(h http.Header, keys *separateKeys, now time.Time) {
+	if v := h.Get(keys.limit); v != "" {
+		limit := firstNumber(v)
+		r.setCount(FieldLimit, &r.Limit, limit)
+		for v != "" && r.Known&FieldWindow == 0 {
+			var member string
+			member, v, _ = strings.Cut(v, ",")
+			quota, params, _ := strings.Cut(member, ";")
+			if strings.TrimSpace(quota) == limit {
+				r.parseParams(params, time.Time{}, true)
+			}
+		}
+	}
+	r.setCount(FieldRemaining, &r.Remaining, firstNumber(h.Get(keys.remaining)))
+	r.setCount(FieldUsed, &r.Used, firstNumber(h.Get(keys.used)))
+	// Reset-After (always delta seconds) before Reset: a delta does not
+	// depend on the two clocks agreeing.
+	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && r.Known&FieldReset == 0 {
+		r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|FieldReset
+	}
+	r.setReset(firstNumber(h.Get(keys.reset)), now)
+}
+
+// separateKeys names one family of separate rate-limit headers, in
+// canonical form so that looking them up allocates nothing.
+type separateKeys struct{ limit, remaining, used, reset, resetAfter string }
+
+// separateFamilies are the families of separate headers, by precedence.
+var separateFamilies = [...]separateKeys{
+	{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Used", "Ratelimit-Reset", "Ratelimit-Reset-After"},
+	{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Used", "X-Ratelimit-Reset", "X-Ratelimit-Reset-After"},
+	{"X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Used", "X-Rate-Limit-Reset", "X-Rate-Limit-Reset-After"},
+}
+
+// binancePrefix is the canonical form of Binance's used-weight headers.
+const binancePrefix = "X-Mbx-Used-Weight"
+
+// parseBinance reads X-MBX-USED-WEIGHT-<n><unit> headers, keeping the
+// shortest interval (and the larger count for equal intervals), so the
+// result does not depend on map order.
+func (r *RateLimit) parseBinance(h http.Header) {
+	if r.Known&FieldUsed != 0 {
+		return
+	}
+	var used float64
+	window := time.Duration(-1) // none found yet; 0 means the bare header
+	for key, vals := range h {
+		if len(key) < len(binancePrefix) || !strings.EqualFold(key[:len(binancePrefix)], binancePrefix) || len(vals) == 0 {
+			continue
+		}
+		w, ok := binanceWindow(key[len(binancePrefix):])
+		n, okN := parseNumber(strings.TrimSpace(vals[0]))
+		if !ok || !okN {
+			continue
+		}
+		better := window < 0 || // the first one
+			(w > 0 && (window == 0 || w < window)) || // a known, shorter interval
+			(w == window && n > used)
+		if better {
+			used, window = n, w
+		}
+	}
+	if window < 0 {
+		return
+	}
+	r.Used, r.Known = used, r.Known|FieldUsed
+	if window > 0 && r.Known&FieldWindow == 0 {
+		r.Window, r.Known = window, r.Known|FieldWindow
+	}
+}
+
+// binanceWindow parses the suffix of a used-weight header name: "" for the
+// bare header (window 0), or "-<n><unit>" such as "-1m".
+func binanceWindow(s string) (time.Duration, bool) {
+	if s == "" {
+		return 0, true
+	}
+	if len(s) < 3 || s[0] != '-' || len(s) > 9 {
+		return 0, false
+	}
+	n, ok := parseDigits(s[1 : len(s)-1])
+	if !ok || n == 0 {
+		return 0, false
+	}
+	var unit time.Duration
+	switch s[len(s)-1] {
+	case 's', 'S':
+		unit = time.Second
+	case 'm', 'M':
+		unit = time.Minute
+	case 'h', 'H':
+		unit = time.Hour
+	case 'd', 'D':
+		unit = 24 * time.Hour
+	default:
+		return 0, false
+	}
+	if n > uint64(maxWindow/unit) {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
+}
+
+// setCount sets a count field from a number, unless it is already known or
+// val is not a non-negative decimal number.
+func (r *RateLimit) setCount(f Fields, dst *float64, val string) {
+	if r.Known&f != 0 {
+		return
+	}
+	if n, ok := parseNumber(val); ok {
+		*dst, r.Known = n, r.Known|f
+	}
+}
+
+// setReset sets Reset from delta seconds or a Unix time (see ParseRateLimit),
+// unless it is already known or val is not a number.
+func (r *RateLimit) setReset(val string, now time.Time) {
+	if r.Known&FieldReset != 0 {
+		return
+	}
+	secs, ok := parseNumber(val)
+	if !ok {
+		return
+	}
+	switch {
+	case secs > epochMillis:
+		secs /= 1000
+		fallthrough
+	case secs > epochSeconds:
+		secs = secs - float64(now.Unix()) - float64(now.Nanosecond())/1e9
+	}
+	r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|FieldReset
+}
+
+// setWindow sets Window from seconds, unless it is already known, val is
+// not a number, or the window is longer than a year.
+func (r *RateLimit) setWindow(val string) {
+	if r.Known&FieldWindow != 0 {
+		return
+	}
+	secs, ok := parseNumber(val)
+	if !ok || secs <= 0 || secs > maxWindow.Seconds() {
+		return
+	}
+	r.Window, r.Known = secondsDuration(secs, maxWindow), r.Known|FieldWindow
+}
+
+// firstNumber returns the first member of a list value ("100, 100;w=60" →
+// "100"), trimmed.
+func firstNumber(v string) string {
+	if i := strings.IndexAny(v, ",;"); i >= 0 {
+		v = v[:i]
+	}
+	return strings.TrimSpace(v)
+}
+
+// parseNumber parses a non-negative decimal number: digits with at most one
+// dot and at least one digit. Signs, exponents, hex, "inf" and "nan" are
+// rejected, which strconv.ParseFloat alone would accept.
+func parseNumber(s string) (float64, bool) {
+	if s == "" || len(s) > 64 {
+		return 0, false
+	}
+	digits, dots := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || dots > 1 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !isFinite(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// secondsDuration converts seconds to a duration clamped into [0, limit].
+func secondsDuration(secs float64, limit time.Duration) time.Duration {
+	if !(secs > 0) {
+		return 0
+	}
+	if secs >= limit.Seconds() {
+		return limit
+	}
+	return min(time.Duration(math.Round(secs*float64(time.Second))), limit)
+}
+
+// isFinite reports whether f is neither NaN nor infinite.
+func isFinite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

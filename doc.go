@@ -4,11 +4,39 @@
 // duplicating data, and resuming exactly where a run stopped.
 //
 // The root package holds no code; it is the tutorial. forage is a set of small
-// packages that compose, each usable on its own:
+// packages that compose, each usable on its own. Which one to reach for:
 //
-//   - [github.com/forage-go/forage/gcra]: precise, lock-free pacing (GCRA,
-//     ITU-T I.371). Reach for it when you know the rate and need to hold it.
+//   - You know the rate and must hold it: [github.com/forage-go/forage/gcra],
+//     a lock-free GCRA limiter with an explicit-time API.
+//   - You do not know the rate: [github.com/forage-go/forage/aimd] discovers
+//     the ceiling from a conservative start, decreasing once per overshoot.
+//   - Retries must not amplify an outage: [github.com/forage-go/forage/retry]
+//     gives a ratio retry budget, full-jitter backoff and Retry-After parsing.
+//   - Stop calling a provider that is down: [github.com/forage-go/forage/breaker].
+//   - All of it, per provider, for every request:
+//     [github.com/forage-go/forage/budget]. Its Provider is the one gate every
+//     request attempt passes; its Registry holds one Provider per provider
+//     key; its Transport puts the gate under any http.Client.
+//   - Progress that is never lost nor passed:
+//     [github.com/forage-go/forage/checkpoint] commits cursors only after the
+//     data is durable, with leases, gap records and coverage ranges.
 //
-// See the README for the full map of packages and how one request attempt
-// flows through them.
+// The composition, in a dozen lines:
+//
+//	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+//	run, _ := budget.NewRun(budget.Envelope{MaxRequests: 500, Deadline: time.Now().Add(time.Minute)})
+//	err := reg.Provider("binance").Do(ctx, run, func(ctx context.Context) budget.Outcome {
+//		resp, err := client.Do(req.WithContext(ctx)) // exactly one outbound request
+//		if err == nil {
+//			defer resp.Body.Close()
+//			// decode the page here, inside the attempt
+//		}
+//		return budget.FromHTTP(resp, err)
+//	})
+//	if reason, ok := budget.ReasonOf(err); ok && reason.Exhausted() {
+//		// the run's budget is spent: record a gap, resume next run
+//	}
+//
+// See the README for the diagram of one request attempt and the guarantees
+// with the tests that hold them.
 package forage

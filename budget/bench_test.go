@@ -1,0 +1,96 @@
+package budget_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/budget"
+)
+
+// unlimited is a provider config whose pacer never waits, so a benchmark
+// measures the gate's own overhead.
+func unlimited() budget.Config {
+	return budget.Config{
+		Adaptive:       aimd.Config{Initial: 1e9, Max: 1e9},
+		Burst:          1 << 20,
+		Breaker:        breaker.Config{MinRequests: 1 << 20},
+		AttemptTimeout: budget.NoTimeout,
+	}
+}
+
+func ok(context.Context) budget.Outcome { return budget.Outcome{Status: 200} }
+
+// BenchmarkDo is the overhead of Provider.Do on the success path: admit,
+// breaker, bulkhead, pacing, classification and feedback around an attempt
+// that does nothing.
+func BenchmarkDo(b *testing.B) {
+	p, _ := budget.NewLocal("bench", unlimited())
+	run := budget.Unbounded()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Do(ctx, run, ok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDoParallel is BenchmarkDo from many goroutines on one provider.
+func BenchmarkDoParallel(b *testing.B) {
+	cfg := unlimited()
+	cfg.MaxInFlight = 1 << 16
+	p, _ := budget.NewLocal("bench", cfg)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := p.Do(ctx, nil, ok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRegistryLookup looks up existing keys among 100,000 from many
+// goroutines: the cost every request pays to find its provider.
+func BenchmarkRegistryLookup(b *testing.B) {
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{MaxProviders: 200_000})
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("host-%d.example.com", i)
+		reg.Provider(keys[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, ok := reg.Lookup(keys[i%len(keys)]); !ok {
+				b.Fatal("missing key")
+			}
+			i += 7919
+		}
+	})
+}
+
+// BenchmarkRegistryProvider is the get-or-create path for existing keys.
+func BenchmarkRegistryProvider(b *testing.B) {
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{MaxProviders: 200_000})
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("host-%d.example.com", i)
+		reg.Provider(keys[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			_ = reg.Provider(keys[i%len(keys)])
+			i += 7919
+		}
+	})
+}

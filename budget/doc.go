@@ -1,0 +1,43 @@
+// Package budget is the gate every request to a provider passes: pacing at
+// the rate the provider allows, a circuit breaker, retries within a budget,
+// and a run's envelope, composed into one [Provider] per provider.
+//
+// # One request attempt
+//
+// [Provider.Do] runs one logical request:
+//
+//	run admit      request cap, deadline → stop with request_cap / deadline
+//	breaker        open → fail fast with circuit_open; no retry token spent
+//	bulkhead       at most MaxInFlight attempts in flight per provider
+//	pace           GCRA at the rate aimd allows; every known Limit; pauses
+//	attempt        exactly one outbound request, done by the host
+//	classify       success | throttled | overloaded | transient | permanent
+//	feedback       aimd learns, the breaker counts, the pacer moves
+//	retry?         within the run's retry budget, full jitter floored by
+//	               Retry-After; never past the run's deadline
+//
+// Every attempt takes a pacing slot and counts toward the run's request cap.
+// Permanent errors are never retried.
+//
+// # Reasons
+//
+// A call that does not succeed returns an [*Error] naming its [Reason].
+// Budget exhaustion (request_cap, deadline, retry_budget) is a planned
+// defer: the owner's envelope ran out and the provider is fine. Source
+// pressure (throttled, unavailable, circuit_open, banned) means the provider
+// pushed back; [Error.Until] says when it may be called again. A Retry-After
+// longer than the run has left ends the call as source pressure rather than
+// sleeping past the deadline.
+//
+// # Many providers
+//
+// A [Registry] holds one Provider per key (an exchange, a host), created on
+// first use with defaults or a per-key override, evicted when idle. A
+// [Transport] puts the whole gate under any [net/http.Client], keyed by host.
+//
+// Providers rarely publish their limits. With the zero [Config] a Provider
+// starts conservatively and discovers the ceiling (see
+// [github.com/forage-go/forage/aimd]); known [Limit]s are enforced exactly,
+// so no window of their length ever carries more than their count, and the
+// provider's usage headers tighten them when it counts more than we did.
+package budget

@@ -1,0 +1,176 @@
+package budget_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/forage-go/forage/budget"
+)
+
+// scripted is a base RoundTripper answering each request with the next
+// status of a script, recording what it saw and which bodies were closed.
+type scripted struct {
+	mu      sync.Mutex
+	codes   []int
+	seen    []string // method + body of each request
+	bodies  []*trackedBody
+	headers http.Header
+}
+
+type trackedBody struct {
+	io.Reader
+	closed bool
+}
+
+func (b *trackedBody) Close() error { b.closed = true; return nil }
+
+func (s *scripted) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+	}
+	s.seen = append(s.seen, req.Method+" "+string(body))
+	code := s.codes[min(len(s.seen)-1, len(s.codes)-1)]
+	b := &trackedBody{Reader: strings.NewReader("answer")}
+	s.bodies = append(s.bodies, b)
+	h := http.Header{}
+	for k, v := range s.headers {
+		h[k] = v
+	}
+	return &http.Response{StatusCode: code, Header: h, Body: b, Request: req}, nil
+}
+
+func transportClient(t *testing.T, base http.RoundTripper) (*http.Client, *budget.Registry) {
+	t.Helper()
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: fast()})
+	return &http.Client{Transport: budget.NewTransport(reg, base)}, reg
+}
+
+// TestTransportRetriesSafeRequests: a GET answered 503, 503, 200 is retried
+// to success; the discarded responses' bodies are closed.
+func TestTransportRetriesSafeRequests(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{codes: []int{503, 503, 200}}
+		client, reg := transportClient(t, base)
+		resp, err := client.Get("http://api.example.com/v1/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || len(base.seen) != 3 {
+			t.Fatalf("status %d after %d attempts, want 200 after 3", resp.StatusCode, len(base.seen))
+		}
+		for i, b := range base.bodies[:2] {
+			if !b.closed {
+				t.Fatalf("discarded body %d not closed", i)
+			}
+		}
+		if _, ok := reg.Lookup("api.example.com"); !ok {
+			t.Fatal("no provider keyed by the host")
+		}
+	})
+}
+
+// TestTransportReturnsLastResponse: when it gives up, the caller gets the
+// provider's last answer, not an error.
+func TestTransportReturnsLastResponse(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{codes: []int{404}}
+		client, _ := transportClient(t, base)
+		resp, err := client.Get("http://api.example.com/missing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 || len(base.seen) != 1 {
+			t.Fatalf("status %d after %d attempts, want 404 after 1", resp.StatusCode, len(base.seen))
+		}
+	})
+}
+
+// TestTransportNeverReplaysUnsafeBodies: a POST whose body cannot be
+// replayed is sent once; one with GetBody is retried with its body.
+func TestTransportNeverReplaysUnsafeBodies(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{codes: []int{503, 200}}
+		client, _ := transportClient(t, base)
+		req, _ := http.NewRequest(http.MethodPost, "http://api.example.com/orders", io.NopCloser(strings.NewReader("once")))
+		req.GetBody = nil
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 503 || len(base.seen) != 1 {
+			t.Fatalf("unsafe POST: status %d after %d attempts, want 503 after 1", resp.StatusCode, len(base.seen))
+		}
+
+		base2 := &scripted{codes: []int{503, 200}}
+		client2, _ := transportClient(t, base2)
+		req2, _ := http.NewRequest(http.MethodPost, "http://api.example.com/orders", bytes.NewReader([]byte("again")))
+		resp2, err := client2.Do(req2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp2.Body.Close()
+		if resp2.StatusCode != 200 || len(base2.seen) != 2 || base2.seen[1] != "POST again" {
+			t.Fatalf("replayable POST: status %d, seen %q", resp2.StatusCode, base2.seen)
+		}
+	})
+}
+
+// TestTransportRunFromContext: attempts count against the run carried by
+// the request context, and a spent run stops the request with its reason.
+func TestTransportRunFromContext(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{codes: []int{200}}
+		client, _ := transportClient(t, base)
+		run := newRun(t, budget.Envelope{MaxRequests: 2})
+		ctx := budget.WithRun(context.Background(), run)
+		for range 2 {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.example/", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.example/", nil)
+		_, err := client.Do(req)
+		if r, ok := budget.ReasonOf(err); !ok || r != budget.ReasonRequestCap {
+			t.Fatalf("third request: %v, want request_cap", err)
+		}
+		if run.Attempts() != 2 {
+			t.Fatalf("run counted %d attempts, want 2", run.Attempts())
+		}
+	})
+}
+
+// TestHostKey normalises hosts: lower case, default ports dropped.
+func TestHostKey(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http://API.Example.com/x":      "api.example.com",
+		"http://api.example.com:80/x":   "api.example.com",
+		"https://api.example.com:443/x": "api.example.com",
+		"https://api.example.com:8443/": "api.example.com:8443",
+		"http://127.0.0.1:8080/":        "127.0.0.1:8080",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, in, nil)
+		if got := budget.HostKey(req); got != want {
+			t.Errorf("HostKey(%s) = %q, want %q", in, got, want)
+		}
+	}
+}

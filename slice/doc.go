@@ -1,0 +1,62 @@
+// Package slice runs one stream of a collection: it fetches the stream
+// slice by slice through a [budget.Provider], writes each slice to the
+// host's sink, and commits the checkpoint only once the sink says the slice
+// is durable, so a run can stop anywhere and the next one resumes exactly
+// there, with nothing lost and nothing passed.
+//
+// # Slices
+//
+// A [Slice] is the smallest replayable unit: one page, one time window, one
+// request's worth. The host brings a [Source] (plans the slice after a
+// cursor, fetches it with exactly one outbound request per attempt) and a
+// [Sink] (writes a page durably and idempotently). A [Runner] drives them
+// ([Runner.Run]):
+//
+//	lease the stream ── held elsewhere? yield
+//	load the checkpoint of (stream, mode)
+//	for each slice after the cursor:
+//	    budget check at the boundary (run.ExhaustedAt)
+//	    fetch through Provider.Do
+//	    Sink.Write, which returns once the page is durable
+//	    Store.Commit the cursor after the slice
+//	release the lease
+//
+// The lease is a [checkpoint.Leases] grant, the budget check
+// [budget.Run.ExhaustedAt], the fetch [budget.Provider.Do], the commit
+// [checkpoint.Checkpoints.Commit].
+//
+// The checkpoint is commit-gated: it never passes the last page the sink
+// confirmed. A crash between the write and the commit replays one slice,
+// which the sink's upsert absorbs: delivery is at least once, the effect
+// exactly once. Commits are a compare-and-swap fenced by the lease's token,
+// so a runner that stalled past its lease and was taken over cannot write
+// over the new holder.
+//
+// # Budget checks at boundaries, gaps on a stop
+//
+// The run's envelope (request cap, wall clock) is checked between slices,
+// never inside one: an in-flight slice is finished, not torn. When the
+// budget is spent ([budget.Reason.Exhausted]: request_cap, deadline,
+// retry_budget) or the provider pushes back
+// ([budget.Reason.SourcePressure]: throttled, unavailable, circuit_open,
+// banned), the run stops, records a [checkpoint.Gap] at the last committed
+// cursor with the reason, and returns a [Report] saying why: a planned
+// hand-off, not an error. For source pressure the Report carries Until, when
+// the provider may be called again. [Runner.Drain] recovers pending gaps
+// page by page until none is left or the provider's safety stops it.
+//
+// # Catch-up and steady state
+//
+// A stream has two bookmarks ([checkpoint.CatchUp] for the historical
+// backfill, [checkpoint.SteadyState] for new data), and a Runner advances
+// exactly one of them: a catch-up run never moves the steady-state cursor.
+//
+// # Time windows and gap filling
+//
+// [Windows] splits a time range into aligned request windows of a page of
+// intervals each. [PlanFill] is the gap-fill planner for series such as
+// candles: from the [checkpoint.Coverage] a series already has, it plans the
+// ranges that fill its holes and extend it back to the required history,
+// newest first, never re-fetching what is covered and never the forming
+// candle. [Runner.Fill] fetches such ranges without touching the checkpoint.
+package slice

@@ -1,0 +1,154 @@
+package slice_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+)
+
+// delayed is a sink that sleeps delays[i] before its i-th write (then 0)
+// and writes to inner: a slow, or stalling, writer.
+func delayed(inner *memSink, delays ...time.Duration) slice.SinkFunc[rec] {
+	n := 0
+	return func(ctx context.Context, p slice.Page[rec]) error {
+		if n < len(delays) {
+			time.Sleep(delays[n])
+		}
+		n++
+		return inner.Write(ctx, p)
+	}
+}
+
+func TestRunRenewsLeaseAtSliceBoundaries(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(60, 10)
+		g.store = newStore(time.Now) // the bubble's fake clock
+		slow := delayed(g.sink, 3*time.Second, 3*time.Second, 3*time.Second, 3*time.Second, 3*time.Second, 3*time.Second)
+		a := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.LeaseTTL = 10 * time.Second; c.Sink = slow })
+		done := make(chan slice.Report)
+		go func() { done <- run(t, a) }()
+
+		time.Sleep(14 * time.Second) // past the first TTL: only renewals keep the lease
+		b := g.runner(t, checkpoint.CatchUp)
+		if rep := run(t, b); !rep.Yielded {
+			t.Fatalf("a second runner at 14s ran (%+v); the first one's lease must have been renewed", rep)
+		}
+		rep := <-done
+		if rep.Slices != 6 || g.store.renews == 0 {
+			t.Fatalf("first run %+v with %d renewals: want 6 slices through renewals", rep, g.store.renews)
+		}
+	})
+}
+
+func TestRunFencedAfterTakeover(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(50, 10)
+		g.store = newStore(time.Now)
+		// a writes slice 1, then stalls 30s in the write of slice 2: its
+		// 10s lease expires and b takes the stream over at 20s.
+		a := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
+			c.Owner, c.LeaseTTL, c.Sink = "a", 10*time.Second, delayed(g.sink, time.Second, 30*time.Second)
+		})
+		b := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Owner = "b" })
+		errc := make(chan error)
+		go func() {
+			_, err := a.Run(context.Background(), nil)
+			errc <- err
+		}()
+		time.Sleep(20 * time.Second)
+		if rep := run(t, b); rep.Yielded || string(rep.Cursor) != "50" {
+			t.Fatalf("b after the takeover: %+v, want it to run to 50", rep)
+		}
+		if err := <-errc; !errors.Is(err, checkpoint.ErrLeaseLost) {
+			t.Fatalf("a's run after losing its lease = %v, want ErrLeaseLost", err)
+		}
+		if cp := g.store.load(t, catchUp); string(cp.Cursor) != "50" {
+			t.Fatalf("checkpoint %q: the stale holder wrote over the new one", cp.Cursor)
+		}
+		log := g.store.commitLog()
+		for i := 1; i < len(log); i++ {
+			if log[i].lease.Token < log[i-1].lease.Token {
+				t.Fatalf("commit %d by token %d after a commit by token %d: %+v", i, log[i].lease.Token, log[i-1].lease.Token, log)
+			}
+		}
+		if err := g.sink.exactly(50); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// fast is a budget.Local config that paces at 1000/s and never trips its
+// breaker, so tests exercise admission and retries, not the climb.
+func fast() budget.Config {
+	return budget.Config{
+		Adaptive:       aimd.Config{Initial: 1000, Max: 1000},
+		Breaker:        breaker.Config{MinRequests: 1 << 20},
+		AttemptTimeout: budget.NoTimeout,
+		MaxWait:        10 * time.Minute,
+	}
+}
+
+func newLocal(tb testing.TB, cfg budget.Config) *budget.Local {
+	tb.Helper()
+	p, err := budget.NewLocal("test", cfg)
+	if err != nil {
+		tb.Fatalf("NewLocal: %v", err)
+	}
+	return p
+}
+
+func TestRunWithLocalProviderStopsAtRequestCap(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(50, 10)
+		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Provider = newLocal(t, fast()) })
+		b, err := budget.NewRun(budget.Envelope{MaxRequests: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Run(context.Background(), b)
+		if err != nil || rep.Reason != budget.ReasonRequestCap || rep.Slices != 3 || string(rep.Cursor) != "30" {
+			t.Fatalf("Run = %+v, %v: want request_cap after 3 slices at cursor 30", rep, err)
+		}
+		if b.Attempts() != 3 {
+			t.Fatalf("%d attempts, want 3 (the cap is checked at the boundary, no attempt is wasted)", b.Attempts())
+		}
+	})
+}
+
+func TestRunWithLocalProviderRetriesAndDefersLongPauses(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(50, 10)
+		start := time.Now()
+		fetches := 0
+		g.src.outcome = func(s slice.Slice) budget.Outcome {
+			fetches++
+			switch fetches {
+			case 1: // a short Retry-After: slept through inside Do, retried
+				return budget.Outcome{Status: 429, RetryAfter: 2 * time.Second}
+			case 4: // a pause longer than MaxWait: the run defers
+				return budget.Outcome{Status: 429, RetryAfter: time.Hour}
+			}
+			return budget.Outcome{Status: 200}
+		}
+		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Provider = newLocal(t, fast()) })
+		rep, err := r.Run(context.Background(), budget.Unbounded())
+		if err != nil || rep.Reason != budget.ReasonThrottled || rep.Slices != 2 || string(rep.Cursor) != "20" {
+			t.Fatalf("Run = %+v, %v: want throttled after 2 slices (the first retried) at cursor 20", rep, err)
+		}
+		if rep.Until.Before(start.Add(59*time.Minute)) || len(rep.Gaps) != 1 || rep.Gaps[0].Reason != "throttled" {
+			t.Fatalf("Run = %+v: want Until about an hour after %v and a throttled gap", rep, start)
+		}
+	})
+}

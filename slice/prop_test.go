@@ -1,0 +1,210 @@
+package slice_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+)
+
+// stopReasons are the stops a provider may return besides success.
+var stopReasons = []budget.Reason{
+	budget.ReasonRequestCap, budget.ReasonDeadline, budget.ReasonRetryBudget,
+	budget.ReasonThrottled, budget.ReasonUnavailable, budget.ReasonCircuitOpen, budget.ReasonBanned,
+	budget.ReasonPermanent,
+}
+
+// chaosStops returns a provider stop hook that stops a call with a random
+// reason whenever c hits.
+func chaosStops(c *chaos) func() *budget.Error {
+	return func() *budget.Error {
+		if !c.hit() {
+			return nil
+		}
+		return &budget.Error{Reason: stopReasons[c.pick(len(stopReasons))]}
+	}
+}
+
+// TestPropCheckpointNeverPassesTheSink runs a stream again and again under
+// random failures of the Source (plan errors, 503s), the provider (every
+// stop reason), the Sink (before or after storing) and the Store (before or
+// after applying), while new records keep arriving. At every commit the
+// cursor must not pass the last page the sink confirmed, nor any record
+// missing from the sink; after the faults stop, re-running yields every
+// record exactly once in the sink (at-least-once delivery, exactly-once
+// effect) and leaves no gap pending.
+func TestPropCheckpointNeverPassesTheSink(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		g := newRig(rapid.IntRange(0, 40).Draw(t, "records"), rapid.IntRange(1, 8).Draw(t, "page size"))
+		now := t0
+		clock := func() time.Time { return now }
+		g.store = newStore(clock)
+		g.store.check = checkSinkGate(g.sink)
+		seed := rapid.Uint64().Draw(t, "seed")
+		chaoses := []*chaos{
+			newChaos(seed, rapid.Float64Range(0, 0.3).Draw(t, "source faults")),
+			newChaos(seed+1, rapid.Float64Range(0, 0.3).Draw(t, "provider faults")),
+			newChaos(seed+2, rapid.Float64Range(0, 0.3).Draw(t, "sink faults")),
+			newChaos(seed+3, rapid.Float64Range(0, 0.2).Draw(t, "store faults")),
+		}
+		g.src.chaos.Store(chaoses[0])
+		g.prov.stop = chaosStops(chaoses[1])
+		g.sink.chaos.Store(chaoses[2])
+		g.store.chaos.Store(chaoses[3])
+		mode := rapid.SampledFrom([]checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState}).Draw(t, "mode")
+		key := checkpoint.Key{Stream: stream, Mode: mode}
+		r := g.runner(t, mode, func(c *slice.Config[rec]) { c.Now, c.Series, c.GapBatch = clock, "s", 2 })
+
+		step := 0
+		t.Repeat(map[string]func(*rapid.T){
+			"run": func(t *rapid.T) {
+				step++
+				rep, err := r.Run(context.Background(), nil)
+				t.Logf("step %d: run: %+v, %v", step, rep, err)
+			},
+			"new records": func(t *rapid.T) {
+				step++
+				g.src.n.Add(int64(rapid.IntRange(1, 10).Draw(t, "new")))
+			},
+			"time passes": func(t *rapid.T) { // lets leases left by failed releases expire
+				step++
+				now = now.Add(time.Duration(rapid.IntRange(1, 120).Draw(t, "seconds")) * time.Second)
+			},
+			"": func(t *rapid.T) {
+				if v := g.store.violationList(); len(v) > 0 {
+					t.Fatalf("after step %d: %v", step, v)
+				}
+				cp := g.store.load(t, key)
+				if k := g.sink.holeBelow(position(cp.Cursor)); k >= 0 {
+					t.Fatalf("after step %d: checkpoint %q but record %d is not in the sink", step, cp.Cursor, k)
+				}
+			},
+		})
+
+		for _, c := range chaoses {
+			c.p = 0 // no more faults (the chaos is only used from this goroutine)
+		}
+		now = now.Add(time.Hour) // any stale lease has expired
+		n := int(g.src.n.Load())
+		rep, err := r.Run(context.Background(), nil)
+		if err != nil || rep.Reason != "" || rep.Yielded || string(rep.Cursor) != string(cursor(n)) && n > 0 {
+			t.Fatalf("final run = %+v, %v: want it caught up at %d", rep, err, n)
+		}
+		if err := g.sink.exactly(n); err != nil {
+			t.Fatalf("after the final run: %v", err)
+		}
+		if left := pending(t, g.store, key); len(left) != 0 {
+			t.Fatalf("gaps pending after a run that caught up: %+v", left)
+		}
+	})
+}
+
+// TestPropRunnersNeverBothAdvance runs two runners with different owners on
+// one stream at random offsets, with random slow and stalling sink writes
+// and a random lease TTL, so that some runs yield and some leases expire
+// mid-slice and are taken over. Only the latest lease grant ever commits (a
+// stale holder is fenced: it cannot commit after a takeover), every failure
+// is a lost lease, and afterwards the sink holds every record once.
+func TestPropRunnersNeverBothAdvance(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 40).Draw(t, "records")
+		page := rapid.IntRange(1, 8).Draw(t, "page size")
+		ttl := time.Duration(rapid.IntRange(2, 20).Draw(t, "ttl seconds")) * time.Second
+		delays := func(label string) []time.Duration {
+			return rapid.SliceOfN(rapid.Map(rapid.IntRange(0, 30), func(s int) time.Duration { return time.Duration(s) * time.Second }), 0, 8).Draw(t, label)
+		}
+		delaysA, delaysB := delays("a's write delays"), delays("b's write delays")
+		offset := time.Duration(rapid.IntRange(0, 40).Draw(t, "b starts after seconds")) * time.Second
+
+		rapid.SyncTest(t, func(t *rapid.T) {
+			g := newRig(n, page)
+			g.store = newStore(time.Now)
+			g.store.check = checkSinkGate(g.sink)
+			mk := func(owner string, d []time.Duration) *slice.Runner[rec] {
+				return g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
+					c.Owner, c.LeaseTTL, c.Sink = owner, ttl, delayed(g.sink, d...)
+				})
+			}
+			a, b := mk("a", delaysA), mk("b", delaysB)
+			type result struct {
+				rep slice.Report
+				err error
+			}
+			results := make(chan result, 2)
+			go func() {
+				rep, err := a.Run(context.Background(), nil)
+				results <- result{rep, err}
+			}()
+			go func() {
+				time.Sleep(offset)
+				rep, err := b.Run(context.Background(), nil)
+				results <- result{rep, err}
+			}()
+			for range 2 {
+				res := <-results
+				if res.err != nil && !errors.Is(res.err, checkpoint.ErrLeaseLost) {
+					t.Fatalf("run failed with %v; only a lost lease may end a run here", res.err)
+				}
+			}
+			if v := g.store.violationList(); len(v) > 0 {
+				t.Fatalf("%v\ncommits: %+v", v, g.store.commitLog())
+			}
+			log := g.store.commitLog()
+			for i := 1; i < len(log); i++ {
+				if log[i].lease.Token < log[i-1].lease.Token || log[i].cursor <= log[i-1].cursor {
+					t.Fatalf("commit %d %+v after %+v: the stream went back or to an older lease", i, log[i], log[i-1])
+				}
+			}
+			time.Sleep(time.Hour) // every lease has expired
+			if _, err := mk("c", nil).Run(context.Background(), nil); err != nil {
+				t.Fatalf("final run: %v", err)
+			}
+			if err := g.sink.exactly(n); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+}
+
+// TestPropCatchUpNeverTouchesSteadyState interleaves catch-up and
+// steady-state runs of one stream, with random provider stops: a run of
+// one mode never changes the other mode's bookmark nor its gap records.
+func TestPropCatchUpNeverTouchesSteadyState(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		g := newRig(rapid.IntRange(0, 60).Draw(t, "records"), rapid.IntRange(1, 10).Draw(t, "page size"))
+		g.prov.stop = chaosStops(newChaos(rapid.Uint64().Draw(t, "seed"), rapid.Float64Range(0, 0.5).Draw(t, "stops")))
+		runners := map[checkpoint.Mode]*slice.Runner[rec]{
+			checkpoint.CatchUp:     g.runner(t, checkpoint.CatchUp),
+			checkpoint.SteadyState: g.runner(t, checkpoint.SteadyState),
+		}
+		other := map[checkpoint.Mode]checkpoint.Key{checkpoint.CatchUp: steady, checkpoint.SteadyState: catchUp}
+		for step := range rapid.IntRange(1, 12).Draw(t, "runs") {
+			mode := rapid.SampledFrom([]checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState}).Draw(t, "mode")
+			before, gapsBefore := g.store.load(t, other[mode]), pending(t, g.store, other[mode])
+			commits := len(g.store.commitLog())
+			_, _ = runners[mode].Run(context.Background(), nil)
+			after, gapsAfter := g.store.load(t, other[mode]), pending(t, g.store, other[mode])
+			if after.Version != before.Version || string(after.Cursor) != string(before.Cursor) {
+				t.Fatalf("step %d: a %v run moved the %v bookmark from %+v to %+v", step, mode, other[mode].Mode, before, after)
+			}
+			if !slices.EqualFunc(gapsBefore, gapsAfter, func(x, y checkpoint.Gap) bool { return x.ID == y.ID }) {
+				t.Fatalf("step %d: a %v run changed the %v gaps from %+v to %+v", step, mode, other[mode].Mode, gapsBefore, gapsAfter)
+			}
+			for _, c := range g.store.commitLog()[commits:] {
+				if c.key.Mode != mode {
+					t.Fatalf("step %d: a %v run committed %v", step, mode, c.key)
+				}
+			}
+		}
+	})
+}

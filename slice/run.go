@@ -1,0 +1,299 @@
+package slice
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+)
+
+// releaseTimeout bounds the lease release at the end of a run, which runs
+// even when the run's context was cancelled.
+const releaseTimeout = 10 * time.Second
+
+// session is one leased run: the runner, the run's budget, the lease it
+// holds and the report it fills in.
+type session[R any] struct {
+	r     *Runner[R]
+	run   *budget.Run
+	lease checkpoint.Lease
+	rep   *Report
+}
+
+// Run advances the stream from its checkpoint until it is caught up or the
+// run must stop:
+//
+//	lease the stream ── held elsewhere? yield: Report.Yielded, nil error
+//	load the checkpoint of (stream, mode)
+//	for each slice Source.Next plans after the cursor:
+//	    budget check (run.ExhaustedAt, at the boundary only) ── spent? gap, stop
+//	    fetch through Provider.Do ── exhausted or source pressure? gap, stop
+//	    Sink.Write ── error? stop, checkpoint unchanged
+//	    Store.Commit(page.Next, version, lease)   (fenced compare-and-swap)
+//	release the lease (always)
+//
+// Budget exhaustion and source pressure are not errors: Run writes a gap
+// record at the last committed cursor and returns a Report whose Reason (and,
+// for pressure, Until) says why. Every other stop returns an error and
+// writes no gap: a permanent provider error ([budget.ReasonPermanent], with
+// Report.Reason set; retrying cannot help, so nothing is queued for a
+// retry), a cancelled ctx, a Source, Sink or Store failure, or a lost lease
+// ([checkpoint.ErrLeaseLost]: another owner took the stream over). The
+// checkpoint is then the last commit, and the next run resumes from it.
+//
+// A run that ends without an error resolves the stream's older cursor gaps
+// (gaps without a Range, see [Runner.Drain]): it passed their cursor, or its
+// own new gap supersedes them. run may be nil (unbounded).
+func (r *Runner[R]) Run(ctx context.Context, run *budget.Run) (Report, error) {
+	return r.leased(ctx, run, func(s *session[R]) error { return s.stream(ctx) })
+}
+
+// leased runs body under the stream's lease and releases it afterwards,
+// even when ctx was cancelled. A held lease is a yield, not an error.
+func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*session[R]) error) (Report, error) {
+	rep := Report{Stream: r.key.Stream, Mode: r.key.Mode}
+	lease, err := r.cfg.Store.Acquire(ctx, r.key.Stream, r.cfg.Owner, r.cfg.LeaseTTL)
+	if errors.Is(err, checkpoint.ErrLeaseHeld) {
+		rep.Yielded = true
+		r.log.InfoContext(ctx, "slice: yielded, stream leased elsewhere", "err", err)
+		return rep, nil
+	}
+	if err != nil {
+		return rep, fmt.Errorf("slice: %v: acquire lease: %w", r.key, err)
+	}
+	s := &session[R]{r: r, run: run, lease: lease, rep: &rep}
+	err = body(s)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if rerr := r.cfg.Store.Release(rctx, s.lease); rerr != nil {
+		// Correctness never depends on the release: the lease expires, and
+		// a lost lease fences every later commit. So it is logged, not
+		// returned.
+		r.log.WarnContext(ctx, "slice: release lease", "err", rerr)
+	}
+	if err != nil {
+		r.log.ErrorContext(ctx, "slice: run failed", "err", err, "slices", rep.Slices, "reason", string(rep.Reason))
+	}
+	return rep, err
+}
+
+// stream is the body of Run: from the checkpoint to caught up or a stop.
+func (s *session[R]) stream(ctx context.Context) error {
+	r := s.r
+	cp, err := r.cfg.Store.Load(ctx, r.key)
+	if err != nil {
+		return fmt.Errorf("slice: %v: load checkpoint: %w", r.key, err)
+	}
+	s.rep.Cursor = cp.Cursor
+	for {
+		sl, ok, err := r.cfg.Source.Next(ctx, cp.Cursor, checkpoint.Range{})
+		if err != nil {
+			return fmt.Errorf("slice: %v: plan the slice after cursor %q: %w", r.key, cp.Cursor, err)
+		}
+		if !ok {
+			return s.caughtUp(ctx)
+		}
+		sl.After = cp.Cursor
+		page, stop, err := s.slice(ctx, sl)
+		if err != nil {
+			return err
+		}
+		if stop != nil {
+			return s.deferStream(ctx, cp.Cursor, stop)
+		}
+		s.rep.Records += len(page.Records)
+		if bytes.Equal(page.Next, cp.Cursor) {
+			// The source made no progress (a poll that found nothing new):
+			// caught up, with nothing to commit.
+			if err := s.cover(ctx, page.Covered); err != nil {
+				return err
+			}
+			return s.caughtUp(ctx)
+		}
+		cp, err = r.cfg.Store.Commit(ctx, r.key, page.Next, cp.Version, s.lease)
+		if err != nil {
+			return fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, page.Next, err)
+		}
+		s.rep.Slices++
+		s.rep.Cursor = cp.Cursor
+		if err := s.cover(ctx, page.Covered); err != nil {
+			return err
+		}
+		r.log.DebugContext(ctx, "slice: committed", "cursor", string(cp.Cursor), "records", len(page.Records), "range", sl.Range)
+	}
+}
+
+// slice does everything for one slice short of the commit: the boundary
+// checks, the fetch, the page checks and the durable write. A non-nil stop
+// means the run must defer (nothing was written); an error ends the run.
+func (s *session[R]) slice(ctx context.Context, sl Slice) (Page[R], *budget.Error, error) {
+	if stop, err := s.boundary(ctx); stop != nil || err != nil {
+		return Page[R]{}, stop, err
+	}
+	page, stop, err := s.fetch(ctx, sl)
+	if stop != nil || err != nil {
+		return Page[R]{}, stop, err
+	}
+	if err := s.write(ctx, sl, page); err != nil {
+		return Page[R]{}, nil, err
+	}
+	return page, nil, nil
+}
+
+// boundary runs the checks due between two slices: the run's budget, and
+// the lease renewal once less than half of the TTL is left.
+func (s *session[R]) boundary(ctx context.Context) (*budget.Error, error) {
+	r := s.r
+	now := r.cfg.Now()
+	if reason, spent := s.run.ExhaustedAt(now); spent {
+		return &budget.Error{Reason: reason}, nil
+	}
+	if s.lease.Expires.Sub(now) < r.cfg.LeaseTTL/2 {
+		l, err := r.cfg.Store.Renew(ctx, s.lease, r.cfg.LeaseTTL)
+		if err != nil {
+			return nil, fmt.Errorf("slice: %v: renew lease: %w", r.key, err)
+		}
+		s.lease = l
+	}
+	return nil, nil
+}
+
+// fetch gets sl through the provider, keeping the page of the successful
+// attempt. Budget exhaustion and source pressure come back as a stop; any
+// other failure as an error.
+func (s *session[R]) fetch(ctx context.Context, sl Slice) (Page[R], *budget.Error, error) {
+	r := s.r
+	var page Page[R]
+	err := r.cfg.Provider.Do(ctx, s.run, func(actx context.Context) budget.Outcome {
+		var out budget.Outcome
+		page, out = r.cfg.Source.Fetch(actx, sl)
+		return out
+	})
+	if err == nil {
+		if err := checkPage(page); err != nil {
+			return page, nil, fmt.Errorf("slice: %v: slice after cursor %q: %w", r.key, sl.After, err)
+		}
+		return page, nil, nil
+	}
+	var be *budget.Error
+	if errors.As(err, &be) && (be.Reason.Exhausted() || be.Reason.SourcePressure()) {
+		return page, be, nil
+	}
+	if errors.As(err, &be) && be.Reason == budget.ReasonPermanent {
+		s.rep.Reason = budget.ReasonPermanent
+	}
+	return page, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, sl.After, err)
+}
+
+// checkPage enforces the Source contract on a fetched page.
+func checkPage[R any](p Page[R]) error {
+	if len(p.Next) == 0 {
+		return fmt.Errorf("%w: Page.Next must not be empty", ErrInvalidPage)
+	}
+	if !p.Covered.IsZero() && p.Covered.Empty() {
+		return fmt.Errorf("%w: Page.Covered must be zero or non-empty (got %v)", ErrInvalidPage, p.Covered)
+	}
+	return nil
+}
+
+// write hands a non-empty page to the sink and waits until it is durable.
+func (s *session[R]) write(ctx context.Context, sl Slice, page Page[R]) error {
+	if len(page.Records) == 0 {
+		return nil
+	}
+	if err := s.r.cfg.Sink.Write(ctx, page); err != nil {
+		return fmt.Errorf("slice: %v: sink write of the slice after cursor %q: %w", s.r.key, sl.After, err)
+	}
+	return nil
+}
+
+// cover records a durable page's covered range in the series, if kept.
+func (s *session[R]) cover(ctx context.Context, covered checkpoint.Range) error {
+	if s.r.cfg.Series == "" || covered.IsZero() {
+		return nil
+	}
+	if err := s.r.cfg.Store.AddCoverage(ctx, s.r.cfg.Series, covered); err != nil {
+		return fmt.Errorf("slice: %v: add coverage %v to series %q: %w", s.r.key, covered, s.r.cfg.Series, err)
+	}
+	return nil
+}
+
+// deferStream records why the stream run stopped at cursor (the last
+// committed one) and supersedes the stream's older cursor gaps.
+func (s *session[R]) deferStream(ctx context.Context, cursor []byte, stop *budget.Error) error {
+	g, err := s.addGap(ctx, checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: string(stop.Reason)}, stop)
+	if err != nil {
+		return err
+	}
+	return s.resolveCursorGaps(ctx, g.ID)
+}
+
+// caughtUp ends a stream run that found nothing left: every cursor gap of
+// the stream is passed.
+func (s *session[R]) caughtUp(ctx context.Context) error {
+	s.r.log.DebugContext(ctx, "slice: caught up", "cursor", string(s.rep.Cursor), "slices", s.rep.Slices)
+	return s.resolveCursorGaps(ctx, 0)
+}
+
+// addGap records g as the reason the run stopped and notes it in the report.
+func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.Error) (checkpoint.Gap, error) {
+	s.rep.Reason, s.rep.Until = stop.Reason, stop.Until // even if the gap cannot be recorded
+	g, err := s.r.cfg.Store.AddGap(ctx, g)
+	if err != nil {
+		return g, fmt.Errorf("slice: %v: record the %s gap: %w", s.r.key, stop.Reason, err)
+	}
+	s.rep.Gaps = append(s.rep.Gaps, g)
+	s.r.log.InfoContext(ctx, "slice: deferred", "reason", string(stop.Reason), "until", stop.Until,
+		"gap", g.ID, "cursor", string(g.Cursor), "range", g.Range)
+	return g, nil
+}
+
+// resolveCursorGaps resolves the stream's unresolved cursor gaps (those
+// without a Range), except keep and any recorded after it (keep 0: all).
+func (s *session[R]) resolveCursorGaps(ctx context.Context, keep int64) error {
+	return s.eachGap(ctx, func(g checkpoint.Gap) (bool, error) {
+		if keep > 0 && g.ID >= keep {
+			return false, nil
+		}
+		if !g.Range.IsZero() {
+			return true, nil
+		}
+		return true, s.resolve(ctx, g.ID)
+	})
+}
+
+// eachGap pages through the stream's unresolved gaps, oldest first, calling
+// f on each until f returns false or an error. The page size is a batch:
+// paging goes on until a page comes back empty.
+func (s *session[R]) eachGap(ctx context.Context, f func(checkpoint.Gap) (bool, error)) error {
+	q := checkpoint.GapQuery{Stream: s.r.key.Stream, Mode: s.r.key.Mode, Limit: s.r.cfg.GapBatch}
+	for {
+		gaps, err := s.r.cfg.Store.ListGaps(ctx, q)
+		if err != nil {
+			return fmt.Errorf("slice: %v: list gaps after %d: %w", s.r.key, q.After, err)
+		}
+		if len(gaps) == 0 {
+			return nil
+		}
+		for _, g := range gaps {
+			q.After = g.ID
+			more, err := f(g)
+			if err != nil || !more {
+				return err
+			}
+		}
+	}
+}
+
+// resolve marks gap id resolved.
+func (s *session[R]) resolve(ctx context.Context, id int64) error {
+	if err := s.r.cfg.Store.ResolveGap(ctx, id); err != nil {
+		return fmt.Errorf("slice: %v: resolve gap %d: %w", s.r.key, id, err)
+	}
+	s.rep.Resolved++
+	return nil
+}

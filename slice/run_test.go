@@ -1,0 +1,271 @@
+package slice_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+)
+
+var (
+	catchUp = checkpoint.Key{Stream: stream, Mode: checkpoint.CatchUp}
+	steady  = checkpoint.Key{Stream: stream, Mode: checkpoint.SteadyState}
+)
+
+// run runs r with an unbounded budget and fails the test on an error.
+func run(tb tb, r *slice.Runner[rec]) slice.Report {
+	tb.Helper()
+	rep, err := r.Run(context.Background(), nil)
+	if err != nil {
+		tb.Fatalf("Run: %v (report %+v)", err, rep)
+	}
+	return rep
+}
+
+// assertFree fails unless the stream's lease can be taken (it was released).
+func assertFree(tb tb, st checkpoint.Store) {
+	tb.Helper()
+	l, err := st.Acquire(context.Background(), stream, "probe", time.Minute)
+	if err != nil {
+		tb.Fatalf("lease not released after the run: %v", err)
+	}
+	if err := st.Release(context.Background(), l); err != nil {
+		tb.Fatalf("Release(probe): %v", err)
+	}
+}
+
+func TestRunCatchesUp(t *testing.T) {
+	t.Parallel()
+	g := newRig(25, 10)
+	rep := run(t, g.runner(t, checkpoint.CatchUp))
+	if rep.Slices != 3 || rep.Records != 25 || string(rep.Cursor) != "25" || rep.Reason != "" || rep.Yielded || len(rep.Gaps) != 0 {
+		t.Fatalf("report %+v: want 3 slices, 25 records, cursor 25, no reason, no gap", rep)
+	}
+	if err := g.sink.exactly(25); err != nil {
+		t.Fatal(err)
+	}
+	if cp := g.store.load(t, catchUp); string(cp.Cursor) != "25" || cp.Version != 3 {
+		t.Fatalf("checkpoint %+v: want cursor 25 at version 3", cp)
+	}
+	assertFree(t, g.store)
+
+	// A second run has nothing to do and fetches nothing.
+	before := g.src.fetches.Load()
+	if rep := run(t, g.runner(t, checkpoint.CatchUp)); rep.Slices != 0 || string(rep.Cursor) != "25" {
+		t.Fatalf("second run %+v: want 0 slices at cursor 25", rep)
+	}
+	if g.src.fetches.Load() != before {
+		t.Fatalf("a caught-up run fetched")
+	}
+}
+
+func TestRunYieldsWhenLeased(t *testing.T) {
+	t.Parallel()
+	g := newRig(10, 5)
+	if _, err := g.store.Acquire(context.Background(), stream, "other", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
+	if err != nil || !rep.Yielded || rep.Slices != 0 {
+		t.Fatalf("Run on a leased stream = %+v, %v: want a yield and no error", rep, err)
+	}
+	if g.prov.calls.Load() != 0 || g.store.load(t, catchUp).Version != 0 {
+		t.Fatalf("a yielded run called the provider or committed")
+	}
+}
+
+func TestRunDefersOnBudgetExhaustion(t *testing.T) {
+	t.Parallel()
+	for _, reason := range []budget.Reason{budget.ReasonRequestCap, budget.ReasonDeadline, budget.ReasonRetryBudget} {
+		g := newRig(50, 10)
+		g.prov.stop = stopAfter(2, reason, time.Time{})
+		rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("%s: Run error %v: budget exhaustion is not an error", reason, err)
+		}
+		if rep.Reason != reason || rep.Slices != 2 || string(rep.Cursor) != "20" || !rep.Until.IsZero() {
+			t.Fatalf("%s: report %+v: want reason %s after 2 slices at cursor 20", reason, rep, reason)
+		}
+		gaps := pending(t, g.store, catchUp)
+		if len(gaps) != 1 || len(rep.Gaps) != 1 || gaps[0].ID != rep.Gaps[0].ID {
+			t.Fatalf("%s: pending gaps %+v, report gaps %+v: want the one gap", reason, gaps, rep.Gaps)
+		}
+		if g0 := gaps[0]; g0.Key != catchUp || string(g0.Cursor) != "20" || g0.Reason != string(reason) || !g0.Range.IsZero() {
+			t.Fatalf("%s: gap %+v: want key %v, the last committed cursor 20, the reason, no range", reason, g0, catchUp)
+		}
+		assertFree(t, g.store)
+	}
+}
+
+func TestRunChecksTheBudgetAtSliceBoundaries(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	now := t0
+	b, err := budget.NewRun(budget.Envelope{Deadline: t0.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each slice takes 25s on the runner's clock: the third boundary is past
+	// the deadline. The slice in flight at the deadline is not torn.
+	g.sink.delay = func() time.Duration { now = now.Add(25 * time.Second); return 0 }
+	r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Now = func() time.Time { return now } })
+	rep, err := r.Run(context.Background(), b)
+	if err != nil || rep.Reason != budget.ReasonDeadline || rep.Slices != 3 || string(rep.Cursor) != "30" {
+		t.Fatalf("Run = %+v, %v: want a deadline stop after 3 whole slices at cursor 30", rep, err)
+	}
+}
+
+func TestRunDefersOnSourcePressure(t *testing.T) {
+	t.Parallel()
+	until := t0.Add(time.Hour)
+	for _, reason := range []budget.Reason{budget.ReasonThrottled, budget.ReasonUnavailable, budget.ReasonCircuitOpen, budget.ReasonBanned} {
+		g := newRig(50, 10)
+		g.prov.stop = stopAfter(1, reason, until)
+		rep, err := g.runner(t, checkpoint.SteadyState).Run(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("%s: Run error %v: source pressure is not an error", reason, err)
+		}
+		if rep.Reason != reason || !rep.Until.Equal(until) || rep.Slices != 1 || len(rep.Gaps) != 1 {
+			t.Fatalf("%s: report %+v: want reason %s until %v after 1 slice, one gap", reason, rep, reason, until)
+		}
+		if g0 := rep.Gaps[0]; g0.Key != steady || string(g0.Cursor) != "10" || g0.Reason != string(reason) {
+			t.Fatalf("%s: gap %+v: want %v at cursor 10", reason, g0, steady)
+		}
+	}
+}
+
+func TestRunPermanentErrorIsAnError(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	g.prov.stop = stopAfter(1, budget.ReasonPermanent, time.Time{})
+	rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
+	if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent {
+		t.Fatalf("Run = %+v, %v: want an error wrapping budget.ErrStopped and reason permanent", rep, err)
+	}
+	if len(pending(t, g.store, catchUp)) != 0 || string(g.store.load(t, catchUp).Cursor) != "10" {
+		t.Fatalf("a permanent stop must write no gap and keep the checkpoint at the last commit")
+	}
+	assertFree(t, g.store)
+}
+
+func TestRunSinkFailureKeepsCheckpoint(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	g.sink.failAt = 3
+	rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
+	if !errors.Is(err, errInjected) || rep.Slices != 2 {
+		t.Fatalf("Run = %+v, %v: want the sink error after 2 slices", rep, err)
+	}
+	if cp := g.store.load(t, catchUp); string(cp.Cursor) != "20" {
+		t.Fatalf("checkpoint %q after a failed write of slice 3: want 20", cp.Cursor)
+	}
+	if len(pending(t, g.store, catchUp)) != 0 {
+		t.Fatalf("a sink failure wrote a gap")
+	}
+	assertFree(t, g.store)
+	if rep := run(t, g.runner(t, checkpoint.CatchUp)); string(rep.Cursor) != "50" {
+		t.Fatalf("rerun %+v: want it to finish at 50", rep)
+	}
+	if err := g.sink.exactly(50); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunRejectsInvalidPage(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	g.src.badNext = []byte{}
+	_, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
+	if !errors.Is(err, slice.ErrInvalidPage) {
+		t.Fatalf("Run with an empty Page.Next = %v, want ErrInvalidPage", err)
+	}
+	if g.sink.writes != 0 || g.store.load(t, catchUp).Version != 0 {
+		t.Fatalf("an invalid page was written or committed")
+	}
+}
+
+func TestRunStopsWhenSourceMakesNoProgress(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	g.src.badNext = []byte("0") // every page says: at record 0
+	// The first page moves the cursor from the start to "0"; the second one
+	// does not move it, which ends the run as caught up, uncommitted.
+	rep := run(t, g.runner(t, checkpoint.SteadyState))
+	if rep.Slices != 1 || string(rep.Cursor) != "0" || g.store.load(t, steady).Version != 1 || g.src.fetches.Load() != 2 {
+		t.Fatalf("report %+v after %d fetches: want 1 committed slice, then a stop", rep, g.src.fetches.Load())
+	}
+}
+
+func TestRunResolvesCursorGapsItPasses(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	g.prov.stop = stopAfter(1, budget.ReasonRequestCap, time.Time{})
+	first := run(t, g.runner(t, checkpoint.CatchUp))
+	g.prov.stop = stopAfter(1, budget.ReasonThrottled, time.Time{})
+	second := run(t, g.runner(t, checkpoint.CatchUp))
+	gaps := pending(t, g.store, catchUp)
+	if len(gaps) != 1 || gaps[0].ID != second.Gaps[0].ID || second.Resolved != 1 {
+		t.Fatalf("after two stopped runs: pending %+v, report %+v: the newer gap supersedes the older", gaps, second)
+	}
+	if first.Gaps[0].ID == second.Gaps[0].ID {
+		t.Fatalf("the two runs reported the same gap")
+	}
+	g.prov.stop = nil
+	third := run(t, g.runner(t, checkpoint.CatchUp))
+	if third.Resolved != 1 || len(pending(t, g.store, catchUp)) != 0 {
+		t.Fatalf("a run that caught up left gaps pending: %+v", third)
+	}
+}
+
+func TestRunRecordsCoverage(t *testing.T) {
+	t.Parallel()
+	g := newRig(25, 10)
+	run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Series = "s" }))
+	cov, err := g.store.Coverage(context.Background(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := checkpoint.Range{Start: t0, End: g.src.at(25)}
+	if cov.Len() != 1 || !cov.Covers(want) {
+		t.Fatalf("coverage %v, want %v", cov, want)
+	}
+}
+
+func TestRunCatchUpLeavesSteadyStateAlone(t *testing.T) {
+	t.Parallel()
+	g := newRig(30, 10)
+	run(t, g.runner(t, checkpoint.CatchUp))
+	if cp := g.store.load(t, steady); cp.Version != 0 {
+		t.Fatalf("a catch-up run moved the steady-state bookmark: %+v", cp)
+	}
+	for _, c := range g.store.commitLog() {
+		if c.key != catchUp {
+			t.Fatalf("a catch-up run committed %v", c.key)
+		}
+	}
+}
+
+func TestRunReleasesLeaseWhenCancelled(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	g.src.outcome = func(s slice.Slice) budget.Outcome {
+		if bytes.Equal(s.After, cursor(20)) {
+			cancel()
+		}
+		return budget.Outcome{Status: 200}
+	}
+	_, err := g.runner(t, checkpoint.CatchUp).Run(ctx, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
+	}
+	assertFree(t, g.store)
+	if len(pending(t, g.store, catchUp)) != 0 {
+		t.Fatalf("a cancelled run wrote a gap")
+	}
+}

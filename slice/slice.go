@@ -1,0 +1,263 @@
+package slice
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+)
+
+// ErrInvalidConfig is wrapped by every configuration error of this package:
+// a [Config] that [New] rejects and a [FillPolicy] that
+// [FillPolicy.Validate] rejects.
+var ErrInvalidConfig = errors.New("slice: invalid config")
+
+// ErrInvalidPage is wrapped by the error a run returns when the [Source]
+// broke its contract: a page without a Next cursor, or with an inverted
+// Covered range. Nothing of such a page is written or committed.
+var ErrInvalidPage = errors.New("slice: invalid page")
+
+// Slice is the smallest replayable unit of a stream: one request's worth
+// (one page, one time window). The [Source] plans it with [Source.Next]; the
+// runner fetches it, writes it and only then commits the cursor after it, so
+// a crash replays at most one slice.
+type Slice struct {
+	// After is the cursor the slice starts after: the committed checkpoint
+	// for a stream run, the position inside the range for a fill. Empty at
+	// the very start. The runner sets it to the cursor it passed to
+	// [Source.Next]; whatever Next put there is overwritten.
+	After []byte
+	// Range is the time window the slice asks for, when the source is
+	// time-based (see [Windows]); the zero Range otherwise. The runner only
+	// logs it; it is the Source's own note to [Source.Fetch].
+	Range checkpoint.Range
+}
+
+// Page is what one successful fetch of a [Slice] returned.
+type Page[R any] struct {
+	// Records are the records of the slice, in any order. May be empty (the
+	// provider had nothing there); an empty page is not given to the Sink.
+	Records []R
+	// Next is the cursor after the slice: the provider's next-page token, or
+	// a position the host encodes. Required (a page without one is an
+	// [ErrInvalidPage] error). Next equal to the slice's After means the
+	// source made no progress: the stream is caught up (or the fill range is
+	// done) and nothing is committed.
+	Next []byte
+	// Covered is the time range the provider answered for, even when it
+	// returned no records (an empty answer proves there is nothing to fetch
+	// there). Optional: the zero Range means unknown. With [Config.Series]
+	// set, it is added to the series' coverage after the slice is durable.
+	Covered checkpoint.Range
+}
+
+// Source is the host's side of one stream: it plans slices and fetches them.
+// It is an extension point; implementations used by concurrent runs must be
+// safe for concurrent use.
+type Source[R any] interface {
+	// Next plans the slice after cursor, and reports false when there is
+	// none: the stream is caught up (nothing newer yet), or the range is
+	// done. within bounds the slice for a fill (see [Runner.Fill]): plan
+	// only inside it. The zero within means unbounded: a stream run. Next
+	// makes no request to the provider; an error stops the run.
+	Next(ctx context.Context, cursor []byte, within checkpoint.Range) (Slice, bool, error)
+	// Fetch makes exactly one outbound request for s and returns the page
+	// and the attempt's [budget.Outcome]. The runner calls it inside
+	// [budget.Provider.Do], so it may be called again for the same slice
+	// (retries); only the page of the successful attempt is kept. ctx is
+	// cancelled when Fetch returns: read the whole response inside it.
+	Fetch(ctx context.Context, s Slice) (Page[R], budget.Outcome)
+}
+
+// Sink is the host's durable store for records. It is an extension point;
+// implementations used by concurrent runs must be safe for concurrent use.
+type Sink[R any] interface {
+	// Write stores the page's records and returns only once they are
+	// durable: after Write returns nil, the runner commits the cursor past
+	// them. Write must be idempotent (an upsert on a natural key): a crash
+	// or an error between Write and the commit replays the slice, so the
+	// same records arrive again. An error stops the run with the checkpoint
+	// unchanged.
+	Write(ctx context.Context, p Page[R]) error
+}
+
+// SinkFunc adapts a function to a [Sink].
+type SinkFunc[R any] func(ctx context.Context, p Page[R]) error
+
+// Write calls f(ctx, p).
+func (f SinkFunc[R]) Write(ctx context.Context, p Page[R]) error { return f(ctx, p) }
+
+// Config configures a [Runner]. Stream, Mode, Store, Provider, Source and
+// Sink are required; every other field has a default.
+type Config[R any] struct {
+	// Stream names what is collected, e.g. "binance/BTC-USDT/1m": the
+	// checkpoint key's stream and the lease's name. Required.
+	Stream string
+	// Mode selects the bookmark the runner advances: [checkpoint.CatchUp]
+	// (historical backfill) or [checkpoint.SteadyState] (incremental).
+	// Required: the zero Mode is an error, so the choice is never silent.
+	Mode checkpoint.Mode
+	// Owner names this runner in the stream's lease, for operators and
+	// error messages. Defaults to "<hostname>/<pid>/<random hex>".
+	Owner string
+	// LeaseTTL is how long the stream's lease excludes other owners without
+	// a renewal. The runner renews it at slice boundaries once less than
+	// half of it is left, so make it comfortably longer than one slice
+	// (fetch with retries, and write). Defaults to 1 minute.
+	LeaseTTL time.Duration
+	// GapBatch is how many gap records one [checkpoint.Gaps.ListGaps] call
+	// returns when the runner drains or resolves gaps. It is a transport
+	// batch, never a stopping condition: the runner pages until a page is
+	// empty. Defaults to 100.
+	GapBatch int
+	// Store persists the checkpoint, the lease, gap records and coverage.
+	// Required.
+	Store checkpoint.Store
+	// Provider gates every fetch: pacing, breaker, retries, the run's
+	// budget. Required; a [budget.Registry] hands one out per provider key.
+	Provider budget.Provider
+	// Source plans and fetches the slices. Required.
+	Source Source[R]
+	// Sink writes pages durably and idempotently. Required.
+	Sink Sink[R]
+	// Series names the coverage series pages are recorded in: when set, the
+	// Covered range of every durable page is added with
+	// [checkpoint.Coverages.AddCoverage], and fills skip what is already
+	// covered. Empty means no coverage is kept.
+	Series string
+	// Logger receives one record per stop (gap written, yield, error) and a
+	// debug record per slice. Nil means silent.
+	Logger *slog.Logger
+	// Now is the runner's clock, read at slice boundaries for the run's
+	// budget ([budget.Run.ExhaustedAt]) and the lease renewal. It should be
+	// the store's clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Runner runs one stream: it leases it, resumes from its checkpoint, and
+// fetches, writes and commits slice after slice until the stream is caught
+// up or the run's budget or the provider stops it, leaving a gap record.
+//
+// A Runner holds no state between runs; it is safe for concurrent use, and
+// concurrent runs of one stream exclude each other through the lease (one
+// runs, the others yield).
+type Runner[R any] struct {
+	cfg Config[R]
+	key checkpoint.Key
+	log *slog.Logger
+}
+
+// New returns a Runner for cfg, or an error wrapping [ErrInvalidConfig] that
+// names the missing or invalid field.
+func New[R any](cfg Config[R]) (*Runner[R], error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = defaultOwner()
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = time.Minute
+	}
+	if cfg.GapBatch == 0 {
+		cfg.GapBatch = 100
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("stream", cfg.Stream, "mode", cfg.Mode.String())
+	return &Runner[R]{cfg: cfg, key: checkpoint.Key{Stream: cfg.Stream, Mode: cfg.Mode}, log: log}, nil
+}
+
+// Key returns the bookmark the runner advances: its stream in its mode.
+func (r *Runner[R]) Key() checkpoint.Key { return r.key }
+
+// Owner returns the owner name the runner leases the stream with.
+func (r *Runner[R]) Owner() string { return r.cfg.Owner }
+
+func (c *Config[R]) validate() error {
+	missing := func(field, fix string) error {
+		return fmt.Errorf("%w: Config.%s is required: %s", ErrInvalidConfig, field, fix)
+	}
+	bad := func(field, rule string, got any) error {
+		return fmt.Errorf("%w: Config.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+	}
+	switch {
+	case c.Stream == "":
+		return missing("Stream", `name the stream, e.g. "binance/BTC-USDT/1m"`)
+	case !c.Mode.Valid():
+		return bad("Mode", "checkpoint.CatchUp or checkpoint.SteadyState", c.Mode)
+	case c.LeaseTTL < 0:
+		return bad("LeaseTTL", ">= 0", c.LeaseTTL)
+	case c.GapBatch < 0:
+		return bad("GapBatch", ">= 0", c.GapBatch)
+	case c.Store == nil:
+		return missing("Store", "use checkpoint.NewMemoryStore, checkpoint.OpenFileStore or a database store")
+	case c.Provider == nil:
+		return missing("Provider", "use budget.NewLocal or a budget.Registry's Provider for the stream's provider key")
+	case c.Source == nil:
+		return missing("Source", "implement slice.Source to plan and fetch the stream's slices")
+	case c.Sink == nil:
+		return missing("Sink", "implement slice.Sink (or use slice.SinkFunc) to write pages durably")
+	}
+	return nil
+}
+
+// defaultOwner names this process and runner: host, pid and a random suffix
+// so that two runners of one process are told apart in logs.
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Report says what one run did and why it stopped.
+type Report struct {
+	// Stream is the runner's stream.
+	Stream string
+	// Mode is the runner's mode.
+	Mode checkpoint.Mode
+	// Yielded is true when another owner held the stream's lease: the run
+	// did nothing and is not an error.
+	Yielded bool
+	// Slices counts the slices fetched and made durable (and, for a stream
+	// run, committed).
+	Slices int
+	// Records counts the records written to the sink.
+	Records int
+	// Cursor is the stream's last committed cursor when the run ended: where
+	// the next stream run resumes. Nil for a run that never loaded it (a
+	// yield, a fill).
+	Cursor []byte
+	// Reason is why the run stopped early: budget exhaustion
+	// ([budget.Reason.Exhausted]) or source pressure
+	// ([budget.Reason.SourcePressure]), each with a gap record, or
+	// [budget.ReasonPermanent] with an error. Empty when the run finished
+	// its work (caught up, every range filled) or failed for another reason
+	// (see the error).
+	Reason budget.Reason
+	// Until is when the provider may be called again after a stop for
+	// source pressure (a Retry-After, a ban, the breaker's open state), from
+	// [budget.Error.Until]. Zero when unknown or irrelevant.
+	Until time.Time
+	// Gaps are the gap records the run wrote, in order. A stream run writes
+	// at most one; a fill writes one per range left unfetched.
+	Gaps []checkpoint.Gap
+	// Resolved counts the gap records the run resolved.
+	Resolved int
+}

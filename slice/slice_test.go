@@ -1,0 +1,64 @@
+package slice_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+)
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	t.Parallel()
+	g := newRig(1, 1)
+	valid := func() slice.Config[rec] {
+		return slice.Config[rec]{Stream: stream, Mode: checkpoint.CatchUp, Store: g.store, Provider: g.prov, Source: g.src, Sink: g.sink}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*slice.Config[rec])
+		want string
+	}{
+		{"no stream", func(c *slice.Config[rec]) { c.Stream = "" }, "Config.Stream is required"},
+		{"zero mode", func(c *slice.Config[rec]) { c.Mode = 0 }, "Config.Mode must be checkpoint.CatchUp or checkpoint.SteadyState (got Mode(0))"},
+		{"bad mode", func(c *slice.Config[rec]) { c.Mode = 7 }, "(got Mode(7))"},
+		{"negative ttl", func(c *slice.Config[rec]) { c.LeaseTTL = -time.Second }, "Config.LeaseTTL must be >= 0 (got -1s)"},
+		{"negative batch", func(c *slice.Config[rec]) { c.GapBatch = -1 }, "Config.GapBatch must be >= 0 (got -1)"},
+		{"no store", func(c *slice.Config[rec]) { c.Store = nil }, "Config.Store is required: use checkpoint.NewMemoryStore"},
+		{"no provider", func(c *slice.Config[rec]) { c.Provider = nil }, "Config.Provider is required: use budget.NewLocal"},
+		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source is required: implement slice.Source"},
+		{"no sink", func(c *slice.Config[rec]) { c.Sink = nil }, "Config.Sink is required: implement slice.Sink"},
+	} {
+		cfg := valid()
+		tc.edit(&cfg)
+		_, err := slice.New(cfg)
+		if !errors.Is(err, slice.ErrInvalidConfig) {
+			t.Errorf("%s: New error = %v, want one wrapping ErrInvalidConfig", tc.name, err)
+			continue
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "slice: ") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: New error = %q, want it to start with \"slice: \" and contain %q", tc.name, msg, tc.want)
+		}
+	}
+	if _, err := slice.New(valid()); err != nil {
+		t.Fatalf("New(valid config) = %v", err)
+	}
+}
+
+func TestNewDefaultsOwner(t *testing.T) {
+	t.Parallel()
+	g := newRig(1, 1)
+	a, b := g.runner(t, checkpoint.CatchUp), g.runner(t, checkpoint.CatchUp)
+	if a.Owner() == "" || a.Owner() == b.Owner() {
+		t.Fatalf("default owners %q and %q: want non-empty and distinct", a.Owner(), b.Owner())
+	}
+	c := g.runner(t, checkpoint.SteadyState, func(c *slice.Config[rec]) { c.Owner = "worker-7" })
+	if c.Owner() != "worker-7" {
+		t.Fatalf("Owner() = %q, want the configured worker-7", c.Owner())
+	}
+	if want := (checkpoint.Key{Stream: stream, Mode: checkpoint.SteadyState}); c.Key() != want {
+		t.Fatalf("Key() = %v, want %v", c.Key(), want)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/retry"
 	"pgregory.net/rapid"
 )
 
@@ -406,4 +407,56 @@ func TestKnownLimitHolds(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestReconcileWithProviderUsage: when the provider reports more usage than
+// the local count (another client shares the quota), the known limit is
+// tightened to what the provider says is left.
+func TestReconcileWithProviderUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		reported retry.RateLimit
+		want     int // calls that go at once after the first
+	}{
+		{"no headers", retry.RateLimit{}, 9},
+		{"binance used weight", retry.RateLimit{Used: 95, Window: time.Minute, Known: retry.FieldUsed | retry.FieldWindow}, 5},
+		{"ietf remaining", retry.RateLimit{Limit: 100, Remaining: 2, Window: time.Minute, Known: retry.FieldLimit | retry.FieldRemaining | retry.FieldWindow}, 2},
+		{"other window ignored", retry.RateLimit{Used: 95, Window: time.Second, Known: retry.FieldUsed | retry.FieldWindow}, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				cfg := fast()
+				cfg.Limits = []budget.Limit{{Name: "weight/1m", Count: 100, Per: time.Minute, Weighted: true}} // burst 10
+				cfg.Burst = 50                                                                                 // the adaptive pacer is not what is tested
+				p := newLocal(t, cfg)
+				first := true
+				err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+					out := budget.Outcome{Status: 200}
+					if first {
+						out.Limit = tc.reported
+						first = false
+					}
+					return out
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				n := 0
+				for time.Since(start) == 0 && n < 20 {
+					if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+						t.Fatal(err)
+					}
+					if time.Since(start) == 0 {
+						n++
+					}
+				}
+				if n != tc.want {
+					t.Fatalf("%d calls went at once, want %d", n, tc.want)
+				}
+			})
+		})
+	}
 }

@@ -1,0 +1,110 @@
+package klines_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/slice"
+)
+
+// TestCollectsEveryClosedCandleOnce: a catch-up run over the simulated
+// exchange stores every closed candle from the listing on, once, and a rerun
+// after more candles closed adds exactly the new ones.
+func TestCollectsEveryClosedCandleOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		listed := time.Now().Add(-10 * time.Hour).Truncate(time.Minute)
+		srv, err := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		sink, err := klines.OpenFileSink(dir, "BTCUSDT", "1m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sink.Close()
+		src := &klines.Source{Client: &http.Client{Transport: srv.Transport()}, Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 100, From: listed.Add(-time.Hour)}
+		if err := src.Init(); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := budget.NewLocal("sim", budget.Config{Adaptive: aimd.Config{Initial: 100}})
+		r, err := slice.New(slice.Config[klines.Candle]{
+			Stream: "sim/BTCUSDT/1m", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+			Provider: p, Source: src, Sink: sink,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func() {
+			t.Helper()
+			rep, err := r.Run(context.Background(), nil)
+			if err != nil || rep.Reason != "" {
+				t.Fatalf("Run = %+v, %v", rep, err)
+			}
+			lines, err := klines.Export(dir, "BTCUSDT", "1m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int(time.Now().Truncate(time.Minute).Sub(listed) / time.Minute)
+			if len(lines) != want || sink.Len() != want {
+				t.Fatalf("%d candles stored (%d in the sink), want %d", len(lines), sink.Len(), want)
+			}
+			for i, line := range lines {
+				if !strings.HasPrefix(line, itoa(listed.Add(time.Duration(i)*time.Minute).UnixMilli())+",") {
+					t.Fatalf("line %d = %q: hole or duplicate", i, line)
+				}
+			}
+		}
+		check()
+		time.Sleep(7*time.Minute + 30*time.Second)
+		check()
+	})
+}
+
+// TestProviderErrorsAreClassified: an unknown symbol is a permanent error
+// carrying the provider's message; garbage is permanent, never a panic.
+func TestProviderErrorsAreClassified(t *testing.T) {
+	t.Parallel()
+	srv, _ := sim.New(sim.Config{})
+	src := &klines.Source{Client: &http.Client{Transport: srv.Transport()}, Base: "http://sim", Symbol: "NOPE", Interval: "1m", Page: 10, From: time.Now().Add(-time.Hour)}
+	if err := src.Init(); err != nil {
+		t.Fatal(err)
+	}
+	sl, ok, err := src.Next(context.Background(), nil, checkpoint.Range{})
+	if !ok || err != nil {
+		t.Fatalf("Next = %v, %v", ok, err)
+	}
+	_, out := src.Fetch(context.Background(), sl)
+	if out.Status != 400 || out.Err == nil || !strings.Contains(out.Err.Error(), "Invalid symbol") {
+		t.Fatalf("outcome %+v, want 400 with the provider's message", out)
+	}
+
+	garbage := &klines.Source{Client: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
+	})}, Base: "http://x", Symbol: "A", Interval: "1m", Page: 10}
+	_ = garbage.Init()
+	_, out = garbage.Fetch(context.Background(), sl)
+	p, _ := budget.NewLocal("x", budget.Config{})
+	err = p.Do(context.Background(), nil, func(context.Context) budget.Outcome { return out })
+	if r, _ := budget.ReasonOf(err); r != budget.ReasonPermanent || !errors.Is(err, out.Err) {
+		t.Fatalf("garbage: %v, want permanent", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -10,10 +10,15 @@ MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \;
 
 .PHONY: test bench lint goodput vet
 
+# pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
+# installs (if needed), starts on loopback in a temp directory, and removes.
 test: vet
 	@set -e; for m in $(MODULES); do \
 		echo "== go test -race $$m"; \
-		(cd $$m && $(GO) test -race -count=1 ./...); \
+		case $$m in \
+		./pgstore) (cd $$m && bash ../scripts/pg-test.sh $(GO) test -race -count=1 ./...) ;; \
+		*) (cd $$m && $(GO) test -race -count=1 ./...) ;; \
+		esac; \
 	done
 
 vet:
@@ -25,7 +30,10 @@ lint: vet
 
 bench:
 	@set -e; for m in $(MODULES); do \
-		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); \
+		case $$m in \
+		./pgstore) (cd $$m && bash ../scripts/pg-test.sh $(GO) test -run '^$$' -bench . -benchmem ./...) ;; \
+		*) (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) ;; \
+		esac; \
 	done
 
 goodput:

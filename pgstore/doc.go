@@ -1,0 +1,73 @@
+// Package pgstore runs forage's storage contracts on PostgreSQL (through
+// pgx/v5), so that many processes on many machines collect together: a
+// [checkpoint.Store] whose commits can share the host's transaction, and a
+// shared [budget.Pacer] through which every process draws on one
+// provider's budget.
+//
+// It is a module of its own (github.com/forage-go/forage/pgstore), so the
+// core module stays free of database drivers.
+//
+// # Setting up
+//
+// [New] wraps a *pgxpool.Pool the host owns ([Open] dials one from a DSN);
+// [Config.Schema] names the schema the tables live in ("forage" by
+// default), so several stores can share a database. [Store.Migrate]
+// creates and upgrades the schema: embedded, numbered, idempotent
+// migrations applied in one transaction under an advisory lock, safe to
+// call at every start-up from every process. A store whose schema was
+// never migrated fails with [ErrNotMigrated], naming the schema.
+//
+// # Checkpoints, leases, gaps, coverage
+//
+// [Store] passes the checkpointtest suite unchanged. Every change is one
+// statement (autocommit), atomic on the rows it touches:
+//
+//   - [Store.Commit] share-locks the stream's lease row, checks the fence
+//     (a lease token must be the current, unreleased grant; an unfenced
+//     commit needs a stream with no unreleased lease), then compares and
+//     swaps the version, reporting ErrInvalid, ErrLeaseLost, ErrLeaseHeld,
+//     ErrConflict in that order.
+//   - [Store.Acquire] is an upsert that takes the stream over only if its
+//     lease was released or has expired, adding one to the token, which
+//     therefore grows forever and is never reused.
+//   - [Store.AddGap] draws IDs from a single locked counter row, so IDs
+//     follow commit order and paging with GapQuery.After never skips a gap.
+//   - [Store.AddCoverage] unites the range with the series' multirange in
+//     one upsert that holds the series' row lock: overlapping and touching
+//     ranges merge on write, and concurrent adds serialize on the row.
+//
+// Lease expiry and the stamps (UpdatedAt, Created, Expires) use the store's
+// clock, [Config.Now], at microsecond precision; ranges keep every
+// nanosecond of any time.Time.
+//
+// # Exactly once
+//
+// A sink that writes to the same database commits the cursor in the same
+// transaction as the records: [Store.CommitTx] inside the host's pgx.Tx, or
+// [Store.CommitWith], which runs the fence and the compare-and-swap first
+// and then the host's write function, and commits both or neither. A lost
+// race or a failed write leaves no records and no checkpoint, and a crash
+// never replays a slice.
+//
+// # The shared pacer
+//
+// [Store.NewPacer] returns a [Pacer] for a provider key. Its state is one
+// row per key (the primary key is what makes all processes share it):
+// theoretical arrival time, interval and burst, updated by one locking
+// statement per admission that computes exactly what [gcra.Reserve] and
+// [gcra.Decide] compute, restated in SQL. Bookings live on the database
+// clock, so machines with skewed clocks share one schedule. Plug it into a
+// [budget.Registry]:
+//
+//	reg, err := budget.NewRegistry(budget.RegistryConfig{
+//		NewPacer: func(key string) (budget.Pacer, error) {
+//			return store.NewPacer(key, pgstore.PacerConfig{Burst: 5})
+//		},
+//	})
+//
+// # Testing
+//
+// The package's tests need a server: scripts/pg-test.sh starts a
+// throwaway one and sets FORAGE_PG_DSN. Without it they skip, except in CI
+// (CI set), where they fail. Each test works in a schema of its own.
+package pgstore

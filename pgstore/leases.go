@@ -1,0 +1,134 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/jackc/pgx/v5"
+)
+
+// acquireSQL grants a lease in one upsert: a stream never leased gets token
+// 1; otherwise the row is taken over, with the next token, only if its
+// lease was released or has expired at now. The row lock the upsert takes
+// makes concurrent Acquires take turns, so exactly one wins. Parameters:
+// stream, owner, expires, now.
+const acquireSQL = `
+INSERT INTO {{schema}}.streams AS st (stream, lease_owner, lease_token, lease_expires, released)
+VALUES ($1, $2, 1, $3, false)
+ON CONFLICT (stream) DO UPDATE SET lease_owner = excluded.lease_owner, lease_token = st.lease_token + 1,
+	lease_expires = excluded.lease_expires, released = false
+WHERE st.released OR st.lease_expires <= $4::timestamptz
+RETURNING lease_token`
+
+// renewSQL moves the expiry of the current, unreleased grant. Parameters:
+// stream, token, owner, expires.
+const renewSQL = `
+UPDATE {{schema}}.streams SET lease_expires = $4
+WHERE stream = $1 AND lease_token = $2 AND lease_owner = $3 AND NOT released
+RETURNING lease_token`
+
+// releaseSQL releases the current grant; releasing it again matches again
+// and changes nothing. Parameters: stream, token, owner.
+const releaseSQL = `
+UPDATE {{schema}}.streams SET released = true
+WHERE stream = $1 AND lease_token = $2 AND lease_owner = $3
+RETURNING lease_token`
+
+// leaseOfSQL reads a stream's lease, to explain a refusal.
+const leaseOfSQL = `SELECT lease_owner, lease_token, lease_expires, released FROM {{schema}}.streams WHERE stream = $1`
+
+// Acquire implements [checkpoint.Leases.Acquire] with one upsert.
+func (s *Store) Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (checkpoint.Lease, error) {
+	argErr := checkTTL(ttl)
+	if owner == "" {
+		argErr = fmt.Errorf("%w: lease owner must not be empty", checkpoint.ErrInvalid)
+	}
+	if stream == "" {
+		argErr = fmt.Errorf("%w: lease stream must not be empty", checkpoint.ErrInvalid)
+	}
+	if err := enter(ctx, argErr); err != nil {
+		return checkpoint.Lease{}, err
+	}
+	now := s.clock()
+	l := checkpoint.Lease{Stream: stream, Owner: owner, Expires: now.Add(ttl).Truncate(time.Microsecond)}
+	err := s.pool.QueryRow(ctx, s.sql.acquire, stream, owner, l.Expires, now).Scan(&l.Token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		op := "Acquire " + stream
+		row, err := s.leaseOf(ctx, op, stream)
+		if err != nil {
+			return checkpoint.Lease{}, err
+		}
+		return checkpoint.Lease{}, fmt.Errorf("%w: stream %q is leased by %q until %s (token %d)",
+			checkpoint.ErrLeaseHeld, stream, row.owner, row.expires.Format(time.RFC3339Nano), row.token)
+	}
+	if err != nil {
+		return checkpoint.Lease{}, s.failWrite("Acquire "+stream, err)
+	}
+	return l, nil
+}
+
+// Renew implements [checkpoint.Leases.Renew].
+func (s *Store) Renew(ctx context.Context, lease checkpoint.Lease, ttl time.Duration) (checkpoint.Lease, error) {
+	argErr := checkTTL(ttl)
+	if err := checkLease(lease); err != nil {
+		argErr = err
+	}
+	if err := enter(ctx, argErr); err != nil {
+		return checkpoint.Lease{}, err
+	}
+	op := "Renew " + lease.Stream
+	expires := s.clock().Add(ttl).Truncate(time.Microsecond)
+	var token int64
+	err := s.pool.QueryRow(ctx, s.sql.renew, lease.Stream, lease.Token, lease.Owner, expires).Scan(&token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return checkpoint.Lease{}, s.lostLease(ctx, op, lease)
+	}
+	if err != nil {
+		return checkpoint.Lease{}, s.failWrite(op, err)
+	}
+	lease.Expires = expires
+	return lease, nil
+}
+
+// Release implements [checkpoint.Leases.Release].
+func (s *Store) Release(ctx context.Context, lease checkpoint.Lease) error {
+	if err := enter(ctx, checkLease(lease)); err != nil {
+		return err
+	}
+	op := "Release " + lease.Stream
+	var token int64
+	err := s.pool.QueryRow(ctx, s.sql.release, lease.Stream, lease.Token, lease.Owner).Scan(&token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.lostLease(ctx, op, lease)
+	}
+	if err != nil {
+		return s.failWrite(op, err)
+	}
+	return nil
+}
+
+// lostLease reads the stream's lease to say why lease is not current.
+func (s *Store) lostLease(ctx context.Context, op string, lease checkpoint.Lease) error {
+	row, err := s.leaseOf(ctx, op, lease.Stream)
+	if err != nil {
+		return err
+	}
+	return row.lost(lease)
+}
+
+// leaseOf reads a stream's lease row.
+func (s *Store) leaseOf(ctx context.Context, op, stream string) (leaseRow, error) {
+	var r leaseRow
+	err := s.pool.QueryRow(ctx, s.sql.leaseOf, stream).Scan(&r.owner, &r.token, &r.expires, &r.released)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return leaseRow{}, nil
+	case err != nil:
+		return leaseRow{}, s.fail(op, err)
+	}
+	r.found = true
+	return r, nil
+}

@@ -1,0 +1,226 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/pgstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// proxy forwards TCP connections to the test server until it is cut, so a
+// test can make the server go away mid-run and come back.
+type proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func startProxy(t testing.TB, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.setCut(true) })
+	go p.serve()
+	return p
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		cut := p.cut
+		p.mu.Unlock()
+		if cut {
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { io.Copy(s, c); s.Close() }() //nolint:errcheck
+		go func() { io.Copy(c, s); c.Close() }() //nolint:errcheck
+	}
+}
+
+// setCut cuts every connection and refuses new ones (true), or lets new
+// ones through again (false).
+func (p *proxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// proxiedStore returns a store whose pool reaches the server through a
+// proxy, on the same schema as direct.
+func proxiedStore(t testing.TB, direct *pgstore.Store) (*pgstore.Store, *proxy) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	addr := p.ln.Addr().(*net.TCPAddr)
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = "127.0.0.1", uint16(addr.Port)
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := pgstore.New(pool, pgstore.Config{Schema: direct.Schema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, p
+}
+
+// TestServerGoesAway: with the server unreachable mid-run every write
+// fails with an error naming the operation, and none records progress
+// that did not happen; when the server is back, work resumes.
+func TestServerGoesAway(t *testing.T) {
+	t.Parallel()
+	direct := newStore(t, nil)
+	s, px := proxiedStore(t, direct)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	key := checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}
+	l, err := s.Acquire(ctx, "s", "a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := s.Commit(ctx, key, []byte("c1"), 0, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	px.setCut(true)
+	writes := map[string]func() error{
+		"Commit":     func() error { _, err := s.Commit(ctx, key, []byte("c2"), 1, l); return err },
+		"CommitWith": func() error { _, err := s.CommitWith(ctx, key, []byte("c2"), 1, l, noWrite); return err },
+		"Release":    func() error { return s.Release(ctx, l) },
+		"AddGap":     func() error { _, err := s.AddGap(ctx, checkpoint.Gap{Key: key, Reason: "deadline"}); return err },
+		"AddCoverage": func() error {
+			return s.AddCoverage(ctx, "c", checkpoint.Range{Start: time.Unix(0, 0), End: time.Unix(60, 0)})
+		},
+	}
+	for name, write := range writes {
+		err := write()
+		if err == nil {
+			t.Fatalf("%s with the server gone: no error", name)
+		}
+		if !strings.HasPrefix(err.Error(), "pgstore: ") || errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrLeaseLost) {
+			t.Errorf("%s with the server gone: %v, want a pgstore I/O error, not a contract error", name, err)
+		}
+	}
+	// Nothing moved, as the direct connection sees.
+	if got, err := direct.Load(ctx, key); err != nil || got.Version != 1 || string(got.Cursor) != "c1" {
+		t.Fatalf("checkpoint after the outage: %+v (%v), want c1 at version 1", got, err)
+	}
+	if gs, err := direct.ListGaps(ctx, checkpoint.GapQuery{}); err != nil || len(gs) != 0 {
+		t.Fatalf("gaps after the outage: %v (%v), want none", gs, err)
+	}
+	if c, err := direct.Coverage(ctx, "c"); err != nil || c.Len() != 0 {
+		t.Fatalf("coverage after the outage: %v (%v), want empty", c, err)
+	}
+	if _, err := direct.Acquire(ctx, "s", "b", time.Hour); !errors.Is(err, checkpoint.ErrLeaseHeld) {
+		t.Fatalf("Acquire after the outage: %v, want ErrLeaseHeld (the lease was not released)", err)
+	}
+
+	px.setCut(false)
+	if _, err := s.Commit(ctx, key, []byte("c2"), cp.Version, l); err != nil {
+		t.Fatalf("Commit after the server came back: %v", err)
+	}
+}
+
+func noWrite(context.Context, pgx.Tx) error { return nil }
+
+// TestPacerPauseSurvivesOutage: a pause that cannot be stored is logged
+// and kept, and the next WaitN stores it before booking; WaitN itself
+// fails cleanly while the server is gone.
+func TestPacerPauseSurvivesOutage(t *testing.T) {
+	t.Parallel()
+	direct := newStore(t, nil)
+	s, px := proxiedStore(t, direct)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
+	p, err := s.NewPacer("exchange", pgstore.PacerConfig{Rate: 100, Burst: 5, Timeout: 2 * time.Second, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitN(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	px.setCut(true)
+	p.PauseUntil(time.Now().Add(time.Hour))
+	logMu.Lock()
+	logged := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(logged, "could not store a pause") || !strings.Contains(logged, "exchange") {
+		t.Fatalf("PauseUntil during the outage logged %q, want a warning naming the key", logged)
+	}
+	if err := p.WaitN(ctx, 1); err == nil || !strings.HasPrefix(err.Error(), "pgstore: ") {
+		t.Fatalf("WaitN with the server gone: %v, want a pgstore error", err)
+	}
+
+	px.setCut(false)
+	short, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	if err := p.WaitN(short, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitN after the outage: %v, want the pending 1h pause to exceed a 1m deadline", err)
+	}
+	other, err := direct.NewPacer("exchange", pgstore.PacerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := other.State(ctx); err != nil || st.Backlog < 59*time.Minute {
+		t.Fatalf("shared state after the outage: %+v (%v), want the pause stored", st, err)
+	}
+}
+
+// lockedWriter serializes writes to a buffer shared with the test.
+type lockedWriter struct {
+	b  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}

@@ -1,0 +1,255 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/gcra"
+)
+
+// PacerConfig configures a [Pacer]. The zero PacerConfig is valid and means
+// all defaults.
+type PacerConfig struct {
+	// Rate is the rate, in units (requests) per second, of the shared row
+	// when this pacer is the first to use its key. An existing row keeps
+	// its rate: the rate is shared state, changed with [Pacer.SetRate]
+	// (which a budget provider calls at once and after every response).
+	// It is rounded to a whole-nanosecond interval, as gcra does, so it must
+	// be in (about 1.1e-10, 1e9]. Defaults to 1 ([gcra.DefaultRate]).
+	Rate float64
+
+	// Burst is how many unit requests may go back to back after an idle
+	// spell, and the largest cost of one request, for a row this pacer
+	// creates. The row keeps the burst it was created with, so processes
+	// sharing a key should agree on it. Burst × 1/Rate must fit in int64
+	// nanoseconds. Negative is an error. Defaults to 1 (strict pacing).
+	Burst int
+
+	// Timeout bounds each database call of the methods that take no
+	// context: [Pacer.SetRate], [Pacer.PauseUntil], and the give-back of a
+	// slot after a cancelled [Pacer.WaitN]. Negative is an error. Defaults
+	// to 5s.
+	Timeout time.Duration
+
+	// Logger receives the errors that no caller can: a PauseUntil or a
+	// give-back that could not reach the database. Nil means silent.
+	Logger *slog.Logger
+}
+
+// Pacer is a GCRA pacer whose state lives in one database row per key, so
+// every process that paces the provider, on any machine, draws on one
+// budget: it implements [budget.Pacer], for [budget.Config.Pacer] or
+// [budget.RegistryConfig.NewPacer].
+//
+// Each admission is a single statement that locks the row, runs the exact
+// arithmetic of [gcra.Reserve] (or [gcra.Decide]) in SQL and writes the new
+// theoretical arrival time (TAT), so concurrent admissions from any number
+// of processes serialize on the row and never share a slot.
+//
+// # Time
+//
+// The shared TAT is kept on the database clock (clock_timestamp(), in
+// nanoseconds since the Unix epoch): machines whose clocks disagree still
+// agree on the schedule, because only the database's clock places
+// bookings. A caller receives a duration to wait, which is immune to skew.
+// Likewise [Pacer.PauseUntil] turns its local deadline into a delay from
+// the caller's now and applies it from the database's now. The forms ending
+// in At take times on that shared time base instead, for tests and for
+// hosts that pass one trusted clock everywhere; do not mix them with the
+// plain forms on a key unless the clocks agree. Explicit times must lie
+// between the years 1678 and 2262 (int64 nanoseconds since the epoch).
+//
+// A Pacer holds no budget state in memory; it is safe for concurrent use,
+// and many Pacers (in many processes) may share a key.
+type Pacer struct {
+	s       *Store
+	key     string
+	iv      int64 // interval of a row this pacer creates
+	burst   int   // burst of a row this pacer creates
+	timeout time.Duration
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	pending time.Time // a pause not yet stored (local clock); zero if none
+}
+
+var _ budget.Pacer = (*Pacer)(nil)
+
+// NewPacer returns the pacer of key (a provider key, e.g. "binance"). It
+// performs no I/O: the row is created on first use. It returns an error
+// wrapping [ErrInvalidConfig] for an empty key or a field out of range.
+func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
+	bad := func(field, rule string, got any) error {
+		return fmt.Errorf("%w: PacerConfig.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+	}
+	if key == "" {
+		return nil, fmt.Errorf("%w: NewPacer key must not be empty", ErrInvalidConfig)
+	}
+	rate := cfg.Rate
+	if rate == 0 {
+		rate = gcra.DefaultRate
+	}
+	iv, rule := intervalOf(rate)
+	if rule != "" {
+		return nil, bad("Rate", rule, cfg.Rate)
+	}
+	burst := cfg.Burst
+	switch {
+	case burst < 0:
+		return nil, bad("Burst", ">= 0", cfg.Burst)
+	case burst == 0:
+		burst = 1
+	}
+	if int64(burst) > math.MaxInt64/iv {
+		return nil, bad("Burst", fmt.Sprintf("such that Burst × interval (%v) fits in int64 nanoseconds", time.Duration(iv)), cfg.Burst)
+	}
+	timeout := cfg.Timeout
+	switch {
+	case timeout < 0:
+		return nil, bad("Timeout", ">= 0", cfg.Timeout)
+	case timeout == 0:
+		timeout = 5 * time.Second
+	}
+	return &Pacer{s: s, key: key, iv: iv, burst: burst, timeout: timeout, log: cfg.Logger}, nil
+}
+
+// intervalOf converts a rate in events per second to a whole number of
+// nanoseconds exactly as gcra does, or names the rule the rate breaks.
+func intervalOf(rate float64) (int64, string) {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return 0, "> 0 and finite"
+	}
+	if rate > 1e9 {
+		return 0, "at most 1e9 per second (an interval of at least 1ns)"
+	}
+	iv := math.Round(1e9 / rate)
+	if iv >= math.MaxInt64 {
+		return 0, "large enough that its interval fits in int64 nanoseconds"
+	}
+	return int64(iv), ""
+}
+
+// Key returns the provider key the pacer shares.
+func (p *Pacer) Key() string { return p.key }
+
+// Wait blocks until one request conforms, booking it; it is WaitN(ctx, 1).
+func (p *Pacer) Wait(ctx context.Context) error { return p.WaitN(ctx, 1) }
+
+// WaitN books n units in one statement and sleeps until they conform, as
+// [gcra.Limiter.WaitN] does. It returns nil when the request may be sent.
+// If ctx ends while waiting, or its deadline comes before the slot would,
+// it gives the slot back (another statement) and returns ctx.Err(), or at
+// once an error wrapping [gcra.ErrWouldExceedDeadline]. A cost outside
+// [0, Burst] returns an error wrapping [gcra.ErrInvalidCost] without
+// booking. A database error is returned as is; if it struck after the
+// booking committed, the slot is lost, which only slows the pacer.
+func (p *Pacer) WaitN(ctx context.Context, n int) error {
+	if n < 0 {
+		return fmt.Errorf("pgstore: pacer %q: WaitN cost %d: %w", p.key, n, gcra.ErrInvalidCost)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := p.flushPause(ctx); err != nil {
+		return err
+	}
+	// The booking runs outside ctx: cancelled mid-flight, the statement may
+	// still commit on the server and its slot would be lost. If ctx ended
+	// meanwhile, the slot is given back below.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
+	wait, burst, err := p.reserve(rctx, nil, n)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil && wait != gcra.Never {
+		p.giveBack(ctx, n)
+		return err
+	}
+	switch {
+	case wait == gcra.Never:
+		return fmt.Errorf("pgstore: pacer %q: WaitN cost %d with Burst %d: %w", p.key, n, burst, gcra.ErrInvalidCost)
+	case wait == 0:
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); left < wait {
+			p.giveBack(ctx, n)
+			return fmt.Errorf("%w (pacer %q: wait %v, deadline in %v)", gcra.ErrWouldExceedDeadline, p.key, wait, left)
+		}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		p.giveBack(ctx, n)
+		return ctx.Err()
+	}
+}
+
+// giveBack returns an unused slot, outside ctx (which may be done), and
+// logs a failure: the slot is then lost, which only slows the pacer.
+func (p *Pacer) giveBack(ctx context.Context, n int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
+	defer cancel()
+	if err := p.unreserve(ctx, nil, n); err != nil && p.log != nil {
+		p.log.Warn("pgstore: pacer could not give a slot back", "key", p.key, "cost", n, "err", err)
+	}
+}
+
+// SetRate changes the shared rate, in units per second, rescaling what is
+// already booked as [gcra.Limiter.SetRateAt] does, at the database's now.
+// Every process sharing the key sees the new rate at its next admission.
+// It returns an error wrapping [gcra.ErrInvalidRate], and keeps the old
+// rate, for a rate gcra would refuse; or the database error.
+func (p *Pacer) SetRate(rate float64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	return p.setRate(ctx, nil, rate)
+}
+
+// PauseUntil holds every request of every process sharing the key until t
+// (a provider's Retry-After), as [gcra.Limiter.PauseUntil] does: the TAT
+// moves forward to at least t + L, never backwards. t is read on the local
+// clock and applied as the delay t − time.Now() from the database's now.
+// PauseUntil cannot report an error: if the database cannot be reached, the
+// pause is logged and kept, and the next WaitN stores it first.
+func (p *Pacer) PauseUntil(t time.Time) {
+	p.mu.Lock()
+	if t.After(p.pending) {
+		p.pending = t
+	}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	if err := p.flushPause(ctx); err != nil && p.log != nil {
+		p.log.Warn("pgstore: pacer could not store a pause; the next WaitN retries", "key", p.key, "until", t, "err", err)
+	}
+}
+
+// flushPause stores the pending pause, if any.
+func (p *Pacer) flushPause(ctx context.Context) error {
+	p.mu.Lock()
+	t := p.pending
+	p.mu.Unlock()
+	if t.IsZero() {
+		return nil
+	}
+	delay := int64(time.Until(t))
+	if err := p.pause(ctx, nil, &delay); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.pending.Equal(t) {
+		p.pending = time.Time{}
+	}
+	p.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,248 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultSchema is the schema of a [Config] whose Schema is empty.
+const DefaultSchema = "forage"
+
+// The package's sentinel errors. Test with [errors.Is]; the checkpoint
+// methods also return the [checkpoint] sentinels their contract names.
+var (
+	// ErrInvalidConfig is wrapped by every error [New], [Open] and
+	// [Store.NewPacer] return for a configuration value out of range; the
+	// message names the field, the rule and the value.
+	ErrInvalidConfig = errors.New("pgstore: invalid config")
+
+	// ErrNotMigrated means the schema, or a table or function in it, does
+	// not exist: [Store.Migrate] was not run against this database (or ran
+	// for another schema). The message names the schema.
+	ErrNotMigrated = errors.New("pgstore: schema not migrated")
+)
+
+// Config configures a [Store]. The zero Config is valid and means all
+// defaults.
+type Config struct {
+	// Schema is the PostgreSQL schema holding the store's tables, so that
+	// several stores (or tests) share a database without sharing state. It
+	// must be 1 to 63 ASCII letters, digits or underscores, not starting
+	// with a digit; it is used quoted, so case is kept. Defaults to
+	// "forage".
+	Schema string
+
+	// Now is the store's clock for the checkpoint contract: lease expiry,
+	// Lease.Expires, Checkpoint.UpdatedAt and Gap.Created. It is read to the
+	// microsecond (PostgreSQL's timestamptz precision; the rest is
+	// truncated), so a time the store returns equals the one it loads later.
+	// Processes that share the database should keep their clocks in step
+	// (NTP) to within a small fraction of the lease TTL: a clock running
+	// ahead takes leases over early, though fencing still stops the old
+	// holder's commits. Defaults to time.Now.
+	//
+	// The shared [Pacer] does not use Now: it reads the database clock, see
+	// [Pacer].
+	Now func() time.Time
+}
+
+// Store keeps everything a [checkpoint.Store] persists, plus the state of
+// shared [Pacer]s, in one PostgreSQL schema, so that many processes on many
+// machines run streams and pace providers together. It also commits a
+// checkpoint inside the host's own transaction ([Store.CommitTx],
+// [Store.CommitWith]), so that records and the cursor after them become
+// durable together: exactly once.
+//
+// Run [Store.Migrate] once (any number of times is fine) before use.
+// Store is safe for concurrent use; it holds no state of its own beyond
+// its configuration and the pool.
+type Store struct {
+	pool   *pgxpool.Pool
+	owned  bool // made by Open: Close closes the pool
+	schema string
+	now    func() time.Time
+	sql    statements
+}
+
+var _ checkpoint.Store = (*Store)(nil)
+
+// New returns a Store that uses pool and cfg. It performs no I/O: run
+// [Store.Migrate] before the first use. The caller keeps ownership of pool.
+// It returns an error wrapping [ErrInvalidConfig] if pool is nil or a
+// Config field is out of range.
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: New needs a *pgxpool.Pool (got nil); create one with pgxpool.New or use Open", ErrInvalidConfig)
+	}
+	schema, err := cfg.schema()
+	if err != nil {
+		return nil, err
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{pool: pool, schema: schema, now: now, sql: expand(schema)}, nil
+}
+
+// Open connects to the database named by dsn (a postgres:// URL or a
+// key=value string, see pgxpool.ParseConfig), checks that it answers, and
+// returns a Store on that pool, which [Store.Close] closes. A malformed dsn,
+// an unreachable server or refused credentials are errors naming the
+// target, with the password redacted.
+func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: Open: %w", err)
+	}
+	if _, err := cfg.schema(); err != nil {
+		return nil, err // before connecting
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: Open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: Open: cannot reach %s:%d database %q as %q: %w",
+			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, pc.ConnConfig.User, err)
+	}
+	s, _ := New(pool, cfg) // validated above
+	s.owned = true
+	return s, nil
+}
+
+// Close closes the pool if [Open] created it; a Store made by [New] leaves
+// its pool to the caller. The Store must not be used afterwards.
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// Pool returns the store's connection pool, for the host's own queries.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Schema returns the schema the store keeps its tables in.
+func (s *Store) Schema() string { return s.schema }
+
+// schema returns the schema name cfg selects, or why it is invalid.
+func (cfg Config) schema() (string, error) {
+	if cfg.Schema == "" {
+		return DefaultSchema, nil
+	}
+	if !validSchema(cfg.Schema) {
+		return "", fmt.Errorf("%w: Config.Schema must be 1 to 63 ASCII letters, digits or underscores, not starting with a digit (got %q)",
+			ErrInvalidConfig, cfg.Schema)
+	}
+	return cfg.Schema, nil
+}
+
+// validSchema reports whether name is a plain identifier that fits in
+// PostgreSQL's 63-byte name limit.
+func validSchema(name string) bool {
+	if len(name) == 0 || len(name) > 63 || (name[0] >= '0' && name[0] <= '9') {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// clock reads the store's clock at the precision PostgreSQL keeps.
+func (s *Store) clock() time.Time { return s.now().Truncate(time.Microsecond) }
+
+// enter reports the argument error, if any, and then a done context, so
+// that every method checks in the order the contract requires.
+func enter(ctx context.Context, argErr error) error {
+	if argErr != nil {
+		return argErr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return nil
+}
+
+// fail wraps an error from the database: a missing schema, table or
+// function becomes [ErrNotMigrated]; anything else is reported as the I/O
+// error it is, naming the operation.
+func (s *Store) fail(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "3F000", "42P01", "42883": // invalid_schema_name, undefined_table, undefined_function
+			return fmt.Errorf("%w: schema %q is missing or incomplete; call (*pgstore.Store).Migrate first (%s: %w)",
+				ErrNotMigrated, s.schema, op, err)
+		}
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+// failWrite is fail for a write: an I/O error says whether the request
+// never left (nothing changed) or the outcome is unknown, as the
+// checkpoint contract asks callers to find out with a read.
+func (s *Store) failWrite(op string, err error) error {
+	var (
+		pgErr   *pgconn.PgError
+		connErr *pgconn.ConnectError
+	)
+	switch {
+	case errors.As(err, &pgErr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return s.fail(op, err)
+	case errors.As(err, &connErr) || pgconn.SafeToRetry(err):
+		return s.fail(op+" (not sent: nothing changed)", err)
+	default:
+		return s.fail(op+" (outcome unknown: read before retrying)", err)
+	}
+}
+
+// querier is what the store needs from a pool or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// statements holds every SQL text with the schema filled in, built once by
+// New so that the hot paths do no string work.
+type statements struct {
+	load, commit                                  string
+	acquire, renew, release, leaseOf              string
+	addGap, listGaps, resolveGap                  string
+	addCoverage, coverage                         string
+	reserve, decide, unreserve, setRate, pause    string
+	ensurePacer, pacerState                       string
+	migrationsTable, migrationsApplied, recordMig string
+}
+
+// expand fills the schema into every statement template.
+func expand(schema string) statements {
+	r := strings.NewReplacer("{{schema}}", quoteIdent(schema))
+	return statements{
+		load: r.Replace(loadSQL), commit: r.Replace(commitSQL),
+		acquire: r.Replace(acquireSQL), renew: r.Replace(renewSQL), release: r.Replace(releaseSQL),
+		leaseOf: r.Replace(leaseOfSQL),
+		addGap:  r.Replace(addGapSQL), listGaps: r.Replace(listGapsSQL), resolveGap: r.Replace(resolveGapSQL),
+		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
+		reserve: r.Replace(reserveSQL), decide: r.Replace(decideSQL), unreserve: r.Replace(unreserveSQL),
+		setRate: r.Replace(setRateSQL), pause: r.Replace(pauseSQL),
+		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),
+		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),
+		recordMig: r.Replace(recordMigrationSQL),
+	}
+}
+
+// quoteIdent quotes name as an SQL identifier.
+func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }

@@ -460,3 +460,23 @@ func TestReconcileWithProviderUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusDecidesOverExplainingError: an outcome carrying both a status
+// and an error explaining it (the provider's message) is classified by the
+// status: a 429 with a message is retried, not taken as permanent.
+func TestStatusDecidesOverExplainingError(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		n := 0
+		err := newLocal(t, fast()).Do(context.Background(), nil, func(context.Context) budget.Outcome {
+			n++
+			if n == 1 {
+				return budget.Outcome{Status: 429, Err: errors.New("too much request weight used")}
+			}
+			return budget.Outcome{Status: 200}
+		})
+		if err != nil || n != 2 {
+			t.Fatalf("Do = %v after %d attempts, want success after a retry", err, n)
+		}
+	})
+}

@@ -13,7 +13,9 @@ import (
 // an HTTP exchange with [FromHTTP].
 //
 // The attempt is classified from Status and Err (see [retry.Classify]): a
-// nil Err with Status 0 or 2xx is a success. A host that finds garbage in a
+// status of 300 or more decides by itself (Err then only explains it, e.g.
+// the provider's message); otherwise a nil Err is a success and an error is
+// classified by its kind. A host that finds garbage in a
 // 200 body says what it means by wrapping the error: [Transient] (a
 // truncated body: retry) or [Permanent] (a schema the code cannot read:
 // do not retry). An unmarked error that is not a network error counts as
@@ -58,17 +60,16 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 // class classifies the outcome, honouring the host's Transient and
 // Permanent marks.
 func (o *Outcome) class() retry.Class {
-	if o.Err != nil {
-		var m *markedError
-		if errors.As(o.Err, &m) {
-			return m.class
-		}
+	var m *markedError
+	switch {
+	case o.Err != nil && errors.As(o.Err, &m):
+		return m.class
+	case o.Status >= 300:
+		return retry.ClassifyStatus(o.Status) // the error, if any, only explains it
+	case o.Err != nil:
 		return retry.Classify(nil, o.Err)
 	}
-	if o.Status == 0 {
-		return retry.Success
-	}
-	return retry.ClassifyStatus(o.Status)
+	return retry.Success
 }
 
 // markedError is an error the host classified itself.

@@ -1,77 +1,221 @@
-// Command quickstart paces requests to a rate-limited HTTP server with a
-// gcra.Limiter and shows that pacing at the provider's rate draws no 429s.
+// Command quickstart shows forage doing its whole job on the embedded
+// default, with no flags and no setup.
 //
-// It starts an in-process server on loopback that enforces 20 requests per
-// second itself (with its own gcra.Limiter, answering 429 Too Many Requests
-// when a request does not conform), then sends 60 requests through a client
-// limiter at 20 per second with a burst of 5, waiting for each slot with
-// Wait. It prints how many requests were sent, how many got 200 and 429, the
-// elapsed time and the achieved rate. It takes about three seconds and needs
-// no flags.
-//
-// The server tolerates a burst of 10 while the client bursts only 5: the
-// difference absorbs network and timer jitter, which would otherwise make a
-// client that paces exactly at the limit occasionally arrive early.
+// It starts a simulated Binance-compatible exchange on loopback with a rate
+// limit the collector is not told, then collects three symbols: a catch-up
+// backfill of a few days of 1m candles, then a steady-state incremental run,
+// each stream moved forward one commit-gated slice at a time into a file
+// store in a temporary directory. One budget.Provider for the exchange
+// discovers the limit from a conservative start. While it runs, a progress
+// line on stderr shows the learned rate and what was collected; at the end a
+// summary table compares goodput with the exchange's true limit and lists
+// refused requests, gaps and breaker transitions.
 package main
 
 import (
 	"context"
 	"fmt"
 	"log"
-	"math"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/forage-go/forage/gcra"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/slice"
 )
 
 const (
-	rate     = 20 // requests per second, on both sides
-	burst    = 5  // the client's burst
-	requests = 60
+	trueLimit = 25 // requests/s the exchange allows; the collector is not told
+	days      = 4  // history to backfill per symbol
+	page      = 100
 )
 
+var symbols = []string{"BTCUSDT", "ETHUSDT", "SOLUSDT"}
+
 func main() {
-	server, err := gcra.New(gcra.Config{Rate: rate, Burst: 10})
-	if err != nil {
+	if err := run(); err != nil {
 		log.Fatal(err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res := server.AllowAt(time.Now())
-		if !res.Allowed {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(res.RetryAfter.Seconds()))))
-			http.Error(w, "slow down", http.StatusTooManyRequests)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	}))
-	defer srv.Close()
+}
 
-	client, err := gcra.New(gcra.Config{Rate: rate, Burst: burst})
-	if err != nil {
-		log.Fatal(err)
+func run() error {
+	listed := time.Now().Add(-days * 24 * time.Hour).Truncate(time.Minute)
+	var syms []sim.Symbol
+	for _, s := range symbols {
+		syms = append(syms, sim.Symbol{Name: s, Listed: listed})
 	}
-	ctx := context.Background()
-	codes := map[int]int{}
+	exchange, err := sim.New(sim.Config{Symbols: syms, Limit: sim.RateLimit(trueLimit, 1), Answer: sim.Answer429})
+	if err != nil {
+		return err
+	}
+	lb, err := exchange.Listen()
+	if err != nil {
+		return err
+	}
+	defer lb.Close()
+
+	dir, err := os.MkdirTemp("", "forage-quickstart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	store, err := checkpoint.OpenFileStore(dir+"/state", checkpoint.Config{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	var transitions []string
+	var tmu sync.Mutex
+	reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: budget.Config{
+		OnTransition: func(t breaker.Transition) {
+			tmu.Lock()
+			transitions = append(transitions, t.String())
+			tmu.Unlock()
+		},
+	}})
+	if err != nil {
+		return err
+	}
+	provider := reg.Provider("sim-exchange")
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	fmt.Fprintf(os.Stderr, "exchange on %s (limit %d req/s, not told); data in %s\n", lb.URL, trueLimit, dir)
 	start := time.Now()
-	for range requests {
-		if err := client.Wait(ctx); err != nil {
-			log.Fatal(err)
-		}
-		resp, err := http.Get(srv.URL)
-		if err != nil {
-			log.Fatal(err)
-		}
-		resp.Body.Close()
-		codes[resp.StatusCode]++
-	}
-	elapsed := time.Since(start)
+	boundary := start.Truncate(time.Minute)
+	var candles, slices, gaps atomic.Int64
+	var reasons sync.Map
+	done := make(chan struct{})
+	go progress(done, start, provider, &candles, &slices)
 
-	fmt.Printf("sent %d requests paced at %d/s (burst %d)\n", requests, rate, burst)
-	fmt.Printf("  200 OK:                %d\n", codes[http.StatusOK])
-	fmt.Printf("  429 Too Many Requests: %d\n", codes[http.StatusTooManyRequests])
-	fmt.Printf("elapsed %v: %.1f requests/s overall, %.1f/s after the initial burst\n",
-		elapsed.Round(time.Millisecond), float64(requests)/elapsed.Seconds(), float64(requests-burst)/elapsed.Seconds())
+	collect := func(symbol string, mode checkpoint.Mode) error {
+		sink, err := klines.OpenFileSink(dir, symbol, "1m")
+		if err != nil {
+			return err
+		}
+		defer sink.Close()
+		// Catch-up backfills history up to the moment the collector
+		// started; steady-state follows the head from there. Separate
+		// bookmarks: a backfill never moves the incremental cursor.
+		src := &klines.Source{Client: client, Base: lb.URL, Symbol: symbol, Interval: "1m", Page: page, From: listed}
+		if mode == checkpoint.CatchUp {
+			src.Until = func() time.Time { return boundary }
+		} else {
+			src.From = boundary
+		}
+		if err := src.Init(); err != nil {
+			return err
+		}
+		r, err := slice.New(slice.Config[klines.Candle]{
+			Stream: "sim/" + symbol + "/1m", Mode: mode, Store: store, Provider: provider,
+			Source: src, Sink: counting{sink, &candles, &slices},
+		})
+		if err != nil {
+			return err
+		}
+		for { // a scheduler's loop in miniature: resume after pressure
+			rep, err := r.Run(context.Background(), nil)
+			for _, g := range rep.Gaps {
+				gaps.Add(1)
+				n, _ := reasons.LoadOrStore(g.Reason, new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			}
+			if err != nil || rep.Reason == "" {
+				return err
+			}
+			time.Sleep(time.Until(rep.Until))
+		}
+	}
+	for _, mode := range []checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState} {
+		var wg sync.WaitGroup
+		errs := make([]error, len(symbols))
+		for i, s := range symbols {
+			wg.Go(func() { errs[i] = collect(s, mode) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	close(done)
+
+	elapsed := time.Since(start)
+	snap := provider.Snapshot()
+	st := exchange.Stats()
+	fmt.Printf("\ncollected %d candles of %d symbols in %d slices, %.1fs\n\n", candles.Load(), len(symbols), slices.Load(), elapsed.Seconds())
+	fmt.Printf("%-28s %s\n", "requests sent", fmt.Sprint(st.Requests))
+	fmt.Printf("%-28s %d (%.2f%%)\n", "refused by the exchange", st.Throttled+st.Unavailable+st.Banned, 100*float64(st.Throttled+st.Unavailable+st.Banned)/float64(max(st.Requests, 1)))
+	fmt.Printf("%-28s %.1f req/s of a true %d (%.0f%%)\n", "learned rate", snap.Rate, trueLimit, 100*snap.Rate/trueLimit)
+	fmt.Printf("%-28s %.1f req/s (%.0f%% of the limit)\n", "goodput over the run", float64(st.OK)/elapsed.Seconds(), 100*float64(st.OK)/elapsed.Seconds()/trueLimit)
+	fmt.Printf("%-28s %d\n", "gaps recorded", gaps.Load())
+	reasons.Range(func(k, v any) bool {
+		fmt.Printf("  %-26s %d\n", k, v.(*atomic.Int64).Load())
+		return true
+	})
+	fmt.Printf("%-28s %d\n", "breaker transitions", len(transitions))
+	for _, t := range transitions {
+		fmt.Printf("  %s\n", t)
+	}
+	return nil
+}
+
+// counting is a Sink that counts the slices and candles it makes durable.
+type counting struct {
+	*klines.FileSink
+	n, slices *atomic.Int64
+}
+
+func (c counting) Write(ctx context.Context, p slice.Page[klines.Candle]) error {
+	if err := c.FileSink.Write(ctx, p); err != nil {
+		return err
+	}
+	c.n.Add(int64(len(p.Records)))
+	c.slices.Add(1)
+	return nil
+}
+
+// progress prints one live line on stderr until done: rewritten in place on
+// a terminal, a plain line every few seconds otherwise.
+func progress(done <-chan struct{}, start time.Time, p budget.Provider, candles, slices *atomic.Int64) {
+	fi, _ := os.Stderr.Stat()
+	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	every := 3 * time.Second
+	if tty {
+		every = 200 * time.Millisecond
+	}
+	total := int64(len(symbols) * days * 24 * 60)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			if tty {
+				fmt.Fprintln(os.Stderr)
+			}
+			return
+		case <-t.C:
+		}
+		s := p.Snapshot()
+		n := candles.Load()
+		eta := "-"
+		if el := time.Since(start); n > 0 && n < total {
+			eta = (time.Duration(float64(el) * float64(total-n) / float64(n))).Round(time.Second).String()
+		}
+		line := fmt.Sprintf("rate %5.1f/s (learned ceiling %5.1f)  requests %5d  throttled %3d  candles %6d/%d  slices %4d  eta %s",
+			s.Rate, s.Ceiling, s.Requests, s.Throttled, n, total, slices.Load(), eta)
+		if tty {
+			fmt.Fprintf(os.Stderr, "\r%s%s", line, strings.Repeat(" ", 4))
+		} else {
+			fmt.Fprintln(os.Stderr, line)
+		}
+	}
 }

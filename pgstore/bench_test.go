@@ -64,3 +64,21 @@ func BenchmarkCommit(b *testing.B) {
 		v = cp.Version
 	}
 }
+
+// BenchmarkPacerSetRate is one proposal through the rate policy, as a
+// budget provider makes after a response that moved its controller: cuts
+// and climbs by 10% in turn (the cuts write the row; most climbs find the
+// growth budget spent and leave it).
+func BenchmarkPacerSetRate(b *testing.B) {
+	s := newStore(b, nil)
+	p := newPacer(b, s, pgstore.PacerConfig{Rate: 100})
+	b.ReportAllocs()
+	rates := [2]float64{100, 90}
+	i := 0
+	for b.Loop() {
+		if err := p.SetRate(rates[i%2]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

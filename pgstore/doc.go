@@ -65,6 +65,15 @@
 //		},
 //	})
 //
+// The rate is shared as well, but each process runs its own rate
+// controller, so the row does not simply take the last rate written (one
+// process's next success would undo another's cut). [Pacer.SetRate]
+// applies each controller's step to the shared rate instead: a cut at
+// once, for every process, with the cuts several processes make for one
+// overshoot counted once; climbs by the others held for a cool-off after a
+// cut; and all climbs together bounded by one growth budget per second.
+// [Pacer.Rate] reads the shared rate; [Pacer.ForceRate] sets it outright.
+//
 // # Testing
 //
 // The package's tests need a server: scripts/pg-test.sh starts a

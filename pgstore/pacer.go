@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -16,9 +17,11 @@ import (
 // all defaults.
 type PacerConfig struct {
 	// Rate is the rate, in units (requests) per second, of the shared row
-	// when this pacer is the first to use its key. An existing row keeps
-	// its rate: the rate is shared state, changed with [Pacer.SetRate]
-	// (which a budget provider calls at once and after every response).
+	// when this pacer is the first to use its key (unless that first use
+	// is [Pacer.SetRate], which creates the row at the rate it proposes).
+	// An existing row keeps its rate: the rate is shared state, moved by
+	// the policy of [Pacer.SetRate] (which a budget provider calls at once
+	// and whenever its controller's rate changes).
 	// It is rounded to a whole-nanosecond interval, as gcra does, so it must
 	// be in (about 1.1e-10, 1e9]. Defaults to 1 ([gcra.DefaultRate]).
 	Rate float64
@@ -39,7 +42,29 @@ type PacerConfig struct {
 	// Logger receives the errors that no caller can: a PauseUntil or a
 	// give-back that could not reach the database. Nil means silent.
 	Logger *slog.Logger
+
+	// CoolOff is how long after a cut of the shared rate the climbs of
+	// other pacers are ignored, and within which cuts by other pacers
+	// count as the same overshoot (the deepest applies, they do not
+	// compound); see [Pacer.SetRate]. Processes sharing a key should agree
+	// on it. Negative is an error. Defaults to 2s.
+	CoolOff time.Duration
+
+	// MaxGrowth is the largest factor by which climbs may raise the shared
+	// rate per second, whatever the number of processes climbing at once
+	// (at most one second of growth is banked while no one climbs): so
+	// many controllers cannot ratchet the rate up faster than one
+	// controller's slow start doubles it. Processes sharing a key should
+	// agree on it. It must be in (1, 1000]; 0 means the default. Defaults
+	// to 2 (doubling per second).
+	MaxGrowth float64
 }
+
+// Defaults of [PacerConfig].
+const (
+	DefaultCoolOff   = 2 * time.Second
+	DefaultMaxGrowth = 2.0
+)
 
 // Pacer is a GCRA pacer whose state lives in one database row per key, so
 // every process that paces the provider, on any machine, draws on one
@@ -64,18 +89,33 @@ type PacerConfig struct {
 // plain forms on a key unless the clocks agree. Explicit times must lie
 // between the years 1678 and 2262 (int64 nanoseconds since the epoch).
 //
-// A Pacer holds no budget state in memory; it is safe for concurrent use,
-// and many Pacers (in many processes) may share a key.
+// # Rate
+//
+// The rate is shared too, and changed by a policy rather than by the last
+// writer: see [Pacer.SetRate]. [Pacer.Rate] reads it.
+//
+// A Pacer holds no budget state in memory, only the rate its controller
+// last proposed and a pause it could not store yet; it is safe for
+// concurrent use, and many Pacers (in many processes) may share a key.
+// Give each rate controller a Pacer of its own.
 type Pacer struct {
 	s       *Store
 	key     string
+	id      int64 // this pacer's identity in the rate policy
 	iv      int64 // interval of a row this pacer creates
 	burst   int   // burst of a row this pacer creates
 	timeout time.Duration
 	log     *slog.Logger
+	cooloff time.Duration
+	growth  float64
+
+	rateMu sync.Mutex // serializes SetRate; guards lastIV
+	lastIV int64      // the interval this pacer last proposed; 0 before the first
 
 	mu      sync.Mutex
 	pending time.Time // a pause not yet stored (local clock); zero if none
+
+	onAdmit func(slot int64) // tests: the database time each WaitN admission conforms at
 }
 
 var _ budget.Pacer = (*Pacer)(nil)
@@ -115,7 +155,22 @@ func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
 	case timeout == 0:
 		timeout = 5 * time.Second
 	}
-	return &Pacer{s: s, key: key, iv: iv, burst: burst, timeout: timeout, log: cfg.Logger}, nil
+	cooloff := cfg.CoolOff
+	switch {
+	case cooloff < 0:
+		return nil, bad("CoolOff", ">= 0", cfg.CoolOff)
+	case cooloff == 0:
+		cooloff = DefaultCoolOff
+	}
+	growth := cfg.MaxGrowth
+	switch {
+	case growth == 0:
+		growth = DefaultMaxGrowth
+	case !(growth > 1 && growth <= 1000):
+		return nil, bad("MaxGrowth", "in (1, 1000]", cfg.MaxGrowth)
+	}
+	return &Pacer{s: s, key: key, id: rand.Int64(), iv: iv, burst: burst, timeout: timeout, log: cfg.Logger,
+		cooloff: cooloff, growth: growth}, nil
 }
 
 // intervalOf converts a rate in events per second to a whole number of
@@ -148,7 +203,7 @@ func (p *Pacer) Wait(ctx context.Context) error { return p.WaitN(ctx, 1) }
 // [0, Burst] returns an error wrapping [gcra.ErrInvalidCost] without
 // booking. A database error is returned as is; if it struck after the
 // booking committed, the slot is lost, which only slows the pacer.
-func (p *Pacer) WaitN(ctx context.Context, n int) error {
+func (p *Pacer) WaitN(ctx context.Context, n int) (err error) {
 	if n < 0 {
 		return fmt.Errorf("pgstore: pacer %q: WaitN cost %d: %w", p.key, n, gcra.ErrInvalidCost)
 	}
@@ -162,10 +217,17 @@ func (p *Pacer) WaitN(ctx context.Context, n int) error {
 	// still commit on the server and its slot would be lost. If ctx ended
 	// meanwhile, the slot is given back below.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
-	wait, burst, err := p.reserve(rctx, nil, n)
+	wait, burst, now, err := p.reserve(rctx, nil, n)
 	cancel()
 	if err != nil {
 		return err
+	}
+	if p.onAdmit != nil && wait != gcra.Never {
+		defer func() {
+			if err == nil {
+				p.onAdmit(now + int64(wait))
+			}
+		}()
 	}
 	if err := ctx.Err(); err != nil && wait != gcra.Never {
 		p.giveBack(ctx, n)
@@ -202,17 +264,6 @@ func (p *Pacer) giveBack(ctx context.Context, n int) {
 	if err := p.unreserve(ctx, nil, n); err != nil && p.log != nil {
 		p.log.Warn("pgstore: pacer could not give a slot back", "key", p.key, "cost", n, "err", err)
 	}
-}
-
-// SetRate changes the shared rate, in units per second, rescaling what is
-// already booked as [gcra.Limiter.SetRateAt] does, at the database's now.
-// Every process sharing the key sees the new rate at its next admission.
-// It returns an error wrapping [gcra.ErrInvalidRate], and keeps the old
-// rate, for a rate gcra would refuse; or the database error.
-func (p *Pacer) SetRate(rate float64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-	defer cancel()
-	return p.setRate(ctx, nil, rate)
 }
 
 // PauseUntil holds every request of every process sharing the key until t

@@ -14,17 +14,22 @@ import (
 // explicit now in nanoseconds, or NULL for the database clock, which is
 // then read after the row lock is taken.
 const (
-	// reserveSQL books n units with gcra_reserve. Parameters: key, now, n.
+	// reserveSQL books n units with gcra_reserve, and returns the wait, the
+	// burst and the now it booked at. The now is read once, from the
+	// locked row's CTE (a volatile CTE is evaluated once per row, in
+	// order), so it is the time after the lock and the one the booking
+	// used. Parameters: key, now, n.
 	reserveSQL = `
 WITH cur AS (
 	SELECT key, tat, interval_ns, burst FROM {{schema}}.pacers WHERE key = $1 FOR UPDATE
+), t AS MATERIALIZED (
+	SELECT cur.*, coalesce($2::bigint, {{schema}}.clock_ns()) AS now FROM cur
 ), r AS (
-	SELECT cur.key, cur.burst, x.new_tat, x.wait
-	FROM cur, LATERAL {{schema}}.gcra_reserve(cur.tat, coalesce($2::bigint, {{schema}}.clock_ns()),
-		cur.interval_ns, cur.burst, $3::bigint) AS x
+	SELECT t.key, t.burst, x.new_tat, x.wait, t.now
+	FROM t, LATERAL {{schema}}.gcra_reserve(t.tat, t.now, t.interval_ns, t.burst, $3::bigint) AS x
 )
 UPDATE {{schema}}.pacers p SET tat = r.new_tat FROM r WHERE p.key = r.key
-RETURNING r.wait, r.burst`
+RETURNING r.wait, r.burst, r.now`
 
 	// decideSQL books n units with gcra_decide, only if they conform.
 	// Parameters: key, now, n.
@@ -45,11 +50,11 @@ UPDATE {{schema}}.pacers
 SET tat = {{schema}}.gcra_unreserve(tat, coalesce($2::bigint, {{schema}}.clock_ns()), interval_ns, $3::bigint)
 WHERE key = $1 AND $3::bigint <= burst`
 
-	// setRateSQL sets the interval, rescaling the backlog, or creates the
+	// forceRateSQL sets the interval, rescaling the backlog, or creates the
 	// row at that interval. No row comes back when the row's burst times
 	// the new interval would overflow. Parameters: key, now, interval,
 	// burst of a new row.
-	setRateSQL = `
+	forceRateSQL = `
 INSERT INTO {{schema}}.pacers AS p (key, tat, interval_ns, burst)
 VALUES ($1, -9223372036854775808, $3::bigint, $4::bigint)
 ON CONFLICT (key) DO UPDATE SET
@@ -85,7 +90,7 @@ ON CONFLICT (key) DO NOTHING`
 // on the shared row. A cost outside [0, Burst] books nothing and returns
 // [gcra.Never]. Give an unused slot back with [Pacer.UnreserveN].
 func (p *Pacer) ReserveN(ctx context.Context, n int) (time.Duration, error) {
-	wait, _, err := p.reserve(ctx, nil, n)
+	wait, _, _, err := p.reserve(ctx, nil, n)
 	return wait, err
 }
 
@@ -93,7 +98,7 @@ func (p *Pacer) ReserveN(ctx context.Context, n int) (time.Duration, error) {
 // [Pacer]).
 func (p *Pacer) ReserveNAt(ctx context.Context, now time.Time, n int) (time.Duration, error) {
 	ns := now.UnixNano()
-	wait, _, err := p.reserve(ctx, &ns, n)
+	wait, _, _, err := p.reserve(ctx, &ns, n)
 	return wait, err
 }
 
@@ -119,13 +124,6 @@ func (p *Pacer) UnreserveN(ctx context.Context, n int) error { return p.unreserv
 func (p *Pacer) UnreserveNAt(ctx context.Context, now time.Time, n int) error {
 	ns := now.UnixNano()
 	return p.unreserve(ctx, &ns, n)
-}
-
-// SetRateAt is [Pacer.SetRate] at now, on the shared time base (see
-// [Pacer]), with a context.
-func (p *Pacer) SetRateAt(ctx context.Context, now time.Time, rate float64) error {
-	ns := now.UnixNano()
-	return p.setRate(ctx, &ns, rate)
 }
 
 // PauseUntilAt is [Pacer.PauseUntil] with t on the shared time base (see
@@ -165,12 +163,13 @@ func (p *Pacer) State(ctx context.Context) (PacerState, error) {
 	return PacerState{Interval: time.Duration(iv), Burst: int(burst), Backlog: time.Duration(max(tat, now) - now)}, nil
 }
 
-// reserve runs reserveSQL, creating the row first if it is missing.
-func (p *Pacer) reserve(ctx context.Context, now *int64, n int) (wait time.Duration, burst int64, err error) {
+// reserve runs reserveSQL, creating the row first if it is missing. at is
+// the now it booked at, in nanoseconds on the shared time base.
+func (p *Pacer) reserve(ctx context.Context, now *int64, n int) (wait time.Duration, burst, at int64, err error) {
 	err = p.withRow(ctx, "ReserveN", func() error {
-		return p.s.pool.QueryRow(ctx, p.s.sql.reserve, p.key, now, n).Scan(&wait, &burst)
+		return p.s.pool.QueryRow(ctx, p.s.sql.reserve, p.key, now, n).Scan(&wait, &burst, &at)
 	})
-	return wait, burst, err
+	return wait, burst, at, err
 }
 
 // decide runs decideSQL, creating the row first if it is missing.
@@ -187,23 +186,6 @@ func (p *Pacer) decide(ctx context.Context, now *int64, n int) (r gcra.Result, e
 func (p *Pacer) unreserve(ctx context.Context, now *int64, n int) error {
 	if _, err := p.s.pool.Exec(ctx, p.s.sql.unreserve, p.key, now, n); err != nil {
 		return p.fail("UnreserveN", err)
-	}
-	return nil
-}
-
-func (p *Pacer) setRate(ctx context.Context, now *int64, rate float64) error {
-	iv, rule := intervalOf(rate)
-	if rule != "" {
-		return fmt.Errorf("pgstore: pacer %q: SetRate rate must be %s (got %v): %w", p.key, rule, rate, gcra.ErrInvalidRate)
-	}
-	var burst int64
-	err := p.s.pool.QueryRow(ctx, p.s.sql.setRate, p.key, now, iv, p.burst).Scan(&burst)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("pgstore: pacer %q: SetRate rate %v gives an interval of %v; the shared Burst × interval must fit in int64 nanoseconds: %w",
-			p.key, rate, time.Duration(iv), gcra.ErrInvalidRate)
-	case err != nil:
-		return p.fail("SetRate", err)
 	}
 	return nil
 }

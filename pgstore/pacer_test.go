@@ -77,12 +77,12 @@ func TestPacerMatchesLimiter(t *testing.T) {
 				if err := lim.SetRateAt(now, r); err != nil {
 					rt.Fatal(err)
 				}
-				if err := p.SetRateAt(ctx, now, r); err != nil {
-					rt.Fatalf("step %d: SetRateAt(%v): %v", step, r, err)
+				if err := p.ForceRateAt(ctx, now, r); err != nil {
+					rt.Fatalf("step %d: ForceRateAt(%v): %v", step, r, err)
 				}
 				st, err := p.State(ctx)
 				if err != nil || st.Interval != lim.Interval() {
-					rt.Fatalf("step %d: SetRateAt(%v): interval %v (%v), limiter %v", step, r, st.Interval, err, lim.Interval())
+					rt.Fatalf("step %d: ForceRateAt(%v): interval %v (%v), limiter %v", step, r, st.Interval, err, lim.Interval())
 				}
 			case 4:
 				until := now.Add(time.Duration(rapid.Int64Range(-int64(time.Second), int64(time.Minute)).Draw(rt, "pause")))
@@ -259,14 +259,16 @@ func TestPacerPauseUntil(t *testing.T) {
 	}
 }
 
-// TestPacerRejectsBadRates: rates gcra refuses, and rates whose interval
-// overflows with the shared row's burst, are ErrInvalidRate and leave the
-// rate unchanged.
+// TestPacerRejectsBadRates: rates gcra refuses, and forced rates whose
+// interval overflows with the shared row's burst, are ErrInvalidRate and
+// leave the rate unchanged; a cut that would overflow stops at the slowest
+// rate the row can hold.
 func TestPacerRejectsBadRates(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, nil)
+	ctx := t.Context()
 	p := newPacer(t, s, pgstore.PacerConfig{Rate: 4, Burst: 1000})
-	if err := p.SetRate(5); err != nil {
+	if err := p.SetRate(5); err != nil { // the first proposal creates the row
 		t.Fatal(err)
 	}
 	narrow, err := s.NewPacer(p.Key(), pgstore.PacerConfig{Burst: 1}) // agrees locally
@@ -277,12 +279,22 @@ func TestPacerRejectsBadRates(t *testing.T) {
 		if err := p.SetRate(r); !errors.Is(err, gcra.ErrInvalidRate) {
 			t.Errorf("SetRate(%v): %v, want ErrInvalidRate", r, err)
 		}
+		if err := p.ForceRate(ctx, r); !errors.Is(err, gcra.ErrInvalidRate) {
+			t.Errorf("ForceRate(%v): %v, want ErrInvalidRate", r, err)
+		}
 	}
-	if err := narrow.SetRate(1e-9); !errors.Is(err, gcra.ErrInvalidRate) {
-		t.Errorf("SetRate overflowing the shared burst: %v, want ErrInvalidRate", err)
+	if err := narrow.ForceRate(ctx, 1e-9); !errors.Is(err, gcra.ErrInvalidRate) {
+		t.Errorf("ForceRate overflowing the shared burst: %v, want ErrInvalidRate", err)
 	}
-	if st, err := p.State(t.Context()); err != nil || st.Rate() != 5 || st.Burst != 1000 {
-		t.Fatalf("state after refused rates: %+v (%v), want rate 5, burst 1000", st, err)
+	if r, err := p.Rate(ctx); err != nil || r != 5 {
+		t.Fatalf("rate after refused rates: %v (%v), want 5", r, err)
+	}
+	if err := p.SetRate(5e-9); err != nil { // a cut by 1e9: far past what burst 1000 allows
+		t.Fatal(err)
+	}
+	st, err := p.State(ctx)
+	if want := time.Duration(math.MaxInt64 / 1000); err != nil || st.Interval != want || st.Burst != 1000 {
+		t.Fatalf("state after an overflowing cut: %+v (%v), want interval %v, burst 1000", st, err, want)
 	}
 }
 
@@ -299,6 +311,10 @@ func TestNewPacerRejectsBadConfig(t *testing.T) {
 		"negative burst":    {Burst: -1},
 		"overflowing burst": {Rate: 1e-9, Burst: 1 << 40},
 		"negative timeout":  {Timeout: -time.Second},
+		"negative cool-off": {CoolOff: -time.Second},
+		"growth 1":          {MaxGrowth: 1},
+		"growth NaN":        {MaxGrowth: math.NaN()},
+		"growth 1e4":        {MaxGrowth: 1e4},
 	}
 	for name, cfg := range cases {
 		if _, err := s.NewPacer("k", cfg); !errors.Is(err, pgstore.ErrInvalidConfig) {

@@ -222,7 +222,8 @@ type statements struct {
 	acquire, renew, release, leaseOf              string
 	addGap, listGaps, resolveGap                  string
 	addCoverage, coverage                         string
-	reserve, decide, unreserve, setRate, pause    string
+	reserve, decide, unreserve, forceRate, pause  string
+	adjustRate                                    string
 	ensurePacer, pacerState                       string
 	migrationsTable, migrationsApplied, recordMig string
 }
@@ -237,7 +238,7 @@ func expand(schema string) statements {
 		addGap:  r.Replace(addGapSQL), listGaps: r.Replace(listGapsSQL), resolveGap: r.Replace(resolveGapSQL),
 		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
 		reserve: r.Replace(reserveSQL), decide: r.Replace(decideSQL), unreserve: r.Replace(unreserveSQL),
-		setRate: r.Replace(setRateSQL), pause: r.Replace(pauseSQL),
+		forceRate: r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
 		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),
 		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),
 		recordMig: r.Replace(recordMigrationSQL),

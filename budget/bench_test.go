@@ -57,12 +57,7 @@ func BenchmarkDoParallel(b *testing.B) {
 // BenchmarkRegistryLookup looks up existing keys among 100,000 from many
 // goroutines: the cost every request pays to find its provider.
 func BenchmarkRegistryLookup(b *testing.B) {
-	reg, _ := budget.NewRegistry(budget.RegistryConfig{MaxProviders: 200_000})
-	keys := make([]string, 100_000)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("host-%d.example.com", i)
-		reg.Provider(keys[i])
-	}
+	reg, keys := registry100k()
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -78,12 +73,7 @@ func BenchmarkRegistryLookup(b *testing.B) {
 
 // BenchmarkRegistryProvider is the get-or-create path for existing keys.
 func BenchmarkRegistryProvider(b *testing.B) {
-	reg, _ := budget.NewRegistry(budget.RegistryConfig{MaxProviders: 200_000})
-	keys := make([]string, 100_000)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("host-%d.example.com", i)
-		reg.Provider(keys[i])
-	}
+	reg, keys := registry100k()
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -93,4 +83,15 @@ func BenchmarkRegistryProvider(b *testing.B) {
 			i += 7919
 		}
 	})
+}
+
+// registry100k returns a registry holding 100,000 providers, and their keys.
+func registry100k() (*budget.Registry, []string) {
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{MaxProviders: 200_000})
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("host-%d.example.com", i)
+		reg.Provider(keys[i])
+	}
+	return reg, keys
 }

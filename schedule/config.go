@@ -1,0 +1,163 @@
+package schedule
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+)
+
+// Config configures a [Scheduler]. The zero value is valid: eight jobs at
+// once, at most two per provider, one priority point of aging per minute,
+// ±5% jitter, a one-minute lease and a one-second poll.
+type Config struct {
+	// MaxRunning caps how many jobs run at once in this scheduler, over all
+	// providers. Defaults to 8.
+	MaxRunning int
+	// MaxPerProvider caps how many jobs of one provider run at once,
+	// counting every scheduler sharing the store (live leases). Keep it
+	// below MaxRunning so that one slow provider cannot hold every slot.
+	// Must not exceed MaxRunning. Defaults to 2, or MaxRunning if smaller.
+	MaxPerProvider int
+	// Aging is the wait worth one priority point: a due job that has waited
+	// Aging longer than another ranks as if its priority were one lower, so
+	// a low-priority job is never starved by a stream of fresh
+	// high-priority work. At most [MaxAging]. Defaults to 1 minute.
+	Aging time.Duration
+	// Jitter is the fraction by which each interval (and each backoff) is
+	// randomly lengthened or shortened, so that jobs added together do not
+	// run together forever. In [0, 0.5]. Zero means the default, 0.05
+	// (±5%); to disable jitter, make Random return 0.5.
+	Jitter float64
+	// Random returns uniform numbers in [0, 1) for jitter. Nil means
+	// math/rand/v2. Tests pin it.
+	Random func() float64
+	// Requeue is how long a job waits before running again after its run
+	// spent the run's budget (request cap, deadline, retry budget) or left
+	// a backfill or gap fill unfinished. Budget exhaustion is a planned
+	// hand-off: no cool-down of the provider, just a short pause of the job
+	// and a place at the back of the queue. It is also the shortest wait
+	// after source pressure, so that a runner failing at once cannot spin.
+	// Defaults to 1 second.
+	Requeue time.Duration
+	// Cooldown is how long a provider cools after source pressure whose
+	// end is unknown (a [budget.Error] with a zero Until). Defaults to 1
+	// minute.
+	Cooldown time.Duration
+	// Backoff is the wait after a job's first consecutive failure; each
+	// further failure doubles it, up to MaxBackoff. Defaults to 5 seconds.
+	Backoff time.Duration
+	// MaxBackoff caps the failure backoff. At least Backoff. Defaults to
+	// 1 hour.
+	MaxBackoff time.Duration
+	// LeaseTTL is how long a claim holds a job before another scheduler may
+	// rescue it; running jobs are renewed every LeaseTTL/3. At least 3 ×
+	// Poll. Defaults to 1 minute.
+	LeaseTTL time.Duration
+	// Poll is the longest the scheduler sleeps before asking the store for
+	// due jobs again. It also wakes when a run ends, when a job it knows of
+	// comes due, when a provider's cool-down ends and on every control call,
+	// so Poll matters only for work another process added. Defaults to 1
+	// second.
+	Poll time.Duration
+	// RunTimeout caps one run's wall clock: the runner's context ends after
+	// it, and the run counts as budget exhaustion (the job is re-queued).
+	// Zero (the default) means no cap; the runner's own envelope applies.
+	RunTimeout time.Duration
+	// Owner prefixes the lease owner of every claim, so an operator can tell
+	// which process runs a job. Defaults to "schedule-<pid>-<random>".
+	Owner string
+	// Spare reports whether provider has budget to spare for a backfill.
+	// It is consulted only after the head-first rule allowed the backfill
+	// (no head job of the provider is due or running), from inside the
+	// store's claim: it must be quick and must not call the scheduler.
+	// Nil means: with Budget set, the provider's breaker is closed, it is
+	// not paused, and its bulkhead saw no new saturation since the last
+	// check; without Budget, always.
+	Spare func(provider string) bool
+	// Budget is the host's registry of providers, if any: the admin API
+	// and status page show each provider's budget snapshot, and the
+	// default Spare reads it. Nil means none.
+	Budget *budget.Registry
+	// Logger receives one structured line per store error and lost lease.
+	// Nil means silent.
+	Logger *slog.Logger
+}
+
+// The defaults of [Config].
+const (
+	defaultMaxRunning = 8
+	defaultPerProv    = 2
+	defaultAging      = time.Minute
+	defaultJitter     = 0.05
+	defaultCooldown   = time.Minute
+	defaultRequeue    = time.Second
+	defaultBackoff    = 5 * time.Second
+	defaultMaxBackoff = time.Hour
+	defaultLeaseTTL   = time.Minute
+	defaultPoll       = time.Second
+)
+
+// withDefaults validates c and returns it with every zero field defaulted.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(field, rule string, got any) (Config, error) {
+		return c, fmt.Errorf("%w: Config.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+	}
+	switch {
+	case c.MaxRunning < 0 || c.MaxRunning > 1<<16:
+		return bad("MaxRunning", "in [0, 65536]", c.MaxRunning)
+	case c.MaxPerProvider < 0:
+		return bad("MaxPerProvider", ">= 0", c.MaxPerProvider)
+	case c.Aging < 0 || c.Aging > MaxAging:
+		return bad("Aging", "in [0, 24h]", c.Aging)
+	case c.Jitter < 0 || c.Jitter > 0.5 || c.Jitter != c.Jitter:
+		return bad("Jitter", "in [0, 0.5]", c.Jitter)
+	case c.Requeue < 0:
+		return bad("Requeue", ">= 0", c.Requeue)
+	case c.Cooldown < 0:
+		return bad("Cooldown", ">= 0", c.Cooldown)
+	case c.Backoff < 0:
+		return bad("Backoff", ">= 0", c.Backoff)
+	case c.MaxBackoff < 0:
+		return bad("MaxBackoff", ">= 0", c.MaxBackoff)
+	case c.LeaseTTL < 0:
+		return bad("LeaseTTL", ">= 0", c.LeaseTTL)
+	case c.Poll < 0:
+		return bad("Poll", ">= 0", c.Poll)
+	case c.RunTimeout < 0:
+		return bad("RunTimeout", ">= 0", c.RunTimeout)
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.MaxRunning == 0 {
+		c.MaxRunning = defaultMaxRunning
+	}
+	if c.MaxPerProvider == 0 {
+		c.MaxPerProvider = min(defaultPerProv, c.MaxRunning)
+	}
+	if c.Jitter == 0 {
+		c.Jitter = defaultJitter
+	}
+	def(&c.Aging, defaultAging)
+	def(&c.Requeue, defaultRequeue)
+	def(&c.Cooldown, defaultCooldown)
+	def(&c.Backoff, defaultBackoff)
+	def(&c.MaxBackoff, max(defaultMaxBackoff, c.Backoff))
+	def(&c.LeaseTTL, max(defaultLeaseTTL, 3*c.Poll))
+	def(&c.Poll, min(defaultPoll, c.LeaseTTL/3))
+	switch {
+	case c.MaxPerProvider > c.MaxRunning:
+		return bad("MaxPerProvider", fmt.Sprintf("<= MaxRunning (%d)", c.MaxRunning), c.MaxPerProvider)
+	case c.MaxBackoff < c.Backoff:
+		return bad("MaxBackoff", fmt.Sprintf(">= Backoff (%v)", c.Backoff), c.MaxBackoff)
+	case c.Poll <= 0:
+		return bad("Poll", "> 0 (LeaseTTL is too short to derive it)", c.Poll)
+	case c.LeaseTTL < 3*c.Poll:
+		return bad("LeaseTTL", fmt.Sprintf(">= 3 × Poll (%v)", 3*c.Poll), c.LeaseTTL)
+	}
+	return c, nil
+}

@@ -1,0 +1,215 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Upsert adds the job spec describes, or updates the definition (priority,
+// interval, payload) of the job with the same (Provider, Kind, Stream):
+// adding a job twice is harmless, and there is never more than one pending
+// run per stream and kind. A new job is idle and due at spec.NextRun (zero:
+// now). It returns the job as stored; Version 1 means it was created.
+// Errors: [ErrInvalid] naming the field of spec; store errors.
+func (s *Scheduler) Upsert(ctx context.Context, spec Spec) (Job, error) {
+	return s.UpsertAt(ctx, time.Now(), spec)
+}
+
+// UpsertAt is [Scheduler.Upsert] at now.
+func (s *Scheduler) UpsertAt(ctx context.Context, now time.Time, spec Spec) (Job, error) {
+	if err := spec.validate(); err != nil {
+		return Job{}, err
+	}
+	prio := spec.Priority
+	if prio == 0 {
+		prio = spec.Kind.DefaultPriority()
+	}
+	next := spec.NextRun
+	if next.IsZero() {
+		next = now
+	}
+	j, err := s.store.Upsert(ctx, Job{
+		Provider: spec.Provider, Kind: spec.Kind, Stream: spec.Stream,
+		Priority: prio, Interval: spec.Interval, Payload: spec.Payload,
+		State: StateIdle, NextRun: next, Created: now, Updated: now,
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	if j.Version == 1 {
+		s.addWake(j.NextRun)
+		s.poke()
+	}
+	return j, nil
+}
+
+// Job returns the job with the given ID. Errors: [ErrInvalid], [ErrNotFound].
+func (s *Scheduler) Job(ctx context.Context, id int64) (Job, error) {
+	return s.store.Get(ctx, id)
+}
+
+// Jobs returns the jobs matching q, in ID order (see [JobStore.List]).
+func (s *Scheduler) Jobs(ctx context.Context, q Query) ([]Job, error) {
+	return s.store.List(ctx, q)
+}
+
+// errNoChange aborts a mutation that has nothing to do.
+var errNoChange = errors.New("schedule: no change")
+
+// Pause stops job id from running until [Scheduler.Resume]. If it is
+// running here, its run is interrupted (the runner's context is cancelled
+// with cause [ErrInterrupted]; it stops at its next slice boundary) and
+// the job stays paused when the run ends; a run elsewhere notices at its
+// next lease renewal. Pausing a paused job is a no-op. Errors:
+// [ErrInvalid], [ErrNotFound].
+func (s *Scheduler) Pause(ctx context.Context, id int64) (Job, error) {
+	s.claimMu.Lock() // a claim in flight registers its jobs first
+	defer s.claimMu.Unlock()
+	now := time.Now()
+	j, err := s.mutate(ctx, id, func(j *Job) error {
+		if j.State == StatePaused {
+			return errNoChange
+		}
+		j.State, j.Updated = StatePaused, now
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoChange) {
+		return Job{}, err
+	}
+	s.mu.Lock()
+	if a := s.active[id]; a != nil {
+		a.interrupt(fmt.Errorf("%w: job %d paused", ErrInterrupted, id))
+	}
+	s.mu.Unlock()
+	return j, nil
+}
+
+// Resume lets a paused job run again: it is due at its NextRun, at once if
+// that has passed. Resuming a job that is not paused is a no-op. Errors:
+// [ErrInvalid], [ErrNotFound].
+func (s *Scheduler) Resume(ctx context.Context, id int64) (Job, error) {
+	return s.ResumeAt(ctx, time.Now(), id)
+}
+
+// ResumeAt is [Scheduler.Resume] at now.
+func (s *Scheduler) ResumeAt(ctx context.Context, now time.Time, id int64) (Job, error) {
+	j, err := s.mutate(ctx, id, func(j *Job) error {
+		if j.State != StatePaused {
+			return errNoChange
+		}
+		j.State, j.Updated = StateIdle, now
+		if j.Lease.Held(now) { // its interrupted run has not ended yet
+			j.State = StateRunning
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoChange) {
+		return Job{}, err
+	}
+	s.addWake(j.NextRun)
+	s.poke()
+	return j, nil
+}
+
+// RunNow queues job id to run at once, ahead of its schedule; a paused job
+// is resumed, a finished backfill runs again. Errors: [ErrInvalid],
+// [ErrNotFound], [ErrRunning] (its run is in progress: at most one run per
+// job).
+func (s *Scheduler) RunNow(ctx context.Context, id int64) (Job, error) {
+	return s.RunNowAt(ctx, time.Now(), id)
+}
+
+// RunNowAt is [Scheduler.RunNow] at now.
+func (s *Scheduler) RunNowAt(ctx context.Context, now time.Time, id int64) (Job, error) {
+	j, err := s.mutate(ctx, id, func(j *Job) error {
+		if j.Lease.Held(now) {
+			return fmt.Errorf("%w: job %d is leased by %s until %s", ErrRunning, j.ID, j.Lease.Owner, j.Lease.Until.Format(time.RFC3339))
+		}
+		j.State, j.NextRun, j.Updated = StateQueued, now, now
+		return nil
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	s.poke()
+	return j, nil
+}
+
+// Delete removes job id. If it is running here, its run is interrupted and
+// its outcome discarded. Errors: [ErrInvalid], [ErrNotFound].
+func (s *Scheduler) Delete(ctx context.Context, id int64) error {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	if err := s.store.Delete(ctx, id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if a := s.active[id]; a != nil {
+		a.interrupt(fmt.Errorf("%w: job %d deleted", ErrInterrupted, id))
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// PauseProvider stops every job of provider from starting in this
+// scheduler and interrupts the ones running here (their runners' contexts
+// are cancelled with cause [ErrInterrupted]; they stop at their next slice
+// boundary and are due again once the provider resumes). The pause lives
+// in this Scheduler, not in the store: a host running several re-applies
+// it to each.
+func (s *Scheduler) PauseProvider(provider string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paused[provider] = true
+	for _, a := range s.active {
+		if a.job.Provider == provider {
+			a.interrupt(fmt.Errorf("%w: provider %s paused", ErrInterrupted, provider))
+		}
+	}
+}
+
+// ResumeProvider lets provider's jobs start again.
+func (s *Scheduler) ResumeProvider(provider string) {
+	s.mu.Lock()
+	delete(s.paused, provider)
+	s.mu.Unlock()
+	s.poke()
+}
+
+// ProviderPaused reports whether provider is paused in this scheduler. A
+// runner that prefers polling to watching its context may consult it
+// between slices.
+func (s *Scheduler) ProviderPaused(provider string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused[provider]
+}
+
+// spare returns the Tail check of a claim at now: Config.Spare, or the
+// budget-based default, or nil (always spare).
+func (s *Scheduler) spare(now time.Time) func(string) bool {
+	if s.cfg.Spare != nil {
+		return s.cfg.Spare
+	}
+	reg := s.cfg.Budget
+	if reg == nil {
+		return nil
+	}
+	return func(provider string) bool {
+		p, ok := reg.Lookup(provider)
+		if !ok {
+			return true // never called yet: nothing in flight
+		}
+		snap := p.Snapshot()
+		if snap.Breaker != "closed" || snap.PausedUntil.After(now) {
+			return false
+		}
+		s.spareMu.Lock()
+		defer s.spareMu.Unlock()
+		last, seen := s.saturated[provider]
+		s.saturated[provider] = snap.Saturated
+		return !seen || snap.Saturated == last
+	}
+}

@@ -1,0 +1,154 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/schedule"
+)
+
+// The control calls (pause, resume, run now, delete; pause a provider)
+// against a running scheduler, in synctest bubbles.
+
+// TestRunPauseAndResumeJob: pausing a running job interrupts its run and
+// keeps it from running; resuming runs it again at once.
+func TestRunPauseAndResumeJob(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var cause error
+		rec := newRecorder(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			err := sleepCtx(ctx, time.Hour)
+			if err != nil {
+				cause = err
+			}
+			return schedule.Result{}, err
+		})
+		s, _ := newSched(t, schedule.Config{}, rec)
+		j := upsert(t, s, time.Now(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(time.Second)
+		if _, err := s.Pause(t.Context(), j.ID); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !errors.Is(cause, schedule.ErrInterrupted) {
+			t.Fatalf("runner's context cause %v after Pause, want ErrInterrupted", cause)
+		}
+		if got := get(t, s, j.ID); got.State != schedule.StatePaused || got.Lease.Owner != "" {
+			t.Fatalf("after Pause and the run's end: state %s, lease %+v; want paused, unleased", got.State, got.Lease)
+		}
+		time.Sleep(10 * time.Minute)
+		if n := len(rec.startsOf("s")); n != 1 {
+			t.Fatalf("%d runs while paused, want just the interrupted one", n)
+		}
+		resumed := time.Now()
+		if _, err := s.Resume(t.Context(), j.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if starts := rec.startsOf("s"); len(starts) != 2 || !starts[1].Equal(resumed) {
+			t.Fatalf("starts %v, want a second run at the resume (%v)", starts, resumed)
+		}
+	})
+}
+
+// TestRunPauseProvider: pausing a provider interrupts its running jobs and
+// starts none of them until it resumes; other providers carry on.
+func TestRunPauseProvider(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			return schedule.Result{}, sleepCtx(ctx, 30*time.Second)
+		})
+		s, _ := newSched(t, schedule.Config{}, rec)
+		begin := time.Now()
+		for _, st := range []string{"p1", "p2"} {
+			upsert(t, s, begin, schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: st, Interval: time.Minute})
+		}
+		upsert(t, s, begin, schedule.Spec{Provider: "q", Kind: schedule.KindIncremental, Stream: "q1", Interval: time.Minute})
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(5 * time.Second)
+		s.PauseProvider("p")
+		if !s.ProviderPaused("p") {
+			t.Fatal("ProviderPaused(p) = false after PauseProvider")
+		}
+		time.Sleep(10 * time.Minute)
+		for _, st := range []string{"p1", "p2"} {
+			if n := len(rec.startsOf(st)); n != 1 {
+				t.Fatalf("%s started %d times while its provider was paused, want only the first run", st, n)
+			}
+		}
+		if n := len(rec.startsOf("q1")); n < 9 {
+			t.Fatalf("q1 ran %d times in 10 minutes while another provider was paused, want ≥ 9", n)
+		}
+		resumed := time.Now()
+		s.ResumeProvider("p")
+		time.Sleep(time.Second)
+		for _, st := range []string{"p1", "p2"} {
+			if starts := rec.startsOf(st); len(starts) != 2 || !starts[1].Equal(resumed) {
+				t.Fatalf("%s starts %v, want a second run at the resume", st, starts)
+			}
+		}
+	})
+}
+
+// TestRunDeleteRunningJob: deleting a running job interrupts its run and
+// discards the outcome.
+func TestRunDeleteRunningJob(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var cause error
+		rec := newRecorder(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			cause = sleepCtx(ctx, time.Hour)
+			return schedule.Result{}, cause
+		})
+		s, store := newSched(t, schedule.Config{}, rec)
+		j := upsert(t, s, time.Now(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(time.Second)
+		if err := s.Delete(t.Context(), j.ID); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !errors.Is(cause, schedule.ErrInterrupted) {
+			t.Fatalf("runner's cause %v, want ErrInterrupted", cause)
+		}
+		if store.Len() != 0 {
+			t.Fatalf("%d jobs stored after Delete, want 0", store.Len())
+		}
+	})
+}
+
+// TestRunNowWhileRunningConflicts: RunNow is refused while the job runs
+// and runs it at once otherwise.
+func TestRunNowWhileRunningConflicts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			return schedule.Result{}, sleepCtx(ctx, 10*time.Second)
+		})
+		s, _ := newSched(t, schedule.Config{}, rec)
+		j := upsert(t, s, time.Now(), schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: "s", Interval: time.Hour})
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(time.Second)
+		if _, err := s.RunNow(t.Context(), j.ID); !errors.Is(err, schedule.ErrRunning) {
+			t.Fatalf("RunNow on a running job: %v, want ErrRunning", err)
+		}
+		time.Sleep(time.Minute)
+		now := time.Now()
+		if _, err := s.RunNow(t.Context(), j.ID); err != nil {
+			t.Fatalf("RunNow: %v", err)
+		}
+		time.Sleep(time.Second)
+		if starts := rec.startsOf("s"); len(starts) != 2 || !starts[1].Equal(now) {
+			t.Fatalf("starts %v, want a second run at RunNow (%v), long before its hourly cycle", starts, now)
+		}
+	})
+}

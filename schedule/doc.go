@@ -1,0 +1,90 @@
+// Package schedule runs many collection jobs over many providers: fresh
+// data first, history when a provider is idle, never more at once than the
+// limits allow, and never before a provider's rate-limit pause has ended.
+//
+// # Jobs
+//
+// A [Job] is one stream's recurring or resumable work, identified by
+// (Provider, Kind, Stream), so adding it twice is an idempotent upsert and
+// there is at most one pending run per stream and kind. The kinds, in their
+// default priority order (lower runs first):
+//
+//	gap_fill     10  refetch the holes earlier runs left; deleted when done
+//	incremental  20  new data at the head, every Interval (± Jitter)
+//	refresh      30  metadata such as markets, every Interval (6–24h)
+//	backfill     40  history towards the earliest data; success when done
+//
+// Refresh ranks after incremental work: a new listing matters less than a
+// late candle, and a refresh is one cheap request every few hours.
+// Backfills and gap fills run until the [Runner] reports [Result.Done]: the
+// runner, not the configuration, discovers where a provider's history
+// begins.
+//
+// # Picking the next job
+//
+// [Scheduler.ClaimAt] is the decision. Due jobs are ranked by NextRun +
+// Priority × Aging: strict priority for jobs due together, and a job
+// waiting Aging longer gains a point, so low-priority work is never starved.
+// Within that order a job starts only if
+//
+//   - fewer than MaxRunning jobs run in this scheduler, and fewer than
+//     MaxPerProvider of its provider run anywhere (live leases in the
+//     store), so one slow provider cannot hold every slot;
+//   - its provider is not paused and not cooling down;
+//   - it is head work, or it is a backfill and its provider has no head
+//     job due or running (head first, tail when idle) and
+//     [Config.Spare] says the provider has budget to spare. Under
+//     saturation backfills wait; fresh data does not.
+//
+// The store does the picking ([JobStore.Claim]), so the rule holds across
+// processes sharing a database, and the memory store indexes due jobs per
+// provider, so a decision never scans every job. Nothing is queued in
+// memory: however many jobs are added, the scheduler holds only its
+// running jobs.
+//
+// # Outcomes
+//
+// What a run returns decides what happens next:
+//
+//	result                      state               next run                      provider
+//	nil, refresh / incremental  idle                last due + Interval ± Jitter  -
+//	nil, backfill / gap fill    queued              now + Requeue                 -
+//	nil + Done, backfill        success             never (run now re-arms it)    -
+//	nil + Done, gap fill        (deleted)           -                             -
+//	budget exhaustion           queued              now + Requeue                 no cool-down
+//	source pressure             waiting_rate_limit  Error.Until (*)               cooled until then
+//	other error                 failed              now + Backoff × 2^(n-1) (**)  -
+//	interrupted                 queued              unchanged: due at once        -
+//
+// (*) now + Cooldown when the error names no end; never sooner than now +
+// Requeue, so that a runner failing at once cannot spin. (**) n is the
+// number of consecutive failures; capped at MaxBackoff. A job paused during
+// its run stays paused whatever the outcome, which still sets its stats and
+// next run. Every outcome releases the lease and counts the run.
+//
+// Budget exhaustion ([budget.Reason.Exhausted]: request cap, deadline,
+// retry budget, or RunTimeout) is a planned hand-off: the remainder is due
+// again soon and nothing cools. Source pressure
+// ([budget.Reason.SourcePressure]: throttled, unavailable, circuit open,
+// banned) cools that provider only: none of its jobs starts before the
+// pause ends, and the job that met it resumes exactly then. A job that
+// fell behind skips the cycles it missed rather than running back to back.
+//
+// # Control
+//
+// Jobs can be paused, resumed, run now and deleted; providers paused and
+// resumed. A running job that is paused or deleted, or whose provider is
+// paused, has its runner's context cancelled with cause [ErrInterrupted]: a
+// slice runner stops at its next slice boundary and the run is not counted
+// as a failure. [Scheduler.Handler] serves all of it as JSON, plus an HTML
+// status page; [Scheduler.Snapshot] gives the metrics.
+//
+// # Storage
+//
+// [JobStore] has six methods, each a contract tested by
+// [github.com/forage-go/forage/schedule/jobstoretest]. Time is always an
+// argument, so the suite controls it and SQL stores take it as a
+// parameter. [MemoryStore] is the default; a PostgreSQL store claims with
+// FOR UPDATE SKIP LOCKED, and a crashed scheduler's jobs are rescued when
+// their leases expire.
+package schedule

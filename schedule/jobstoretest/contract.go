@@ -1,0 +1,104 @@
+package jobstoretest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/schedule"
+)
+
+var contractTests = []test{
+	{"UpsertValidates", testUpsertValidates},
+	{"ClaimValidates", testClaimValidates},
+	{"DoneContextChangesNothing", testDoneContext},
+}
+
+func testUpsertValidates(t *testing.T, e *env) {
+	for i, change := range []func(*schedule.Job){
+		func(j *schedule.Job) { j.Provider = "" },
+		func(j *schedule.Job) { j.Stream = "" },
+		func(j *schedule.Job) { j.Kind = "" },
+		func(j *schedule.Job) { j.Kind = "sideways" },
+		func(j *schedule.Job) { j.State = "" },
+		func(j *schedule.Job) { j.State = "asleep" },
+		func(j *schedule.Job) { j.Priority = -1 },
+		func(j *schedule.Job) { j.Priority = schedule.MaxPriority + 1 },
+		func(j *schedule.Job) { j.Interval = -time.Second },
+		func(j *schedule.Job) { j.Lease = schedule.Lease{Owner: "o"} },
+	} {
+		j := job("p", schedule.KindIncremental, "s", at(0))
+		change(&j)
+		_, err := e.s.Upsert(e.ctx, j)
+		wantErr(t, fmt.Sprintf("case %d: Upsert(%+v)", i, j), err, schedule.ErrInvalid)
+	}
+	all, err := e.s.List(e.ctx, schedule.Query{})
+	wantErr(t, "List", err, nil)
+	if len(all) != 0 {
+		t.Fatalf("%d jobs stored after only invalid upserts, want 0", len(all))
+	}
+	// The bounds themselves are valid.
+	j := job("p", schedule.KindIncremental, "s", at(0))
+	j.Priority = schedule.MaxPriority
+	e.insert(j)
+	j = job("p", schedule.KindIncremental, "t", at(0))
+	j.Priority, j.Interval = 0, 0
+	e.insert(j)
+}
+
+func testClaimValidates(t *testing.T, e *env) {
+	e.insert(job("p", schedule.KindIncremental, "s", at(0)))
+	for _, tc := range []struct {
+		owner string
+		ttl   time.Duration
+		limit int
+		f     schedule.ClaimFilter
+	}{
+		{"", time.Minute, 1, schedule.ClaimFilter{}},
+		{"o", 0, 1, schedule.ClaimFilter{}},
+		{"o", -time.Second, 1, schedule.ClaimFilter{}},
+		{"o", time.Minute, 0, schedule.ClaimFilter{}},
+		{"o", time.Minute, 1, schedule.ClaimFilter{PerProvider: -1}},
+		{"o", time.Minute, 1, schedule.ClaimFilter{Aging: -time.Second}},
+		{"o", time.Minute, 1, schedule.ClaimFilter{Aging: schedule.MaxAging + 1}},
+	} {
+		_, err := e.s.Claim(e.ctx, at(10), tc.owner, tc.ttl, tc.limit, tc.f)
+		wantErr(t, fmt.Sprintf("Claim(owner %q, ttl %v, limit %d, %+v)", tc.owner, tc.ttl, tc.limit, tc.f), err, schedule.ErrInvalid)
+	}
+	if got := e.claim(at(10), "o", 1, schedule.ClaimFilter{}); len(got) != 1 {
+		t.Fatalf("valid Claim after the invalid ones took %v, want the job (nothing was leased)", got)
+	}
+}
+
+func testDoneContext(t *testing.T, e *env) {
+	j := e.insert(job("p", schedule.KindIncremental, "s", at(0)))
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s with a done context: %v, want an error wrapping context.Canceled", op, err)
+		}
+	}
+	_, err := e.s.Upsert(ctx, job("p", schedule.KindIncremental, "t", at(0)))
+	check("Upsert", err)
+	_, err = e.s.Get(ctx, j.ID)
+	check("Get", err)
+	_, err = e.s.List(ctx, schedule.Query{})
+	check("List", err)
+	u := j
+	u.State = schedule.StatePaused
+	_, err = e.s.Update(ctx, u)
+	check("Update", err)
+	check("Delete", e.s.Delete(ctx, j.ID))
+	_, err = e.s.Claim(ctx, at(10), "o", time.Minute, 1, schedule.ClaimFilter{})
+	check("Claim", err)
+	diff(t, "job after calls with a done context", j, e.get(j.ID))
+	all, err := e.s.List(e.ctx, schedule.Query{})
+	wantErr(t, "List", err, nil)
+	if len(all) != 1 {
+		t.Fatalf("%d jobs after a cancelled Upsert, want 1", len(all))
+	}
+}

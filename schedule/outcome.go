@@ -1,0 +1,255 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+)
+
+// outcomeKind is what one run's end does to its job; see the table in the
+// package doc.
+type outcomeKind uint8
+
+const (
+	outSuccess     outcomeKind = iota // next cycle, or continue an unfinished backfill / gap fill
+	outDone                           // a backfill or gap fill finished
+	outRequeue                        // budget exhaustion: again soon, no cool-down
+	outPressure                       // source pressure: wait for the provider, cool it
+	outFailed                         // back off
+	outInterrupted                    // stopped by the scheduler: run again, not a failure
+)
+
+// outcome is one run's end, classified.
+type outcome struct {
+	kind  outcomeKind
+	until time.Time // the end of the provider's pause (outPressure)
+	err   error
+}
+
+// FinishAt reports the end of a run of job, which must have come from this
+// scheduler's [Scheduler.ClaimAt] and not been finished yet, and applies
+// the outcome at now (see the package doc's table): the job's state, next
+// run and stats, its provider's cool-down, and the release of its lease and
+// of its slot. runErr is what the runner returned: nil, a [budget.Error]
+// (exhaustion or source pressure), a context error, or a failure.
+//
+// FinishAt returns the job as stored after the outcome. A done gap fill is
+// deleted and returned as last held. If the job was deleted meanwhile, or
+// its lease was lost to another scheduler, nothing is written and the job
+// is returned as last known. Errors: [ErrInvalid] (a job not running here);
+// a store error (the lease then expires and the job is rescued).
+func (s *Scheduler) FinishAt(ctx context.Context, now time.Time, job Job, res Result, runErr error) (Job, error) {
+	s.mu.Lock()
+	a := s.active[job.ID]
+	ours := a != nil && a.job.Lease.Owner == job.Lease.Owner
+	s.mu.Unlock()
+	if !ours {
+		return Job{}, invalid("job", "must be running here (claimed by ClaimAt, not finished)", job.ID)
+	}
+	return s.finish(ctx, now, a, res, runErr, false)
+}
+
+// finish applies a run's outcome, then frees its slot.
+func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Result, runErr error, interrupted bool) (Job, error) {
+	defer s.release(a)
+	s.mu.Lock()
+	job, lost := a.job, a.lost
+	interrupted = interrupted || a.cause != nil
+	s.mu.Unlock()
+	if lost {
+		return job, nil
+	}
+	o := s.classify(now, &job, res, runErr, interrupted)
+	s.count(o)
+	if o.kind == outPressure {
+		s.cool(job.Provider, o.until)
+	}
+	if o.kind == outDone && job.Kind == KindGapFill {
+		if err := s.store.Delete(ctx, job.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return job, s.storeError("finish", job, err)
+		}
+		job.State, job.Lease = StateSuccess, Lease{}
+		return job, nil
+	}
+	owner := job.Lease.Owner
+	j := job
+	s.apply(&j, now, a.start, o)
+	stored, err := s.store.Update(ctx, j) // fast path: nobody wrote since us
+	if errors.Is(err, ErrConflict) {
+		stored, err = s.mutate(ctx, job.ID, func(j *Job) error {
+			if j.Lease.Owner != owner {
+				return errLost
+			}
+			s.apply(j, now, a.start, o)
+			return nil
+		})
+	}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return job, nil
+	case errors.Is(err, errLost):
+		s.mu.Lock()
+		s.loseLocked(a)
+		s.mu.Unlock()
+		return stored, nil
+	case err != nil:
+		return job, s.storeError("finish", job, err)
+	}
+	s.addWake(stored.NextRun)
+	return stored, nil
+}
+
+// classify turns what the runner returned into an outcome.
+func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error, interrupted bool) outcome {
+	switch {
+	case err == nil && res.Done && !job.Kind.Periodic():
+		return outcome{kind: outDone}
+	case err == nil:
+		return outcome{kind: outSuccess}
+	case interrupted:
+		return outcome{kind: outInterrupted}
+	}
+	if be := (*budget.Error)(nil); errors.As(err, &be) {
+		switch {
+		case be.Reason.Exhausted():
+			return outcome{kind: outRequeue, err: err}
+		case be.Reason.SourcePressure():
+			until := be.Until
+			if until.IsZero() {
+				until = now.Add(s.cfg.Cooldown)
+			}
+			return outcome{kind: outPressure, until: maxTime(until, now.Add(s.cfg.Requeue)), err: err}
+		case be.Reason == budget.ReasonCanceled:
+			return outcome{kind: outInterrupted}
+		}
+		return outcome{kind: outFailed, err: err}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded): // the run's own wall clock
+		return outcome{kind: outRequeue, err: err}
+	case errors.Is(err, context.Canceled):
+		return outcome{kind: outInterrupted}
+	}
+	return outcome{kind: outFailed, err: err}
+}
+
+// apply writes outcome o of a run that started at start into j.
+func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
+	st := &j.Stats
+	st.Runs++
+	st.LastRun = start
+	j.Lease, j.Updated = Lease{}, now
+	paused := j.State == StatePaused
+	switch o.kind {
+	case outSuccess, outDone:
+		st.Successes++
+		st.LastSuccess, st.Streak = now, 0
+		switch {
+		case o.kind == outDone:
+			j.State = StateSuccess
+		case j.Kind.Periodic():
+			j.State, j.NextRun = StateIdle, s.nextCycle(j, now)
+		default:
+			j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
+		}
+	case outRequeue:
+		st.Streak = 0
+		j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
+	case outPressure:
+		st.LastError = o.err.Error()
+		j.State, j.NextRun = StateWaitingRateLimit, o.until
+	case outFailed:
+		st.Failures++
+		st.Streak++
+		st.LastError = o.err.Error()
+		j.State, j.NextRun = StateFailed, now.Add(s.backoff(st.Streak))
+	case outInterrupted:
+		j.State = StateQueued // NextRun unchanged: due again at once
+	}
+	if paused {
+		j.State = StatePaused
+	}
+}
+
+// nextCycle is a periodic job's next run: one jittered interval after the
+// run it just made was due, so the cadence does not drift by the runs'
+// durations. A job that fell behind skips the missed cycles rather than
+// running back to back.
+func (s *Scheduler) nextCycle(j *Job, now time.Time) time.Time {
+	iv := j.Interval
+	if iv <= 0 {
+		return now
+	}
+	base := j.NextRun.Add(iv)
+	if !base.After(now) {
+		base = now.Add(iv - now.Sub(j.NextRun)%iv)
+	}
+	if next := base.Add(s.jitter(iv)); next.After(now) {
+		return next
+	}
+	return base
+}
+
+// backoff is the wait after the streak-th consecutive failure.
+func (s *Scheduler) backoff(streak int) time.Duration {
+	d := s.cfg.Backoff
+	for i := 1; i < streak && d < s.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.MaxBackoff)
+	return min(max(d+s.jitter(d), 0), s.cfg.MaxBackoff)
+}
+
+// jitter returns a uniform offset in ±Jitter × d.
+func (s *Scheduler) jitter(d time.Duration) time.Duration {
+	return time.Duration((2*s.rand() - 1) * s.cfg.Jitter * float64(d))
+}
+
+// count records o in the decision counters.
+func (s *Scheduler) count(o outcome) {
+	c := [...]*atomicCounter{
+		outSuccess: &s.n.succeeded, outDone: &s.n.done, outRequeue: &s.n.requeued,
+		outPressure: &s.n.pressured, outFailed: &s.n.failed, outInterrupted: &s.n.interrupted,
+	}
+	c[o.kind].Add(1)
+}
+
+// cool stops every job of provider from starting before until.
+func (s *Scheduler) cool(provider string, until time.Time) {
+	s.mu.Lock()
+	if until.After(s.cooling[provider]) {
+		s.cooling[provider] = until
+	}
+	s.mu.Unlock()
+	s.addWake(until)
+}
+
+// release frees a's slot and wakes Run.
+func (s *Scheduler) release(a *active) {
+	s.mu.Lock()
+	if s.active[a.id] == a {
+		delete(s.active, a.id)
+	}
+	s.mu.Unlock()
+	if a.cancel != nil {
+		a.cancel(nil)
+	}
+	s.poke()
+}
+
+// storeError counts and logs a store failure and wraps it.
+func (s *Scheduler) storeError(op string, j Job, err error) error {
+	s.n.storeErrors.Add(1)
+	s.log(op+" failed", j, err)
+	return fmt.Errorf("schedule: %s job %d: %w", op, j.ID, err)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

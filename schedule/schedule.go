@@ -1,0 +1,314 @@
+package schedule
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Runner runs one job once. The host adapts its stream runner to it (a
+// [github.com/forage-go/forage/slice] runner, or any fetch loop).
+//
+// Run returns when the job's work for this run is over: nil and a
+// [Result] when it succeeded; a [budget.Error] (or an error wrapping one)
+// when it stopped for a reason (budget exhaustion or source pressure, see
+// the package doc's outcome table); any other error when it failed. It must
+// return soon after ctx ends, at its next slice boundary: the scheduler
+// cancels ctx, with cause [ErrInterrupted], when the job or its provider is
+// paused, the job is deleted, its lease is lost, or Run is returning.
+type Runner interface {
+	Run(ctx context.Context, job Job) (Result, error)
+}
+
+// RunnerFunc adapts a function to [Runner].
+type RunnerFunc func(ctx context.Context, job Job) (Result, error)
+
+// Run calls f(ctx, job).
+func (f RunnerFunc) Run(ctx context.Context, job Job) (Result, error) { return f(ctx, job) }
+
+// Result is what a successful run reports.
+type Result struct {
+	// Done reports that a backfill reached the earliest data the provider
+	// has (the runner discovers it, e.g. from an empty page), or that a gap
+	// fill left no gap behind. A done backfill goes to [StateSuccess]; a
+	// done gap fill is deleted. Ignored for refresh and incremental jobs.
+	Done bool
+}
+
+// Scheduler runs many jobs over many providers: due jobs by (priority, next
+// run) with aging, head work before tail work, within a global and a
+// per-provider concurrency limit, waiting out each provider's rate-limit
+// pauses. Scheduler is safe for concurrent use; [New] starts nothing, [Run]
+// does the work until its context ends. The explicit-time methods
+// ([Scheduler.ClaimAt], [Scheduler.FinishAt], [Scheduler.RenewAt]) drive
+// the same decisions step by step without Run.
+type Scheduler struct {
+	cfg    Config
+	store  JobStore
+	runner Runner
+	rand   func() float64
+
+	claimMu sync.Mutex // serialises claims with control calls that must see them
+	mu      sync.Mutex // guards the fields below
+	active  map[int64]*active
+	paused  map[string]bool      // providers
+	cooling map[string]time.Time // provider → end of its cool-down
+	wakes   timeHeap             // times a known job comes due
+	seq     uint64               // claim sequence, for lease owners
+	wake    chan struct{}        // pokes Run's loop
+	inRun   atomic.Bool
+
+	spareMu   sync.Mutex
+	saturated map[string]int64 // provider → its Saturated count at the last Spare check
+
+	n counters
+}
+
+// active is one job this scheduler has claimed and not yet finished.
+type active struct {
+	id     int64
+	job    Job // as last written by this scheduler
+	start  time.Time
+	ctx    context.Context // nil unless started by Run
+	cancel context.CancelCauseFunc
+	cause  error // why the scheduler interrupted the run; nil if it did not
+	lost   bool  // the lease was lost: the outcome is not written
+}
+
+// interrupt cancels a's run with cause, once.
+func (a *active) interrupt(cause error) {
+	if a.cause == nil {
+		a.cause = cause
+	}
+	if a.cancel != nil {
+		a.cancel(a.cause)
+	}
+}
+
+// New returns a Scheduler over store that runs jobs with runner, or an
+// error naming the invalid field of cfg.
+func New(cfg Config, store JobStore, runner Runner) (*Scheduler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: store is nil (use schedule.NewMemoryStore())", ErrInvalidConfig)
+	}
+	if runner == nil {
+		return nil, fmt.Errorf("%w: runner is nil (wrap a func with schedule.RunnerFunc)", ErrInvalidConfig)
+	}
+	if cfg.Owner == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.Owner = fmt.Sprintf("schedule-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	s := &Scheduler{
+		cfg: cfg, store: store, runner: runner, rand: cfg.Random,
+		active:    make(map[int64]*active),
+		paused:    make(map[string]bool),
+		cooling:   make(map[string]time.Time),
+		wake:      make(chan struct{}, 1),
+		saturated: make(map[string]int64),
+	}
+	if s.rand == nil {
+		s.rand = mrand.Float64
+	}
+	return s, nil
+}
+
+// ClaimAt leases the jobs the scheduler would start at now, within its
+// limits, and counts them as running until [Scheduler.FinishAt]. It is the
+// scheduling decision: due jobs by rank (see [JobStore.Claim]), no more
+// than MaxRunning in flight, no more than MaxPerProvider per provider, no
+// job of a paused or cooling provider, a provider's backfills only when its
+// head work is done and it has budget to spare. [Scheduler.Run] calls it;
+// hosts driving runs themselves call it, run the jobs, and report each one
+// with FinishAt.
+func (s *Scheduler) ClaimAt(ctx context.Context, now time.Time) ([]Job, error) {
+	as, err := s.claim(ctx, now, nil)
+	jobs := make([]Job, len(as))
+	s.mu.Lock()
+	for i, a := range as {
+		jobs[i] = a.job.copy()
+	}
+	s.mu.Unlock()
+	return jobs, err
+}
+
+// claim is ClaimAt; with parent non-nil it also makes each run's context.
+func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Context) ([]*active, error) {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	s.mu.Lock()
+	free := s.cfg.MaxRunning - len(s.active)
+	var skip []string
+	for p := range s.paused {
+		skip = append(skip, p)
+	}
+	for p, until := range s.cooling {
+		if until.After(now) {
+			skip = append(skip, p)
+		} else {
+			delete(s.cooling, p)
+		}
+	}
+	s.seq++
+	owner := fmt.Sprintf("%s/%d", s.cfg.Owner, s.seq)
+	s.mu.Unlock()
+	if free <= 0 {
+		return nil, nil
+	}
+	f := ClaimFilter{Skip: skip, PerProvider: s.cfg.MaxPerProvider, Aging: s.cfg.Aging, Tail: s.spare(now)}
+	jobs, err := s.store.Claim(ctx, now, owner, s.cfg.LeaseTTL, free, f)
+	s.n.claims.Add(1)
+	if err != nil {
+		s.n.storeErrors.Add(1)
+		return nil, fmt.Errorf("schedule: claim: %w", err)
+	}
+	out := make([]*active, len(jobs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, j := range jobs {
+		a := &active{id: j.ID, job: j, start: now}
+		if parent != nil {
+			// Not cancelled with parent: Run cancels runs itself, with
+			// cause ErrInterrupted, so runners can tell why.
+			a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(parent))
+		}
+		if old := s.active[j.ID]; old != nil { // our own expired lease, rescued
+			s.loseLocked(old)
+		}
+		if s.paused[j.Provider] { // paused while the claim was in flight
+			a.interrupt(fmt.Errorf("%w: provider %s paused", ErrInterrupted, j.Provider))
+		}
+		s.active[j.ID] = a
+		out[i] = a
+	}
+	s.n.started.Add(uint64(len(jobs)))
+	return out, nil
+}
+
+// RenewAt extends, to now + LeaseTTL, the lease of every running job whose
+// lease is past a third of its life, so no other scheduler rescues a job
+// that is still running. A job found paused or deleted in the store has its
+// run interrupted; a job found leased to someone else is lost (its outcome
+// will not be written). [Scheduler.Run] calls it; hosts driving runs
+// themselves call it at least every LeaseTTL/3. It returns the first store
+// error.
+func (s *Scheduler) RenewAt(ctx context.Context, now time.Time) error {
+	due := now.Add(s.cfg.LeaseTTL * 2 / 3)
+	s.mu.Lock()
+	var renew []*active
+	for _, a := range s.active {
+		if !a.lost && !a.job.Lease.Until.After(due) {
+			renew = append(renew, a)
+		}
+	}
+	s.mu.Unlock()
+	var first error
+	for _, a := range renew {
+		if err := s.renew(ctx, now, a); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// renew extends a's lease, noticing a pause, a deletion or a takeover.
+func (s *Scheduler) renew(ctx context.Context, now time.Time, a *active) error {
+	s.mu.Lock()
+	id, owner := a.job.ID, a.job.Lease.Owner
+	s.mu.Unlock()
+	j, err := s.mutate(ctx, id, func(j *Job) error {
+		if j.Lease.Owner != owner {
+			return errLost
+		}
+		j.Lease.Until, j.Updated = now.Add(s.cfg.LeaseTTL), now
+		return nil
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrNotFound):
+		a.interrupt(fmt.Errorf("%w: job %d deleted", ErrInterrupted, id))
+		return nil
+	case errors.Is(err, errLost):
+		s.loseLocked(a)
+		return nil
+	case err != nil:
+		return s.storeError("renew", a.job, err)
+	}
+	a.job = j
+	if j.State == StatePaused {
+		a.interrupt(fmt.Errorf("%w: job %d paused", ErrInterrupted, j.ID))
+	}
+	return nil
+}
+
+// errLost is mutate's abort when the lease is no longer ours.
+var errLost = errors.New("schedule: lease lost")
+
+// loseLocked marks a's lease lost and stops its run. Caller holds s.mu.
+func (s *Scheduler) loseLocked(a *active) {
+	if !a.lost {
+		a.lost = true
+		s.n.lost.Add(1)
+		s.log("lease lost", a.job, nil)
+	}
+	a.interrupt(fmt.Errorf("%w: lease lost", ErrInterrupted))
+}
+
+// mutate reads job id, applies f and writes it back, retrying when another
+// writer got in between. f returning an error aborts with that error.
+func (s *Scheduler) mutate(ctx context.Context, id int64, f func(*Job) error) (Job, error) {
+	for try := 0; ; try++ {
+		j, err := s.store.Get(ctx, id)
+		if err != nil {
+			return Job{}, err
+		}
+		if err := f(&j); err != nil {
+			return j, err
+		}
+		nj, err := s.store.Update(ctx, j)
+		if errors.Is(err, ErrConflict) && try < 16 {
+			continue
+		}
+		return nj, err
+	}
+}
+
+// poke wakes Run's loop if it sleeps.
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// log writes one line if a Logger is configured.
+func (s *Scheduler) log(msg string, j Job, err error) {
+	if s.cfg.Logger == nil {
+		return
+	}
+	attrs := []any{"job", j.ID, "provider", j.Provider, "kind", string(j.Kind), "stream", j.Stream}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	s.cfg.Logger.Warn("schedule: "+msg, attrs...)
+}
+
+// counters are the scheduler's decision counts.
+type counters struct {
+	claims, started, succeeded, done, requeued, pressured, failed,
+	interrupted, lost, storeErrors atomicCounter
+}
+
+type atomicCounter = atomic.Uint64

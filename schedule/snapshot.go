@@ -1,0 +1,152 @@
+package schedule
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+)
+
+// Snapshot is the scheduler's state at a moment: the metrics an operator's
+// dashboard shows. It is a plain value.
+type Snapshot struct {
+	// At is when the snapshot was taken.
+	At time.Time `json:"at"`
+	// Jobs counts stored jobs by state.
+	Jobs map[State]int `json:"jobs"`
+	// Total is the number of stored jobs.
+	Total int `json:"total"`
+	// Due counts jobs due at At and waiting for a slot, a provider or a
+	// head job to finish: the queue.
+	Due int `json:"due"`
+	// Active counts the jobs this scheduler is running.
+	Active int `json:"active"`
+	// Providers has one entry per provider with jobs, paused, cooling or
+	// known to the budget registry, sorted by name.
+	Providers []ProviderSnapshot `json:"providers"`
+	// Decisions counts what the scheduler did since it was created.
+	Decisions Decisions `json:"decisions"`
+}
+
+// ProviderSnapshot is one provider's part of a [Snapshot].
+type ProviderSnapshot struct {
+	// Provider is the provider key.
+	Provider string `json:"provider"`
+	// Jobs counts its stored jobs.
+	Jobs int `json:"jobs"`
+	// Due counts its jobs due and waiting (queued).
+	Due int `json:"due"`
+	// Running counts its jobs under a live lease, in any scheduler.
+	Running int `json:"running"`
+	// Paused reports whether it is paused in this scheduler.
+	Paused bool `json:"paused"`
+	// CoolingUntil is the end of its cool-down after source pressure; zero
+	// when not cooling.
+	CoolingUntil time.Time `json:"cooling_until,omitzero"`
+	// Budget is its budget snapshot (rate, breaker, in flight), if a
+	// [budget.Registry] is configured and holds it.
+	Budget *budget.Snapshot `json:"budget,omitempty"`
+}
+
+// Decisions counts the scheduler's decisions.
+type Decisions struct {
+	// Claims counts claims sent to the store.
+	Claims uint64 `json:"claims"`
+	// Started counts jobs claimed to run.
+	Started uint64 `json:"started"`
+	// Succeeded counts successful runs that left work to do (the next
+	// cycle, or more backfill).
+	Succeeded uint64 `json:"succeeded"`
+	// Done counts backfills and gap fills that finished.
+	Done uint64 `json:"done"`
+	// Requeued counts runs that spent their budget (re-queued, no cool-down).
+	Requeued uint64 `json:"requeued"`
+	// Pressured counts runs stopped by source pressure (provider cooled).
+	Pressured uint64 `json:"pressured"`
+	// Failed counts failed runs (backed off).
+	Failed uint64 `json:"failed"`
+	// Interrupted counts runs the scheduler stopped (pause, delete,
+	// shutdown).
+	Interrupted uint64 `json:"interrupted"`
+	// LeasesLost counts runs whose lease another scheduler took over.
+	LeasesLost uint64 `json:"leases_lost"`
+	// StoreErrors counts failed store calls.
+	StoreErrors uint64 `json:"store_errors"`
+}
+
+// Snapshot returns the scheduler's state now. It reads every job from the
+// store, page by page: meant for dashboards, not hot paths.
+func (s *Scheduler) Snapshot(ctx context.Context) (Snapshot, error) {
+	return s.SnapshotAt(ctx, time.Now())
+}
+
+// SnapshotAt is [Scheduler.Snapshot] at now.
+func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, error) {
+	snap := Snapshot{At: now, Jobs: make(map[State]int, len(States)), Decisions: s.decisions()}
+	provs := map[string]*ProviderSnapshot{}
+	get := func(name string) *ProviderSnapshot {
+		p := provs[name]
+		if p == nil {
+			p = &ProviderSnapshot{Provider: name}
+			provs[name] = p
+		}
+		return p
+	}
+	for q := (Query{Limit: 1000}); ; {
+		page, err := s.store.List(ctx, q)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for i := range page {
+			j := &page[i]
+			p := get(j.Provider)
+			snap.Jobs[j.State]++
+			snap.Total++
+			p.Jobs++
+			if j.Lease.Held(now) {
+				p.Running++
+			} else if j.Due(now) {
+				p.Due++
+				snap.Due++
+			}
+		}
+		q.After = page[len(page)-1].ID
+	}
+	s.mu.Lock()
+	snap.Active = len(s.active)
+	for name := range s.paused {
+		get(name).Paused = true
+	}
+	for name, until := range s.cooling {
+		if until.After(now) {
+			get(name).CoolingUntil = until
+		}
+	}
+	s.mu.Unlock()
+	if s.cfg.Budget != nil {
+		for _, b := range s.cfg.Budget.Snapshot() {
+			get(b.Key).Budget = &b
+		}
+	}
+	for _, p := range provs {
+		snap.Providers = append(snap.Providers, *p)
+	}
+	slices.SortFunc(snap.Providers, func(a, b ProviderSnapshot) int { return cmp.Compare(a.Provider, b.Provider) })
+	return snap, nil
+}
+
+// decisions reads the counters.
+func (s *Scheduler) decisions() Decisions {
+	n := &s.n
+	return Decisions{
+		Claims: n.claims.Load(), Started: n.started.Load(), Succeeded: n.succeeded.Load(),
+		Done: n.done.Load(), Requeued: n.requeued.Load(), Pressured: n.pressured.Load(),
+		Failed: n.failed.Load(), Interrupted: n.interrupted.Load(), LeasesLost: n.lost.Load(),
+		StoreErrors: n.storeErrors.Load(),
+	}
+}

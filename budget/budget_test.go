@@ -480,3 +480,25 @@ func TestStatusDecidesOverExplainingError(t *testing.T) {
 		}
 	})
 }
+
+// TestCallerCancelIsNotTheProvidersFault: a caller whose context ends during
+// an attempt stops with canceled, and the provider is not charged a
+// transient failure (no breaker count, no aimd pressure).
+func TestCallerCancelIsNotTheProvidersFault(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := newLocal(t, fast())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := p.Do(ctx, nil, func(actx context.Context) budget.Outcome {
+			<-actx.Done()
+			return budget.Outcome{Err: actx.Err()}
+		})
+		if r := reasonOf(t, err); r != budget.ReasonCanceled {
+			t.Fatalf("reason %q, want canceled", r)
+		}
+		if s := p.Snapshot(); s.Transient != 0 || s.Requests != 1 {
+			t.Fatalf("snapshot %+v: the caller's cancel was charged to the provider", s)
+		}
+	})
+}

@@ -13,16 +13,18 @@ import (
 
 // Do runs one logical request through the gate; see [Provider.Do].
 func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) Outcome, opts ...CallOption) error {
-	weight, noRetry := 1, false
-	for _, o := range opts {
-		if o.weight > 0 {
-			weight = o.weight
-		}
-		noRetry = noRetry || o.noRetry
+	var o CallOption
+	for _, opt := range opts {
+		o.weight = max(o.weight, opt.weight)
+		o.noRetry = o.noRetry || opt.noRetry
+		o.keepContext = o.keepContext || opt.keepContext
+	}
+	if o.weight == 0 {
+		o.weight = 1
 	}
 	var bo *retry.Backoff // made on the first retry: the success path needs none
 	for try := 0; ; try++ {
-		out, class, err := p.once(ctx, run, attempt, weight, try == 0)
+		out, class, err := p.once(ctx, run, attempt, o, try == 0)
 		if err != nil {
 			return err
 		}
@@ -30,7 +32,7 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 			return nil
 		}
 		stop := &Error{Provider: p.key, Reason: reasonOf(class, out.Status), Status: out.Status, Err: out.Err}
-		if !class.Retryable() || stop.Reason == ReasonBanned || noRetry || try+1 >= p.cfg.MaxAttempts {
+		if !class.Retryable() || stop.Reason == ReasonBanned || o.noRetry || try+1 >= p.cfg.MaxAttempts {
 			stop.Until = p.until(stop.Reason)
 			return stop
 		}
@@ -67,7 +69,7 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the
 // attempt itself, and the feedback. A non-nil error means no attempt was
 // made (or the caller gave up) and the call must stop with it.
-func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context) Outcome, weight int, first bool) (Outcome, retry.Class, error) {
+func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context) Outcome, o CallOption, first bool) (Outcome, retry.Class, error) {
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, 0, &Error{Provider: p.key, Reason: ReasonCanceled, Err: err}
 	}
@@ -80,7 +82,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		p.n.fastFails.Add(1)
 		return Outcome{}, 0, &Error{Provider: p.key, Reason: ReasonCircuitOpen, Until: p.until(ReasonCircuitOpen), Err: err}
 	}
-	if err := p.acquire(ctx, run, weight); err != nil {
+	if err := p.acquire(ctx, run, o.weight); err != nil {
 		done(breaker.Ignored)
 		run.unadmit()
 		return Outcome{}, 0, err
@@ -89,7 +91,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		p.retryBudget(run).Deposit()
 	}
 	actx, cancel := ctx, context.CancelFunc(nil)
-	if p.cfg.AttemptTimeout > 0 {
+	if p.cfg.AttemptTimeout > 0 && !o.keepContext {
 		actx, cancel = context.WithTimeout(ctx, p.cfg.AttemptTimeout)
 	}
 	start := time.Now()
@@ -102,7 +104,10 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	p.n.inFlight.Add(-1)
 	out.Latency = end.Sub(start)
 	class := out.class()
-	if class == retry.Canceled && ctx.Err() == nil && actx.Err() != nil {
+	switch {
+	case out.Err != nil && ctx.Err() != nil:
+		class = retry.Canceled // the caller gave up mid-attempt: not the provider's fault
+	case class == retry.Canceled && actx.Err() != nil:
 		class = retry.Transient // our attempt timeout, not the caller's cancel
 	}
 	p.feedback(start, end, &out, class)

@@ -33,8 +33,9 @@ type Provider interface {
 
 // CallOption adjusts one [Provider.Do] call.
 type CallOption struct {
-	weight  int
-	noRetry bool
+	weight      int
+	noRetry     bool
+	keepContext bool // the attempt's context outlives the attempt (Transport)
 }
 
 // Weight makes the call cost w units of every weighted [Limit] (endpoints

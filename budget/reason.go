@@ -24,8 +24,10 @@ type Reason string
 const (
 	// ReasonRequestCap: the run's MaxRequests attempts were used.
 	ReasonRequestCap Reason = "request_cap"
-	// ReasonDeadline: the run's wall clock ran out, or the next attempt could
-	// not start before it.
+	// ReasonDeadline: the run's wall clock ran out, or the next attempt
+	// could not start before it (this provider's next pacing slot, or a
+	// retry's backoff, falls after the deadline; another provider may still
+	// have room: check [Run.Exhausted] before ending the whole run).
 	ReasonDeadline Reason = "deadline"
 	// ReasonRetryBudget: the run's retry budget had no token for a retry.
 	ReasonRetryBudget Reason = "retry_budget"

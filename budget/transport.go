@@ -15,7 +15,9 @@ import (
 // It retries only requests that are safe to replay (GET, HEAD, OPTIONS,
 // TRACE, or any request with GetBody), drains and closes the bodies of the
 // responses it discards, and returns the last response when it gives up, so
-// the caller sees the provider's final answer (e.g. the last 429).
+// the caller sees the provider's final answer (e.g. the last 429). Config's
+// AttemptTimeout does not apply (the body is read after RoundTrip returns):
+// set the http.Client's Timeout instead.
 //
 // The run a request belongs to is taken from its context ([WithRun]); a
 // request without one is unbounded. Transport is safe for concurrent use.
@@ -94,7 +96,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		last = resp
 		return FromHTTP(resp, err)
 	}
-	var opts []CallOption
+	// The response body is read after RoundTrip returns, so the attempt's
+	// context must outlive the attempt: no per-attempt timeout here (the
+	// http.Client's Timeout bounds the exchange, body included).
+	opts := []CallOption{{keepContext: true}}
 	if !replayable {
 		opts = append(opts, NoRetry())
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/forage-go/forage/budget"
 )
@@ -174,3 +175,44 @@ func TestHostKey(t *testing.T) {
 		}
 	}
 }
+
+// ctxBody fails reads once its request's context is done, like a real
+// connection's body.
+type ctxBody struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (b *ctxBody) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return b.r.Read(p)
+}
+func (b *ctxBody) Close() error { return nil }
+
+// TestTransportBodyOutlivesAttempt: the body is read after RoundTrip
+// returns, so the attempt's context must not be cancelled with the attempt.
+func TestTransportBodyOutlivesAttempt(t *testing.T) {
+	t.Parallel()
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: &ctxBody{req.Context(), strings.NewReader("payload")}}, nil
+	})
+	cfg := fast()
+	cfg.AttemptTimeout = time.Minute // would cancel the body's context if applied
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg})
+	client := &http.Client{Transport: budget.NewTransport(reg, base)}
+	resp, err := client.Get("http://a.example/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != "payload" {
+		t.Fatalf("body %q, %v: read after RoundTrip failed", body, err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -16,7 +16,7 @@ test: vet
 	@set -e; for m in $(MODULES); do \
 		echo "== go test -race $$m"; \
 		case $$m in \
-		./pgstore) (cd $$m && bash ../scripts/pg-test.sh $(GO) test -race -count=1 ./...) ;; \
+		./pgstore|./examples/ohlcv) (cd $$m && bash $(CURDIR)/scripts/pg-test.sh $(GO) test -race -count=1 ./...) ;; \
 		*) (cd $$m && $(GO) test -race -count=1 ./...) ;; \
 		esac; \
 	done
@@ -31,7 +31,7 @@ lint: vet
 bench:
 	@set -e; for m in $(MODULES); do \
 		case $$m in \
-		./pgstore) (cd $$m && bash ../scripts/pg-test.sh $(GO) test -run '^$$' -bench . -benchmem ./...) ;; \
+		./pgstore|./examples/ohlcv) (cd $$m && bash $(CURDIR)/scripts/pg-test.sh $(GO) test -run '^$$' -bench . -benchmem ./...) ;; \
 		*) (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) ;; \
 		esac; \
 	done

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/slice"
+)
+
+// embeddedSymbols are the symbols the embedded exchange lists, each with
+// 30 days of history; any other symbol is "Invalid symbol.".
+var embeddedSymbols = []string{"BTCUSDT", "ETHUSDT", "BNBUSDT", "SOLUSDT", "XRPUSDT"}
+
+// embeddedLimit is the embedded exchange's true limit, in requests per
+// second (burst 5), answered with 429 and Retry-After. The collector is not
+// told: its provider discovers it.
+const embeddedLimit = 20
+
+// pressureWait is how long a stream waits after source pressure that came
+// without a time to resume at.
+const pressureWait = time.Second
+
+// collector runs every stream of one collect command and keeps the tally.
+type collector struct {
+	o        options
+	base     string
+	client   *http.Client
+	be       backend
+	provider budget.Provider
+	run      *budget.Run
+	verbose  io.Writer // nil unless -v
+
+	mu      sync.Mutex
+	streams []*streamStats // in the order they started
+}
+
+// collect runs the collect command: it reaches the exchange, opens the
+// store, runs every symbol's streams, and prints the summary.
+func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) error {
+	start := time.Now()
+	c := &collector{o: o, base: o.baseURL, client: &http.Client{}}
+	be, err := openBackend(ctx, o.store, o.schema)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	c.be = be
+	key := "sim"
+	if c.base == "" {
+		srv, err := sim.New(embeddedConfig())
+		if err != nil {
+			return err
+		}
+		var stop func()
+		if c.base, c.client, stop, err = e.serve(srv); err != nil {
+			return err
+		}
+		defer stop()
+	} else {
+		u, _ := url.Parse(c.base) // validated by parseCollect
+		key = u.Host
+	}
+	reg, err := budget.NewRegistry(budget.RegistryConfig{NewPacer: be.newPacer()})
+	if err != nil {
+		return err
+	}
+	if c.provider, err = reg.Get(key); err != nil {
+		return err
+	}
+	env := budget.Envelope{MaxRequests: o.maxRequests}
+	if o.timeout > 0 {
+		env.Deadline = start.Add(o.timeout)
+	}
+	if c.run, err = budget.NewRun(env); err != nil {
+		return err
+	}
+	if o.verbose {
+		c.verbose = stderr
+	}
+	err = c.all(ctx)
+	sum := c.summary(time.Since(start), ctx.Err() != nil, err)
+	if perr := sum.print(stdout, o.json); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// embeddedConfig configures the embedded exchange.
+func embeddedConfig() sim.Config {
+	syms := make([]sim.Symbol, len(embeddedSymbols))
+	for i, s := range embeddedSymbols {
+		syms[i] = sim.Symbol{Name: s}
+	}
+	return sim.Config{Symbols: syms, Limit: sim.RateLimit(embeddedLimit, 5), Answer: sim.Answer429}
+}
+
+// all runs every symbol at once and returns the first failure; a failure
+// stops the other symbols too.
+func (c *collector) all(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(c.o.symbols))
+	var wg sync.WaitGroup
+	for i, sym := range c.o.symbols {
+		wg.Go(func() {
+			if errs[i] = c.symbol(ctx, sym); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// symbol runs one symbol: catch-up over [since, until), then, with
+// -follow, steady-state from until on.
+func (c *collector) symbol(ctx context.Context, sym string) error {
+	catchUp := c.source(sym)
+	catchUp.Until = func() time.Time { return c.o.until }
+	more, err := c.loop(ctx, sym, checkpoint.CatchUp, catchUp)
+	if err != nil || !more || !c.o.follow {
+		return err
+	}
+	steady := c.source(sym)
+	steady.From = c.o.until
+	_, err = c.loop(ctx, sym, checkpoint.SteadyState, steady)
+	return err
+}
+
+// source returns the klines source of sym.
+func (c *collector) source(sym string) *klines.Source {
+	return &klines.Source{Client: c.client, Base: c.base, Symbol: sym, Interval: c.o.interval, Page: c.o.page, From: c.o.since}
+}
+
+// loop runs one stream until it is caught up (a catch-up stream), or until
+// the run's budget is spent or ctx ends (a steady-state stream, which runs
+// again after every candle closes). It waits out source pressure and runs
+// again. more is false when the whole run must stop: the budget is spent
+// or ctx ended.
+func (c *collector) loop(ctx context.Context, sym string, mode checkpoint.Mode, src *klines.Source) (more bool, err error) {
+	if err := src.Init(); err != nil {
+		return false, err
+	}
+	store, sink, err := c.be.stream(sym, c.o.interval)
+	if err != nil {
+		return false, err
+	}
+	r, err := slice.New(slice.Config[klines.Candle]{
+		Stream: "ohlcv/" + sym + "/" + c.o.interval, Mode: mode,
+		Store: store, Provider: c.provider, Source: src, Sink: sink,
+	})
+	if err != nil {
+		return false, err
+	}
+	st := c.stats(sym, mode)
+	for {
+		rep, err := r.Run(ctx, c.run)
+		c.record(st, rep, err)
+		switch {
+		case ctx.Err() != nil:
+			return false, nil // interrupted: the checkpoint is the last commit
+		case err != nil:
+			return false, streamError(sym, c.o.interval, mode, err)
+		case rep.Reason.Exhausted():
+			return false, nil // the gap is recorded; the budget ends every stream
+		}
+		now := time.Now()
+		var wake time.Time
+		switch {
+		case rep.Reason.SourcePressure():
+			wake = rep.Until
+			if !wake.After(now) {
+				wake = now.Add(pressureWait)
+			}
+		case mode == checkpoint.CatchUp:
+			return true, nil // caught up (or yielded to another process)
+		default:
+			wake = c.nextClose(now)
+		}
+		if d, ok := c.run.Deadline(); ok && !wake.Before(d) {
+			return false, nil // the budget ends before the next chance to run
+		}
+		if !sleepUntil(ctx, wake) {
+			return false, nil
+		}
+	}
+}
+
+// nextClose returns when the candle forming at now will have closed, plus
+// a moment for the provider to settle it.
+func (c *collector) nextClose(now time.Time) time.Time {
+	settle := min(c.o.step/10, 2*time.Second)
+	return now.Truncate(c.o.step).Add(c.o.step + settle)
+}
+
+// sleepUntil waits until t, and reports false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// streamError names the stream a run failed on. A permanent provider error
+// is reduced to the provider's own message (e.g. "Invalid symbol.").
+func streamError(sym, interval string, mode checkpoint.Mode, err error) error {
+	var be *budget.Error
+	if errors.As(err, &be) && be.Reason == budget.ReasonPermanent && be.Err != nil {
+		err = be.Err
+	}
+	return fmt.Errorf("%s %s %s: %w", sym, interval, mode, err)
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/pgstore"
+	"github.com/forage-go/forage/slice"
+	"github.com/jackc/pgx/v5"
+)
+
+// connectTimeout bounds connecting to PostgreSQL and migrating, so an
+// unreachable store fails fast instead of hanging.
+const connectTimeout = 15 * time.Second
+
+// candlesTable is created next to pgstore's tables, in the same schema.
+// The primary key is the natural key: a candle is stored once, and a
+// replay does nothing (closed candles never change, so the first write
+// stands, as in the file store). Prices stay exact as numeric.
+const candlesTable = `CREATE TABLE IF NOT EXISTS {{schema}}.candles (
+	symbol     text        NOT NULL,
+	"interval" text        NOT NULL,
+	open_time  timestamptz NOT NULL,
+	open       numeric     NOT NULL,
+	high       numeric     NOT NULL,
+	low        numeric     NOT NULL,
+	close      numeric     NOT NULL,
+	volume     numeric     NOT NULL,
+	PRIMARY KEY (symbol, "interval", open_time)
+)`
+
+// insertCandles upserts one page in one statement.
+const insertCandles = `INSERT INTO {{schema}}.candles (symbol, "interval", open_time, open, high, low, close, volume)
+SELECT $1, $2, t.open_time, t.open::numeric, t.high::numeric, t.low::numeric, t.close::numeric, t.volume::numeric
+FROM unnest($3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+	AS t(open_time, open, high, low, close, volume)
+ON CONFLICT (symbol, "interval", open_time) DO NOTHING`
+
+const selectCandles = `SELECT (extract(epoch FROM open_time) * 1000)::bigint, open::text, high::text, low::text, close::text, volume::text
+FROM {{schema}}.candles WHERE symbol = $1 AND "interval" = $2 ORDER BY open_time`
+
+// pgBackend keeps checkpoints, leases, gaps, the shared pacer and the
+// candles in one PostgreSQL schema.
+type pgBackend struct {
+	store *pgstore.Store
+	sql   func(string) string // fills the quoted schema into a statement
+}
+
+// openPG connects, migrates pgstore's schema, and creates the candles
+// table. Every process may do this at start-up: Migrate is idempotent and
+// locked, and the table is created under an advisory lock.
+func openPG(ctx context.Context, dsn, schema string) (*pgBackend, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	st, err := pgstore.Open(ctx, dsn, pgstore.Config{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	b := &pgBackend{store: st, sql: strings.NewReplacer("{{schema}}", pgx.Identifier{st.Schema()}.Sanitize()).Replace}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	err = pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('forage/examples/ohlcv'))`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, b.sql(candlesTable))
+		return err
+	})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("create the candles table in schema %q: %w", st.Schema(), err)
+	}
+	return b, nil
+}
+
+func (b *pgBackend) stream(symbol, interval string) (checkpoint.Store, slice.Sink[klines.Candle], error) {
+	s := &txStream{Store: b.store, insert: b.sql(insertCandles), symbol: symbol, interval: interval}
+	return s, s, nil
+}
+
+func (b *pgBackend) newPacer() func(string) (budget.Pacer, error) {
+	return func(key string) (budget.Pacer, error) {
+		return b.store.NewPacer(key, pgstore.PacerConfig{})
+	}
+}
+
+func (b *pgBackend) Close() error {
+	b.store.Close()
+	return nil
+}
+
+func (b *pgBackend) export(ctx context.Context, symbol, interval string, w io.Writer) (int, error) {
+	rows, err := b.store.Pool().Query(ctx, b.sql(selectCandles), symbol, interval)
+	if err != nil {
+		return 0, fmt.Errorf("export %s %s: %w", symbol, interval, err)
+	}
+	defer rows.Close()
+	bw := bufio.NewWriter(w)
+	n := 0
+	for rows.Next() {
+		var ms int64
+		var o, h, l, c, v string
+		if err := rows.Scan(&ms, &o, &h, &l, &c, &v); err != nil {
+			return n, fmt.Errorf("export %s %s: %w", symbol, interval, err)
+		}
+		fmt.Fprintf(bw, "%d,%s,%s,%s,%s,%s\n", ms, o, h, l, c, v)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("export %s %s: %w", symbol, interval, err)
+	}
+	return n, bw.Flush()
+}
+
+// txStream is one stream run's exactly-once path into PostgreSQL. It is
+// both the runner's Sink and its checkpoint.Store, because slice.Runner
+// makes a page durable in two calls (Sink.Write, then Store.Commit) while
+// PostgreSQL can make it durable in one transaction:
+//
+//   - Write stages the page's candles in memory, keyed by the page's Next
+//     cursor, and returns: nothing is durable yet.
+//   - Commit(cursor) takes the staged candles if cursor is the one they
+//     were staged for (and drops them either way), and calls
+//     [pgstore.Store.CommitWith]: the lease fence and the compare-and-swap
+//     of the checkpoint, then the upsert of the candles, in one
+//     transaction. Both land, or neither does.
+//
+// The runner's guarantee holds and gets stronger: the checkpoint never
+// runs ahead of the data, and the data never lands without its checkpoint,
+// so a crash or a lost lease replays nothing and leaves nothing behind. A
+// page that is staged but never committed (the run stopped in between) is
+// fetched again by the next run. Every other Store method is pgstore's.
+//
+// A txStream serves one runner, whose Write and Commit alternate; it is
+// safe for concurrent use all the same.
+type txStream struct {
+	*pgstore.Store
+	insert           string
+	symbol, interval string
+
+	mu     sync.Mutex
+	next   []byte // the cursor the staged candles stand before
+	staged []klines.Candle
+}
+
+var (
+	_ checkpoint.Store          = (*txStream)(nil)
+	_ slice.Sink[klines.Candle] = (*txStream)(nil)
+)
+
+// Write stages p's candles for the commit of p.Next.
+func (s *txStream) Write(_ context.Context, p slice.Page[klines.Candle]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next, s.staged = bytes.Clone(p.Next), slices.Clone(p.Records)
+	return nil
+}
+
+// Commit commits cursor and, in the same transaction, the candles staged
+// for it.
+func (s *txStream) Commit(ctx context.Context, key checkpoint.Key, cursor []byte, expect int64, lease checkpoint.Lease) (checkpoint.Checkpoint, error) {
+	s.mu.Lock()
+	var rows []klines.Candle
+	if bytes.Equal(cursor, s.next) {
+		rows = s.staged
+	}
+	s.next, s.staged = nil, nil
+	s.mu.Unlock()
+	return s.Store.CommitWith(ctx, key, cursor, expect, lease, func(ctx context.Context, tx pgx.Tx) error {
+		return s.upsert(ctx, tx, rows)
+	})
+}
+
+// upsert inserts the candles not stored yet, in tx.
+func (s *txStream) upsert(ctx context.Context, tx pgx.Tx, rows []klines.Candle) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	times := make([]time.Time, len(rows))
+	cols := [5][]string{}
+	for i, c := range rows {
+		times[i] = c.OpenTime
+		for j, v := range []string{c.Open, c.High, c.Low, c.Close, c.Volume} {
+			cols[j] = append(cols[j], v)
+		}
+	}
+	_, err := tx.Exec(ctx, s.insert, s.symbol, s.interval, times, cols[0], cols[1], cols[2], cols[3], cols[4])
+	return err
+}

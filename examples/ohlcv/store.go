@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"sync"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/slice"
+)
+
+// backend is where candles and checkpoints live: a directory or PostgreSQL.
+type backend interface {
+	// stream returns the checkpoint store and the sink of one stream run
+	// (symbol, interval, in one mode). Each runner gets its own pair.
+	stream(symbol, interval string) (checkpoint.Store, slice.Sink[klines.Candle], error)
+	// newPacer is the registry's pacer factory: nil for a local pacer per
+	// process, or a pacer shared by every process using the store.
+	newPacer() func(key string) (budget.Pacer, error)
+	// export writes symbol's candles at interval, ascending, one CSV line
+	// each, and returns how many.
+	export(ctx context.Context, symbol, interval string, w io.Writer) (int, error)
+	// Close releases the store.
+	Close() error
+}
+
+// openBackend opens the store -store names.
+func openBackend(ctx context.Context, store, schema string) (backend, error) {
+	if isPostgres(store) {
+		return openPG(ctx, store, schema)
+	}
+	return openFiles(store)
+}
+
+// fileBackend keeps one CSV file per symbol and interval in dir (a
+// [klines.FileSink], an upsert on the open time) and the checkpoints in a
+// [checkpoint.FileStore] in dir/checkpoints, which locks it against a
+// second process.
+type fileBackend struct {
+	dir   string
+	store *checkpoint.FileStore
+	mu    sync.Mutex
+	sinks map[string]*klines.FileSink // by file; catch-up and steady-state share one
+}
+
+func openFiles(dir string) (*fileBackend, error) {
+	st, err := checkpoint.OpenFileStore(filepath.Join(dir, "checkpoints"), checkpoint.Config{})
+	if err != nil {
+		if errors.Is(err, checkpoint.ErrLocked) {
+			return nil, fmt.Errorf("store %s is in use by another process: %w", dir, err)
+		}
+		return nil, err
+	}
+	return &fileBackend{dir: dir, store: st, sinks: make(map[string]*klines.FileSink)}, nil
+}
+
+func (b *fileBackend) stream(symbol, interval string) (checkpoint.Store, slice.Sink[klines.Candle], error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	name := symbol + "-" + interval
+	if s, ok := b.sinks[name]; ok {
+		return b.store, s, nil
+	}
+	s, err := klines.OpenFileSink(b.dir, symbol, interval)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.sinks[name] = s
+	return b.store, s, nil
+}
+
+func (b *fileBackend) newPacer() func(string) (budget.Pacer, error) { return nil }
+
+func (b *fileBackend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	errs := []error{b.store.Close()}
+	for _, s := range b.sinks {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (b *fileBackend) export(_ context.Context, symbol, interval string, w io.Writer) (int, error) {
+	return exportFiles(b.dir, symbol, interval, w)
+}
+
+// exportFiles exports from a directory without opening its checkpoint
+// store, so an export may run while a collector holds the store.
+func exportFiles(dir, symbol, interval string, w io.Writer) (int, error) {
+	lines, err := klines.Export(dir, symbol, interval)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("no %s %s candles in %s", symbol, interval, dir)
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range lines {
+		if _, err := io.WriteString(w, l+"\n"); err != nil {
+			return 0, err
+		}
+	}
+	return len(lines), nil
+}
+
+// export runs the export command.
+func export(ctx context.Context, o exportOptions, w io.Writer) error {
+	if !isPostgres(o.store) {
+		_, err := exportFiles(o.store, o.symbol, o.interval, w)
+		return err
+	}
+	b, err := openPG(ctx, o.store, o.schema)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	_, err = b.export(ctx, o.symbol, o.interval, w)
+	return err
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/slice"
+)
+
+// summary is what a collect command did: the JSON of -json, one line.
+type summary struct {
+	// Status is "done" (every stream caught up), "deferred" (a stream
+	// stopped with a gap: the budget ran out or the provider pushed back),
+	// "interrupted" (SIGINT/SIGTERM) or "failed" (see Error).
+	Status string `json:"status"`
+	// Error is the failure, for status "failed".
+	Error string `json:"error,omitempty"`
+	// Provider is the provider key the budget is kept under.
+	Provider string `json:"provider"`
+	// Store is "file" or "postgres".
+	Store string `json:"store"`
+	// Requests, OK, Throttled and Retries are the provider's counters:
+	// attempts sent, successes, 429/418 answers, retries granted.
+	Requests  uint64 `json:"requests"`
+	OK        uint64 `json:"ok"`
+	Throttled uint64 `json:"throttled"`
+	Retries   int64  `json:"retries"`
+	// Candles counts the candles written, Slices the pages committed.
+	Candles int `json:"candles"`
+	Slices  int `json:"slices"`
+	// Gaps are the gap records the run left open: why each stream stopped
+	// short, and where it resumes.
+	Gaps []gapInfo `json:"gaps"`
+	// ElapsedS is the run's wall-clock time, in seconds.
+	ElapsedS float64 `json:"elapsed_s"`
+	// LearnedRate is the rate, in requests per second, the provider is
+	// paced at by the end; Ceiling the learned ceiling (0 until a limit
+	// was hit).
+	LearnedRate float64 `json:"learned_rate"`
+	Ceiling     float64 `json:"ceiling"`
+	// Streams details every stream run.
+	Streams []*streamStats `json:"streams"`
+}
+
+// gapInfo is one open gap record.
+type gapInfo struct {
+	ID     int64  `json:"id"`
+	Symbol string `json:"symbol"`
+	Mode   string `json:"mode"`
+	Reason string `json:"reason"`
+	// After is the open time of the last candle committed before the gap;
+	// empty when the stream had none yet.
+	After string `json:"after,omitempty"`
+	// Until is when the provider may be called again, after pressure.
+	Until string `json:"until,omitempty"`
+}
+
+// streamStats is the tally of one stream (a symbol in one mode).
+type streamStats struct {
+	Symbol  string `json:"symbol"`
+	Mode    string `json:"mode"`
+	Runs    int    `json:"runs"`
+	Slices  int    `json:"slices"`
+	Candles int    `json:"candles"`
+	// Last is the open time of the last candle the stream committed past.
+	Last string `json:"last,omitempty"`
+	// Yielded is true if another process held the stream's lease.
+	Yielded bool `json:"yielded,omitempty"`
+
+	gaps  []checkpoint.Gap // left open by the last run
+	until time.Time        // the last run's time to resume after pressure
+}
+
+// stats returns a new tally for sym in mode.
+func (c *collector) stats(sym string, mode checkpoint.Mode) *streamStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &streamStats{Symbol: sym, Mode: mode.String()}
+	c.streams = append(c.streams, st)
+	return st
+}
+
+// record adds one run to st. The gaps a run left are the stream's open
+// gaps until its next run without an error supersedes them.
+func (c *collector) record(st *streamStats, rep slice.Report, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.Runs++
+	st.Slices += rep.Slices
+	st.Candles += rep.Records
+	st.Yielded = st.Yielded || rep.Yielded
+	if t, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil {
+		st.Last = t.Format(time.RFC3339)
+	}
+	if err == nil && !rep.Yielded {
+		st.gaps, st.until = rep.Gaps, rep.Until
+	}
+	if c.verbose != nil && (rep.Slices > 0 || rep.Reason != "" || rep.Yielded) {
+		line := fmt.Sprintf("ohlcv: %s %s %s: %d slices, %d candles, last %s", st.Symbol, c.o.interval, st.Mode, rep.Slices, rep.Records, st.Last)
+		if rep.Reason != "" {
+			line += ", stopped: " + string(rep.Reason)
+		}
+		if rep.Yielded {
+			line += ", yielded: leased by another process"
+		}
+		fmt.Fprintln(c.verbose, line)
+	}
+}
+
+// summary sums up the run.
+func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	snap := c.provider.Snapshot()
+	s := summary{
+		Status: "done", Provider: snap.Key, Store: "file",
+		Requests: snap.Requests, OK: snap.OK, Throttled: snap.Throttled, Retries: snap.Retries,
+		Gaps: []gapInfo{}, ElapsedS: elapsed.Seconds(), LearnedRate: snap.Rate, Ceiling: snap.Ceiling,
+		Streams: c.streams,
+	}
+	if isPostgres(c.o.store) {
+		s.Store = "postgres"
+	}
+	for _, st := range c.streams {
+		s.Candles += st.Candles
+		s.Slices += st.Slices
+		for _, g := range st.gaps {
+			gi := gapInfo{ID: g.ID, Symbol: st.Symbol, Mode: st.Mode, Reason: g.Reason}
+			if t, derr := klines.DecodeCursor(g.Cursor); len(g.Cursor) > 0 && derr == nil {
+				gi.After = t.Format(time.RFC3339)
+			}
+			if !st.until.IsZero() {
+				gi.Until = st.until.UTC().Format(time.RFC3339)
+			}
+			s.Gaps = append(s.Gaps, gi)
+		}
+	}
+	switch {
+	case err != nil:
+		s.Status, s.Error = "failed", err.Error()
+	case interrupted:
+		s.Status = "interrupted"
+	case len(s.Gaps) > 0:
+		s.Status = "deferred"
+	}
+	return s
+}
+
+// print writes s as one JSON line, or as a few lines for people.
+func (s summary) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(s)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d candles in %d slices from %s into the %s store, %.1fs\n",
+		s.Status, s.Candles, s.Slices, s.Provider, s.Store, s.ElapsedS)
+	fmt.Fprintf(&b, "requests %d (ok %d, throttled %d, retries %d), learned rate %.1f req/s\n",
+		s.Requests, s.OK, s.Throttled, s.Retries, s.LearnedRate)
+	for _, st := range s.Streams {
+		fmt.Fprintf(&b, "  %-10s %-12s %4d slices %7d candles  last %s\n", st.Symbol, st.Mode, st.Slices, st.Candles, st.Last)
+	}
+	for _, g := range s.Gaps {
+		fmt.Fprintf(&b, "  gap %d: %s %s stopped (%s) after %s\n", g.ID, g.Symbol, g.Mode, g.Reason, orNone(g.After))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "the start"
+	}
+	return s
+}

@@ -70,7 +70,9 @@ type Config struct {
 	// it, so a grown limit is found: ceiling x (2 - Decrease) one Recovery
 	// after passing it, x (1 + 8(1 - Decrease)) after two. Expect about one
 	// overshoot per Recovery; longer means fewer refusals and slower
-	// discovery of a grown limit. Defaults to 45s.
+	// discovery of a grown limit. A ceiling resting on a single refusal
+	// (unconfirmed: see the package documentation) is climbed back to in
+	// Recovery/4 and probed above 12 times faster. Defaults to 45s.
 	Recovery time.Duration
 
 	// SlowStart is the doubling time of the rate, in seconds of successful
@@ -173,10 +175,12 @@ type Controller struct {
 	started     bool          // a response has been observed
 	rate        float64       // requests/s
 	ceiling     float64       // learned ceiling W, requests/s; 0 = none yet
+	confirmed   bool          // the ceiling was met twice, or declared: the slow cycle
 	postCut     float64       // the rate the last cut set
 	kUp         float64       // climb coefficient below the ceiling, requests/s per s^3
 	declared    float64       // Limit/Window from a Hint; 0 = none
 	pausedUntil time.Time     // no request before it
+	heldUntil   time.Time     // the pause as set by responses that were not echoes
 	lastCut     time.Time     // last decrease; zero = none yet
 	cuts        uint64        // decreases so far
 	okSinceCut  int           // successes since the last decrease
@@ -186,6 +190,8 @@ type Controller struct {
 	latencyMin  float64       // lowest Success latency seen, seconds
 	latencyHot  bool          // in a latency episode: above target, not yet back halfway
 	quota       quotaMeter
+	hist        rateHistory // recent rates, to date a refused request's rate
+	exitTop     float64     // the rate slow start overshot at, until an echo confirms it
 }
 
 // New returns a Controller at cfg.Initial, or an error wrapping
@@ -224,6 +230,16 @@ func (c *Controller) PausedUntil() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pausedUntil
+}
+
+// rateAt returns the rate in force when a request sent at sent went out:
+// at most the current rate (the rate only climbs between cuts, and a
+// request sent before the last cut is an echo, never judged by its rate).
+func (c *Controller) rateAt(sent time.Time) float64 {
+	if sent.IsZero() {
+		return c.rate
+	}
+	return min(c.hist.lookup(sent, c.rate), c.rate)
 }
 
 // clamp bounds r to [Min, Max] and to a declared ceiling.

@@ -174,8 +174,16 @@ func TestCutsAndClimb(t *testing.T) {
 			t.Fatalf("%s: rate %.4g phase %v, want %.4g and %v", name, s.Rate, s.Phase, wantRate, wantPhase)
 		}
 	}
+	echo := func(name string, wantRate, wantCeiling float64) {
+		t.Helper()
+		c.ObserveAt(now.Add(ms), aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-6 * ms)})
+		if s := c.Snapshot(); !near(s.Rate, wantRate, 1e-3) || !near(s.Ceiling, wantCeiling, 1e-3) {
+			t.Fatalf("%s: rate %.4g ceiling %.4g, want %.4g and %.4g", name, s.Rate, s.Ceiling, wantRate, wantCeiling)
+		}
+	}
 	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
-	refuse("slow-start exit halves", 50, 100)
+	refuse("slow-start exit halves; a lone refusal sets the ceiling there", 50, 50)
+	echo("an echo confirms the overshoot: the ceiling is the rate it began at", 50, 100)
 	climb("back at the ceiling after Recovery", 10*time.Second+10*ms, 100, aimd.PhaseProbe)
 	climb("probe: ceiling x (2 - Decrease) after another Recovery", 10*time.Second, 110, aimd.PhaseProbe)
 	refuse("ordinary overshoot: x0.9, ceiling just under", 99, 108.9)
@@ -268,8 +276,10 @@ func TestLatencySignal(t *testing.T) {
 	for range 50 {
 		observe(300 * ms) // slow, but not slower and slower: one cut
 	}
-	if s := c.Snapshot(); s.Decreases != 1 || !near(s.Rate, climbed/2, 0.02) {
-		t.Fatalf("after sustained slow responses: %+v, want one cut (slow-start exit: /2 of %g)", s, climbed)
+	// The cut halves the rate the first slow request was sent at, 300ms
+	// (15 observations of slow start) before its answer crossed the target.
+	if s := c.Snapshot(); s.Decreases != 1 || s.Rate > climbed/2 || s.Rate < climbed/4 {
+		t.Fatalf("after sustained slow responses: %+v, want one cut (slow-start exit: /2 of the rate at send, at most %g)", s, climbed)
 	}
 	held := c.RateAt(now)
 	for range 3 {
@@ -360,8 +370,8 @@ func TestClockWrappers(t *testing.T) {
 		}
 		time.Sleep(time.Minute)
 		c.Observe(aimd.Signal{Kind: aimd.Success})
-		if s := c.Snapshot(); s.Decreases != 1 || s.Ceiling != 1 || s.Rate < 0.5 || s.Rate >= 1 {
-			t.Errorf("Snapshot() = %+v, want one decrease from 1/s, climbing back from 0.5/s", s)
+		if s := c.Snapshot(); s.Decreases != 1 || s.Ceiling != 0.5 || s.Rate <= 0.5 || s.Rate >= 1 {
+			t.Errorf("Snapshot() = %+v, want one decrease from 1/s to 0.5/s (a lone refusal: the probe starts there), climbing", s)
 		}
 	})
 }

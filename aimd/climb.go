@@ -23,10 +23,20 @@ const (
 	// overshoot began at, so the flat top of the climb sits under the limit
 	// and the slow start of the probe above it crosses the limit gently.
 	ceilingMargin = 0.99
-	// minCycleRequests is the fewest requests a climb back to the ceiling
-	// spans, so a slow provider (a few requests/s) still sees about one
-	// overshoot per this many requests, not one per Recovery.
+	// minCycleRequests is the fewest requests a confirmed climb back to the
+	// ceiling spans, so a slow provider (a few requests/s) still sees about
+	// one overshoot per this many requests, not one per Recovery.
 	minCycleRequests = 200
+	// unconfirmedRecovery and unconfirmedProbe are how many times faster
+	// than Recovery the climb back to an unconfirmed ceiling and the probe
+	// above it run. An unconfirmed ceiling rests on a single refusal, which
+	// proves little: a burst the client itself made, a hiccup of the
+	// provider. Kept for a Recovery, a ceiling far below the limit costs
+	// most of a run (a 50/s limit mistaken for 8/s after one stray refusal
+	// takes minutes to find again); probed within seconds, a ceiling that is
+	// right is simply met again, which confirms it.
+	unconfirmedRecovery = 4
+	unconfirmedProbe    = 12
 )
 
 // cutKind says why the rate is cut.
@@ -42,16 +52,27 @@ const (
 // cut decreases the rate once per overshoot. A signal for a request sent
 // before the last cut (or, with no send time, within CoolOff of it) is an
 // echo of the overshoot already handled, and cuts nothing. A new overshoot
-// records the rate it began at as the learned ceiling. The cut is Decrease,
-// or deeper (see exitCut, deepCut):
+// began at r0, the rate in force when its request was sent (the rate has
+// climbed since, while the answer was on its way); the cut is from r0, and
+// the new ceiling just under r0. The cut is Decrease, or deeper (see
+// exitCut, deepCut):
 //
-//   - leaving slow start;
+//   - leaving slow start: the limit lies between the rate one doubling ago
+//     and r0 (or lower, behind a burst allowance). The rate halves and the
+//     ceiling is set there, unconfirmed: if this refusal was a fluke, the
+//     fast probe finds the limit within seconds. An echo (another request in
+//     flight refused too) proves the overshoot real: then the ceiling is r0,
+//     confirmed, approached over a Recovery.
 //   - refusals continue with no success since the last cut, or the queue
 //     still grows after a latency cut: back off fast, ceiling unchanged;
 //   - an overshoot at about the rate the last cut set: that rate is already
 //     too much, the limit shrank; the ceiling goes a little below it too.
 //
-// It reports whether it cut.
+// A new ceiling is confirmed when the overshoot lands near the previous
+// ceiling, or comes while probing above it within a cycle of the previous
+// overshoot: the limit was met twice. Otherwise it rests on one refusal and
+// the next cycle runs faster (see unconfirmedRecovery) until an echo or the
+// next overshoot confirms it. It reports whether it cut.
 func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if !c.lastCut.IsZero() {
 		if !sent.IsZero() && !sent.After(c.lastCut) {
@@ -61,28 +82,63 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			return false
 		}
 	}
-	beta, w := c.cfg.Decrease, c.rate*ceilingMargin
+	r0 := c.rateAt(sent)
+	beta, w, top := c.cfg.Decrease, r0*ceilingMargin, 0.0
+	confirmed := c.near(r0) || c.ceiling > 0 && r0 > c.ceiling && now.Sub(c.lastCut).Seconds() < c.cycle()
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
-		beta, w = min(beta, exitCut), c.rate
+		beta = min(beta, exitCut)
+		w, top, confirmed = r0*beta, r0, false
 	case why == cutRefusing || why == cutLatencyGrowing:
-		beta, w = min(beta, deepCut), c.ceiling
-	case why == cutOvershoot && c.cuts > 0 && c.rate <= shrinkSlack*c.postCut:
-		beta, w = min(beta, deepCut), c.rate*(1+c.cfg.Decrease)/2
+		beta, w, confirmed = min(beta, deepCut), c.ceiling, c.confirmed
+	case why == cutOvershoot && c.cuts > 0 && r0 <= shrinkSlack*c.postCut:
+		beta, w, confirmed = min(beta, deepCut), r0*(1+c.cfg.Decrease)/2, c.confirmed
 	}
 	if w <= 0 {
-		w = c.rate
+		w = r0
 	}
-	if c.declared > 0 {
-		w = min(w, c.declared)
-	}
-	c.ceiling = max(w, c.cfg.Min)
-	c.rate = c.clamp(c.rate * beta)
+	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
+	c.rate = c.clamp(r0 * beta)
 	c.postCut = c.rate
 	c.fitClimb()
 	c.lastCut, c.okSinceCut = now, 0
 	c.cuts++
+	c.hist.reset(now, c.rate)
 	return true
+}
+
+// confirm marks the ceiling confirmed on an echo of the last cut: another
+// request in flight was refused too, so the rate really was over the limit
+// and the refusal that cut was no fluke. After slow start, the ceiling
+// moves up to the rate the overshoot began at.
+func (c *Controller) confirm() {
+	if c.confirmed || c.ceiling == 0 {
+		return
+	}
+	c.confirmed = true
+	if c.exitTop > 0 {
+		c.ceiling = max(c.ceiling, c.bound(c.exitTop))
+		c.exitTop = 0
+	}
+	c.fitClimb()
+}
+
+// bound keeps a ceiling in [Min, declared Limit/Window].
+func (c *Controller) bound(w float64) float64 {
+	if c.declared > 0 {
+		w = min(w, c.declared)
+	}
+	return max(w, c.cfg.Min)
+}
+
+// near reports whether an overshoot (or a measured rate) at r lands near
+// the current ceiling, where a right ceiling puts the next overshoot: down
+// to one ordinary cut below it, up to twice that above it (the probe passes
+// ceiling × (2 - Decrease) one cycle after the ceiling, and an overshoot
+// just then is still the same limit).
+func (c *Controller) near(r float64) bool {
+	d := 1 - c.cfg.Decrease
+	return c.ceiling > 0 && r >= c.ceiling*(1-d) && r <= c.ceiling*(1+2*d)
 }
 
 // climb grows the rate by dt seconds of successful traffic: slow start or
@@ -122,17 +178,32 @@ func curve(r, w, kUp, kProbe, dt float64) float64 {
 	return w + kProbe*t*t*t
 }
 
-// recovery returns the time, in seconds, the climb back to the ceiling
-// takes: Recovery, or the time of minCycleRequests at the ceiling if longer.
-func (c *Controller) recovery() float64 {
+// cycle returns the time, in seconds, of a confirmed climb back to the
+// ceiling: Recovery, or the time of minCycleRequests at the ceiling if
+// longer.
+func (c *Controller) cycle() float64 {
 	return max(c.cfg.Recovery.Seconds(), minCycleRequests/c.ceiling)
+}
+
+// recovery returns the time, in seconds, the climb back to the ceiling
+// takes: a cycle, or a fraction of Recovery while the ceiling is
+// unconfirmed.
+func (c *Controller) recovery() float64 {
+	if !c.confirmed {
+		return c.cfg.Recovery.Seconds() / unconfirmedRecovery
+	}
+	return c.cycle()
 }
 
 // kProbe returns the coefficient of the probe above the ceiling: the mirror
 // image of an ordinary cut's climb, reaching ceiling × (2 - Decrease) one
-// recovery after passing the ceiling.
+// cycle after passing the ceiling, or Recovery/unconfirmedProbe after it
+// while the ceiling is unconfirmed.
 func (c *Controller) kProbe() float64 {
-	rec := c.recovery()
+	rec := c.cycle()
+	if !c.confirmed {
+		rec = c.cfg.Recovery.Seconds() / unconfirmedProbe
+	}
 	return c.ceiling * (1 - c.cfg.Decrease) / (rec * rec * rec)
 }
 

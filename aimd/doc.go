@@ -17,7 +17,9 @@
 //     collapses the rate (AWS SDK's adaptive mode falls to a few percent of
 //     the limit this way). A refusal for a request sent before the last cut
 //     ([Signal.Sent], or now - [Signal.Latency]) is an echo and is ignored;
-//     with neither, [Config.CoolOff] is the fallback.
+//     with neither, [Config.CoolOff] is the fallback. So is a refusal for a
+//     request sent while a pause was in force (a pacer that had booked it
+//     before the pause): the provider said it would refuse it.
 //   - Retry-After and a spent quota ([Hint] Remaining == 0) pause the
 //     provider: see [Controller.PausedUntil].
 //
@@ -25,18 +27,31 @@
 // response), so it does not depend on how many requests are in flight, and
 // idle time earns nothing. Plain AIMD climbs linearly and halves, so its rate
 // saw-tooths between half the limit and the limit and averages about 75% of
-// it. This controller does better in three ways:
+// it. This controller does better in four ways:
 //
 //   - Slow start: before the first pressure the rate doubles every
 //     [Config.SlowStart] of success (1/s to 50/s in about 6s), then the first
 //     cut is a halving, since doubling overshoots.
-//   - A learned ceiling: each overshoot records the rate it began at. The
-//     climb back to that ceiling is a cubic (as in TCP CUBIC) fitted to take
+//   - A learned ceiling: each overshoot records the rate it began at (the
+//     rate in force when the refused request was sent, not the higher one
+//     the climb reached while the answer was on its way). The climb back to
+//     that ceiling is a cubic (as in TCP CUBIC) fitted to take
 //     [Config.Recovery]: fast far below the ceiling, flat near it; above the
 //     ceiling the same cubic probes slowly and then faster, so a grown limit
 //     is found. With the gentle default cut (x0.9) the rate spends most of
 //     its time just under the ceiling: 91-97% of a 50/s limit in simulation,
 //     with about one overshoot per Recovery.
+//   - Confirmation: one refusal proves little. A burst the client itself
+//     made (a pacer sending booked requests at an old rate), or a hiccup of
+//     the provider, refuses a request far below the limit, and a ceiling
+//     kept there for a Recovery, probed above at a few percent per Recovery,
+//     costs most of a run (a 50/s limit mistaken for 8/s took four minutes
+//     to find again). So a ceiling is confirmed only when the limit is met
+//     twice: an echo (another request in flight refused too), or a later
+//     overshoot near the ceiling or while probing above it. Until then the
+//     climb runs Recovery/4 and the probe Recovery/12, and a lone refusal
+//     leaving slow start sets the ceiling at the halved rate, with the probe
+//     starting there; an echo moves it up to the rate the overshoot began at.
 //   - Shrink detection: an overshoot at the very rate the last cut set means
 //     the limit fell below it; the cut is then a halving and the ceiling
 //     drops too, so a halved limit is followed within a few seconds. When a
@@ -62,7 +77,10 @@
 //	Throttled   429, 418          cut once per overshoot: x0.9;   set to the rate the
 //	                              x0.5 leaving slow start, while  overshoot began at
 //	                              refusals continue, or when the  (lowered when the
-//	                              limit shrank; never up          limit shrank)
+//	                              limit shrank; never up; not     limit shrank; the
+//	                              for an echo                     halved rate for a
+//	                                                              lone refusal leaving
+//	                                                              slow start)
 //	Overloaded  503               as Throttled                    as Throttled
 //	Transient   other 5xx, 408,   holds                           -
 //	            timeout, reset
@@ -82,21 +100,24 @@
 // The tests include an explicit-time simulation (sim_test.go): a client
 // sending back-to-back at the controller's rate, with a 30ms response
 // latency, against a server model per policy, for 300 simulated seconds.
-// With the default Config the controller reaches 91-95% of the true limit
+// With the default Config the controller reaches 91-96% of the true limit
 // with at most 0.1% of requests refused against GCRA at 50/s (burst 1 and
 // 10, 429 with or without Retry-After, 503, 100ms of latency jitter, a limit
 // halving mid-run, Binance's 5-refusals-per-minute ban: never banned), 93% at
-// 500/s and 96% at 2/s; 96-97% against a silent slow-down (LatencyTarget
-// 150ms); and 100% against a 3000/min fixed window with Retry-After (0.5%
+// 500/s and 96% at 2/s; 90-93% when a conforming request is refused at 3s
+// (in slow start) or twice at 60s, where a controller that trusts one
+// refusal gets 47% and 90%; 96% against a silent slow-down (LatencyTarget
+// 150ms); and 100% against a 3000/min fixed window with Retry-After (0.6%
 // refused) or headers (none refused). A plain AIMD (+1/s per second, x0.5
-// per overshoot) reaches 66-77% against the same GCRA servers.
+// per overshoot) reaches 66-77% against the same GCRA servers. The budget
+// package runs the same policies end to end against internal/sim.
 //
 // Known limits: against a fixed window with neither Retry-After nor headers,
-// slow start meets no refusal until the window is spent at ~2000/s, which
-// costs about 1.2% refused. With many requests in flight (100ms latency at
-// 50/s), slow start's first overshoot against a burst allowance draws five
-// refusals before the first one is seen, enough for a 5-per-minute ban;
-// after a ban the rate restarts from what was delivered, slowly. For such
-// providers set DisableSlowStart with a larger Increase (simulated: 94%, no
-// ban).
+// slow start meets no refusal until the window is spent at ~2000/s, and the
+// probe spends each later window early: ~2.6% refused. With five or more
+// requests in flight (100ms latency at 50/s), one overshoot against a burst
+// allowance draws five refusals before the first one is seen, enough for a
+// 5-per-minute ban; after a ban the rate restarts from what was delivered.
+// For such providers set DisableSlowStart with a larger Increase
+// (simulated: 94%, no ban), or tell the caller's pacer the limit.
 package aimd

@@ -44,7 +44,9 @@ func ExampleController_ObserveAt() {
 	}
 	fmt.Printf("after 5s of success: %.1f/s (%s)\n", c.RateAt(now), c.Snapshot().Phase)
 
-	// Four 429s for requests all sent before the first 429 came back.
+	// Four 429s for requests all sent before the first 429 came back: one
+	// decrease, from the rate the first of them was sent at, which becomes
+	// the ceiling; the other three (echoes) confirm it was a real overshoot.
 	sent := now.Add(-30 * time.Millisecond)
 	for i := range 4 {
 		at := now.Add(time.Duration(i) * 10 * time.Millisecond)
@@ -55,7 +57,7 @@ func ExampleController_ObserveAt() {
 	// Output:
 	// before any response: 1/s
 	// after 5s of success: 16.6/s (slow-start)
-	// after the burst: 8.3/s, ceiling 16.6/s, 1 decrease (recover)
+	// after the burst: 8.0/s, ceiling 15.9/s, 1 decrease (recover)
 }
 
 // A Retry-After pauses the provider; a later, shorter one never shortens the
@@ -100,7 +102,10 @@ func ExampleHint() {
 	// paused for 7s
 }
 
-// Snapshot reports the state for metrics.
+// Snapshot reports the state for metrics. A lone refusal leaving slow start
+// halves the rate and probes up from there (it may have been a fluke); a
+// second refusal of a request sent before the cut confirms the overshoot,
+// and the ceiling becomes the rate it began at.
 func ExampleController_Snapshot() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, _ := aimd.New(aimd.Config{Initial: 10})
@@ -109,11 +114,17 @@ func ExampleController_Snapshot() {
 	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
 	fmt.Println(c.Snapshot().Phase)
 
-	c.ObserveAt(now.Add(time.Second), aimd.Signal{Kind: aimd.Overloaded})
+	sent := now.Add(time.Second)
+	c.ObserveAt(sent.Add(50*time.Millisecond), aimd.Signal{Kind: aimd.Overloaded, Sent: sent})
 	s := c.Snapshot()
+	fmt.Printf("%s rate=%.0f ceiling=%.0f decreases=%d\n", s.Phase, s.Rate, s.Ceiling, s.Decreases)
+
+	c.ObserveAt(sent.Add(60*time.Millisecond), aimd.Signal{Kind: aimd.Overloaded, Sent: sent.Add(time.Millisecond)})
+	s = c.Snapshot()
 	fmt.Printf("%s rate=%.0f ceiling=%.0f decreases=%d\n", s.Phase, s.Rate, s.Ceiling, s.Decreases)
 	// Output:
 	// start
 	// slow-start
+	// probe rate=5 ceiling=5 decreases=1
 	// recover rate=5 ceiling=10 decreases=1
 }

@@ -28,11 +28,21 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	if sent.IsZero() && s.Latency > 0 {
 		sent = now.Add(-s.Latency)
 	}
+	// A refusal of a request sent during a pause the provider asked for is
+	// an echo of the overshoot that set the pause; its own pause still
+	// counts, but does not make later refusals echoes too.
+	refusal := s.Kind == Throttled || s.Kind == Overloaded
+	echo := refusal && !sent.IsZero() && sent.Before(c.heldUntil)
+	var until time.Time
 	if s.RetryAfter > 0 {
-		c.pause(now.Add(s.RetryAfter))
+		until = now.Add(s.RetryAfter)
 	}
-	if s.Hint.exhausted() {
-		c.pause(now.Add(s.Hint.Reset))
+	if s.Hint.exhausted() && now.Add(s.Hint.Reset).After(until) {
+		until = now.Add(s.Hint.Reset)
+	}
+	c.pause(until)
+	if !echo && until.After(c.heldUntil) {
+		c.heldUntil = until
 	}
 	if s.Kind == Permanent || s.Kind < Success || s.Kind > Permanent {
 		return // a broken request says nothing about the rate
@@ -43,10 +53,11 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	case Success:
 		c.success(now, sent, s)
 	case Throttled, Overloaded:
-		c.refused(now, sent)
+		c.refused(now, sent, echo)
 	case Transient:
 		c.latencyPressure(now, sent, s.Latency)
 	}
+	c.hist.note(now, c.rate)
 }
 
 // success handles a served response: the end of a refusal episode, the
@@ -71,13 +82,21 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 }
 
 // refused handles a Throttled or Overloaded response: a cut once per
-// overshoot, and, after a long refusal, the rate the provider delivered.
-func (c *Controller) refused(now, sent time.Time) {
+// overshoot, and, after a long refusal, the rate the provider delivered. A
+// request sent while a pause was in force (echo: a Retry-After or a spent
+// quota, from an earlier response) was sent against the provider's word,
+// by a pacer that had booked it before the pause; its refusal is an echo
+// of the overshoot that set the pause, not a new one.
+func (c *Controller) refused(now, sent time.Time, echo bool) {
 	c.quota.refuse(now, sent)
 	c.lastCredit = now // time spent refused is not successful traffic
-	if c.okSinceCut > 0 || c.cuts == 0 {
+	switch {
+	case !sent.IsZero() && !c.lastCut.IsZero() && !sent.After(c.lastCut):
+		c.confirm() // in flight at the last cut: an echo, which proves it
+	case echo:
+	case c.okSinceCut > 0 || c.cuts == 0:
 		c.cut(now, sent, cutOvershoot)
-	} else {
+	default:
 		c.cut(now, sent, cutRefusing)
 	}
 	if c.pausedUntil.After(now) {
@@ -117,7 +136,7 @@ func (c *Controller) declare(h Hint) {
 	}
 	c.declared = d
 	if c.ceiling == 0 || c.ceiling > d {
-		c.ceiling = d
+		c.ceiling, c.confirmed = d, true // the provider's word, not a guess
 	}
 	c.rate = c.clamp(c.rate)
 	c.fitClimb()
@@ -126,12 +145,16 @@ func (c *Controller) declare(h Hint) {
 // applyQuota lowers the rate and the ceiling to est, the rate the provider
 // delivered over a cycle that ended in a long refusal (a spent quota window,
 // a ban): sending faster only moves the refusal earlier.
+//
+// The estimate is confirmed when it lands near the ceiling already learned
+// (the same quota, spent again); otherwise it may be far too low (a ban
+// counted in the cycle, a slow start ramp in the productive period) and the
+// faster unconfirmed cycle probes above it.
 func (c *Controller) applyQuota(est float64) {
 	est = c.clamp(est)
 	c.rate = min(c.rate, est)
-	c.ceiling = min(c.ceiling, est)
-	if c.ceiling == 0 {
-		c.ceiling = est
+	if c.ceiling == 0 || est < c.ceiling {
+		c.ceiling, c.confirmed = est, c.near(est)
 	}
 	c.fitClimb()
 }

@@ -208,6 +208,51 @@ func TestPropertyOneDecreasePerOvershoot(t *testing.T) {
 	})
 }
 
+// TestPropertyRefusalDuringPauseNeverCuts: after any history, once a
+// refusal has paused the provider (Retry-After), refusals of requests sent
+// during that pause, answered in any order and with their own Retry-After,
+// never decrease the rate: they are the same overshoot.
+func TestPropertyRefusalDuringPauseNeverCuts(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c, err := aimd.New(genConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		for range rapid.IntRange(0, 50).Draw(t, "history") {
+			var s aimd.Signal
+			now, s = step(t, now)
+			c.ObserveAt(now, s)
+		}
+		// Well after anything before: a success, then a refusal that pauses.
+		if p := c.PausedUntil(); p.After(now) {
+			now = p
+		}
+		now = now.Add(time.Hour)
+		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-time.Millisecond)})
+		now = now.Add(time.Second)
+		kind := rapid.SampledFrom([]aimd.Kind{aimd.Throttled, aimd.Overloaded}).Draw(t, "kind")
+		pause := time.Millisecond + genDuration(t, "pause", time.Minute)
+		c.ObserveAt(now, aimd.Signal{Kind: kind, Sent: now.Add(-time.Millisecond), RetryAfter: pause})
+		first := c.Snapshot()
+		for i := range rapid.IntRange(1, 50).Draw(t, "during") {
+			sent := now.Add(genDuration(t, "sentAfter", pause-1))
+			at := sent.Add(genDuration(t, "latency", 2*time.Second))
+			s := aimd.Signal{Kind: kind, Sent: sent, RetryAfter: genDuration(t, "retryAfter", time.Minute)}
+			if rapid.Bool().Draw(t, "success") {
+				s = aimd.Signal{Kind: aimd.Success, Sent: sent}
+			}
+			before := c.Snapshot()
+			c.ObserveAt(at, s)
+			if got := c.Snapshot(); got.Decreases != first.Decreases {
+				t.Fatalf("signal %d (%+v, sent %v into the %v pause): decreases %d -> %d, want none",
+					i, s, sent.Sub(now), pause, before.Decreases, got.Decreases)
+			}
+		}
+	})
+}
+
 // TestPropertyCoolOffWithoutSendTime: refusals with neither Sent nor
 // Latency decrease at most once per CoolOff.
 func TestPropertyCoolOffWithoutSendTime(t *testing.T) {

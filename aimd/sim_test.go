@@ -180,6 +180,15 @@ func gcra(rate float64, burst int, a answer) func() *simServer {
 	}
 }
 
+// spurious returns srv with a conforming request refused at each of at.
+func spurious(srv func() *simServer, at ...time.Duration) func() *simServer {
+	return func() *simServer {
+		s := srv()
+		s.spurious = at
+		return s
+	}
+}
+
 // halving returns a GCRA server at rate/s whose limit halves at at.
 func halving(rate float64, burst int, a answer, at time.Duration) func() *simServer {
 	return func() *simServer {
@@ -221,12 +230,16 @@ func simPolicies() []simPolicy {
 		{name: "gcra 50/s b1, slow-down", server: gcra(50, 1, answerSlowDown), cfg: slow},
 		{name: "fixed 3000/min, 429+Retry-After", server: window(3000, time.Minute, answer429, false)},
 		{name: "fixed 3000/min, bare 429", server: window(3000, time.Minute, answerBare429, false),
-			miss: "slow start meets no refusal until the window is spent at ~2000/s; the in-flight requests and the back-off cost ~1.2%"},
+			miss: "slow start meets no refusal until the window is spent at ~2000/s, and the probe spends each window early; ~2.6% refused"},
 		{name: "fixed 3000/min, hints", server: window(3000, time.Minute, answerBare429, true)},
 		{name: "halves at 150s, 429+Retry-After", server: halving(50, 1, answer429, 150*time.Second)},
 		{name: "halves at 150s, bare 429", server: halving(50, 1, answerBare429, 150*time.Second)},
 		{name: "gcra 50/s b1, 429+RA, jitter 100ms", server: gcra(50, 1, answer429), jitter: 100 * time.Millisecond},
 		{name: "gcra 50/s b1, slow-down, jitter 20ms", server: gcra(50, 1, answerSlowDown), cfg: slow, jitter: 20 * time.Millisecond},
+		// A conforming request refused: the client's own burst, or a hiccup.
+		{name: "gcra 50/s b1, 429+RA, spurious 3s", server: spurious(gcra(50, 1, answer429), 3*time.Second)},
+		{name: "gcra 50/s b10, bare, spurious 3s", server: spurious(gcra(50, 10, answerBare429), 3*time.Second)},
+		{name: "gcra 50/s b1, 429+RA, 2 spurious 60s", server: spurious(gcra(50, 1, answer429), 60*time.Second, 61*time.Second)},
 		{name: "gcra 500/s b10, 429+Retry-After", server: gcra(500, 10, answer429)},
 		{name: "gcra 2/s b1, 429+Retry-After", server: gcra(2, 1, answer429)},
 		{name: "gcra 50/s b10, ban, latency 100ms", server: gcra(50, 10, answerBan), latency: 100 * time.Millisecond,

@@ -45,6 +45,10 @@ type simServer struct {
 	bans    int
 	banTill time.Duration
 	viol    []time.Duration
+	// spurious are times at which the first request sent refuses although
+	// it conforms: a burst the client itself made, or a hiccup of the
+	// provider. It does not count against the limit nor as a violation.
+	spurious []time.Duration
 }
 
 // reply is the server's answer to one request.
@@ -59,6 +63,19 @@ type reply struct {
 func (s *simServer) take(at time.Duration) reply {
 	if at < s.banTill {
 		return reply{kind: aimd.Throttled, retryAfter: wholeSeconds(s.banTill - at)}
+	}
+	if len(s.spurious) > 0 && at >= s.spurious[0] {
+		s.spurious = s.spurious[1:]
+		r := reply{kind: aimd.Throttled, retryAfter: time.Second}
+		switch s.answer {
+		case answerBare429:
+			r.retryAfter = 0
+		case answer503:
+			r.kind, r.retryAfter = aimd.Overloaded, 0
+		case answerSlowDown:
+			r.kind, r.retryAfter, r.delay = aimd.Success, 0, time.Second
+		}
+		return r
 	}
 	over, wait := s.limit(at)
 	r := reply{hint: s.hint(at)}

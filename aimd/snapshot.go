@@ -47,8 +47,9 @@ type Snapshot struct {
 	// Rate is the current rate, requests/s.
 	Rate float64
 	// Ceiling is the learned ceiling, requests/s: the rate at which the last
-	// overshoot began (or a declared or measured quota). Zero until the first
-	// pressure or hint.
+	// overshoot began (or a declared or measured quota; after a lone refusal
+	// leaving slow start, the halved rate). Zero until the first pressure or
+	// hint.
 	Ceiling float64
 	// PausedUntil is the pause end; see [Controller.PausedUntil].
 	PausedUntil time.Time

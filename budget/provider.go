@@ -128,7 +128,7 @@ func newLocal(key string, cfg Config) (*Local, error) {
 	p.rate = p.ctl.Rate()
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
-		if p.pacer, err = gcra.New(gcra.Config{Rate: p.rate, Burst: cfg.Burst}); err != nil {
+		if p.pacer, err = newLocalPacer(p.rate, cfg.Burst); err != nil {
 			return nil, fmt.Errorf("Config.Burst: %w", err)
 		}
 	} else if err := p.pacer.SetRate(p.rate); err != nil {

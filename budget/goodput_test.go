@@ -238,4 +238,3 @@ var goodputVariants = []goodputSetup{
 // first one comes back. Tell such a provider's limit (Config.Limits), or
 // climb additively (Config.Adaptive.DisableSlowStart).
 const inFlightBan = "5+ requests in flight: the first overshoot alone draws 5 refusals"
-

@@ -58,7 +58,7 @@ type Local struct {
 	limits  []*gcra.Limiter
 	brk     *breaker.Breaker
 	slots   chan struct{}
-	ceiling float64 // the tightest known limit, requests/s; 0 if none
+	ceiling float64       // the tightest known limit, requests/s; 0 if none
 	retries *retry.Budget // for calls made without a Run
 
 	mu        sync.Mutex // serialises feedback into ctl and pacer

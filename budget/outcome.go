@@ -60,16 +60,29 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 // class classifies the outcome, honouring the host's Transient and
 // Permanent marks.
 func (o *Outcome) class() retry.Class {
-	var m *markedError
+	if o.Err != nil {
+		if c, ok := marked(o.Err); ok {
+			return c
+		}
+	}
 	switch {
-	case o.Err != nil && errors.As(o.Err, &m):
-		return m.class
 	case o.Status >= 300:
 		return retry.ClassifyStatus(o.Status) // the error, if any, only explains it
 	case o.Err != nil:
 		return retry.Classify(nil, o.Err)
 	}
 	return retry.Success
+}
+
+// marked returns the class a host gave err with [Transient] or [Permanent].
+// It is a function of its own so the success path does not allocate the
+// target errors.As needs.
+func marked(err error) (retry.Class, bool) {
+	var m *markedError
+	if errors.As(err, &m) {
+		return m.class, true
+	}
+	return 0, false
 }
 
 // markedError is an error the host classified itself.

@@ -47,18 +47,21 @@ func (p localPacer) WaitN(ctx context.Context, n int) error {
 			return ctx.Err()
 		}
 	}
-	defer func() { <-p.head }()
+	r := p.l.AllowN(n)
+	if r.Allowed { // the common case: no timer, nothing allocated
+		<-p.head
+		return nil
+	}
+	err := p.sleepUntilConform(ctx, n, r)
+	<-p.head
+	return err
+}
+
+// sleepUntilConform sleeps until the next slot and asks again, until the
+// request conforms, ctx ends, or the slot would come after ctx's deadline.
+func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result) error {
 	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		r := p.l.AllowN(n)
-		if r.Allowed {
-			return nil
-		}
+	for !r.Allowed {
 		if r.RetryAfter == gcra.Never {
 			return fmt.Errorf("budget: pacer cost %d with burst %d: %w", n, p.l.Burst(), gcra.ErrInvalidCost)
 		}
@@ -67,6 +70,7 @@ func (p localPacer) WaitN(ctx context.Context, n int) error {
 		}
 		if timer == nil {
 			timer = time.NewTimer(r.RetryAfter)
+			defer timer.Stop()
 		} else {
 			timer.Reset(r.RetryAfter)
 		}
@@ -75,7 +79,9 @@ func (p localPacer) WaitN(ctx context.Context, n int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		r = p.l.AllowN(n)
 	}
+	return nil
 }
 
 // SetRate changes the rate; it applies to the very next slot.

@@ -20,6 +20,17 @@
 //   - Progress that is never lost nor passed:
 //     [github.com/forage-go/forage/checkpoint] commits cursors only after the
 //     data is durable, with leases, gap records and coverage ranges.
+//   - One stream moved forward resumably: [github.com/forage-go/forage/slice]
+//     runs slice after slice (fetch through a Provider, durable write, fenced
+//     commit), writes a gap record on every planned stop, fills ranges, drains
+//     gaps, and plans gap fills without re-fetching what is covered.
+//   - Many streams: [github.com/forage-go/forage/schedule] runs jobs by
+//     priority with fresh data first and backfill when a provider has room,
+//     within global and per-provider limits, waiting out each provider's
+//     reset; it has an admin http.Handler.
+//   - Many processes: the nested module github.com/forage-go/forage/pgstore
+//     implements the stores on PostgreSQL and shares one provider's pacing
+//     across processes.
 //
 // The composition, in a dozen lines:
 //

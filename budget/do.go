@@ -219,19 +219,31 @@ func (p *Local) feedback(start, end time.Time, out *Outcome, class retry.Class) 
 		return // cancelled: says nothing about the provider
 	}
 	sig := aimd.Signal{Kind: kind, Latency: out.Latency, RetryAfter: out.RetryAfter, Sent: start, Hint: hintOf(out.Limit)}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ctl.ObserveAt(end, sig)
-	if r := p.ctl.RateAt(end); r != p.rate {
-		if p.pacer.SetRate(r) == nil {
-			p.rate = r
-		}
-	}
-	if pu := p.ctl.PausedUntil(); pu.After(p.pausedTil) {
-		p.pacer.PauseUntil(pu)
-		p.pausedTil = pu
-	}
+	p.ctl.ObserveAt(end, sig) // the controller locks itself
 	p.reconcile(end, out.Limit)
+	p.follow(end)
+}
+
+// follow moves the pacer to the controller's current rate and pause. One
+// goroutine at a time applies them, reading the controller under p.mu so
+// the latest state is applied last; the others only mark the state dirty and
+// go on, so a pacer that is slow to update (a database round trip) never
+// holds up responses. A follower loops until no one marked it dirty.
+func (p *Local) follow(now time.Time) {
+	p.dirty.Store(true)
+	for p.dirty.Load() && p.mu.TryLock() {
+		p.dirty.Store(false)
+		if r := p.ctl.RateAt(now); r != p.rate {
+			if p.pacer.SetRate(r) == nil {
+				p.rate = r
+			}
+		}
+		if pu := p.ctl.PausedUntil(); pu.After(p.pausedTil) {
+			p.pacer.PauseUntil(pu)
+			p.pausedTil = pu
+		}
+		p.mu.Unlock()
+	}
 }
 
 // reconcile tightens a known limit to the usage the provider reports: when

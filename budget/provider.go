@@ -61,9 +61,10 @@ type Local struct {
 	ceiling float64       // the tightest known limit, requests/s; 0 if none
 	retries *retry.Budget // for calls made without a Run
 
-	mu        sync.Mutex // serialises feedback into ctl and pacer
-	rate      float64    // the rate last given to the pacer
-	pausedTil time.Time  // the pause last given to the pacer
+	mu        sync.Mutex  // held by the one goroutine moving the pacer (see follow)
+	dirty     atomic.Bool // the controller changed since the pacer last followed
+	rate      float64     // the rate last given to the pacer
+	pausedTil time.Time   // the pause last given to the pacer
 
 	n counters
 }

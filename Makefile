@@ -2,7 +2,7 @@
 #   make test     vet + race tests in every module of the repo (what .ci/run calls)
 #   make bench    the hot-path benchmarks, with allocations
 #   make lint     gofmt check + vet
-#   make goodput  the provider-policy simulation table (budget)
+#   make goodput  the provider-policy simulation tables (budget, and bench/ beside peers)
 
 GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
@@ -37,4 +37,5 @@ bench:
 	done
 
 goodput:
-	$(GO) test -count=1 -run TestGoodput -v ./budget
+	$(GO) test -count=1 -run 'TestGoodput$$' -v ./budget
+	cd bench && $(GO) test -count=1 -run TestPeers -v .

@@ -1,0 +1,216 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/internal/sim"
+)
+
+// The peer simulation: the rows and the setup of budget's TestGoodput (a
+// Binance-like 50 req/s limit the clients are not told, 40ms latency plus up
+// to 20ms of jitter, 8 workers, five simulated minutes per policy under
+// testing/synctest), with one column per client. Goodput is the successful
+// requests over what the true limit allowed; refused is the requests the
+// provider refused (429, 503, 418) over the requests sent.
+
+const (
+	// peerRun is the simulated length of each cell.
+	peerRun = 5 * time.Minute
+	// peerRate is the true limit, requests/s.
+	peerRate = 50
+	// peerLatency is the provider's latency; jitter adds up to half of it.
+	peerLatency = 40 * time.Millisecond
+	// peerWorkers is the number of workers each client runs.
+	peerWorkers = 8
+)
+
+// policy is one row: a simulated provider whose limit no client is told.
+type policy struct {
+	name string
+	cfg  sim.Config
+	// limit returns the provider's true limit in requests/s at offset d.
+	limit func(d time.Duration) float64
+}
+
+// policies returns the rows, the same as budget's TestGoodput.
+func policies() []policy {
+	flat := func(time.Duration) float64 { return peerRate }
+	base := func(l sim.Limit, a sim.Answer) sim.Config {
+		return sim.Config{
+			Seed: 1, Limit: l, Answer: a,
+			Latency: peerLatency, Jitter: peerLatency / 2,
+			Symbols: []sim.Symbol{{Name: "BTCUSDT"}},
+		}
+	}
+	halving := base(sim.RateLimit(peerRate, 1), sim.Answer429)
+	halving.Schedule = []sim.Change{{After: peerRun / 2, Limit: sim.RateLimit(peerRate/2, 1)}}
+	ban := base(sim.RateLimit(peerRate, 1), sim.AnswerBan)
+	ban.BanAfter, ban.BanWindow, ban.BanFor = 5, time.Minute, 2*time.Minute
+	return []policy{
+		{"gcra burst 1, 429+retry-after", base(sim.RateLimit(peerRate, 1), sim.Answer429), flat},
+		{"gcra burst 10, 429+retry-after", base(sim.RateLimit(peerRate, 10), sim.Answer429), flat},
+		{"fixed window, 429+retry-after", base(sim.WindowLimit(peerRate*60, time.Minute), sim.Answer429), flat},
+		{"bare 429", base(sim.RateLimit(peerRate, 1), sim.AnswerBare429), flat},
+		{"503", base(sim.RateLimit(peerRate, 1), sim.Answer503), flat},
+		{"slow-down", base(sim.RateLimit(peerRate, 1), sim.AnswerSlowDown), flat},
+		{"ban after 5 violations", ban, flat},
+		{"limit halves mid-run", halving, func(d time.Duration) float64 {
+			if d >= peerRun/2 {
+				return peerRate / 2
+			}
+			return peerRate
+		}},
+	}
+}
+
+// client is one column: a way of calling the provider.
+type client struct {
+	id   string // the subtest's name
+	name string // the column's header
+	// run drives workers workers, each sending one request at a time
+	// through rt, until ctx ends, and returns when they all have. It is
+	// called inside the synctest bubble, so every clock and timer it makes
+	// is fake.
+	run func(ctx context.Context, rt http.RoundTripper, workers int)
+}
+
+// cell is one client's result against one policy.
+type cell struct {
+	goodput  float64 // successful requests / what the true limit allowed
+	refused  float64 // refused requests / requests sent
+	bans     int64
+	requests int64
+}
+
+// ok reports whether c meets forage's targets: goodput >= 90%, at most 1% of
+// requests refused, never banned.
+func (c cell) ok() bool { return c.goodput >= 0.90 && c.refused <= 0.01 && c.bans == 0 }
+
+// String renders c for the table: "92.7% / 0.07%", with the bans if any.
+func (c cell) String() string {
+	s := fmt.Sprintf("%.1f%% / %.2f%%", 100*c.goodput, 100*c.refused)
+	if c.bans > 0 {
+		s += fmt.Sprintf(", %d bans", c.bans)
+	}
+	return s
+}
+
+// measure runs cl against a fresh server for pol over peerRun of simulated
+// time and returns the cell.
+func measure(t *testing.T, pol policy, cl client) cell {
+	t.Helper()
+	var c cell
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := sim.New(pol.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), peerRun)
+		defer cancel()
+		cl.run(ctx, srv.Transport(), peerWorkers)
+		st := srv.Stats()
+		var allowed float64
+		for d := time.Duration(0); d < peerRun; d += time.Second {
+			allowed += pol.limit(d)
+		}
+		c = cell{
+			goodput:  float64(st.OK) / allowed,
+			refused:  float64(st.Throttled+st.Unavailable+st.Banned) / float64(max(st.Requests, 1)),
+			bans:     st.Bans,
+			requests: st.Requests,
+		}
+	})
+	return c
+}
+
+// get sends one klines request through rt. It drains and closes the body, so
+// the caller reads only the status and headers.
+func get(ctx context.Context, rt http.RoundTripper) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp, nil
+}
+
+// refusal reports whether status is the provider refusing a request for its
+// rate: 429, 503, or Binance's 418 ban.
+func refusal(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == http.StatusTeapot
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// table renders the cells as a Markdown table, rows = policies, columns =
+// clients, ready to paste into the README.
+func table(pols []policy, cls []client, cells [][]cell) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\ngoodput / refused, %d req/s true limit, %v+%v latency, %d workers, %v per cell\n\n",
+		peerRate, peerLatency, peerLatency/2, peerWorkers, peerRun)
+	fmt.Fprintf(&b, "| %-30s |", "provider policy")
+	for _, cl := range cls {
+		fmt.Fprintf(&b, " %-22s |", cl.name)
+	}
+	fmt.Fprintf(&b, "\n|%s|", strings.Repeat("-", 32))
+	for range cls {
+		fmt.Fprintf(&b, "%s|", strings.Repeat("-", 24))
+	}
+	for i, pol := range pols {
+		fmt.Fprintf(&b, "\n| %-30s |", pol.name)
+		for j := range cls {
+			fmt.Fprintf(&b, " %-22s |", cells[i][j])
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// TestPeers measures every client against every policy and prints the table
+// (run with -v). Only forage's column, the first, is held to the targets of
+// budget's TestGoodput; the peers' columns are a measurement.
+func TestPeers(t *testing.T) {
+	t.Parallel()
+	pols, cls := policies(), clients()
+	cells := make([][]cell, len(pols))
+	for i := range cells {
+		cells[i] = make([]cell, len(cls))
+	}
+	t.Run("cells", func(t *testing.T) {
+		for i, pol := range pols {
+			for j, cl := range cls {
+				t.Run(pol.name+" "+cl.id, func(t *testing.T) {
+					t.Parallel()
+					cells[i][j] = measure(t, pol, cl)
+				})
+			}
+		}
+	})
+	t.Log(table(pols, cls, cells))
+	for i, pol := range pols {
+		if c := cells[i][0]; !c.ok() {
+			t.Errorf("%s, %s: goodput %.1f%%, refused %.2f%%, bans %d; want >= 90%%, <= 1%%, 0",
+				cls[0].name, pol.name, 100*c.goodput, 100*c.refused, c.bans)
+		}
+	}
+}

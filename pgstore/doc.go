@@ -1,8 +1,9 @@
 // Package pgstore runs forage's storage contracts on PostgreSQL (through
 // pgx/v5), so that many processes on many machines collect together: a
-// [checkpoint.Store] whose commits can share the host's transaction, and a
+// [checkpoint.Store] whose commits can share the host's transaction, a
 // shared [budget.Pacer] through which every process draws on one
-// provider's budget.
+// provider's budget, and a [schedule.JobStore] from which many schedulers
+// claim jobs.
 //
 // It is a module of its own (github.com/forage-go/forage/pgstore), so the
 // core module stays free of database drivers.
@@ -73,6 +74,31 @@
 // overshoot counted once; climbs by the others held for a cool-off after a
 // cut; and all climbs together bounded by one growth budget per second.
 // [Pacer.Rate] reads the shared rate; [Pacer.ForceRate] sets it outright.
+//
+// # Jobs
+//
+// [Store.Jobs] returns a [JobStore], which passes the jobstoretest suite
+// unchanged: point several [schedule.Scheduler]s at it and they share one
+// set of jobs. A job is a row keyed by (provider, kind, stream), so
+// [JobStore.Upsert] is one INSERT … ON CONFLICT, and IDs come from a
+// sequence, never reused. [JobStore.Update] is a compare-and-swap on the
+// version. Time is always the caller's (Claim's now), never the database's
+// clock.
+//
+// [JobStore.Claim] is one READ COMMITTED transaction. It ranks the
+// providers by their best eligible job and locks the rows of the best ones
+// in a providers table with FOR UPDATE SKIP LOCKED, reads their
+// candidates afresh, asks [schedule.ClaimFilter.Tail] about backfills,
+// and leases the chosen jobs with FOR UPDATE SKIP LOCKED, rechecking that
+// each is still claimable. Claims on different providers thus run side by
+// side; one provider's claims take turns, so its per-provider cap and the
+// head-first rule hold across processes; and a claim never waits for
+// another, skipping what the other holds. Jobs whose lease expired are
+// claimable again: that is how a crashed scheduler's jobs are rescued, and
+// its late writes then lose the compare-and-swap. Ranking does not scan
+// the backlog: the claim visits each group of a provider's jobs (head or
+// backfill, one priority) with one index probe, so its cost grows with the
+// number of providers and priorities, not with the number of due jobs.
 //
 // # Testing
 //

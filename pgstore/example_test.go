@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"time"
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/pgstore"
+	"github.com/forage-go/forage/schedule"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -113,4 +116,39 @@ func Example_exactlyOnce() {
 		panic(err)
 	}
 	fmt.Println("committed version", cp.Version)
+}
+
+// Schedulers in many processes share one set of jobs: each claims due
+// jobs from the database, so a job runs in one place at a time, and the
+// jobs of a process that crashed run again once their leases expire. This
+// example needs a server, so it is compiled but not run.
+func ExampleStore_Jobs() {
+	ctx := context.Background()
+	store, err := pgstore.Open(ctx, "postgres://collector@db.internal:5432/forage", pgstore.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		panic(err)
+	}
+
+	runner := schedule.RunnerFunc(func(ctx context.Context, job schedule.Job) (schedule.Result, error) {
+		return schedule.Result{}, nil // Setup: one run of job.Stream, through the provider's budget.
+	})
+	sched, err := schedule.New(schedule.Config{MaxRunning: 8, MaxPerProvider: 2}, store.Jobs(), runner)
+	if err != nil {
+		panic(err)
+	}
+	// Every process may upsert the same jobs: (provider, kind, stream) is
+	// the identity, so the second upsert only updates the definition.
+	_, err = sched.Upsert(ctx, schedule.Spec{
+		Provider: "binance", Kind: schedule.KindIncremental, Stream: "BTC-USDT/1h", Interval: time.Hour,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	_ = sched.Run(ctx) // until interrupted
 }

@@ -26,15 +26,15 @@ import (
 // again with -test.run=^TestHelperProcess$; these environment variables
 // tell them what to do (the DSN comes in FORAGE_PG_DSN as usual).
 const (
-	helperVar = "FORAGE_PGSTORE_HELPER" // the child's role: "pace" or "crash"
+	helperVar = "FORAGE_PGSTORE_HELPER" // the child's role: "pace", "crash" or "claim"
 	schemaVar = "FORAGE_PGSTORE_SCHEMA"
 	keyVar    = "FORAGE_PGSTORE_KEY" // the pacer key, or the stream
 	argsVar   = "FORAGE_PGSTORE_ARGS"
 )
 
 // TestHelperProcess is not a test: it is the body of the child processes
-// that TestPacerManyProcesses and TestCommitWithSurvivesKill start. Run
-// without helperVar, it does nothing.
+// that TestPacerManyProcesses, TestCommitWithSurvivesKill and
+// TestJobClaimSurvivesKill start. Run without helperVar, it does nothing.
 func TestHelperProcess(t *testing.T) {
 	role := os.Getenv(helperVar)
 	if role == "" {
@@ -61,6 +61,8 @@ func TestHelperProcess(t *testing.T) {
 		paceChild(t, s, os.Getenv(keyVar), args)
 	case "crash":
 		crashChild(t, s, os.Getenv(keyVar), args)
+	case "claim":
+		claimChild(t, s, os.Getenv(keyVar), args)
 	default:
 		t.Fatalf("unknown helper role %q", role)
 	}

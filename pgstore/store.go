@@ -70,6 +70,7 @@ type Store struct {
 	schema string
 	now    func() time.Time
 	sql    statements
+	jobs   JobStore // what Jobs returns
 }
 
 var _ checkpoint.Store = (*Store)(nil)
@@ -90,7 +91,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{pool: pool, schema: schema, now: now, sql: expand(schema)}, nil
+	s := &Store{pool: pool, schema: schema, now: now, sql: expand(schema)}
+	s.jobs.s = s
+	return s, nil
 }
 
 // Open connects to the database named by dsn (a postgres:// URL or a
@@ -226,6 +229,9 @@ type statements struct {
 	adjustRate                                    string
 	ensurePacer, pacerState                       string
 	migrationsTable, migrationsApplied, recordMig string
+	upsertJob, getJob, listJobs, updateJob        string
+	jobOf, deleteJob                              string
+	claimCand, claimLease                         string
 }
 
 // expand fills the schema into every statement template.
@@ -242,6 +248,9 @@ func expand(schema string) statements {
 		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),
 		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),
 		recordMig: r.Replace(recordMigrationSQL),
+		upsertJob: r.Replace(upsertJobSQL), getJob: r.Replace(getJobSQL), listJobs: r.Replace(listJobsSQL),
+		updateJob: r.Replace(updateJobSQL), jobOf: r.Replace(jobOfSQL), deleteJob: r.Replace(deleteJobSQL),
+		claimCand: r.Replace(claimCandSQL), claimLease: r.Replace(claimLeaseSQL),
 	}
 }
 

@@ -103,7 +103,9 @@ type JobStore interface {
 	// f.Aging, then Priority, NextRun and ID; a job due for longer thereby
 	// gains one priority point per Aging and no job starves. With f.Aging
 	// zero: ascending Priority, then NextRun, then ID. The result is in the
-	// order taken.
+	// order taken. Under concurrent claims a store may return fewer jobs
+	// than this greedy choice (a database store skips rows another claim
+	// holds locked); the scheduler simply claims again at its next poll.
 	//
 	// Errors: [ErrInvalid] (empty owner, ttl <= 0, limit < 1,
 	// f.PerProvider < 0, f.Aging outside [0, MaxAging]).

@@ -502,3 +502,114 @@ func TestCallerCancelIsNotTheProvidersFault(t *testing.T) {
 		}
 	})
 }
+
+// TestBreakerOpeningDuringPacingStopsTheAttempt: a call that passed the
+// breaker while it was closed, then waited for its pacing slot while the
+// breaker opened, makes no attempt.
+func TestBreakerOpeningDuringPacingStopsTheAttempt(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := newLocal(t, budget.Config{
+			Adaptive:       aimd.Config{Initial: 1, DisableSlowStart: true, Increase: 1e-6},
+			Breaker:        breaker.Config{MinRequests: 1, OpenTimeout: time.Hour},
+			AttemptTimeout: budget.NoTimeout,
+		})
+		inFlight := make(chan struct{})
+		go func() {
+			_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+				close(inFlight)
+				time.Sleep(100 * time.Millisecond)
+				return budget.Outcome{Status: 500}
+			}, budget.NoRetry())
+		}()
+		<-inFlight
+		called := false
+		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+			called = true
+			return budget.Outcome{Status: 200}
+		})
+		if called || reasonOf(t, err) != budget.ReasonCircuitOpen {
+			t.Fatalf("Do = %v (attempted: %v), want circuit_open and no attempt", err, called)
+		}
+	})
+}
+
+// TestHeldPauseLongerThanMaxWait: once a provider asked for a pause longer
+// than MaxWait, later calls stop at once with throttled and the pause's end,
+// rather than sleeping through it in the pacer.
+func TestHeldPauseLongerThanMaxWait(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.MaxWait = time.Minute
+		p := newLocal(t, cfg)
+		_ = p.Do(context.Background(), nil, status(429, 3*time.Hour))
+		start := time.Now()
+		var stop *budget.Error
+		err := p.Do(context.Background(), nil, status(200, 0))
+		if !errors.As(err, &stop) || stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(start.Add(3*time.Hour)) {
+			t.Fatalf("Do = %v, want throttled until +3h", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the call waited %v for a pause longer than MaxWait", waited)
+		}
+	})
+}
+
+// TestPanickingAttemptReleasesItsSlot: an attempt that panics gives back
+// its bulkhead slot, so later calls are not blocked forever.
+func TestPanickingAttemptReleasesItsSlot(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.MaxInFlight = 1
+		p := newLocal(t, cfg)
+		func() {
+			defer func() { _ = recover() }()
+			_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome { panic("fetcher bug") })
+		}()
+		if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+			t.Fatalf("Do after a panicking attempt: %v", err)
+		}
+		if s := p.Snapshot(); s.InFlight != 0 || s.Breaker != "closed" {
+			t.Fatalf("snapshot %+v after the panic", s)
+		}
+	})
+}
+
+// TestMarkedThrottleStillThrottles: a host that marks the error explaining
+// a 429 as permanent does not hide the throttling: the status decides.
+func TestMarkedThrottleStillThrottles(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := newLocal(t, fast())
+		n := 0
+		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+			n++
+			if n == 1 {
+				return budget.Outcome{Status: 429, Err: budget.Permanent(errors.New("cannot decode the error body"))}
+			}
+			return budget.Outcome{Status: 200}
+		})
+		if err != nil || n != 2 || p.Snapshot().Throttled != 1 {
+			t.Fatalf("Do = %v after %d attempts, throttled %d; want a retried 429", err, n, p.Snapshot().Throttled)
+		}
+	})
+}
+
+// TestSlowKnownLimit: a published limit slower than the controller's
+// default floor (100 per hour) is accepted and bounds the rate.
+func TestSlowKnownLimit(t *testing.T) {
+	t.Parallel()
+	cfg := budget.Config{Limits: []budget.Limit{{Count: 100, Per: time.Hour}}}
+	p, err := budget.NewLocal("slow", cfg)
+	if err != nil {
+		t.Fatalf("NewLocal: %v", err)
+	}
+	if r := p.Snapshot().Rate; r > 100.0/3600 {
+		t.Fatalf("rate %v above the known limit", r)
+	}
+	if _, err := budget.NewRegistry(budget.RegistryConfig{Defaults: cfg}); err != nil {
+		t.Fatalf("NewRegistry: %v", err)
+	}
+}

@@ -128,16 +128,16 @@ func (c *Config) validate() error {
 			return bad(field+".Burst", "in [0, Count)", l.Burst)
 		}
 	}
-	if _, err := aimd.New(c.Adaptive); err != nil {
-		return fmt.Errorf("Config.Adaptive: %w", err)
-	}
-	if _, err := breaker.New(c.Breaker); err != nil {
-		return fmt.Errorf("Config.Breaker: %w", err)
-	}
 	if _, err := retry.NewBackoff(c.Backoff); err != nil {
-		return fmt.Errorf("Config.Backoff: %w", err)
+		return fmt.Errorf("%w: Config.Backoff: %w", ErrInvalidConfig, err)
 	}
-	return nil
+	// Build the provider once: what newLocal derives (the controller
+	// bounded by the known limits, the pacer, the breaker) is validated
+	// here, so a Registry never fails later on a key it accepted.
+	probe := *c
+	probe.Pacer = nil
+	_, err := newLocal("", probe)
+	return err
 }
 
 // withDefaults returns c with every zero field set to its default.

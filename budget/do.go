@@ -22,15 +22,24 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 	if o.weight == 0 {
 		o.weight = 1
 	}
+	if err := p.checkWeight(o.weight); err != nil {
+		return err // before any admit or pacing: such a call can never be sent
+	}
 	var bo *retry.Backoff // made on the first retry: the success path needs none
+	var last Outcome      // the previous attempt's outcome, for the stop error
 	for try := 0; ; try++ {
 		out, class, err := p.once(ctx, run, attempt, o, try == 0)
 		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Status == 0 && e.Err == nil {
+				e.Status, e.Err = last.Status, last.Err // keep what the provider last said
+			}
 			return err
 		}
 		if class == retry.Success {
 			return nil
 		}
+		last = out
 		stop := &Error{Provider: p.key, Reason: reasonOf(class, out.Status), Status: out.Status, Err: out.Err}
 		if !class.Retryable() || stop.Reason == ReasonBanned || o.noRetry || try+1 >= p.cfg.MaxAttempts {
 			stop.Until = p.until(stop.Reason)
@@ -56,14 +65,34 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 			}
 			return &Error{Provider: p.key, Reason: ReasonDeadline, Status: out.Status, Err: out.Err}
 		}
+		if d, ok := ctx.Deadline(); ok && wake.After(d) {
+			if forced {
+				stop.Until = wake // the pause outlasts the caller's deadline
+				return stop
+			}
+			return &Error{Provider: p.key, Reason: ReasonCanceled, Status: out.Status, Err: context.DeadlineExceeded}
+		}
+		// The token is taken before the sleep, so a retry that is then
+		// refused (breaker, run, deadline) has spent it: conservative, the
+		// budget is never exceeded.
 		if !p.retryBudget(run).Withdraw() {
 			return &Error{Provider: p.key, Reason: ReasonRetryBudget, Status: out.Status, Err: out.Err}
 		}
-		p.n.retries.Add(1)
 		if err := sleepUntil(ctx, wake); err != nil {
-			return &Error{Provider: p.key, Reason: ReasonCanceled, Err: err}
+			return &Error{Provider: p.key, Reason: ReasonCanceled, Status: out.Status, Err: err}
 		}
 	}
+}
+
+// checkWeight refuses a weight above the burst of a weighted limit.
+func (p *Local) checkWeight(weight int) error {
+	for i, l := range p.cfg.Limits {
+		if l.Weighted && weight > p.limits[i].Burst() {
+			return &Error{Provider: p.key, Reason: ReasonPermanent,
+				Err: fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, weight, p.limits[i].Burst(), l.Name)}
+		}
+	}
+	return nil
 }
 
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the
@@ -76,38 +105,32 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	if reason, ok := run.admitAt(time.Now()); !ok {
 		return Outcome{}, 0, &Error{Provider: p.key, Reason: reason}
 	}
-	done, err := p.brk.Allow()
-	if err != nil {
-		run.unadmit()
-		p.n.fastFails.Add(1)
-		return Outcome{}, 0, &Error{Provider: p.key, Reason: ReasonCircuitOpen, Until: p.until(ReasonCircuitOpen), Err: err}
+	// Fail fast before waiting for a slot when the breaker is open; the
+	// ticket itself is taken after pacing, so a breaker that opened during
+	// the wait still stops the attempt.
+	if p.brk.State() == breaker.StateOpen {
+		return Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
 	}
 	if err := p.acquire(ctx, run, o.weight); err != nil {
-		done(breaker.Ignored)
 		run.unadmit()
 		return Outcome{}, 0, err
 	}
+	done, err := p.brk.Allow()
+	if err != nil {
+		p.release()
+		return Outcome{}, 0, p.fastFail(run, err)
+	}
 	if first {
 		p.retryBudget(run).Deposit()
+	} else {
+		p.n.retries.Add(1)
 	}
-	actx, cancel := ctx, context.CancelFunc(nil)
-	if p.cfg.AttemptTimeout > 0 && !o.keepContext {
-		actx, cancel = context.WithTimeout(ctx, p.cfg.AttemptTimeout)
-	}
-	start := time.Now()
-	out := attempt(actx)
-	end := time.Now()
-	if cancel != nil {
-		cancel()
-	}
-	<-p.slots
-	p.n.inFlight.Add(-1)
-	out.Latency = end.Sub(start)
+	out, start, end, timedOut := p.call(ctx, attempt, o, done)
 	class := out.class()
 	switch {
 	case out.Err != nil && ctx.Err() != nil:
 		class = retry.Canceled // the caller gave up mid-attempt: not the provider's fault
-	case class == retry.Canceled && actx.Err() != nil:
+	case class == retry.Canceled && timedOut:
 		class = retry.Transient // our attempt timeout, not the caller's cancel
 	}
 	p.feedback(start, end, &out, class)
@@ -116,6 +139,46 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		return out, class, &Error{Provider: p.key, Reason: ReasonCanceled, Status: out.Status, Err: out.Err}
 	}
 	return out, class, nil
+}
+
+// call runs the attempt under its timeout and releases the bulkhead slot.
+// If the attempt panics, the slot is released, the breaker ticket reported
+// as ignored, and the panic goes on up.
+func (p *Local) call(ctx context.Context, attempt func(context.Context) Outcome, o CallOption, done func(breaker.Outcome)) (out Outcome, start, end time.Time, timedOut bool) {
+	actx, cancel := ctx, context.CancelFunc(nil)
+	if p.cfg.AttemptTimeout > 0 && !o.keepContext {
+		actx, cancel = context.WithTimeout(ctx, p.cfg.AttemptTimeout)
+	}
+	finished := false
+	defer func() {
+		if cancel != nil {
+			cancel()
+		}
+		p.release()
+		if !finished {
+			done(breaker.Ignored)
+		}
+	}()
+	start = time.Now()
+	out = attempt(actx)
+	end = time.Now()
+	finished = true
+	out.Latency = end.Sub(start)
+	return out, start, end, actx != ctx && actx.Err() != nil
+}
+
+// fastFail is the stop for a call the breaker refused: no attempt made, the
+// run's admit given back.
+func (p *Local) fastFail(run *Run, err error) error {
+	run.unadmit()
+	p.n.fastFails.Add(1)
+	return &Error{Provider: p.key, Reason: ReasonCircuitOpen, Until: p.until(ReasonCircuitOpen), Err: err}
+}
+
+// release gives back a bulkhead slot.
+func (p *Local) release() {
+	<-p.slots
+	p.n.inFlight.Add(-1)
 }
 
 // retryBudget returns run's retry budget, or for calls without a run the
@@ -127,21 +190,16 @@ func (p *Local) retryBudget(run *Run) *retry.Budget {
 	return p.retries
 }
 
-// acquire takes a bulkhead slot and waits for the pacer and every known
-// limit. On error it holds nothing.
+// acquire waits for a bulkhead slot, the pacer and every known limit, never
+// past the run's deadline nor a pause longer than MaxWait. On error it holds
+// nothing.
 func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
-	select {
-	case p.slots <- struct{}{}:
-	default:
-		p.n.saturated.Add(1)
-		select {
-		case p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return &Error{Provider: p.key, Reason: ReasonCanceled, Err: ctx.Err()}
-		}
+	now := time.Now()
+	if pu := p.ctl.PausedUntil(); pu.Sub(now) > p.cfg.MaxWait {
+		// A pause (Retry-After, a ban) longer than a call may wait: the
+		// scheduler waits it out, not the call.
+		return &Error{Provider: p.key, Reason: ReasonThrottled, Until: pu}
 	}
-	p.n.inFlight.Add(1)
-	release := func() { <-p.slots; p.n.inFlight.Add(-1) }
 	wctx, runBound := ctx, false
 	if d, ok := run.Deadline(); ok {
 		if cd, has := ctx.Deadline(); !has || d.Before(cd) {
@@ -151,8 +209,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 			runBound = true
 		}
 	}
-	if err := p.pace(wctx, weight); err != nil {
-		release()
+	fail := func(err error) error {
 		if ctx.Err() != nil || (!runBound && errors.Is(err, context.DeadlineExceeded)) {
 			// The caller's own context ended, or its deadline comes before
 			// the slot: the caller gives up, the run is not spent.
@@ -167,6 +224,21 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		}
 		return &Error{Provider: p.key, Reason: ReasonPermanent, Err: err}
 	}
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		p.n.saturated.Add(1)
+		select {
+		case p.slots <- struct{}{}:
+		case <-wctx.Done():
+			return fail(wctx.Err())
+		}
+	}
+	p.n.inFlight.Add(1)
+	if err := p.pace(wctx, weight); err != nil {
+		p.release()
+		return fail(err)
+	}
 	return nil
 }
 
@@ -180,12 +252,6 @@ func (p *Local) pace(ctx context.Context, weight int) error {
 		n := 1
 		if p.cfg.Limits[i].Weighted {
 			n = weight
-		}
-		if n > lim.Burst() {
-			// GCRA can never admit more than Burst at once, and paying in
-			// pieces would let the request land in a window that already
-			// spent the earlier pieces.
-			return fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, n, lim.Burst(), p.cfg.Limits[i].Name)
 		}
 		if err := lim.WaitN(ctx, n); err != nil {
 			return err

@@ -60,15 +60,15 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 // class classifies the outcome, honouring the host's Transient and
 // Permanent marks.
 func (o *Outcome) class() retry.Class {
-	if o.Err != nil {
+	switch {
+	case o.Status >= 300:
+		// The status decides: a host's mark on an error that explains a
+		// 429 must not hide the throttling from the controller.
+		return retry.ClassifyStatus(o.Status)
+	case o.Err != nil:
 		if c, ok := marked(o.Err); ok {
 			return c
 		}
-	}
-	switch {
-	case o.Status >= 300:
-		return retry.ClassifyStatus(o.Status) // the error, if any, only explains it
-	case o.Err != nil:
 		return retry.Classify(nil, o.Err)
 	}
 	return retry.Success

@@ -38,6 +38,9 @@ func newLocalPacer(rate float64, burst int) (localPacer, error) {
 // an error wrapping context.DeadlineExceeded, when the next slot comes after
 // ctx's deadline.
 func (p localPacer) WaitN(ctx context.Context, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case p.head <- struct{}{}:
 	default:

@@ -88,10 +88,10 @@ func NewLocal(key string, cfg Config) (*Local, error) {
 func newLocal(key string, cfg Config) (*Local, error) {
 	cfg = cfg.withDefaults()
 	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
-	for _, l := range cfg.Limits {
+	for i, l := range cfg.Limits {
 		lim, err := l.limiter()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: Config.Limits[%d]: %w", ErrInvalidConfig, i, err)
 		}
 		p.limits = append(p.limits, lim)
 		if !l.Weighted { // a weighted limit says nothing of requests/s
@@ -103,14 +103,18 @@ func newLocal(key string, cfg Config) (*Local, error) {
 	}
 	ac := cfg.Adaptive
 	if p.ceiling > 0 && (ac.Max == 0 || ac.Max > p.ceiling) {
+		// A known limit bounds the discovered rate; a very slow one (100
+		// per hour) lowers the floor with it.
 		ac.Max = p.ceiling
-		if ac.Initial > ac.Max {
-			ac.Initial = ac.Max
+		ac.Initial = min(ac.Initial, ac.Max)
+		if ac.Min == 0 {
+			ac.Min = aimd.DefaultMin
 		}
+		ac.Min = min(ac.Min, ac.Max)
 	}
 	var err error
 	if p.ctl, err = aimd.New(ac); err != nil {
-		return nil, fmt.Errorf("Config.Adaptive: %w", err)
+		return nil, fmt.Errorf("%w: Config.Adaptive: %w", ErrInvalidConfig, err)
 	}
 	bc := cfg.Breaker
 	if bc.Name == "" {
@@ -123,19 +127,26 @@ func newLocal(key string, cfg Config) (*Local, error) {
 		bc.Logger = cfg.Logger
 	}
 	if p.brk, err = breaker.New(bc); err != nil {
-		return nil, fmt.Errorf("Config.Breaker: %w", err)
+		return nil, fmt.Errorf("%w: Config.Breaker: %w", ErrInvalidConfig, err)
 	}
 	p.retries, _ = retry.NewBudget(retry.BudgetConfig{}) // the defaults are valid
 	p.rate = p.ctl.Rate()
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
 		if p.pacer, err = newLocalPacer(p.rate, cfg.Burst); err != nil {
-			return nil, fmt.Errorf("Config.Burst: %w", err)
+			return nil, fmt.Errorf("%w: Config.Burst: %w", ErrInvalidConfig, err)
 		}
 	} else if err := p.pacer.SetRate(p.rate); err != nil {
-		return nil, fmt.Errorf("Config.Pacer: %w", err)
+		return nil, fmt.Errorf("budget: Config.Pacer: SetRate(%v): %w", p.rate, err)
 	}
 	return p, nil
+}
+
+// holding reports whether the provider holds state that must outlive an idle
+// spell at now: a pause (Retry-After, a ban) or an open breaker. The
+// registry never evicts such a provider, or the next call would forget it.
+func (p *Local) holding(now time.Time) bool {
+	return p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now)
 }
 
 // Key returns the provider key.

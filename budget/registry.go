@@ -182,7 +182,8 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 func (r *Registry) Len() int { return int(r.count.Load()) }
 
 // EvictAt drops every provider idle since before now − IdleTTL with no call
-// in flight, and returns how many it dropped. A caller still holding a
+// in flight and nothing to remember (no pause, such as a ban, nor an open
+// breaker still in force), and returns how many it dropped. A caller still holding a
 // dropped Provider is redirected to the key's current one on its next call.
 func (r *Registry) EvictAt(now time.Time) int {
 	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
@@ -191,7 +192,7 @@ func (r *Registry) EvictAt(now time.Time) int {
 		s := &r.shards[i]
 		s.mu.Lock()
 		for key, e := range s.m {
-			if e.lastUsed.Load() < cutoff && e.tryEvict() {
+			if e.lastUsed.Load() < cutoff && !e.p.holding(now) && e.tryEvict() {
 				delete(s.m, key)
 				n++
 			}
@@ -233,7 +234,7 @@ func (r *Registry) shrink(keep *entry) {
 		s := &r.shards[i]
 		s.mu.RLock()
 		for _, e := range s.m {
-			if e != keep && e.inflight.Load() == 0 {
+			if e != keep && e.inflight.Load() == 0 && !e.p.holding(time.Now()) {
 				all = append(all, cand{e, e.lastUsed.Load()})
 			}
 		}

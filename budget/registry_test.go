@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/forage-go/forage/aimd"
@@ -163,4 +164,22 @@ func TestRegistrySnapshot(t *testing.T) {
 			t.Fatalf("snapshot of %s: %+v", s.Key, s)
 		}
 	}
+}
+
+// TestRegistryKeepsPausedProviders: a provider under a pause (a ban, a long
+// Retry-After) is not evicted when idle, or the next call would forget it.
+func TestRegistryKeepsPausedProviders(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.MaxWait = time.Minute
+		reg := newRegistry(t, budget.RegistryConfig{IdleTTL: time.Minute, Defaults: cfg})
+		_ = reg.Provider("banned").Do(context.Background(), nil, status(418, time.Hour))
+		if n := reg.EvictAt(time.Now().Add(10 * time.Minute)); n != 0 {
+			t.Fatalf("evicted %d providers, want the paused one kept", n)
+		}
+		if n := reg.EvictAt(time.Now().Add(2 * time.Hour)); n != 1 {
+			t.Fatalf("evicted %d after the pause ended, want 1", n)
+		}
+	})
 }

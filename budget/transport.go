@@ -52,13 +52,17 @@ func RunFrom(ctx context.Context) *Run {
 // HostKey returns the provider key of a request URL's host: lower case,
 // without the scheme's default port.
 func HostKey(req *http.Request) string {
-	host := strings.ToLower(req.URL.Host)
-	if h, port, err := net.SplitHostPort(host); err == nil {
-		if (port == "80" && req.URL.Scheme == "http") || (port == "443" && req.URL.Scheme == "https") {
-			host = h
-		}
+	host, port := strings.ToLower(req.URL.Hostname()), req.URL.Port()
+	if (port == "80" && req.URL.Scheme == "http") || (port == "443" && req.URL.Scheme == "https") {
+		port = ""
 	}
-	return host
+	if port == "" {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]" // IPv6, bracketed as in a URL
+		}
+		return host
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // RoundTrip sends req through its host's provider. It returns the last
@@ -106,6 +110,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	err = p.Do(req.Context(), RunFrom(req.Context()), attempt, opts...)
 	if last != nil {
 		return last, nil
+	}
+	if tries == 0 && req.Body != nil {
+		_ = req.Body.Close() // a RoundTripper closes the body, even unsent
 	}
 	if err == nil {
 		err = errors.New("budget: transport: attempt returned no response")

@@ -167,6 +167,9 @@ func TestHostKey(t *testing.T) {
 		"http://api.example.com:80/x":   "api.example.com",
 		"https://api.example.com:443/x": "api.example.com",
 		"https://api.example.com:8443/": "api.example.com:8443",
+		"https://[::1]:443/":            "[::1]",
+		"https://[::1]/":                "[::1]",
+		"http://[::1]:8080/":            "[::1]:8080",
 		"http://127.0.0.1:8080/":        "127.0.0.1:8080",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, in, nil)
@@ -216,3 +219,29 @@ func TestTransportBodyOutlivesAttempt(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// closeTracker records whether a request body was closed.
+type closeTracker struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeTracker) Close() error { c.closed = true; return nil }
+
+// TestTransportClosesUnsentBody: a request the budget stops before any
+// attempt still has its body closed, as a RoundTripper must.
+func TestTransportClosesUnsentBody(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		client, _ := transportClient(t, &scripted{codes: []int{200}})
+		run := newRun(t, budget.Envelope{Deadline: time.Now().Add(-time.Second)})
+		body := &closeTracker{Reader: strings.NewReader("x")}
+		req, _ := http.NewRequestWithContext(budget.WithRun(context.Background(), run), http.MethodPost, "http://a.example/", body)
+		if _, err := client.Do(req); err == nil {
+			t.Fatal("a request past the run's deadline was sent")
+		}
+		if !body.closed {
+			t.Fatal("the unsent request's body was not closed")
+		}
+	})
+}

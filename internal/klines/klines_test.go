@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,3 +110,30 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestSinkCutsATornLine: a crash mid-write leaves a torn last line; opening
+// the sink cuts it in place and later writes start on a fresh line.
+func TestSinkCutsATornLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "BTCUSDT-1m.csv")
+	if err := os.WriteFile(path, []byte("60000,1,2,0.5,1.5,10\n120000,1,2,0."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := klines.OpenFileSink(dir, "BTCUSDT", "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if sink.Len() != 1 {
+		t.Fatalf("%d candles after the cut, want 1", sink.Len())
+	}
+	c := klines.Candle{OpenTime: klines.Time(120000), Open: "1", High: "2", Low: "0.5", Close: "1.5", Volume: "3"}
+	if err := sink.Write(context.Background(), slice.Page[klines.Candle]{Records: []klines.Candle{c, c}}); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := klines.Export(dir, "BTCUSDT", "1m")
+	if err != nil || len(lines) != 2 || lines[1] != "120000,1,2,0.5,1.5,3" {
+		t.Fatalf("export %q, %v", lines, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,8 +40,8 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 		return nil, err
 	}
 	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
-		data = data[:i+1] // cut a torn last line
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		data = data[:i+1] // cut a torn last line, in place: never rewrite the file
+		if err := truncate(path, int64(len(data))); err != nil {
 			return nil, err
 		}
 	}
@@ -50,7 +51,7 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 			have[ms] = true
 		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -74,16 +75,35 @@ func (s *FileSink) Write(_ context.Context, p slice.Page[Candle]) error {
 	if b.Len() == 0 {
 		return nil
 	}
+	size, err := s.f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return fmt.Errorf("klines: %s: %w", s.f.Name(), err)
+	}
 	if _, err := s.f.Write(b.Bytes()); err != nil {
+		_ = s.f.Truncate(size) // no torn line for the next write to append to
 		return fmt.Errorf("klines: write %s: %w", s.f.Name(), err)
 	}
 	if err := s.f.Sync(); err != nil {
+		_ = s.f.Truncate(size)
 		return fmt.Errorf("klines: sync %s: %w", s.f.Name(), err)
 	}
 	for _, ms := range added {
 		s.have[ms] = true
 	}
 	return nil
+}
+
+// truncate cuts the file at path to size and syncs it.
+func truncate(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // Len returns how many candles are stored.

@@ -107,6 +107,9 @@ func DecodeCursor(c []byte) (time.Time, error) {
 
 // Next plans the window after cursor: up to Page candles, never past Until.
 func (s *Source) Next(_ context.Context, cursor []byte, within checkpoint.Range) (slice.Slice, bool, error) {
+	if s.step == 0 {
+		return slice.Slice{}, false, errors.New("klines: Source used before Init")
+	}
 	start := s.From.Truncate(s.step)
 	if len(cursor) > 0 {
 		last, err := DecodeCursor(cursor)
@@ -179,10 +182,21 @@ func (s *Source) page(r checkpoint.Range, all []Candle) slice.Page[Candle] {
 		}
 	}
 	covered := r
-	if len(all) >= s.Page && len(recs) > 0 { // a full page may stop short of r.End
-		covered.End = recs[len(recs)-1].OpenTime.Add(s.step)
+	// A full page may stop short of r.End; so may a short answer near the
+	// head, where the provider may not have published the last closed
+	// candle yet. Either way, only what was returned is covered.
+	nearHead := !r.End.Before(closed.Add(-2 * s.step))
+	if len(all) >= s.Page || nearHead {
+		covered.End = r.Start
+		if len(recs) > 0 {
+			covered.End = recs[len(recs)-1].OpenTime.Add(s.step)
+		}
 	}
-	return slice.Page[Candle]{Records: recs, Next: EncodeCursor(covered.End.Add(-s.step)), Covered: covered}
+	page := slice.Page[Candle]{Records: recs, Next: EncodeCursor(covered.End.Add(-s.step))}
+	if covered.End.After(covered.Start) {
+		page.Covered = covered
+	}
+	return page
 }
 
 // apiError turns a provider's error body ({"code":-1121,"msg":"Invalid

@@ -30,7 +30,9 @@
 // which the sink's upsert absorbs: delivery is at least once, the effect
 // exactly once. Commits are a compare-and-swap fenced by the lease's token,
 // so a runner that stalled past its lease and was taken over cannot write
-// over the new holder.
+// over the new holder. Gap records are not fenced by the store, so the
+// runner renews its lease before it writes or resolves any, and resolves
+// only the cursor gaps that were pending when its run started.
 //
 // # Budget checks at boundaries, gaps on a stop
 //

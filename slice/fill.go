@@ -32,7 +32,8 @@ type task struct {
 // With no checkpoint to fence, a fill relies on the lease renewal at each
 // slice boundary: a filler that stalled past its TTL and was taken over
 // stops there with [checkpoint.ErrLeaseLost]. At worst it wrote one slice
-// more, which the idempotent sink absorbs.
+// more, which the idempotent sink absorbs. It also renews the lease before
+// it records range gaps, so a stale filler records none.
 func (r *Runner[R]) Fill(ctx context.Context, run *budget.Run, ranges []checkpoint.Range) (Report, error) {
 	return r.leased(ctx, run, func(s *session[R]) error {
 		var tasks []task
@@ -166,6 +167,9 @@ func (s *session[R]) fill(ctx context.Context, tasks []task) (stopped bool, err 
 
 // deferFill records each unfetched task as a range gap.
 func (s *session[R]) deferFill(ctx context.Context, rest []task, stop *budget.Error) error {
+	if err := s.stopping(ctx, stop); err != nil {
+		return err
+	}
 	for _, t := range rest {
 		g := checkpoint.Gap{Key: s.r.key, Cursor: t.cursor, Range: t.r, Reason: string(stop.Reason)}
 		if _, err := s.addGap(ctx, g, stop); err != nil {

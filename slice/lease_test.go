@@ -152,3 +152,111 @@ func TestRunWithLocalProviderRetriesAndDefersLongPauses(t *testing.T) {
 		}
 	})
 }
+
+// stallSource is a source whose stall-th Next (1-based) sleeps d first: a
+// runner that stalls between two slices, after its commit and before the
+// next boundary check.
+type stallSource struct {
+	*memSource
+	stall int
+	d     time.Duration
+	calls int
+}
+
+func (s *stallSource) Next(ctx context.Context, c []byte, within checkpoint.Range) (slice.Slice, bool, error) {
+	s.calls++
+	if s.calls == s.stall {
+		time.Sleep(s.d)
+	}
+	return s.memSource.Next(ctx, c, within)
+}
+
+// A stale lease holder must neither write nor resolve gaps: a commits a
+// slice, stalls 30s before the next boundary, is taken over by b (which
+// defers, recording its own gap and resolving the older one), and then
+// wakes with its budget spent. Before the fix it wrote a gap at its stale
+// cursor and resolved b's.
+func TestStaleLeaseHolderWritesAndResolvesNoGaps(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(50, 10)
+		g.store = newStore(time.Now)
+		ctx := context.Background()
+		old, err := g.store.AddGap(ctx, checkpoint.Gap{Key: catchUp, Reason: "deadline"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
+			c.Owner, c.LeaseTTL = "a", 10*time.Second
+			c.Source = &stallSource{memSource: g.src, stall: 2, d: 30 * time.Second}
+		})
+		b := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
+			c.Owner, c.Provider = "b", &fakeProvider{stop: stopAfter(1, budget.ReasonRequestCap, time.Time{})}
+		})
+		budgetA, err := budget.NewRun(budget.Envelope{Deadline: time.Now().Add(15 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			rep slice.Report
+			err error
+		}
+		done := make(chan result)
+		go func() {
+			rep, err := a.Run(ctx, budgetA)
+			done <- result{rep, err}
+		}()
+
+		time.Sleep(20 * time.Second) // a's lease expired at 10s; a is asleep until 30s
+		brep := run(t, b)
+		if brep.Yielded || brep.Reason != budget.ReasonRequestCap || len(brep.Gaps) != 1 || brep.Resolved != 1 {
+			t.Fatalf("b after the takeover: %+v, want one slice, a request_cap gap, the old gap resolved", brep)
+		}
+		newGap := brep.Gaps[0]
+
+		res := <-done
+		if !errors.Is(res.err, checkpoint.ErrLeaseLost) {
+			t.Fatalf("stale a's run = %+v, %v; want ErrLeaseLost", res.rep, res.err)
+		}
+		if len(res.rep.Gaps) != 0 || res.rep.Resolved != 0 {
+			t.Fatalf("stale a wrote gaps %+v and resolved %d", res.rep.Gaps, res.rep.Resolved)
+		}
+		got := pending(t, g.store, catchUp)
+		if len(got) != 1 || got[0].ID != newGap.ID || string(got[0].Cursor) != "20" {
+			t.Fatalf("pending gaps %+v, want only b's gap %d at cursor 20 (old gap %d)", got, newGap.ID, old.ID)
+		}
+		if cp := g.store.load(t, catchUp); string(cp.Cursor) != "20" {
+			t.Fatalf("checkpoint %q, want b's 20", cp.Cursor)
+		}
+	})
+}
+
+// A run resolves only the cursor gaps pending when it started: one recorded
+// while it runs (by the host, or another party) is not its to resolve.
+func TestRunResolvesOnlyGapsPendingAtStart(t *testing.T) {
+	t.Parallel()
+	g := newRig(30, 10)
+	ctx := context.Background()
+	old, err := g.store.AddGap(ctx, checkpoint.Gap{Key: catchUp, Reason: "deadline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during checkpoint.Gap
+	sink := slice.SinkFunc[rec](func(ctx context.Context, p slice.Page[rec]) error {
+		if during.ID == 0 {
+			var err error
+			if during, err = g.store.AddGap(ctx, checkpoint.Gap{Key: catchUp, Reason: "throttled"}); err != nil {
+				return err
+			}
+		}
+		return g.sink.Write(ctx, p)
+	})
+	r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink = sink })
+	rep := run(t, r)
+	if string(rep.Cursor) != "30" || rep.Resolved != 1 {
+		t.Fatalf("Run = %+v: want caught up at 30 with the old gap %d resolved", rep, old.ID)
+	}
+	if got := pending(t, g.store, catchUp); len(got) != 1 || got[0].ID != during.ID {
+		t.Fatalf("pending gaps %+v, want only gap %d recorded during the run", got, during.ID)
+	}
+}

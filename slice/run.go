@@ -22,6 +22,9 @@ type session[R any] struct {
 	run   *budget.Run
 	lease checkpoint.Lease
 	rep   *Report
+	// pending are the IDs of the stream's cursor gaps that were unresolved
+	// when the stream run started: the only ones it may resolve.
+	pending []int64
 }
 
 // Run advances the stream from its checkpoint until it is caught up or the
@@ -45,9 +48,13 @@ type session[R any] struct {
 // ([checkpoint.ErrLeaseLost]: another owner took the stream over). The
 // checkpoint is then the last commit, and the next run resumes from it.
 //
-// A run that ends without an error resolves the stream's older cursor gaps
-// (gaps without a Range, see [Runner.Drain]): it passed their cursor, or its
-// own new gap supersedes them. run may be nil (unbounded).
+// A run that ends without an error resolves the stream's cursor gaps (gaps
+// without a Range, see [Runner.Drain]) that were pending when it started:
+// it passed their cursor, or its own new gap supersedes them. Gaps recorded
+// during the run are never touched. Before it writes or resolves a gap, the
+// run renews its lease, so a holder that was taken over while it stalled
+// stops there with [checkpoint.ErrLeaseLost] instead of writing a gap at its
+// stale cursor or resolving the new holder's. run may be nil (unbounded).
 func (r *Runner[R]) Run(ctx context.Context, run *budget.Run) (Report, error) {
 	return r.leased(ctx, run, func(s *session[R]) error { return s.stream(ctx) })
 }
@@ -89,6 +96,9 @@ func (s *session[R]) stream(ctx context.Context) error {
 		return fmt.Errorf("slice: %v: load checkpoint: %w", r.key, err)
 	}
 	s.rep.Cursor = cp.Cursor
+	if err := s.listPending(ctx); err != nil {
+		return err
+	}
 	for {
 		sl, ok, err := r.cfg.Source.Next(ctx, cp.Cursor, checkpoint.Range{})
 		if err != nil {
@@ -223,25 +233,55 @@ func (s *session[R]) cover(ctx context.Context, covered checkpoint.Range) error 
 }
 
 // deferStream records why the stream run stopped at cursor (the last
-// committed one) and supersedes the stream's older cursor gaps.
+// committed one) and supersedes the cursor gaps pending at the start.
 func (s *session[R]) deferStream(ctx context.Context, cursor []byte, stop *budget.Error) error {
-	g, err := s.addGap(ctx, checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: string(stop.Reason)}, stop)
-	if err != nil {
+	if err := s.stopping(ctx, stop); err != nil {
 		return err
 	}
-	return s.resolveCursorGaps(ctx, g.ID)
+	if _, err := s.addGap(ctx, checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: string(stop.Reason)}, stop); err != nil {
+		return err
+	}
+	return s.resolvePending(ctx)
 }
 
-// caughtUp ends a stream run that found nothing left: every cursor gap of
-// the stream is passed.
+// caughtUp ends a stream run that found nothing left: every cursor gap
+// pending at the start is passed.
 func (s *session[R]) caughtUp(ctx context.Context) error {
 	s.r.log.DebugContext(ctx, "slice: caught up", "cursor", string(s.rep.Cursor), "slices", s.rep.Slices)
-	return s.resolveCursorGaps(ctx, 0)
+	if len(s.pending) == 0 {
+		return nil
+	}
+	if err := s.fence(ctx); err != nil {
+		return err
+	}
+	return s.resolvePending(ctx)
 }
 
-// addGap records g as the reason the run stopped and notes it in the report.
+// stopping notes in the report why the run stops (even if no gap can be
+// recorded) and fences the gap records it is about to write.
+func (s *session[R]) stopping(ctx context.Context, stop *budget.Error) error {
+	s.rep.Reason, s.rep.Until = stop.Reason, stop.Until
+	return s.fence(ctx)
+}
+
+// fence renews the lease before the run writes or resolves gap records.
+// Unlike commits, gap records are not fenced by the store, and a stale
+// holder could hit a stop long after it lost the lease (a stall, then an
+// exhausted budget at the next boundary): the renewal fails with
+// [checkpoint.ErrLeaseLost] once another owner took the stream over, and
+// otherwise extends the lease by a whole TTL, past the writes that follow.
+func (s *session[R]) fence(ctx context.Context) error {
+	l, err := s.r.cfg.Store.Renew(ctx, s.lease, s.r.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("slice: %v: renew lease before recording gaps: %w", s.r.key, err)
+	}
+	s.lease = l
+	return nil
+}
+
+// addGap records g as a gap the stopping run leaves and notes it in the
+// report. The caller has called stopping.
 func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.Error) (checkpoint.Gap, error) {
-	s.rep.Reason, s.rep.Until = stop.Reason, stop.Until // even if the gap cannot be recorded
 	g, err := s.r.cfg.Store.AddGap(ctx, g)
 	if err != nil {
 		return g, fmt.Errorf("slice: %v: record the %s gap: %w", s.r.key, stop.Reason, err)
@@ -252,18 +292,29 @@ func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.
 	return g, nil
 }
 
-// resolveCursorGaps resolves the stream's unresolved cursor gaps (those
-// without a Range), except keep and any recorded after it (keep 0: all).
-func (s *session[R]) resolveCursorGaps(ctx context.Context, keep int64) error {
+// listPending records the IDs of the stream's unresolved cursor gaps
+// (those without a Range) as the run starts: the gaps it may resolve.
+func (s *session[R]) listPending(ctx context.Context) error {
+	s.pending = s.pending[:0]
 	return s.eachGap(ctx, func(g checkpoint.Gap) (bool, error) {
-		if keep > 0 && g.ID >= keep {
-			return false, nil
+		if g.Range.IsZero() {
+			s.pending = append(s.pending, g.ID)
 		}
-		if !g.Range.IsZero() {
-			return true, nil
-		}
-		return true, s.resolve(ctx, g.ID)
+		return true, nil
 	})
+}
+
+// resolvePending resolves the cursor gaps pending when the run started.
+// Resolving is idempotent, so gaps another party resolved since are no
+// error.
+func (s *session[R]) resolvePending(ctx context.Context) error {
+	for _, id := range s.pending {
+		if err := s.resolve(ctx, id); err != nil {
+			return err
+		}
+	}
+	s.pending = nil
+	return nil
 }
 
 // eachGap pages through the stream's unresolved gaps, oldest first, calling

@@ -11,9 +11,15 @@ import (
 // Config configures a [Scheduler]. The zero value is valid: eight jobs at
 // once, at most two per provider, one priority point of aging per minute,
 // ±5% jitter, a one-minute lease and a one-second poll.
+//
+// Cool-downs (after source pressure) and provider pauses live in this
+// Scheduler's memory, per process: another process sharing the store does
+// not see them. What holds a provider back across processes is a pacer
+// shared by every process, such as
+// [github.com/forage-go/forage/pgstore.Pacer].
 type Config struct {
 	// MaxRunning caps how many jobs run at once in this scheduler, over all
-	// providers. Defaults to 8.
+	// providers. At most 65536. Defaults to 8.
 	MaxRunning int
 	// MaxPerProvider caps how many jobs of one provider run at once,
 	// counting every scheduler sharing the store (live leases). Keep it
@@ -28,10 +34,11 @@ type Config struct {
 	// Jitter is the fraction by which each interval (and each backoff) is
 	// randomly lengthened or shortened, so that jobs added together do not
 	// run together forever. In [0, 0.5]. Zero means the default, 0.05
-	// (±5%); to disable jitter, make Random return 0.5.
+	// (±5%), so zero cannot disable it: to disable jitter, set Random to a
+	// func returning 0.5 (the middle of the range, an offset of zero).
 	Jitter float64
-	// Random returns uniform numbers in [0, 1) for jitter. Nil means
-	// math/rand/v2. Tests pin it.
+	// Random returns uniform numbers in [0, 1) for jitter; a func
+	// returning 0.5 disables jitter. Nil means math/rand/v2. Tests pin it.
 	Random func() float64
 	// Requeue is how long a job waits before running again after its run
 	// spent the run's budget (request cap, deadline, retry budget) or left
@@ -42,8 +49,9 @@ type Config struct {
 	// Defaults to 1 second.
 	Requeue time.Duration
 	// Cooldown is how long a provider cools after source pressure whose
-	// end is unknown (a [budget.Error] with a zero Until). Defaults to 1
-	// minute.
+	// end is unknown (a [budget.Error] with a zero Until). The cool-down
+	// holds the provider's jobs back in this process only (see the
+	// [Config] doc). Defaults to 1 minute.
 	Cooldown time.Duration
 	// Backoff is the wait after a job's first consecutive failure; each
 	// further failure doubles it, up to MaxBackoff. Defaults to 5 seconds.
@@ -53,16 +61,19 @@ type Config struct {
 	MaxBackoff time.Duration
 	// LeaseTTL is how long a claim holds a job before another scheduler may
 	// rescue it; running jobs are renewed every LeaseTTL/3. At least 3 ×
-	// Poll. Defaults to 1 minute.
+	// Poll. Defaults to 1 minute, or 3 × Poll if that is longer.
 	LeaseTTL time.Duration
 	// Poll is the longest the scheduler sleeps before asking the store for
 	// due jobs again. It also wakes when a run ends, when a job it knows of
 	// comes due, when a provider's cool-down ends and on every control call,
-	// so Poll matters only for work another process added. Defaults to 1
-	// second.
+	// so Poll matters only for work another process added. At most
+	// LeaseTTL/3. Defaults to 1 second, or LeaseTTL/3 if that is shorter
+	// (when only LeaseTTL is set).
 	Poll time.Duration
 	// RunTimeout caps one run's wall clock: the runner's context ends after
-	// it, and the run counts as budget exhaustion (the job is re-queued).
+	// it, and if the runner then returns its context's error the run counts
+	// as budget exhaustion (the job is re-queued). A runner that returns
+	// its own verdict instead (source pressure, a failure) keeps it.
 	// Zero (the default) means no cap; the runner's own envelope applies.
 	RunTimeout time.Duration
 	// Owner prefixes the lease owner of every claim, so an operator can tell

@@ -54,21 +54,34 @@
 //	budget exhaustion           queued              now + Requeue                 no cool-down
 //	source pressure             waiting_rate_limit  Error.Until (*)               cooled until then
 //	other error                 failed              now + Backoff × 2^(n-1) (**)  -
-//	interrupted                 queued              unchanged: due at once        -
+//	interrupted (cancellation)  queued              unchanged: due at once        -
 //
 // (*) now + Cooldown when the error names no end; never sooner than now +
 // Requeue, so that a runner failing at once cannot spin. (**) n is the
-// number of consecutive failures; capped at MaxBackoff. A job paused during
-// its run stays paused whatever the outcome, which still sets its stats and
-// next run. Every outcome releases the lease and counts the run.
+// number of consecutive failures; capped at MaxBackoff; only a success
+// resets n. A done gap fill that changed during its run (new work upserted
+// into it, paused, rescued elsewhere) is kept, as if unfinished.
+//
+// The runner's error decides the outcome even when the scheduler
+// interrupted the run: only a cancellation (context.Canceled,
+// [ErrInterrupted], a [budget.Error] with ReasonCanceled) counts as
+// interrupted, so source pressure met by a run being paused still cools
+// its provider. A job paused during its run stays paused whatever the
+// outcome, which still sets its stats and next run. Every outcome releases
+// the lease and counts the run.
 //
 // Budget exhaustion ([budget.Reason.Exhausted]: request cap, deadline,
 // retry budget, or RunTimeout) is a planned hand-off: the remainder is due
 // again soon and nothing cools. Source pressure
 // ([budget.Reason.SourcePressure]: throttled, unavailable, circuit open,
 // banned) cools that provider only: none of its jobs starts before the
-// pause ends, and the job that met it resumes exactly then. A job that
-// fell behind skips the cycles it missed rather than running back to back.
+// pause ends, and the job that met it resumes exactly then. Cool-downs and
+// provider pauses ([Scheduler.PauseProvider]) live in one Scheduler's
+// memory, per process: other processes sharing the store do not see them.
+// What holds a provider back across processes is a pacer shared by every
+// process, such as [github.com/forage-go/forage/pgstore.Pacer], not the
+// scheduler. A job that fell behind skips the cycles it missed rather than
+// running back to back.
 //
 // # Control
 //

@@ -161,8 +161,9 @@ type Stats struct {
 	// Failures counts runs that failed (not budget exhaustion, not source
 	// pressure, not interruptions).
 	Failures int64
-	// Streak counts consecutive failures; it sets the backoff and resets
-	// on any run that made progress.
+	// Streak counts consecutive failures; it sets the backoff. A success
+	// resets it; budget exhaustion, source pressure and interruptions
+	// leave it as it was.
 	Streak int
 	// LastError is the error of the last failed or pushed-back run.
 	LastError string

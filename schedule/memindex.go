@@ -220,14 +220,3 @@ func byRank(a, b *entry) bool {
 	}
 	return a.job.ID < b.job.ID
 }
-
-// byPriority orders ready jobs when aging is zero.
-func byPriority(a, b *entry) bool {
-	if a.job.Priority != b.job.Priority {
-		return a.job.Priority < b.job.Priority
-	}
-	if c := a.job.NextRun.Compare(b.job.NextRun); c != 0 {
-		return c < 0
-	}
-	return a.job.ID < b.job.ID
-}

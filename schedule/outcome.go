@@ -37,7 +37,9 @@ type outcome struct {
 // (exhaustion or source pressure), a context error, or a failure.
 //
 // FinishAt returns the job as stored after the outcome. A done gap fill is
-// deleted and returned as last held. If the job was deleted meanwhile, or
+// deleted and returned as last held, unless it changed since the claim (new
+// work upserted into it, paused): then it is kept, as after an unfinished
+// run. If the job was deleted meanwhile, or
 // its lease was lost to another scheduler, nothing is written and the job
 // is returned as last known. Errors: [ErrInvalid] (a job not running here);
 // a store error (the lease then expires and the job is rescued).
@@ -49,30 +51,36 @@ func (s *Scheduler) FinishAt(ctx context.Context, now time.Time, job Job, res Re
 	if !ours {
 		return Job{}, invalid("job", "must be running here (claimed by ClaimAt, not finished)", job.ID)
 	}
-	return s.finish(ctx, now, a, res, runErr, false)
+	return s.finish(ctx, now, a, res, runErr)
 }
 
 // finish applies a run's outcome, then frees its slot.
-func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Result, runErr error, interrupted bool) (Job, error) {
+func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Result, runErr error) (Job, error) {
 	defer s.release(a)
 	s.mu.Lock()
 	job, lost := a.job, a.lost
-	interrupted = interrupted || a.cause != nil
 	s.mu.Unlock()
 	if lost {
 		return job, nil
 	}
-	o := s.classify(now, &job, res, runErr, interrupted)
+	o := s.classify(now, &job, res, runErr)
+	if o.kind == outDone && job.Kind == KindGapFill {
+		deleted, err := s.deleteDone(ctx, job)
+		if err != nil {
+			return job, err
+		}
+		if deleted {
+			s.count(o)
+			job.State, job.Lease = StateSuccess, Lease{}
+			return job, nil
+		}
+		// Changed since the claim: new work upserted, paused, or rescued
+		// elsewhere. Keep it, as after an unfinished run.
+		o.kind = outSuccess
+	}
 	s.count(o)
 	if o.kind == outPressure {
 		s.cool(job.Provider, o.until)
-	}
-	if o.kind == outDone && job.Kind == KindGapFill {
-		if err := s.store.Delete(ctx, job.ID); err != nil && !errors.Is(err, ErrNotFound) {
-			return job, s.storeError("finish", job, err)
-		}
-		job.State, job.Lease = StateSuccess, Lease{}
-		return job, nil
 	}
 	owner := job.Lease.Owner
 	j := job
@@ -102,15 +110,39 @@ func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Re
 	return stored, nil
 }
 
-// classify turns what the runner returned into an outcome.
-func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error, interrupted bool) outcome {
+// deleteDone deletes a gap fill that finished, if it is still as this
+// scheduler last wrote it (same version, same lease owner). A job changed
+// meanwhile (new work upserted into it, paused, or rescued by another
+// scheduler) is not deleted and deleteDone reports false. The JobStore has
+// no conditional delete, so a write landing between the Get and the Delete
+// is lost with the job; the window is one store round trip.
+func (s *Scheduler) deleteDone(ctx context.Context, job Job) (bool, error) {
+	cur, err := s.store.Get(ctx, job.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, s.storeError("finish", job, err)
+	case cur.Version != job.Version || cur.Lease.Owner != job.Lease.Owner:
+		return false, nil
+	}
+	if err := s.store.Delete(ctx, job.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		return false, s.storeError("finish", job, err)
+	}
+	return true, nil
+}
+
+// classify turns what the runner returned into an outcome. The runner's
+// error decides, even when the scheduler interrupted the run: only a
+// cancellation (context.Canceled, [ErrInterrupted], a [budget.Error] with
+// ReasonCanceled) counts as interrupted, so source pressure met during a
+// run that was being paused still cools the provider.
+func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) outcome {
 	switch {
 	case err == nil && res.Done && !job.Kind.Periodic():
 		return outcome{kind: outDone}
 	case err == nil:
 		return outcome{kind: outSuccess}
-	case interrupted:
-		return outcome{kind: outInterrupted}
 	}
 	if be := (*budget.Error)(nil); errors.As(err, &be) {
 		switch {
@@ -130,7 +162,7 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error, int
 	switch {
 	case errors.Is(err, context.DeadlineExceeded): // the run's own wall clock
 		return outcome{kind: outRequeue, err: err}
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrInterrupted):
 		return outcome{kind: outInterrupted}
 	}
 	return outcome{kind: outFailed, err: err}
@@ -155,8 +187,7 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 		default:
 			j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
 		}
-	case outRequeue:
-		st.Streak = 0
+	case outRequeue: // a planned hand-off: the failure streak stands
 		j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
 	case outPressure:
 		st.LastError = o.err.Error()
@@ -233,6 +264,7 @@ func (s *Scheduler) release(a *active) {
 	if s.active[a.id] == a {
 		delete(s.active, a.id)
 	}
+	delete(s.draining, a)
 	s.mu.Unlock()
 	if a.cancel != nil {
 		a.cancel(nil)

@@ -69,18 +69,24 @@ func (s *Scheduler) run(parent context.Context, wg *sync.WaitGroup, a *active, j
 	} else {
 		err = context.Cause(ctx)
 	}
-	interrupted := false
-	if err != nil && ctx.Err() != nil {
-		if a.ctx.Err() == nil { // only RunTimeout ended it: a spent budget
-			err = &budget.Error{Reason: budget.ReasonDeadline, Provider: job.Provider, Err: err}
-		} else {
-			interrupted = true
-		}
+	// Only RunTimeout ended it, and the runner stopped because of that: a
+	// spent budget. Any other error is the runner's own verdict.
+	if err != nil && ctx.Err() != nil && a.ctx.Err() == nil && canceled(err) {
+		err = &budget.Error{Reason: budget.ReasonDeadline, Provider: job.Provider, Err: err}
 	}
 	// The outcome is written even when Run is returning.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.cfg.LeaseTTL)
 	defer cancel()
-	_, _ = s.finish(wctx, time.Now(), a, res, err, interrupted) // store errors counted and logged
+	_, _ = s.finish(wctx, time.Now(), a, res, err) // store errors counted and logged
+}
+
+// canceled reports whether err says a context ended: a context error,
+// [ErrInterrupted], or a [budget.Error] with ReasonCanceled.
+func canceled(err error) bool {
+	if be := (*budget.Error)(nil); errors.As(err, &be) && be.Reason == budget.ReasonCanceled {
+		return true
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrInterrupted)
 }
 
 // call runs the runner, turning a panic into a failure.
@@ -98,6 +104,9 @@ func (s *Scheduler) stop(cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range s.active {
+		a.interrupt(cause)
+	}
+	for a := range s.draining {
 		a.interrupt(cause)
 	}
 }

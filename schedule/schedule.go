@@ -22,7 +22,10 @@ import (
 // the package doc's outcome table); any other error when it failed. It must
 // return soon after ctx ends, at its next slice boundary: the scheduler
 // cancels ctx, with cause [ErrInterrupted], when the job or its provider is
-// paused, the job is deleted, its lease is lost, or Run is returning.
+// paused, the job is deleted, its lease is lost, or Run is returning. The
+// error still decides the outcome then: returning the context's error
+// (or one wrapping it) makes the run interrupted, not a failure, while a
+// [budget.Error] of source pressure still cools the provider.
 type Runner interface {
 	Run(ctx context.Context, job Job) (Result, error)
 }
@@ -58,12 +61,18 @@ type Scheduler struct {
 	claimMu sync.Mutex // serialises claims with control calls that must see them
 	mu      sync.Mutex // guards the fields below
 	active  map[int64]*active
-	paused  map[string]bool      // providers
-	cooling map[string]time.Time // provider → end of its cool-down
-	wakes   timeHeap             // times a known job comes due
-	seq     uint64               // claim sequence, for lease owners
-	wake    chan struct{}        // pokes Run's loop
-	inRun   atomic.Bool
+	// draining holds runs whose job the store handed to this scheduler
+	// again while the run was still going: interrupted, not written, but
+	// still running, so still holding a slot. A claim skips the providers
+	// of runs with expired leases, so only a store breaking the Claim
+	// contract gets a job here.
+	draining map[*active]struct{}
+	paused   map[string]bool      // providers
+	cooling  map[string]time.Time // provider → end of its cool-down
+	wakes    timeHeap             // times a known job comes due
+	seq      uint64               // claim sequence, for lease owners
+	wake     chan struct{}        // pokes Run's loop
+	inRun    atomic.Bool
 
 	spareMu   sync.Mutex
 	saturated map[string]int64 // provider → its Saturated count at the last Spare check
@@ -113,6 +122,7 @@ func New(cfg Config, store JobStore, runner Runner) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg: cfg, store: store, runner: runner, rand: cfg.Random,
 		active:    make(map[int64]*active),
+		draining:  make(map[*active]struct{}),
 		paused:    make(map[string]bool),
 		cooling:   make(map[string]time.Time),
 		wake:      make(chan struct{}, 1),
@@ -131,7 +141,9 @@ func New(cfg Config, store JobStore, runner Runner) (*Scheduler, error) {
 // job of a paused or cooling provider, a provider's backfills only when its
 // head work is done and it has budget to spare. [Scheduler.Run] calls it;
 // hosts driving runs themselves call it, run the jobs, and report each one
-// with FinishAt.
+// with FinishAt. While a run here has a lost or expired lease (renewals
+// failing), its provider's jobs are not claimed: the store no longer counts
+// that run, and would hand its job back to run twice.
 func (s *Scheduler) ClaimAt(ctx context.Context, now time.Time) ([]Job, error) {
 	as, err := s.claim(ctx, now, nil)
 	jobs := make([]Job, len(as))
@@ -148,10 +160,22 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 	s.claimMu.Lock()
 	defer s.claimMu.Unlock()
 	s.mu.Lock()
-	free := s.cfg.MaxRunning - len(s.active)
+	free := s.cfg.MaxRunning - len(s.active) - len(s.draining)
 	var skip []string
 	for p := range s.paused {
 		skip = append(skip, p)
+	}
+	// A run whose lease is lost or expired still runs here, but the store
+	// no longer counts it against its provider (and would hand an expired
+	// lease back to us, running the job twice): hold the provider back
+	// until the run drains or its renewal succeeds.
+	for _, a := range s.active {
+		if a.lost || !a.job.Lease.Until.After(now) {
+			skip = append(skip, a.job.Provider)
+		}
+	}
+	for a := range s.draining {
+		skip = append(skip, a.job.Provider)
 	}
 	for p, until := range s.cooling {
 		if until.After(now) {
@@ -185,6 +209,7 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 		}
 		if old := s.active[j.ID]; old != nil { // our own expired lease, rescued
 			s.loseLocked(old)
+			s.draining[old] = struct{}{} // still running: keeps its slot
 		}
 		if s.paused[j.Provider] { // paused while the claim was in flight
 			a.interrupt(fmt.Errorf("%w: provider %s paused", ErrInterrupted, j.Provider))
@@ -236,6 +261,9 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, a *active) error {
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.active[id] != a { // finished meanwhile: its release won the race
+		return nil
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		a.interrupt(fmt.Errorf("%w: job %d deleted", ErrInterrupted, id))

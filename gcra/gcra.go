@@ -62,6 +62,12 @@ type Limiter struct {
 	tat atomic.Int64
 	// interval is the emission interval I in nanoseconds.
 	interval atomic.Int64
+	// gen counts rate changes. A decision commits only if no rate change
+	// happened since it read the state: a change that rescales the backlog
+	// to exactly the word it read (X → Y → X, or an idle limiter) would
+	// otherwise let a decision made with the old interval pass its
+	// compare-and-swap.
+	gen atomic.Uint64
 	// burst is fixed for the limiter's life.
 	burst int
 	// base carries a monotonic reading, so the clock-reading forms measure

@@ -30,23 +30,29 @@ func (l *Limiter) AllowN(n int) Result { return l.admit(0, true, n) }
 // attempt, so a retried decision is made at the time it takes effect.
 func (l *Limiter) admit(now int64, useClock bool, n int) Result {
 	for {
-		tat, iv := l.load()
+		tat, iv, gen := l.load()
 		if useClock {
 			now = l.clock()
 		}
 		newTAT, r := Decide(tat, now, iv, l.burst, n)
-		if newTAT == tat {
-			// Nothing to book: the decision holds if the state it read is
-			// still current (the interval cannot have changed under it).
-			if l.tat.Load() == tat {
-				return r
-			}
-			continue
-		}
-		if l.tat.CompareAndSwap(tat, storable(newTAT)) {
+		if l.commit(tat, newTAT, gen) {
 			return r
 		}
 	}
+}
+
+// commit stores newTAT in place of tat, or, when there is nothing to book,
+// confirms that tat is still current. It fails when the word changed or a
+// rate change happened since the state was read at gen, so the caller
+// decides again.
+func (l *Limiter) commit(tat, newTAT int64, gen uint64) bool {
+	if l.gen.Load() != gen {
+		return false
+	}
+	if newTAT == tat {
+		return l.tat.Load() == tat
+	}
+	return l.tat.CompareAndSwap(tat, storable(newTAT))
 }
 
 // ReserveNAt books a request of cost n at now whether or not it conforms, and
@@ -64,18 +70,12 @@ func (l *Limiter) ReserveN(n int) time.Duration { return l.reserve(0, true, n) }
 
 func (l *Limiter) reserve(now int64, useClock bool, n int) time.Duration {
 	for {
-		tat, iv := l.load()
+		tat, iv, gen := l.load()
 		if useClock {
 			now = l.clock()
 		}
 		newTAT, wait := Reserve(tat, now, iv, l.burst, n)
-		if newTAT == tat {
-			if l.tat.Load() == tat {
-				return wait
-			}
-			continue
-		}
-		if l.tat.CompareAndSwap(tat, storable(newTAT)) {
+		if l.commit(tat, newTAT, gen) {
 			return wait
 		}
 	}
@@ -97,12 +97,11 @@ func (l *Limiter) unreserve(now int64, useClock bool, n int) {
 		return // Reserve booked nothing for such a cost
 	}
 	for {
-		tat, iv := l.load()
+		tat, iv, gen := l.load()
 		if useClock {
 			now = l.clock()
 		}
-		newTAT := unreserve(tat, now, iv, n)
-		if newTAT == tat || l.tat.CompareAndSwap(tat, newTAT) {
+		if l.commit(tat, unreserve(tat, now, iv, n), gen) {
 			return
 		}
 	}
@@ -116,9 +115,8 @@ func (l *Limiter) unreserve(now int64, useClock bool, n int) {
 func (l *Limiter) PauseUntil(t time.Time) {
 	until := l.offset(t)
 	for {
-		tat, iv := l.load()
-		newTAT := pause(tat, until, iv, l.burst)
-		if newTAT == tat || l.tat.CompareAndSwap(tat, storable(newTAT)) {
+		tat, iv, gen := l.load()
+		if l.commit(tat, pause(tat, until, iv, l.burst), gen) {
 			return
 		}
 	}
@@ -167,20 +165,26 @@ func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
 	if useClock {
 		now = l.clock()
 	}
+	l.gen.Add(1) // before the interval changes: see Limiter.gen
 	old := l.interval.Swap(iv)
 	l.tat.Store(storable(rescale(tat, now, old, iv)))
 	return nil
 }
 
 // load returns the current theoretical arrival time and interval as a
-// consistent pair, yielding while SetRateAt has the state frozen. The TAT is
-// read first: if the interval changes after that, the word has been frozen
-// and rewritten, so the caller's compare-and-swap (or re-check) fails.
-func (l *Limiter) load() (tat, interval int64) {
+// consistent pair, and the rate-change generation they belong to, yielding
+// while SetRateAt has the state frozen. A pair read across a rate change
+// (the old TAT with the new interval) is caught by commit, which finds the
+// generation moved on. One window remains: a whole rate change landing
+// between commit's generation check and its compare-and-swap, and ending on
+// the very word read. It needs the committing goroutine descheduled for the
+// length of a SetRateAt at that exact instruction.
+func (l *Limiter) load() (tat, interval int64, gen uint64) {
 	for {
+		gen = l.gen.Load()
 		tat = l.tat.Load()
 		if tat != frozen {
-			return tat, l.interval.Load()
+			return tat, l.interval.Load(), gen
 		}
 		runtime.Gosched()
 	}

@@ -105,6 +105,9 @@ var awsSleep func(context.Context, time.Duration) error
 // shorter than any real turn of that loop, so the SDK's pacing is unchanged.
 func init() {
 	sleep := awsSleep
+	if sleep == nil {
+		panic("bench: the AWS SDK no longer has internal/sdk.SleepWithContext (go:linkname): re-check aws_test.go after the SDK upgrade")
+	}
 	awsSleep = func(ctx context.Context, d time.Duration) error {
 		return sleep(ctx, max(d, time.Nanosecond))
 	}

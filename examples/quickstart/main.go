@@ -11,10 +11,13 @@
 // line on stderr shows the learned rate and what was collected; at the end a
 // summary table compares goodput with the exchange's true limit and lists
 // refused requests, gaps and breaker transitions.
+//
+// Run it with: go run ./examples/quickstart (about 30 seconds, no flags).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -35,8 +38,8 @@ import (
 
 const (
 	trueLimit = 25 // requests/s the exchange allows; the collector is not told
-	days      = 4  // history to backfill per symbol
-	page      = 100
+	days      = 7  // history to backfill per symbol
+	page      = 80
 )
 
 var symbols = []string{"BTCUSDT", "ETHUSDT", "SOLUSDT"}
@@ -176,7 +179,11 @@ func run() error {
 	// few more cycles.
 	var backfilled time.Time
 	var okAtBackfill int64
+	giveUp := time.Now().Add(3 * time.Minute) // a backstop: the run takes about 30s
 	for ; ; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("quickstart: backfills not done after 3 minutes: %s", jobStates(ctx, sched))
+		}
 		jobs, err := sched.Jobs(ctx, schedule.Query{Kind: schedule.KindBackfill})
 		if err != nil {
 			return err
@@ -193,7 +200,7 @@ func run() error {
 		}
 	}
 	cancel()
-	if err := <-schedErr; err != nil && err != context.Canceled {
+	if err := <-schedErr; err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	close(done)
@@ -270,4 +277,18 @@ func progress(done <-chan struct{}, start time.Time, p budget.Provider, candles,
 			fmt.Fprintln(os.Stderr, line)
 		}
 	}
+}
+
+// jobStates describes every job's state and last error, for a run that did
+// not finish in time.
+func jobStates(ctx context.Context, s *schedule.Scheduler) string {
+	jobs, err := s.Jobs(ctx, schedule.Query{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, j := range jobs {
+		fmt.Fprintf(&b, "%s %s %s (last error: %q); ", j.Stream, j.Kind, j.State, j.Stats.LastError)
+	}
+	return b.String()
 }

@@ -202,7 +202,9 @@ func (s *Store) failWrite(op string, err error) error {
 		connErr *pgconn.ConnectError
 	)
 	switch {
-	case errors.As(err, &pgErr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, pgx.ErrTxCommitRollback):
+		return s.fail(op+" (the transaction was aborted by an earlier error: nothing committed)", err)
+	case errors.As(err, &pgErr):
 		return s.fail(op, err)
 	case errors.As(err, &connErr) || pgconn.SafeToRetry(err):
 		return s.fail(op+" (not sent: nothing changed)", err)

@@ -56,9 +56,10 @@ type Config struct {
 	// the adaptive rate.
 	Pacer Pacer
 	// OnTransition is called after each breaker transition, outside any
-	// lock. Nil means none.
+	// lock. Nil means none. Breaker.OnTransition, if set, wins.
 	OnTransition func(breaker.Transition)
-	// Logger receives breaker transitions and stops; nil means silent.
+	// Logger receives breaker transitions; nil means silent.
+	// Breaker.Logger, if set, wins.
 	Logger *slog.Logger
 }
 
@@ -124,8 +125,8 @@ func (c *Config) validate() error {
 			return bad(field+".Count", "> 0", l.Count)
 		case l.Per <= 0:
 			return bad(field+".Per", "> 0", l.Per)
-		case l.Burst < 0 || (l.Burst > 0 && l.Burst >= l.Count && l.Count > 1):
-			return bad(field+".Burst", "in [0, Count)", l.Burst)
+		case l.Burst < 0 || l.Burst > l.Count || (l.Burst == l.Count && l.Count > 1):
+			return bad(field+".Burst", "in [0, Count) (or 1 when Count is 1)", l.Burst)
 		}
 	}
 	if _, err := retry.NewBackoff(c.Backoff); err != nil {

@@ -17,7 +17,9 @@ import (
 // [Registry] hands out one per provider key; [NewLocal] makes a standalone
 // one; a database-backed implementation shares one budget across processes.
 type Provider interface {
-	// Do runs one logical request: it admits against run (nil: unbounded),
+	// Do runs one logical request: it admits against run (nil: no request
+	// cap nor deadline, and retries drawn from the provider's own retry
+	// budget, 20% of first attempts with a floor of 3),
 	// fails fast when the breaker is open, paces at the rate the provider
 	// allows, calls attempt for exactly one outbound request, classifies the
 	// outcome, feeds it back, and retries within run's retry budget with

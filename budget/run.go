@@ -20,8 +20,8 @@ type Envelope struct {
 	Deadline time.Time
 	// RetryRatio is the share of first attempts that may be retried: every
 	// first attempt deposits RetryRatio retry tokens, every retry withdraws
-	// one. It must be in [0, 1]. Zero means the default 0.2; NoRetries (-1)
-	// means no ratio at all (only the MinRetries floor).
+	// one. It must be in [1e-9, 1]. Zero means the default 0.2; NoRetries
+	// (-1) means no ratio at all (only the MinRetries floor).
 	RetryRatio float64
 	// MinRetries is the floor of the retry budget, so a tiny run can still
 	// retry a transient failure or two. Zero means the default 3; use
@@ -47,6 +47,12 @@ type Run struct {
 func NewRun(env Envelope) (*Run, error) {
 	if env.MaxRequests < 0 {
 		return nil, fmt.Errorf("%w: Envelope.MaxRequests must be >= 0 (got %d)", ErrInvalidConfig, env.MaxRequests)
+	}
+	if r := env.RetryRatio; r != 0 && r != NoRetries && !(r >= 1e-9 && r <= 1) {
+		return nil, fmt.Errorf("%w: Envelope.RetryRatio must be in [1e-9, 1], 0 or NoRetries (got %v)", ErrInvalidConfig, r)
+	}
+	if m := env.MinRetries; m < 0 && m != NoRetries {
+		return nil, fmt.Errorf("%w: Envelope.MinRetries must be >= 0 or NoRetries (got %d)", ErrInvalidConfig, m)
 	}
 	rb, err := retry.NewBudget(retry.BudgetConfig{Ratio: env.RetryRatio, MinRetries: env.MinRetries})
 	if err != nil {

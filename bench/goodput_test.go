@@ -31,45 +31,6 @@ const (
 	peerWorkers = 8
 )
 
-// policy is one row: a simulated provider whose limit no client is told.
-type policy struct {
-	name string
-	cfg  sim.Config
-	// limit returns the provider's true limit in requests/s at offset d.
-	limit func(d time.Duration) float64
-}
-
-// policies returns the rows, the same as budget's TestGoodput.
-func policies() []policy {
-	flat := func(time.Duration) float64 { return peerRate }
-	base := func(l sim.Limit, a sim.Answer) sim.Config {
-		return sim.Config{
-			Seed: 1, Limit: l, Answer: a,
-			Latency: peerLatency, Jitter: peerLatency / 2,
-			Symbols: []sim.Symbol{{Name: "BTCUSDT"}},
-		}
-	}
-	halving := base(sim.RateLimit(peerRate, 1), sim.Answer429)
-	halving.Schedule = []sim.Change{{After: peerRun / 2, Limit: sim.RateLimit(peerRate/2, 1)}}
-	ban := base(sim.RateLimit(peerRate, 1), sim.AnswerBan)
-	ban.BanAfter, ban.BanWindow, ban.BanFor = 5, time.Minute, 2*time.Minute
-	return []policy{
-		{"gcra burst 1, 429+retry-after", base(sim.RateLimit(peerRate, 1), sim.Answer429), flat},
-		{"gcra burst 10, 429+retry-after", base(sim.RateLimit(peerRate, 10), sim.Answer429), flat},
-		{"fixed window, 429+retry-after", base(sim.WindowLimit(peerRate*60, time.Minute), sim.Answer429), flat},
-		{"bare 429", base(sim.RateLimit(peerRate, 1), sim.AnswerBare429), flat},
-		{"503", base(sim.RateLimit(peerRate, 1), sim.Answer503), flat},
-		{"slow-down", base(sim.RateLimit(peerRate, 1), sim.AnswerSlowDown), flat},
-		{"ban after 5 violations", ban, flat},
-		{"limit halves mid-run", halving, func(d time.Duration) float64 {
-			if d >= peerRun/2 {
-				return peerRate / 2
-			}
-			return peerRate
-		}},
-	}
-}
-
 // client is one column: a way of calling the provider.
 type client struct {
 	id   string // the subtest's name
@@ -104,11 +65,11 @@ func (c cell) String() string {
 
 // measure runs cl against a fresh server for pol over peerRun of simulated
 // time and returns the cell.
-func measure(t *testing.T, pol policy, cl client) cell {
+func measure(t *testing.T, pol sim.Scenario, cl client) cell {
 	t.Helper()
 	var c cell
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := sim.New(pol.cfg)
+		srv, err := sim.New(pol.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,10 +77,7 @@ func measure(t *testing.T, pol policy, cl client) cell {
 		defer cancel()
 		cl.run(ctx, srv.Transport(), peerWorkers)
 		st := srv.Stats()
-		var allowed float64
-		for d := time.Duration(0); d < peerRun; d += time.Second {
-			allowed += pol.limit(d)
-		}
+		allowed := pol.Allowed(peerRun)
 		c = cell{
 			goodput:  float64(st.OK) / allowed,
 			refused:  float64(st.Throttled+st.Unavailable+st.Banned) / float64(max(st.Requests, 1)),
@@ -164,7 +122,7 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // table renders the cells as a Markdown table, rows = policies, columns =
 // clients, ready to paste into the README.
-func table(pols []policy, cls []client, cells [][]cell) string {
+func table(pols []sim.Scenario, cls []client, cells [][]cell) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ngoodput / refused, %d req/s true limit, %v+%v latency, %d workers, %v per cell\n\n",
 		peerRate, peerLatency, peerLatency/2, peerWorkers, peerRun)
@@ -177,7 +135,7 @@ func table(pols []policy, cls []client, cells [][]cell) string {
 		fmt.Fprintf(&b, "%s|", strings.Repeat("-", 24))
 	}
 	for i, pol := range pols {
-		fmt.Fprintf(&b, "\n| %-30s |", pol.name)
+		fmt.Fprintf(&b, "\n| %-30s |", pol.Name)
 		for j := range cls {
 			fmt.Fprintf(&b, " %-22s |", cells[i][j])
 		}
@@ -191,7 +149,7 @@ func table(pols []policy, cls []client, cells [][]cell) string {
 // budget's TestGoodput; the peers' columns are a measurement.
 func TestPeers(t *testing.T) {
 	t.Parallel()
-	pols, cls := policies(), clients()
+	pols, cls := sim.Scenarios(peerRate, peerLatency, peerRun), clients()
 	cells := make([][]cell, len(pols))
 	for i := range cells {
 		cells[i] = make([]cell, len(cls))
@@ -199,7 +157,7 @@ func TestPeers(t *testing.T) {
 	t.Run("cells", func(t *testing.T) {
 		for i, pol := range pols {
 			for j, cl := range cls {
-				t.Run(pol.name+" "+cl.id, func(t *testing.T) {
+				t.Run(pol.Name+" "+cl.id, func(t *testing.T) {
 					t.Parallel()
 					cells[i][j] = measure(t, pol, cl)
 				})
@@ -210,7 +168,7 @@ func TestPeers(t *testing.T) {
 	for i, pol := range pols {
 		if c := cells[i][0]; !c.ok() {
 			t.Errorf("%s, %s: goodput %.1f%%, refused %.2f%%, bans %d; want >= 90%%, <= 1%%, 0",
-				cls[0].name, pol.name, 100*c.goodput, 100*c.refused, c.bans)
+				cls[0].name, pol.Name, 100*c.goodput, 100*c.refused, c.bans)
 		}
 	}
 }

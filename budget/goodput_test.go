@@ -40,47 +40,6 @@ type goodputSetup struct {
 // mainSetup is the acceptance setup: a Binance-like 50/s, 40-60ms, 8 workers.
 var mainSetup = goodputSetup{name: "50/s, 40ms+20ms, 8 workers", rate: 50, latency: 40 * time.Millisecond, workers: 8}
 
-// goodputPolicy is one row: a simulated provider whose limit the collector
-// is not told.
-type goodputPolicy struct {
-	name string
-	cfg  sim.Config
-	// limit returns the provider's true limit in requests/s at offset d.
-	limit func(d time.Duration) float64
-}
-
-// goodputPolicies returns the rows for setup s.
-func goodputPolicies(s goodputSetup) []goodputPolicy {
-	rate := s.rate
-	flat := func(time.Duration) float64 { return rate }
-	base := func(l sim.Limit, a sim.Answer) sim.Config {
-		return sim.Config{
-			Seed: 1, Limit: l, Answer: a,
-			Latency: s.latency, Jitter: s.latency / 2,
-			Symbols: []sim.Symbol{{Name: "BTCUSDT"}},
-		}
-	}
-	halving := base(sim.RateLimit(rate, 1), sim.Answer429)
-	halving.Schedule = []sim.Change{{After: goodputRun / 2, Limit: sim.RateLimit(rate/2, 1)}}
-	ban := base(sim.RateLimit(rate, 1), sim.AnswerBan)
-	ban.BanAfter, ban.BanWindow, ban.BanFor = 5, time.Minute, 2*time.Minute
-	return []goodputPolicy{
-		{"gcra burst 1, 429+retry-after", base(sim.RateLimit(rate, 1), sim.Answer429), flat},
-		{"gcra burst 10, 429+retry-after", base(sim.RateLimit(rate, 10), sim.Answer429), flat},
-		{"fixed window, 429+retry-after", base(sim.WindowLimit(int(rate*60), time.Minute), sim.Answer429), flat},
-		{"bare 429", base(sim.RateLimit(rate, 1), sim.AnswerBare429), flat},
-		{"503", base(sim.RateLimit(rate, 1), sim.Answer503), flat},
-		{"slow-down", base(sim.RateLimit(rate, 1), sim.AnswerSlowDown), flat},
-		{"ban after 5 violations", ban, flat},
-		{"limit halves mid-run", halving, func(d time.Duration) float64 {
-			if d >= goodputRun/2 {
-				return rate / 2
-			}
-			return rate
-		}},
-	}
-}
-
 type goodputRow struct {
 	policy   string
 	goodput  float64 // successful requests / what the true limit allowed
@@ -100,11 +59,11 @@ func (r goodputRow) String() string {
 // runGoodput drives one provider with the default Config, or with the pacer
 // newPacer returns if it is not nil, from s.workers workers against pol for
 // goodputRun of simulated time.
-func runGoodput(t *testing.T, pol goodputPolicy, s goodputSetup, newPacer func() budget.Pacer) goodputRow {
+func runGoodput(t *testing.T, pol sim.Scenario, s goodputSetup, newPacer func() budget.Pacer) goodputRow {
 	t.Helper()
 	var row goodputRow
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := sim.New(pol.cfg)
+		srv, err := sim.New(pol.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,12 +110,9 @@ func runGoodput(t *testing.T, pol goodputPolicy, s goodputSetup, newPacer func()
 		}
 		wg.Wait()
 		st := srv.Stats()
-		var allowed float64
-		for d := time.Duration(0); d < goodputRun; d += time.Second {
-			allowed += pol.limit(d)
-		}
+		allowed := pol.Allowed(goodputRun)
 		row = goodputRow{
-			policy:   pol.name,
+			policy:   pol.Name,
 			goodput:  float64(st.OK) / allowed,
 			refused:  float64(st.Throttled+st.Unavailable+st.Banned) / float64(max(st.Requests, 1)),
 			bans:     int(st.Bans),
@@ -174,10 +130,10 @@ func goodputTable(t *testing.T, s goodputSetup, newPacer func() budget.Pacer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-32s %9s %9s %5s %9s %9s\n", s.name, "goodput", "refused", "bans", "learned", "requests")
 	var miss []goodputRow
-	for _, pol := range goodputPolicies(s) {
+	for _, pol := range sim.Scenarios(s.rate, s.latency, goodputRun) {
 		r := runGoodput(t, pol, s, newPacer)
 		fmt.Fprint(&b, r)
-		switch why, exempt := s.miss[pol.name]; {
+		switch why, exempt := s.miss[pol.Name]; {
 		case exempt:
 			fmt.Fprintf(&b, "  (not held to the targets: %s)", why)
 		case !r.ok():

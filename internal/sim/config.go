@@ -71,7 +71,8 @@ type Config struct {
 	FaultRate float64
 
 	// Faults are the kinds drawn from (uniformly) when a fault is injected.
-	// Defaults to all four: Fault500, Fault502, Fault504, FaultReset.
+	// Defaults to Fault500, Fault502, Fault504 and FaultReset; [Fault503] is
+	// drawn only when listed, since a 503 is also how [Answer503] refuses.
 	Faults []Fault
 
 	// Latency is added to every response. Must be >= 0. Defaults to 0.
@@ -80,6 +81,22 @@ type Config struct {
 	// Jitter adds a uniform random [0, Jitter) to every response's latency.
 	// Must be >= 0. Defaults to 0.
 	Jitter time.Duration
+
+	// Uplink delays every request on its way to the server: it is waited out
+	// before the ban, the limit and the fault draw see the request, so the
+	// server judges it at its arrival, not at its sending. Requests sent back
+	// to back at exactly the limit's interval then arrive jittered, as they
+	// do through a real network stack, when UplinkJitter is set. A request
+	// whose context ends during the uplink never reaches the server (it is
+	// not counted). Applies to [Server.Transport] and to [Server.Listen]
+	// alike (over loopback it adds to the real stack's delay). Must be >= 0.
+	// Defaults to 0.
+	Uplink time.Duration
+
+	// UplinkJitter adds a uniform random [0, UplinkJitter) to every request's
+	// Uplink delay. Must be >= 0. Defaults to 0: no jitter, and no random
+	// draw, so the responses of a seed are those of a Config without it.
+	UplinkJitter time.Duration
 }
 
 // Symbol is one tradable pair.
@@ -109,8 +126,20 @@ const (
 	// HeaderIETF sends RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
 	// (seconds, rounded up) for the GCRA or fixed-window Limit in force
 	// (draft-ietf-httpapi-ratelimit-headers). Nothing is sent when Unlimited.
+	// A GCRA limit announces its burst as the limit, so a burst-1 limiter
+	// says "Remaining 0, Reset 1" after each admitted request.
 	HeaderIETF
+	// HeaderIETFPolicy sends RateLimit-Policy: <count>;w=<seconds> (the
+	// window in whole seconds, rounded up) for a fixed-window Limit in force,
+	// the quota policy of the same draft, which names the window that
+	// RateLimit-Limit leaves implicit. Nothing is sent for GCRA (no
+	// whole-second quota describes it exactly) or when Unlimited. Combine it
+	// with HeaderIETF to send both.
+	HeaderIETFPolicy
 )
+
+// allHeaders is every Headers flag.
+const allHeaders = HeaderBinance | HeaderIETF | HeaderIETFPolicy
 
 // BinanceWeight is a [Config.Weight] with Binance spot's weights: klines 2,
 // exchangeInfo 20, everything else 1.
@@ -167,8 +196,8 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	if c.Weight == nil {
 		c.Weight = func(string) int { return 1 }
 	}
-	if c.Headers&^(HeaderBinance|HeaderIETF) != 0 {
-		return c, invalid("Config.Headers", "must combine HeaderBinance and HeaderIETF only", int(c.Headers))
+	if c.Headers&^allHeaders != 0 {
+		return c, invalid("Config.Headers", "must combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only", int(c.Headers))
 	}
 	if !(c.FaultRate >= 0 && c.FaultRate <= 1) {
 		return c, invalid("Config.FaultRate", "must be in [0, 1]", c.FaultRate)
@@ -177,7 +206,7 @@ func (c Config) normalize(start time.Time) (Config, error) {
 		c.Faults = []Fault{Fault500, Fault502, Fault504, FaultReset}
 	}
 	for i, f := range c.Faults {
-		if f < Fault500 || f > FaultReset {
+		if f < Fault500 || f > Fault503 {
 			return c, invalid(fmt.Sprintf("Config.Faults[%d]", i), "must be one of the Fault constants", f)
 		}
 	}
@@ -187,6 +216,12 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	}
 	if c.Jitter < 0 {
 		return c, invalid("Config.Jitter", "must be >= 0", c.Jitter)
+	}
+	if c.Uplink < 0 {
+		return c, invalid("Config.Uplink", "must be >= 0", c.Uplink)
+	}
+	if c.UplinkJitter < 0 {
+		return c, invalid("Config.UplinkJitter", "must be >= 0", c.UplinkJitter)
 	}
 	return c, nil
 }

@@ -19,10 +19,14 @@
 // per-path weight), answers over-limit requests the way real providers do
 // ([Answer]: 429 with or without Retry-After, 503, a silent slow-down, or
 // Binance's 418 ban after repeated violations), can change that limit mid-run
-// ([Config.Schedule], [Server.SetLimit]), injects transient faults
-// ([Config.FaultRate]) and latency, and counts what the client did
-// ([Server.Stats]) so a test can assert "never banned, never over the limit,
-// no data lost".
+// ([Config.Schedule], [Server.SetLimit]), announces its usage in headers
+// ([Headers]: Binance's, the IETF draft's, or both at once), injects
+// transient faults ([Config.FaultRate]; [Fault503] is noise that looks like a
+// refusal), delays requests on their way in ([Config.Uplink], so requests
+// sent back to back arrive jittered, as through a real network stack) and
+// responses on their way out ([Config.Latency]), and counts what the client
+// did ([Server.Stats]) so a test can assert "never banned, never over the
+// limit, no data lost".
 //
 // Everything reads time from [Config.Now] and draws randomness from a
 // generator seeded by [Config.Seed], so a run is deterministic for a given

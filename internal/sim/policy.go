@@ -172,15 +172,22 @@ const (
 	// loopback, an error wrapping syscall.ECONNRESET from the in-memory
 	// transport.
 	FaultReset
+	// Fault503 answers 503 Service Unavailable with a plain-text body, as a
+	// load balancer with no healthy backend would: noise that says nothing
+	// about the client's rate, unlike [Answer503]'s JSON -1008 refusal. It is
+	// not among the default Faults.
+	Fault503
 )
 
-// String returns "500", "502", "504" or "reset".
+// String returns "500", "502", "503", "504" or "reset".
 func (f Fault) String() string {
 	switch f {
 	case Fault500:
 		return "500"
 	case Fault502:
 		return "502"
+	case Fault503:
+		return "503"
 	case Fault504:
 		return "504"
 	case FaultReset:
@@ -261,6 +268,15 @@ func (lm *limiter) roll(now int64) {
 	if start := now - floorMod(now, win); start != lm.winStart {
 		lm.winStart, lm.count = start, 0
 	}
+}
+
+// policy reports the IETF RateLimit-Policy of a fixed window: its count and
+// its length in whole seconds, rounded up. ok is false for other algorithms.
+func (lm *limiter) policy() (count, seconds int64, ok bool) {
+	if lm.limit.Algorithm != FixedWindow {
+		return 0, 0, false
+	}
+	return int64(lm.limit.Count), int64((lm.limit.Window + time.Second - 1) / time.Second), true
 }
 
 // usage reports the IETF RateLimit fields at now: the limit, the weight

@@ -299,7 +299,10 @@ func TestConfigValidation(t *testing.T) {
 		{sim.Config{Faults: []sim.Fault{7}}, "sim: Config.Faults[0] must be one of the Fault constants (got Fault(7))"},
 		{sim.Config{Symbols: []sim.Symbol{{Name: "btc"}}}, `sim: Config.Symbols[0].Name must be 1-20 of A-Z 0-9 - _ . (got "btc")`},
 		{sim.Config{Symbols: []sim.Symbol{{Name: "A"}, {Name: "A"}}}, "sim: Config.Symbols[1].Name must be unique (got A)"},
-		{sim.Config{Headers: 8}, "sim: Config.Headers must combine HeaderBinance and HeaderIETF only (got 8)"},
+		{sim.Config{Headers: 8}, "sim: Config.Headers must combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only (got 8)"},
+		{sim.Config{Faults: []sim.Fault{sim.Fault503 + 1}}, "sim: Config.Faults[0] must be one of the Fault constants (got Fault(5))"},
+		{sim.Config{Uplink: -1}, "sim: Config.Uplink must be >= 0 (got -1ns)"},
+		{sim.Config{UplinkJitter: -time.Millisecond}, "sim: Config.UplinkJitter must be >= 0 (got -1ms)"},
 	}
 	for i, c := range cases {
 		_, err := sim.New(c.cfg)
@@ -310,5 +313,35 @@ func TestConfigValidation(t *testing.T) {
 	s := newServer(t, sim.Config{})
 	if err := s.SetLimit(sim.RateLimit(-1, 0)); err == nil || !errors.Is(err, sim.ErrInvalidConfig) {
 		t.Fatalf("SetLimit(-1): %v", err)
+	}
+}
+
+// TestHeaderFamilies checks each usage-header flag sends its own family
+// only: the IETF policy names a fixed window's length in whole seconds
+// (rounded up) and is absent for GCRA, and mixing families sends both.
+func TestHeaderFamilies(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		limit   sim.Limit
+		headers sim.Headers
+		want    map[string]string // header -> value; "" means absent
+	}{
+		{sim.WindowLimit(600, 30*time.Second), sim.HeaderIETFPolicy,
+			map[string]string{"RateLimit-Policy": "600;w=30", "RateLimit-Limit": "", "X-Mbx-Used-Weight-1m": ""}},
+		{sim.WindowLimit(5, 1500*time.Millisecond), sim.HeaderIETFPolicy | sim.HeaderIETF,
+			map[string]string{"RateLimit-Policy": "5;w=2", "RateLimit-Limit": "5", "RateLimit-Remaining": "4"}},
+		{sim.RateLimit(17, 1), sim.HeaderIETFPolicy | sim.HeaderIETF,
+			map[string]string{"RateLimit-Policy": "", "RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}},
+		{sim.WindowLimit(600, 30*time.Second), sim.HeaderIETF | sim.HeaderBinance,
+			map[string]string{"RateLimit-Limit": "600", "RateLimit-Remaining": "599", "X-Mbx-Used-Weight-1m": "1", "RateLimit-Policy": ""}},
+	}
+	for i, c := range cases {
+		s := newServer(t, sim.Config{Now: newClock(t0).Now, Limit: c.limit, Headers: c.headers})
+		r := get(t, s.Client(), inMemory, "/api/v3/time", nil)
+		for k, v := range c.want {
+			if got := r.header.Get(k); got != v {
+				t.Fatalf("case %d (%v, headers %d): %s = %q, want %q", i, c.limit, c.headers, k, got, v)
+			}
+		}
 	}
 }

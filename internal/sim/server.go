@@ -112,10 +112,14 @@ type reply struct {
 	reset  bool
 }
 
-// ServeHTTP answers one request: the limit policy decides at arrival, the
-// response waits out the latency (or returns early if the client goes away),
-// and an injected reset hijacks and drops the connection.
+// ServeHTTP answers one request: the uplink delay is waited out, the limit
+// policy decides at arrival, the response waits out the latency (or returns
+// early if the client goes away), and an injected reset hijacks and drops
+// the connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if sleep(r.Context(), s.uplink()) != nil {
+		return
+	}
 	rep := s.serve(r)
 	if sleep(r.Context(), rep.delay) != nil {
 		return
@@ -208,6 +212,18 @@ func (s *Server) admit(now time.Time, w int64) (reply, bool) {
 	return rep, true
 }
 
+// uplink draws one request's delay on its way to the server ([Config.Uplink]
+// plus jitter). It draws nothing without UplinkJitter.
+func (s *Server) uplink() time.Duration {
+	d := s.cfg.Uplink
+	if s.cfg.UplinkJitter > 0 {
+		s.mu.Lock()
+		d += time.Duration(s.rng.Int64N(int64(s.cfg.UplinkJitter)))
+		s.mu.Unlock()
+	}
+	return d
+}
+
 // latency draws one response latency. Callers hold mu.
 func (s *Server) latency() time.Duration {
 	d := s.cfg.Latency
@@ -239,6 +255,11 @@ func (s *Server) usageHeaders(h http.Header, now int64) {
 			h.Set("RateLimit-Reset", strconv.FormatInt(int64((reset+time.Second-1)/time.Second), 10))
 		}
 	}
+	if s.cfg.Headers&HeaderIETFPolicy != 0 {
+		if count, seconds, ok := s.lim.policy(); ok {
+			h.Set("RateLimit-Policy", fmt.Sprintf("%d;w=%d", count, seconds))
+		}
+	}
 }
 
 // apiError completes rep with e's status and JSON body.
@@ -255,6 +276,8 @@ func (rep reply) fault(f Fault) reply {
 		return rep.apiError(&APIError{500, -1000, "An unknown error occurred while processing the request."})
 	case Fault502:
 		rep.status, rep.body = http.StatusBadGateway, []byte("502 Bad Gateway\n")
+	case Fault503:
+		rep.status, rep.body = http.StatusServiceUnavailable, []byte("503 Service Unavailable\n")
 	case Fault504:
 		rep.status, rep.body = http.StatusGatewayTimeout, []byte("504 Gateway Time-out\n")
 	default:

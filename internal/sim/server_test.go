@@ -20,7 +20,7 @@ func TestFaults(t *testing.T) {
 	cases := []struct {
 		fault  sim.Fault
 		status int
-	}{{sim.Fault500, 500}, {sim.Fault502, 502}, {sim.Fault504, 504}, {sim.FaultReset, 0}}
+	}{{sim.Fault500, 500}, {sim.Fault502, 502}, {sim.Fault503, 503}, {sim.Fault504, 504}, {sim.FaultReset, 0}}
 	for _, c := range cases {
 		s := newServer(t, sim.Config{Now: newClock(t0).Now, FaultRate: 1, Faults: []sim.Fault{c.fault}})
 		r, err := tryGet(context.Background(), s.Client(), inMemory, "/api/v3/time", nil)
@@ -30,6 +30,9 @@ func TestFaults(t *testing.T) {
 			}
 		} else if err != nil || r.status != c.status {
 			t.Fatalf("%v: got %d %v, want %d", c.fault, r.status, err, c.status)
+		}
+		if c.fault == sim.Fault503 && string(r.body) != "503 Service Unavailable\n" {
+			t.Fatalf("503 fault: body %q, want a plain-text one (not Answer503's JSON refusal)", r.body)
 		}
 		if st := s.Stats(); st.Faults != 1 || st.OK != 0 || st.Requests != 1 || st.MaxPerSecond != 1 {
 			t.Fatalf("%v: stats %+v", c.fault, st)

@@ -6,7 +6,8 @@ import "time"
 // one of OK, Throttled, Unavailable, Banned, Faults and BadRequests, so they
 // sum to Requests. A request is counted when the server decides its answer,
 // at arrival, even if the client then gives up during the latency; a request
-// whose context has already ended never reaches the server. Stats is a value;
+// whose context has already ended, or ends during the uplink delay
+// ([Config.Uplink]), never reaches the server. Stats is a value;
 // copy it freely.
 type Stats struct {
 	// Requests is every request received, whatever its fate.
@@ -21,7 +22,7 @@ type Stats struct {
 	Banned int64
 	// Bans is the number of ban periods entered.
 	Bans int64
-	// Faults is the injected faults (500, 502, 504 and resets).
+	// Faults is the injected faults (500, 502, 503, 504 and resets).
 	Faults int64
 	// BadRequests is the admitted requests answered 4xx for bad parameters,
 	// unknown symbols, unknown paths or methods.

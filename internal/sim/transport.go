@@ -15,8 +15,8 @@ import (
 )
 
 // Transport returns an http.RoundTripper that serves every request in memory,
-// whatever its URL's host, in the caller's goroutine: the limit policy decides
-// at once, then the latency (and any slow-down) is waited out on a timer that
+// whatever its URL's host, in the caller's goroutine: the uplink delay
+// ([Config.Uplink]) is waited out, the limit policy decides, then the latency (and any slow-down) is waited out on a timer that
 // honours the request's context. Inside a testing/synctest bubble that timer
 // is fake, so simulated time passes without real waiting. An injected reset
 // returns an error for which errors.Is(err, syscall.ECONNRESET) holds. The
@@ -36,6 +36,9 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, t.s.uplink()); err != nil {
 		return nil, err
 	}
 	rep := t.s.serve(req)

@@ -3,13 +3,12 @@ package bench_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage/bench/internal/clients"
 	"github.com/forage-go/forage/internal/sim"
 )
 
@@ -29,17 +28,18 @@ const (
 	peerLatency = 40 * time.Millisecond
 	// peerWorkers is the number of workers each client runs.
 	peerWorkers = 8
+	// peerURL is what every worker requests: one candle, weight 1. The
+	// in-memory transport serves any host.
+	peerURL = "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1"
 )
 
 // client is one column: a way of calling the provider.
 type client struct {
 	id   string // the subtest's name
 	name string // the column's header
-	// run drives workers workers, each sending one request at a time
-	// through rt, until ctx ends, and returns when they all have. It is
-	// called inside the synctest bubble, so every clock and timer it makes
-	// is fake.
-	run func(ctx context.Context, rt http.RoundTripper, workers int)
+	// run is the client, called inside the synctest bubble, so every clock
+	// and timer it makes is fake.
+	run clients.Func
 }
 
 // cell is one client's result against one policy.
@@ -75,7 +75,7 @@ func measure(t *testing.T, pol sim.Scenario, cl client) cell {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), peerRun)
 		defer cancel()
-		cl.run(ctx, srv.Transport(), peerWorkers)
+		cl.run(ctx, srv.Transport(), peerURL, peerWorkers)
 		st := srv.Stats()
 		allowed := pol.Allowed(peerRun)
 		c = cell{
@@ -86,38 +86,6 @@ func measure(t *testing.T, pol sim.Scenario, cl client) cell {
 		}
 	})
 	return c
-}
-
-// get sends one klines request through rt. It drains and closes the body, so
-// the caller reads only the status and headers.
-func get(ctx context.Context, rt http.RoundTripper) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp, nil
-}
-
-// refusal reports whether status is the provider refusing a request for its
-// rate: 429, 503, or Binance's 418 ban.
-func refusal(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == http.StatusTeapot
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // table renders the cells as a Markdown table, rows = policies, columns =
@@ -149,7 +117,7 @@ func table(pols []sim.Scenario, cls []client, cells [][]cell) string {
 // budget's TestGoodput; the peers' columns are a measurement.
 func TestPeers(t *testing.T) {
 	t.Parallel()
-	pols, cls := sim.Scenarios(peerRate, peerLatency, peerRun), clients()
+	pols, cls := sim.Scenarios(peerRate, peerLatency, peerRun), peerClients()
 	cells := make([][]cell, len(pols))
 	for i := range cells {
 		cells[i] = make([]cell, len(cls))

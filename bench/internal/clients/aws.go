@@ -1,4 +1,4 @@
-package bench_test
+package clients
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// runAWS calls the provider through the AWS SDK for Go v2's own retry loop,
+// AWS calls the provider through the AWS SDK for Go v2's own retry loop,
 // the retry.Attempt finalize middleware an SDK client installs, with one
 // retry.AdaptiveMode shared by the workers as a client shares its Retryer.
 // Per attempt the middleware takes GetAttemptToken (the adaptive client-side
@@ -26,7 +26,7 @@ import (
 // standard retryer's exponential full-jitter backoff (legacy mode: it does
 // not read Retry-After) and its retry quota. An operation that fails anyway
 // is dropped and the worker sends the next one at once.
-func runAWS(ctx context.Context, rt http.RoundTripper, workers int) {
+func AWS(ctx context.Context, rt http.RoundTripper, url string, workers int) {
 	mode := retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
 		o.Throttles = append(o.Throttles, statusThrottle)
 		o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
@@ -35,9 +35,9 @@ func runAWS(ctx context.Context, rt http.RoundTripper, workers int) {
 		})
 	})
 	mw := retry.NewAttemptMiddleware(mode, func(r any) any { return r })
-	next := middleware.FinalizeHandlerFunc(sendAWS(rt))
-	each(workers, func() {
-		for ctx.Err() == nil {
+	next := middleware.FinalizeHandlerFunc(sendAWS(rt, url))
+	each(workers, func(limit int) {
+		for n := 0; n < limit && ctx.Err() == nil; n++ {
 			_, _, _ = mw.HandleFinalize(ctx, middleware.FinalizeInput{Request: struct{}{}}, next)
 		}
 	})
@@ -47,10 +47,10 @@ func runAWS(ctx context.Context, rt http.RoundTripper, workers int) {
 // response other than 200 turned into the error an SDK deserializer returns,
 // an awshttp.ResponseError carrying the HTTP status around a
 // smithy.GenericAPIError.
-func sendAWS(rt http.RoundTripper) func(context.Context, middleware.FinalizeInput) (middleware.FinalizeOutput, middleware.Metadata, error) {
+func sendAWS(rt http.RoundTripper, url string) func(context.Context, middleware.FinalizeInput) (middleware.FinalizeOutput, middleware.Metadata, error) {
 	return func(ctx context.Context, _ middleware.FinalizeInput) (middleware.FinalizeOutput, middleware.Metadata, error) {
 		var md middleware.Metadata
-		resp, err := get(ctx, rt)
+		resp, err := Get(ctx, rt, url)
 		if err != nil {
 			return middleware.FinalizeOutput{}, md, &smithyhttp.RequestSendError{Err: err}
 		}
@@ -68,7 +68,7 @@ func sendAWS(rt http.RoundTripper) func(context.Context, middleware.FinalizeInpu
 // services name them by error code (ThrottlingException, SlowDown, ...); this
 // provider by status, 429, 503 or 418.
 var statusThrottle = retry.IsErrorThrottleFunc(func(err error) aws.Ternary {
-	if s, ok := httpStatus(err); ok && refusal(s) {
+	if s, ok := httpStatus(err); ok && Refusal(s) {
 		return aws.TrueTernary
 	}
 	return aws.UnknownTernary
@@ -106,7 +106,7 @@ var awsSleep func(context.Context, time.Duration) error
 func init() {
 	sleep := awsSleep
 	if sleep == nil {
-		panic("bench: the AWS SDK no longer has internal/sdk.SleepWithContext (go:linkname): re-check aws_test.go after the SDK upgrade")
+		panic("clients: the AWS SDK no longer has internal/sdk.SleepWithContext (go:linkname): re-check bench/internal/clients/aws.go after the SDK upgrade")
 	}
 	awsSleep = func(ctx context.Context, d time.Duration) error {
 		return sleep(ctx, max(d, time.Nanosecond))

@@ -34,10 +34,31 @@
 // runner renews its lease before it writes or resolves any, and resolves
 // only the cursor gaps that were pending when its run started.
 //
+// # Fetching ahead
+//
+// One slice at a time, a stream spends most of its time not calling the
+// provider: it waits for the page, then for the durable write, then for the
+// commit. A Source that also implements [Predictor] says where a slice will
+// end if the provider answers it in full, and a stream run then plans and
+// fetches up to [Config.Prefetch] slices ahead of the one it is writing
+// (default 8, [NoPrefetch] turns it off):
+//
+//	fetch k ─┐ fetch k+1 ─┐ fetch k+2 ─┐   (concurrent, through Provider.Do)
+//	         write k, commit k; write k+1, commit k+1; ...   (in order)
+//
+// Commits stay commit-gated and in order. If page k ends elsewhere than
+// predicted (a short page, a hole in the provider's history), the slices
+// fetched after it are cancelled and discarded unwritten, and planning
+// resumes from page k's actual Next: a wrong prediction costs requests,
+// never data. [Runner.Fill] and the range fills of [Runner.Drain] fetch one
+// slice at a time.
+//
 // # Budget checks at boundaries, gaps on a stop
 //
-// The run's envelope (request cap, wall clock) is checked between slices,
-// never inside one: an in-flight slice is finished, not torn. When the
+// The run's envelope (request cap, wall clock) is checked at slice
+// boundaries, when a fetch starts, never inside one: an in-flight slice is
+// finished, not torn, and with fetching ahead every slice before the one
+// that stopped is still written and committed before the gap is recorded. When the
 // budget is spent ([budget.Reason.Exhausted]: request_cap, deadline,
 // retry_budget) or the provider pushes back
 // ([budget.Reason.SourcePressure]: throttled, unavailable, circuit_open,

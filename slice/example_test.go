@@ -197,3 +197,38 @@ func ExamplePlanFill() {
 	// 13:25 - 13:30
 	// 12:20 - 13:15
 }
+
+// predictingExchange is the exchange above, saying where each slice will
+// end: it answers every window in full (setup).
+type predictingExchange struct{ exchange }
+
+// Expect predicts the cursor after s: the end of its window.
+func (e predictingExchange) Expect(s slice.Slice) ([]byte, bool) {
+	return []byte(s.Range.End.Format(time.RFC3339)), true
+}
+
+func ExamplePredictor() {
+	provider, _ := budget.NewLocal("exchange", budget.Config{Burst: 100, Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+	table := map[time.Time]candle{}
+	runner, err := slice.New(slice.Config[candle]{
+		Stream: "exchange/BTC-USDT/1m", Mode: checkpoint.CatchUp,
+		Store: checkpoint.NewMemoryStore(checkpoint.Config{}), Provider: provider,
+		// A Predictor: up to 1+Prefetch windows are fetched at once, and
+		// their pages are still written and committed in order.
+		Source:   predictingExchange{exchange{start: at(12, 0), now: at(12, 35).Add(20 * time.Second)}},
+		Prefetch: 3,
+		Sink: slice.SinkFunc[candle](func(_ context.Context, p slice.Page[candle]) error {
+			for _, c := range p.Records {
+				table[c.Open] = c
+			}
+			return nil
+		}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	rep, err := runner.Run(context.Background(), nil)
+	fmt.Println(rep.Slices, "slices,", rep.Records, "candles, caught up at", string(rep.Cursor), "discarded:", rep.Discarded, "err:", err)
+	// Output:
+	// 4 slices, 35 candles, caught up at 2030-01-01T12:35:00Z discarded: 0 err: <nil>
+}

@@ -18,6 +18,8 @@ type task struct {
 
 // Fill fetches the given time ranges, such as [PlanFill] returns, slice by
 // slice: [Source.Next] is asked for the slices inside each range. A fill
+// fetches one slice at a time ([Config.Prefetch] applies to [Runner.Run]
+// only). A fill
 // never moves the stream's checkpoint: it repairs history, it does not
 // advance the bookmark. With [Config.Series] set it skips the parts of each
 // range that are already covered and adds the Covered range of every durable
@@ -73,7 +75,8 @@ func (r *Runner[R]) Fill(ctx context.Context, run *budget.Run, ranges []checkpoi
 //     pending, Drain ends with a stream run ([Runner.Run]), which resolves
 //     the cursor gaps it passes.
 //
-// Drain stops like Run: a Report with the Reason for budget exhaustion and
+// Range gaps are filled one slice at a time, like [Runner.Fill]; the
+// closing stream run fetches ahead like Run. Drain stops like Run: a Report with the Reason for budget exhaustion and
 // source pressure, an error for anything else (the gap being filled stays
 // pending). run may be nil (unbounded).
 func (r *Runner[R]) Drain(ctx context.Context, run *budget.Run) (Report, error) {

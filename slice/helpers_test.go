@@ -218,7 +218,8 @@ func (s *memSink) exactly(n int) error {
 
 // fakeProvider is a budget.Provider that makes exactly one attempt per call
 // (no pacing, no retries), so tests run fast. stop, if set, is consulted
-// before the attempt: a non-nil error is returned without attempting.
+// before the attempt: a non-nil error is returned without attempting. An
+// attempt whose outcome's Err is a *budget.Error ends the call with it.
 type fakeProvider struct {
 	stop  func() *budget.Error
 	calls atomic.Int64
@@ -239,7 +240,10 @@ func (p *fakeProvider) Do(ctx context.Context, _ *budget.Run, attempt func(conte
 	actx, cancel := context.WithCancel(ctx)
 	out := attempt(actx)
 	cancel()
+	var be *budget.Error
 	switch {
+	case errors.As(out.Err, &be): // a source scripting the provider's verdict
+		return be
 	case out.Err == nil && (out.Status == 0 || out.Status/100 == 2):
 		return nil
 	case out.Status == 429:
@@ -272,6 +276,9 @@ type rig struct {
 	src   *memSource
 	sink  *memSink
 	prov  *fakeProvider
+	// ahead, if set, is the runners' source instead of src (which it
+	// wraps): a Predictor, so stream runs fetch ahead.
+	ahead *aheadSource
 }
 
 func newRig(n, page int) *rig {
@@ -285,6 +292,9 @@ func (g *rig) runner(tb tb, mode checkpoint.Mode, opts ...func(*slice.Config[rec
 	tb.Helper()
 	cfg := slice.Config[rec]{
 		Stream: stream, Mode: mode, Store: g.store, Provider: g.prov, Source: g.src, Sink: g.sink,
+	}
+	if g.ahead != nil {
+		cfg.Source = g.ahead
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -108,8 +108,8 @@ func TestPropCheckpointNeverPassesTheSink(t *testing.T) {
 }
 
 // TestPropRunnersNeverBothAdvance runs two runners with different owners on
-// one stream at random offsets, with random slow and stalling sink writes
-// and a random lease TTL, so that some runs yield and some leases expire
+// one stream at random offsets, with random slow and stalling sink writes,
+// slow fetches, one at a time or ahead, and a random lease TTL, so that some runs yield and some leases expire
 // mid-slice and are taken over. Only the latest lease grant ever commits (a
 // stale holder is fenced: it cannot commit after a takeover), every failure
 // is a lost lease, and afterwards the sink holds every record once.
@@ -124,10 +124,16 @@ func TestPropRunnersNeverBothAdvance(t *testing.T) {
 		}
 		delaysA, delaysB := delays("a's write delays"), delays("b's write delays")
 		offset := time.Duration(rapid.IntRange(0, 40).Draw(t, "b starts after seconds")) * time.Second
+		ahead := rapid.Bool().Draw(t, "fetch ahead")
+		latency := time.Duration(rapid.IntRange(0, 10).Draw(t, "fetch latency seconds")) * time.Second
 
 		rapid.SyncTest(t, func(t *rapid.T) {
 			g := newRig(n, page)
 			g.store = newStore(time.Now)
+			if ahead {
+				g.ahead = newAhead(g.src, uint64(n))
+				g.ahead.jitter = latency
+			}
 			g.store.check = checkSinkGate(g.sink)
 			mk := func(owner string, d []time.Duration) *slice.Runner[rec] {
 				return g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
@@ -207,4 +213,142 @@ func TestPropCatchUpNeverTouchesSteadyState(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPropPrefetchLandsPagesInOrder runs a stream that fetches ahead again
+// and again, on the fake clock, with random fetch latencies and windows
+// (Prefetch from off to 6), pages that randomly end short of their
+// prediction, fetches that randomly fail with every stop reason, and
+// random faults of the Source's planning, the Sink and the Store, while new
+// records keep arriving. In every run:
+//   - the pages written chain: each starts where the one before it ended,
+//     the first where the checkpoint was, so no page is written twice or
+//     out of order, and nothing planned from a wrong prediction is written;
+//   - the commits are exactly the Next of the pages written, in order, each
+//     after its write succeeded (at most the last write is uncommitted);
+//   - a stop's gap is at the last committed cursor;
+//   - Slices and Records count what was committed and written; at most
+//     1+Prefetch fetches were in flight, and none is left when Run returns.
+//
+// After the faults stop, a final run leaves every record in the sink once.
+func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 60).Draw(t, "records")
+		page := rapid.IntRange(1, 8).Draw(t, "page size")
+		prefetch := rapid.IntRange(slice.NoPrefetch, 6).Draw(t, "prefetch")
+		seed := rapid.Uint64().Draw(t, "seed")
+		short := rapid.Float64Range(0, 0.5).Draw(t, "short pages")
+		fail := rapid.Float64Range(0, 0.2).Draw(t, "fetch failures")
+		jitter := time.Duration(rapid.IntRange(0, 20).Draw(t, "fetch latency ms")) * time.Millisecond
+		writeDelay := time.Duration(rapid.IntRange(0, 10).Draw(t, "write latency ms")) * time.Millisecond
+		faults := []float64{
+			rapid.Float64Range(0, 0.1).Draw(t, "planning faults"),
+			rapid.Float64Range(0, 0.2).Draw(t, "sink faults"),
+			rapid.Float64Range(0, 0.1).Draw(t, "store faults"),
+		}
+		mode := rapid.SampledFrom([]checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState}).Draw(t, "mode")
+		window := map[int]int{slice.NoPrefetch: 1, 0: 9}[prefetch] // off, the default 8
+		if prefetch > 0 {
+			window = 1 + prefetch
+		}
+		rapid.SyncTest(t, func(t *rapid.T) {
+			g, w := aheadRig(n, page)
+			g.ahead.seed, g.ahead.short, g.ahead.fail, g.ahead.jitter = seed, short, fail, jitter
+			w.delay = writeDelay
+			g.store.check = checkSinkGate(g.sink)
+			chaoses := []*chaos{newChaos(seed+1, faults[0]), newChaos(seed+2, faults[1]), newChaos(seed+3, faults[2])}
+			g.src.chaos.Store(chaoses[0])
+			g.sink.chaos.Store(chaoses[1])
+			g.store.chaos.Store(chaoses[2])
+			key := checkpoint.Key{Stream: stream, Mode: mode}
+			r := g.runner(t, mode, func(c *slice.Config[rec]) { c.Prefetch, c.Sink, c.Series, c.GapBatch = prefetch, w, "s", 2 })
+
+			step := 0
+			t.Repeat(map[string]func(*rapid.T){
+				"run": func(t *rapid.T) {
+					step++
+					at := position(g.store.load(t, key).Cursor)
+					writes, commits := len(w.log), len(g.store.commitLog())
+					rep, err := r.Run(context.Background(), nil)
+					t.Logf("step %d: run from %d: %+v, %v", step, at, rep, err)
+					checkLanded(t, step, at, w.log[writes:], g.store.commitLog()[commits:], rep)
+					last := g.store.load(t, key).Cursor
+					if err == nil && (rep.Reason.Exhausted() || rep.Reason.SourcePressure()) &&
+						(len(rep.Gaps) != 1 || string(rep.Gaps[0].Cursor) != string(last) || string(rep.Cursor) != string(last)) {
+						t.Fatalf("step %d: stopped for %s with gaps %+v and report cursor %q: want one gap at the last committed cursor %q",
+							step, rep.Reason, rep.Gaps, rep.Cursor, last)
+					}
+					if now, most := g.ahead.flights(); now != 0 || most > window {
+						t.Fatalf("step %d: %d fetches in flight at once (window %d), %d left after Run returned", step, most, window, now)
+					}
+					if prefetch == slice.NoPrefetch && rep.Discarded != 0 {
+						t.Fatalf("step %d: %d slices discarded without prefetch", step, rep.Discarded)
+					}
+				},
+				"new records": func(t *rapid.T) {
+					step++
+					g.src.n.Add(int64(rapid.IntRange(1, 10).Draw(t, "new")))
+				},
+				"time passes": func(t *rapid.T) { // lets leases left by failed releases expire
+					step++
+					time.Sleep(time.Duration(rapid.IntRange(1, 120).Draw(t, "seconds")) * time.Second)
+				},
+				"": func(t *rapid.T) {
+					if v := g.store.violationList(); len(v) > 0 {
+						t.Fatalf("after step %d: %v", step, v)
+					}
+					cp := g.store.load(t, key)
+					if k := g.sink.holeBelow(position(cp.Cursor)); k >= 0 {
+						t.Fatalf("after step %d: checkpoint %q but record %d is not in the sink", step, cp.Cursor, k)
+					}
+				},
+			})
+
+			for _, c := range chaoses {
+				c.p = 0 // no more faults (read by the runs only, none of which is running)
+			}
+			g.ahead.fail = 0
+			time.Sleep(time.Hour) // any stale lease has expired
+			n := int(g.src.n.Load())
+			rep, err := r.Run(context.Background(), nil)
+			if err != nil || rep.Reason != "" || rep.Yielded || string(rep.Cursor) != string(cursor(n)) && n > 0 {
+				t.Fatalf("final run = %+v, %v: want it caught up at %d", rep, err, n)
+			}
+			if err := g.sink.exactly(n); err != nil {
+				t.Fatalf("after the final run: %v", err)
+			}
+			if left := pending(t, g.store, key); len(left) != 0 {
+				t.Fatalf("gaps pending after a run that caught up: %+v", left)
+			}
+		})
+	})
+}
+
+// checkLanded checks the writes and commits of one stream run that started
+// at checkpoint position at: see TestPropPrefetchLandsPagesInOrder.
+func checkLanded(t *rapid.T, step, at int, writes []written, commits []commitRec, rep slice.Report) {
+	t.Helper()
+	pos, records := at, 0
+	for i, w := range writes {
+		if w.first != pos || w.next <= w.first || w.next-w.first != w.n {
+			t.Fatalf("step %d: write %d holds [%d, %d) in %d records, but the stream was at %d: out of order, twice, or from a discarded slice\nwrites %+v",
+				step, i, w.first, w.next, w.n, pos, writes)
+		}
+		if w.ok {
+			records += w.n
+		}
+		pos = w.next
+	}
+	if len(commits) > len(writes) || len(commits) < len(writes)-1 {
+		t.Fatalf("step %d: %d commits for %d writes\nwrites %+v\ncommits %+v", step, len(commits), len(writes), writes, commits)
+	}
+	for i, c := range commits {
+		if c.cursor != writes[i].next || !writes[i].ok {
+			t.Fatalf("step %d: commit %d at %d, but write %d is %+v", step, i, c.cursor, i, writes[i])
+		}
+	}
+	if rep.Records != records || rep.Slices > len(commits) || rep.Slices < len(commits)-1 {
+		t.Fatalf("step %d: report %+v for %d records written in %d commits", step, rep, records, len(commits))
+	}
 }

@@ -1,7 +1,6 @@
 package slice
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +37,19 @@ type session[R any] struct {
 //	    Sink.Write ── error? stop, checkpoint unchanged
 //	    Store.Commit(page.Next, version, lease)   (fenced compare-and-swap)
 //	release the lease (always)
+//
+// When the Source is a [Predictor] (and [Config.Prefetch] is not
+// [NoPrefetch]), the loop is pipelined: slice k+1 is planned after the
+// cursor slice k is expected to end at, and up to 1+Prefetch fetches run at
+// once, each one Provider.Do call with run. A slice boundary is when a
+// fetch starts: the budget check and the lease renewal happen there, and a
+// spent budget starts no more fetches. Pages are still judged, written and
+// committed one at a time, in order, exactly as above: the checkpoint never
+// passes a durable page, and a stop on slice k+j lands only after slices k
+// .. k+j-1 are written and committed, so its gap is at the last committed
+// cursor as without prefetch. When page k ends elsewhere than predicted,
+// the slices planned after it are cancelled and discarded unwritten
+// (Report.Discarded), and planning starts again from page k's Next.
 //
 // Budget exhaustion and source pressure are not errors: Run writes a gap
 // record at the last committed cursor and returns a Report whose Reason (and,
@@ -88,63 +100,15 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 	return rep, err
 }
 
-// stream is the body of Run: from the checkpoint to caught up or a stop.
-func (s *session[R]) stream(ctx context.Context) error {
-	r := s.r
-	cp, err := r.cfg.Store.Load(ctx, r.key)
-	if err != nil {
-		return fmt.Errorf("slice: %v: load checkpoint: %w", r.key, err)
-	}
-	s.rep.Cursor = cp.Cursor
-	if err := s.listPending(ctx); err != nil {
-		return err
-	}
-	for {
-		sl, ok, err := r.cfg.Source.Next(ctx, cp.Cursor, checkpoint.Range{})
-		if err != nil {
-			return fmt.Errorf("slice: %v: plan the slice after cursor %q: %w", r.key, cp.Cursor, err)
-		}
-		if !ok {
-			return s.caughtUp(ctx)
-		}
-		sl.After = cp.Cursor
-		page, stop, err := s.slice(ctx, sl)
-		if err != nil {
-			return err
-		}
-		if stop != nil {
-			return s.deferStream(ctx, cp.Cursor, stop)
-		}
-		s.rep.Records += len(page.Records)
-		if bytes.Equal(page.Next, cp.Cursor) {
-			// The source made no progress (a poll that found nothing new):
-			// caught up, with nothing to commit.
-			if err := s.cover(ctx, page.Covered); err != nil {
-				return err
-			}
-			return s.caughtUp(ctx)
-		}
-		cp, err = r.cfg.Store.Commit(ctx, r.key, page.Next, cp.Version, s.lease)
-		if err != nil {
-			return fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, page.Next, err)
-		}
-		s.rep.Slices++
-		s.rep.Cursor = cp.Cursor
-		if err := s.cover(ctx, page.Covered); err != nil {
-			return err
-		}
-		r.log.DebugContext(ctx, "slice: committed", "cursor", string(cp.Cursor), "records", len(page.Records), "range", sl.Range)
-	}
-}
-
-// slice does everything for one slice short of the commit: the boundary
-// checks, the fetch, the page checks and the durable write. A non-nil stop
-// means the run must defer (nothing was written); an error ends the run.
+// slice does everything for one slice of a fill short of recording it:
+// the boundary checks, the fetch, the page checks and the durable write. A
+// non-nil stop means the run must defer (nothing was written); an error
+// ends the run.
 func (s *session[R]) slice(ctx context.Context, sl Slice) (Page[R], *budget.Error, error) {
 	if stop, err := s.boundary(ctx); stop != nil || err != nil {
 		return Page[R]{}, stop, err
 	}
-	page, stop, err := s.fetch(ctx, sl)
+	page, stop, err := s.land(sl, s.fetch(ctx, sl))
 	if stop != nil || err != nil {
 		return Page[R]{}, stop, err
 	}
@@ -172,31 +136,49 @@ func (s *session[R]) boundary(ctx context.Context) (*budget.Error, error) {
 	return nil, nil
 }
 
+// fetched is what one fetch came back with: the page of the successful
+// attempt, or the provider's error, or a panic of the Source to re-raise.
+type fetched[R any] struct {
+	page     Page[R]
+	err      error
+	panicked any
+}
+
 // fetch gets sl through the provider, keeping the page of the successful
-// attempt. Budget exhaustion and source pressure come back as a stop; any
-// other failure as an error.
-func (s *session[R]) fetch(ctx context.Context, sl Slice) (Page[R], *budget.Error, error) {
-	r := s.r
+// attempt. It reads no state a run changes, so fetches ahead run it
+// concurrently; [session.land] judges the result.
+func (s *session[R]) fetch(ctx context.Context, sl Slice) fetched[R] {
 	var page Page[R]
-	err := r.cfg.Provider.Do(ctx, s.run, func(actx context.Context) budget.Outcome {
+	err := s.r.cfg.Provider.Do(ctx, s.run, func(actx context.Context) budget.Outcome {
 		var out budget.Outcome
-		page, out = r.cfg.Source.Fetch(actx, sl)
+		page, out = s.r.cfg.Source.Fetch(actx, sl)
 		return out
 	})
-	if err == nil {
-		if err := checkPage(page); err != nil {
-			return page, nil, fmt.Errorf("slice: %v: slice after cursor %q: %w", r.key, sl.After, err)
+	return fetched[R]{page: page, err: err}
+}
+
+// land judges the fetch of sl: a valid page, or a stop for budget
+// exhaustion and source pressure, or an error for anything else (a
+// permanent provider error also sets the report's Reason).
+func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error) {
+	r := s.r
+	if f.panicked != nil {
+		panic(f.panicked)
+	}
+	if f.err == nil {
+		if err := checkPage(f.page); err != nil {
+			return Page[R]{}, nil, fmt.Errorf("slice: %v: slice after cursor %q: %w", r.key, sl.After, err)
 		}
-		return page, nil, nil
+		return f.page, nil, nil
 	}
 	var be *budget.Error
-	if errors.As(err, &be) && (be.Reason.Exhausted() || be.Reason.SourcePressure()) {
-		return page, be, nil
+	if errors.As(f.err, &be) && (be.Reason.Exhausted() || be.Reason.SourcePressure()) {
+		return Page[R]{}, be, nil
 	}
-	if errors.As(err, &be) && be.Reason == budget.ReasonPermanent {
+	if errors.As(f.err, &be) && be.Reason == budget.ReasonPermanent {
 		s.rep.Reason = budget.ReasonPermanent
 	}
-	return page, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, sl.After, err)
+	return Page[R]{}, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, sl.After, f.err)
 }
 
 // checkPage enforces the Source contract on a fetched page.

@@ -76,6 +76,26 @@ type Source[R any] interface {
 	Fetch(ctx context.Context, s Slice) (Page[R], budget.Outcome)
 }
 
+// Predictor is an optional interface a [Source] implements to let a stream
+// run fetch ahead (see [Config.Prefetch]): the runner plans slice k+1 from
+// the cursor slice k is expected to end at, before slice k's fetch returns.
+//
+// A Source that implements Predictor has its Fetch called concurrently, up
+// to 1+Prefetch calls at once for one run, so it must be safe for
+// concurrent use; Next and Expect are only called from the run's own
+// goroutine.
+type Predictor interface {
+	// Expect returns the cursor after s if the provider answers s in full:
+	// the Page.Next that Fetch will return unless the provider has less
+	// there than asked (a short page, a hole in history, the head). ok false
+	// means no prediction: the runner fetches nothing after s before s's
+	// page is in. Expect makes no request. A wrong prediction costs
+	// requests, never data: when a page's Next differs from what was
+	// expected, every slice planned after it is discarded unwritten and
+	// planned again from the actual cursor.
+	Expect(s Slice) (next []byte, ok bool)
+}
+
 // Sink is the host's durable store for records. It is an extension point;
 // implementations used by concurrent runs must be safe for concurrent use.
 type Sink[R any] interface {
@@ -108,9 +128,10 @@ type Config[R any] struct {
 	// error messages. Defaults to "<hostname>/<pid>/<random hex>".
 	Owner string
 	// LeaseTTL is how long the stream's lease excludes other owners without
-	// a renewal. The runner renews it at slice boundaries once less than
-	// half of it is left, so make it comfortably longer than one slice
-	// (fetch with retries, and write). Defaults to 1 minute.
+	// a renewal. The runner renews it at slice boundaries (when a fetch
+	// starts) once less than half of it is left, so make it comfortably
+	// longer than one slice (fetch with retries, and write). Defaults to 1
+	// minute.
 	LeaseTTL time.Duration
 	// GapBatch is how many gap records one [checkpoint.Gaps.ListGaps] call
 	// returns when the runner drains or resolves gaps. It is a transport
@@ -127,6 +148,18 @@ type Config[R any] struct {
 	Source Source[R]
 	// Sink writes pages durably and idempotently. Required.
 	Sink Sink[R]
+	// Prefetch is how many slices beyond the one being written a stream run
+	// ([Runner.Run]) may have in flight at once, when the Source implements
+	// [Predictor]: while page k is written and committed, slices k+1 ..
+	// k+Prefetch are fetched, so one stream keeps a fast provider busy.
+	// Writes and commits stay strictly in order and the checkpoint never
+	// passes a durable page. Each slice fetched ahead that turns out to be
+	// planned from a wrong prediction costs its request. Without a Predictor
+	// the setting is moot: one slice at a time. [Runner.Fill] and
+	// [Runner.Drain]'s range fills are always one slice at a time. 0 means
+	// the default, 8: enough for a provider 100 ms away to be called about
+	// 80 times a second by one stream. [NoPrefetch] turns it off.
+	Prefetch int
 	// Series names the coverage series pages are recorded in: when set, the
 	// Covered range of every durable page is added with
 	// [checkpoint.Coverages.AddCoverage], and fills skip what is already
@@ -140,6 +173,17 @@ type Config[R any] struct {
 	// the store's clock. Defaults to time.Now.
 	Now func() time.Time
 }
+
+// NoPrefetch, as [Config.Prefetch], turns fetching ahead off: a stream run
+// fetches, writes and commits one slice at a time.
+const NoPrefetch = -1
+
+// Prefetch bounds: the default for a zero [Config.Prefetch], and the most
+// accepted (each slice in flight holds a page in memory).
+const (
+	defaultPrefetch = 8
+	maxPrefetch     = 1024
+)
 
 // Runner runs one stream: it leases it, resumes from its checkpoint, and
 // fetches, writes and commits slice after slice until the stream is caught
@@ -172,6 +216,9 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = defaultPrefetch
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -202,6 +249,8 @@ func (c *Config[R]) validate() error {
 		return bad("LeaseTTL", ">= 0", c.LeaseTTL)
 	case c.GapBatch < 0:
 		return bad("GapBatch", ">= 0", c.GapBatch)
+	case c.Prefetch < NoPrefetch || c.Prefetch > maxPrefetch:
+		return bad("Prefetch", fmt.Sprintf("in [%d (NoPrefetch), %d]", NoPrefetch, maxPrefetch), c.Prefetch)
 	case c.Store == nil:
 		return missing("Store", "use checkpoint.NewMemoryStore, checkpoint.OpenFileStore or a database store")
 	case c.Provider == nil:
@@ -240,6 +289,11 @@ type Report struct {
 	Slices int
 	// Records counts the records written to the sink.
 	Records int
+	// Discarded counts slices fetched ahead ([Config.Prefetch]) whose page
+	// was thrown away unwritten: an earlier page ended elsewhere than
+	// predicted, or the run stopped before reaching them. Each cost at most
+	// the requests its fetch made; none counts in Slices or Records.
+	Discarded int
 	// Cursor is the stream's last committed cursor when the run ended: where
 	// the next stream run resumes. Nil for a run that never loaded it (a
 	// yield, a fill).

@@ -26,6 +26,8 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"bad mode", func(c *slice.Config[rec]) { c.Mode = 7 }, "(got Mode(7))"},
 		{"negative ttl", func(c *slice.Config[rec]) { c.LeaseTTL = -time.Second }, "Config.LeaseTTL must be >= 0 (got -1s)"},
 		{"negative batch", func(c *slice.Config[rec]) { c.GapBatch = -1 }, "Config.GapBatch must be >= 0 (got -1)"},
+		{"prefetch below off", func(c *slice.Config[rec]) { c.Prefetch = -2 }, "Config.Prefetch must be in [-1 (NoPrefetch), 1024] (got -2)"},
+		{"absurd prefetch", func(c *slice.Config[rec]) { c.Prefetch = 1025 }, "(got 1025)"},
 		{"no store", func(c *slice.Config[rec]) { c.Store = nil }, "Config.Store is required: use checkpoint.NewMemoryStore"},
 		{"no provider", func(c *slice.Config[rec]) { c.Provider = nil }, "Config.Provider is required: use budget.NewLocal"},
 		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source is required: implement slice.Source"},

@@ -1,0 +1,427 @@
+package slice_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+)
+
+// aheadSource is a memSource that predicts where each slice ends (a
+// slice.Predictor), so stream runs fetch ahead. A fetch may take a while,
+// end its page short of the prediction, or fail, as scripted or at random;
+// each decision is a function of the slice and of how often it was fetched
+// before, never of the order concurrent fetches happen to run in.
+type aheadSource struct {
+	*memSource
+	seed  uint64
+	short float64 // probability that a page ends short of its window
+	fail  float64 // probability that a fetch fails, with a random stop
+	// delay, if set, is how long the fetch of the slice after record i
+	// takes (a sleep: synctest only); jitter adds up to as much at random.
+	delay  func(i int) time.Duration
+	jitter time.Duration
+	// script, if set, overrides short and fail for the try-th fetch (from
+	// 0) of the slice after record i: end > 0 ends its page there; a
+	// non-nil stop fails it.
+	script func(i, try int) (end int, stop *budget.Error)
+	// onFetch, if set, is called as each fetch starts (on its goroutine).
+	onFetch func(i int)
+
+	mu          sync.Mutex
+	tries       map[int]int // fetches started, by first record
+	inFlight    int
+	maxInFlight int
+}
+
+var _ slice.Predictor = (*aheadSource)(nil)
+
+func newAhead(src *memSource, seed uint64) *aheadSource {
+	return &aheadSource{memSource: src, seed: seed, tries: map[int]int{}}
+}
+
+// Expect predicts the whole window: the cursor after its last record.
+func (a *aheadSource) Expect(s slice.Slice) ([]byte, bool) {
+	return cursor(a.index(s.Range.End)), true
+}
+
+// enter counts a fetch of the slice after record i in, returning which try
+// of that slice it is.
+func (a *aheadSource) enter(i int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.inFlight++
+	a.maxInFlight = max(a.maxInFlight, a.inFlight)
+	try := a.tries[i]
+	a.tries[i]++
+	return try
+}
+
+func (a *aheadSource) leave() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.inFlight--
+}
+
+// flights returns the fetches in flight now and the most seen at once
+// since the last reset, and resets that maximum.
+func (a *aheadSource) flights() (now, most int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now, most = a.inFlight, a.maxInFlight
+	a.maxInFlight = a.inFlight
+	return now, most
+}
+
+func (a *aheadSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec], budget.Outcome) {
+	i, j := max(position(s.After), a.index(s.Range.Start)), a.index(s.Range.End)
+	try := a.enter(i)
+	defer a.leave()
+	a.fetches.Add(1)
+	if a.onFetch != nil {
+		a.onFetch(i)
+	}
+	rng := rand.New(rand.NewPCG(a.seed^uint64(i), uint64(try)))
+	d := time.Duration(0)
+	if a.delay != nil {
+		d = a.delay(i)
+	}
+	if a.jitter > 0 {
+		d += time.Duration(rng.Int64N(int64(a.jitter)))
+	}
+	if d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return slice.Page[rec]{}, budget.Outcome{Err: ctx.Err()}
+		}
+	}
+	end, stop := 0, (*budget.Error)(nil)
+	if a.script != nil {
+		end, stop = a.script(i, try)
+	} else {
+		if rng.Float64() < a.fail {
+			stop = &budget.Error{Reason: stopReasons[rng.IntN(len(stopReasons))]}
+		}
+		if j-i > 1 && rng.Float64() < a.short {
+			end = i + 1 + rng.IntN(j-i-1)
+		}
+	}
+	if stop != nil {
+		return slice.Page[rec]{}, budget.Outcome{Err: stop}
+	}
+	if end > 0 {
+		j = end
+	}
+	p := slice.Page[rec]{Next: cursor(j), Covered: checkpoint.Range{Start: a.at(i), End: a.at(j)}}
+	for k := i; k < j; k++ {
+		p.Records = append(p.Records, rec{Key: k, Val: val(k)})
+	}
+	return p, budget.Outcome{Status: 200}
+}
+
+// written is one Sink.Write a run made: the page's first record, its Next,
+// its size, and whether the write returned nil.
+type written struct {
+	first, next, n int
+	ok             bool
+}
+
+// writeLog is a sink that writes to a memSink, after sleeping delay, and
+// logs each write. Only the run's goroutine writes; read the log between
+// runs.
+type writeLog struct {
+	sink  *memSink
+	delay time.Duration
+	log   []written
+}
+
+func (w *writeLog) Write(ctx context.Context, p slice.Page[rec]) error {
+	if w.delay > 0 {
+		time.Sleep(w.delay)
+	}
+	err := w.sink.Write(ctx, p)
+	first := -1
+	if len(p.Records) > 0 {
+		first = p.Records[0].Key
+	}
+	w.log = append(w.log, written{first: first, next: position(p.Next), n: len(p.Records), ok: err == nil})
+	return err
+}
+
+// firsts returns the first record of each logged write.
+func (w *writeLog) firsts() []int {
+	var out []int
+	for _, x := range w.log {
+		out = append(out, x.first)
+	}
+	return out
+}
+
+// commitCursors returns the cursors of the commits logged so far.
+func commitCursors(st *faultStore) []int {
+	var out []int
+	for _, c := range st.commitLog() {
+		out = append(out, c.cursor)
+	}
+	return out
+}
+
+// aheadRig returns a rig of n records in pages of page whose source
+// predicts (see aheadSource), with its writes logged.
+func aheadRig(n, page int) (*rig, *writeLog) {
+	g := newRig(n, page)
+	g.store = newStore(time.Now)
+	g.ahead = newAhead(g.src, 1)
+	return g, &writeLog{sink: g.sink}
+}
+
+func TestRunPrefetchKeepsTheWindowInFlight(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		prefetch, want int
+	}{{0, 9}, {3, 4}, {1, 2}, {slice.NoPrefetch, 1}} {
+		synctest.Test(t, func(t *testing.T) {
+			g, w := aheadRig(100, 5)
+			g.ahead.delay = func(int) time.Duration { return 5 * time.Millisecond }
+			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = tc.prefetch, w })
+			rep := run(t, r)
+			if now, most := g.ahead.flights(); now != 0 || most != tc.want {
+				t.Fatalf("prefetch %d: %d fetches at most in flight (%d left after the run), want %d (0 left)", tc.prefetch, most, now, tc.want)
+			}
+			if rep.Slices != 20 || rep.Records != 100 || rep.Discarded != 0 || string(rep.Cursor) != "100" || g.src.fetches.Load() != 20 {
+				t.Fatalf("prefetch %d: report %+v after %d fetches: want 20 slices, 100 records, cursor 100, nothing discarded", tc.prefetch, rep, g.src.fetches.Load())
+			}
+			if want := []int{5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90, 95, 100}; !slices.Equal(commitCursors(g.store), want) {
+				t.Fatalf("prefetch %d: commits %v, want %v", tc.prefetch, commitCursors(g.store), want)
+			}
+			if err := g.sink.exactly(100); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRunPrefetchOverlapsFetchesAndWrites pins the gain on the fake clock:
+// a 5 ms fetch and a 5 ms write take 10 ms a slice one at a time, and 5 ms a
+// slice (the write alone) with fetching ahead.
+func TestRunPrefetchOverlapsFetchesAndWrites(t *testing.T) {
+	t.Parallel()
+	const slices = 20
+	for _, tc := range []struct {
+		prefetch int
+		want     time.Duration
+	}{{slice.NoPrefetch, slices * 10 * time.Millisecond}, {1, (slices + 1) * 5 * time.Millisecond}, {0, (slices + 1) * 5 * time.Millisecond}} {
+		synctest.Test(t, func(t *testing.T) {
+			g, w := aheadRig(slices*10, 10)
+			g.ahead.delay = func(int) time.Duration { return 5 * time.Millisecond }
+			w.delay = 5 * time.Millisecond
+			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = tc.prefetch, w })
+			start := time.Now()
+			if rep := run(t, r); rep.Slices != slices {
+				t.Fatalf("prefetch %d: %+v, want %d slices", tc.prefetch, rep, slices)
+			}
+			if took := time.Since(start); took != tc.want {
+				t.Fatalf("prefetch %d: %d slices took %v, want %v", tc.prefetch, slices, took, tc.want)
+			}
+		})
+	}
+}
+
+// TestRunDiscardsWhatWasPlannedFromAWrongPrediction: the page after 10 ends
+// at 15, not 20: the slices fetched after it (planned from 20) are
+// discarded unwritten, and the stream goes on from 15.
+func TestRunDiscardsWhatWasPlannedFromAWrongPrediction(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g, w := aheadRig(50, 10)
+		g.ahead.delay = func(int) time.Duration { return time.Millisecond }
+		g.ahead.script = func(i, try int) (int, *budget.Error) {
+			if i == 10 && try == 0 {
+				return 15, nil
+			}
+			return 0, nil
+		}
+		rep := run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = 4, w }))
+		if want := []int{0, 10, 15, 25, 35, 45}; !slices.Equal(w.firsts(), want) {
+			t.Fatalf("writes began at %v, want %v", w.firsts(), want)
+		}
+		if want := []int{10, 15, 25, 35, 45, 50}; !slices.Equal(commitCursors(g.store), want) {
+			t.Fatalf("commits %v, want %v", commitCursors(g.store), want)
+		}
+		// All five slices 0..40 were in flight when the page after 10
+		// landed: 20, 30 and 40 are discarded.
+		if rep.Slices != 6 || rep.Records != 50 || rep.Discarded != 3 || g.src.fetches.Load() != 9 {
+			t.Fatalf("report %+v after %d fetches: want 6 slices, 50 records, 3 discarded, 9 fetches", rep, g.src.fetches.Load())
+		}
+		if err := g.sink.exactly(50); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunPrefetchStopLandsInOrder: the fetch after 30 fails while the slice
+// after 0 is still in flight. The pages before it are written and
+// committed first, in order; then the run stops as without prefetch (a gap
+// at the last committed cursor, or an error for a permanent failure), and
+// nothing after it is written.
+func TestRunPrefetchStopLandsInOrder(t *testing.T) {
+	t.Parallel()
+	until := t0.Add(time.Hour)
+	for _, reason := range stopReasons {
+		synctest.Test(t, func(t *testing.T) {
+			g, w := aheadRig(100, 10)
+			g.ahead.delay = func(i int) time.Duration {
+				if i == 0 {
+					return 50 * time.Millisecond
+				}
+				return time.Millisecond
+			}
+			g.ahead.script = func(i, _ int) (int, *budget.Error) {
+				if i == 30 {
+					return 0, &budget.Error{Reason: reason, Until: until}
+				}
+				return 0, nil
+			}
+			rep, err := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = 4, w }).Run(context.Background(), nil)
+			if want := []int{0, 10, 20}; !slices.Equal(w.firsts(), want) {
+				t.Fatalf("%s: writes began at %v, want %v", reason, w.firsts(), want)
+			}
+			if want := []int{10, 20, 30}; !slices.Equal(commitCursors(g.store), want) {
+				t.Fatalf("%s: commits %v, want %v", reason, commitCursors(g.store), want)
+			}
+			if rep.Slices != 3 || string(rep.Cursor) != "30" || rep.Reason != reason || rep.Discarded != 4 {
+				t.Fatalf("%s: report %+v: want 3 slices at cursor 30, the reason, the 4 slices in flight after it (40..70) discarded", reason, rep)
+			}
+			gaps := pending(t, g.store, catchUp)
+			if reason == budget.ReasonPermanent {
+				if !errors.Is(err, budget.ErrStopped) || len(gaps) != 0 {
+					t.Fatalf("%s: Run error %v with gaps %+v: want the error and no gap", reason, err, gaps)
+				}
+				return
+			}
+			if err != nil || len(gaps) != 1 || string(gaps[0].Cursor) != "30" || gaps[0].Reason != string(reason) {
+				t.Fatalf("%s: Run error %v with gaps %+v: want one gap at the last committed cursor 30", reason, err, gaps)
+			}
+			if now, _ := g.ahead.flights(); now != 0 {
+				t.Fatalf("%s: %d fetches still in flight after the run", reason, now)
+			}
+			assertFree(t, g.store)
+		})
+	}
+}
+
+// TestRunPrefetchStartsNoFetchPastTheBudget: the deadline is checked when
+// a fetch starts. Past it, no fetch starts; every fetch started before it
+// is written and committed; the gap is at the last committed cursor.
+func TestRunPrefetchStartsNoFetchPastTheBudget(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g, w := aheadRig(1000, 10)
+		deadline := time.Now().Add(25 * time.Millisecond)
+		var late []int
+		g.ahead.onFetch = func(i int) {
+			if !time.Now().Before(deadline) {
+				late = append(late, i) // only read after the run
+			}
+		}
+		g.ahead.delay = func(int) time.Duration { return 10 * time.Millisecond }
+		b, err := budget.NewRun(budget.Envelope{Deadline: deadline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = 1, w }).Run(context.Background(), b)
+		if err != nil || rep.Reason != budget.ReasonDeadline || len(late) != 0 {
+			t.Fatalf("Run = %+v, %v with fetches started past the deadline after %v: want a deadline stop, none late", rep, err, late)
+		}
+		// Two fetches start at 0, 10 and 20 ms each; the six land.
+		if rep.Slices != 6 || rep.Discarded != 0 || g.src.fetches.Load() != 6 || string(rep.Cursor) != "60" {
+			t.Fatalf("report %+v after %d fetches: want the 6 slices started before the deadline committed", rep, g.src.fetches.Load())
+		}
+		if gaps := pending(t, g.store, catchUp); len(gaps) != 1 || string(gaps[0].Cursor) != "60" {
+			t.Fatalf("gaps %+v: want one at the last committed cursor 60", gaps)
+		}
+	})
+}
+
+// TestRunPrefetchCancelledWaitsForItsFetches: a cancelled run returns only
+// once every fetch it started has returned, and releases its lease.
+func TestRunPrefetchCancelledWaitsForItsFetches(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g, w := aheadRig(1000, 10)
+		ctx, cancel := context.WithCancel(context.Background())
+		g.ahead.delay = func(i int) time.Duration {
+			if i == 200 {
+				cancel()
+			}
+			return time.Duration(1+i%7) * time.Millisecond
+		}
+		_, err := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink = w }).Run(ctx, nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run after cancel = %v, want context.Canceled", err)
+		}
+		if now, _ := g.ahead.flights(); now != 0 {
+			t.Fatalf("%d fetches still in flight after the run returned", now)
+		}
+		if cp := g.store.load(t, catchUp); position(cp.Cursor) > 200 || g.sink.holeBelow(position(cp.Cursor)) >= 0 {
+			t.Fatalf("checkpoint %q after a cancel at the slice after 200", cp.Cursor)
+		}
+		assertFree(t, g.store)
+	})
+}
+
+// TestRunPrefetchCarriesAFetchPanicOver: a Source that panics in a fetch
+// running ahead panics the run's goroutine, as it would without prefetch.
+func TestRunPrefetchCarriesAFetchPanicOver(t *testing.T) {
+	t.Parallel()
+	g, w := aheadRig(100, 10)
+	g.ahead.script = func(i, _ int) (int, *budget.Error) {
+		if i == 30 {
+			panic("source bug")
+		}
+		return 0, nil
+	}
+	r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink = w })
+	defer func() {
+		if v := recover(); v != "source bug" {
+			t.Fatalf("recovered %v, want the source's panic", v)
+		}
+		if cp := g.store.load(t, catchUp); string(cp.Cursor) != "30" {
+			t.Fatalf("checkpoint %q, want the pages before the panic committed at 30", cp.Cursor)
+		}
+	}()
+	_, _ = r.Run(context.Background(), nil)
+	t.Fatal("Run returned after its source panicked")
+}
+
+// BenchmarkRunPrefetch measures one stream against a source whose fetches
+// take 5 ms and a sink whose writes take 5 ms, on the wall clock: slices
+// per second one at a time, and fetching ahead.
+func BenchmarkRunPrefetch(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		prefetch int
+	}{{"off", slice.NoPrefetch}, {"prefetch=1", 1}, {"prefetch=8", 8}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			const slices = 50
+			total := 0
+			for b.Loop() {
+				g, w := aheadRig(slices*10, 10)
+				g.ahead.delay = func(int) time.Duration { return 5 * time.Millisecond }
+				w.delay = 5 * time.Millisecond
+				total += run(b, g.runner(b, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = bc.prefetch, w })).Slices
+			}
+			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "slices/s")
+		})
+	}
+}

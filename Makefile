@@ -3,12 +3,18 @@
 #   make bench    the hot-path benchmarks, with allocations
 #   make lint     gofmt check + vet
 #   make goodput  the provider-policy simulation tables (budget, and bench/ beside peers)
+#   make goodput-http  the same policies in real time over loopback HTTP: the
+#                 built examples/ohlcv (1 and 3 symbols), a budget.Transport
+#                 crawl and the peers, 30 s and 120 s runs (see
+#                 bench/cmd/goodput-http). About 26 minutes at the default
+#                 -parallel 4; not part of make test. Take numbers for the
+#                 README on a quiet machine.
 
 GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput vet
+.PHONY: test bench lint goodput goodput-http vet
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
@@ -39,3 +45,6 @@ bench:
 goodput:
 	$(GO) test -count=1 -run 'TestGoodput$$' -v ./budget
 	cd bench && $(GO) test -count=1 -run TestPeers -v .
+
+goodput-http:
+	cd bench && $(GO) run ./cmd/goodput-http -dur 30s,120s -md

@@ -306,8 +306,10 @@ func runAll(ctx context.Context, o options, rs []row, cls []client, cells []cell
 			mu.Lock()
 			defer mu.Unlock()
 			done++
-			fmt.Fprintf(stderr, "[%d/%d %s] %s %s × %s: %s  %s\n", done, len(cells),
-				time.Since(start).Round(time.Second), c.run, rw.name, cl.name, results[i].cell(), results[i].Note)
+			r := results[i]
+			fmt.Fprintf(stderr, "[%d/%d %s] %s %s × %s: %s; %d requests, %d ok, %d refused, %d noise  %s\n",
+				done, len(cells), time.Since(start).Round(time.Second), c.run, rw.name, cl.name,
+				r.cell(), r.Requests, r.OK, r.Refused, r.Noise, r.Note)
 		})
 	}
 	wg.Wait()

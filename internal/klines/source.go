@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/forage-go/forage/budget"
@@ -27,7 +28,13 @@ type Candle struct {
 
 // Source fetches the closed candles of one symbol and interval. Its cursor
 // is the open time, in Unix milliseconds, of the last candle it covered.
-// Source is safe for concurrent use if its Client is.
+// Each request asks for the first Page candles after the cursor, up to
+// Until, so a stretch without candles (before the symbol's listing, a
+// halted market) costs one request, not one per page. The cursor only ever
+// moves to the last candle received, or past a stretch the provider said
+// is empty, never past a candle that was not received. Source is a
+// [slice.Predictor], so a stream run fetches ahead. It is safe for
+// concurrent use if its Client is.
 type Source struct {
 	// Client makes the requests; nil means http.DefaultClient.
 	Client *http.Client
@@ -40,14 +47,19 @@ type Source struct {
 	// From is the first open time to collect when the cursor is empty.
 	From time.Time
 	// Until bounds the collection: only candles that open before Until()
-	// are planned. Nil means the last closed candle: Now() truncated to the
+	// are planned. Nil means the last closed candle: Now() floored to the
 	// interval, so the forming candle is never stored.
 	Until func() time.Time
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
 	step time.Duration
+	// most is the most rows one answer has held: a provider that caps its
+	// answers below Page is predicted at its cap.
+	most atomic.Int64
 }
+
+var _ slice.Predictor = (*Source)(nil)
 
 // Step returns the interval's length, or an error for an unknown interval.
 func Step(interval string) (time.Duration, error) {
@@ -74,8 +86,26 @@ func (s *Source) until() time.Time {
 	if s.Until != nil {
 		return s.Until()
 	}
-	return s.now().Truncate(s.step)
+	return s.floor(s.now())
 }
+
+// floor returns the open time of the candle that contains t. Binance aligns
+// candles to the Unix epoch and weeks to Mondays (1970-01-05).
+func (s *Source) floor(t time.Time) time.Time {
+	var off int64
+	if s.step%(7*24*time.Hour) == 0 {
+		off = (4 * 24 * time.Hour).Milliseconds()
+	}
+	ms, d := t.UnixMilli(), s.step.Milliseconds()
+	m := (ms - off) % d
+	if m < 0 {
+		m += d
+	}
+	return time.UnixMilli(ms - m).UTC()
+}
+
+// lastBefore returns the open time of the last candle that opens before t.
+func (s *Source) lastBefore(t time.Time) time.Time { return s.floor(t.Add(-time.Millisecond)) }
 
 // Init checks the source and must be called before use.
 func (s *Source) Init() error {
@@ -105,12 +135,14 @@ func DecodeCursor(c []byte) (time.Time, error) {
 	return time.UnixMilli(ms).UTC(), nil
 }
 
-// Next plans the window after cursor: up to Page candles, never past Until.
+// Next plans the slice after cursor: the candles from the one after the
+// cursor up to Until, or up to the end of within for a fill. Its Range is
+// that whole span; one request asks for its first Page candles.
 func (s *Source) Next(_ context.Context, cursor []byte, within checkpoint.Range) (slice.Slice, bool, error) {
 	if s.step == 0 {
 		return slice.Slice{}, false, errors.New("klines: Source used before Init")
 	}
-	start := s.From.Truncate(s.step)
+	start := s.floor(s.From)
 	if len(cursor) > 0 {
 		last, err := DecodeCursor(cursor)
 		if err != nil {
@@ -120,11 +152,8 @@ func (s *Source) Next(_ context.Context, cursor []byte, within checkpoint.Range)
 	}
 	end := s.until()
 	if !within.IsZero() {
-		start = maxTime(start, within.Start.Truncate(s.step))
+		start = maxTime(start, s.floor(within.Start))
 		end = minTime(end, within.End)
-	}
-	if w := start.Add(time.Duration(s.Page) * s.step); w.Before(end) {
-		end = w
 	}
 	if !start.Before(end) {
 		return slice.Slice{}, false, nil
@@ -132,13 +161,37 @@ func (s *Source) Next(_ context.Context, cursor []byte, within checkpoint.Range)
 	return slice.Slice{Range: checkpoint.Range{Start: start, End: end}}, true, nil
 }
 
-// Fetch asks for the slice's window: exactly one request.
+// Expect predicts the cursor after sl if the provider answers it in full:
+// the last of the first Page candles of its span (or of as many as the
+// provider's answers have held at most, if it caps them below Page). The
+// first slice of a stream, after the empty cursor, has no prediction: its
+// answer starts wherever the symbol's history does, perhaps long after
+// From, so nothing is fetched ahead of it.
+func (s *Source) Expect(sl slice.Slice) ([]byte, bool) {
+	if len(sl.After) == 0 || s.step == 0 {
+		return nil, false
+	}
+	n := int64(s.Page)
+	if most := s.most.Load(); most > 0 {
+		n = min(n, most)
+	}
+	last := minTime(sl.Range.Start.Add(time.Duration(n-1)*s.step), s.lastBefore(sl.Range.End))
+	return EncodeCursor(last), true
+}
+
+// Fetch asks for the first Page candles of the slice's span: exactly one
+// request. An answer that breaks the klines contract (see check) is a
+// classified provider error, never skipped.
 func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle], budget.Outcome) {
+	if s.step == 0 {
+		return slice.Page[Candle]{}, budget.Outcome{Err: budget.Permanent(errors.New("klines: Source used before Init"))}
+	}
+	r := sl.Range
 	q := url.Values{
 		"symbol":    {s.Symbol},
 		"interval":  {s.Interval},
-		"startTime": {strconv.FormatInt(sl.Range.Start.UnixMilli(), 10)},
-		"endTime":   {strconv.FormatInt(sl.Range.End.UnixMilli()-1, 10)},
+		"startTime": {strconv.FormatInt(r.Start.UnixMilli(), 10)},
+		"endTime":   {strconv.FormatInt(r.End.UnixMilli()-1, 10)},
 		"limit":     {strconv.Itoa(s.Page)},
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Base+"/api/v3/klines?"+q.Encode(), nil)
@@ -165,34 +218,85 @@ func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle],
 		return slice.Page[Candle]{}, out
 	}
 	candles, err := parse(body)
-	if err != nil {
-		out.Err = budget.Permanent(err) // garbage from the provider: classified, never a panic
+	if err == nil {
+		err = s.check(r, candles)
+	}
+	switch {
+	case errors.Is(err, errNull):
+		out.Err = budget.Transient(err) // no klines answer at all: a glitch worth a retry
+		return slice.Page[Candle]{}, out
+	case err != nil:
+		out.Err = budget.Permanent(err) // garbage or a broken contract: classified, never a panic
 		return slice.Page[Candle]{}, out
 	}
-	return s.page(sl.Range, candles), out
+	s.saw(len(candles))
+	return s.page(r, candles), out
 }
 
-// page keeps the closed candles inside r and says how far the answer covers.
-func (s *Source) page(r checkpoint.Range, all []Candle) slice.Page[Candle] {
-	closed := s.now().Truncate(s.step)
-	recs := all[:0]
-	for _, c := range all {
-		if !c.OpenTime.Before(r.Start) && c.OpenTime.Before(r.End) && c.OpenTime.Before(closed) {
-			recs = append(recs, c)
+// check enforces what a klines answer for r promises: at most Page rows,
+// open times on the interval's boundaries, inside r, strictly ascending
+// (oldest first, no duplicates). A provider that breaks it would otherwise
+// make the cursor skip or repeat candles.
+func (s *Source) check(r checkpoint.Range, rows []Candle) error {
+	if len(rows) > s.Page {
+		return fmt.Errorf("klines: the answer holds %d rows, more than the %d asked", len(rows), s.Page)
+	}
+	for i, c := range rows {
+		t := c.OpenTime
+		switch {
+		case !s.floor(t).Equal(t):
+			return fmt.Errorf("klines: row %d opens at %v, not on a %s boundary", i, t, s.Interval)
+		case t.Before(r.Start) || !t.Before(r.End):
+			return fmt.Errorf("klines: row %d opens at %v, outside the asked window %v", i, t, r)
+		case i > 0 && t.Equal(rows[i-1].OpenTime):
+			return fmt.Errorf("klines: row %d repeats the open time %v", i, t)
+		case i > 0 && t.Before(rows[i-1].OpenTime):
+			return fmt.Errorf("klines: row %d opens at %v, before row %d at %v: rows must be oldest first", i, t, i-1, rows[i-1].OpenTime)
 		}
 	}
-	covered := r
-	// A full page may stop short of r.End; so may a short answer near the
-	// head, where the provider may not have published the last closed
-	// candle yet. Either way, only what was returned is covered.
-	nearHead := !r.End.Before(closed.Add(-2 * s.step))
-	if len(all) >= s.Page || nearHead {
-		covered.End = r.Start
-		if len(recs) > 0 {
-			covered.End = recs[len(recs)-1].OpenTime.Add(s.step)
+	return nil
+}
+
+// saw notes that an answer held n rows.
+func (s *Source) saw(n int) {
+	for most := s.most.Load(); int64(n) > most; most = s.most.Load() {
+		if s.most.CompareAndSwap(most, int64(n)) {
+			return
 		}
 	}
-	page := slice.Page[Candle]{Records: recs, Next: EncodeCursor(covered.End.Add(-s.step))}
+}
+
+// page keeps the closed candles of a checked answer for r and says how far
+// it covers.
+func (s *Source) page(r checkpoint.Range, rows []Candle) slice.Page[Candle] {
+	closed := s.floor(s.now())
+	n := len(rows)
+	for n > 0 && !rows[n-1].OpenTime.Before(closed) {
+		n-- // the forming candle: rows are oldest first, so it is last
+	}
+	recs := rows[:n]
+	var covered checkpoint.Range
+	var next time.Time
+	switch {
+	case n > 0:
+		// Only what was received is covered, whether the page is full or
+		// short: a provider may cap its answers below Page, drop rows, or
+		// not have published the newest candle yet. The next slice asks
+		// again from the candle after the last one received.
+		next = recs[n-1].OpenTime
+		covered = checkpoint.Range{Start: r.Start, End: next.Add(s.step)}
+	case !r.End.Before(closed.Add(-2 * s.step)):
+		// Nothing near the head, where the newest closed candles may not be
+		// published yet: nothing is covered and the cursor stays (no
+		// progress: caught up for now).
+		next = r.Start.Add(-s.step)
+	default:
+		// Nothing in the whole span, which ends in settled history: no
+		// candle opens in r.
+		next = s.lastBefore(r.End)
+		covered = r
+	}
+	page := slice.Page[Candle]{Records: recs, Next: EncodeCursor(next)}
 	if covered.End.After(covered.Start) {
 		page.Covered = covered
 	}
@@ -212,11 +316,17 @@ func apiError(status int, body []byte) error {
 	return fmt.Errorf("klines: provider said %d", status)
 }
 
+// errNull is the error of an answer that is JSON null, not an array.
+var errNull = errors.New("klines: the provider answered null, not an array of klines")
+
 // parse decodes Binance's array-of-arrays kline format.
 func parse(body []byte) ([]Candle, error) {
 	var rows [][]json.RawMessage
 	if err := json.Unmarshal(body, &rows); err != nil {
 		return nil, fmt.Errorf("klines: decode: %w", err)
+	}
+	if rows == nil {
+		return nil, errNull
 	}
 	out := make([]Candle, 0, len(rows))
 	for i, row := range rows {

@@ -43,6 +43,9 @@ func (s *session[R]) stream(ctx context.Context) error {
 			p.abandon() // stop calling the provider before recording the gap
 			return s.deferStream(ctx, cp.Cursor, stop)
 		}
+		if err := p.keepLease(ctx); err != nil {
+			return err
+		}
 		if err := s.write(ctx, f.sl, page); err != nil {
 			return err
 		}
@@ -193,6 +196,16 @@ func (p *pipeline[R]) launch(ctx context.Context, sl Slice) *flight[R] {
 		f.done <- p.s.fetch(fctx, sl)
 	}()
 	return f
+}
+
+// keepLease renews the lease, when due, as a page fetched ahead lands: a
+// pipeline draining its slices starts no fetch, so no boundary renews it.
+// One slice at a time, the boundary before each fetch is enough.
+func (p *pipeline[R]) keepLease(ctx context.Context) error {
+	if p.pred == nil {
+		return nil
+	}
+	return p.s.keepLease(ctx, p.s.r.cfg.Now())
 }
 
 // pop removes the oldest slice in flight: the next to land.

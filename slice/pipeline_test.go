@@ -140,11 +140,13 @@ type written struct {
 // runs.
 type writeLog struct {
 	sink  *memSink
+	store *faultStore // checks that a write never overlaps a commit
 	delay time.Duration
 	log   []written
 }
 
 func (w *writeLog) Write(ctx context.Context, p slice.Page[rec]) error {
+	defer w.store.exclusive("write")()
 	if w.delay > 0 {
 		time.Sleep(w.delay)
 	}
@@ -180,8 +182,9 @@ func commitCursors(st *faultStore) []int {
 func aheadRig(n, page int) (*rig, *writeLog) {
 	g := newRig(n, page)
 	g.store = newStore(time.Now)
+	g.store.alternate = true
 	g.ahead = newAhead(g.src, 1)
-	return g, &writeLog{sink: g.sink}
+	return g, &writeLog{sink: g.sink, store: g.store}
 }
 
 func TestRunPrefetchKeepsTheWindowInFlight(t *testing.T) {
@@ -424,4 +427,27 @@ func BenchmarkRunPrefetch(b *testing.B) {
 			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "slices/s")
 		})
 	}
+}
+
+// TestRunPrefetchRenewsLeaseAsPagesLand: all six slices are fetched at
+// once, so no fetch starts while their slow writes drain for 18s, past the
+// 10s TTL: the lease is renewed as the pages land, and a second runner at
+// 14s yields.
+func TestRunPrefetchRenewsLeaseAsPagesLand(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g, w := aheadRig(60, 10)
+		w.delay = 3 * time.Second
+		a := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.LeaseTTL = 10 * time.Second; c.Sink = w })
+		done := make(chan slice.Report)
+		go func() { done <- run(t, a) }()
+
+		time.Sleep(14 * time.Second)
+		if rep := run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Owner = "b" })); !rep.Yielded {
+			t.Fatalf("a second runner at 14s ran (%+v); the first one's lease must have been renewed", rep)
+		}
+		if rep := <-done; rep.Slices != 6 || g.src.fetches.Load() != 6 {
+			t.Fatalf("first run %+v after %d fetches: want 6 slices, all fetched ahead", rep, g.src.fetches.Load())
+		}
+	})
 }

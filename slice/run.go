@@ -43,7 +43,8 @@ type session[R any] struct {
 // cursor slice k is expected to end at, and up to 1+Prefetch fetches run at
 // once, each one Provider.Do call with run. A slice boundary is when a
 // fetch starts: the budget check and the lease renewal happen there, and a
-// spent budget starts no more fetches. Pages are still judged, written and
+// spent budget starts no more fetches (the lease is also renewed, when due,
+// as each page lands, so slices fetched ahead land under a fresh lease). Pages are still judged, written and
 // committed one at a time, in order, exactly as above: the checkpoint never
 // passes a durable page, and a stop on slice k+j lands only after slices k
 // .. k+j-1 are written and committed, so its gap is at the last committed
@@ -121,19 +122,25 @@ func (s *session[R]) slice(ctx context.Context, sl Slice) (Page[R], *budget.Erro
 // boundary runs the checks due between two slices: the run's budget, and
 // the lease renewal once less than half of the TTL is left.
 func (s *session[R]) boundary(ctx context.Context) (*budget.Error, error) {
-	r := s.r
-	now := r.cfg.Now()
+	now := s.r.cfg.Now()
 	if reason, spent := s.run.ExhaustedAt(now); spent {
 		return &budget.Error{Reason: reason}, nil
 	}
-	if s.lease.Expires.Sub(now) < r.cfg.LeaseTTL/2 {
-		l, err := r.cfg.Store.Renew(ctx, s.lease, r.cfg.LeaseTTL)
-		if err != nil {
-			return nil, fmt.Errorf("slice: %v: renew lease: %w", r.key, err)
-		}
-		s.lease = l
+	return nil, s.keepLease(ctx, now)
+}
+
+// keepLease renews the lease if less than half of the TTL is left at now.
+func (s *session[R]) keepLease(ctx context.Context, now time.Time) error {
+	r := s.r
+	if s.lease.Expires.Sub(now) >= r.cfg.LeaseTTL/2 {
+		return nil
 	}
-	return nil, nil
+	l, err := r.cfg.Store.Renew(ctx, s.lease, r.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("slice: %v: renew lease: %w", r.key, err)
+	}
+	s.lease = l
+	return nil
 }
 
 // fetched is what one fetch came back with: the page of the successful

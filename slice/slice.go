@@ -98,6 +98,12 @@ type Predictor interface {
 
 // Sink is the host's durable store for records. It is an extension point;
 // implementations used by concurrent runs must be safe for concurrent use.
+//
+// Within one run, Write and the Store's Commit alternate, even when the
+// run fetches ahead ([Config.Prefetch]): a page is written only after the
+// previous page's commit returned, and committed only after its own Write
+// returned nil, so a host may make the two one transaction (Write stages,
+// Commit writes the staged page with the cursor).
 type Sink[R any] interface {
 	// Write stores the page's records and returns only once they are
 	// durable: after Write returns nil, the runner commits the cursor past

@@ -29,6 +29,11 @@ type faultStore struct {
 	chaos atomic.Pointer[chaos]
 	check func(key checkpoint.Key, cursor []byte) error
 
+	// alternate, if set, makes exclusive check that Commits and Sink
+	// writes never overlap; busy counts those under way. For one runner.
+	alternate bool
+	busy      atomic.Int32
+
 	mu         sync.Mutex
 	commits    []commitRec
 	violations []string
@@ -70,6 +75,20 @@ func (s *faultStore) fault() (before, after bool) {
 	return false, true
 }
 
+// exclusive marks op (a Commit or a Sink write) under way until the
+// returned func is called, and records a violation if another one already
+// is: a page's commit and the next page's write never overlap (a Sink and
+// a Store may be one transaction, as in examples/ohlcv's PostgreSQL path).
+func (s *faultStore) exclusive(op string) func() {
+	if !s.alternate {
+		return func() {}
+	}
+	if s.busy.Add(1) != 1 {
+		s.violate("%s while a commit or a write was under way", op)
+	}
+	return func() { s.busy.Add(-1) }
+}
+
 func injected(op string) error { return fmt.Errorf("store %s: %w", op, errInjected) }
 
 func (s *faultStore) Load(ctx context.Context, key checkpoint.Key) (checkpoint.Checkpoint, error) {
@@ -80,6 +99,7 @@ func (s *faultStore) Load(ctx context.Context, key checkpoint.Key) (checkpoint.C
 }
 
 func (s *faultStore) Commit(ctx context.Context, key checkpoint.Key, c []byte, expect int64, l checkpoint.Lease) (checkpoint.Checkpoint, error) {
+	defer s.exclusive("commit")()
 	if s.check != nil {
 		if err := s.check(key, c); err != nil {
 			s.violate("%v", err)

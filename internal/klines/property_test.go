@@ -1,0 +1,103 @@
+package klines_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/slice"
+)
+
+// book is a provider's history: the minutes (after t0) that have a candle,
+// ascending. It answers a klines request like Binance (the first candles at
+// or after startTime, up to endTime inclusive), but at most cap of them.
+type book struct {
+	t0      time.Time
+	minutes []int
+	cap     int
+	calls   atomic.Int64
+}
+
+func (b *book) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.calls.Add(1)
+	q := r.URL.Query()
+	start, _ := strconv.ParseInt(q.Get("startTime"), 10, 64)
+	end, _ := strconv.ParseInt(q.Get("endTime"), 10, 64)
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	var out []int64
+	for _, m := range b.minutes {
+		ms := b.t0.Add(time.Duration(m) * time.Minute).UnixMilli()
+		if ms >= start && ms <= end && len(out) < min(limit, b.cap) {
+			out = append(out, ms)
+		}
+	}
+	var rs []string
+	for _, ms := range out {
+		rs = append(rs, row(ms))
+	}
+	return &http.Response{StatusCode: 200, Body: nopBody{strings.NewReader("[" + strings.Join(rs, ",") + "]")}, Header: http.Header{}}, nil
+}
+
+// TestPropCollectsExactlyWhatTheProviderHas: whatever the provider's
+// history (a late listing, halts, an early end), whatever cap it puts on
+// its answers below the page asked for and however far the run fetches
+// ahead, a catch-up run stores every candle once, in order, and every
+// request is either a committed slice or a discarded one, with at most one
+// slice per capped answer's worth of candles, plus one for the empty rest
+// (holes in the history make predictions miss: each miss discards what was
+// fetched after it).
+func TestPropCollectsExactlyWhatTheProviderHas(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		const span = 600 // minutes between From and Until
+		t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		minutes := rapid.SliceOfNDistinct(rapid.IntRange(0, span-1), 0, span, rapid.ID[int]).Draw(t, "minutes with a candle")
+		slices.Sort(minutes)
+		page := rapid.IntRange(1, 50).Draw(t, "page")
+		b := &book{t0: t0, minutes: minutes, cap: rapid.IntRange(1, page).Draw(t, "provider cap")}
+		src := &klines.Source{Client: &http.Client{Transport: b}, Base: "http://x", Symbol: "A", Interval: "1m", Page: page, From: t0,
+			Until: func() time.Time { return t0.Add(span * time.Minute) }, Now: func() time.Time { return t0.Add(48 * time.Hour) }}
+		if err := src.Init(); err != nil {
+			t.Fatal(err)
+		}
+		prefetch := rapid.IntRange(slice.NoPrefetch, 6).Draw(t, "prefetch")
+		p, _ := budget.NewLocal("x", budget.Config{Burst: 1000, Adaptive: aimd.Config{Initial: 1e5, Max: 1e5}})
+		var got []int
+		r, err := slice.New(slice.Config[klines.Candle]{
+			Stream: "x/A/1m", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}), Provider: p, Source: src,
+			Prefetch: prefetch,
+			Sink: slice.SinkFunc[klines.Candle](func(_ context.Context, pg slice.Page[klines.Candle]) error {
+				for _, c := range pg.Records {
+					got = append(got, int(c.OpenTime.Sub(t0)/time.Minute))
+				}
+				return nil
+			}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Run(context.Background(), nil)
+		if err != nil || rep.Reason != "" {
+			t.Fatalf("Run = %+v, %v", rep, err)
+		}
+		if !slices.Equal(got, minutes) && len(got)+len(minutes) > 0 {
+			t.Fatalf("stored minutes %v, want %v", got, minutes)
+		}
+		calls, most := int(b.calls.Load()), (len(minutes)+b.cap-1)/b.cap+1
+		if calls < rep.Slices || calls > rep.Slices+rep.Discarded || rep.Slices > most || prefetch == slice.NoPrefetch && calls != rep.Slices {
+			t.Fatalf("%d requests for report %+v: want each a committed or discarded slice (a discarded one may have been cancelled before its request), at most %d slices",
+				calls, rep, most)
+		}
+	})
+}

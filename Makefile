@@ -43,7 +43,7 @@ bench:
 	done
 
 goodput:
-	$(GO) test -count=1 -run 'TestGoodput$$' -v ./budget
+	$(GO) test -count=1 -run 'TestGoodput$$|TestGoodputShort' -v ./budget
 	cd bench && $(GO) test -count=1 -run TestPeers -v .
 
 goodput-http:

@@ -14,16 +14,16 @@ var ErrInvalidConfig = errors.New("aimd: invalid config")
 
 // Defaults applied by [New] to zero Config fields.
 const (
-	DefaultInitial   = 1.0              // requests/s before the first response
-	DefaultMin       = 0.05             // requests/s: one request every 20s
-	DefaultMax       = 10000.0          // requests/s
-	DefaultIncrease  = 1.0              // requests/s gained per second of success
-	DefaultDecrease  = 0.9              // multiplier applied on pressure
-	DefaultRecovery  = 45 * time.Second // climb from a decrease back to the ceiling
-	DefaultSlowStart = time.Second      // doubling time before the first pressure
-	DefaultCoolOff   = time.Second      // refusals within it decrease once
-	minRate          = 1e-6             // requests/s; below, one request per 11 days, is absurd
-	maxRate          = 1e9              // requests/s; anything above is absurd
+	DefaultInitial   = 4.0                    // requests/s before the first response
+	DefaultMin       = 0.05                   // requests/s: one request every 20s
+	DefaultMax       = 10000.0                // requests/s
+	DefaultIncrease  = 1.0                    // requests/s gained per second of success
+	DefaultDecrease  = 0.9                    // multiplier applied on pressure
+	DefaultRecovery  = 45 * time.Second       // climb from a decrease back to the ceiling
+	DefaultSlowStart = 250 * time.Millisecond // doubling time before the first pressure
+	DefaultCoolOff   = time.Second            // refusals within it decrease once
+	minRate          = 1e-6                   // requests/s; below, one request per 11 days, is absurd
+	maxRate          = 1e9                    // requests/s; anything above is absurd
 )
 
 // Config configures a [Controller]. The zero Config is valid and means all
@@ -32,7 +32,9 @@ const (
 type Config struct {
 	// Initial is the conservative rate used before the first response, when
 	// nothing is known about the provider. Must be in [Min, Max] when set.
-	// Defaults to 1/s (or Min or Max, if 1/s lies outside them).
+	// Defaults to 4/s (or Min or Max, if 4/s lies outside them): a quarter
+	// of a second before the second request, and with the default SlowStart
+	// 50/s is reached in under a second of success and 200/s in 1.4s.
 	Initial float64
 
 	// Min is the lowest rate the controller ever sets, however long the
@@ -77,8 +79,11 @@ type Config struct {
 
 	// SlowStart is the doubling time of the rate, in seconds of successful
 	// traffic, before the first pressure, so a run climbs from Initial to
-	// 50/s in about 6s rather than a minute. Defaults to 1s; see
-	// DisableSlowStart to climb additively instead.
+	// the provider's limit in a second or two rather than a minute. Only
+	// time the caller used counts (see Increase), so a caller with one
+	// request in flight and a long round trip climbs no faster than its
+	// answers come back. Defaults to 250ms; see DisableSlowStart to climb
+	// additively instead.
 	SlowStart time.Duration
 
 	// DisableSlowStart makes the climb before the first pressure additive
@@ -192,6 +197,13 @@ type Controller struct {
 	quota       quotaMeter
 	hist        rateHistory // recent rates, to date a refused request's rate
 	exitTop     float64     // the rate slow start overshot at, until an echo confirms it
+	epStart     time.Time   // start of the episode: the last cut, or the end of its pause
+	epOK        int         // successes of requests sent since epStart
+	shortCut    bool        // the last cut came too soon after the one before to measure an episode
+	refusals    refusalLog  // recent overshoots, for the refusal budget
+	served      successLog  // recent successes, to read a spent quota's headers
+	throttled   bool        // the provider has refused with 429 or 418: it names its limit
+	noise       noiseMeter  // the share of 503s that is not about our rate
 }
 
 // New returns a Controller at cfg.Initial, or an error wrapping

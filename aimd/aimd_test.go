@@ -45,8 +45,8 @@ func TestNewDefaults(t *testing.T) {
 	t.Parallel()
 	got := mustNew(t, aimd.Config{}).Config()
 	want := aimd.Config{
-		Initial: 1, Min: 0.05, Max: 10000, Increase: 1, Decrease: 0.9,
-		Recovery: 45 * time.Second, SlowStart: time.Second, CoolOff: time.Second,
+		Initial: 4, Min: 0.05, Max: 10000, Increase: 1, Decrease: 0.9,
+		Recovery: 45 * time.Second, SlowStart: 250 * time.Millisecond, CoolOff: time.Second,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -93,7 +93,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func TestSlowStartDoublesPerSecondOfSuccess(t *testing.T) {
 	t.Parallel()
-	c := mustNew(t, aimd.Config{})
+	c := mustNew(t, aimd.Config{Initial: 1, SlowStart: time.Second})
 	now := t0
 	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success}) // the first response earns nothing
 	for i, want := range []float64{2, 4, 8} {
@@ -137,8 +137,8 @@ func TestOneCutPerOvershoot(t *testing.T) {
 		c.ObserveAt(at, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-time.Duration(i) * ms)})
 	}
 	s := c.Snapshot()
-	if s.Decreases != 1 || s.Rate != 20 || s.Ceiling != 40 {
-		t.Errorf("after 10 echoes: %+v, want 1 decrease, rate 20 (slow-start exit halves), ceiling 40", s)
+	if s.Decreases != 1 || s.Rate != 24 || s.Ceiling != 38 {
+		t.Errorf("after 10 echoes: %+v, want 1 decrease, rate 24 (slow-start exit x0.6), ceiling 38 (just under 40)", s)
 	}
 	// Without Sent, Latency dates the request; without either, CoolOff.
 	c.ObserveAt(now.Add(50*ms), aimd.Signal{Kind: aimd.Throttled, Latency: 100 * ms})
@@ -182,15 +182,21 @@ func TestCutsAndClimb(t *testing.T) {
 		}
 	}
 	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
-	refuse("slow-start exit halves; a lone refusal sets the ceiling there", 50, 50)
-	echo("an echo confirms the overshoot: the ceiling is the rate it began at", 50, 100)
-	climb("back at the ceiling after Recovery", 10*time.Second+10*ms, 100, aimd.PhaseProbe)
-	climb("probe: ceiling x (2 - Decrease) after another Recovery", 10*time.Second, 110, aimd.PhaseProbe)
-	refuse("ordinary overshoot: x0.9, ceiling just under", 99, 108.9)
-	climb("one success after the cut", 10*ms, 99, aimd.PhaseRecover)
-	refuse("overshoot at the rate the cut set: the limit shrank", 49.5, 99*0.95)
-	refuse("refusals continue with no success: back off", 24.75, 99*0.95)
-	climb("the climb back is concave: 7/8 done halfway", 5*time.Second, 94.05-(94.05-24.75)/8, aimd.PhaseRecover)
+	refuse("slow-start exit: x0.6, the ceiling just under the rate it refused at, unconfirmed", 60, 95)
+	echo("an echo confirms the overshoot; the ceiling stays just under it", 60, 95)
+	climb("back at the ceiling after Recovery", 10*time.Second+10*ms, 95, aimd.PhaseProbe)
+	climb("probe: ceiling x (2 - Decrease) after another Recovery", 10*time.Second, 104.5, aimd.PhaseProbe)
+	log := func() aimd.Snapshot { return c.Snapshot() }
+	// The episode since the exit delivered 100/s (one success per 10ms):
+	// the limit lies between that and 104.5, so the cut is to 0.97 x 100.
+	refuse("overshoot after a climb: to just under what the episode delivered, ceiling just under r0", 96.93, 99.275)
+	climb("one success after the cut", 10*ms, 96.93, aimd.PhaseRecover)
+	refuse("a refusal within a few requests of the cut: x0.9 again, the ceiling just under it", 87.23, 92.08)
+	refuse("refusals continue with no success: back off", 43.62, 92.08)
+	_ = log
+	// Four overshoots within a minute: the refusal budget caps the climb at
+	// 0.9 x the ceiling until they age out.
+	climb("the climb back stops at the refusal budget's cap", 5*time.Second, 0.9*92.08, aimd.PhaseRecover)
 }
 
 // TestSpentWindowSetsDeliveredRate: a fixed window spent in 10s, then a
@@ -229,8 +235,11 @@ func TestHints(t *testing.T) {
 		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", aimd.Throttled, window(300, 10*time.Second), 9, 0},
 		{"a permanent error ignores the ceiling", aimd.Permanent, aimd.Hint{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute}, 40, 0},
 		{"a permanent error still pauses", aimd.Permanent, aimd.Hint{Limit: 1, Reset: 3 * time.Second}, 40, 3 * time.Second},
-		{"no Window: not a rate", aimd.Success, aimd.Hint{Limit: 10, Remaining: 9, Reset: 20 * ms}, 40, 0},
-		{"no Window, spent: pause", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: 200 * ms}, 40, 200 * ms},
+		{"no Window, not disproved: Remaining/Reset spends the window evenly", aimd.Success, aimd.Hint{Limit: 600, Remaining: 590, Reset: 30 * time.Second}, 590.0 / 30, 0},
+		{"no Window, spent, Reset over a second: pause", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: 2 * time.Second}, 40, 2 * time.Second},
+		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: time.Second}, 40, 0},
+		{"a bucket of one says 0 left after every request: no pause", aimd.Success, aimd.Hint{Limit: 1, Remaining: 0, Reset: time.Second}, 40, 0},
+		{"spent, on a refusal: pause until Reset", aimd.Throttled, aimd.Hint{Limit: 1, Remaining: 0, Reset: time.Second}, 24, time.Second},
 	} {
 		c := mustNew(t, aimd.Config{Initial: 40})
 		c.ObserveAt(t0, aimd.Signal{Kind: tc.kind, Hint: tc.hint})
@@ -361,8 +370,8 @@ func TestClockWrappers(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := mustNew(t, aimd.Config{})
-		if got := c.Rate(); got != 1 {
-			t.Fatalf("Rate() before any response = %g, want 1", got)
+		if got := c.Rate(); got != 4 {
+			t.Fatalf("Rate() before any response = %g, want 4", got)
 		}
 		c.Observe(aimd.Signal{Kind: aimd.Throttled, RetryAfter: 3 * time.Second})
 		if got, want := c.PausedUntil(), time.Now().Add(3*time.Second); !got.Equal(want) {
@@ -370,8 +379,8 @@ func TestClockWrappers(t *testing.T) {
 		}
 		time.Sleep(time.Minute)
 		c.Observe(aimd.Signal{Kind: aimd.Success})
-		if s := c.Snapshot(); s.Decreases != 1 || s.Ceiling != 0.5 || s.Rate <= 0.5 || s.Rate >= 1 {
-			t.Errorf("Snapshot() = %+v, want one decrease from 1/s to 0.5/s (a lone refusal: the probe starts there), climbing", s)
+		if s := c.Snapshot(); s.Decreases != 1 || s.Ceiling != 3.8 || s.Rate <= 2.4 || s.Rate >= 3.8 {
+			t.Errorf("Snapshot() = %+v, want one decrease from 4/s to 2.4/s, the ceiling just under 4/s, climbing", s)
 		}
 	})
 }

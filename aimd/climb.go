@@ -11,7 +11,7 @@ const (
 	// exitCut is the cut on leaving slow start: slow start overshoots by a
 	// round trip of doubling, and by much more against a burst allowance,
 	// which only refuses once the burst is spent.
-	exitCut = 0.5
+	exitCut = 0.6
 	// deepCut is the cut when the provider keeps refusing with no success
 	// since the last cut, or when an overshoot comes at the rate the last cut
 	// set (the limit shrank).
@@ -19,10 +19,23 @@ const (
 	// shrinkSlack is how far above the rate the last cut set an overshoot
 	// still counts as "at that rate": the limit shrank below it.
 	shrinkSlack = 1.05
+	// slowStartStep bounds the slow start's growth per response.
+	slowStartStep = 1.5
+	// steadyShare is the share of the rate at a refusal the provider must
+	// have delivered over the episode for the rate to count as steady
+	// through it; farShare, the share under which the limit lies far below
+	// the rate at the refusal.
+	steadyShare = 0.97
+	farShare    = 0.85
+	// jitterShare is how close under the ceiling a steady refusal must be
+	// to count as the edge of the limit rather than arrival jitter; a
+	// jitter refusal cuts by jitterCut only.
+	jitterShare = 0.98
+	jitterCut   = 0.97
 	// ceilingMargin places the learned ceiling just under the rate the
 	// overshoot began at, so the flat top of the climb sits under the limit
 	// and the slow start of the probe above it crosses the limit gently.
-	ceilingMargin = 0.99
+	ceilingMargin = 0.95
 	// minCycleRequests is the fewest requests a confirmed climb back to the
 	// ceiling spans, so a slow provider (a few requests/s) still sees about
 	// one overshoot per this many requests, not one per Recovery.
@@ -35,7 +48,7 @@ const (
 	// most of a run (a 50/s limit mistaken for 8/s after one stray refusal
 	// takes minutes to find again); probed within seconds, a ceiling that is
 	// right is simply met again, which confirms it.
-	unconfirmedRecovery = 4
+	unconfirmedRecovery = 16
 	unconfirmedProbe    = 12
 )
 
@@ -84,25 +97,50 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	}
 	r0 := c.rateAt(sent)
 	beta, w, top := c.cfg.Decrease, r0*ceilingMargin, 0.0
+	rate := r0 * beta
 	confirmed := c.near(r0) || c.ceiling > 0 && r0 > c.ceiling && now.Sub(c.lastCut).Seconds() < c.cycle()
+	est := c.episode(sent)
+	steady := c.postCut >= steadyShare*r0 // the rate barely climbed since the last cut
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
-		beta = min(beta, exitCut)
-		w, top, confirmed = r0*beta, r0, false
+		rate, top, confirmed = r0*min(beta, exitCut), r0, false
 	case why == cutRefusing || why == cutLatencyGrowing:
-		beta, w, confirmed = min(beta, deepCut), c.ceiling, c.confirmed
-	case why == cutOvershoot && c.cuts > 0 && r0 <= shrinkSlack*c.postCut:
-		beta, w, confirmed = min(beta, deepCut), r0*(1+c.cfg.Decrease)/2, c.confirmed
+		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
+	case why != cutOvershoot:
+	case est == 0:
+		if c.shortCut && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+			// A second refusal in a row within a few requests of the cut:
+			// the limit is far below the rate the last cut set.
+			rate, w, confirmed = r0*min(beta, deepCut), r0*(1+beta)/2, c.confirmed
+		}
+	case steady && est >= steadyShare*r0 && r0 < jitterShare*c.ceiling:
+		// A refusal at a rate the provider delivered all through a long
+		// episode, under the ceiling: arrival jitter against a provider
+		// that allows no burst (two requests sent an interval apart arrive
+		// closer), not a limit under this rate. A small cut, the ceiling
+		// kept; frequent ones lower a temporary cap instead (the refusal
+		// budget, see refusalCap).
+		rate, w, confirmed = r0*jitterCut, c.ceiling, c.confirmed
+	case steady && est < farShare*r0:
+		// At a steady rate the provider delivered far less: the limit
+		// shrank, or a burst allowance hid it. Drop to it.
+		rate, w, confirmed = max(r0*min(beta, deepCut), est*episodeMargin), est, c.confirmed
+	default:
+		// The limit lies between what the episode delivered and r0.
+		rate = max(est*episodeMargin, r0*beta)
 	}
+	c.shortCut = est == 0 && why == cutOvershoot && c.cuts > 0
 	if w <= 0 {
 		w = r0
 	}
 	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
-	c.rate = c.clamp(r0 * beta)
+	c.rate = c.clamp(min(rate, c.rate)) // a cut never raises the rate
 	c.postCut = c.rate
 	c.fitClimb()
 	c.lastCut, c.okSinceCut = now, 0
 	c.cuts++
+	c.refusals.add(now)
+	c.startEpisode(now)
 	c.hist.reset(now, c.rate)
 	return true
 }
@@ -117,7 +155,7 @@ func (c *Controller) confirm() {
 	}
 	c.confirmed = true
 	if c.exitTop > 0 {
-		c.ceiling = max(c.ceiling, c.bound(c.exitTop))
+		c.ceiling = max(c.ceiling, c.bound(c.exitTop*ceilingMargin))
 		c.exitTop = 0
 	}
 	c.fitClimb()
@@ -142,18 +180,28 @@ func (c *Controller) near(r float64) bool {
 }
 
 // climb grows the rate by dt seconds of successful traffic: slow start or
-// additive increase while no ceiling is known, the ceiling curve after.
-func (c *Controller) climb(dt float64) {
+// additive increase while no ceiling is known, the ceiling curve after. With
+// several overshoots in the last minute (the refusal budget, see
+// refusalCap) the climb stops at a cap at or under the ceiling until they
+// age out; it never lowers the rate.
+func (c *Controller) climb(now time.Time, dt float64) {
 	if dt <= 0 {
 		return
 	}
+	prev := c.rate
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
-		c.rate *= math.Exp2(dt / c.cfg.SlowStart.Seconds())
+		// At most x1.5 per response: at a few requests/s one answer would
+		// otherwise credit a whole doubling, and the first refusal would
+		// come far above the limit.
+		c.rate *= min(math.Exp2(dt/c.cfg.SlowStart.Seconds()), slowStartStep)
 	case c.ceiling == 0:
 		c.rate += c.cfg.Increase * dt
 	default:
 		c.rate = curve(c.rate, c.ceiling, c.kUp, c.kProbe(), dt)
+		if share, probe := refusalCap(c.refusals.count(now)); !probe {
+			c.rate = max(prev, min(c.rate, c.ceiling*share))
+		}
 	}
 	c.rate = c.clamp(c.rate)
 }

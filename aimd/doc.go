@@ -27,46 +27,66 @@
 // response), so it does not depend on how many requests are in flight, and
 // idle time earns nothing. Plain AIMD climbs linearly and halves, so its rate
 // saw-tooths between half the limit and the limit and averages about 75% of
-// it. This controller does better in four ways:
+// it. A user's run is often 30 seconds, so this controller finds the limit
+// in a second or two and then spends as few refusals as it can, since a
+// refusal with a Retry-After stops the whole provider for that long:
 //
-//   - Slow start: before the first pressure the rate doubles every
-//     [Config.SlowStart] of success (1/s to 50/s in about 6s), then the first
-//     cut is a halving, since doubling overshoots.
-//   - A learned ceiling: each overshoot records the rate it began at (the
-//     rate in force when the refused request was sent, not the higher one
-//     the climb reached while the answer was on its way). The climb back to
-//     that ceiling is a cubic (as in TCP CUBIC) fitted to take
-//     [Config.Recovery]: fast far below the ceiling, flat near it; above the
-//     ceiling the same cubic probes slowly and then faster, so a grown limit
-//     is found. With the gentle default cut (x0.9) the rate spends most of
-//     its time just under the ceiling: 91-97% of a 50/s limit in simulation,
-//     with about one overshoot per Recovery.
-//   - Confirmation: one refusal proves little. A burst the client itself
-//     made (a pacer sending booked requests at an old rate), or a hiccup of
-//     the provider, refuses a request far below the limit, and a ceiling
-//     kept there for a Recovery, probed above at a few percent per Recovery,
-//     costs most of a run (a 50/s limit mistaken for 8/s took four minutes
-//     to find again). So a ceiling is confirmed only when the limit is met
-//     twice: an echo (another request in flight refused too), or a later
-//     overshoot near the ceiling or while probing above it. Until then the
-//     climb runs Recovery/4 and the probe Recovery/12, and a lone refusal
-//     leaving slow start sets the ceiling at the halved rate, with the probe
-//     starting there; an echo moves it up to the rate the overshoot began at.
-//   - Shrink detection: an overshoot at the very rate the last cut set means
-//     the limit fell below it; the cut is then a halving and the ceiling
-//     drops too, so a halved limit is followed within a few seconds. When a
-//     provider keeps refusing with no success in between, each further cut
-//     halves the rate: that is the back-off. After a long refusal (a spent
-//     fixed window, a ban) the rate and ceiling drop to what the provider
-//     actually delivered over the cycle.
+//   - Slow start: from 4/s, the rate doubles every [Config.SlowStart]
+//     (250ms) of success, at most x1.5 per response, so 50/s is reached in
+//     about a second and 200/s in 1.5s. The first refusal cuts to 0.6 of the
+//     rate its request was sent at, and sets the ceiling just under that
+//     rate (x0.95), unconfirmed: the climb back to it takes Recovery/16.
+//   - A ceiling with a margin: each overshoot sets the ceiling at 0.95 of
+//     the rate the refused request was sent at (the rate in force then, not
+//     the higher one reached while the answer was on its way), so the rate
+//     holds under the edge where refusals begin. The climb back is a cubic
+//     (as in TCP CUBIC) fitted to take [Config.Recovery], flat near the
+//     ceiling; above it the same cubic probes slowly and then faster, so a
+//     grown limit is found.
+//   - The episode estimate: between two cuts the controller counts the
+//     successes of requests sent since the last cut (or the end of its
+//     pause). Over a long episode that is the rate the provider delivered,
+//     which bounds the limit from below, where the refused rate bounds it
+//     from above. A refusal at a steady rate the provider delivered all
+//     through the episode, under the ceiling, is arrival jitter against a
+//     provider that allows no burst: a 3% cut, the ceiling kept. At a
+//     steady rate that delivered far less, the limit shrank or a burst
+//     allowance hid it: the rate drops to what was delivered at once. A
+//     refusal within a few requests of the last cut cuts by Decrease; two in
+//     a row mean the limit is far below, and halve it.
+//   - The refusal budget: providers that ban count violations per minute,
+//     not per cent. With two overshoots in the last minute the probe above
+//     the ceiling stops; each further one lowers a temporary cap under the
+//     ceiling by 5%, lifted as they age out.
+//   - Noise is not pressure: a 503 is read as load shedding only from a
+//     provider that has not shown it names its limit with 429, and only
+//     while cuts stop them; a 503 for a request sent after the cut for the
+//     previous one, before 30 successes came back, shows they do not depend
+//     on the rate: the cut is undone (at the next success) and from then on
+//     a 503 counts as pressure only while the recent 503 share rises well
+//     above the floor measured so far. Other 5xx never move the rate.
+//   - Confirmation: a ceiling is confirmed when the limit is met twice (an
+//     echo: another request in flight refused too; or a later overshoot
+//     near it). Until then the climb runs Recovery/16 and the probe
+//     Recovery/12, so a ceiling resting on one stray refusal is left within
+//     seconds.
+//   - After a long refusal (a spent fixed window, a ban) the rate and
+//     ceiling drop to what the provider actually delivered over the cycle.
 //
-// A [Hint] parsed from rate-limit headers can pace directly: a windowed quota
+// A [Hint] parsed from rate-limit headers paces directly. A windowed quota
 // (Limit per Window) caps the rate at Limit/Window and sets it to
-// Remaining/Reset on each success, which spends a fixed window evenly with no
-// refusal at all. The optional latency signal ([Config.LatencyTarget])
-// catches providers that slow down instead of refusing: smoothed latency
-// above the target holds the rate and cuts it once, and again only while the
-// queue keeps growing.
+// Remaining/Reset on each success, which spends a fixed window evenly with
+// no refusal at all; without a Window the same is done while the successes
+// seen within Reset do not disprove a window of Limit. A served response
+// that says the quota is spent pauses until Reset only when it can be a
+// window: a token bucket at its rate says "0 left" after every request,
+// with a Reset rounded up to a second, and is held at its rate instead. The
+// optional latency signal ([Config.LatencyTarget]) catches providers that
+// slow down instead of refusing: smoothed latency above the target holds the
+// rate and cuts it once, and again only while the queue keeps growing.
+//
+// [Controller.State] and [Controller.Restore] carry what was learned (rate,
+// ceiling, confirmation, the pause in force) across restarts.
 //
 // # How each response moves the controller
 //
@@ -74,14 +94,14 @@
 //	Success     2xx, 3xx          climbs: slow start, then the    -
 //	                              cubic; a windowed Hint sets it
 //	                              to Remaining/Reset
-//	Throttled   429, 418          cut once per overshoot: x0.9;   set to the rate the
-//	                              x0.5 leaving slow start, while  overshoot began at
-//	                              refusals continue, or when the  (lowered when the
-//	                              limit shrank; never up; not     limit shrank; the
-//	                              for an echo                     halved rate for a
-//	                                                              lone refusal leaving
-//	                                                              slow start)
-//	Overloaded  503               as Throttled                    as Throttled
+//	Throttled   429, 418          cut once per overshoot (see     0.95 x the rate the
+//	                              the episode estimate): x0.97    overshoot began at
+//	                              for jitter, to the delivered    (kept for jitter;
+//	                              rate, x0.9, x0.6 leaving slow   the delivered rate
+//	                              start, x0.5 while refusals      when the limit
+//	                              continue; never up; not for     shrank)
+//	                              an echo
+//	Overloaded  503               as Throttled, unless noise      as Throttled
 //	Transient   other 5xx, 408,   holds                           -
 //	            timeout, reset
 //	Permanent   other 4xx         never moves                     never moves
@@ -100,24 +120,22 @@
 // The tests include an explicit-time simulation (sim_test.go): a client
 // sending back-to-back at the controller's rate, with a 30ms response
 // latency, against a server model per policy, for 300 simulated seconds.
-// With the default Config the controller reaches 91-96% of the true limit
+// With the default Config the controller reaches 91-97% of the true limit
 // with at most 0.1% of requests refused against GCRA at 50/s (burst 1 and
 // 10, 429 with or without Retry-After, 503, 100ms of latency jitter, a limit
-// halving mid-run, Binance's 5-refusals-per-minute ban: never banned), 93% at
-// 500/s and 96% at 2/s; 90-93% when a conforming request is refused at 3s
-// (in slow start) or twice at 60s, where a controller that trusts one
-// refusal gets 47% and 90%; 96% against a silent slow-down (LatencyTarget
-// 150ms); and 100% against a 3000/min fixed window with Retry-After (0.6%
-// refused) or headers (none refused). A plain AIMD (+1/s per second, x0.5
-// per overshoot) reaches 66-77% against the same GCRA servers. The budget
-// package runs the same policies end to end against internal/sim.
+// halving mid-run, a 5-refusals-per-minute ban at burst 1), 95% at 500/s;
+// 96% against a silent slow-down (LatencyTarget 150ms); and 100% against a
+// 3000/min fixed window with headers (none refused). A plain AIMD (+1/s per
+// second, x0.5 per overshoot) reaches 66-77% against the same GCRA servers.
+// The budget package runs the same policies end to end against
+// internal/sim, in five-minute and in 30-second rows.
 //
-// Known limits: against a fixed window with neither Retry-After nor headers,
-// slow start meets no refusal until the window is spent at ~2000/s, and the
-// probe spends each later window early: ~2.6% refused. With five or more
-// requests in flight (100ms latency at 50/s), one overshoot against a burst
-// allowance draws five refusals before the first one is seen, enough for a
-// 5-per-minute ban; after a ban the rate restarts from what was delivered.
-// For such providers set DisableSlowStart with a larger Increase
-// (simulated: 94%, no ban), or tell the caller's pacer the limit.
+// Known limits: the fast slow start overshoots a burst allowance with
+// several requests in flight, so a provider that bans after 5 refusals a
+// minute and allows a burst of 10 bans it at 30ms latency; for such
+// providers set DisableSlowStart with a larger Increase (simulated: 95%, no
+// ban), or tell the caller's pacer the limit. Against a fixed window with
+// neither Retry-After nor headers, slow start meets no refusal until the
+// window is spent: ~2-5% refused. A 503 noise share of 20% still collapses
+// the rate of a provider that never answers 429 (10% does not).
 package aimd

@@ -21,8 +21,8 @@ func ExampleNew() {
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, aimd.ErrInvalidConfig))
 	// Output:
-	// initial 1 min 0.05 max 10000
-	// decrease 0.9 recovery 45s slow start 1s cool-off 1s
+	// initial 4 min 0.05 max 10000
+	// decrease 0.9 recovery 45s slow start 250ms cool-off 1s
 	// aimd: Config.Decrease must be in (0, 1) (got 1.5)
 	// true
 }
@@ -34,19 +34,19 @@ func ExampleController_ObserveAt() {
 	c, _ := aimd.New(aimd.Config{})
 	fmt.Printf("before any response: %.0f/s\n", c.RateAt(start))
 
-	// Five seconds of successes, each request sent 1/rate after the last:
-	// the rate doubles per second of success (the first second, at 1/s,
-	// earns nothing until the second response).
+	// A second of successes, each request sent 1/rate after the last: the
+	// rate doubles per 250ms of success, at most x1.5 per response.
 	now := start
-	for now.Before(start.Add(5 * time.Second)) {
+	for now.Before(start.Add(time.Second)) {
 		now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
 		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: 30 * time.Millisecond})
 	}
-	fmt.Printf("after 5s of success: %.1f/s (%s)\n", c.RateAt(now), c.Snapshot().Phase)
+	fmt.Printf("after 1s of success: %.1f/s (%s)\n", c.RateAt(now), c.Snapshot().Phase)
 
 	// Four 429s for requests all sent before the first 429 came back: one
-	// decrease, from the rate the first of them was sent at, which becomes
-	// the ceiling; the other three (echoes) confirm it was a real overshoot.
+	// decrease (leaving slow start: x0.6), from the rate the first of them
+	// was sent at, just under which the ceiling is set; the other three
+	// (echoes) confirm it was a real overshoot.
 	sent := now.Add(-30 * time.Millisecond)
 	for i := range 4 {
 		at := now.Add(time.Duration(i) * 10 * time.Millisecond)
@@ -55,9 +55,9 @@ func ExampleController_ObserveAt() {
 	s := c.Snapshot()
 	fmt.Printf("after the burst: %.1f/s, ceiling %.1f/s, %d decrease (%s)\n", s.Rate, s.Ceiling, s.Decreases, s.Phase)
 	// Output:
-	// before any response: 1/s
-	// after 5s of success: 16.6/s (slow-start)
-	// after the burst: 8.0/s, ceiling 15.9/s, 1 decrease (recover)
+	// before any response: 4/s
+	// after 1s of success: 24.3/s (slow-start)
+	// after the burst: 12.8/s, ceiling 20.3/s, 1 decrease (recover)
 }
 
 // A Retry-After pauses the provider; a later, shorter one never shortens the
@@ -102,10 +102,11 @@ func ExampleHint() {
 	// paused for 7s
 }
 
-// Snapshot reports the state for metrics. A lone refusal leaving slow start
-// halves the rate and probes up from there (it may have been a fluke); a
-// second refusal of a request sent before the cut confirms the overshoot,
-// and the ceiling becomes the rate it began at.
+// Snapshot reports the state for metrics. A refusal leaving slow start cuts
+// the rate to 0.6 of the rate it was sent at and sets the ceiling just under
+// that rate, unconfirmed, so the climb back is fast (it may have been a
+// fluke); a second refusal of a request sent before the cut confirms the
+// overshoot, and the climb back slows to a Recovery.
 func ExampleController_Snapshot() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, _ := aimd.New(aimd.Config{Initial: 10})
@@ -125,6 +126,6 @@ func ExampleController_Snapshot() {
 	// Output:
 	// start
 	// slow-start
-	// probe rate=5 ceiling=5 decreases=1
-	// recover rate=5 ceiling=10 decreases=1
+	// recover rate=6 ceiling=10 decreases=1
+	// recover rate=6 ceiling=10 decreases=1
 }

@@ -28,11 +28,51 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	if sent.IsZero() && s.Latency > 0 {
 		sent = now.Add(-s.Latency)
 	}
+	if s.Kind == Permanent || s.Kind < Success || s.Kind > Permanent {
+		c.pause(c.retryAfter(now, s)) // the provider's word on when to come back holds
+		return                        // a broken request says nothing about the rate
+	}
+	kind := s.Kind
+	c.noise.observe(kind == Overloaded)
+	switch kind {
+	case Throttled:
+		c.throttled = true
+	case Overloaded:
+		kind = c.readOverload(now, sent)
+	}
 	// A refusal of a request sent during a pause the provider asked for is
 	// an echo of the overshoot that set the pause; its own pause still
 	// counts, but does not make later refusals echoes too.
-	refusal := s.Kind == Throttled || s.Kind == Overloaded
+	refusal := kind == Throttled || kind == Overloaded
 	echo := refusal && !sent.IsZero() && sent.Before(c.heldUntil)
+	until := c.retryAfter(now, s)
+	if kind == Success && s.Hint.exhausted() && !c.spentWindow(now, s.Hint) {
+		until = now.Add(s.RetryAfter) // a bucket at the limit, not a spent window
+		if s.RetryAfter <= 0 {
+			until = time.Time{}
+		}
+	}
+	c.pause(until)
+	if !echo && until.After(c.heldUntil) {
+		c.heldUntil = until
+	}
+	c.smooth(s)
+	c.declare(s.Hint)
+	switch kind {
+	case Success:
+		c.success(now, sent, s)
+	case Throttled, Overloaded:
+		c.refused(now, sent, echo, kind)
+	case Transient:
+		c.latencyPressure(now, sent, s.Latency)
+	}
+	c.hist.note(now, c.rate)
+}
+
+// retryAfter returns the end of the pause s asks for: its Retry-After, or
+// the reset of a quota its Hint says is spent, whichever is later; zero for
+// none.
+func (c *Controller) retryAfter(now time.Time, s Signal) time.Time {
 	var until time.Time
 	if s.RetryAfter > 0 {
 		until = now.Add(s.RetryAfter)
@@ -40,31 +80,98 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	if s.Hint.exhausted() && now.Add(s.Hint.Reset).After(until) {
 		until = now.Add(s.Hint.Reset)
 	}
-	c.pause(until)
-	if !echo && until.After(c.heldUntil) {
-		c.heldUntil = until
+	return until
+}
+
+// spentWindow reports whether a served response's Hint that says the quota
+// is spent (Remaining 0, Reset > 0) should pause the provider until Reset:
+// whether it describes a window that refills at its reset, rather than a
+// token bucket at its limit that refills as it goes. A bucket's headers say
+// "0 left" after every request sent at its rate, with a Reset rounded up
+// to a whole second; pausing a second each time would spend a 20/s bucket
+// at 1/s. So a Reset of a second or less (the rounding hides the true wait)
+// does not pause, nor does a Limit that more successes than it, within
+// Reset, have already disproved as a window. The rate holds instead.
+func (c *Controller) spentWindow(now time.Time, h Hint) bool {
+	if h.Reset <= time.Second {
+		return false
 	}
-	if s.Kind == Permanent || s.Kind < Success || s.Kind > Permanent {
-		return // a broken request says nothing about the rate
+	return h.Limit <= 0 || float64(c.served.within(now, h.Reset)) <= h.Limit+1
+}
+
+// windowHint reports whether h describes the current state of a quota
+// window (Limit per some window, Remaining left, reset in Reset) rather
+// than a token bucket: the Window is declared, or no more than Limit
+// successes came back within the last Reset.
+func (c *Controller) windowHint(now time.Time, h Hint) bool {
+	if h.Limit <= 0 || h.Remaining <= 0 || h.Reset <= 0 {
+		return false
 	}
-	c.smooth(s)
-	c.declare(s.Hint)
-	switch s.Kind {
-	case Success:
-		c.success(now, sent, s)
-	case Throttled, Overloaded:
-		c.refused(now, sent, echo)
-	case Transient:
-		c.latencyPressure(now, sent, s.Latency)
+	return h.Window > 0 || float64(c.served.within(now, h.Reset+time.Second)) <= h.Limit+1
+}
+
+// readOverload decides what a 503 means: pressure (the provider sheds load
+// because the client sends too fast) or noise (a flaky gateway failing a
+// steady share of requests whatever the rate). A provider that has refused
+// with 429 names its limit that way, so its 503s are failures, not rate
+// signals. Otherwise a 503 is pressure, unless the cut for the previous one
+// did not stop them: a 503 for a request sent after that cut, before
+// noiseProof successes came back, shows they do not depend on the rate. The
+// cut is then undone and the provider marked noisy; from then on a 503
+// counts as pressure only while the recent 503 share rises well above the
+// floor measured so far.
+func (c *Controller) readOverload(now, sent time.Time) Kind {
+	m := &c.noise
+	switch {
+	case c.throttled:
+		return Transient
+	case m.noisy:
+		if m.pressure() {
+			return Overloaded
+		}
+		return Transient
+	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter < noiseProof:
+		m.noisy, m.restore = true, true // undone at the next success: only a success raises the rate
+		m.slow = max(m.slow, m.fast)    // the floor is at least the share that just proved itself noise
+		m.cutAt = time.Time{}
+		return Transient
 	}
-	c.hist.note(now, c.rate)
+	return Overloaded
+}
+
+// undo restores the controller to what it was before a cut that noise
+// caused. It runs on a success, so only a success raises the rate.
+func (c *Controller) undo(now time.Time, b snapshot) {
+	c.rate, c.postCut, c.confirmed = c.clamp(b.rate), c.clamp(b.postCut), b.confirmed
+	c.ceiling = 0
+	if b.ceiling > 0 {
+		c.ceiling = c.bound(b.ceiling)
+	}
+	c.lastCut = b.lastCut // Decreases stays: it counts what happened
+	c.fitClimb()
+	c.hist.reset(now, c.rate)
 }
 
 // success handles a served response: the end of a refusal episode, the
 // latency check, then a rate set by a windowed hint, or the climb.
 func (c *Controller) success(now, sent time.Time, s Signal) {
+	c.served.add(now)
 	if sent.IsZero() || sent.After(c.lastCut) {
 		c.okSinceCut++ // a late answer to a request sent before the cut is no news
+	}
+	if !c.epStart.IsZero() && !sent.IsZero() && !sent.Before(c.epStart) {
+		c.epOK++
+	}
+	if m := &c.noise; !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) {
+		if m.okAfter++; m.okAfter >= noiseProof {
+			m.cutAt = time.Time{} // the cut worked: the 503s were about the rate
+		}
+	}
+	if m := &c.noise; m.restore {
+		m.restore = false
+		if m.before.rate > c.rate {
+			c.undo(now, m.before)
+		}
 	}
 	if est, ok := c.quota.success(now, sent); ok {
 		c.applyQuota(est)
@@ -73,12 +180,15 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 	if c.latencyPressure(now, sent, s.Latency) {
 		return
 	}
-	if r := s.Hint.windowRate(); r > 0 {
-		c.rate = c.clamp(r)
+	if c.windowHint(now, s.Hint) {
+		c.rate = c.clamp(s.Hint.Remaining / s.Hint.Reset.Seconds())
 		c.fitClimb()
 		return
 	}
-	c.climb(dt)
+	if s.Hint.exhausted() && s.Hint.Limit > 1 {
+		return // at the limit of a bucket: hold (a bucket of one is always at it)
+	}
+	c.climb(now, dt)
 }
 
 // refused handles a Throttled or Overloaded response: a cut once per
@@ -87,23 +197,34 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 // quota, from an earlier response) was sent against the provider's word,
 // by a pacer that had booked it before the pause; its refusal is an echo
 // of the overshoot that set the pause, not a new one.
-func (c *Controller) refused(now, sent time.Time, echo bool) {
+func (c *Controller) refused(now, sent time.Time, echo bool, kind Kind) {
 	c.quota.refuse(now, sent)
 	c.lastCredit = now // time spent refused is not successful traffic
+	before := c.state()
+	cut := false
 	switch {
 	case !sent.IsZero() && !c.lastCut.IsZero() && !sent.After(c.lastCut):
 		c.confirm() // in flight at the last cut: an echo, which proves it
 	case echo:
 	case c.okSinceCut > 0 || c.cuts == 0:
-		c.cut(now, sent, cutOvershoot)
+		cut = c.cut(now, sent, cutOvershoot)
 	default:
-		c.cut(now, sent, cutRefusing)
+		cut = c.cut(now, sent, cutRefusing)
+	}
+	if cut && kind == Overloaded {
+		c.noise.cutAt, c.noise.okAfter, c.noise.before = now, 0, before
 	}
 	if c.pausedUntil.After(now) {
 		if est, ok := c.quota.estimate(c.pausedUntil); ok {
 			c.applyQuota(est)
 		}
 	}
+}
+
+// state returns what a cut changes, so a cut that noise caused can be
+// undone.
+func (c *Controller) state() snapshot {
+	return snapshot{rate: c.rate, ceiling: c.ceiling, postCut: c.postCut, confirmed: c.confirmed, lastCut: c.lastCut}
 }
 
 // credit returns the seconds of successful traffic since the previous

@@ -194,7 +194,10 @@ func TestPropertyOneDecreasePerOvershoot(t *testing.T) {
 		now = now.Add(time.Hour)
 		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-time.Millisecond)})
 		now = now.Add(time.Second)
-		kind := rapid.SampledFrom([]aimd.Kind{aimd.Throttled, aimd.Overloaded}).Draw(t, "kind")
+		// 429s only: how a 503 reads depends on the provider's history (a
+		// provider that throttles with 429, or whose 503s a cut did not
+		// stop, is noisy: see TestPropertyNoiseNeverCollapses).
+		kind := aimd.Throttled
 		c.ObserveAt(now, aimd.Signal{Kind: kind, Sent: now.Add(-time.Millisecond)})
 		first := c.Snapshot()
 		for i := range rapid.IntRange(1, 100).Draw(t, "burst") {
@@ -232,7 +235,10 @@ func TestPropertyRefusalDuringPauseNeverCuts(t *testing.T) {
 		now = now.Add(time.Hour)
 		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-time.Millisecond)})
 		now = now.Add(time.Second)
-		kind := rapid.SampledFrom([]aimd.Kind{aimd.Throttled, aimd.Overloaded}).Draw(t, "kind")
+		// 429s only: how a 503 reads depends on the provider's history (a
+		// provider that throttles with 429, or whose 503s a cut did not
+		// stop, is noisy: see TestPropertyNoiseNeverCollapses).
+		kind := aimd.Throttled
 		pause := time.Millisecond + genDuration(t, "pause", time.Minute)
 		c.ObserveAt(now, aimd.Signal{Kind: kind, Sent: now.Add(-time.Millisecond), RetryAfter: pause})
 		first := c.Snapshot()
@@ -296,7 +302,12 @@ func TestPropertyHintPausesAndCaps(t *testing.T) {
 			now, s = step(t, now)
 			c.ObserveAt(now, s)
 			h := s.Hint
-			if h.Remaining == 0 && h.Reset > 0 && c.PausedUntil().Before(now.Add(h.Reset)) {
+			// A served response's spent quota pauses unless it is a bucket
+			// at its limit (a Reset of a second or less, rounded up, hides
+			// the true wait; see the package documentation); any other
+			// response's always does.
+			spent := h.Remaining == 0 && h.Reset > 0 && (s.Kind != aimd.Success || h.Reset > time.Second && h.Limit == 0)
+			if spent && c.PausedUntil().Before(now.Add(h.Reset)) {
 				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.PausedUntil())
 			}
 			if s.Kind != aimd.Permanent && s.Kind >= aimd.Success && s.Kind <= aimd.Permanent && h.Limit > 0 && h.Window > 0 {

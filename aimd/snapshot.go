@@ -2,6 +2,7 @@ package aimd
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -89,4 +90,63 @@ func (c *Controller) phase() Phase {
 		return PhaseRecover
 	}
 	return PhaseProbe
+}
+
+// State is what a controller has learned about its provider, to be kept
+// across restarts (see [Controller.State] and [Controller.Restore]) so a
+// new process does not start cold: the rate, the ceiling and whether it was
+// confirmed, and the pause the provider asked for. It is a plain value that
+// encodes to JSON; it is safe for concurrent use.
+type State struct {
+	// Rate is the rate in force, requests/s.
+	Rate float64 `json:"rate"`
+	// Ceiling is the learned ceiling, requests/s; zero when none is known.
+	Ceiling float64 `json:"ceiling,omitempty"`
+	// Confirmed says the ceiling was met twice (or declared by the
+	// provider): the climb back to it is the slow cycle.
+	Confirmed bool `json:"confirmed,omitempty"`
+	// PausedUntil is the end of the pause the provider asked for; zero for
+	// none.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+}
+
+// State returns the controller's learned state, for [Controller.Restore] in
+// a later process.
+func (c *Controller) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil}
+}
+
+// Restore resumes from a state an earlier controller of the same provider
+// exported with [Controller.State]: the rate and ceiling are taken (within
+// [Config.Min] and [Config.Max], which may have changed since), the climb
+// continues from there, and a pause still in force is honoured. A state with
+// a rate or ceiling that is negative, NaN or infinite is rejected with an
+// error wrapping [ErrInvalidConfig], and nothing changes; the zero State
+// changes nothing either.
+func (c *Controller) Restore(s State) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Rate", s.Rate}, {"Ceiling", s.Ceiling}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return &configError{fmt.Sprintf("aimd: State.%s must be >= 0 and finite (got %v)", f.name, f.v)}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pause(s.PausedUntil)
+	c.heldUntil = c.pausedUntil
+	if s.Rate == 0 {
+		return nil
+	}
+	c.started = true
+	c.rate = c.clamp(s.Rate)
+	if s.Ceiling > 0 {
+		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed
+	}
+	c.postCut = c.rate
+	c.fitClimb()
+	return nil
 }

@@ -51,6 +51,18 @@ type Config struct {
 	// pressure with [Error.Until] set, for the scheduler to wait out.
 	// Defaults to 1 minute.
 	MaxWait time.Duration
+	// Classify, if set, reads each attempt's outcome for this provider
+	// instead of the default rules (see [Outcome]): a provider whose 503s
+	// come from a flaky gateway rather than from load shedding returns
+	// [retry.Transient] for them, so they are retried but never slow the
+	// provider down; one that signals its limit with 420 returns
+	// [retry.Throttled]. It must be safe for concurrent use and fast (it
+	// runs once per attempt). A class other than the six retry classes is
+	// read as Permanent. Nil means the default rules, which also tell
+	// noise from pressure by themselves: a provider that has refused with
+	// 429 names its limit that way, so its 503s count as failures; and 503s
+	// that a cut does not stop are read as noise (see the aimd package).
+	Classify func(Outcome) retry.Class
 	// Pacer, if set, paces the provider instead of a local [gcra.Limiter],
 	// e.g. one shared through a database by many processes. It is paced at
 	// the adaptive rate.

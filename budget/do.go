@@ -126,7 +126,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		p.n.retries.Add(1)
 	}
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
-	class := out.class()
+	class := p.classify(&out)
 	switch {
 	case out.Err != nil && ctx.Err() != nil:
 		class = retry.Canceled // the caller gave up mid-attempt: not the provider's fault
@@ -165,6 +165,19 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) Outcome,
 	finished = true
 	out.Latency = end.Sub(start)
 	return out, start, end, actx != ctx && actx.Err() != nil
+}
+
+// classify reads an attempt's outcome: the host's Config.Classify, or the
+// default rules.
+func (p *Local) classify(out *Outcome) retry.Class {
+	if p.cfg.Classify == nil {
+		return out.class()
+	}
+	c := p.cfg.Classify(*out)
+	if c > retry.Canceled {
+		c = retry.Permanent
+	}
+	return c
 }
 
 // fastFail is the stop for a call the breaker refused: no attempt made, the

@@ -108,6 +108,9 @@ func newLocal(key string, cfg Config) (*Local, error) {
 		// A known limit bounds the discovered rate; a very slow one (100
 		// per hour) lowers the floor with it.
 		ac.Max = p.ceiling
+		if ac.Initial == 0 {
+			ac.Initial = p.ceiling // told knowledge is used at once
+		}
 		ac.Initial = min(ac.Initial, ac.Max)
 		if ac.Min == 0 {
 			ac.Min = aimd.DefaultMin
@@ -153,3 +156,20 @@ func (p *Local) holding(now time.Time) bool {
 
 // Key returns the provider key.
 func (p *Local) Key() string { return p.key }
+
+// State returns what the provider's controller has learned (rate, ceiling,
+// the pause in force), for [Local.Restore] in a later process, so a restart
+// does not climb again from the conservative start.
+func (p *Local) State() aimd.State { return p.ctl.State() }
+
+// Restore resumes the provider from a state a previous process exported
+// with [Local.State]: the pacer moves to the restored rate at once, and a
+// pause still in force holds every call until it ends. An invalid state is
+// an error wrapping [aimd.ErrInvalidConfig], and nothing changes.
+func (p *Local) Restore(s aimd.State) error {
+	if err := p.ctl.Restore(s); err != nil {
+		return err
+	}
+	p.follow(time.Now())
+	return nil
+}

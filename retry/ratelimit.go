@@ -58,8 +58,8 @@ const (
 )
 
 // ParseRateLimit reads the rate-limit headers of a response received at
-// now, and reports whether it found any. It understands, in this order of
-// precedence (the first header that gives a field wins):
+// now, and reports whether it found any. It understands these families, in
+// this order of precedence:
 //
 //   - the IETF httpapi drafts: the structured RateLimit header, both
 //     "limit=100, remaining=50, reset=5" and "default";r=50;t=30, with
@@ -78,16 +78,24 @@ const (
 // Values must be non-negative decimal numbers; anything else is ignored, as
 // is a window over a year. Resets in the past are 0; resets are capped at
 // [MaxRetryAfter]. It never panics.
+//
+// Each family is read on its own, and the first one that gives anything is
+// the answer: a limit from RateLimit-Limit is never paired with the window
+// in the name of an unrelated X-MBX-USED-WEIGHT-1M, which would describe a
+// quota the provider never announced.
 func ParseRateLimit(h http.Header, now time.Time) (RateLimit, bool) {
 	var r RateLimit
 	for _, v := range h["Ratelimit"] {
 		r.parseParams(v, now, false)
 	}
 	r.parsePolicy(h.Get("Ratelimit-Policy"))
-	for i := range separateFamilies {
+	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family
+	for i := 1; i < len(separateFamilies) && r.Known == 0; i++ {
 		r.parseSeparate(h, &separateFamilies[i], now)
 	}
-	r.parseBinance(h)
+	if r.Known == 0 {
+		r.parseBinance(h)
+	}
 	return r, r.Known != 0
 }
 

@@ -1,0 +1,167 @@
+package aimd
+
+import "time"
+
+// Thresholds of the episode estimate, the refusal budget and the noise
+// meter. They were tuned with the simulations (sim_test.go here, and the
+// budget package's goodput tables); see the package documentation for the
+// why.
+const (
+	// episodeMinOK is the fewest successes an episode needs before its
+	// delivered rate says anything about the limit.
+	episodeMinOK = 5
+	// episodeMargin places the rate after a cut just under the rate the
+	// provider delivered in the episode that ended with the refusal.
+	episodeMargin = 0.97
+	// refusalWindow is the rolling window of the refusal budget: providers
+	// that ban count violations per minute, not per cent.
+	refusalWindow = time.Minute
+	// refusalProbe is how many overshoots within refusalWindow stop the
+	// probe above the ceiling; from refusalProbe+1 on, each further one
+	// lowers a temporary cap under the ceiling by refusalStep, so the
+	// refusals of a jittery provider that allows no burst stay well under
+	// the five a minute that common ban policies punish.
+	refusalProbe = 2
+	refusalStep  = 0.05
+	refusalFloor = 0.75 // the temporary cap never goes under this share of the ceiling
+	// noiseSlow and noiseFast are the weights of one response in the slow
+	// (noise floor) and fast (recent) averages of the 503 share.
+	noiseSlow = 1.0 / 64
+	noiseFast = 1.0 / 16
+	// noiseProof is how many successes, sent after a cut for a 503, must
+	// come back before the next 503 for that cut to count as having worked.
+	// A 503 sooner than that says the cut did not stop them: they are not
+	// about the rate.
+	noiseProof = 30
+	// noiseExcess is how far above twice the noise floor the recent 503
+	// share must rise, once a provider is known to be noisy, before a 503
+	// counts as pressure again.
+	noiseExcess = 0.05
+)
+
+// episode returns the rate, in requests/s, that the provider delivered in
+// the current episode up to a request sent at sent: the successes of
+// requests sent since the episode began (the last cut, or the end of its
+// pause), less one for the token a provider's burst allowance may have
+// held, over the time. While the client sends above the limit, a provider
+// admits the limit's rate plus what its burst allowance held, so this is
+// the limit, slightly over for a provider with a large burst allowance. It
+// returns 0 when the episode is too short to tell.
+func (c *Controller) episode(sent time.Time) float64 {
+	if c.epStart.IsZero() || sent.IsZero() || c.epOK < episodeMinOK {
+		return 0
+	}
+	t := sent.Sub(c.epStart).Seconds()
+	if t <= 0 {
+		return 0
+	}
+	return float64(c.epOK-1) / t
+}
+
+// startEpisode starts a new episode at now, or at the end of the pause in
+// force: nothing is sent before it.
+func (c *Controller) startEpisode(now time.Time) {
+	c.epStart, c.epOK = now, 0
+	if c.pausedUntil.After(now) {
+		c.epStart = c.pausedUntil
+	}
+}
+
+// refusalLog remembers the times of recent overshoots (cuts), for the
+// refusal budget. Not safe for concurrent use; the Controller's mutex
+// guards it.
+type refusalLog struct {
+	at   [8]time.Time
+	next int
+}
+
+// add records an overshoot at now.
+func (l *refusalLog) add(now time.Time) {
+	l.at[l.next] = now
+	l.next = (l.next + 1) % len(l.at)
+}
+
+// count returns how many overshoots fell within refusalWindow before now.
+func (l *refusalLog) count(now time.Time) int {
+	n := 0
+	for _, t := range l.at {
+		if !t.IsZero() && now.Sub(t) < refusalWindow {
+			n++
+		}
+	}
+	return n
+}
+
+// cap returns the share of the ceiling the rate may reach with n
+// overshoots in the window, and whether the probe above the ceiling is
+// allowed.
+func refusalCap(n int) (share float64, probe bool) {
+	if n < refusalProbe {
+		return 1, true
+	}
+	return max(1-refusalStep*float64(n-refusalProbe), refusalFloor), false
+}
+
+// successLog remembers the response times of recent successes, so the
+// controller can tell whether a response that says a quota is spent
+// describes a window (pause until it resets) or a token bucket that refills
+// as it goes (do not). Not safe for concurrent use; the Controller's mutex
+// guards it.
+type successLog struct {
+	at   [256]time.Time
+	next int
+}
+
+// add records a success at now.
+func (l *successLog) add(now time.Time) {
+	l.at[l.next] = now
+	l.next = (l.next + 1) % len(l.at)
+}
+
+// within returns how many recorded successes fell within d before now
+// (now included), counting at most len(at).
+func (l *successLog) within(now time.Time, d time.Duration) int {
+	n := 0
+	for _, t := range l.at {
+		if !t.IsZero() && !t.After(now) && now.Sub(t) <= d {
+			n++
+		}
+	}
+	return n
+}
+
+// noiseMeter tells 503s that are about the rate (a provider shedding load
+// because the client sends too fast) from 503s that are not (a flaky
+// gateway failing a steady share of requests whatever the rate). Not safe
+// for concurrent use; the Controller's mutex guards it.
+type noiseMeter struct {
+	slow, fast float64   // average 503 share: the floor, and the recent share
+	noisy      bool      // a cut for a 503 did not stop them
+	restore    bool      // undo that cut at the next success
+	cutAt      time.Time // the last cut for a 503; zero = none pending proof
+	okAfter    int       // successes sent after cutAt
+	before     snapshot  // the controller before that cut, to undo it
+}
+
+// snapshot is the part of the controller a cut for noise changed.
+type snapshot struct {
+	rate, ceiling, postCut float64
+	confirmed              bool
+	lastCut                time.Time
+}
+
+// observe folds one response into the averages: overloaded or not.
+func (m *noiseMeter) observe(overloaded bool) {
+	x := 0.0
+	if overloaded {
+		x = 1
+	}
+	m.slow += noiseSlow * (x - m.slow)
+	m.fast += noiseFast * (x - m.fast)
+}
+
+// pressure reports whether a 503 in a noisy provider counts as pressure:
+// the recent share rose well above the floor.
+func (m *noiseMeter) pressure() bool {
+	return m.fast > 2*m.slow+noiseExcess
+}

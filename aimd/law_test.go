@@ -1,0 +1,84 @@
+package aimd_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage/aimd"
+)
+
+// TestPropertyClimbIsLogarithmic: with nothing refused, the default
+// controller reaches any limit L (5 to 5000 requests/s) from its start
+// within 0.25s per doubling plus half a second: O(log L) time, whatever L.
+func TestPropertyClimbIsLogarithmic(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(5, 5000).Draw(t, "limit")
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		budget := time.Duration((0.25*math.Log2(limit/aimd.DefaultInitial) + 0.5) * float64(time.Second))
+		for c.RateAt(now) < limit {
+			if now.Sub(t0) > budget {
+				t.Fatalf("rate %.1f after %v, want %.1f within %v", c.RateAt(now), now.Sub(t0), limit, budget)
+			}
+			sent := now
+			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+			c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: sent})
+		}
+	})
+}
+
+// TestPropertyNoiseNeverCollapses: against a burst-1 limit L that answers
+// 429 above it, with a steady share (up to 10%) of requests failing at
+// random for reasons that have nothing to do with the rate (5xx, or 503s
+// once the provider has shown that it names its limit with 429), the rate
+// never falls under half of L once the climb is over (after 10s). 503
+// noise from a provider that never says 429 is read by whether cuts stop
+// it (see readOverload); that rule does not yet hold this bound for every
+// seed, and is measured by the goodput tables instead.
+func TestPropertyNoiseNeverCollapses(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(5, 200).Draw(t, "limit")
+		share := rapid.Float64Range(0, 0.1).Draw(t, "share")
+		noise := rapid.SampledFrom([]aimd.Kind{aimd.Overloaded, aimd.Transient}).Draw(t, "noise")
+		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		interval := time.Duration(float64(time.Second) / limit)
+		var tat time.Time // the server's GCRA: admitted when it arrives at or after tat
+		seen429 := false
+		now := t0
+		for now.Sub(t0) < 60*time.Second {
+			if pu := c.PausedUntil(); pu.After(now) {
+				now = pu
+			}
+			sent := now
+			kind := aimd.Success
+			var retry time.Duration
+			switch {
+			case sent.Before(tat):
+				kind, retry, seen429 = aimd.Throttled, time.Second, true
+			case rng.Float64() < share && (noise == aimd.Transient || seen429):
+				kind, tat = noise, sent.Add(interval)
+			default:
+				tat = sent.Add(interval)
+			}
+			at := sent.Add(5 * time.Millisecond)
+			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: sent, RetryAfter: retry})
+			if r := c.RateAt(at); at.Sub(t0) > 10*time.Second && r < limit/2 {
+				t.Fatalf("at %v: rate %.2f under half the limit %.1f (noise %v at %.0f%%)", at.Sub(t0), r, limit, noise, 100*share)
+			}
+			now = sent.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
+		}
+	})
+}

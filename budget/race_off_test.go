@@ -1,0 +1,6 @@
+//go:build !race
+
+package budget_test
+
+// raceEnabled reports whether the race detector is on.
+const raceEnabled = false

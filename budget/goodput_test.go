@@ -154,6 +154,9 @@ func goodputTable(t *testing.T, s goodputSetup, newPacer func() budget.Pacer) {
 // simulated minutes. Run it with -v (or make goodput) to see the table.
 func TestGoodput(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("a measurement, ten times slower under the race detector: make goodput runs it")
+	}
 	goodputTable(t, mainSetup, nil)
 }
 
@@ -161,6 +164,9 @@ func TestGoodput(t *testing.T) {
 // counts and true limits, all with the default Config.
 func TestGoodputVariants(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("a measurement, ten times slower under the race detector: make goodput runs it")
+	}
 	if testing.Short() {
 		t.Skip("the variant table runs 48 simulated 5-minute rows")
 	}

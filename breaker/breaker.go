@@ -30,41 +30,91 @@ var (
 // The defaults of the zero Config.
 const (
 	defaultFailureRatio   = 0.5
-	defaultMinRequests    = 10
-	defaultWindow         = 60 * time.Second
-	defaultOpenTimeout    = 30 * time.Second
+	defaultMinRequests    = 9
+	defaultWindow         = 10 * time.Second
+	defaultBuckets        = 10 // BucketPeriod defaults to Window/defaultBuckets
+	defaultOpenTimeout    = 15 * time.Second
 	defaultHalfOpenProbes = 1
 )
 
+// minOpenTimeout is the shortest OpenTimeout: gobreaker is handed
+// OpenTimeout − 1ns (see New), which must stay positive, and anything
+// shorter than a millisecond is not a pause for a provider to recover in.
+const minOpenTimeout = time.Millisecond
+
+// maxBuckets bounds Window/BucketPeriod: gobreaker allocates a bucket each
+// and, after an idle spell, walks them all once per elapsed bucket.
+const maxBuckets = 100
+
+// burstShare is the constant of the trip rule (see the package doc): the
+// ratio rule needs burstShare × MinRequests outcomes in the window, and a
+// burst of failures must be at least 1/burstShare of them.
+const burstShare = 6
+
 // Config configures a Breaker. The zero Config is valid and means all
-// defaults.
+// defaults. The package documentation states the trip rule these fields
+// parameterise, with the detection times its defaults give.
 type Config struct {
 	// Name identifies the breaker in transitions and logs, typically the
 	// provider key (e.g. "exchange-x"). Keep it free of secrets. Defaults
 	// to "".
 	Name string
 
-	// FailureRatio is the share of failures, in (0, 1], among the outcomes
-	// counted in the window at which the closed breaker opens:
-	// Failures / (Successes + Failures) >= FailureRatio. Defaults to 0.5.
+	// FailureRatio is the threshold of the ratio rule, in (0, 1]: the
+	// closed breaker opens when Failures / (Successes + Failures) over the
+	// window reaches it, provided the window holds at least 6 ×
+	// MinRequests counted outcomes. It is what catches a partial outage.
+	// Defaults to 0.5.
 	FailureRatio float64
 
-	// MinRequests is the minimum-throughput guard: the number of counted
+	// MinRequests is the amount of evidence the breaker needs, in counted
 	// outcomes (Success or Failure; Ignored and in-flight requests do not
-	// count) the current window must hold before the breaker may open.
-	// Without it a cold start whose first request fails would open the
-	// breaker. If fewer requests than this arrive per Window, the breaker
-	// never opens. Defaults to 10.
+	// count):
+	//
+	//   - the breaker never opens while the window holds fewer than
+	//     MinRequests outcomes: a cold start whose first requests fail
+	//     does not open it, and neither does a provider called fewer than
+	//     MinRequests times per Window;
+	//   - the burst rule opens it on MinRequests or more failures in a
+	//     row that make up at least a sixth of the window's outcomes; this
+	//     catches a total outage within MinRequests requests at low rates;
+	//   - the ratio rule needs 6 × MinRequests outcomes in the window, so
+	//     that a small sample with a random failure share is not taken for
+	//     an outage.
+	//
+	// Defaults to 9: nine failures in a row are 4.5s of a total outage at
+	// 2 requests/s, and have a chance of 0.2⁹ (about 5 in 10⁷) at a
+	// random 20% failure share.
 	MinRequests int
 
-	// Window is the length of the closed state's counting window
-	// (gobreaker's Interval): counts are cleared once it has elapsed since
-	// the breaker closed or last cleared them, at the first call after
-	// that. Defaults to 60s.
+	// Window is the length of the closed state's rolling counting window:
+	// the outcomes of the requests admitted in about the last Window
+	// count (see BucketPeriod for the exact span). A short window forgets
+	// earlier successes quickly, so that an outage after hours of success
+	// opens the breaker as fast as one on a cold start. Defaults to 10s.
 	Window time.Duration
 
-	// OpenTimeout is how long the breaker stays open before it turns
-	// half-open (at the first call after it elapsed). Defaults to 30s.
+	// BucketPeriod is the step in which the window rolls. Outcomes are
+	// counted in buckets of this length (gobreaker's BucketPeriod), the
+	// first starting when the breaker was made or last closed, each in the
+	// bucket its request was admitted in; the window is the current bucket
+	// and the Window/BucketPeriod − 1 before it, so it spans between
+	// Window − BucketPeriod and Window. When a bucket leaves the window
+	// its counts leave with it, and outcomes reported later for requests
+	// admitted in it are dropped. Window must be a multiple of
+	// BucketPeriod, of at most 100 buckets. BucketPeriod equal to Window
+	// makes a fixed window instead, cleared whole at the first call
+	// strictly after Window has elapsed since the breaker closed or last
+	// cleared it, dropping the outcomes of requests admitted before.
+	// Defaults to Window/10 (1s for the default Window).
+	BucketPeriod time.Duration
+
+	// OpenTimeout is how long the breaker stays open: it turns half-open
+	// at the first call once OpenTimeout has elapsed since it opened (at
+	// OpenUntil or later). Each half-open spell sends HalfOpenProbes
+	// requests to a provider that may still be down, so 15s costs a dead
+	// provider 4 probes a minute, while a recovered one waits 7.5s on
+	// average to be called again. At least 1ms. Defaults to 15s.
 	OpenTimeout time.Duration
 
 	// HalfOpenProbes is the number of probe requests the half-open breaker
@@ -118,11 +168,12 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Window < 0:
 		errs = append(errs, invalid("Config.Window must be positive (got %v)", c.Window))
 	}
+	errs = append(errs, c.bucketPeriod())
 	switch {
 	case c.OpenTimeout == 0:
 		c.OpenTimeout = defaultOpenTimeout
-	case c.OpenTimeout < 0:
-		errs = append(errs, invalid("Config.OpenTimeout must be positive (got %v)", c.OpenTimeout))
+	case c.OpenTimeout < minOpenTimeout:
+		errs = append(errs, invalid("Config.OpenTimeout must be at least %v (got %v)", minOpenTimeout, c.OpenTimeout))
 	}
 	switch {
 	case c.HalfOpenProbes == 0:
@@ -133,9 +184,32 @@ func (c Config) withDefaults() (Config, error) {
 	return c, errors.Join(errs...)
 }
 
+// bucketPeriod validates BucketPeriod against Window (already defaulted),
+// filling in its default.
+func (c *Config) bucketPeriod() error {
+	if c.BucketPeriod < 0 {
+		return invalid("Config.BucketPeriod must be positive (got %v)", c.BucketPeriod)
+	}
+	if c.Window <= 0 {
+		return nil // reported already
+	}
+	which := "Config.BucketPeriod"
+	if c.BucketPeriod == 0 {
+		c.BucketPeriod = c.Window / defaultBuckets
+		which = "Config.BucketPeriod (defaulted to Window/10)"
+	}
+	switch {
+	case c.BucketPeriod == 0 || c.Window%c.BucketPeriod != 0:
+		return invalid("Config.Window must be a multiple of %s (got Window %v, BucketPeriod %v)", which, c.Window, c.BucketPeriod)
+	case c.Window/c.BucketPeriod > maxBuckets:
+		return invalid("%s must be at least Window/%d (got Window %v, BucketPeriod %v)", which, maxBuckets, c.Window, c.BucketPeriod)
+	}
+	return nil
+}
+
 // Breaker is a circuit breaker over gobreaker's TwoStepCircuitBreaker with a
-// minimum-throughput guard and transition events. It is safe for concurrent
-// use.
+// rolling window, an evidence floor, a ratio rule and a burst rule, and
+// transition events. It is safe for concurrent use.
 type Breaker struct {
 	cb           *gobreaker.TwoStepCircuitBreaker[struct{}]
 	name         string
@@ -150,7 +224,7 @@ type Breaker struct {
 	probeSuccesses atomic.Uint32
 
 	// openUntil is when the breaker last opened plus OpenTimeout, in Unix
-	// nanoseconds: when it will let a probe through.
+	// nanoseconds: the first instant it lets a probe through.
 	openUntil   atomic.Int64
 	openTimeout time.Duration
 
@@ -160,6 +234,7 @@ type Breaker struct {
 
 	mu         sync.Mutex   // guards the fields below; never held while calling gobreaker or a hook
 	tripCounts Counts       // the counts readyToTrip tripped on, for the closed → open transition
+	tripReason string       // and the rule that tripped
 	pending    []Transition // transitions made but not yet delivered, oldest first
 	spare      []Transition // the last delivered batch, reused as the next pending buffer
 	delivering bool         // a goroutine is delivering; it will also deliver what is queued meanwhile
@@ -181,11 +256,15 @@ func New(c Config) (*Breaker, error) {
 		logger:       c.Logger,
 		openTimeout:  c.OpenTimeout,
 	}
+	// gobreaker turns half-open strictly after its Timeout; one nanosecond
+	// less makes that exactly OpenUntil, so a caller that sleeps until
+	// OpenUntil finds the breaker half-open, not open.
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:          c.Name,
 		MaxRequests:   uint32(c.HalfOpenProbes),
 		Interval:      c.Window,
-		Timeout:       c.OpenTimeout,
+		BucketPeriod:  c.BucketPeriod,
+		Timeout:       c.OpenTimeout - 1,
 		ReadyToTrip:   b.readyToTrip,
 		OnStateChange: b.onStateChange,
 		IsSuccessful:  b.isSuccessful,
@@ -198,8 +277,9 @@ func New(c Config) (*Breaker, error) {
 func (b *Breaker) Name() string { return b.name }
 
 // OpenUntil returns when an open breaker lets its first probe through: the
-// time it opened plus OpenTimeout. It returns the zero Time when the breaker
-// is not open.
+// time it opened plus OpenTimeout, the first instant at which State reports
+// half-open, so a caller may sleep until it and call again. It returns the
+// zero Time when the breaker is not open.
 func (b *Breaker) OpenUntil() time.Time {
 	if b.State() != StateOpen {
 		return time.Time{}
@@ -207,8 +287,8 @@ func (b *Breaker) OpenUntil() time.Time {
 	return time.Unix(0, b.openUntil.Load())
 }
 
-// State returns the current state, first applying an elapsed Window or
-// OpenTimeout (which may deliver a transition).
+// State returns the current state, first rolling the window or applying an
+// elapsed OpenTimeout (which may deliver a transition).
 func (b *Breaker) State() State {
 	s := b.cb.State()
 	b.flush()
@@ -216,9 +296,9 @@ func (b *Breaker) State() State {
 }
 
 // Counts returns the counts of the current state (in the closed state, of
-// the current Window), first applying an elapsed Window or OpenTimeout.
+// the window), first rolling the window or applying an elapsed OpenTimeout.
 func (b *Breaker) Counts() Counts {
-	b.cb.State() // gobreaker's Counts does not apply an elapsed window itself
+	b.cb.State() // gobreaker's Counts does not roll the window itself
 	c := b.cb.Counts()
 	b.flush()
 	return countsOf(c)
@@ -306,16 +386,26 @@ func (b *Breaker) isSuccessful(err error) bool {
 }
 
 // readyToTrip is called by gobreaker, under its mutex, after every Failure
-// in the closed state. It is the minimum-throughput guard plus the failure
-// ratio; when it trips it keeps the counts for the transition, which
-// gobreaker clears before calling onStateChange.
+// reported in the closed state, with the window's counts. It is the trip
+// rule of the package doc; when it trips it keeps the counts and the rule
+// for the transition, since gobreaker clears the counts before calling
+// onStateChange.
 func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
-	counted := uint64(c.TotalSuccesses) + uint64(c.TotalFailures)
-	if counted < uint64(b.minRequests) || float64(c.TotalFailures)/float64(counted) < b.failureRatio {
+	n := uint64(c.TotalSuccesses) + uint64(c.TotalFailures)
+	run, m := uint64(c.ConsecutiveFailures), uint64(b.minRequests)
+	var reason string
+	switch {
+	case n < m:
+		return false
+	case n >= burstShare*m && float64(c.TotalFailures)/float64(n) >= b.failureRatio:
+		reason = ReasonFailureRatio
+	case run >= m && burstShare*run >= n:
+		reason = ReasonConsecutiveFailures
+	default:
 		return false
 	}
 	b.mu.Lock()
-	b.tripCounts = countsOf(c)
+	b.tripCounts, b.tripReason = countsOf(c), reason
 	b.mu.Unlock()
 	return true
 }

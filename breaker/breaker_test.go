@@ -29,7 +29,17 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"min requests negative", breaker.Config{MinRequests: -1}, "breaker: Config.MinRequests must be in [1, 4294967295] (got -1)"},
 		{"min requests too large", breaker.Config{MinRequests: math.MaxUint32 + 1}, "breaker: Config.MinRequests must be in [1, 4294967295] (got 4294967296)"},
 		{"window negative", breaker.Config{Window: -time.Second}, "breaker: Config.Window must be positive (got -1s)"},
-		{"open timeout negative", breaker.Config{OpenTimeout: -time.Second}, "breaker: Config.OpenTimeout must be positive (got -1s)"},
+		{"bucket period negative", breaker.Config{BucketPeriod: -time.Second}, "breaker: Config.BucketPeriod must be positive (got -1s)"},
+		{"window not a multiple of bucket period", breaker.Config{BucketPeriod: 3 * time.Second},
+			"breaker: Config.Window must be a multiple of Config.BucketPeriod (got Window 10s, BucketPeriod 3s)"},
+		{"bucket period above window", breaker.Config{Window: time.Second, BucketPeriod: 2 * time.Second},
+			"breaker: Config.Window must be a multiple of Config.BucketPeriod (got Window 1s, BucketPeriod 2s)"},
+		{"too many buckets", breaker.Config{BucketPeriod: 10 * time.Millisecond},
+			"breaker: Config.BucketPeriod must be at least Window/100 (got Window 10s, BucketPeriod 10ms)"},
+		{"default bucket period does not divide window", breaker.Config{Window: 1005},
+			"breaker: Config.Window must be a multiple of Config.BucketPeriod (defaulted to Window/10) (got Window 1.005µs, BucketPeriod 100ns)"},
+		{"open timeout negative", breaker.Config{OpenTimeout: -time.Second}, "breaker: Config.OpenTimeout must be at least 1ms (got -1s)"},
+		{"open timeout below 1ms", breaker.Config{OpenTimeout: time.Microsecond}, "breaker: Config.OpenTimeout must be at least 1ms (got 1µs)"},
 		{"probes negative", breaker.Config{HalfOpenProbes: -2}, "breaker: Config.HalfOpenProbes must be in [1, 4294967295] (got -2)"},
 	}
 	for _, tt := range tests {
@@ -51,8 +61,8 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 
 func TestNewReportsEveryInvalidField(t *testing.T) {
 	t.Parallel()
-	_, err := breaker.New(breaker.Config{FailureRatio: 2, Window: -1, HalfOpenProbes: -1})
-	for _, field := range []string{"FailureRatio", "Window", "HalfOpenProbes"} {
+	_, err := breaker.New(breaker.Config{FailureRatio: 2, Window: -1, BucketPeriod: -1, HalfOpenProbes: -1})
+	for _, field := range []string{"FailureRatio", "Window", "BucketPeriod", "HalfOpenProbes"} {
 		if !strings.Contains(err.Error(), "Config."+field) {
 			t.Errorf("error %q does not name Config.%s", err, field)
 		}
@@ -92,18 +102,19 @@ func wantState(tb rapid.TB, b *breaker.Breaker, want breaker.State) {
 	}
 }
 
-// TestZeroConfigDefaults pins the documented defaults: MinRequests 10,
-// FailureRatio 0.5, OpenTimeout 30s, HalfOpenProbes 1, Window 60s.
+// TestZeroConfigDefaults pins the documented defaults: MinRequests 9 (nine
+// failures in a row open it on a cold start, eight do not), OpenTimeout 15s,
+// HalfOpenProbes 1.
 func TestZeroConfigDefaults(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var got []breaker.Transition
 		b := mustNew(t, breaker.Config{Name: "p"}, &got)
 		start := time.Now()
-		for i := range 9 {
+		for i := range 8 {
 			report(t, b, breaker.Failure)
 			if s := b.State(); s != breaker.StateClosed {
-				t.Fatalf("after %d failures: State() = %v, want closed (MinRequests defaults to 10)", i+1, s)
+				t.Fatalf("after %d failures: State() = %v, want closed (MinRequests defaults to 9)", i+1, s)
 			}
 		}
 		report(t, b, breaker.Failure)
@@ -112,9 +123,9 @@ func TestZeroConfigDefaults(t *testing.T) {
 			t.Fatalf("Allow() while open = %v, want ErrOpen", err)
 		}
 
-		time.Sleep(30 * time.Second)
-		wantState(t, b, breaker.StateOpen) // only strictly after OpenTimeout
-		time.Sleep(time.Nanosecond)
+		time.Sleep(15*time.Second - 1)
+		wantState(t, b, breaker.StateOpen)
+		time.Sleep(time.Nanosecond) // OpenTimeout has elapsed: OpenUntil
 		wantState(t, b, breaker.StateHalfOpen)
 		done, err := b.Allow()
 		if err != nil {
@@ -127,10 +138,10 @@ func TestZeroConfigDefaults(t *testing.T) {
 		wantState(t, b, breaker.StateClosed)
 
 		want := []breaker.Transition{
-			{Name: "p", From: breaker.StateClosed, To: breaker.StateOpen, Reason: breaker.ReasonFailureRatio, At: start,
-				Counts: breaker.Counts{Requests: 10, Failures: 10, ConsecutiveFailures: 10}},
-			{Name: "p", From: breaker.StateOpen, To: breaker.StateHalfOpen, Reason: breaker.ReasonOpenTimeout, At: start.Add(30*time.Second + 1)},
-			{Name: "p", From: breaker.StateHalfOpen, To: breaker.StateClosed, Reason: breaker.ReasonProbesSucceeded, At: start.Add(30*time.Second + 1),
+			{Name: "p", From: breaker.StateClosed, To: breaker.StateOpen, Reason: breaker.ReasonConsecutiveFailures, At: start,
+				Counts: breaker.Counts{Requests: 9, Failures: 9, ConsecutiveFailures: 9}},
+			{Name: "p", From: breaker.StateOpen, To: breaker.StateHalfOpen, Reason: breaker.ReasonOpenTimeout, At: start.Add(15 * time.Second)},
+			{Name: "p", From: breaker.StateHalfOpen, To: breaker.StateClosed, Reason: breaker.ReasonProbesSucceeded, At: start.Add(15 * time.Second),
 				Counts: breaker.Counts{Requests: 1, Successes: 1, ConsecutiveSuccesses: 1}},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -139,14 +150,70 @@ func TestZeroConfigDefaults(t *testing.T) {
 	})
 }
 
-func TestWindowClearsCounts(t *testing.T) {
+// TestDefaultWindowRollsBucketByBucket pins the default window, 10s in
+// buckets of 1s: a bucket's counts leave the window exactly 10s after the
+// bucket began, and not a nanosecond earlier.
+func TestDefaultWindowRollsBucketByBucket(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Config{MinRequests: 4}, nil)
+		b := mustNew(t, breaker.Config{}, nil)
+		time.Sleep(500 * time.Millisecond)
+		report(t, b, breaker.Failure) // bucket 0, [0s, 1s)
+		report(t, b, breaker.Failure)
+		time.Sleep(4 * time.Second)
+		report(t, b, breaker.Success) // bucket 4, [4s, 5s)
+		steps := []struct {
+			at   time.Duration // since the breaker was made
+			want breaker.Counts
+		}{
+			{10*time.Second - 1, breaker.Counts{Requests: 3, Successes: 1, Failures: 2, ConsecutiveSuccesses: 1}},
+			{10 * time.Second, breaker.Counts{Requests: 1, Successes: 1, ConsecutiveSuccesses: 1}},
+			{14*time.Second - 1, breaker.Counts{Requests: 1, Successes: 1, ConsecutiveSuccesses: 1}},
+			{14 * time.Second, breaker.Counts{}},
+		}
+		start := time.Now().Add(-4500 * time.Millisecond)
+		for i, st := range steps {
+			time.Sleep(time.Until(start.Add(st.at)))
+			if got := b.Counts(); got != st.want {
+				t.Fatalf("step %d at %v: Counts() = %v, want %v", i, st.at, got, st.want)
+			}
+		}
+	})
+}
+
+// TestFailuresInARowAcrossBucketsStayInARow: a run of failures spread over
+// several buckets keeps its length as long as they are all in the window,
+// and loses the failures of each bucket that leaves it.
+func TestFailuresInARowAcrossBucketsStayInARow(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Config{MinRequests: 100}, nil)
+		report(t, b, breaker.Success)
+		for range 3 { // two failures in each of buckets 0, 1 and 2
+			report(t, b, breaker.Failure)
+			report(t, b, breaker.Failure)
+			time.Sleep(time.Second)
+		}
+		if c := b.Counts(); c.ConsecutiveFailures != 6 || c.Failures != 6 {
+			t.Fatalf("at 3s: Counts() = %v, want 6 failures in a row", c)
+		}
+		time.Sleep(7 * time.Second) // 10s: bucket 0 leaves
+		if c := b.Counts(); c.ConsecutiveFailures != 4 || c.Failures != 4 || c.Successes != 0 {
+			t.Fatalf("at 10s: Counts() = %v, want 4 failures in a row", c)
+		}
+	})
+}
+
+// TestFixedWindowClearsCounts: BucketPeriod equal to Window is a fixed
+// window, cleared whole strictly after it elapsed.
+func TestFixedWindowClearsCounts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Config{MinRequests: 4, Window: time.Minute, BucketPeriod: time.Minute}, nil)
 		for range 3 {
 			report(t, b, breaker.Failure)
 		}
-		time.Sleep(60 * time.Second) // the default Window, not yet strictly elapsed
+		time.Sleep(time.Minute) // the Window, not yet strictly elapsed
 		if c := b.Counts(); c.Failures != 3 {
 			t.Fatalf("at the window's end: Counts() = %v, want 3 failures", c)
 		}
@@ -159,16 +226,40 @@ func TestWindowClearsCounts(t *testing.T) {
 	})
 }
 
-func TestOutcomeOfEarlierWindowIsDropped(t *testing.T) {
+// TestOutcomeOfBucketThatLeftTheWindowIsDropped: a request admitted in a
+// bucket that has left the window by the time it reports is not counted,
+// and cannot open the breaker.
+func TestOutcomeOfBucketThatLeftTheWindowIsDropped(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 1, Window: time.Second}, nil)
 		done, _ := b.Allow()
-		time.Sleep(2 * time.Second)
+		time.Sleep(time.Second)
 		done(breaker.Failure)
 		wantState(t, b, breaker.StateClosed)
 		if c := b.Counts(); c != (breaker.Counts{}) {
-			t.Fatalf("Counts() = %v, want zero: the failure belongs to an earlier window", c)
+			t.Fatalf("Counts() = %v, want zero: the failure belongs to a bucket that left the window", c)
+		}
+	})
+}
+
+// TestLateOutcomeCountsWhileItsBucketIsInTheWindow: in a rolling window a
+// request in flight across bucket boundaries still counts, in the bucket it
+// was admitted in, and leaves the window with it.
+func TestLateOutcomeCountsWhileItsBucketIsInTheWindow(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Config{MinRequests: 2}, nil)
+		done, _ := b.Allow()
+		time.Sleep(9 * time.Second)
+		report(t, b, breaker.Success) // bucket 9
+		done(breaker.Failure)         // bucket 0
+		if c, want := b.Counts(), (breaker.Counts{Requests: 2, Successes: 1, Failures: 1, ConsecutiveFailures: 1}); c != want {
+			t.Fatalf("at 9s: Counts() = %v, want %v", c, want)
+		}
+		time.Sleep(time.Second)
+		if c, want := b.Counts(), (breaker.Counts{Requests: 1, Successes: 1}); c != want {
+			t.Fatalf("at 10s: Counts() = %v, want %v: bucket 0 and its failure left", c, want)
 		}
 	})
 }
@@ -301,6 +392,7 @@ func TestLoggerAttributes(t *testing.T) {
 	b := mustNew(t, breaker.Config{Name: "exchange-x", MinRequests: 2, Logger: logger}, nil)
 	report(t, b, breaker.Success)
 	report(t, b, breaker.Failure)
+	report(t, b, breaker.Failure)
 
 	var rec map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
@@ -309,8 +401,8 @@ func TestLoggerAttributes(t *testing.T) {
 	delete(rec, "time")
 	want := map[string]any{
 		"level": "WARN", "msg": "breaker transition", "breaker": "exchange-x",
-		"from": "closed", "to": "open", "reason": "failure_ratio",
-		"requests": 2.0, "successes": 1.0, "failures": 1.0, "consecutive_failures": 1.0,
+		"from": "closed", "to": "open", "reason": "consecutive_failures",
+		"requests": 3.0, "successes": 1.0, "failures": 2.0, "consecutive_failures": 2.0,
 	}
 	if diff := cmp.Diff(want, rec); diff != "" {
 		t.Errorf("log record (-want +got):\n%s", diff)
@@ -343,6 +435,13 @@ func TestStrings(t *testing.T) {
 
 type fmtStringer interface{ String() string }
 
+// TestOpenUntil: OpenUntil is when the breaker opened plus OpenTimeout, and
+// at that instant the breaker is half-open and admits a probe. Regression:
+// it used to be still open then (gobreaker half-opens strictly after its
+// timeout), so a caller that slept until OpenUntil and called again was
+// refused with the same OpenUntil, and without a wait spun forever —
+// budget's goodput simulation hung in a synctest bubble whose clock could
+// not advance.
 func TestOpenUntil(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -359,12 +458,20 @@ func TestOpenUntil(t *testing.T) {
 		}
 		opened := time.Now()
 		done(breaker.Failure)
-		if got, want := b.OpenUntil(), opened.Add(5*time.Second); !got.Equal(want) {
-			t.Fatalf("OpenUntil = %v, want %v", got, want)
+		until := b.OpenUntil()
+		if want := opened.Add(5 * time.Second); !until.Equal(want) {
+			t.Fatalf("OpenUntil = %v, want %v", until, want)
 		}
-		time.Sleep(5*time.Second + time.Millisecond) // gobreaker: open until strictly after expiry
+		time.Sleep(time.Until(until) - 1)
+		if got := b.OpenUntil(); !got.Equal(until) {
+			t.Fatalf("1ns before OpenUntil: OpenUntil = %v, want %v", got, until)
+		}
+		time.Sleep(time.Until(until))
 		if got := b.OpenUntil(); !got.IsZero() {
-			t.Fatalf("after OpenTimeout: OpenUntil = %v, want zero", got)
+			t.Fatalf("at OpenUntil: OpenUntil = %v, want zero (not open)", got)
+		}
+		if _, err := b.Allow(); err != nil {
+			t.Fatalf("at OpenUntil: Allow() = %v, want a probe admitted", err)
 		}
 	})
 }

@@ -59,7 +59,7 @@ func TestHookMayCallBackIntoBreaker(t *testing.T) {
 			done(Failure) // closed → open
 			time.Sleep(2 * time.Second)
 			b.State() // open → half-open, then the hook's probe: half-open → closed
-			want := []string{ReasonFailureRatio, ReasonOpenTimeout, ReasonProbesSucceeded}
+			want := []string{ReasonConsecutiveFailures, ReasonOpenTimeout, ReasonProbesSucceeded}
 			if len(got) != len(want) {
 				t.Fatalf("got %d transitions %v, want reasons %v", len(got), got, want)
 			}
@@ -99,7 +99,7 @@ func TestHookPanicDoesNotStopDelivery(t *testing.T) {
 			t.Fatalf("State() = %v, want half-open", s)
 		}
 		if len(got) != 2 || got[1].Reason != ReasonOpenTimeout {
-			t.Fatalf("got transitions %v, want failure_ratio then open_timeout", got)
+			t.Fatalf("got transitions %v, want consecutive_failures then open_timeout", got)
 		}
 	})
 }

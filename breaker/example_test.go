@@ -24,7 +24,8 @@ func ExampleNew() {
 	}
 	fmt.Println(b.State(), b.Counts())
 
-	// The fourth outcome meets the guard, and 4/4 failures >= 0.5.
+	// The fourth failure in a row meets the floor, and four failures are at
+	// least a sixth of the window's four outcomes: the burst rule opens it.
 	done, _ := b.Allow()
 	done(breaker.Failure)
 	_, err = b.Allow()
@@ -75,17 +76,24 @@ func ExampleBreaker_Do() {
 func ExampleConfig_onTransition() {
 	b, _ := breaker.New(breaker.Config{
 		Name:        "exchange-x",
-		MinRequests: 4,
+		MinRequests: 2,
 		OnTransition: func(t breaker.Transition) {
 			// Safe to call back into the breaker from here.
 			fmt.Println(t)
 		},
 	})
-	for _, o := range []breaker.Outcome{breaker.Success, breaker.Failure, breaker.Failure, breaker.Failure} {
+	// A partial outage: every other request fails, never two in a row. The
+	// ratio rule opens the breaker once the window holds 6 × MinRequests
+	// outcomes, half of them failures.
+	for i := range 20 {
+		o := breaker.Success
+		if i%2 == 1 {
+			o = breaker.Failure
+		}
 		_ = b.Do(func() breaker.Outcome { return o })
 	}
 	// Output:
-	// exchange-x: closed -> open (failure_ratio; requests=4 successes=1 failures=3 consecutive_successes=0 consecutive_failures=3)
+	// exchange-x: closed -> open (failure_ratio; requests=12 successes=6 failures=6 consecutive_successes=0 consecutive_failures=1)
 }
 
 func ExampleConfig_logger() {
@@ -102,5 +110,5 @@ func ExampleConfig_logger() {
 	b, _ := breaker.New(breaker.Config{Name: "exchange-x", MinRequests: 1, Logger: logger})
 	_ = b.Do(func() breaker.Outcome { return breaker.Failure })
 	// Output:
-	// level=WARN msg="breaker transition" breaker=exchange-x from=closed to=open reason=failure_ratio requests=1 successes=0 failures=1 consecutive_failures=1
+	// level=WARN msg="breaker transition" breaker=exchange-x from=closed to=open reason=consecutive_failures requests=1 successes=0 failures=1 consecutive_failures=1
 }

@@ -81,9 +81,18 @@ func (o Outcome) String() string {
 }
 
 // Counts are the request counters of the breaker's current state (in the
-// closed state: of the current Window). They mirror gobreaker's Counts,
-// except that Ignored requests are not in them at all. It is a plain value,
-// safe for concurrent use.
+// closed state: of the window, see Config.BucketPeriod). They mirror
+// gobreaker's Counts, except that Ignored requests are not in them at all.
+// It is a plain value, safe for concurrent use.
+//
+// In the closed state each bucket of the window keeps its own counts, and
+// its own runs (the consecutive successes and failures it ends with, in the
+// order they were reported), and a bucket leaving the window takes its
+// counts with it. A run of the window loses the leaving bucket's run only if
+// it reaches back into that bucket, which it is taken to do when it equals
+// that bucket's run plus all the outcomes of its kind in the other buckets;
+// so ConsecutiveFailures is exact for outcomes reported in the order their
+// requests were admitted, and an approximation (gobreaker's) otherwise.
 type Counts struct {
 	// Requests is the number of admitted requests whose outcome is not
 	// Ignored, including those still in flight.
@@ -118,13 +127,19 @@ func countsOf(c gobreaker.Counts) Counts {
 	}
 }
 
-// The reasons a Transition gives, one per edge of the state machine.
+// The reasons a Transition gives: one per edge of the state machine, and
+// one per trip rule for closed → open.
 const (
-	// ReasonFailureRatio: closed → open, because at least MinRequests
-	// outcomes were counted in the window and the share of failures
-	// reached FailureRatio.
+	// ReasonFailureRatio: closed → open by the ratio rule: the window held
+	// at least 6 × MinRequests outcomes and the share of failures reached
+	// FailureRatio. When both trip rules hold at once, this one is given.
 	ReasonFailureRatio = "failure_ratio"
-	// ReasonOpenTimeout: open → half-open, because OpenTimeout elapsed.
+	// ReasonConsecutiveFailures: closed → open by the burst rule: the
+	// window's last ConsecutiveFailures outcomes failed, at least
+	// MinRequests of them and at least a sixth of the window's outcomes.
+	ReasonConsecutiveFailures = "consecutive_failures"
+	// ReasonOpenTimeout: open → half-open, because OpenTimeout has
+	// elapsed.
 	ReasonOpenTimeout = "open_timeout"
 	// ReasonProbeFailed: half-open → open, because a probe failed.
 	ReasonProbeFailed = "probe_failed"
@@ -146,11 +161,12 @@ type Transition struct {
 	// Reason is one of the Reason constants.
 	Reason string
 	// At is when the breaker made the change. gobreaker evaluates
-	// OpenTimeout lazily, so for ReasonOpenTimeout it is the first call
-	// after the timeout elapsed, not the instant it elapsed.
+	// OpenTimeout lazily, so for ReasonOpenTimeout it is the first call at
+	// or after OpenUntil, not necessarily the instant the timeout elapsed.
 	At time.Time
 	// Counts are the counts of the state left, including the outcome that
-	// caused the change: the window's counts for ReasonFailureRatio, zero
+	// caused the change: the window's counts for ReasonFailureRatio and
+	// ReasonConsecutiveFailures, zero
 	// for ReasonOpenTimeout (the open state admits and counts nothing), and
 	// the probes that reported for ReasonProbeFailed and
 	// ReasonProbesSucceeded (probes still in flight are left out: their

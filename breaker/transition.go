@@ -30,7 +30,7 @@ func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
 	defer b.mu.Unlock()
 	switch {
 	case t.From == StateClosed: // only readyToTrip opens a closed breaker
-		t.Reason, t.Counts = ReasonFailureRatio, b.tripCounts
+		t.Reason, t.Counts = b.tripReason, b.tripCounts
 	case t.From == StateOpen:
 		t.Reason = ReasonOpenTimeout
 	case t.To == StateOpen:

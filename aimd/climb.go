@@ -134,12 +134,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		w = r0
 	}
 	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
+	c.refusals.add(now)
 	c.rate = c.clamp(min(rate, c.rate)) // a cut never raises the rate
 	c.postCut = c.rate
 	c.fitClimb()
 	c.lastCut, c.okSinceCut = now, 0
 	c.cuts++
-	c.refusals.add(now)
 	c.startEpisode(now)
 	c.hist.reset(now, c.rate)
 	return true

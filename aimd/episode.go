@@ -18,7 +18,8 @@ const (
 	refusalWindow = time.Minute
 	// refusalProbe is how many overshoots within refusalWindow stop the
 	// probe above the ceiling; from refusalProbe+1 on, each further one
-	// lowers a temporary cap under the ceiling by refusalStep, so the
+	// lowers a temporary cap under the ceiling by refusalStep (it applies
+	// to the cut too, not only to the climb), so the
 	// refusals of a jittery provider that allows no burst stay well under
 	// the five a minute that common ban policies punish.
 	refusalProbe = 2
@@ -30,9 +31,10 @@ const (
 	noiseFast = 1.0 / 16
 	// noiseProof is how many successes, sent after a cut for a 503, must
 	// come back before the next 503 for that cut to count as having worked.
-	// A 503 sooner than that says the cut did not stop them: they are not
-	// about the rate.
+	// noiseCuts cuts in a row that do not (a 503 sooner than that after
+	// each) show the 503s are not about the rate.
 	noiseProof = 30
+	noiseCuts  = 3
 	// noiseExcess is how far above twice the noise floor the recent 503
 	// share must rise, once a provider is known to be noisy, before a 503
 	// counts as pressure again.
@@ -135,12 +137,14 @@ func (l *successLog) within(now time.Time, d time.Duration) int {
 // gateway failing a steady share of requests whatever the rate). Not safe
 // for concurrent use; the Controller's mutex guards it.
 type noiseMeter struct {
-	slow, fast float64   // average 503 share: the floor, and the recent share
-	noisy      bool      // a cut for a 503 did not stop them
-	restore    bool      // undo that cut at the next success
+	slow, fast float64   // average 503 share: over about 64 responses, and the recent share
+	floor      float64   // the noise share, fixed when the provider was found noisy
+	noisy      bool      // cuts for 503s did not stop them
+	restore    bool      // undo those cuts at the next success
 	cutAt      time.Time // the last cut for a 503; zero = none pending proof
 	okAfter    int       // successes sent after cutAt
-	before     snapshot  // the controller before that cut, to undo it
+	failed     int       // cuts in a row that did not stop the 503s
+	before     snapshot  // the controller before the first of them, to undo them
 }
 
 // snapshot is the part of the controller a cut for noise changed.
@@ -161,7 +165,9 @@ func (m *noiseMeter) observe(overloaded bool) {
 }
 
 // pressure reports whether a 503 in a noisy provider counts as pressure:
-// the recent share rose well above the floor.
+// the recent share rose well above the noise floor. The floor is fixed when
+// the provider is found noisy: an average that kept following the share
+// would follow a real overshoot up too, and never see it.
 func (m *noiseMeter) pressure() bool {
-	return m.fast > 2*m.slow+noiseExcess
+	return m.fast > 2*m.floor+noiseExcess
 }

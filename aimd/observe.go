@@ -131,9 +131,16 @@ func (c *Controller) readOverload(now, sent time.Time) Kind {
 		}
 		return Transient
 	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter < noiseProof:
+		// The cut did not stop them. A cut may simply not have been enough
+		// (the rate is still over the limit), but the third in a row, a
+		// deep one, that does not either shows they do not depend on the
+		// rate.
+		if m.failed++; m.failed < noiseCuts {
+			return Overloaded
+		}
 		m.noisy, m.restore = true, true // undone at the next success: only a success raises the rate
-		m.slow = max(m.slow, m.fast)    // the floor is at least the share that just proved itself noise
-		m.cutAt = time.Time{}
+		m.floor = max(m.slow, m.fast)   // at least the share that just proved itself noise
+		m.cutAt, m.failed = time.Time{}, 0
 		return Transient
 	}
 	return Overloaded
@@ -143,10 +150,11 @@ func (c *Controller) readOverload(now, sent time.Time) Kind {
 // caused. It runs on a success, so only a success raises the rate.
 func (c *Controller) undo(now time.Time, b snapshot) {
 	c.rate, c.postCut, c.confirmed = c.clamp(b.rate), c.clamp(b.postCut), b.confirmed
-	c.ceiling = 0
-	if b.ceiling > 0 {
-		c.ceiling = c.bound(b.ceiling)
-	}
+	// Undoing a slow-start exit does not restart slow start, whose
+	// doubling would overshoot the real limit far: the probe above an
+	// unconfirmed ceiling at the rate slow start had reached finds it
+	// more gently.
+	c.ceiling, c.confirmed = c.bound(max(b.ceiling, b.rate)), b.confirmed && b.ceiling > 0
 	c.lastCut = b.lastCut // Decreases stays: it counts what happened
 	c.fitClimb()
 	c.hist.reset(now, c.rate)
@@ -164,7 +172,7 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 	}
 	if m := &c.noise; !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) {
 		if m.okAfter++; m.okAfter >= noiseProof {
-			m.cutAt = time.Time{} // the cut worked: the 503s were about the rate
+			m.cutAt, m.failed = time.Time{}, 0 // the cut worked: the 503s were about the rate
 		}
 	}
 	if m := &c.noise; m.restore {
@@ -211,8 +219,11 @@ func (c *Controller) refused(now, sent time.Time, echo bool, kind Kind) {
 	default:
 		cut = c.cut(now, sent, cutRefusing)
 	}
-	if cut && kind == Overloaded {
-		c.noise.cutAt, c.noise.okAfter, c.noise.before = now, 0, before
+	if m := &c.noise; cut && kind == Overloaded {
+		if m.failed == 0 {
+			m.before = before // the state before the first of the cuts on trial
+		}
+		m.cutAt, m.okAfter = now, 0
 	}
 	if c.pausedUntil.After(now) {
 		if est, ok := c.quota.estimate(c.pausedUntil); ok {

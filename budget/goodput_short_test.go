@@ -79,6 +79,8 @@ func shortRows() []shortRow {
 		{name: "17/s + 5% 502", cfg: noisy(sim.Fault502, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
 		{name: "17/s + 10% 502", cfg: noisy(sim.Fault502, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
 		{name: "17/s + 10% 500", cfg: noisy(sim.Fault500, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
+		{name: "17/s + 5% 503", cfg: noisy(sim.Fault503, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
+		{name: "17/s + 10% 503", cfg: noisy(sim.Fault503, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
 	}
 }
 

@@ -195,15 +195,17 @@ type Controller struct {
 	latencyMin  float64       // lowest Success latency seen, seconds
 	latencyHot  bool          // in a latency episode: above target, not yet back halfway
 	quota       quotaMeter
-	hist        rateHistory // recent rates, to date a refused request's rate
-	exitTop     float64     // the rate slow start overshot at, until an echo confirms it
-	epStart     time.Time   // start of the episode: the last cut, or the end of its pause
-	epOK        int         // successes of requests sent since epStart
-	shortCut    bool        // the last cut came too soon after the one before to measure an episode
-	refusals    refusalLog  // recent overshoots, for the refusal budget
-	served      successLog  // recent successes, to read a spent quota's headers
-	throttled   bool        // the provider has refused with 429 or 418: it names its limit
-	noise       noiseMeter  // the share of 503s that is not about our rate
+	hist        rateHistory   // recent rates, to date a refused request's rate
+	exitTop     float64       // the rate slow start overshot at, until an echo confirms it
+	epStart     time.Time     // start of the episode: the last cut, or the end of its pause
+	epOK        int           // successes of requests sent since epStart
+	prevEp      episodeRecord // the steady episode before this one, for the two-point estimate
+	shortCut    bool          // the last cut came too soon after the one before to measure an episode
+	refusals    refusalLog    // recent overshoots, for the refusal budget
+	quotaMode   quotaMode     // what the provider's quota headers have shown it to be
+	quotaWatch  quotaWatch    // the watch that tells a window from a bucket
+	throttled   bool          // the provider has refused with 429 or 418: it names its limit
+	noise       noiseMeter    // the share of 503s that is not about our rate
 }
 
 // New returns a Controller at cfg.Initial, or an error wrapping

@@ -191,8 +191,8 @@ func TestCutsAndClimb(t *testing.T) {
 	// the limit lies between that and 104.5, so the cut is to 0.97 x 100.
 	refuse("overshoot after a climb: to just under what the episode delivered, ceiling just under r0", 96.93, 99.275)
 	climb("one success after the cut", 10*ms, 96.93, aimd.PhaseRecover)
-	refuse("a refusal within a few requests of the cut: x0.9 again, the ceiling just under it", 87.23, 92.08)
-	refuse("refusals continue with no success: back off", 43.62, 92.08)
+	refuse("refused one success after the cut: far over the limit, x0.5, the ceiling just under r0", 48.46, 92.08)
+	refuse("refusals continue with no success: back off", 24.23, 92.08)
 	_ = log
 	// Four overshoots within a minute: the refusal budget caps the climb at
 	// 0.9 x the ceiling until they age out.
@@ -229,13 +229,13 @@ func TestHints(t *testing.T) {
 		wantRate  float64
 		wantPause time.Duration
 	}{
-		{"windowed success sets Remaining/Reset", aimd.Success, window(300, 60*time.Second), 5, 0},
+		{"windowed success spreads Remaining over Reset (rounded up: less half a second)", aimd.Success, window(300, 60*time.Second), 300 / 59.5, 0},
 		{"never above Limit/Window", aimd.Success, window(300, 10*time.Second), 10, 0},
 		{"spent: pause until Reset", aimd.Success, window(0, 7*time.Second), 10, 7 * time.Second},
 		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", aimd.Throttled, window(300, 10*time.Second), 9, 0},
 		{"a permanent error ignores the ceiling", aimd.Permanent, aimd.Hint{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute}, 40, 0},
 		{"a permanent error still pauses", aimd.Permanent, aimd.Hint{Limit: 1, Reset: 3 * time.Second}, 40, 3 * time.Second},
-		{"no Window, not disproved: Remaining/Reset spends the window evenly", aimd.Success, aimd.Hint{Limit: 600, Remaining: 590, Reset: 30 * time.Second}, 590.0 / 30, 0},
+		{"no Window, not disproved: Remaining/Reset spends the window evenly", aimd.Success, aimd.Hint{Limit: 600, Remaining: 590, Reset: 30 * time.Second}, 590.0 / 29.5, 0},
 		{"no Window, spent, Reset over a second: pause", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: 2 * time.Second}, 40, 2 * time.Second},
 		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: time.Second}, 40, 0},
 		{"a bucket of one says 0 left after every request: no pause", aimd.Success, aimd.Hint{Limit: 1, Remaining: 0, Reset: time.Second}, 40, 0},

@@ -19,6 +19,11 @@ const (
 	// shrinkSlack is how far above the rate the last cut set an overshoot
 	// still counts as "at that rate": the limit shrank below it.
 	shrinkSlack = 1.05
+	// shortEpisode is how few successes after a cut (and its pause) make a
+	// refusal a sign that the limit lies far below the rate: with a full
+	// allowance after the pause, only a rate far over the limit is refused
+	// that soon.
+	shortEpisode = 2
 	// slowStartStep bounds the slow start's growth per response.
 	slowStartStep = 1.5
 	// steadyShare is the share of the rate at a refusal the provider must
@@ -99,8 +104,8 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	beta, w, top := c.cfg.Decrease, r0*ceilingMargin, 0.0
 	rate := r0 * beta
 	confirmed := c.near(r0) || c.ceiling > 0 && r0 > c.ceiling && now.Sub(c.lastCut).Seconds() < c.cycle()
-	est := c.episode(sent)
 	steady := c.postCut >= steadyShare*r0 // the rate barely climbed since the last cut
+	est := c.twoPoint(sent, c.episode(sent), steady && c.ceiling > 0 && why == cutOvershoot)
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		rate, top, confirmed = r0*min(beta, exitCut), r0, false
@@ -108,10 +113,14 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
 	case why != cutOvershoot:
 	case est == 0:
-		if c.shortCut && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
-			// A second refusal in a row within a few requests of the cut:
-			// the limit is far below the rate the last cut set.
-			rate, w, confirmed = r0*min(beta, deepCut), r0*(1+beta)/2, c.confirmed
+		if (c.shortCut || c.epOK <= shortEpisode) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+			// Refused within the first few requests after the last cut (or
+			// its pause), or twice in a row within a few requests: the
+			// limit is far below the rate the last cut set.
+			// Where between half of r0 and r0 the limit now lies is not
+			// known: the ceiling is unconfirmed, so the climb back is fast
+			// and the next refusal places it.
+			rate, w, confirmed = r0*min(beta, deepCut), r0*(1+beta)/2, false
 		}
 	case steady && est >= steadyShare*r0 && r0 < jitterShare*c.ceiling:
 		// A refusal at a rate the provider delivered all through a long

@@ -1,6 +1,9 @@
 package aimd
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Thresholds of the episode estimate, the refusal budget and the noise
 // meter. They were tuned with the simulations (sim_test.go here, and the
@@ -13,6 +16,11 @@ const (
 	// episodeMargin places the rate after a cut just under the rate the
 	// provider delivered in the episode that ended with the refusal.
 	episodeMargin = 0.97
+	// twoPointSpread is how much two episodes' lengths must differ, as a
+	// share of the longer, for the two-point estimate.
+	twoPointSpread = 0.15
+	twoPointSpan   = 5.0 // seconds: the longest episode the two-point estimate uses
+	twoPointStep   = 0.8 // the most one two-point estimate lowers the episode's
 	// refusalWindow is the rolling window of the refusal budget: providers
 	// that ban count violations per minute, not per cent.
 	refusalWindow = time.Minute
@@ -31,10 +39,13 @@ const (
 	noiseFast = 1.0 / 16
 	// noiseProof is how many successes, sent after a cut for a 503, must
 	// come back before the next 503 for that cut to count as having worked.
-	// noiseCuts cuts in a row that do not (a 503 sooner than that after
-	// each) show the 503s are not about the rate.
-	noiseProof = 30
-	noiseCuts  = 3
+	// noiseFailed of the last noiseTrials such cuts that did not (a 503
+	// sooner than that after each) show the 503s are not about the rate:
+	// one cut may simply not have been deep enough, most of several are
+	// not a chance.
+	noiseProof  = 30
+	noiseTrials = 4
+	noiseFailed = 3
 	// noiseExcess is how far above twice the noise floor the recent 503
 	// share must rise, once a provider is known to be noisy, before a 503
 	// counts as pressure again.
@@ -58,6 +69,40 @@ func (c *Controller) episode(sent time.Time) float64 {
 		return 0
 	}
 	return float64(c.epOK-1) / t
+}
+
+// twoPoint refines est, the episode's delivered rate up to a refusal of a
+// request sent at sent, with the episode before it. Behind a burst
+// allowance of B units every episode that starts with a full allowance (a
+// pause refills it) delivers n = B + L·T before its refusal, so one episode
+// overstates the limit L by (B-1)/T; two of different lengths give L itself,
+// (n₂ - n₁)/(T₂ - T₁), B cancelled. Only steady episodes (the rate barely
+// moved through them) qualify, and the lengths must differ enough for the
+// difference to mean something. Long episodes (a fixed window spent over
+// seconds) are not what this describes, nor is a result under half of the
+// single episode's; and with a request or more in flight the successes
+// still on their way make the counts too uncertain. It returns est when it cannot do better,
+// and records this episode for the next one.
+func (c *Controller) twoPoint(sent time.Time, est float64, steady bool) float64 {
+	prev := c.prevEp
+	c.prevEp = episodeRecord{}
+	if est <= 0 || !steady {
+		return est
+	}
+	n, t := float64(c.epOK), sent.Sub(c.epStart).Seconds()
+	c.prevEp = episodeRecord{n: n, t: t}
+	if prev.t <= 0 || max(t, prev.t) > twoPointSpan || c.latency*n/t >= 1 || math.Abs(t-prev.t) < twoPointSpread*max(t, prev.t) {
+		return est
+	}
+	if l := (n - prev.n) / (t - prev.t); l >= est/2 && l < est {
+		return max(l, est*twoPointStep) // a step at a time: two points of jittered counts can mislead
+	}
+	return est
+}
+
+// episodeRecord is what twoPoint keeps of the episode before.
+type episodeRecord struct {
+	n, t float64 // successes, seconds
 }
 
 // startEpisode starts a new episode at now, or at the end of the pause in
@@ -104,32 +149,22 @@ func refusalCap(n int) (share float64, probe bool) {
 	return max(1-refusalStep*float64(n-refusalProbe), refusalFloor), false
 }
 
-// successLog remembers the response times of recent successes, so the
-// controller can tell whether a response that says a quota is spent
-// describes a window (pause until it resets) or a token bucket that refills
-// as it goes (do not). Not safe for concurrent use; the Controller's mutex
-// guards it.
-type successLog struct {
-	at   [256]time.Time
-	next int
-}
+// quotaMode is what a provider's rate-limit headers have shown it to be.
+type quotaMode int
 
-// add records a success at now.
-func (l *successLog) add(now time.Time) {
-	l.at[l.next] = now
-	l.next = (l.next + 1) % len(l.at)
-}
+const (
+	quotaUnknown quotaMode = iota
+	quotaWindow            // kept to its word over a whole window
+	quotaBucket            // admitted more than it said was left before its reset
+)
 
-// within returns how many recorded successes fell within d before now
-// (now included), counting at most len(at).
-func (l *successLog) within(now time.Time, d time.Duration) int {
-	n := 0
-	for _, t := range l.at {
-		if !t.IsZero() && !t.After(now) && now.Sub(t) <= d {
-			n++
-		}
-	}
-	return n
+// quotaWatch follows one response's word on its quota (see
+// Controller.watchQuota). Not safe for concurrent use; the Controller's
+// mutex guards it.
+type quotaWatch struct {
+	end   time.Time // the watched reset, less a second; zero = not watching
+	left  float64   // what the response said was left
+	count int       // successes since
 }
 
 // noiseMeter tells 503s that are about the rate (a provider shedding load
@@ -139,12 +174,51 @@ func (l *successLog) within(now time.Time, d time.Duration) int {
 type noiseMeter struct {
 	slow, fast float64   // average 503 share: over about 64 responses, and the recent share
 	floor      float64   // the noise share, fixed when the provider was found noisy
+	first      snapshot  // the controller before the cuts that proved it noisy
 	noisy      bool      // cuts for 503s did not stop them
 	restore    bool      // undo those cuts at the next success
 	cutAt      time.Time // the last cut for a 503; zero = none pending proof
 	okAfter    int       // successes sent after cutAt
-	failed     int       // cuts in a row that did not stop the 503s
-	before     snapshot  // the controller before the first of them, to undo them
+	// The last noiseTrials cuts for 503s, oldest first: whether each
+	// stopped them, and the controller before it (to undo them).
+	worked [noiseTrials]bool
+	before [noiseTrials]snapshot
+	trials int // how many of them are recorded
+}
+
+// cut records a cut for a 503 at now, made from the controller state b,
+// as the newest trial, awaiting its proof.
+func (m *noiseMeter) cut(now time.Time, b snapshot) {
+	if m.trials == noiseTrials {
+		copy(m.worked[:], m.worked[1:])
+		copy(m.before[:], m.before[1:])
+		m.trials--
+	}
+	m.worked[m.trials], m.before[m.trials] = true, b
+	m.trials++
+	m.cutAt, m.okAfter = now, 0
+}
+
+// record settles the newest trial: whether the cut stopped the 503s. It
+// reports whether most recent trials failed (noiseFailed of the last
+// noiseTrials): the 503s do not depend on the rate. The trials are then
+// cleared, and first() is the controller before the earliest of them.
+func (m *noiseMeter) record(worked bool) bool {
+	if m.trials == 0 {
+		return false
+	}
+	m.worked[m.trials-1] = worked
+	failed := 0
+	for _, w := range m.worked[:m.trials] {
+		if !w {
+			failed++
+		}
+	}
+	if failed < noiseFailed {
+		return false
+	}
+	m.first, m.trials = m.before[0], 0
+	return true
 }
 
 // snapshot is the part of the controller a cut for noise changed.

@@ -82,3 +82,97 @@ func TestPropertyNoiseNeverCollapses(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyDeclaredQuotaNeverOverspent: a fixed window of N requests per
+// W that announces itself in headers (Limit, Remaining, Reset rounded up to
+// whole seconds, as providers send it; no Window) is never overspent: from
+// its first response on, no request is refused, over several windows, and
+// at least 90% of each full window's quota is used (the Reset rounded up
+// to whole seconds costs the last request or two of a small quota).
+func TestPropertyDeclaredQuotaNeverOverspent(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(20, 3000).Draw(t, "quota")
+		w := time.Duration(rapid.IntRange(5, 120).Draw(t, "windowSeconds")) * time.Second
+		latency := time.Duration(rapid.IntRange(1, 200).Draw(t, "latencyMs")) * time.Millisecond
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := t0.Truncate(w)
+		now, used, window, refused := start, 0, start, 0
+		full := map[time.Time]int{}
+		for now.Sub(start) < 4*w {
+			if pu := c.PausedUntil(); pu.After(now) {
+				now = pu
+			}
+			if ws := now.Truncate(w); ws != window {
+				window, used = ws, 0
+			}
+			kind := aimd.Success
+			if used >= n {
+				kind, refused = aimd.Throttled, refused+1
+			} else {
+				used++
+				full[window]++
+			}
+			reset := window.Add(w).Sub(now)
+			reset = (reset + time.Second - 1).Truncate(time.Second)
+			at := now.Add(latency)
+			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: now, Hint: aimd.Hint{Limit: float64(n), Remaining: float64(n - used), Reset: reset}})
+			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
+		}
+		if refused > 0 {
+			t.Fatalf("quota %d per %v, latency %v: %d requests refused, want none", n, w, latency, refused)
+		}
+		for ws, got := range full {
+			if ws.After(start) && ws.Add(w).Before(now) && float64(got) < 0.90*float64(n) {
+				t.Fatalf("quota %d per %v, latency %v: window at +%v used %d, want >= 90%%", n, w, latency, ws.Sub(start), got)
+			}
+		}
+	})
+}
+
+// TestPropertyBanNeverTriggered: a provider that allows no burst, answers
+// 429 with a whole-second Retry-After above its limit L (2 to 100/s), and
+// bans after 5 refusals within a minute is never triggered over five
+// minutes by the default controller, with one request in flight and up to
+// 50ms of latency. Under 5/s the limit is within reach of the conservative
+// start itself (4/s): tell such a provider's limit (budget.Limit) instead.
+func TestPropertyBanNeverTriggered(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(5, 100).Draw(t, "limit")
+		latency := time.Duration(rapid.IntRange(1, 50).Draw(t, "latencyMs")) * time.Millisecond
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		interval := time.Duration(float64(time.Second) / limit)
+		var tat time.Time
+		var refusals []time.Time
+		now := t0
+		for now.Sub(t0) < 5*time.Minute {
+			if pu := c.PausedUntil(); pu.After(now) {
+				now = pu
+			}
+			kind, retry := aimd.Success, time.Duration(0)
+			if now.Before(tat) {
+				kind, retry = aimd.Throttled, time.Second
+				refusals = append(refusals, now)
+				if len(refusals) >= 5 && now.Sub(refusals[len(refusals)-5]) < time.Minute {
+					t.Fatalf("limit %.1f/s, latency %v: 5 refusals within a minute by %v", limit, latency, now.Sub(t0))
+				}
+			} else {
+				tat = now.Add(interval)
+			}
+			at := now.Add(latency)
+			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: now, RetryAfter: retry})
+			next := now.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
+			if next.Before(at) {
+				next = at // one request in flight
+			}
+			now = next
+		}
+	})
+}

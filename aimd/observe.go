@@ -46,7 +46,10 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	refusal := kind == Throttled || kind == Overloaded
 	echo := refusal && !sent.IsZero() && sent.Before(c.heldUntil)
 	until := c.retryAfter(now, s)
-	if kind == Success && s.Hint.exhausted() && !c.spentWindow(now, s.Hint) {
+	if kind == Success {
+		c.watchQuota(now, s.Hint)
+	}
+	if kind == Success && s.Hint.exhausted() && !c.spentWindow(s.Hint) {
 		until = now.Add(s.RetryAfter) // a bucket at the limit, not a spent window
 		if s.RetryAfter <= 0 {
 			until = time.Time{}
@@ -89,25 +92,69 @@ func (c *Controller) retryAfter(now time.Time, s Signal) time.Time {
 // token bucket at its limit that refills as it goes. A bucket's headers say
 // "0 left" after every request sent at its rate, with a Reset rounded up
 // to a whole second; pausing a second each time would spend a 20/s bucket
-// at 1/s. So a Reset of a second or less (the rounding hides the true wait)
-// does not pause, nor does a Limit that more successes than it, within
-// Reset, have already disproved as a window. The rate holds instead.
-func (c *Controller) spentWindow(now time.Time, h Hint) bool {
-	if h.Reset <= time.Second {
+// at 1/s. So a provider known to be a bucket never pauses on it, and one
+// not yet known to be a window pauses only for a Reset over a second (the
+// rounding hides the true wait of a shorter one). The rate holds instead.
+func (c *Controller) spentWindow(h Hint) bool {
+	switch c.quotaMode {
+	case quotaBucket:
 		return false
+	case quotaWindow:
+		return true
 	}
-	return h.Limit <= 0 || float64(c.served.within(now, h.Reset)) <= h.Limit+1
+	return h.Reset > time.Second
 }
 
 // windowHint reports whether h describes the current state of a quota
-// window (Limit per some window, Remaining left, reset in Reset) rather
-// than a token bucket: the Window is declared, or no more than Limit
-// successes came back within the last Reset.
-func (c *Controller) windowHint(now time.Time, h Hint) bool {
-	if h.Limit <= 0 || h.Remaining <= 0 || h.Reset <= 0 {
+// window (Limit per some window, Remaining left, reset in Reset), so that
+// Remaining/Reset is the rate that spends it evenly: the Window is
+// declared, or the provider is not known to be a bucket and either was seen
+// to keep to its word over a whole window or the Reset is long enough (2s)
+// that its rounding cannot mislead.
+func (c *Controller) windowHint(h Hint) bool {
+	if h.Limit <= 0 || h.Remaining <= 0 || h.Reset <= 0 || c.quotaMode == quotaBucket {
 		return false
 	}
-	return h.Window > 0 || float64(c.served.within(now, h.Reset+time.Second)) <= h.Limit+1
+	return h.Window > 0 || c.quotaMode == quotaWindow || h.Reset >= 2*time.Second
+}
+
+// watchQuota follows a provider's word on its quota to tell a window from
+// a bucket: after a response saying r are left until its reset, more than
+// r+1 successes before that reset (less a second for rounding) show a quota
+// that refills as it goes, a bucket; a window never admits more than it
+// said was left. A watch that runs to its end without that marks a window.
+// Called for every served response with a Hint.
+func (c *Controller) watchQuota(now time.Time, h Hint) {
+	w := &c.quotaWatch
+	if c.quotaMode == quotaBucket || h.Limit <= 0 || h.Reset <= 0 {
+		return
+	}
+	if !w.end.IsZero() && now.Before(w.end) {
+		if w.count++; float64(w.count) > w.left+1 {
+			c.quotaMode = quotaBucket
+		}
+		return
+	}
+	if !w.end.IsZero() {
+		c.quotaMode = quotaWindow
+	}
+	w.end, w.left, w.count = time.Time{}, 0, 0
+	if h.Reset >= 2*time.Second {
+		w.end, w.left = now.Add(h.Reset-time.Second), h.Remaining
+	}
+}
+
+// spendOver returns the time to spread what is left of a window over: a
+// Reset in whole seconds is rounded up by most providers, so the window
+// resets within the last second of it, and the middle of that second is the
+// best guess. Spreading the rest over a shorter time never sends more than
+// was left before the real reset (a response that says none is left pauses
+// until it), so this wastes less of the window without risking a refusal.
+func spendOver(reset time.Duration) time.Duration {
+	if reset < time.Second || reset%time.Second != 0 {
+		return reset
+	}
+	return reset - time.Second/2
 }
 
 // readOverload decides what a 503 means: pressure (the provider sheds load
@@ -132,15 +179,15 @@ func (c *Controller) readOverload(now, sent time.Time) Kind {
 		return Transient
 	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter < noiseProof:
 		// The cut did not stop them. A cut may simply not have been enough
-		// (the rate is still over the limit), but the third in a row, a
-		// deep one, that does not either shows they do not depend on the
+		// (the rate is still over the limit), but when most of the recent
+		// cuts for 503s did not stop them either, they do not depend on the
 		// rate.
-		if m.failed++; m.failed < noiseCuts {
+		m.cutAt = time.Time{}
+		if !m.record(false) {
 			return Overloaded
 		}
 		m.noisy, m.restore = true, true // undone at the next success: only a success raises the rate
 		m.floor = max(m.slow, m.fast)   // at least the share that just proved itself noise
-		m.cutAt, m.failed = time.Time{}, 0
 		return Transient
 	}
 	return Overloaded
@@ -163,7 +210,6 @@ func (c *Controller) undo(now time.Time, b snapshot) {
 // success handles a served response: the end of a refusal episode, the
 // latency check, then a rate set by a windowed hint, or the climb.
 func (c *Controller) success(now, sent time.Time, s Signal) {
-	c.served.add(now)
 	if sent.IsZero() || sent.After(c.lastCut) {
 		c.okSinceCut++ // a late answer to a request sent before the cut is no news
 	}
@@ -172,13 +218,14 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 	}
 	if m := &c.noise; !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) {
 		if m.okAfter++; m.okAfter >= noiseProof {
-			m.cutAt, m.failed = time.Time{}, 0 // the cut worked: the 503s were about the rate
+			m.cutAt = time.Time{}
+			m.record(true) // the cut worked: the 503s were about the rate
 		}
 	}
 	if m := &c.noise; m.restore {
 		m.restore = false
-		if m.before.rate > c.rate {
-			c.undo(now, m.before)
+		if m.first.rate > c.rate {
+			c.undo(now, m.first)
 		}
 	}
 	if est, ok := c.quota.success(now, sent); ok {
@@ -188,8 +235,8 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 	if c.latencyPressure(now, sent, s.Latency) {
 		return
 	}
-	if c.windowHint(now, s.Hint) {
-		c.rate = c.clamp(s.Hint.Remaining / s.Hint.Reset.Seconds())
+	if c.windowHint(s.Hint) {
+		c.rate = c.clamp(s.Hint.Remaining / spendOver(s.Hint.Reset).Seconds())
 		c.fitClimb()
 		return
 	}
@@ -220,10 +267,7 @@ func (c *Controller) refused(now, sent time.Time, echo bool, kind Kind) {
 		cut = c.cut(now, sent, cutRefusing)
 	}
 	if m := &c.noise; cut && kind == Overloaded {
-		if m.failed == 0 {
-			m.before = before // the state before the first of the cuts on trial
-		}
-		m.cutAt, m.okAfter = now, 0
+		m.cut(now, before)
 	}
 	if c.pausedUntil.After(now) {
 		if est, ok := c.quota.estimate(c.pausedUntil); ok {

@@ -42,7 +42,8 @@
 //
 //	-dur 30s,120s    run lengths (default 30s)
 //	-rows REGEXP     only rows whose name matches
-//	-clients A,B     only these clients (default all)
+//	-clients A,B     only these clients (default all but rate0.9x and
+//	                 rate0.95x, which measure the machine's arrival jitter)
 //	-parallel N      cells run at once (default 4)
 //	-workers N       workers of the in-process clients (default 8)
 //	-full            every cell at every duration
@@ -191,7 +192,7 @@ func plan(o options, rs []row, cls []client) []cellPlan {
 				continue
 			}
 			for j, cl := range cls {
-				if (len(o.clients) == 0 || slices.Contains(o.clients, cl.name)) && planned(rw, cl.name, d, o.full) {
+				if (len(o.clients) == 0 && !cl.optIn || slices.Contains(o.clients, cl.name)) && planned(rw, cl.name, d, o.full) {
 					out = append(out, cellPlan{i, j, d})
 				}
 			}

@@ -72,25 +72,32 @@ const (
 // echo of the overshoot already handled, and cuts nothing. A new overshoot
 // began at r0, the rate in force when its request was sent (the rate has
 // climbed since, while the answer was on its way); the cut is from r0, and
-// the new ceiling just under r0. The cut is Decrease, or deeper (see
-// exitCut, deepCut):
+// the new ceiling 0.95 x r0, so the rate holds under the edge. How far it
+// cuts depends on what the episode since the last cut shows (see episode
+// and twoPoint):
 //
-//   - leaving slow start: the limit lies between the rate one doubling ago
-//     and r0 (or lower, behind a burst allowance). The rate halves and the
-//     ceiling is set there, unconfirmed: if this refusal was a fluke, the
-//     fast probe finds the limit within seconds. An echo (another request in
-//     flight refused too) proves the overshoot real: then the ceiling is r0,
-//     confirmed, approached over a Recovery.
+//   - leaving slow start: x0.6, the ceiling unconfirmed, so the climb back
+//     is fast; an echo (another request in flight refused too) confirms it.
 //   - refusals continue with no success since the last cut, or the queue
-//     still grows after a latency cut: back off fast, ceiling unchanged;
-//   - an overshoot at about the rate the last cut set: that rate is already
-//     too much, the limit shrank; the ceiling goes a little below it too.
+//     still grows after a latency cut: back off x0.5, ceiling unchanged.
+//   - refused within a couple of requests of the last cut (or its pause),
+//     or twice in a row that soon: the limit is far below: x0.5, the
+//     ceiling unconfirmed.
+//   - a steady episode the provider delivered in full, under the ceiling:
+//     arrival jitter against a provider that allows no burst: x0.97, the
+//     ceiling kept.
+//   - a steady episode that delivered far less than r0: the limit shrank
+//     or a burst allowance hid it: to what was delivered.
+//   - otherwise (a climb or a probe that went one step too far): to what
+//     the episode delivered, at most Decrease under r0.
 //
 // A new ceiling is confirmed when the overshoot lands near the previous
 // ceiling, or comes while probing above it within a cycle of the previous
 // overshoot: the limit was met twice. Otherwise it rests on one refusal and
 // the next cycle runs faster (see unconfirmedRecovery) until an echo or the
-// next overshoot confirms it. It reports whether it cut.
+// next overshoot confirms it. With several overshoots within a minute the
+// refusal budget stops the probe (see refusalCap). It reports whether it
+// cut.
 func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if !c.lastCut.IsZero() {
 		if !sent.IsZero() && !sent.After(c.lastCut) {

@@ -129,3 +129,26 @@ func ExampleController_Snapshot() {
 	// recover rate=6 ceiling=10 decreases=1
 	// recover rate=6 ceiling=10 decreases=1
 }
+
+// A controller's learned state outlives the process: export it with State
+// (it encodes to JSON), and a new controller for the same provider resumes
+// from it with Restore instead of climbing again from the conservative
+// start.
+func ExampleController_Restore() {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	before, _ := aimd.New(aimd.Config{Initial: 40})
+	before.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	before.ObserveAt(now.Add(time.Second), aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(990 * time.Millisecond)})
+	saved := before.State()
+	fmt.Printf("saved: rate %.1f/s, ceiling %.1f/s\n", saved.Rate, saved.Ceiling)
+
+	after, _ := aimd.New(aimd.Config{}) // a restart
+	if err := after.Restore(saved); err != nil {
+		fmt.Println(err)
+	}
+	s := after.Snapshot()
+	fmt.Printf("restored: rate %.1f/s, ceiling %.1f/s (%s)\n", s.Rate, s.Ceiling, s.Phase)
+	// Output:
+	// saved: rate 24.0/s, ceiling 38.0/s
+	// restored: rate 24.0/s, ceiling 38.0/s (recover)
+}

@@ -19,7 +19,7 @@ import (
 type Config struct {
 	// Adaptive configures the controller that discovers the provider's
 	// ceiling; its rate drives the pacer. The zero value means aimd's
-	// defaults (a start at 1 request/s).
+	// defaults (a start at 4 requests/s, or at the tightest known Limit).
 	Adaptive aimd.Config
 	// Burst is how many requests the adaptive pacer may send back to back
 	// after an idle spell. Defaults to 1: collectors pace, they do not burst.

@@ -139,7 +139,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	}
 
 	// One registry, one transport, one client for every host. Each host's
-	// provider gets the defaults: a rate discovered from 1 req/s, a breaker
+	// provider gets the defaults: a rate discovered from a start at 4 req/s, a breaker
 	// that reopens for probes after 2s, and a bulkhead of perHost.
 	var tmu sync.Mutex
 	var transitions []string
@@ -347,7 +347,7 @@ func (r result) print(w io.Writer) {
 rate: the pace each provider holds now; ceiling: where it learned the host pushes back.
 fast-fails: calls the open breaker refused without sending. workers: the most one host held
 at once (no host held more than %d); fetch/s: completed 200s per second over the whole run,
-the climb from 1 req/s included. Each host's fetch/s is its own learned pace, whatever the
+the climb from 4 req/s included. Each host's fetch/s is its own learned pace, whatever the
 slow host does.
 `, most)
 	if len(r.transitions) > 0 {

@@ -213,7 +213,7 @@ func run() error {
 	fmt.Printf("%-28s %d (%.2f%%)\n", "refused by the exchange", st.Throttled+st.Unavailable+st.Banned, 100*float64(st.Throttled+st.Unavailable+st.Banned)/float64(max(st.Requests, 1)))
 	fmt.Printf("%-28s %.1f req/s of a true %d (%.0f%%)\n", "learned rate", snap.Rate, trueLimit, 100*snap.Rate/trueLimit)
 	catchUp := backfilled.Sub(start).Seconds()
-	fmt.Printf("%-28s %.1f req/s over %.1fs (%.0f%% of the true limit, the climb from 1 req/s included)\n",
+	fmt.Printf("%-28s %.1f req/s over %.1fs (%.0f%% of the true limit, the climb from 4 req/s included)\n",
 		"goodput during the backfill", float64(okAtBackfill)/catchUp, catchUp, 100*float64(okAtBackfill)/catchUp/trueLimit)
 	fmt.Printf("%-28s %d\n", "gaps recorded", gaps.Load())
 	reasons.Range(func(k, v any) bool {

@@ -2,7 +2,6 @@ package budget_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,25 +136,7 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 			}
 			return out
 		}
-		var wg sync.WaitGroup
-		for range row.workers {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					err := p.Do(ctx, nil, attempt)
-					var stop *budget.Error
-					if errors.As(err, &stop) && stop.Reason == budget.ReasonCanceled {
-						return
-					}
-					if errors.As(err, &stop) && stop.Until.After(time.Now()) {
-						select {
-						case <-time.After(time.Until(stop.Until)):
-						case <-ctx.Done():
-						}
-					}
-				}
-			})
-		}
-		wg.Wait()
+		drive(ctx, p, row.workers, attempt)
 		st := srv.Stats()
 		res = shortResult{
 			goodput: float64(st.OK) / (row.rate * shortRun.Seconds()),

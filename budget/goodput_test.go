@@ -88,27 +88,7 @@ func runGoodput(t *testing.T, pol sim.Scenario, s goodputSetup, newPacer func() 
 			}
 			return out
 		}
-		var wg sync.WaitGroup
-		for range s.workers {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					err := p.Do(ctx, nil, attempt)
-					if r, _ := budget.ReasonOf(err); r == budget.ReasonCanceled {
-						return // the run's five minutes are up
-					}
-					var stop *budget.Error
-					if errors.As(err, &stop) && stop.Until.After(time.Now()) {
-						// What a scheduler does with source pressure:
-						// wait until the provider allows calls again.
-						select {
-						case <-time.After(time.Until(stop.Until)):
-						case <-ctx.Done():
-						}
-					}
-				}
-			})
-		}
-		wg.Wait()
+		drive(ctx, p, s.workers, attempt)
 		st := srv.Stats()
 		allowed := pol.Allowed(goodputRun)
 		row = goodputRow{
@@ -121,6 +101,30 @@ func runGoodput(t *testing.T, pol sim.Scenario, s goodputSetup, newPacer func() 
 		}
 	})
 	return row
+}
+
+// drive calls p.Do from workers goroutines until ctx ends, waiting out
+// source pressure the way a scheduler does: until the stop's Until.
+func drive(ctx context.Context, p budget.Provider, workers int, attempt func(context.Context) budget.Outcome) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				err := p.Do(ctx, nil, attempt)
+				if r, _ := budget.ReasonOf(err); r == budget.ReasonCanceled {
+					return // the run is over
+				}
+				var stop *budget.Error
+				if errors.As(err, &stop) && stop.Until.After(time.Now()) {
+					select {
+					case <-time.After(time.Until(stop.Until)):
+					case <-ctx.Done():
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // goodputTable runs every policy of setup s and reports the table; it fails

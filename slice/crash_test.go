@@ -27,8 +27,10 @@ import (
 // then restarted; the data on disk must never have a hole below the
 // committed cursor, and in the end, deduplicated by key, it holds every
 // record exactly once with its content. The child fetches ahead, with some
-// pages ending short of their prediction, so kills land with fetches in
-// flight and speculative pages being discarded.
+// pages ending short of their prediction, and makes the pages that landed
+// meanwhile durable together (group commit), so kills land with fetches in
+// flight, speculative pages being discarded, and batches of several pages
+// written but not committed.
 
 const (
 	crashDirEnv = "SLICE_CRASH_DIR"
@@ -69,12 +71,13 @@ func crashCollect(dir string, gen int) error {
 	defer sink.f.Close()
 	// The source predicts, so the run fetches ahead (the default
 	// Prefetch); a tenth of its pages end short, which discards what was
-	// fetched after them.
+	// fetched after them. Pages that land while a batch is synced are
+	// batched, up to the default MaxBatch or 3.
 	src := newAhead(newSource(crashN, crashPage), uint64(gen))
 	src.short = 0.1
 	r, err := slice.New(slice.Config[rec]{
 		Stream: stream, Mode: checkpoint.CatchUp, Store: store, Provider: &fakeProvider{},
-		Source: src, Sink: sink, Now: clock,
+		Source: src, Sink: sink, Now: clock, MaxBatch: []int{0, 3}[gen%2],
 	})
 	if err != nil {
 		return err
@@ -87,7 +90,7 @@ func crashCollect(dir string, gen int) error {
 	if rep.Yielded || string(rep.Cursor) != strconv.Itoa(crashN) {
 		return fmt.Errorf("run ended at %q (yielded %v), want caught up", rep.Cursor, rep.Yielded)
 	}
-	fmt.Println("done")
+	fmt.Println("done", rep.Slices, rep.Commits)
 	return nil
 }
 
@@ -233,12 +236,20 @@ func TestCrashRecovery(t *testing.T) {
 
 	gen++
 	cmd, sc := startChild(t, dir, gen)
-	done := false
+	done, slices, commits := false, 0, 0
 	for sc.Scan() {
-		done = done || sc.Text() == "done"
+		if n, _ := fmt.Sscanf(sc.Text(), "done %d %d", &slices, &commits); n == 2 {
+			done = true
+		}
 	}
 	if err := cmd.Wait(); err != nil || !done {
 		t.Fatalf("final child: %v (done %v)", err, done)
+	}
+	// The child's fetches take no time and its syncs do: pages land while
+	// a batch is synced, so batches form.
+	t.Logf("the final child committed %d slices in %d commits", slices, commits)
+	if slices >= 20 && commits >= slices {
+		t.Fatalf("the final child committed %d slices in %d commits: want batches", slices, commits)
 	}
 	if at := verifyOnDisk(t, dir, crashKills+1); at != crashN {
 		t.Fatalf("final checkpoint %d, want %d", at, crashN)

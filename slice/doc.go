@@ -26,9 +26,9 @@
 // [checkpoint.Checkpoints.Commit].
 //
 // The checkpoint is commit-gated: it never passes the last page the sink
-// confirmed. A crash between the write and the commit replays one slice,
-// which the sink's upsert absorbs: delivery is at least once, the effect
-// exactly once. Commits are a compare-and-swap fenced by the lease's token,
+// confirmed. A crash between the write and the commit replays what was
+// written (one slice, or one batch of them, see below), which the sink's
+// upsert absorbs: delivery is at least once, the effect exactly once. Commits are a compare-and-swap fenced by the lease's token,
 // so a runner that stalled past its lease and was taken over cannot write
 // over the new holder. Gap records are not fenced by the store, so the
 // runner renews its lease before it writes or resolves any, and resolves
@@ -52,6 +52,27 @@
 // resumes from page k's actual Next: a wrong prediction costs requests,
 // never data. [Runner.Fill] and the range fills of [Runner.Drain] fetch one
 // slice at a time.
+//
+// # Group commit
+//
+// A sink and a store that sync to disk cost milliseconds per write and per
+// commit, whatever they hold: one slice at a time, a stream could never go
+// faster than one write and one commit per slice. So when the sink is free
+// and several fetched pages are ready in order, a stream run makes them
+// durable together ([Config.MaxBatch], default 64): one [Sink.Write] of a
+// page that merges them (Records concatenated in order, the last Next, the
+// union of the Covered ranges) and one Store.Commit of the last cursor:
+//
+//	fetch k..k+8 ─┐ fetch k+9..k+17 ─┐           (landing meanwhile)
+//	              write k..k+8, commit k+8; write k+9..k+17, commit k+17
+//
+// It waits for the oldest page only, never for more pages to batch: a
+// batch is what landed while the one before it was being made durable, so
+// batches grow only while the sink and the store are slower than the
+// provider. Write and Commit still alternate; a page is never split; a
+// page that ended elsewhere than predicted ends its batch, as does a stop,
+// and pages whose Covered ranges would leave a hole are not merged. A
+// crash between the write and the commit replays the batch.
 //
 // # Budget checks at boundaries, gaps on a stop
 //

@@ -11,9 +11,11 @@ import (
 
 // A stream run is a pipeline: slices are planned from the cursor the slice
 // before them is predicted to end at ([Predictor]) and fetched
-// concurrently, while their pages land strictly in order, each written and
-// committed before the next one is looked at. A page that ends elsewhere
-// than predicted discards, unwritten, every slice planned after it, and
+// concurrently, while their pages land strictly in order. Whenever the sink
+// is free, the oldest page is waited for, and the pages after it that are
+// already in and continue it are merged with it (group commit): one write,
+// one commit of the last cursor. A page that ends elsewhere than predicted
+// ends its batch and discards, unwritten, every slice planned after it, and
 // planning starts again from where it actually ended.
 
 // stream is the body of Run: from the checkpoint to caught up or a stop.
@@ -43,34 +45,48 @@ func (s *session[R]) stream(ctx context.Context) error {
 			p.abandon() // stop calling the provider before recording the gap
 			return s.deferStream(ctx, cp.Cursor, stop)
 		}
+		b := p.gather(f, page)
 		if err := p.keepLease(ctx); err != nil {
 			return err
 		}
-		if err := s.write(ctx, f.sl, page); err != nil {
+		if b.held() {
+			p.plan(ctx) // keep the window fetching while b is made durable
+		}
+		if err := s.write(ctx, b.first.sl, len(b.pages), b.page); err != nil {
 			return err
 		}
-		s.rep.Records += len(page.Records)
-		if bytes.Equal(page.Next, cp.Cursor) {
+		s.rep.Records += len(b.page.Records)
+		if bytes.Equal(b.page.Next, cp.Cursor) {
 			// The source made no progress (a poll that found nothing new):
-			// caught up, with nothing to commit.
+			// caught up, with nothing to commit. Such a page ends where
+			// its slice began, never where predicted, so b holds it alone.
 			p.abandon()
-			if err := s.cover(ctx, page.Covered); err != nil {
+			if err := s.cover(ctx, b.page.Covered); err != nil {
 				return err
 			}
 			return s.caughtUp(ctx)
 		}
-		cp, err = r.cfg.Store.Commit(ctx, r.key, page.Next, cp.Version, s.lease)
-		if err != nil {
-			return fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, page.Next, err)
-		}
-		s.rep.Slices++
-		s.rep.Cursor = cp.Cursor
-		if err := s.cover(ctx, page.Covered); err != nil {
+		if cp, err = s.commit(ctx, cp, b); err != nil {
 			return err
 		}
-		r.log.DebugContext(ctx, "slice: committed", "cursor", string(cp.Cursor), "records", len(page.Records), "range", f.sl.Range)
-		p.landed(ctx, f, page.Next)
+		p.landed(ctx, b.last, b.page.Next)
 	}
+}
+
+// commit commits the cursor after the written batch b over cp, counts its
+// slices in the report and adds its coverage.
+func (s *session[R]) commit(ctx context.Context, cp checkpoint.Checkpoint, b batch[R]) (checkpoint.Checkpoint, error) {
+	r := s.r
+	cp, err := r.cfg.Store.Commit(ctx, r.key, b.page.Next, cp.Version, s.lease)
+	if err != nil {
+		return cp, fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, b.page.Next, err)
+	}
+	s.rep.Slices += len(b.pages)
+	s.rep.Commits++
+	s.rep.Cursor = cp.Cursor
+	r.log.DebugContext(ctx, "slice: committed", "cursor", string(cp.Cursor), "records", len(b.page.Records),
+		"slices", len(b.pages), "range", b.first.sl.Range)
+	return cp, s.cover(ctx, b.page.Covered)
 }
 
 // halted ends a stream run whose pipeline is empty, for the reason
@@ -97,15 +113,38 @@ type flight[R any] struct {
 	// done receives the fetch's result, once (buffered: a fetch never
 	// waits for the run to look).
 	done chan fetched[R]
+	res  fetched[R] // the result, once in is set
+	in   bool       // whether the result was received from done
 }
 
 // wait returns the result of the fetch once it is in.
 func (f *flight[R]) wait() fetched[R] {
-	res := <-f.done
+	if !f.in {
+		f.take(<-f.done)
+	}
+	return f.res
+}
+
+// ready reports whether the fetch's result is in, without waiting for it.
+func (f *flight[R]) ready() bool {
+	if f.in {
+		return true
+	}
+	select {
+	case res := <-f.done:
+		f.take(res)
+		return true
+	default:
+		return false
+	}
+}
+
+// take keeps the fetch's result, received from done, and ends its context.
+func (f *flight[R]) take(res fetched[R]) {
+	f.res, f.in = res, true
 	if f.cancel != nil {
 		f.cancel()
 	}
-	return res
 }
 
 // halt is why planning stopped before the pipeline was full. It is acted
@@ -214,6 +253,89 @@ func (p *pipeline[R]) pop() *flight[R] {
 	p.q[0] = nil
 	p.q = p.q[1:]
 	return f
+}
+
+// batch is what one write and one commit of a stream run make durable:
+// the pages of the slices first .. last, in order, merged into page.
+type batch[R any] struct {
+	first, last *flight[R]
+	pages       []Page[R]
+	page        Page[R]
+}
+
+// gather makes the batch that starts with head, whose fetch landed page:
+// head's page, then the pages of the slices after it that can be made
+// durable with it. It takes the next slice as long as the batch is below
+// Config.MaxBatch, the batch's last page ended where it was predicted to
+// (else what follows is discarded by landed), the slice's fetch is already
+// in (never waited for), and its page is valid, makes progress and leaves
+// no hole in the batch's Covered range. A page that made no progress never
+// ends where predicted (plan predicts nothing after such a slice), so it
+// is always a batch of its own. The first slice that fails a test
+// stays in the pipeline: a stop, an error or a page that made no progress
+// is acted on once the batch is committed, as without batching. The run
+// waits for head alone, so a batch holds what landed while the batch
+// before it was being made durable.
+func (p *pipeline[R]) gather(head *flight[R], page Page[R]) batch[R] {
+	b := batch[R]{first: head, last: head, pages: []Page[R]{page}, page: page}
+	for len(b.pages) < p.s.r.cfg.MaxBatch && len(p.q) > 0 && b.held() {
+		f := p.q[0]
+		if !f.ready() || f.res.panicked != nil || f.res.err != nil || checkPage(f.res.page) != nil ||
+			bytes.Equal(f.res.page.Next, f.sl.After) {
+			break
+		}
+		covered, ok := union(b.page.Covered, f.res.page.Covered)
+		if !ok {
+			break
+		}
+		p.pop()
+		b.last, b.pages = f, append(b.pages, f.res.page)
+		b.page = Page[R]{Next: f.res.page.Next, Covered: covered}
+	}
+	if len(b.pages) > 1 {
+		b.page.Records = concat(b.pages)
+	}
+	return b
+}
+
+// held reports whether the batch's last page ended where it was predicted
+// to, so the slices planned after it stand.
+func (b *batch[R]) held() bool {
+	return b.last.expect != nil && bytes.Equal(b.page.Next, b.last.expect)
+}
+
+// concat returns the records of pages, in order, in one new slice.
+func concat[R any](pages []Page[R]) []R {
+	n := 0
+	for _, pg := range pages {
+		n += len(pg.Records)
+	}
+	recs := make([]R, 0, n)
+	for _, pg := range pages {
+		recs = append(recs, pg.Records...)
+	}
+	return recs
+}
+
+// union returns the union of the Covered ranges of two pages when it is one
+// range: both unknown (zero), or both known and without a hole between
+// them. A known and an unknown range have no union that says what was
+// answered.
+func union(a, b checkpoint.Range) (checkpoint.Range, bool) {
+	switch {
+	case a.IsZero() && b.IsZero():
+		return a, true
+	case a.IsZero() || b.IsZero() || b.Start.After(a.End) || a.Start.After(b.End):
+		return checkpoint.Range{}, false
+	}
+	u := a
+	if b.Start.Before(u.Start) {
+		u.Start = b.Start
+	}
+	if b.End.After(u.End) {
+		u.End = b.End
+	}
+	return u, true
 }
 
 // landed takes note that f's page was committed at next. If f's page ended

@@ -35,11 +35,30 @@ type aheadSource struct {
 	script func(i, try int) (end int, stop *budget.Error)
 	// onFetch, if set, is called as each fetch starts (on its goroutine).
 	onFetch func(i int)
+	// holes is the probability that the page of the slice after record i
+	// says its Covered is unknown (zero) or leaves out its last record's
+	// interval (a hole before the next page's): a function of i alone.
+	holes float64
+	// unknown makes every page's Covered zero, as a source that is not
+	// time-based says.
+	unknown bool
+	// coverFn, if set, overrides holes and unknown: it returns the Covered
+	// of the page [i, j) in record positions, zero for unknown.
+	coverFn func(i, j int) [2]int
 
 	mu          sync.Mutex
 	tries       map[int]int // fetches started, by first record
 	inFlight    int
 	maxInFlight int
+	served      []served // the pages fetched successfully, in no order
+}
+
+// served is a page a fetch returned: records [first, next), the end the
+// slice was predicted to (its window's), and its Covered in record
+// positions (zero: covered unknown).
+type served struct {
+	first, next, predicted int
+	covered                [2]int
 }
 
 var _ slice.Predictor = (*aheadSource)(nil)
@@ -121,17 +140,55 @@ func (a *aheadSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec]
 	if end > 0 {
 		j = end
 	}
-	p := slice.Page[rec]{Next: cursor(j), Covered: checkpoint.Range{Start: a.at(i), End: a.at(j)}}
+	p := slice.Page[rec]{Next: cursor(j)}
 	for k := i; k < j; k++ {
 		p.Records = append(p.Records, rec{Key: k, Val: val(k)})
 	}
+	cov := a.cover(i, j)
+	if cov != [2]int{} {
+		p.Covered = checkpoint.Range{Start: a.at(cov[0]), End: a.at(cov[1])}
+	}
+	a.mu.Lock()
+	a.served = append(a.served, served{first: i, next: j, predicted: a.index(s.Range.End), covered: cov})
+	a.mu.Unlock()
 	return p, budget.Outcome{Status: 200}
 }
 
+// cover returns the Covered of the page [i, j) in record positions: [i,
+// j), or, as holes decides for i, zero (unknown) or [i, j-1) (a hole
+// before the next page).
+func (a *aheadSource) cover(i, j int) [2]int {
+	rng := rand.New(rand.NewPCG(a.seed^uint64(i), 0xc0ffee))
+	switch {
+	case a.coverFn != nil:
+		return a.coverFn(i, j)
+	case a.unknown:
+		return [2]int{}
+	case rng.Float64() >= a.holes:
+		return [2]int{i, j}
+	case rng.IntN(2) == 0:
+		return [2]int{}
+	case j-i > 1:
+		return [2]int{i, j - 1}
+	}
+	return [2]int{i, j}
+}
+
+// takeServed returns the pages served since the last call.
+func (a *aheadSource) takeServed() []served {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.served
+	a.served = nil
+	return out
+}
+
 // written is one Sink.Write a run made: the page's first record, its Next,
-// its size, and whether the write returned nil.
+// its size, its Covered in record positions (zero: unknown), and whether
+// the write returned nil.
 type written struct {
 	first, next, n int
+	covered        [2]int
 	ok             bool
 }
 
@@ -140,6 +197,7 @@ type written struct {
 // runs.
 type writeLog struct {
 	sink  *memSink
+	src   *memSource  // tells Covered times as record positions
 	store *faultStore // checks that a write never overlaps a commit
 	delay time.Duration
 	log   []written
@@ -155,7 +213,11 @@ func (w *writeLog) Write(ctx context.Context, p slice.Page[rec]) error {
 	if len(p.Records) > 0 {
 		first = p.Records[0].Key
 	}
-	w.log = append(w.log, written{first: first, next: position(p.Next), n: len(p.Records), ok: err == nil})
+	var cov [2]int
+	if !p.Covered.IsZero() {
+		cov = [2]int{w.src.index(p.Covered.Start), w.src.index(p.Covered.End)}
+	}
+	w.log = append(w.log, written{first: first, next: position(p.Next), n: len(p.Records), covered: cov, ok: err == nil})
 	return err
 }
 
@@ -184,7 +246,7 @@ func aheadRig(n, page int) (*rig, *writeLog) {
 	g.store = newStore(time.Now)
 	g.store.alternate = true
 	g.ahead = newAhead(g.src, 1)
-	return g, &writeLog{sink: g.sink, store: g.store}
+	return g, &writeLog{sink: g.sink, src: g.src, store: g.store}
 }
 
 func TestRunPrefetchKeepsTheWindowInFlight(t *testing.T) {
@@ -195,7 +257,8 @@ func TestRunPrefetchKeepsTheWindowInFlight(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			g, w := aheadRig(100, 5)
 			g.ahead.delay = func(int) time.Duration { return 5 * time.Millisecond }
-			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = tc.prefetch, w })
+			// One slice per write, so the commits show each slice.
+			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink, c.MaxBatch = tc.prefetch, w, 1 })
 			rep := run(t, r)
 			if now, most := g.ahead.flights(); now != 0 || most != tc.want {
 				t.Fatalf("prefetch %d: %d fetches at most in flight (%d left after the run), want %d (0 left)", tc.prefetch, most, now, tc.want)
@@ -215,7 +278,7 @@ func TestRunPrefetchKeepsTheWindowInFlight(t *testing.T) {
 
 // TestRunPrefetchOverlapsFetchesAndWrites pins the gain on the fake clock:
 // a 5 ms fetch and a 5 ms write take 10 ms a slice one at a time, and 5 ms a
-// slice (the write alone) with fetching ahead.
+// slice (the write alone) with fetching ahead, one slice per write.
 func TestRunPrefetchOverlapsFetchesAndWrites(t *testing.T) {
 	t.Parallel()
 	const slices = 20
@@ -227,7 +290,7 @@ func TestRunPrefetchOverlapsFetchesAndWrites(t *testing.T) {
 			g, w := aheadRig(slices*10, 10)
 			g.ahead.delay = func(int) time.Duration { return 5 * time.Millisecond }
 			w.delay = 5 * time.Millisecond
-			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = tc.prefetch, w })
+			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink, c.MaxBatch = tc.prefetch, w, 1 })
 			start := time.Now()
 			if rep := run(t, r); rep.Slices != slices {
 				t.Fatalf("prefetch %d: %+v, want %d slices", tc.prefetch, rep, slices)
@@ -241,84 +304,195 @@ func TestRunPrefetchOverlapsFetchesAndWrites(t *testing.T) {
 
 // TestRunDiscardsWhatWasPlannedFromAWrongPrediction: the page after 10 ends
 // at 15, not 20: the slices fetched after it (planned from 20) are
-// discarded unwritten, and the stream goes on from 15.
+// discarded unwritten, and the stream goes on from 15. All five slices
+// 0..40 are in when the first lands: one at a time, each is written and
+// committed on its own; batched, the page ending at 15 ends the first batch
+// and the four slices planned from 15 make the second.
 func TestRunDiscardsWhatWasPlannedFromAWrongPrediction(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		g, w := aheadRig(50, 10)
-		g.ahead.delay = func(int) time.Duration { return time.Millisecond }
-		g.ahead.script = func(i, try int) (int, *budget.Error) {
-			if i == 10 && try == 0 {
-				return 15, nil
+	for _, tc := range []struct {
+		maxBatch        int
+		writes, commits []int
+	}{
+		{1, []int{0, 10, 15, 25, 35, 45}, []int{10, 15, 25, 35, 45, 50}},
+		{0, []int{0, 15}, []int{15, 50}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			g, w := aheadRig(50, 10)
+			// The first slice of each batch lands last, so that the ones
+			// after it are in when it does.
+			g.ahead.delay = func(i int) time.Duration { return time.Duration(1+b2i(i == 0 || i == 15)) * time.Millisecond }
+			g.ahead.script = func(i, try int) (int, *budget.Error) {
+				if i == 10 && try == 0 {
+					return 15, nil
+				}
+				return 0, nil
 			}
-			return 0, nil
-		}
-		rep := run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = 4, w }))
-		if want := []int{0, 10, 15, 25, 35, 45}; !slices.Equal(w.firsts(), want) {
-			t.Fatalf("writes began at %v, want %v", w.firsts(), want)
-		}
-		if want := []int{10, 15, 25, 35, 45, 50}; !slices.Equal(commitCursors(g.store), want) {
-			t.Fatalf("commits %v, want %v", commitCursors(g.store), want)
-		}
-		// All five slices 0..40 were in flight when the page after 10
-		// landed: 20, 30 and 40 are discarded.
-		if rep.Slices != 6 || rep.Records != 50 || rep.Discarded != 3 || g.src.fetches.Load() != 9 {
-			t.Fatalf("report %+v after %d fetches: want 6 slices, 50 records, 3 discarded, 9 fetches", rep, g.src.fetches.Load())
-		}
-		if err := g.sink.exactly(50); err != nil {
-			t.Fatal(err)
-		}
-	})
+			rep := run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink, c.MaxBatch = 4, w, tc.maxBatch }))
+			if !slices.Equal(w.firsts(), tc.writes) {
+				t.Fatalf("max batch %d: writes began at %v, want %v", tc.maxBatch, w.firsts(), tc.writes)
+			}
+			if !slices.Equal(commitCursors(g.store), tc.commits) {
+				t.Fatalf("max batch %d: commits %v, want %v", tc.maxBatch, commitCursors(g.store), tc.commits)
+			}
+			// 20, 30 and 40 are discarded.
+			if rep.Slices != 6 || rep.Commits != len(tc.commits) || rep.Records != 50 || rep.Discarded != 3 || g.src.fetches.Load() != 9 {
+				t.Fatalf("max batch %d: report %+v after %d fetches: want 6 slices in %d commits, 50 records, 3 discarded, 9 fetches",
+					tc.maxBatch, rep, g.src.fetches.Load(), len(tc.commits))
+			}
+			if err := g.sink.exactly(50); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestRunGroupCommit pins the gain of batching on the fake clock: fetches
+// take 5 ms (the first 6 ms, so that the window is in when it lands),
+// writes and commits 20 ms each, as a sync to disk may. One slice at a
+// time, each costs its write and its commit, 40 ms. Batched, the 9 slices
+// in flight (the default window) land while the batch before them is made
+// durable, and all 9 cost one write and one commit.
+func TestRunGroupCommit(t *testing.T) {
+	t.Parallel()
+	const n = 100 // slices
+	for _, tc := range []struct {
+		maxBatch, commits int
+		want              time.Duration
+	}{
+		{1, n, 6*time.Millisecond + n*40*time.Millisecond},
+		{0, 12, 6*time.Millisecond + 12*40*time.Millisecond}, // 11 batches of 9, then 1
+		{4, 25, 6*time.Millisecond + 25*40*time.Millisecond},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			g, w := aheadRig(n*10, 10)
+			g.ahead.delay = func(i int) time.Duration { return time.Duration(5+b2i(i == 0)) * time.Millisecond }
+			w.delay, g.store.commitDelay = 20*time.Millisecond, 20*time.Millisecond
+			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink, c.MaxBatch = w, tc.maxBatch })
+			start := time.Now()
+			rep := run(t, r)
+			if took := time.Since(start); took != tc.want {
+				t.Fatalf("max batch %d: %d slices took %v, want %v", tc.maxBatch, n, took, tc.want)
+			}
+			if rep.Slices != n || rep.Commits != tc.commits || rep.Records != n*10 || rep.Discarded != 0 || len(w.log) != tc.commits {
+				t.Fatalf("max batch %d: report %+v in %d writes: want %d slices in %d writes and commits, nothing discarded",
+					tc.maxBatch, rep, len(w.log), n, tc.commits)
+			}
+			for i, c := range commitCursors(g.store) {
+				if c != w.log[i].next {
+					t.Fatalf("max batch %d: commit %d at %d, but write %d ended at %d", tc.maxBatch, i, c, i, w.log[i].next)
+				}
+			}
+			if err := g.sink.exactly(n * 10); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRunBatchIsOneCoveredRange: pages merged into one write have one
+// Covered range, their union, and the coverage series gets it after the
+// commit. A page whose Covered leaves a hole after the one before it, or
+// is unknown after a known one (or the reverse), starts a new batch.
+func TestRunBatchIsOneCoveredRange(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		cover   func(i, j int) [2]int
+		commits []int
+		covered []checkpoint.Range
+	}{
+		{"contiguous", nil, []int{50}, []checkpoint.Range{{Start: t0, End: t0.Add(50 * time.Minute)}}},
+		{"hole before 20", func(i, j int) [2]int {
+			if i == 10 {
+				return [2]int{10, 19}
+			}
+			return [2]int{i, j}
+		}, []int{20, 50}, []checkpoint.Range{{Start: t0, End: t0.Add(19 * time.Minute)}, {Start: t0.Add(20 * time.Minute), End: t0.Add(50 * time.Minute)}}},
+		{"unknown after 30", func(i, j int) [2]int {
+			if i == 30 {
+				return [2]int{}
+			}
+			return [2]int{i, j}
+		}, []int{30, 40, 50}, []checkpoint.Range{{Start: t0, End: t0.Add(30 * time.Minute)}, {Start: t0.Add(40 * time.Minute), End: t0.Add(50 * time.Minute)}}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			g, w := aheadRig(50, 10)
+			g.ahead.delay = func(i int) time.Duration { return time.Duration(1+b2i(i == 0)) * time.Millisecond }
+			g.ahead.coverFn = tc.cover
+			rep := run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink, c.Series = w, "s" }))
+			if !slices.Equal(commitCursors(g.store), tc.commits) || rep.Slices != 5 || rep.Commits != len(tc.commits) {
+				t.Fatalf("%s: commits %v, report %+v: want commits %v of 5 slices", tc.name, commitCursors(g.store), rep, tc.commits)
+			}
+			cov, err := g.store.Coverage(context.Background(), "s")
+			if err != nil || !slices.Equal(cov.Ranges(), tc.covered) {
+				t.Fatalf("%s: coverage %v, %v: want %v", tc.name, cov.Ranges(), err, tc.covered)
+			}
+		})
+	}
 }
 
 // TestRunPrefetchStopLandsInOrder: the fetch after 30 fails while the slice
 // after 0 is still in flight. The pages before it are written and
-// committed first, in order; then the run stops as without prefetch (a gap
-// at the last committed cursor, or an error for a permanent failure), and
-// nothing after it is written.
+// committed first, in order (one write each, or batched into one); then the
+// run stops as without prefetch (a gap at the last committed cursor, or an
+// error for a permanent failure), and nothing after it is written.
 func TestRunPrefetchStopLandsInOrder(t *testing.T) {
 	t.Parallel()
 	until := t0.Add(time.Hour)
-	for _, reason := range stopReasons {
-		synctest.Test(t, func(t *testing.T) {
-			g, w := aheadRig(100, 10)
-			g.ahead.delay = func(i int) time.Duration {
-				if i == 0 {
-					return 50 * time.Millisecond
+	for _, tc := range []struct {
+		maxBatch        int
+		writes, commits []int
+	}{{1, []int{0, 10, 20}, []int{10, 20, 30}}, {0, []int{0}, []int{30}}} {
+		for _, reason := range stopReasons {
+			synctest.Test(t, func(t *testing.T) {
+				g, w := aheadRig(100, 10)
+				g.ahead.delay = func(i int) time.Duration {
+					if i == 0 {
+						return 50 * time.Millisecond
+					}
+					return time.Millisecond
 				}
-				return time.Millisecond
-			}
-			g.ahead.script = func(i, _ int) (int, *budget.Error) {
-				if i == 30 {
-					return 0, &budget.Error{Reason: reason, Until: until}
+				g.ahead.script = func(i, _ int) (int, *budget.Error) {
+					if i == 30 {
+						return 0, &budget.Error{Reason: reason, Until: until}
+					}
+					return 0, nil
 				}
-				return 0, nil
-			}
-			rep, err := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = 4, w }).Run(context.Background(), nil)
-			if want := []int{0, 10, 20}; !slices.Equal(w.firsts(), want) {
-				t.Fatalf("%s: writes began at %v, want %v", reason, w.firsts(), want)
-			}
-			if want := []int{10, 20, 30}; !slices.Equal(commitCursors(g.store), want) {
-				t.Fatalf("%s: commits %v, want %v", reason, commitCursors(g.store), want)
-			}
-			if rep.Slices != 3 || string(rep.Cursor) != "30" || rep.Reason != reason || rep.Discarded != 4 {
-				t.Fatalf("%s: report %+v: want 3 slices at cursor 30, the reason, the 4 slices in flight after it (40..70) discarded", reason, rep)
-			}
-			gaps := pending(t, g.store, catchUp)
-			if reason == budget.ReasonPermanent {
-				if !errors.Is(err, budget.ErrStopped) || len(gaps) != 0 {
-					t.Fatalf("%s: Run error %v with gaps %+v: want the error and no gap", reason, err, gaps)
+				rep, err := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink, c.MaxBatch = 4, w, tc.maxBatch }).Run(context.Background(), nil)
+				if !slices.Equal(w.firsts(), tc.writes) {
+					t.Fatalf("%s, max batch %d: writes began at %v, want %v", reason, tc.maxBatch, w.firsts(), tc.writes)
 				}
-				return
-			}
-			if err != nil || len(gaps) != 1 || string(gaps[0].Cursor) != "30" || gaps[0].Reason != string(reason) {
-				t.Fatalf("%s: Run error %v with gaps %+v: want one gap at the last committed cursor 30", reason, err, gaps)
-			}
-			if now, _ := g.ahead.flights(); now != 0 {
-				t.Fatalf("%s: %d fetches still in flight after the run", reason, now)
-			}
-			assertFree(t, g.store)
-		})
+				if !slices.Equal(commitCursors(g.store), tc.commits) {
+					t.Fatalf("%s, max batch %d: commits %v, want %v", reason, tc.maxBatch, commitCursors(g.store), tc.commits)
+				}
+				if rep.Slices != 3 || rep.Commits != len(tc.commits) || string(rep.Cursor) != "30" || rep.Reason != reason || rep.Discarded != 4 {
+					t.Fatalf("%s, max batch %d: report %+v: want 3 slices at cursor 30, the reason, the 4 slices in flight after it (40..70) discarded", reason, tc.maxBatch, rep)
+				}
+				gaps := pending(t, g.store, catchUp)
+				if reason == budget.ReasonPermanent {
+					if !errors.Is(err, budget.ErrStopped) || len(gaps) != 0 {
+						t.Fatalf("%s: Run error %v with gaps %+v: want the error and no gap", reason, err, gaps)
+					}
+					return
+				}
+				if err != nil || len(gaps) != 1 || string(gaps[0].Cursor) != "30" || gaps[0].Reason != string(reason) {
+					t.Fatalf("%s: Run error %v with gaps %+v: want one gap at the last committed cursor 30", reason, err, gaps)
+				}
+				if now, _ := g.ahead.flights(); now != 0 {
+					t.Fatalf("%s: %d fetches still in flight after the run", reason, now)
+				}
+				assertFree(t, g.store)
+			})
+		}
 	}
 }
 
@@ -429,8 +603,37 @@ func BenchmarkRunPrefetch(b *testing.B) {
 	}
 }
 
+// BenchmarkRunGroupCommit measures one stream on the wall clock against a
+// source whose fetches take 5 ms, a sink whose writes take 20 ms and a
+// store whose commits take 20 ms (a sync to a slow disk each), fetching
+// ahead by the default Prefetch: slices per second with one write and one
+// commit per slice, and with the slices that landed meanwhile made durable
+// together (the default MaxBatch).
+func BenchmarkRunGroupCommit(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		maxBatch int
+	}{{"batch=off", 1}, {"batch=default", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			const n = 40 // slices
+			slices, commits := 0, 0
+			for b.Loop() {
+				g, w := aheadRig(n*10, 10)
+				g.ahead.delay = func(int) time.Duration { return 5 * time.Millisecond }
+				w.delay, g.store.commitDelay = 20*time.Millisecond, 20*time.Millisecond
+				rep := run(b, g.runner(b, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink, c.MaxBatch = w, bc.maxBatch }))
+				slices, commits = slices+rep.Slices, commits+rep.Commits
+			}
+			b.ReportMetric(float64(slices)/b.Elapsed().Seconds(), "slices/s")
+			b.ReportMetric(float64(slices)/float64(commits), "slices/commit")
+		})
+	}
+}
+
 // TestRunPrefetchRenewsLeaseAsPagesLand: all six slices are fetched at
-// once, so no fetch starts while their slow writes drain for 18s, past the
+// once, so no fetch starts while their slow writes (one slice each) drain
+// for 18s, past the
 // 10s TTL: the lease is renewed as the pages land, and a second runner at
 // 14s yields.
 func TestRunPrefetchRenewsLeaseAsPagesLand(t *testing.T) {
@@ -438,7 +641,7 @@ func TestRunPrefetchRenewsLeaseAsPagesLand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, w := aheadRig(60, 10)
 		w.delay = 3 * time.Second
-		a := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.LeaseTTL = 10 * time.Second; c.Sink = w })
+		a := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.LeaseTTL, c.Sink, c.MaxBatch = 10*time.Second, w, 1 })
 		done := make(chan slice.Report)
 		go func() { done <- run(t, a) }()
 

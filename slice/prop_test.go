@@ -216,19 +216,29 @@ func TestPropCatchUpNeverTouchesSteadyState(t *testing.T) {
 }
 
 // TestPropPrefetchLandsPagesInOrder runs a stream that fetches ahead again
-// and again, on the fake clock, with random fetch latencies and windows
-// (Prefetch from off to 6), pages that randomly end short of their
-// prediction, fetches that randomly fail with every stop reason, and
-// random faults of the Source's planning, the Sink and the Store, while new
-// records keep arriving. In every run:
+// and again, on the fake clock, with random fetch, write and commit
+// latencies (so pages land in random batches), windows (Prefetch from off
+// to 6) and batch bounds (MaxBatch from the default to 6), pages that
+// randomly end short of their prediction or cover a range with a hole or
+// say nothing of it (or every page says nothing), fetches that randomly fail with every stop reason,
+// and random faults of the Source's planning, the Sink and the Store,
+// while new records keep arriving. In every run:
+//   - writes and commits alternate, a write first;
 //   - the pages written chain: each starts where the one before it ended,
 //     the first where the checkpoint was, so no page is written twice or
-//     out of order, and nothing planned from a wrong prediction is written;
-//   - the commits are exactly the Next of the pages written, in order, each
-//     after its write succeeded (at most the last write is uncommitted);
+//     out of order;
+//   - each page written is a batch: exactly a run of consecutive pages the
+//     Source served in that run, each but the last ending where it was
+//     predicted to (so nothing planned from a wrong prediction is written
+//     with or after it), with one Covered range, their union, and at most
+//     MaxBatch of them, and at most the window;
+//   - the commits are exactly the Next of the batches written, in order,
+//     each after its write succeeded (at most the last write is
+//     uncommitted);
 //   - a stop's gap is at the last committed cursor;
-//   - Slices and Records count what was committed and written; at most
-//     1+Prefetch fetches were in flight, and none is left when Run returns.
+//   - Slices, Commits and Records count what was committed and written; at
+//     most 1+Prefetch fetches were in flight, and none is left when Run
+//     returns.
 //
 // After the faults stop, a final run leaves every record in the sink once.
 func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
@@ -237,11 +247,15 @@ func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
 		n := rapid.IntRange(0, 60).Draw(t, "records")
 		page := rapid.IntRange(1, 8).Draw(t, "page size")
 		prefetch := rapid.IntRange(slice.NoPrefetch, 6).Draw(t, "prefetch")
+		maxBatch := rapid.IntRange(0, 6).Draw(t, "max batch")
 		seed := rapid.Uint64().Draw(t, "seed")
 		short := rapid.Float64Range(0, 0.5).Draw(t, "short pages")
+		holes := rapid.Float64Range(0, 0.3).Draw(t, "coverage holes")
+		unknown := rapid.Bool().Draw(t, "coverage unknown")
 		fail := rapid.Float64Range(0, 0.2).Draw(t, "fetch failures")
 		jitter := time.Duration(rapid.IntRange(0, 20).Draw(t, "fetch latency ms")) * time.Millisecond
 		writeDelay := time.Duration(rapid.IntRange(0, 10).Draw(t, "write latency ms")) * time.Millisecond
+		commitDelay := time.Duration(rapid.IntRange(0, 10).Draw(t, "commit latency ms")) * time.Millisecond
 		faults := []float64{
 			rapid.Float64Range(0, 0.1).Draw(t, "planning faults"),
 			rapid.Float64Range(0, 0.2).Draw(t, "sink faults"),
@@ -252,27 +266,36 @@ func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
 		if prefetch > 0 {
 			window = 1 + prefetch
 		}
+		most := min(window, maxBatch)
+		if maxBatch == 0 {
+			most = window // the default, 64, is above every window here
+		}
 		rapid.SyncTest(t, func(t *rapid.T) {
 			g, w := aheadRig(n, page)
-			g.ahead.seed, g.ahead.short, g.ahead.fail, g.ahead.jitter = seed, short, fail, jitter
-			w.delay = writeDelay
+			g.ahead.seed, g.ahead.short, g.ahead.fail, g.ahead.jitter, g.ahead.holes = seed, short, fail, jitter, holes
+			g.ahead.unknown = unknown
+			w.delay, g.store.commitDelay = writeDelay, commitDelay
 			g.store.check = checkSinkGate(g.sink)
 			chaoses := []*chaos{newChaos(seed+1, faults[0]), newChaos(seed+2, faults[1]), newChaos(seed+3, faults[2])}
 			g.src.chaos.Store(chaoses[0])
 			g.sink.chaos.Store(chaoses[1])
 			g.store.chaos.Store(chaoses[2])
 			key := checkpoint.Key{Stream: stream, Mode: mode}
-			r := g.runner(t, mode, func(c *slice.Config[rec]) { c.Prefetch, c.Sink, c.Series, c.GapBatch = prefetch, w, "s", 2 })
+			r := g.runner(t, mode, func(c *slice.Config[rec]) {
+				c.Prefetch, c.MaxBatch, c.Sink, c.Series, c.GapBatch = prefetch, maxBatch, w, "s", 2
+			})
 
 			step := 0
 			t.Repeat(map[string]func(*rapid.T){
 				"run": func(t *rapid.T) {
 					step++
 					at := position(g.store.load(t, key).Cursor)
-					writes, commits := len(w.log), len(g.store.commitLog())
+					writes, commits, ops := len(w.log), len(g.store.commitLog()), len(g.store.opLog())
 					rep, err := r.Run(context.Background(), nil)
 					t.Logf("step %d: run from %d: %+v, %v", step, at, rep, err)
-					checkLanded(t, step, at, w.log[writes:], g.store.commitLog()[commits:], rep)
+					checkAlternate(t, step, g.store.opLog()[ops:])
+					got := landed{writes: w.log[writes:], commits: g.store.commitLog()[commits:], served: g.ahead.takeServed()}
+					got.check(t, step, at, most, rep)
 					last := g.store.load(t, key).Cursor
 					if err == nil && (rep.Reason.Exhausted() || rep.Reason.SourcePressure()) &&
 						(len(rep.Gaps) != 1 || string(rep.Gaps[0].Cursor) != string(last) || string(rep.Cursor) != string(last)) {
@@ -282,8 +305,8 @@ func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
 					if now, most := g.ahead.flights(); now != 0 || most > window {
 						t.Fatalf("step %d: %d fetches in flight at once (window %d), %d left after Run returned", step, most, window, now)
 					}
-					if prefetch == slice.NoPrefetch && rep.Discarded != 0 {
-						t.Fatalf("step %d: %d slices discarded without prefetch", step, rep.Discarded)
+					if prefetch == slice.NoPrefetch && (rep.Discarded != 0 || rep.Slices != rep.Commits) {
+						t.Fatalf("step %d: report %+v without prefetch: want nothing discarded, one slice a commit", step, rep)
 					}
 				},
 				"new records": func(t *rapid.T) {
@@ -325,30 +348,101 @@ func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
 	})
 }
 
-// checkLanded checks the writes and commits of one stream run that started
-// at checkpoint position at: see TestPropPrefetchLandsPagesInOrder.
-func checkLanded(t *rapid.T, step, at int, writes []written, commits []commitRec, rep slice.Report) {
+// checkAlternate checks that the writes and commits one run started
+// alternate, a write first.
+func checkAlternate(t *rapid.T, step int, ops []string) {
 	t.Helper()
-	pos, records := at, 0
-	for i, w := range writes {
+	for i, op := range ops {
+		if want := []string{"write", "commit"}[i%2]; op != want {
+			t.Fatalf("step %d: op %d is a %s, want a %s: writes and commits must alternate\nops %v", step, i, op, want, ops)
+		}
+	}
+}
+
+// landed is what one stream run of TestPropPrefetchLandsPagesInOrder did:
+// its writes, its commits, and the pages its fetches returned.
+type landed struct {
+	writes  []written
+	commits []commitRec
+	served  []served
+}
+
+// check checks the run that started at checkpoint position at, whose
+// batches hold most slices at most: see TestPropPrefetchLandsPagesInOrder.
+func (l landed) check(t *rapid.T, step, at, most int, rep slice.Report) {
+	t.Helper()
+	pos, records, slices := at, 0, []int{}
+	for i, w := range l.writes {
 		if w.first != pos || w.next <= w.first || w.next-w.first != w.n {
 			t.Fatalf("step %d: write %d holds [%d, %d) in %d records, but the stream was at %d: out of order, twice, or from a discarded slice\nwrites %+v",
-				step, i, w.first, w.next, w.n, pos, writes)
+				step, i, w.first, w.next, w.n, pos, l.writes)
+		}
+		ps := chain(l.served, w.first, w.next)
+		if ps == nil || len(ps) > most {
+			t.Fatalf("step %d: write %d of [%d, %d) is not a run of at most %d pages served in order, each but the last as predicted: %+v\nserved %+v",
+				step, i, w.first, w.next, most, ps, l.served)
+		}
+		if cov, ok := unionOf(ps); !ok || cov != w.covered {
+			t.Fatalf("step %d: write %d of pages %+v covers %v, want their union (one range: %v)", step, i, ps, w.covered, ok)
 		}
 		if w.ok {
 			records += w.n
 		}
-		pos = w.next
+		pos, slices = w.next, append(slices, len(ps))
 	}
-	if len(commits) > len(writes) || len(commits) < len(writes)-1 {
-		t.Fatalf("step %d: %d commits for %d writes\nwrites %+v\ncommits %+v", step, len(commits), len(writes), writes, commits)
+	c := l.commits
+	if len(c) > len(l.writes) || len(c) < len(l.writes)-1 {
+		t.Fatalf("step %d: %d commits for %d writes\nwrites %+v\ncommits %+v", step, len(c), len(l.writes), l.writes, c)
 	}
-	for i, c := range commits {
-		if c.cursor != writes[i].next || !writes[i].ok {
-			t.Fatalf("step %d: commit %d at %d, but write %d is %+v", step, i, c.cursor, i, writes[i])
+	for i := range c {
+		if c[i].cursor != l.writes[i].next || !l.writes[i].ok {
+			t.Fatalf("step %d: commit %d at %d, but write %d is %+v", step, i, c[i].cursor, i, l.writes[i])
 		}
 	}
-	if rep.Records != records || rep.Slices > len(commits) || rep.Slices < len(commits)-1 {
-		t.Fatalf("step %d: report %+v for %d records written in %d commits", step, rep, records, len(commits))
+	// The last commit may have been applied and reported failed.
+	if rep.Records != records || rep.Commits > len(c) || rep.Commits < len(c)-1 || rep.Slices != sum(slices[:rep.Commits]) {
+		t.Fatalf("step %d: report %+v for %d records written in %d commits of %v slices", step, rep, records, len(c), slices)
 	}
+}
+
+// chain returns the pages served that make up the write [a, b): a run of
+// pages, each starting where the one before it ended and each but the last
+// ending where it was predicted to; nil if there is none.
+func chain(all []served, a, b int) []served {
+	for _, p := range all {
+		switch {
+		case p.first != a || p.next > b:
+		case p.next == b:
+			return []served{p}
+		case p.next == p.predicted:
+			if rest := chain(all, p.next, b); rest != nil {
+				return append([]served{p}, rest...)
+			}
+		}
+	}
+	return nil
+}
+
+// unionOf returns the union of the pages' Covered ranges and whether it is
+// one range a batch may have: all unknown, or all known without a hole.
+func unionOf(ps []served) ([2]int, bool) {
+	u := ps[0].covered
+	for _, p := range ps[1:] {
+		switch {
+		case u == [2]int{} && p.covered == [2]int{}:
+		case u == [2]int{} || p.covered == [2]int{} || p.covered[0] > u[1]:
+			return u, false
+		default:
+			u[1] = max(u[1], p.covered[1])
+		}
+	}
+	return u, true
+}
+
+func sum(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }

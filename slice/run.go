@@ -36,6 +36,7 @@ type session[R any] struct {
 //	    fetch through Provider.Do ── exhausted or source pressure? gap, stop
 //	    Sink.Write ── error? stop, checkpoint unchanged
 //	    Store.Commit(page.Next, version, lease)   (fenced compare-and-swap)
+//	    add page.Covered to Config.Series, if set
 //	release the lease (always)
 //
 // When the Source is a [Predictor] (and [Config.Prefetch] is not
@@ -44,11 +45,14 @@ type session[R any] struct {
 // once, each one Provider.Do call with run. A slice boundary is when a
 // fetch starts: the budget check and the lease renewal happen there, and a
 // spent budget starts no more fetches (the lease is also renewed, when due,
-// as each page lands, so slices fetched ahead land under a fresh lease). Pages are still judged, written and
-// committed one at a time, in order, exactly as above: the checkpoint never
-// passes a durable page, and a stop on slice k+j lands only after slices k
-// .. k+j-1 are written and committed, so its gap is at the last committed
-// cursor as without prefetch. When page k ends elsewhere than predicted,
+// as each page lands, so slices fetched ahead land under a fresh lease).
+// Pages are still judged, written and committed in order, as above, the
+// pages that are ready in order when the sink is free merged into one
+// Sink.Write and one Store.Commit of the last cursor ([Config.MaxBatch];
+// Report.Commits counts them): the checkpoint never passes a durable page,
+// and a stop on slice k+j lands only after slices k .. k+j-1 are written
+// and committed, so its gap is at the last committed cursor as without
+// prefetch. When page k ends elsewhere than predicted, it ends its batch,
 // the slices planned after it are cancelled and discarded unwritten
 // (Report.Discarded), and planning starts again from page k's Next.
 //
@@ -113,7 +117,7 @@ func (s *session[R]) slice(ctx context.Context, sl Slice) (Page[R], *budget.Erro
 	if stop != nil || err != nil {
 		return Page[R]{}, stop, err
 	}
-	if err := s.write(ctx, sl, page); err != nil {
+	if err := s.write(ctx, sl, 1, page); err != nil {
 		return Page[R]{}, nil, err
 	}
 	return page, nil, nil
@@ -199,13 +203,18 @@ func checkPage[R any](p Page[R]) error {
 	return nil
 }
 
-// write hands a non-empty page to the sink and waits until it is durable.
-func (s *session[R]) write(ctx context.Context, sl Slice, page Page[R]) error {
+// write hands a non-empty page to the sink and waits until it is durable:
+// the page of n slices merged, the first of them sl.
+func (s *session[R]) write(ctx context.Context, sl Slice, n int, page Page[R]) error {
 	if len(page.Records) == 0 {
 		return nil
 	}
 	if err := s.r.cfg.Sink.Write(ctx, page); err != nil {
-		return fmt.Errorf("slice: %v: sink write of the slice after cursor %q: %w", s.r.key, sl.After, err)
+		what := "the slice"
+		if n > 1 {
+			what = fmt.Sprintf("the %d slices", n)
+		}
+		return fmt.Errorf("slice: %v: sink write of %s after cursor %q: %w", s.r.key, what, sl.After, err)
 	}
 	return nil
 }

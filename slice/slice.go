@@ -27,7 +27,7 @@ var ErrInvalidPage = errors.New("slice: invalid page")
 // Slice is the smallest replayable unit of a stream: one request's worth
 // (one page, one time window). The [Source] plans it with [Source.Next]; the
 // runner fetches it, writes it and only then commits the cursor after it, so
-// a crash replays at most one slice.
+// a crash replays at most the slices of one write ([Config.MaxBatch]).
 type Slice struct {
 	// After is the cursor the slice starts after: the committed checkpoint
 	// for a stream run, the position inside the range for a fill. Empty at
@@ -101,16 +101,22 @@ type Predictor interface {
 //
 // Within one run, Write and the Store's Commit alternate, even when the
 // run fetches ahead ([Config.Prefetch]): a page is written only after the
-// previous page's commit returned, and committed only after its own Write
-// returned nil, so a host may make the two one transaction (Write stages,
-// Commit writes the staged page with the cursor).
+// previous page's commit returned, and committed (its Next) only after its
+// own Write returned nil, so a host may make the two one transaction (Write
+// stages, Commit writes the staged page with the cursor).
+//
+// A page a stream run writes may be several slices' pages merged (group
+// commit, [Config.MaxBatch]): their Records concatenated in slice order,
+// the last one's Next, and the union of their Covered ranges, which is one
+// range (the run merges only pages whose Covered are all zero or touch).
+// The Sink cannot tell it from one page of a larger slice.
 type Sink[R any] interface {
 	// Write stores the page's records and returns only once they are
 	// durable: after Write returns nil, the runner commits the cursor past
 	// them. Write must be idempotent (an upsert on a natural key): a crash
-	// or an error between Write and the commit replays the slice, so the
-	// same records arrive again. An error stops the run with the checkpoint
-	// unchanged.
+	// or an error between Write and the commit replays the page (every
+	// slice merged into it), so the same records arrive again. An error
+	// stops the run with the checkpoint unchanged.
 	Write(ctx context.Context, p Page[R]) error
 }
 
@@ -154,10 +160,11 @@ type Config[R any] struct {
 	Source Source[R]
 	// Sink writes pages durably and idempotently. Required.
 	Sink Sink[R]
-	// Prefetch is how many slices beyond the one being written a stream run
-	// ([Runner.Run]) may have in flight at once, when the Source implements
-	// [Predictor]: while page k is written and committed, slices k+1 ..
-	// k+Prefetch are fetched, so one stream keeps a fast provider busy.
+	// Prefetch is how many slices a stream run ([Runner.Run]) may fetch
+	// ahead when the Source implements [Predictor]: up to 1+Prefetch slices
+	// not yet handed to the Sink are in flight or landed at once, so while
+	// one page (or batch, see MaxBatch) is written and committed the slices
+	// after it are fetched, and one stream keeps a fast provider busy.
 	// Writes and commits stay strictly in order and the checkpoint never
 	// passes a durable page. Each slice fetched ahead that turns out to be
 	// planned from a wrong prediction costs its request. Without a Predictor
@@ -166,6 +173,23 @@ type Config[R any] struct {
 	// the default, 8: enough for a provider 100 ms away to be called about
 	// 80 times a second by one stream. [NoPrefetch] turns it off.
 	Prefetch int
+	// MaxBatch is the most slices a stream run ([Runner.Run]) makes durable
+	// together, with one Sink.Write and one Store.Commit (group commit).
+	// When the sink is free and several fetched pages are ready in order
+	// (their fetches are in, each ended where it was predicted to), the run
+	// merges them into one page (see [Sink]) and commits the cursor after
+	// the last: a sink and a store that sync to disk pay for one sync per
+	// batch, not per slice. The run never waits for a fetch just to batch
+	// it: it takes what has landed, so batches grow only while writes and
+	// commits are slower than fetches, and a single slice is written as
+	// soon as it is in. A page is never split, and a page that would leave
+	// a hole in the merged Covered range starts the next batch. A crash
+	// between the write and the commit replays the batch, which the sink's
+	// upsert absorbs. A batch holds at most the 1+Prefetch slices a run has
+	// in flight, so without fetching ahead every batch is one slice. 0
+	// means the default, 64; 1 turns batching off (one write and one
+	// commit per slice).
+	MaxBatch int
 	// Series names the coverage series pages are recorded in: when set, the
 	// Covered range of every durable page is added with
 	// [checkpoint.Coverages.AddCoverage], and fills skip what is already
@@ -190,6 +214,9 @@ const (
 	defaultPrefetch = 8
 	maxPrefetch     = 1024
 )
+
+// defaultMaxBatch is the default for a zero [Config.MaxBatch].
+const defaultMaxBatch = 64
 
 // Runner runs one stream: it leases it, resumes from its checkpoint, and
 // fetches, writes and commits slice after slice until the stream is caught
@@ -225,6 +252,9 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 	if cfg.Prefetch == 0 {
 		cfg.Prefetch = defaultPrefetch
 	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -257,6 +287,8 @@ func (c *Config[R]) validate() error {
 		return bad("GapBatch", ">= 0", c.GapBatch)
 	case c.Prefetch < NoPrefetch || c.Prefetch > maxPrefetch:
 		return bad("Prefetch", fmt.Sprintf("in [%d (NoPrefetch), %d]", NoPrefetch, maxPrefetch), c.Prefetch)
+	case c.MaxBatch < 0:
+		return bad("MaxBatch", ">= 0", c.MaxBatch)
 	case c.Store == nil:
 		return missing("Store", "use checkpoint.NewMemoryStore, checkpoint.OpenFileStore or a database store")
 	case c.Provider == nil:
@@ -291,8 +323,13 @@ type Report struct {
 	// did nothing and is not an error.
 	Yielded bool
 	// Slices counts the slices fetched and made durable (and, for a stream
-	// run, committed).
+	// run, committed), however many were merged into one write.
 	Slices int
+	// Commits counts the checkpoint commits of a stream run: each made one
+	// batch of slices durable with one Sink.Write (none if the batch had no
+	// records) and one Store.Commit ([Config.MaxBatch]). Slices/Commits is
+	// the mean batch. Zero for a fill, which commits no checkpoint.
+	Commits int
 	// Records counts the records written to the sink.
 	Records int
 	// Discarded counts slices fetched ahead ([Config.Prefetch]) whose page

@@ -28,6 +28,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"negative batch", func(c *slice.Config[rec]) { c.GapBatch = -1 }, "Config.GapBatch must be >= 0 (got -1)"},
 		{"prefetch below off", func(c *slice.Config[rec]) { c.Prefetch = -2 }, "Config.Prefetch must be in [-1 (NoPrefetch), 1024] (got -2)"},
 		{"absurd prefetch", func(c *slice.Config[rec]) { c.Prefetch = 1025 }, "(got 1025)"},
+		{"negative max batch", func(c *slice.Config[rec]) { c.MaxBatch = -1 }, "Config.MaxBatch must be >= 0 (got -1)"},
 		{"no store", func(c *slice.Config[rec]) { c.Store = nil }, "Config.Store is required: use checkpoint.NewMemoryStore"},
 		{"no provider", func(c *slice.Config[rec]) { c.Provider = nil }, "Config.Provider is required: use budget.NewLocal"},
 		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source is required: implement slice.Source"},

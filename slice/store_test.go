@@ -30,14 +30,18 @@ type faultStore struct {
 	check func(key checkpoint.Key, cursor []byte) error
 
 	// alternate, if set, makes exclusive check that Commits and Sink
-	// writes never overlap; busy counts those under way. For one runner.
+	// writes never overlap, and log them in ops; busy counts those under
+	// way. For one runner.
 	alternate bool
 	busy      atomic.Int32
+	// commitDelay is slept at the start of every Commit (synctest only).
+	commitDelay time.Duration
 
 	mu         sync.Mutex
 	commits    []commitRec
 	violations []string
 	renews     int
+	ops        []string // "write" and "commit", as each started (with alternate)
 
 	// serial orders Acquire and Commit so that each commit can be checked
 	// against the grants made before it: only the latest grant commits.
@@ -86,7 +90,17 @@ func (s *faultStore) exclusive(op string) func() {
 	if s.busy.Add(1) != 1 {
 		s.violate("%s while a commit or a write was under way", op)
 	}
+	s.mu.Lock()
+	s.ops = append(s.ops, op)
+	s.mu.Unlock()
 	return func() { s.busy.Add(-1) }
+}
+
+// opLog returns the writes and commits started so far (with alternate).
+func (s *faultStore) opLog() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ops)
 }
 
 func injected(op string) error { return fmt.Errorf("store %s: %w", op, errInjected) }
@@ -100,6 +114,9 @@ func (s *faultStore) Load(ctx context.Context, key checkpoint.Key) (checkpoint.C
 
 func (s *faultStore) Commit(ctx context.Context, key checkpoint.Key, c []byte, expect int64, l checkpoint.Lease) (checkpoint.Checkpoint, error) {
 	defer s.exclusive("commit")()
+	if s.commitDelay > 0 {
+		time.Sleep(s.commitDelay)
+	}
 	if s.check != nil {
 		if err := s.check(key, c); err != nil {
 			s.violate("%v", err)

@@ -137,3 +137,19 @@ func TestSinkCutsATornLine(t *testing.T) {
 		t.Fatalf("export %q, %v", lines, err)
 	}
 }
+
+// TestSinkForgetsAFailedWrite: candles of a write that failed are not
+// taken as stored, so the replay writes them.
+func TestSinkForgetsAFailedWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sink, err := klines.OpenFileSink(dir, "BTCUSDT", "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := klines.Candle{OpenTime: klines.Time(60000), Open: "1", High: "2", Low: "0.5", Close: "1.5", Volume: "3"}
+	_ = sink.Close() // every write fails from now on
+	if err := sink.Write(context.Background(), slice.Page[klines.Candle]{Records: []klines.Candle{c}}); err == nil || sink.Len() != 0 {
+		t.Fatalf("write to a closed sink = %v with %d candles stored, want an error and none", err, sink.Len())
+	}
+}

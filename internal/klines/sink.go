@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +21,12 @@ import (
 // FileSink stores the candles of one symbol and interval in a CSV file,
 // open_time_ms,open,high,low,close,volume per line, and upserts on the open
 // time: a candle already stored is not written again, so replaying a slice
-// after a crash changes nothing. Write returns only after fsync. A torn last
-// line (a crash mid-write) is cut off when the file is opened. FileSink is
-// safe for concurrent use.
+// after a crash changes nothing. Write appends and returns only after one
+// fsync of the file: appending needs no other sync, since the file's
+// directory entry is made durable when the sink is opened. A runner
+// that merges pages ([slice.Config.MaxBatch]) pays that fsync once per
+// batch. A torn last line (a crash mid-write) is cut off when the file is
+// opened. FileSink is safe for concurrent use.
 type FileSink struct {
 	mu   sync.Mutex
 	f    *os.File
@@ -55,7 +59,33 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The file's name must survive a power loss before any candle in it is
+	// confirmed: it may have just been created, here or by a process that
+	// died before syncing its directory. Once per open, so Write never has
+	// to.
+	if err := syncDir(dir); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
 	return &FileSink{f: f, have: have}, nil
+}
+
+// syncDir makes the entries of dir durable, once a file was created in it.
+// Go cannot sync a directory on Windows, so there it does nothing, as
+// checkpoint's file store does.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Write appends the page's candles that are not stored yet and syncs.
@@ -66,29 +96,39 @@ func (s *FileSink) Write(_ context.Context, p slice.Page[Candle]) error {
 	var added []int64
 	for _, c := range p.Records {
 		ms := c.OpenTime.UnixMilli()
-		if s.have[ms] || slices.Contains(added, ms) {
+		if s.have[ms] {
 			continue
 		}
+		s.have[ms] = true // for now: a repeat in p is skipped
 		added = append(added, ms)
 		fmt.Fprintf(&b, "%d,%s,%s,%s,%s,%s\n", ms, c.Open, c.High, c.Low, c.Close, c.Volume)
 	}
-	if b.Len() == 0 {
+	if err := s.append(b.Bytes()); err != nil {
+		for _, ms := range added {
+			delete(s.have, ms) // not stored after all
+		}
+		return err
+	}
+	return nil
+}
+
+// append appends data to the file and syncs it; on an error it cuts the
+// file back, so the next append does not follow a torn line.
+func (s *FileSink) append(data []byte) error {
+	if len(data) == 0 {
 		return nil
 	}
 	size, err := s.f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return fmt.Errorf("klines: %s: %w", s.f.Name(), err)
 	}
-	if _, err := s.f.Write(b.Bytes()); err != nil {
-		_ = s.f.Truncate(size) // no torn line for the next write to append to
+	if _, err := s.f.Write(data); err != nil {
+		_ = s.f.Truncate(size)
 		return fmt.Errorf("klines: write %s: %w", s.f.Name(), err)
 	}
 	if err := s.f.Sync(); err != nil {
 		_ = s.f.Truncate(size)
 		return fmt.Errorf("klines: sync %s: %w", s.f.Name(), err)
-	}
-	for _, ms := range added {
-		s.have[ms] = true
 	}
 	return nil
 }

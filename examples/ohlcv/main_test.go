@@ -26,14 +26,14 @@ func TestDefaultRunCollectsTheLastDayOnce(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"status", "requests", "ok", "throttled", "retries", "candles", "slices", "gaps", "elapsed_s", "learned_rate"} {
+		for _, k := range []string{"status", "requests", "ok", "throttled", "retries", "candles", "slices", "commits", "gaps", "elapsed_s", "learned_rate"} {
 			if _, ok := raw[k]; !ok {
 				t.Errorf("summary has no %q: %s", k, r.stdout)
 			}
 		}
 		s := decodeSummary(t, r.stdout)
-		if s.Status != "done" || s.Requests != 2 || s.OK != 2 || s.Candles != 1440 || s.Slices != 2 || len(s.Gaps) != 0 || s.LearnedRate <= 0 {
-			t.Fatalf("summary %+v, want done, 2 requests, 1440 candles in 2 slices, no gap", s)
+		if s.Status != "done" || s.Requests != 2 || s.OK != 2 || s.Candles != 1440 || s.Slices != 2 || s.Commits != 2 || len(s.Gaps) != 0 || s.LearnedRate <= 0 {
+			t.Fatalf("summary %+v, want done, 2 requests, 1440 candles in 2 slices and commits (the first page predicts nothing), no gap", s)
 		}
 		checkSeries(t, exportOf(t, "-store", dir), until.Add(-24*time.Hour), until, time.Minute)
 	})

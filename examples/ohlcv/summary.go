@@ -30,9 +30,13 @@ type summary struct {
 	OK        uint64 `json:"ok"`
 	Throttled uint64 `json:"throttled"`
 	Retries   int64  `json:"retries"`
-	// Candles counts the candles written, Slices the pages committed.
+	// Candles counts the candles written, Slices the pages committed, and
+	// Commits the durable writes that committed them: one sink write and
+	// one checkpoint commit each, of every page that landed while the
+	// write before it was synced (slice.Config.MaxBatch).
 	Candles int `json:"candles"`
 	Slices  int `json:"slices"`
+	Commits int `json:"commits"`
 	// Gaps are the gap records the run left open: why each stream stopped
 	// short, and where it resumes.
 	Gaps []gapInfo `json:"gaps"`
@@ -66,6 +70,7 @@ type streamStats struct {
 	Mode    string `json:"mode"`
 	Runs    int    `json:"runs"`
 	Slices  int    `json:"slices"`
+	Commits int    `json:"commits"`
 	Candles int    `json:"candles"`
 	// Last is the open time of the last candle the stream committed past.
 	Last string `json:"last,omitempty"`
@@ -92,6 +97,7 @@ func (c *collector) record(st *streamStats, rep slice.Report, err error) {
 	defer c.mu.Unlock()
 	st.Runs++
 	st.Slices += rep.Slices
+	st.Commits += rep.Commits
 	st.Candles += rep.Records
 	st.Yielded = st.Yielded || rep.Yielded
 	if t, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil {
@@ -129,6 +135,7 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 	for _, st := range c.streams {
 		s.Candles += st.Candles
 		s.Slices += st.Slices
+		s.Commits += st.Commits
 		for _, g := range st.gaps {
 			gi := gapInfo{ID: g.ID, Symbol: st.Symbol, Mode: st.Mode, Reason: g.Reason}
 			if t, derr := klines.DecodeCursor(g.Cursor); len(g.Cursor) > 0 && derr == nil {
@@ -157,8 +164,8 @@ func (s summary) print(w io.Writer, asJSON bool) error {
 		return json.NewEncoder(w).Encode(s)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d candles in %d slices from %s into the %s store, %.1fs\n",
-		s.Status, s.Candles, s.Slices, s.Provider, s.Store, s.ElapsedS)
+	fmt.Fprintf(&b, "%s: %d candles in %d slices (%d commits) from %s into the %s store, %.1fs\n",
+		s.Status, s.Candles, s.Slices, s.Commits, s.Provider, s.Store, s.ElapsedS)
 	fmt.Fprintf(&b, "requests %d (ok %d, throttled %d, retries %d), learned rate %.1f req/s\n",
 		s.Requests, s.OK, s.Throttled, s.Retries, s.LearnedRate)
 	for _, st := range s.Streams {

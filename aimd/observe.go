@@ -161,12 +161,13 @@ func spendOver(reset time.Duration) time.Duration {
 // because the client sends too fast) or noise (a flaky gateway failing a
 // steady share of requests whatever the rate). A provider that has refused
 // with 429 names its limit that way, so its 503s are failures, not rate
-// signals. Otherwise a 503 is pressure, unless the cut for the previous one
-// did not stop them: a 503 for a request sent after that cut, before
-// noiseProof successes came back, shows they do not depend on the rate. The
-// cut is then undone and the provider marked noisy; from then on a 503
-// counts as pressure only while the recent 503 share rises well above the
-// floor measured so far.
+// signals. Otherwise a 503 is pressure, unless the cuts for them do not
+// stop them: a 503 for a request sent after the last cut, before noiseProof
+// successes came back, is a cut that failed, and when noiseFailed of the
+// last noiseTrials cuts for 503s failed, the 503s do not depend on the
+// rate. Those cuts are then undone (at the next success) and the provider
+// marked noisy; from then on a 503 counts as pressure only while the recent
+// 503 share rises well above the share measured then.
 func (c *Controller) readOverload(now, sent time.Time) Kind {
 	m := &c.noise
 	switch {

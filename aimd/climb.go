@@ -20,10 +20,11 @@ const (
 	// still counts as "at that rate": the limit shrank below it.
 	shrinkSlack = 1.05
 	// shortEpisode is how few successes after a cut (and its pause) make a
-	// refusal a sign that the limit lies far below the rate: with a full
-	// allowance after the pause, only a rate far over the limit is refused
-	// that soon.
-	shortEpisode = 2
+	// refusal a sign that the limit lies far below the rate: the first
+	// request after a pause meets a full allowance. (A provider that allows
+	// no burst refuses the second one at any rate over its limit, so that
+	// says nothing of how far over.)
+	shortEpisode = 0
 	// slowStartStep bounds the slow start's growth per response.
 	slowStartStep = 1.5
 	// steadyShare is the share of the rate at a refusal the provider must
@@ -121,9 +122,9 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	case why != cutOvershoot:
 	case est == 0:
 		if (c.shortCut || c.epOK <= shortEpisode) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
-			// Refused within the first few requests after the last cut (or
-			// its pause), or twice in a row within a few requests: the
-			// limit is far below the rate the last cut set.
+			// Refused on the first request after the last cut (or its
+			// pause), or twice in a row within a few requests: the limit
+			// is far below the rate the last cut set.
 			// Where between half of r0 and r0 the limit now lies is not
 			// known: the ceiling is unconfirmed, so the climb back is fast
 			// and the next refusal places it.
@@ -151,7 +152,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	}
 	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
 	c.refusals.add(now)
-	c.rate = c.clamp(min(rate, c.rate)) // a cut never raises the rate
+	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling
 	c.postCut = c.rate
 	c.fitClimb()
 	c.lastCut, c.okSinceCut = now, 0

@@ -36,7 +36,7 @@ const (
 	// noiseSlow and noiseFast are the weights of one response in the slow
 	// (noise floor) and fast (recent) averages of the 503 share.
 	noiseSlow = 1.0 / 64
-	noiseFast = 1.0 / 16
+	noiseFast = 1.0 / 32
 	// noiseProof is how many successes, sent after a cut for a 503, must
 	// come back before the next 503 for that cut to count as having worked.
 	// noiseFailed of the last noiseTrials such cuts that did not (a 503
@@ -44,12 +44,12 @@ const (
 	// one cut may simply not have been deep enough, most of several are
 	// not a chance.
 	noiseProof  = 30
-	noiseTrials = 4
+	noiseTrials = 8
 	noiseFailed = 3
 	// noiseExcess is how far above twice the noise floor the recent 503
 	// share must rise, once a provider is known to be noisy, before a 503
 	// counts as pressure again.
-	noiseExcess = 0.05
+	noiseExcess = 0.1
 )
 
 // episode returns the rate, in requests/s, that the provider delivered in

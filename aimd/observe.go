@@ -198,11 +198,12 @@ func (c *Controller) readOverload(now, sent time.Time) Kind {
 // caused. It runs on a success, so only a success raises the rate.
 func (c *Controller) undo(now time.Time, b snapshot) {
 	c.rate, c.postCut, c.confirmed = c.clamp(b.rate), c.clamp(b.postCut), b.confirmed
-	// Undoing a slow-start exit does not restart slow start, whose
-	// doubling would overshoot the real limit far: the probe above an
-	// unconfirmed ceiling at the rate slow start had reached finds it
-	// more gently.
-	c.ceiling, c.confirmed = c.bound(max(b.ceiling, b.rate)), b.confirmed && b.ceiling > 0
+	// Undoing a slow-start exit resumes slow start: nothing is known of
+	// the limit yet.
+	c.ceiling, c.confirmed = 0, b.confirmed
+	if b.ceiling > 0 {
+		c.ceiling = c.bound(b.ceiling)
+	}
 	c.lastCut = b.lastCut // Decreases stays: it counts what happened
 	c.fitClimb()
 	c.hist.reset(now, c.rate)

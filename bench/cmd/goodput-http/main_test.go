@@ -138,16 +138,25 @@ func TestPlan(t *testing.T) {
 			fixed++
 		}
 	}
+	columns := 0 // the default table's columns: every client but the opt-in ones
+	for _, c := range cls {
+		if !c.optIn {
+			columns++
+		}
+	}
 	short := []time.Duration{30 * time.Second}
 	both := []time.Duration{30 * time.Second, 120 * time.Second}
-	if n := count(options{durs: short}); n != len(rs)*len(cls) {
-		t.Fatalf("30s: %d cells, want every one (%d)", n, len(rs)*len(cls))
+	if n := count(options{durs: short}); n != len(rs)*columns {
+		t.Fatalf("30s: %d cells, want every one (%d)", n, len(rs)*columns)
 	}
-	if n := count(options{durs: both}); n != len(rs)*len(cls)+2*long+fixed {
-		t.Fatalf("30s,120s: %d cells, want %d", n, len(rs)*len(cls)+2*long+fixed)
+	if n := count(options{durs: both}); n != len(rs)*columns+2*long+fixed {
+		t.Fatalf("30s,120s: %d cells, want %d", n, len(rs)*columns+2*long+fixed)
 	}
-	if n := count(options{durs: both, full: true}); n != 2*len(rs)*len(cls) {
-		t.Fatalf("-full: %d cells, want %d", n, 2*len(rs)*len(cls))
+	if n := count(options{durs: both, full: true}); n != 2*len(rs)*columns {
+		t.Fatalf("-full: %d cells, want %d", n, 2*len(rs)*columns)
+	}
+	if n := count(options{durs: short, clients: []string{"rate0.9x", "rate0.95x"}}); n != 2*len(rs) {
+		t.Fatalf("the opt-in jitter columns, named: %d cells, want %d", n, 2*len(rs))
 	}
 	if n := count(options{durs: short, clients: []string{"crawl"}, rows: regexp.MustCompile("noise|random")}); n != 4 {
 		t.Fatalf("crawl on the noise rows: %d cells, want 4", n)

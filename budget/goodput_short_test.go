@@ -3,8 +3,6 @@ package budget_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -121,21 +119,11 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 		var oks []time.Duration
 		ctx, cancel := context.WithTimeout(context.Background(), shortRun)
 		defer cancel()
-		attempt := func(ctx context.Context) budget.Outcome {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1", nil)
-			resp, err := rt.RoundTrip(req)
-			out := budget.FromHTTP(resp, err)
-			if resp != nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					mu.Lock()
-					oks = append(oks, time.Since(start))
-					mu.Unlock()
-				}
-			}
-			return out
-		}
+		attempt := simAttempt(rt, func() {
+			mu.Lock()
+			oks = append(oks, time.Since(start))
+			mu.Unlock()
+		})
 		drive(ctx, p, row.workers, attempt)
 		st := srv.Stats()
 		res = shortResult{

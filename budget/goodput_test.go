@@ -78,16 +78,7 @@ func runGoodput(t *testing.T, pol sim.Scenario, s goodputSetup, newPacer func() 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), goodputRun)
 		defer cancel()
-		attempt := func(ctx context.Context) budget.Outcome {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1", nil)
-			resp, err := rt.RoundTrip(req)
-			out := budget.FromHTTP(resp, err)
-			if resp != nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
-			}
-			return out
-		}
+		attempt := simAttempt(rt, nil)
 		drive(ctx, p, s.workers, attempt)
 		st := srv.Stats()
 		allowed := pol.Allowed(goodputRun)
@@ -101,6 +92,24 @@ func runGoodput(t *testing.T, pol sim.Scenario, s goodputSetup, newPacer func() 
 		}
 	})
 	return row
+}
+
+// simAttempt returns an attempt that asks the simulated exchange behind rt
+// for one candle, reads the body, and calls ok (if not nil) for each 200.
+func simAttempt(rt http.RoundTripper, ok func()) func(context.Context) budget.Outcome {
+	return func(ctx context.Context) budget.Outcome {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1", nil)
+		resp, err := rt.RoundTrip(req)
+		out := budget.FromHTTP(resp, err)
+		if resp != nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && ok != nil {
+				ok()
+			}
+		}
+		return out
+	}
 }
 
 // drive calls p.Do from workers goroutines until ctx ends, waiting out

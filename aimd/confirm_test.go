@@ -33,7 +33,7 @@ func TestLoneRefusalProbesFast(t *testing.T) {
 		if tc.echo {
 			c.ObserveAt(now.Add(5*ms), aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-10 * ms)})
 		}
-		now = succeed(c, now, tc.after, 10*ms)
+		succeed(c, now, tc.after, 10*ms)
 		s := c.Snapshot()
 		if tc.echo && (!near(s.Rate, tc.wantRate, 0.01) || !near(s.Ceiling, 15.2, 1e-9)) || !tc.echo && s.Rate < tc.wantRate || s.Phase != tc.phase || s.Decreases != 1 {
 			t.Errorf("%s: %+v, want rate %s %g, phase %v, 1 decrease", tc.name, s, map[bool]string{true: "~", false: ">="}[tc.echo], tc.wantRate, tc.phase)

@@ -83,15 +83,21 @@ type Signal struct {
 // different things for a fixed window (Reset is the end of the window) and a
 // token bucket (Reset is the time to refill the whole burst):
 //
-//   - Remaining == 0 with Reset > 0: the quota is spent; pause until
-//     now + Reset, whatever the Kind.
+//   - Remaining == 0 with Reset > 0 on a refusal or a Permanent response:
+//     the quota is spent; pause until now + Reset.
 //   - Limit and Window both set: a windowed quota. Limit/Window becomes a
 //     ceiling the rate never exceeds from then on, and on a Success the rate
-//     is set to Remaining/Reset, which spends the rest of the window evenly.
-//     A Permanent response's Hint sets neither (it never moves the rate).
-//   - Without Window, Remaining/Reset is not read as a rate: for a token
-//     bucket it is far below the refill rate when the bucket is low, and
-//     far above it when the bucket is full.
+//     is set to Remaining over Reset (less half a second when Reset is in
+//     whole seconds, as providers round it up), which spends the rest of
+//     the window evenly. A Permanent response's Hint sets neither.
+//   - Without Window, the controller watches whether the provider keeps to
+//     its word: a provider that admits more than it said was left before
+//     its reset is a token bucket, whose Remaining/Reset is no rate (far
+//     below the refill rate when the bucket is low) and whose "0 left"
+//     after every request sent at its rate is no pause; the rate holds at
+//     it instead. Until it shows itself a bucket, a Hint with a Reset of 2s
+//     or more paces like a window, and a served response saying the quota
+//     is spent pauses until Reset when that is over a second.
 type Hint struct {
 	// Limit is the quota per Window, in requests (or the provider's weight
 	// units, if the caller paces weights). Zero means unknown.
@@ -118,13 +124,4 @@ func (h Hint) ceiling() float64 {
 		return 0
 	}
 	return h.Limit / h.Window.Seconds()
-}
-
-// windowRate returns Remaining/Reset for a windowed quota, or 0 when h does
-// not describe one.
-func (h Hint) windowRate() float64 {
-	if h.ceiling() == 0 || h.Remaining <= 0 || h.Reset <= 0 {
-		return 0
-	}
-	return h.Remaining / h.Reset.Seconds()
 }

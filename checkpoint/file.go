@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/forage-go/forage/internal/durable"
 )
 
 // FileStore is a crash-safe [Store] in a directory, for one process: a host
@@ -195,7 +197,7 @@ func (d diskDir) write(file string, data []byte) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("checkpoint: writing %s: %w", file, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("%w: %s: %w", errVisible, file, err)
 	}
 	return nil

@@ -17,7 +17,3 @@ func lockDir(path string) (*os.File, error) {
 	}
 	return f, nil
 }
-
-// syncDir is a no-op: the standard library cannot sync a directory on this
-// platform, so a rename is as durable as the platform makes it.
-func syncDir(string) error { return nil }

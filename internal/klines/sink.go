@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/forage-go/forage/internal/durable"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -63,29 +63,11 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 	// confirmed: it may have just been created, here or by a process that
 	// died before syncing its directory. Once per open, so Write never has
 	// to.
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	return &FileSink{f: f, have: have}, nil
-}
-
-// syncDir makes the entries of dir durable, once a file was created in it.
-// Go cannot sync a directory on Windows, so there it does nothing, as
-// checkpoint's file store does.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Write appends the page's candles that are not stored yet and syncs.

@@ -1,0 +1,171 @@
+package redact_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/forage-go/forage/internal/redact"
+	"pgregory.net/rapid"
+)
+
+func TestURL(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct{ in, want string }{
+		{"https://api.example.com/v3/klines", "https://api.example.com/v3/klines"},
+		{"https://api.example.com/v3/klines?symbol=BTC&apikey=k1&signature=s1",
+			"https://api.example.com/v3/klines?symbol=REDACTED&apikey=REDACTED&signature=REDACTED"},
+		{"https://user:pw@h:8443/p?x=1#frag", "https://REDACTED@h:8443/p?x=REDACTED#REDACTED"},
+		{"https://key@h/p", "https://REDACTED@h/p"},
+		{"http://h/p?bare&empty=&a=b=c", "http://h/p?REDACTED&empty=&a=REDACTED"},
+		{"http://h/p?" + strings.Repeat("k", 65) + "=v", "http://h/p?REDACTED"},
+		{"http://h/p?next=https://e/?t=1&x=2", "http://h/p?next=REDACTED&x=REDACTED"},
+		{"http://h/p?", "http://h/p?"},
+		{"http://h/p/a@b", "http://h/p/a@b"}, // an @ in the path is no userinfo
+		{"/api/v3/klines?apikey=k", "/api/v3/klines?apikey=REDACTED"},
+	} {
+		if got := redact.URL(tc.in); got != tc.want {
+			t.Errorf("%d: URL(%q) = %q, want %q", i, tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct{ in, want string }{
+		{`Get "https://h/p?apikey=k1&sig=s1": EOF`, `Get "https://h/p?apikey=REDACTED&sig=REDACTED": EOF`},
+		{`dial https://u:p@h/x then (http://h/?a=1)`, `dial https://REDACTED@h/x then (http://h/?a=REDACTED`},
+		{`url=https://h/?k=v,next`, `url=https://h/?k=REDACTED`},
+		{`GET /api/v3/klines?apikey=k failed`, `GET /api/v3/klines?apikey=REDACTED failed`},
+		{`what? a=1 and b=2`, `what? a=1 and b=2`}, // no URL
+		{`plain text`, `plain text`},
+		{`"https://h/?a=\"x&k=s"`, `"https://h/?a=REDACTED&k=REDACTED"`}, // %q's escaped quote stays inside
+		{"tab\thttps://h/?k=v\nnext", "tab\thttps://h/?k=REDACTED\nnext"},
+	} {
+		if got := redact.String(tc.in); got != tc.want {
+			t.Errorf("%d: String(%q)\n got %q\nwant %q", i, tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestErrorKeepsTheChain: a *url.Error stays one (errors.As, Timeout), its
+// cause is still found by errors.Is, and other errors are wrapped.
+func TestErrorKeepsTheChain(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t"
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}
+	ue := &url.Error{Op: "Get", URL: "https://h/p?apikey=" + secret, Err: timeout}
+	got := redact.Error(ue)
+	var back *url.Error
+	if !errors.As(got, &back) || !back.Timeout() || !errors.Is(got, context.DeadlineExceeded) {
+		t.Fatalf("Error(%v) = %#v: lost the *url.Error, its Timeout or its cause", ue, got)
+	}
+	if strings.Contains(got.Error(), secret) || strings.Contains(back.URL, secret) {
+		t.Fatalf("secret in %q (URL %q)", got, back.URL)
+	}
+	wrapped := fmt.Errorf("fetch: %w", &url.Error{Op: "Get", URL: "https://h/?k=" + secret, Err: io.EOF})
+	got = redact.Error(wrapped)
+	if strings.Contains(got.Error(), secret) || !errors.Is(got, io.EOF) || !errors.Is(got, wrapped) {
+		t.Fatalf("Error(%v) = %v: a secret left, or the chain lost", wrapped, got)
+	}
+	plain := errors.New("no url here")
+	if redact.Error(plain) != plain || redact.Error(nil) != nil {
+		t.Fatal("an error without a URL is not returned as it is")
+	}
+}
+
+// secretGen draws a query value that holds a secret: it starts with "ZZ",
+// which nothing else the properties draw contains, and has the characters
+// a query value may hold, '=' '?' ':' '/' included.
+func secretGen() *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		return "ZZ" + rapid.StringMatching(`[A-Za-z0-9%+/:=?._~-]{0,24}`).Draw(t, "tail")
+	})
+}
+
+// urlGen draws a URL whose query values and userinfo are secrets, and
+// returns it with the parts that must survive.
+func urlGen(t *rapid.T) (raw, keep string) {
+	scheme := rapid.SampledFrom([]string{"http", "https", "wss", "git+ssh"}).Draw(t, "scheme")
+	host := rapid.StringMatching(`[a-z][a-z0-9.-]{0,12}(:[0-9]{1,5})?`).Draw(t, "host")
+	path := rapid.StringMatching(`(/[a-z0-9._-]{0,8}){0,4}`).Draw(t, "path")
+	user := ""
+	if rapid.Bool().Draw(t, "userinfo") {
+		user = secretGen().Draw(t, "user") + "@"
+		user = strings.NewReplacer("/", "", "?", "", "#", "").Replace(user)
+	}
+	var q []string
+	for i, n := 0, rapid.IntRange(0, 5).Draw(t, "params"); i < n; i++ {
+		k := rapid.StringMatching(`[a-z_]{1,10}`).Draw(t, "key")
+		q = append(q, k+"="+secretGen().Draw(t, "value"))
+	}
+	raw = scheme + "://" + user + host + path
+	if len(q) > 0 {
+		raw += "?" + strings.Join(q, "&")
+	}
+	if rapid.Bool().Draw(t, "fragment") {
+		raw += "#" + secretGen().Draw(t, "frag")
+	}
+	return raw, host + path
+}
+
+// TestPropertyNoSecretSurvives: a URL with secrets in its userinfo, its
+// query values or its fragment, written into a message plainly or with %q
+// (as net/http's *url.Error does), loses every secret; its scheme, host and
+// path stay.
+func TestPropertyNoSecretSurvives(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		raw, u := urlGen(t)
+		scheme := raw[:strings.Index(raw, "://")+3]
+		before := rapid.StringMatching(`[a-z :(]{0,10}`).Draw(t, "before")
+		after := rapid.StringMatching(`[a-z :),]{0,10}`).Draw(t, "after")
+		var msg string
+		if rapid.Bool().Draw(t, "quoted") {
+			msg = fmt.Sprintf("%s%q%s", before, raw, after)
+		} else {
+			msg = before + " " + raw + " " + after
+		}
+		got := redact.String(msg)
+		if strings.Contains(got, "ZZ") {
+			t.Fatalf("String(%q) = %q keeps a secret", msg, got)
+		}
+		if !strings.Contains(got, scheme) || !strings.Contains(got, u) {
+			t.Fatalf("String(%q) = %q lost the scheme, host or path %q", msg, got, u)
+		}
+	})
+}
+
+// TestPropertyIdempotent: redacting twice is redacting once, for any text.
+func TestPropertyIdempotent(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`[a-z:/?&=#@" \\]{0,40}`)).Draw(t, "s")
+		once := redact.String(s)
+		if twice := redact.String(once); twice != once {
+			t.Fatalf("String(%q) = %q, but String of that = %q", s, once, twice)
+		}
+	})
+}
+
+// TestPropertyPlainTextUntouched: text with neither "://" nor "?" is
+// returned as it is.
+func TestPropertyPlainTextUntouched(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.String().Filter(func(s string) bool { return !strings.ContainsAny(s, "?") && !strings.Contains(s, "://") }).Draw(t, "s")
+		if got := redact.String(s); got != s {
+			t.Fatalf("String(%q) = %q, want it unchanged", s, got)
+		}
+	})
+}
+
+func ExampleString() {
+	fmt.Println(redact.String(`Get "https://bob:pw@api.example.com/v3/klines?symbol=BTCUSDT&apikey=k&signature=s": EOF`))
+	// Output: Get "https://REDACTED@api.example.com/v3/klines?symbol=REDACTED&apikey=REDACTED&signature=REDACTED": EOF
+}

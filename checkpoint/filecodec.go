@@ -203,7 +203,7 @@ func decodeGaps(data []byte) (int64, []Gap, error) {
 	var prev int64
 	for i, g := range rec.Gaps {
 		open[i] = Gap{g.ID, Key{g.Stream, g.Mode}, g.Cursor, g.Range, g.Reason, g.Created}
-		if g.ID <= prev || g.ID > rec.LastID || checkGap(open[i]) != nil {
+		if g.ID <= prev || g.ID > rec.LastID || checkStoredGap(open[i]) != nil {
 			return 0, nil, fmt.Errorf("bad gap record %d (id %d, last id %d)", i, g.ID, rec.LastID)
 		}
 		prev = g.ID

@@ -14,6 +14,12 @@ import (
 //     before it changes anything. A method that fails for any reason other
 //     than an I/O error changed nothing.
 //   - Argument errors wrap [ErrInvalid] and are reported before any other.
+//   - Every name passed in (a stream, in a Key, a Lease, a GapQuery or
+//     alone; a series; a lease owner; a gap reason) must pass [CheckName]:
+//     1 to [MaxNameLen] bytes of valid UTF-8 without control characters.
+//     Any other is an [ErrInvalid] error, in every store, so a name that
+//     one store accepts is accepted by all and comes back unchanged after
+//     a restart. "Empty stream" below is short for a stream that fails it.
 //   - Byte slices passed in are copied; byte slices returned are the
 //     caller's to keep and modify.
 //   - Time-dependent decisions (lease expiry, UpdatedAt, Created) read the
@@ -57,7 +63,8 @@ type Checkpoints interface {
 	// ErrConflict; Load and compare the cursor to tell the cases apart.
 	//
 	// Errors, in the order checked: [ErrInvalid] (empty stream, invalid
-	// mode, expect < 0, lease.Token < 0, or a lease for another stream);
+	// mode, expect < 0, lease.Token < 0, or a lease with a token for another
+	// stream or with an empty owner);
 	// [ErrLeaseLost] (a lease that is not the current grant); [ErrLeaseHeld]
 	// (an unfenced commit on a leased stream); [ErrConflict] (the version is
 	// not expect). Commit never changes the lease.
@@ -68,9 +75,13 @@ type Checkpoints interface {
 // marker), so that two collectors never advance the same cursor. Each grant
 // carries a fencing token; see [Lease].
 //
-// A lease is live until the store's clock reaches Expires. Expiry only
-// permits takeover: until another owner acquires the stream, the expired
-// holder may still Renew and Commit. Tokens of one stream strictly increase
+// A lease is live until the store's clock reaches Expires, or until the
+// store learns that its holder died, whichever comes first: a [FileStore]
+// ends at open every lease granted before (its directory lock proves their
+// holders gone), and a store shared by processes may end a lease when its
+// holder's process or connection ends. Either way the end only permits
+// takeover: until another owner acquires the stream, the old holder may
+// still Renew and Commit, and once it is taken over, fencing refuses it. Tokens of one stream strictly increase
 // with every grant, are persisted, and are never reused, even after release.
 type Leases interface {
 	// Acquire grants owner a lease on stream that expires ttl after the
@@ -84,7 +95,8 @@ type Leases interface {
 	// Of many concurrent Acquires on a free stream exactly one wins.
 	//
 	// Errors: [ErrInvalid] (empty stream or owner, ttl <= 0); [ErrLeaseHeld]
-	// (a live lease exists; the message names the holder and its expiry).
+	// (a live lease exists), as a [*LeaseHeldError] that names the holder
+	// and its expiry.
 	Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (Lease, error)
 
 	// Renew extends lease to expire ttl after the store's now and returns
@@ -92,7 +104,7 @@ type Leases interface {
 	// stream's current grant, even if it has expired, as long as nobody took
 	// it over. Renewing is idempotent apart from moving Expires.
 	//
-	// Errors: [ErrInvalid] (empty stream, Token <= 0, ttl <= 0);
+	// Errors: [ErrInvalid] (empty stream or owner, Token <= 0, ttl <= 0);
 	// [ErrLeaseLost] (released, taken over, or never granted).
 	Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error)
 
@@ -100,7 +112,7 @@ type Leases interface {
 	// once. Releasing an already released lease is a no-op returning nil.
 	// Release never touches a later grant.
 	//
-	// Errors: [ErrInvalid] (empty stream, Token <= 0); [ErrLeaseLost] (a
+	// Errors: [ErrInvalid] (empty stream or owner, Token <= 0); [ErrLeaseLost] (a
 	// later grant exists, i.e. the lease was taken over, or it was never
 	// granted).
 	Release(ctx context.Context, lease Lease) error
@@ -122,8 +134,9 @@ type Gaps interface {
 	// the last ID returned as the next q.After until a page is empty; the
 	// page size never stops the drain.
 	//
-	// Errors: [ErrInvalid] (a Mode that is neither zero nor valid, a
-	// negative After or Limit).
+	// Errors: [ErrInvalid] (a Stream that is neither empty nor a valid
+	// name, a Mode that is neither zero nor valid, a negative After or
+	// Limit).
 	ListGaps(ctx context.Context, q GapQuery) ([]Gap, error)
 
 	// ResolveGap marks gap id resolved: ListGaps no longer returns it.

@@ -22,6 +22,7 @@ import (
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
 )
 
 // NewStore returns a new, empty store that reads time only from now. Run
@@ -37,7 +38,8 @@ type NewStore func(t *testing.T, now func() time.Time) checkpoint.Store
 // lease exclusivity, expiry, takeover and fencing, gap records with paging
 // and idempotent resolve, coverage merged on write, argument validation,
 // context cancellation, races between goroutines, and a randomized
-// state-machine test against a simple model.
+// state-machine test against a simple model, and the name rule
+// ([checkpoint.CheckName]) in every method that takes a name.
 func Run(t *testing.T, newStore NewStore) {
 	t.Helper()
 	groups := []struct {
@@ -49,6 +51,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Gaps", gapTests},
 		{"Coverage", coverageTests},
 		{"Contract", contractTests},
+		{"Names", nameTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -115,7 +118,7 @@ func diff(t testing.TB, what string, want, got any) {
 
 // wantErr fails unless err matches target with errors.Is (nil target: no
 // error).
-func wantErr(t testing.TB, what string, err, target error) {
+func wantErr(t rapid.TB, what string, err, target error) {
 	t.Helper()
 	switch {
 	case target == nil && err != nil:

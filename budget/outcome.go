@@ -2,9 +2,11 @@ package budget
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/retry"
 )
 
@@ -13,9 +15,11 @@ import (
 // an HTTP exchange with [FromHTTP].
 //
 // The attempt is classified from Status and Err (see [retry.Classify]): a
-// status of 300 or more decides by itself (Err then only explains it, e.g.
-// the provider's message); otherwise a nil Err is a success and an error is
-// classified by its kind. A host that finds garbage in a
+// status of 400 or more decides by itself (Err then only explains it, e.g.
+// the provider's message); a 3xx with an Err is a failure (a redirect the
+// client did not follow to the end, e.g. a loop), classified by the
+// host's mark or else permanent; otherwise a nil Err is a success and an
+// error is classified by its kind. A host that finds garbage in a
 // 200 body says what it means by wrapping the error: [Transient] (a
 // truncated body: retry) or [Permanent] (a schema the code cannot read:
 // do not retry). An unmarked error that is not a network error counts as
@@ -39,12 +43,28 @@ type Outcome struct {
 // FromHTTP builds an Outcome from a response and error as an
 // [http.RoundTripper] or [http.Client.Do] returns them: the status, the
 // Retry-After and rate-limit headers. It does not read or close the body.
+//
+// The error's message is redacted: net/http writes the whole request URL
+// into it, query included (apikey=…&signature=…), and Outcome.Err ends up
+// in [Error] messages, logs and stored job stats. Query values, userinfo
+// and fragments become "REDACTED"; the scheme, host and path stay, and
+// [errors.Is] and [errors.As] still reach the original error (a
+// [*url.Error] stays one, with its URL redacted).
+//
+// A response that comes with an error is a redirect the client stopped
+// following: net/http returns the last 3xx and "stopped after 10
+// redirects" for a loop, or the error of a CheckRedirect. It is never a
+// success: Err says so and is marked [Permanent] (following the same
+// redirects again meets the same loop).
 func FromHTTP(resp *http.Response, err error) Outcome {
-	o := Outcome{Err: err}
+	o := Outcome{Err: redact.Error(err)}
 	if resp == nil {
 		return o
 	}
 	o.Status = resp.StatusCode
+	if err != nil {
+		o.Err = Permanent(fmt.Errorf("budget: a redirect (HTTP %d) the client stopped following: %w", resp.StatusCode, o.Err))
+	}
 	now := time.Now()
 	if v := resp.Header.Get("Retry-After"); v != "" {
 		if d, ok := retry.ParseRetryAfter(v, now); ok {
@@ -61,10 +81,15 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 // Permanent marks.
 func (o *Outcome) class() retry.Class {
 	switch {
-	case o.Status >= 300:
+	case o.Status >= 400 || (o.Status >= 300 && o.Err == nil):
 		// The status decides: a host's mark on an error that explains a
 		// 429 must not hide the throttling from the controller.
 		return retry.ClassifyStatus(o.Status)
+	case o.Status >= 300: // a 3xx the host calls an error: never a success
+		if c, ok := marked(o.Err); ok {
+			return c
+		}
+		return retry.Permanent
 	case o.Err != nil:
 		if c, ok := marked(o.Err); ok {
 			return c

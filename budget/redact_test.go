@@ -1,0 +1,155 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/forage-go/forage/budget"
+	"pgregory.net/rapid"
+)
+
+// secretQuery is a request query holding credentials, as signed exchange
+// APIs want them.
+const secretQuery = "?symbol=BTCUSDT&apikey=K3Y-s3cr3t&signature=S1G-s3cr3t"
+
+// leaks reports whether msg holds a credential of secretQuery.
+func leaks(msg string) bool { return strings.Contains(msg, "s3cr3t") }
+
+// TestFromHTTPRedactsTheURL: a connection reset by the server makes
+// net/http return a *url.Error whose message holds the whole URL; the
+// Outcome keeps the *url.Error, its cause and its class, but not the
+// credentials.
+func TestFromHTTPRedactsTheURL(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close() // no answer at all: the client sees EOF
+		}
+	}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/api/v3/klines" + secretQuery)
+	if err == nil {
+		_ = resp.Body.Close()
+		t.Fatal("the hijacked request succeeded")
+	}
+	if !leaks(err.Error()) {
+		t.Fatalf("net/http's error %q holds no URL: the test proves nothing", err)
+	}
+	o := budget.FromHTTP(resp, err)
+	var ue *url.Error
+	if leaks(o.Err.Error()) || !errors.As(o.Err, &ue) || leaks(ue.URL) || !errors.Is(o.Err, io.EOF) {
+		t.Fatalf("FromHTTP's Err %q (as *url.Error: %v): a credential left, or the chain lost", o.Err, ue)
+	}
+	if !strings.Contains(o.Err.Error(), "/api/v3/klines?symbol=REDACTED&apikey=REDACTED") {
+		t.Fatalf("FromHTTP's Err %q lost the path or the parameter names", o.Err)
+	}
+}
+
+// TestStopMessageHoldsNoSecret: the *Error a provider returns after a
+// network failure quotes the attempt's error with its URL redacted, and the
+// failure is still classified as a network one (transient: retried).
+func TestStopMessageHoldsNoSecret(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reset := &url.Error{Op: "Get", URL: "https://api.example.com/v3/klines" + secretQuery,
+			Err: &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}}
+		n := 0
+		err := newLocal(t, fast()).Do(context.Background(), newRun(t, budget.Envelope{MaxRequests: 3}),
+			func(context.Context) budget.Outcome { n++; return budget.FromHTTP(nil, reset) })
+		if err == nil || leaks(err.Error()) {
+			t.Fatalf("Do = %v: want a stop without the credentials", err)
+		}
+		if n < 2 {
+			t.Fatalf("%d attempts: the redacted network error was not retried as transient", n)
+		}
+	})
+}
+
+// TestTransportErrorHoldsNoSecret: a base RoundTripper failing with a
+// *url.Error (as one wrapping an http.Client does) surfaces through the
+// Transport as a *budget.Error without the credentials.
+func TestTransportErrorHoldsNoSecret(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return nil, &url.Error{Op: "Get", URL: r.URL.String(), Err: errors.New("tls: handshake failure")}
+		})
+		client, _ := transportClient(t, base)
+		_, err := client.Get("https://api.example.com/v3/klines" + secretQuery)
+		var be *budget.Error
+		if !errors.As(err, &be) || leaks(be.Error()) {
+			t.Fatalf("Get = %v: want a *budget.Error without the credentials (got %v)", err, be)
+		}
+	})
+}
+
+// TestRedirectLoopIsNotASuccess is the regression for a redirect loop
+// counted as a success: net/http returns the last 302 with "stopped after
+// 10 redirects", and the call stops as permanent after one attempt, saying
+// why.
+func TestRedirectLoopIsNotASuccess(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.String(), http.StatusFound)
+	}))
+	defer srv.Close()
+	n := 0
+	err := newLocal(t, fast()).Do(context.Background(), nil, func(ctx context.Context) budget.Outcome {
+		n++
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/loop"+secretQuery, nil)
+		resp, err := srv.Client().Do(req)
+		if resp == nil || err == nil {
+			t.Errorf("net/http returned (%v, %v), want the last 302 and an error", resp, err)
+		}
+		return budget.FromHTTP(resp, err)
+	})
+	if err == nil {
+		t.Fatal("a redirect loop counted as a success")
+	}
+	if r := reasonOf(t, err); r != budget.ReasonPermanent || n != 1 {
+		t.Fatalf("reason %q after %d attempts, want permanent after 1", r, n)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "redirect") || !strings.Contains(msg, "stopped after 10 redirects") || leaks(msg) {
+		t.Fatalf("message %q: want it to name the redirect loop, without the credentials", msg)
+	}
+}
+
+// TestProperty3xxWithErrorFails: an outcome with a 3xx status and an error
+// never counts as a success; without an error a 3xx is a success (e.g. a
+// 304, or a redirect the host chose not to follow).
+func TestProperty3xxWithErrorFails(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		code := rapid.IntRange(300, 399).Draw(rt, "code")
+		withErr := rapid.Bool().Draw(rt, "withErr")
+		viaFromHTTP := rapid.Bool().Draw(rt, "viaFromHTTP")
+		var o budget.Outcome
+		switch {
+		case viaFromHTTP && withErr:
+			o = budget.FromHTTP(&http.Response{StatusCode: code, Header: http.Header{}}, errors.New("stopped after 10 redirects"))
+		case viaFromHTTP:
+			o = budget.FromHTTP(&http.Response{StatusCode: code, Header: http.Header{}}, nil)
+		case withErr:
+			o = budget.Outcome{Status: code, Err: errors.New("klines: status 302: moved")}
+		default:
+			o = budget.Outcome{Status: code}
+		}
+		n := 0
+		err := newLocal(rt, fast()).Do(context.Background(), nil, func(context.Context) budget.Outcome { n++; return o })
+		switch {
+		case withErr && (err == nil || reasonOf(rt, err) != budget.ReasonPermanent || n != 1):
+			rt.Fatalf("%d with an error: Do = %v after %d attempts, want permanent after 1", code, err, n)
+		case !withErr && err != nil:
+			rt.Fatalf("%d without an error: Do = %v, want success", code, err)
+		}
+	})
+}

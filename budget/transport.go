@@ -68,7 +68,10 @@ func HostKey(req *http.Request) string {
 // RoundTrip sends req through its host's provider. It returns the last
 // response whenever one was received, even when the call stopped (a final
 // 429 or 503), and an error only when no response came back; that error is
-// a *[Error] when the budget stopped the call.
+// a *[Error] when the budget stopped the call. The attempts' errors are
+// redacted as [FromHTTP] redacts them, so the *Error names no credential of
+// the request's URL (the http.Client still wraps it in a *url.Error with the
+// whole URL: pass its answer through FromHTTP before storing or logging it).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, err := t.reg.Get(HostKey(req))
 	if err != nil {

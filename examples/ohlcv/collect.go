@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,19 @@ var embeddedSymbols = []string{"BTCUSDT", "ETHUSDT", "BNBUSDT", "SOLUSDT", "XRPU
 // told: its provider discovers it.
 const embeddedLimit = 20
 
+// maxStoreRetries is how many times in a row a stream is run again after
+// its store failed with an error that may pass (see backend.transient);
+// storeRetryWait is the first wait, doubled each time (0.5 s to 8 s, 15.5 s
+// in all).
+const (
+	maxStoreRetries = 5
+	storeRetryWait  = 500 * time.Millisecond
+)
+
+// longWait is the shortest wait after source pressure that is reported on
+// stderr.
+const longWait = 5 * time.Second
+
 // pressureWait is how long a stream waits after source pressure that came
 // without a time to resume at.
 const pressureWait = time.Second
@@ -39,6 +53,7 @@ type collector struct {
 	provider budget.Provider
 	run      *budget.Run
 	verbose  io.Writer // nil unless -v
+	stderr   io.Writer
 
 	mu      sync.Mutex
 	streams []*streamStats // in the order they started
@@ -48,14 +63,22 @@ type collector struct {
 // store, runs every symbol's streams, and prints the summary.
 func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) error {
 	start := time.Now()
-	c := &collector{o: o, base: o.baseURL, client: &http.Client{}}
+	c := &collector{o: o, base: o.baseURL, client: &http.Client{}, stderr: stderr}
+	key := "sim"
+	if c.base != "" {
+		u, _ := url.Parse(c.base) // validated by parseCollect
+		key = u.Host
+	}
 	be, err := openBackend(ctx, o.store, o.schema)
 	if err != nil {
+		if o.json {
+			// A program reading -json gets its one line even now.
+			_ = failedToStart(o, key, time.Since(start), err).print(stdout, true)
+		}
 		return err
 	}
 	defer be.Close()
 	c.be = be
-	key := "sim"
 	if c.base == "" {
 		srv, err := sim.New(embeddedConfig())
 		if err != nil {
@@ -66,9 +89,6 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 			return err
 		}
 		defer stop()
-	} else {
-		u, _ := url.Parse(c.base) // validated by parseCollect
-		key = u.Host
 	}
 	reg, err := budget.NewRegistry(budget.RegistryConfig{NewPacer: be.newPacer()})
 	if err != nil {
@@ -92,7 +112,18 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	if perr := sum.print(stdout, o.json); err == nil {
 		err = perr
 	}
+	if err == nil && sum.Status == "yielded" {
+		err = errYielded{sum.held()}
+	}
 	return err
+}
+
+// errYielded ends a run in which a stream was held by another live
+// process: nothing was done for it. Exit status 3.
+type errYielded struct{ held []string }
+
+func (e errYielded) Error() string {
+	return "nothing done for " + strings.Join(e.held, "; ")
 }
 
 // embeddedConfig configures the embedded exchange.
@@ -168,17 +199,35 @@ func (c *collector) loop(ctx context.Context, sym string, mode checkpoint.Mode, 
 		return false, err
 	}
 	st := c.stats(sym, mode)
+	blips := 0 // store failures in a row
 	for {
 		rep, err := r.Run(ctx, c.run)
 		c.record(st, rep, err)
 		switch {
 		case ctx.Err() != nil:
 			return false, nil // interrupted: the checkpoint is the last commit
+		case err != nil && c.be.transient(err) && blips < maxStoreRetries:
+			// The store went away for a moment (PostgreSQL restarting, a
+			// dropped connection): run again from the checkpoint, which
+			// is the last commit, after a short wait.
+			blips++
+			wait := storeRetryWait << (blips - 1)
+			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: store unavailable (%s); run again in %s (%d of %d)\n",
+				sym, c.o.interval, mode, oneLine(err), wait, blips, maxStoreRetries)
+			if !sleepUntil(ctx, time.Now().Add(wait)) {
+				return false, nil
+			}
+			continue
 		case err != nil:
 			return false, streamError(sym, c.o.interval, mode, err)
 		case rep.Reason.Exhausted():
 			return false, nil // the gap is recorded; the budget ends every stream
+		case rep.Yielded:
+			// Another live process holds the stream: this run did nothing
+			// for it, and says so (the summary's status "yielded", exit 3).
+			return false, nil
 		}
+		blips = 0
 		now := time.Now()
 		var wake time.Time
 		switch {
@@ -194,6 +243,11 @@ func (c *collector) loop(ctx context.Context, sym string, mode checkpoint.Mode, 
 		}
 		if d, ok := c.run.Deadline(); ok && !wake.Before(d) {
 			return false, nil // the budget ends before the next chance to run
+		}
+		if rep.Reason.SourcePressure() && wake.Sub(now) >= longWait {
+			// Never silent: a provider's pause may be long.
+			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider pushed back (%s); waiting until %s (%s)\n",
+				sym, c.o.interval, mode, rep.Reason, wake.UTC().Format(time.RFC3339), wake.Sub(now).Round(time.Second))
 		}
 		if !sleepUntil(ctx, wake) {
 			return false, nil

@@ -43,7 +43,9 @@
 // Exit status: 0 when the run finished, deferred on its budget (a gap is
 // recorded and the summary says why) or was interrupted; 2 for bad flags; 1
 // for an unreachable store or a permanent provider error, e.g. an unknown
-// symbol ("Invalid symbol."). Errors are one line on stderr.
+// symbol ("Invalid symbol."); 3 when another live process holds a stream
+// (status "yielded": nothing was done for it; the summary says who holds
+// it and until when). Errors are one line on stderr.
 //
 // Examples:
 //
@@ -78,6 +80,7 @@ const (
 	exitOK    = 0 // finished, deferred on the budget, or interrupted
 	exitError = 1 // unreachable store, permanent provider error, I/O failure
 	exitUsage = 2 // bad flags
+	exitHeld  = 3 // a stream is leased by another live process: nothing done for it
 )
 
 func main() {
@@ -128,9 +131,13 @@ func runEnv(ctx context.Context, e env, args []string, stdout, stderr io.Writer)
 		}
 	}
 	var uerr usageError
+	var yerr errYielded
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &yerr):
+		fmt.Fprintf(stderr, "ohlcv: %s\n", oneLine(err))
+		return exitHeld
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stderr, usage)
 		return exitOK

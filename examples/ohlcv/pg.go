@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/forage-go/forage/budget"
@@ -17,6 +21,7 @@ import (
 	"github.com/forage-go/forage/pgstore"
 	"github.com/forage-go/forage/slice"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // connectTimeout bounds connecting to PostgreSQL and migrating, so an
@@ -63,6 +68,9 @@ func openPG(ctx context.Context, dsn, schema string) (*pgBackend, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	st, err := pgstore.Open(ctx, dsn, pgstore.Config{Schema: schema})
+	if errors.Is(err, pgstore.ErrInvalidConfig) {
+		return nil, badFlag("pg-schema", "must be 1 to 63 ASCII letters, digits or underscores, not starting with a digit", schema)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +102,46 @@ func (b *pgBackend) newPacer() func(string) (budget.Pacer, error) {
 	return func(key string) (budget.Pacer, error) {
 		return b.store.NewPacer(key, pgstore.PacerConfig{})
 	}
+}
+
+// transient reports whether err is PostgreSQL unreachable for a moment: a
+// connection refused, reset or closed under a statement, a server shutting
+// down or starting up, a serialization failure or a deadlock. A provider's
+// error, a fenced or lost lease and a broken contract are not. Running
+// again is safe whatever happened to the transaction in flight: candles and
+// checkpoint commit together or not at all, and the next run starts from
+// the committed checkpoint.
+func (b *pgBackend) transient(err error) bool { return pgTransient(err) }
+
+func pgTransient(err error) bool {
+	if errors.Is(err, checkpoint.ErrInvalid) || errors.Is(err, checkpoint.ErrConflict) {
+		return false
+	}
+	var be *budget.Error
+	if errors.As(err, &be) {
+		// A provider's verdict, unless the shared pacer (in PostgreSQL)
+		// failed: then the call never reached the provider, and the error
+		// is the database's, not an HTTP one.
+		var ue *url.Error
+		if be.Reason != budget.ReasonPermanent || be.Err == nil || errors.As(be.Err, &ue) {
+			return false
+		}
+		return pgTransient(be.Err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03", "40001", "40P01", "53300":
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08")
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		strings.Contains(err.Error(), "conn closed")
 }
 
 func (b *pgBackend) Close() error {

@@ -26,6 +26,9 @@ type backend interface {
 	// export writes symbol's candles at interval, ascending, one CSV line
 	// each, and returns how many.
 	export(ctx context.Context, symbol, interval string, w io.Writer) (int, error)
+	// transient reports whether err, which ended a stream run, is the
+	// store going away for a moment, so that running again may succeed.
+	transient(err error) bool
 	// Close releases the store.
 	Close() error
 }
@@ -74,6 +77,10 @@ func (b *fileBackend) stream(symbol, interval string) (checkpoint.Store, slice.S
 	b.sinks[name] = s
 	return b.store, s, nil
 }
+
+// transient is false: a local disk's errors (full, read-only, corrupt)
+// do not pass by themselves.
+func (b *fileBackend) transient(error) bool { return false }
 
 func (b *fileBackend) newPacer() func(string) (budget.Pacer, error) { return nil }
 

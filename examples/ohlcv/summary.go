@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 type summary struct {
 	// Status is "done" (every stream caught up), "deferred" (a stream
 	// stopped with a gap: the budget ran out or the provider pushed back),
-	// "interrupted" (SIGINT/SIGTERM) or "failed" (see Error).
+	// "yielded" (another live process holds a stream, see Streams: nothing
+	// was done for it), "interrupted" (SIGINT/SIGTERM) or "failed" (see
+	// Error).
 	Status string `json:"status"`
 	// Error is the failure, for status "failed".
 	Error string `json:"error,omitempty"`
@@ -152,8 +155,21 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 		s.Status, s.Error = "failed", err.Error()
 	case interrupted:
 		s.Status = "interrupted"
+	case slices.ContainsFunc(s.Streams, func(st *streamStats) bool { return st.Yielded }):
+		s.Status = "yielded"
 	case len(s.Gaps) > 0:
 		s.Status = "deferred"
+	}
+	return s
+}
+
+// failedToStart is the summary of a run that failed before it collected
+// anything, e.g. because its store could not be opened.
+func failedToStart(o options, provider string, elapsed time.Duration, err error) summary {
+	s := summary{Status: "failed", Error: err.Error(), Provider: provider, Store: "file",
+		Gaps: []gapInfo{}, ElapsedS: elapsed.Seconds(), Streams: []*streamStats{}}
+	if isPostgres(o.store) {
+		s.Store = "postgres"
 	}
 	return s
 }
@@ -171,11 +187,29 @@ func (s summary) print(w io.Writer, asJSON bool) error {
 	for _, st := range s.Streams {
 		fmt.Fprintf(&b, "  %-10s %-12s %4d slices %7d candles  last %s\n", st.Symbol, st.Mode, st.Slices, st.Candles, st.Last)
 	}
+	for _, h := range s.held() {
+		fmt.Fprintf(&b, "  nothing done for %s\n", h)
+	}
 	for _, g := range s.Gaps {
-		fmt.Fprintf(&b, "  gap %d: %s %s stopped (%s) after %s\n", g.ID, g.Symbol, g.Mode, g.Reason, orNone(g.After))
+		fmt.Fprintf(&b, "  gap %d: %s %s stopped (%s) after %s", g.ID, g.Symbol, g.Mode, g.Reason, orNone(g.After))
+		if g.Until != "" {
+			fmt.Fprintf(&b, "; the provider may be called again at %s", g.Until)
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// held describes each stream another process held, for people.
+func (s summary) held() []string {
+	var out []string
+	for _, st := range s.Streams {
+		if st.Yielded {
+			out = append(out, fmt.Sprintf("%s %s: its stream is leased by another live process", st.Symbol, st.Mode))
+		}
+	}
+	return out
 }
 
 func orNone(s string) string {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// proxy forwards TCP connections to a PostgreSQL server and can cut them
+// all and refuse new ones for a while: a database restart, as the
+// collector sees it.
+type proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	conns []net.Conn
+	down  time.Time // refuse until then
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { _ = ln.Close(); p.cut(0) })
+	go p.serve()
+	return p
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		refuse := time.Now().Before(p.down)
+		p.mu.Unlock()
+		if refuse {
+			_ = c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
+		go func() { _, _ = io.Copy(c, s); _ = c.Close() }()
+	}
+}
+
+// cut closes every connection and refuses new ones for d.
+func (p *proxy) cut(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = time.Now().Add(d)
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// TestPostgresBlipDoesNotEndTheRun: PostgreSQL goes away for two seconds
+// in the middle of a run (every connection cut, new ones refused): the
+// stream runs again from its checkpoint once the database is back, says
+// so on stderr, and the run ends done with every candle stored once.
+func TestPostgresBlipDoesNotEndTheRun(t *testing.T) {
+	dsn, schema, _ := freshSchema(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, u.Host)
+	u.Host = p.ln.Addr().String()
+	via := u.String()
+	runLoopback(t, "-store", dsn, "-pg-schema", schema, "-max-requests", "1") // migrate first
+
+	done := make(chan result, 1)
+	go func() { done <- loopbackRun("-store", via, "-pg-schema", schema, "-page", "10") }()
+	time.Sleep(1500 * time.Millisecond) // the run is under way: 144 pages at the sim's 20/s
+	p.cut(2 * time.Second)
+	r := <-done
+	s := summaryOK(t, r)
+	if s.Status != "done" {
+		t.Fatalf("summary %+v, stderr %q; want done", s, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "store unavailable") {
+		t.Fatalf("stderr %q: want the blip reported", r.stderr)
+	}
+	t.Logf("summary %+v\nstderr %s", s, r.stderr)
+	checkDay(t, exportOf(t, "-store", dsn, "-pg-schema", schema), 0)
+}

@@ -35,6 +35,8 @@ type FileStore struct {
 	c    *core
 	dir  string
 	lock *os.File
+	// pauses is guarded by c.mu; see pause.go.
+	pauses pauseBook
 }
 
 var _ Store = (*FileStore)(nil)
@@ -120,6 +122,8 @@ func (s *FileStore) loadFile(name string) error {
 	switch {
 	case name == gapsFile:
 		c.lastGap, c.gaps, err = decodeGaps(data)
+	case name == pausesFile:
+		err = s.loadPauses(data)
 	case strings.HasPrefix(name, streamPre):
 		var stream string
 		var st streamState

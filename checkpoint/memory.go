@@ -22,6 +22,8 @@ type Config struct {
 // MemoryStore is safe for concurrent use.
 type MemoryStore struct {
 	c *core
+	// pauses is guarded by c.mu; see pause.go.
+	pauses pauseBook
 }
 
 var _ Store = (*MemoryStore)(nil)

@@ -163,22 +163,14 @@ func current(s streamState, l Lease) error {
 }
 
 func (c *core) acquire(ctx context.Context, stream, owner string, ttl time.Duration) (Lease, error) {
-	argErr := checkTTL(ttl)
-	if owner == "" {
-		argErr = fmt.Errorf("%w: lease owner must not be empty", ErrInvalid)
-	}
-	if stream == "" {
-		argErr = fmt.Errorf("%w: lease stream must not be empty", ErrInvalid)
-	}
-	if err := c.enter(ctx, argErr); err != nil {
+	if err := c.enter(ctx, checkAcquire(stream, owner, ttl)); err != nil {
 		return Lease{}, err
 	}
 	defer c.mu.Unlock()
 	now := c.clock()
 	s := c.streams[stream]
 	if s.held() && s.lease.LiveAt(now) {
-		return Lease{}, fmt.Errorf("%w: stream %q is leased by %q until %s (token %d)",
-			ErrLeaseHeld, stream, s.lease.Owner, s.lease.Expires.Format(time.RFC3339Nano), s.lease.Token)
+		return Lease{}, &LeaseHeldError{Lease: s.lease}
 	}
 	s.lease = Lease{Stream: stream, Owner: owner, Token: s.lease.Token + 1, Expires: now.Add(ttl)}
 	s.released = false
@@ -311,13 +303,26 @@ func (c *core) addCoverage(ctx context.Context, series string, r Range) error {
 }
 
 func (c *core) coverage(ctx context.Context, series string) (Coverage, error) {
-	var argErr error
-	if series == "" {
-		argErr = fmt.Errorf("%w: series must not be empty", ErrInvalid)
-	}
-	if err := c.enter(ctx, argErr); err != nil {
+	if err := c.enter(ctx, CheckName("series", series)); err != nil {
 		return Coverage{}, err
 	}
 	defer c.mu.Unlock()
 	return c.cover[series], nil // Coverage is copy-on-write: sharing is safe
+}
+
+// endLeases ends every unreleased lease at the clock's now: the store was
+// just opened under an exclusive lock, so their holders are gone. The next
+// Acquire takes each over with the next token; until then the old holder,
+// if it somehow lives on, may still Renew and Commit, as after an expiry.
+// Nothing is written: a lease's end is not persisted, only its takeover.
+func (c *core) endLeases() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock()
+	for name, s := range c.streams {
+		if s.held() && s.lease.LiveAt(now) {
+			s.lease.Expires = now
+			c.streams[name] = s
+		}
+	}
 }

@@ -1,6 +1,10 @@
 package checkpoint
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // The sentinel errors of this package. Stores wrap them with detail, so test
 // with [errors.Is]. Every message starts with "checkpoint: ".
@@ -11,8 +15,9 @@ var (
 	ErrConflict = errors.New("checkpoint: version conflict")
 
 	// ErrLeaseHeld means another owner holds a live lease on the stream
-	// (Acquire), or an unfenced commit met a stream that is leased (Commit).
-	// Yield: the stream is being run elsewhere.
+	// (Acquire, whose error is a [*LeaseHeldError] naming the holder and
+	// its expiry), or an unfenced commit met a stream that is leased
+	// (Commit). Yield: the stream is being run elsewhere.
 	ErrLeaseHeld = errors.New("checkpoint: lease held")
 
 	// ErrLeaseLost means the presented lease is no longer the stream's
@@ -27,9 +32,11 @@ var (
 	// never issued). A missing checkpoint or coverage is not an error.
 	ErrNotFound = errors.New("checkpoint: not found")
 
-	// ErrInvalid means an argument broke the contract: an empty stream or
-	// owner, an invalid mode, a non-positive TTL, an empty range. The
-	// message names the argument and the value.
+	// ErrInvalid means an argument broke the contract: a stream, series,
+	// owner or reason that is not a valid name ([CheckName]: empty, invalid
+	// UTF-8, a control character, longer than [MaxNameLen]), an invalid
+	// mode, a non-positive TTL, an empty range. The message names the
+	// argument and the value.
 	ErrInvalid = errors.New("checkpoint: invalid argument")
 
 	// ErrCorrupt means a file store file failed its integrity check (torn
@@ -44,3 +51,29 @@ var (
 	// the directory open.
 	ErrLocked = errors.New("checkpoint: directory locked")
 )
+
+// LeaseHeldError is the error [Leases.Acquire] returns when another owner
+// holds a live lease on the stream: it carries who holds it and until when,
+// so a caller that yields can say so. It wraps [ErrLeaseHeld]; read it with
+// [errors.As]:
+//
+//	var held *checkpoint.LeaseHeldError
+//	if errors.As(err, &held) {
+//		log.Printf("%s is run by %s until %v", held.Lease.Stream, held.Lease.Owner, held.Lease.Expires)
+//	}
+type LeaseHeldError struct {
+	// Lease is the holder's grant as the store saw it when it refused:
+	// Stream, Owner, Token and Expires. Expires is when it stops excluding
+	// others unless its holder renews it; a store may end it earlier when
+	// it knows the holder died (see [FileStore] and the pgstore module).
+	Lease Lease
+}
+
+// Error says which stream is held, by whom, until when, and the token.
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("%v: stream %q is leased by %q until %s (token %d)", ErrLeaseHeld,
+		e.Lease.Stream, e.Lease.Owner, e.Lease.Expires.Format(time.RFC3339Nano), e.Lease.Token)
+}
+
+// Unwrap returns [ErrLeaseHeld], so errors.Is(err, ErrLeaseHeld) holds.
+func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }

@@ -28,7 +28,13 @@ import (
 // they return.
 //
 // A lock file (flock, on Unix systems) keeps a second FileStore, in this or
-// another process, from opening the same directory.
+// another process, from opening the same directory. So a lease found on
+// opening belongs to a run that is over: its process died (kill -9, a
+// crash) or closed the store without releasing. [OpenFileStore] ends every
+// such lease at once: the next [FileStore.Acquire] of the stream takes it
+// over, with the next fencing token, instead of waiting for its expiry,
+// and the old lease is refused from then on. (Where flock is missing, a
+// lease found on opening is honoured until it expires.)
 //
 // FileStore is safe for concurrent use. Writes are serialized.
 type FileStore struct {
@@ -57,7 +63,7 @@ func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	lock, err := lockDir(filepath.Join(dir, lockName))
+	lock, exclusive, err := lockDir(filepath.Join(dir, lockName))
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +72,9 @@ func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
 	if err := s.loadAll(); err != nil {
 		_ = lock.Close()
 		return nil, err
+	}
+	if exclusive {
+		s.c.endLeases()
 	}
 	return s, nil
 }
@@ -140,9 +149,24 @@ func (s *FileStore) loadFile(name string) error {
 		err = errors.New("not a file this store writes")
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return fmt.Errorf("%w: %s: %v; %s", ErrCorrupt, path, err, recovery(name))
 	}
 	return nil
+}
+
+// recovery says what the user can do about the corrupt file name, and
+// what doing it loses.
+func recovery(name string) string {
+	const move = "to recover, stop every process using the store and move the file out of the directory (keep it for diagnosis)"
+	switch {
+	case name == gapsFile:
+		return move + ": the store opens without its unresolved gap records, so the holes they describe are not refilled until found again, and gap IDs start over at 1"
+	case strings.HasPrefix(name, streamPre):
+		return move + ": the store opens without that stream's checkpoints and lease, so its next run starts from the beginning of the stream (an idempotent sink absorbs the replay; nothing is lost)"
+	case strings.HasPrefix(name, coveragePre):
+		return move + ": the store opens without that series' coverage, so fills fetch its ranges again (nothing is lost)"
+	}
+	return move + ": the store opens without what it held"
 }
 
 // diskDir is the persister of a FileStore: it writes records to the files of

@@ -9,11 +9,12 @@ import (
 
 // lockDir opens the lock file without locking it: this platform has no
 // flock in the standard library, so keeping one FileStore per directory is
-// the host's job here.
-func lockDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// the host's job here. exclusive is false: another process may have the
+// directory open, so the leases found in it may be live.
+func lockDir(path string) (f *os.File, exclusive bool, err error) {
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+		return nil, false, fmt.Errorf("checkpoint: %w", err)
 	}
-	return f, nil
+	return f, false, nil
 }

@@ -97,6 +97,23 @@ type Config struct {
 	// Uplink delay. Must be >= 0. Defaults to 0: no jitter, and no random
 	// draw, so the responses of a seed are those of a Config without it.
 	UplinkJitter time.Duration
+
+	// Lie makes the klines endpoint break its contract (see [Lie]), for
+	// testing a collector against a lying provider. Defaults to LieNone.
+	Lie Lie
+
+	// LieAfter is how many klines answers are served honestly before the
+	// lies start, so a collector can store some candles before it meets
+	// one. Must be >= 0. Defaults to 0: every answer lies.
+	LieAfter int
+
+	// LieCap is the most rows a [LieShortPages] answer holds, whatever
+	// limit was asked. Must be >= 0. Zero means 500 ([DefaultKlineLimit]).
+	LieCap int
+
+	// LieShift is how far [LieShifted] moves open and close times; it may
+	// be negative. Whole milliseconds only. Zero means half the interval.
+	LieShift time.Duration
 }
 
 // Symbol is one tradable pair.
@@ -223,7 +240,22 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	if c.UplinkJitter < 0 {
 		return c, invalid("Config.UplinkJitter", "must be >= 0", c.UplinkJitter)
 	}
-	return c, nil
+	return c, c.validateLie()
+}
+
+// validateLie validates the lie settings.
+func (c Config) validateLie() error {
+	switch {
+	case c.Lie < LieNone || c.Lie > LieRedirectLoop:
+		return invalid("Config.Lie", "must be one of the Lie constants", int(c.Lie))
+	case c.LieAfter < 0:
+		return invalid("Config.LieAfter", "must be >= 0", c.LieAfter)
+	case c.LieCap < 0:
+		return invalid("Config.LieCap", "must be >= 0", c.LieCap)
+	case c.LieShift%time.Millisecond != 0:
+		return invalid("Config.LieShift", "must be whole milliseconds", c.LieShift)
+	}
+	return nil
 }
 
 // normalizeBan validates and defaults the ban settings.

@@ -117,6 +117,8 @@ func (iv interval) ceil(t int64) int64 {
 // time; the forming
 // candle's Close, High, Low and volumes move with now. An empty range gives an
 // empty, non-nil slice. Errors are *[APIError] with Binance's codes.
+// KlinesAt never lies, whatever [Config.Lie]: it is the truth a lying
+// server's answers are compared with.
 func (s *Server) KlinesAt(now time.Time, q Query) ([]Kline, error) {
 	r, err := s.span(now, q)
 	if err != nil {
@@ -275,12 +277,21 @@ func (c candle) kline() Kline {
 }
 
 // appendJSON appends c as one Binance kline array.
-func (c candle) appendJSON(b []byte) []byte {
+func (c candle) appendJSON(b []byte) []byte { return c.appendJSONTail(b, "") }
+
+// appendJSONTail appends c as one Binance kline array whose volume string
+// ends with tail (escaped as JSON): [LieNewline]'s forged text.
+func (c candle) appendJSONTail(b []byte, tail string) []byte {
 	q := func(b []byte, x float64) []byte {
 		return append(appendDecimal(append(b, ',', '"'), x), '"')
 	}
 	b = strconv.AppendInt(append(b, '['), c.open, 10)
-	b = q(q(q(q(q(b, c.o), c.h), c.l), c.c), c.v)
+	b = q(q(q(q(b, c.o), c.h), c.l), c.c)
+	if tail == "" {
+		b = q(b, c.v)
+	} else {
+		b = strconv.AppendQuoteToASCII(append(b, ','), string(appendDecimal(nil, c.v))+tail)
+	}
 	b = strconv.AppendInt(append(b, ','), c.close, 10)
 	b = q(b, c.qv)
 	b = strconv.AppendInt(append(b, ','), c.trades, 10)

@@ -36,6 +36,7 @@ type Server struct {
 	used    int64 // weight counted in that minute
 	arrived peak
 	passed  peak
+	klines  int64 // klines answers decided, for Config.LieAfter
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -144,10 +145,10 @@ func (s *Server) serve(r *http.Request) reply {
 		return rep
 	}
 	var candles int
-	rep.status, rep.body, candles = s.route(now, r)
+	rep.status, rep.body, candles = s.route(now, r, rep.header)
 	rep.header.Set("Content-Type", "application/json;charset=UTF-8")
 	s.mu.Lock()
-	if rep.status == http.StatusOK {
+	if rep.status < 400 {
 		s.stats.OK++
 		s.stats.Candles += int64(candles)
 	} else {
@@ -288,8 +289,8 @@ func (rep reply) fault(f Fault) reply {
 }
 
 // route serves an admitted request: the status, the body and the number of
-// candles in it.
-func (s *Server) route(now time.Time, r *http.Request) (int, []byte, int) {
+// candles in it; a lie's redirect sets its Location in h.
+func (s *Server) route(now time.Time, r *http.Request, h http.Header) (int, []byte, int) {
 	if r.Method != http.MethodGet {
 		e := &APIError{405, -1000, "Method not allowed."}
 		return e.Status, e.body(), 0
@@ -305,7 +306,7 @@ func (s *Server) route(now time.Time, r *http.Request) (int, []byte, int) {
 			e := err.(*APIError)
 			return e.Status, e.body(), 0
 		}
-		return http.StatusOK, sp.appendJSON(make([]byte, 0, 2+200*sp.len())), sp.len()
+		return s.klinesAnswer(r, sp, h)
 	case pathExchangeInfo:
 		return http.StatusOK, s.exchangeInfo(now), 0
 	case pathTime:

@@ -12,7 +12,8 @@ import "time"
 type Stats struct {
 	// Requests is every request received, whatever its fate.
 	Requests int64
-	// OK is the requests served with 200, slowed-down ones included.
+	// OK is the requests served with 200, slowed-down ones included, and
+	// the redirects of [LieRedirectLoop].
 	OK int64
 	// Throttled is the 429 answers (with or without Retry-After).
 	Throttled int64
@@ -30,7 +31,8 @@ type Stats struct {
 	// SlowedDown is the over-limit requests served late (AnswerSlowDown);
 	// they are also counted in OK.
 	SlowedDown int64
-	// Candles is the number of candles in OK klines responses.
+	// Candles is the number of candles in OK klines responses (the rows
+	// sent, when the server lies).
 	Candles int64
 	// MaxPerSecond is the most requests that passed the limit (not banned,
 	// not rejected; faulted, bad and slowed-down ones included) in any sliding

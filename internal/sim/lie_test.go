@@ -1,0 +1,121 @@
+package sim_test
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/internal/sim"
+)
+
+// TestLies pins every lie's answer to a request for ten candles, against
+// KlinesAt's truth: which rows come back, in which order, at which times,
+// with which values; LieAfter answers honestly first.
+func TestLies(t *testing.T) {
+	t.Parallel()
+	listed := t0.Add(-24 * time.Hour).Truncate(time.Minute)
+	ranged := url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}, "startTime": {ms(listed)}, "limit": {"10"}}
+	latest := url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}, "endTime": {ms(listed.Add(9 * time.Minute))}, "limit": {"10"}}
+	for _, tc := range []struct {
+		name  string
+		cfg   sim.Config
+		query url.Values
+		want  func(truth []sim.Kline) []sim.Kline // nil: the body is checked by body
+		body  string
+	}{
+		{"none", sim.Config{}, ranged, id, ""},
+		{"short pages", sim.Config{Lie: sim.LieShortPages, LieCap: 4}, ranged, func(k []sim.Kline) []sim.Kline { return k[:4] }, ""},
+		{"short pages default cap", sim.Config{Lie: sim.LieShortPages}, ranged, id, ""},
+		{"null", sim.Config{Lie: sim.LieNull}, ranged, nil, "null"},
+		{"empty ranged", sim.Config{Lie: sim.LieEmpty}, ranged, nil, "[]"},
+		{"empty answers the latest honestly", sim.Config{Lie: sim.LieEmpty}, latest, id, ""},
+		{"dropped rows", sim.Config{Lie: sim.LieDropRows}, ranged, func(k []sim.Kline) []sim.Kline { return slices.Delete(k, 5, 6) }, ""},
+		{"reversed", sim.Config{Lie: sim.LieReversed}, ranged, func(k []sim.Kline) []sim.Kline { slices.Reverse(k); return k }, ""},
+		{"shifted by half", sim.Config{Lie: sim.LieShifted}, ranged, shift(30 * time.Second), ""},
+		{"shifted back", sim.Config{Lie: sim.LieShifted, LieShift: -time.Minute}, ranged, shift(-time.Minute), ""},
+		{"newline", sim.Config{Lie: sim.LieNewline}, ranged, func(k []sim.Kline) []sim.Kline {
+			k[9].Volume += "\n" + ms(listed) + ",6.66,6.66,6.66,6.66,6.66"
+			return k
+		}, ""},
+		{"honest before LieAfter", sim.Config{Lie: sim.LieNull, LieAfter: 1}, ranged, id, ""},
+	} {
+		cfg := tc.cfg
+		cfg.Now = newClock(t0).Now
+		cfg.Symbols = []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}
+		srv := newServer(t, cfg)
+		truth, err := srv.KlinesAt(t0, sim.Query{Symbol: "BTCUSDT", Interval: "1m", Start: listed, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := get(t, srv.Client(), inMemory, "/api/v3/klines", tc.query)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: status %d", tc.name, r.status)
+		}
+		if tc.want == nil {
+			if string(r.body) != tc.body {
+				t.Fatalf("%s: body %q, want %q", tc.name, r.body, tc.body)
+			}
+			continue
+		}
+		got, err := sim.ParseKlines(r.body)
+		if want := tc.want(truth); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: %v\n got %+v\nwant %+v", tc.name, err, got, want)
+		}
+		if st := srv.Stats(); st.OK != 1 || st.Candles != int64(len(got)) {
+			t.Fatalf("%s: stats %+v, want 1 OK with %d candles", tc.name, st, len(got))
+		}
+	}
+}
+
+func id(k []sim.Kline) []sim.Kline { return k }
+
+// shift returns a want func moving every open and close time by d.
+func shift(d time.Duration) func([]sim.Kline) []sim.Kline {
+	return func(k []sim.Kline) []sim.Kline {
+		for i := range k {
+			k[i].OpenTime += d.Milliseconds()
+			k[i].CloseTime += d.Milliseconds()
+		}
+		return k
+	}
+}
+
+// TestLieRedirectLoop: every klines request is redirected to itself, so a
+// client gives up after its redirect limit; the redirects count as OK.
+func TestLieRedirectLoop(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, sim.Config{Now: newClock(t0).Now, Lie: sim.LieRedirectLoop})
+	_, err := tryGet(t.Context(), srv.Client(), inMemory, "/api/v3/klines", url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}})
+	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") {
+		t.Fatalf("GET = %v, want the client to stop after 10 redirects", err)
+	}
+	if st := srv.Stats(); st.Requests != 10 || st.OK != 10 {
+		t.Fatalf("stats %+v, want 10 requests answered (redirects)", st)
+	}
+}
+
+// TestLieConfigErrors: bad lie settings name their field.
+func TestLieConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  sim.Config
+		want string
+	}{
+		{sim.Config{Lie: sim.LieRedirectLoop + 1}, "Config.Lie"},
+		{sim.Config{Lie: -1}, "Config.Lie"},
+		{sim.Config{LieAfter: -1}, "Config.LieAfter"},
+		{sim.Config{LieCap: -1}, "Config.LieCap"},
+		{sim.Config{LieShift: time.Microsecond}, "Config.LieShift"},
+	} {
+		if _, err := sim.New(tc.cfg); !errors.Is(err, sim.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("New(%+v) = %v, want an invalid-config error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+	if sim.LieDropRows.String() != "dropped rows" || sim.Lie(99).String() != "Lie(99)" {
+		t.Fatalf("String: %q, %q", sim.LieDropRows, sim.Lie(99))
+	}
+}

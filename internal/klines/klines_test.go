@@ -153,3 +153,64 @@ func TestSinkForgetsAFailedWrite(t *testing.T) {
 		t.Fatalf("write to a closed sink = %v with %d candles stored, want an error and none", err, sink.Len())
 	}
 }
+
+// TestSinkRefusesValuesThatAreNotDecimals: a candle whose value carries a
+// newline and a forged line (or any text that is not a decimal number)
+// fails the whole write: nothing is appended, nothing taken as stored, and
+// the stored candle the forged line aimed at keeps its value.
+func TestSinkRefusesValuesThatAreNotDecimals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sink, err := klines.OpenFileSink(dir, "BTCUSDT", "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	good := klines.Candle{OpenTime: klines.Time(60000), Open: "824.45", High: "825", Low: "824", Close: "824.5", Volume: "3"}
+	if err := sink.Write(context.Background(), slice.Page[klines.Candle]{Records: []klines.Candle{good}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"1\n60000,6.66,6.66,6.66,6.66,6.66", "1,2", "NaN", "", "1e3", "-1", " 1", "1.", `"1"`} {
+		forged := klines.Candle{OpenTime: klines.Time(120000), Open: "1", High: "1", Low: "1", Close: "1", Volume: v}
+		ok := klines.Candle{OpenTime: klines.Time(180000), Open: "1", High: "1", Low: "1", Close: "1", Volume: "1"}
+		err := sink.Write(context.Background(), slice.Page[klines.Candle]{Records: []klines.Candle{ok, forged}})
+		if err == nil || !strings.Contains(err.Error(), "not a decimal number") || sink.Len() != 1 {
+			t.Fatalf("case %d: write of volume %q = %v with %d stored, want an error and 1 stored", i, v, err, sink.Len())
+		}
+	}
+	lines, err := klines.Export(dir, "BTCUSDT", "1m")
+	if err != nil || len(lines) != 1 || lines[0] != "60000,824.45,825,824,824.5,3" {
+		t.Fatalf("export %q, %v: want only the good candle", lines, err)
+	}
+}
+
+// TestSinkReadsOldFiles: a file written by earlier versions reads as it
+// did: every record, ascending. Lines that are not records are skipped, and
+// of two records for one open time, which the sink never writes (an old
+// version let a forged line in through a value with a newline), the first
+// wins: the forgery cannot overwrite the true 824.45.
+func TestSinkReadsOldFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := "120000,1,2,0.5,1.5,10\n" +
+		"60000,824.45,825,824,824.5,3\n" +
+		"180000,1,1,1,1,1\n" + // the forged line's carrier, cut at its newline
+		"60000,6.66,6.66,6.66,6.66,6.66\n" +
+		"garbage\n" + "240000,1,1,1,1\n" + "300000,1,1,1,1,1,1\n" + "+360000,1,1,1,1,1\n" + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "BTCUSDT-1m.csv"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := klines.OpenFileSink(dir, "BTCUSDT", "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if sink.Len() != 3 {
+		t.Fatalf("%d candles stored, want 3", sink.Len())
+	}
+	lines, err := klines.Export(dir, "BTCUSDT", "1m")
+	want := []string{"60000,824.45,825,824,824.5,3", "120000,1,2,0.5,1.5,10", "180000,1,1,1,1,1"}
+	if err != nil || strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Fatalf("export %q, %v, want %q", lines, err, want)
+	}
+}

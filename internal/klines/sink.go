@@ -1,16 +1,14 @@
 package klines
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,14 +17,17 @@ import (
 )
 
 // FileSink stores the candles of one symbol and interval in a CSV file,
-// open_time_ms,open,high,low,close,volume per line, and upserts on the open
-// time: a candle already stored is not written again, so replaying a slice
-// after a crash changes nothing. Write appends and returns only after one
-// fsync of the file: appending needs no other sync, since the file's
-// directory entry is made durable when the sink is opened. A runner
-// that merges pages ([slice.Config.MaxBatch]) pays that fsync once per
-// batch. A torn last line (a crash mid-write) is cut off when the file is
-// opened. FileSink is safe for concurrent use.
+// open_time_ms,open,high,low,close,volume per line. Values are written
+// only if they are decimal numbers, and lines are read back only if they
+// are exactly such records, so a provider's text can never forge or
+// overwrite a line (see record.go). It upserts on the open time: a candle
+// already stored is not written again, so replaying a slice after a crash
+// changes nothing. Write appends and returns only after one fsync of the
+// file: appending needs no other sync, since the file's directory entry is
+// made durable when the sink is opened. A runner that merges pages
+// ([slice.Config.MaxBatch]) pays that fsync once per batch. A torn last
+// line (a crash mid-write) is cut off when the file is opened. FileSink is
+// safe for concurrent use.
 type FileSink struct {
 	mu   sync.Mutex
 	f    *os.File
@@ -50,11 +51,7 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 		}
 	}
 	have := make(map[int64]bool)
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if ms, ok := openTime(line); ok {
-			have[ms] = true
-		}
-	}
+	eachRecord(data, func(c Candle) { have[c.OpenTime.UnixMilli()] = true })
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -70,25 +67,34 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 	return &FileSink{f: f, have: have}, nil
 }
 
-// Write appends the page's candles that are not stored yet and syncs.
+// Write appends the page's candles that are not stored yet and syncs. A
+// candle whose prices or volume are not decimal numbers fails the whole
+// write, before anything is appended: the file holds records only.
 func (s *FileSink) Write(_ context.Context, p slice.Page[Candle]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var b bytes.Buffer
+	var b []byte
 	var added []int64
+	forget := func() {
+		for _, ms := range added {
+			delete(s.have, ms) // not stored after all
+		}
+	}
 	for _, c := range p.Records {
 		ms := c.OpenTime.UnixMilli()
 		if s.have[ms] {
 			continue
 		}
+		var err error
+		if b, err = appendRecord(b, c); err != nil {
+			forget()
+			return err
+		}
 		s.have[ms] = true // for now: a repeat in p is skipped
 		added = append(added, ms)
-		fmt.Fprintf(&b, "%d,%s,%s,%s,%s,%s\n", ms, c.Open, c.High, c.Low, c.Close, c.Volume)
 	}
-	if err := s.append(b.Bytes()); err != nil {
-		for _, ms := range added {
-			delete(s.have, ms) // not stored after all
-		}
+	if err := s.append(b); err != nil {
+		forget()
 		return err
 	}
 	return nil
@@ -139,43 +145,32 @@ func (s *FileSink) Len() int {
 func (s *FileSink) Close() error { return s.f.Close() }
 
 // Export reads the candles of symbol and interval stored in dir, ascending
-// by open time, one CSV line each.
+// by open time, one line each: open_time_ms,open,high,low,close,volume.
+// Lines that are not records (see the file format in record.go) are
+// skipped; if an open time is stored twice, which the sink never writes,
+// the first record wins: a later one can only be a forgery that an old
+// version let in through a value with a newline.
 func Export(dir, symbol, interval string) ([]string, error) {
-	f, err := os.Open(filepath.Join(dir, symbol+"-"+interval+".csv"))
+	data, err := os.ReadFile(filepath.Join(dir, symbol+"-"+interval+".csv"))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	byTime := make(map[int64]string)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if ms, ok := openTime(sc.Text()); ok {
-			byTime[ms] = sc.Text()
+	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
+		data = data[:i+1] // a torn last line is not a record
+	}
+	byTime := make(map[int64]Candle)
+	eachRecord(data, func(c Candle) {
+		if _, ok := byTime[c.OpenTime.UnixMilli()]; !ok {
+			byTime[c.OpenTime.UnixMilli()] = c
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	keys := make([]int64, 0, len(byTime))
-	for k := range byTime {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	})
+	keys := slices.Sorted(maps.Keys(byTime))
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = byTime[k]
+		line, _ := appendRecord(nil, byTime[k]) // read back, so valid
+		out[i] = string(line[:len(line)-1])
 	}
 	return out, nil
-}
-
-// openTime parses the open time at the start of a stored line.
-func openTime(line string) (int64, bool) {
-	field, _, ok := strings.Cut(line, ",")
-	if !ok {
-		return 0, false
-	}
-	ms, err := strconv.ParseInt(field, 10, 64)
-	return ms, err == nil
 }
 
 // Time converts an open time in Unix milliseconds to a time.Time.

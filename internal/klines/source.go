@@ -2,10 +2,8 @@ package klines
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,11 +28,13 @@ type Candle struct {
 // is the open time, in Unix milliseconds, of the last candle it covered.
 // Each request asks for the first Page candles after the cursor, up to
 // Until, so a stretch without candles (before the symbol's listing, a
-// halted market) costs one request, not one per page. The cursor only ever
-// moves to the last candle received, or past a stretch the provider said
-// is empty, never past a candle that was not received. Source is a
-// [slice.Predictor], so a stream run fetches ahead. It is safe for
-// concurrent use if its Client is.
+// halted market) costs one request and its confirmation, not one per page.
+// The cursor only ever moves to the last candle received before any hole
+// in the answer, or past a stretch the provider said is empty and
+// confirmed, never past a candle that was not received. An answer that
+// breaks the klines contract is a permanent provider error (see the
+// package doc). Source is a [slice.Predictor], so a stream run fetches
+// ahead. It is safe for concurrent use if its Client is.
 type Source struct {
 	// Client makes the requests; nil means http.DefaultClient.
 	Client *http.Client
@@ -179,24 +179,41 @@ func (s *Source) Expect(sl slice.Slice) ([]byte, bool) {
 	return EncodeCursor(last), true
 }
 
-// Fetch asks for the first Page candles of the slice's span: exactly one
-// request. An answer that breaks the klines contract (see check) is a
-// classified provider error, never skipped.
+// Fetch asks for the first Page candles of the slice's span: one request,
+// and one more when the answer leaves the start of the span without
+// candles in settled history (see [Source.confirm]). An answer that breaks
+// the klines contract (see check), or that the second request shows to
+// have left out candles, is a classified provider error, never skipped.
 func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle], budget.Outcome) {
 	if s.step == 0 {
 		return slice.Page[Candle]{}, budget.Outcome{Err: budget.Permanent(errors.New("klines: Source used before Init"))}
 	}
 	r := sl.Range
-	q := url.Values{
-		"symbol":    {s.Symbol},
-		"interval":  {s.Interval},
+	rows, out := s.get(ctx, url.Values{
 		"startTime": {strconv.FormatInt(r.Start.UnixMilli(), 10)},
 		"endTime":   {strconv.FormatInt(r.End.UnixMilli()-1, 10)},
 		"limit":     {strconv.Itoa(s.Page)},
+	}, r, s.Page)
+	if out.Err != nil {
+		return slice.Page[Candle]{}, out
 	}
+	s.saw(len(rows))
+	rows = s.contiguous(rows)
+	if vout := s.confirm(ctx, s.leadingHole(r, rows)); vout.Err != nil {
+		return slice.Page[Candle]{}, vout
+	}
+	return s.page(r, rows), out
+}
+
+// get sends one klines request with the query q (symbol and interval
+// added) and returns its rows, checked against the window w and at most
+// limit of them. A failure is in the Outcome's Err, classified.
+func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limit int) ([]Candle, budget.Outcome) {
+	q.Set("symbol", s.Symbol)
+	q.Set("interval", s.Interval)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Base+"/api/v3/klines?"+q.Encode(), nil)
 	if err != nil {
-		return slice.Page[Candle]{}, budget.Outcome{Err: budget.Permanent(err)}
+		return nil, budget.Outcome{Err: budget.Permanent(err)}
 	}
 	client := s.Client
 	if client == nil {
@@ -205,56 +222,31 @@ func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle],
 	resp, err := client.Do(req)
 	out := budget.FromHTTP(resp, err)
 	if err != nil {
-		return slice.Page[Candle]{}, out
+		// A response that comes with an error is not the answer: after a
+		// redirect loop it is the last 302, whose status would classify
+		// the attempt as a success. The error decides.
+		out.Status = 0
+		return nil, out
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		out.Err = budget.Transient(err) // a truncated body: worth a retry
-		return slice.Page[Candle]{}, out
-	}
-	if resp.StatusCode != http.StatusOK {
-		out.Err = apiError(resp.StatusCode, body)
-		return slice.Page[Candle]{}, out
-	}
-	candles, err := parse(body)
-	if err == nil {
-		err = s.check(r, candles)
-	}
+	body, err := readBody(resp.Body)
 	switch {
-	case errors.Is(err, errNull):
-		out.Err = budget.Transient(err) // no klines answer at all: a glitch worth a retry
-		return slice.Page[Candle]{}, out
+	case errors.Is(err, errTooLarge):
+		out.Err = budget.Permanent(err) // the same answer next time
+		return nil, out
 	case err != nil:
+		out.Err = budget.Transient(err) // a truncated body: worth a retry
+		return nil, out
+	case resp.StatusCode != http.StatusOK:
+		out.Err = apiError(resp.StatusCode, body)
+		return nil, out
+	}
+	rows, err := s.decode(body, w, limit)
+	if err != nil {
 		out.Err = budget.Permanent(err) // garbage or a broken contract: classified, never a panic
-		return slice.Page[Candle]{}, out
+		return nil, out
 	}
-	s.saw(len(candles))
-	return s.page(r, candles), out
-}
-
-// check enforces what a klines answer for r promises: at most Page rows,
-// open times on the interval's boundaries, inside r, strictly ascending
-// (oldest first, no duplicates). A provider that breaks it would otherwise
-// make the cursor skip or repeat candles.
-func (s *Source) check(r checkpoint.Range, rows []Candle) error {
-	if len(rows) > s.Page {
-		return fmt.Errorf("klines: the answer holds %d rows, more than the %d asked", len(rows), s.Page)
-	}
-	for i, c := range rows {
-		t := c.OpenTime
-		switch {
-		case !s.floor(t).Equal(t):
-			return fmt.Errorf("klines: row %d opens at %v, not on a %s boundary", i, t, s.Interval)
-		case t.Before(r.Start) || !t.Before(r.End):
-			return fmt.Errorf("klines: row %d opens at %v, outside the asked window %v", i, t, r)
-		case i > 0 && t.Equal(rows[i-1].OpenTime):
-			return fmt.Errorf("klines: row %d repeats the open time %v", i, t)
-		case i > 0 && t.Before(rows[i-1].OpenTime):
-			return fmt.Errorf("klines: row %d opens at %v, before row %d at %v: rows must be oldest first", i, t, i-1, rows[i-1].OpenTime)
-		}
-	}
-	return nil
+	return rows, out
 }
 
 // saw notes that an answer held n rows.
@@ -266,8 +258,62 @@ func (s *Source) saw(n int) {
 	}
 }
 
-// page keeps the closed candles of a checked answer for r and says how far
-// it covers.
+// contiguous returns the rows up to the first hole between two of them.
+// A hole inside an answer is a halt or rows the provider dropped, and the
+// two look alike; cut there, the next slice asks from the hole, and its
+// answer must start at the hole or be confirmed to ([Source.confirm]).
+func (s *Source) contiguous(rows []Candle) []Candle {
+	for i := 1; i < len(rows); i++ {
+		if !rows[i].OpenTime.Equal(rows[i-1].OpenTime.Add(s.step)) {
+			return rows[:i]
+		}
+	}
+	return rows
+}
+
+// settled returns the open time from which candles may not be published
+// yet: two intervals before the forming candle. Earlier ones are history.
+func (s *Source) settled() time.Time { return s.floor(s.now()).Add(-2 * s.step) }
+
+// leadingHole returns the start of r that the answer rows claims has no
+// candle: up to its first row, or, for an empty answer, the whole span up
+// to where history is settled. It is empty when the answer starts where
+// it was asked to.
+func (s *Source) leadingHole(r checkpoint.Range, rows []Candle) checkpoint.Range {
+	end := minTime(r.End, s.settled())
+	if len(rows) > 0 {
+		end = rows[0].OpenTime
+	}
+	if !r.Start.Before(end) {
+		return checkpoint.Range{}
+	}
+	return checkpoint.Range{Start: r.Start, End: end}
+}
+
+// confirm asks the provider for the last candle before hole's end,
+// without a startTime: a provider that answered a ranged request without
+// the candles it has (an empty page in history, rows dropped at the start)
+// shows one inside the hole, and that is a classified provider error. A
+// symbol's listing, a halt or a delisting shows a candle before the hole,
+// or none. A provider that hides the candles from this request too cannot
+// be told from one that has none. A zero hole asks nothing.
+func (s *Source) confirm(ctx context.Context, hole checkpoint.Range) budget.Outcome {
+	if hole.IsZero() {
+		return budget.Outcome{}
+	}
+	rows, out := s.get(ctx, url.Values{
+		"endTime": {strconv.FormatInt(hole.End.UnixMilli()-1, 10)},
+		"limit":   {"1"},
+	}, checkpoint.Range{End: hole.End}, 1)
+	if out.Err == nil && len(rows) == 1 && !rows[0].OpenTime.Before(hole.Start) {
+		out.Err = budget.Permanent(fmt.Errorf("klines: the provider answered no candle in %v, but has one at %v: an answer that leaves out candles",
+			hole, rows[0].OpenTime))
+	}
+	return out
+}
+
+// page keeps the closed candles of a checked, contiguous answer for r and
+// says how far it covers.
 func (s *Source) page(r checkpoint.Range, rows []Candle) slice.Page[Candle] {
 	closed := s.floor(s.now())
 	n := len(rows)
@@ -277,75 +323,30 @@ func (s *Source) page(r checkpoint.Range, rows []Candle) slice.Page[Candle] {
 	recs := rows[:n]
 	var covered checkpoint.Range
 	var next time.Time
-	switch {
+	switch end := minTime(r.End, s.settled()); {
 	case n > 0:
 		// Only what was received is covered, whether the page is full or
-		// short: a provider may cap its answers below Page, drop rows, or
-		// not have published the newest candle yet. The next slice asks
-		// again from the candle after the last one received.
+		// short: a provider may cap its answers below Page, cut short at a
+		// hole, or not have published the newest candle yet. The next
+		// slice asks again from the candle after the last one received.
 		next = recs[n-1].OpenTime
 		covered = checkpoint.Range{Start: r.Start, End: next.Add(s.step)}
-	case !r.End.Before(closed.Add(-2 * s.step)):
+	case !r.Start.Before(end):
 		// Nothing near the head, where the newest closed candles may not be
 		// published yet: nothing is covered and the cursor stays (no
 		// progress: caught up for now).
 		next = r.Start.Add(-s.step)
 	default:
-		// Nothing in the whole span, which ends in settled history: no
-		// candle opens in r.
-		next = s.lastBefore(r.End)
-		covered = r
+		// Nothing in the span's settled part (confirmed): no candle opens
+		// there.
+		next = s.lastBefore(end)
+		covered = checkpoint.Range{Start: r.Start, End: end}
 	}
 	page := slice.Page[Candle]{Records: recs, Next: EncodeCursor(next)}
 	if covered.End.After(covered.Start) {
 		page.Covered = covered
 	}
 	return page
-}
-
-// apiError turns a provider's error body ({"code":-1121,"msg":"Invalid
-// symbol."}) into an error carrying its message.
-func apiError(status int, body []byte) error {
-	var e struct {
-		Code int    `json:"code"`
-		Msg  string `json:"msg"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Msg != "" {
-		return fmt.Errorf("klines: provider said %d %s (code %d)", status, e.Msg, e.Code)
-	}
-	return fmt.Errorf("klines: provider said %d", status)
-}
-
-// errNull is the error of an answer that is JSON null, not an array.
-var errNull = errors.New("klines: the provider answered null, not an array of klines")
-
-// parse decodes Binance's array-of-arrays kline format.
-func parse(body []byte) ([]Candle, error) {
-	var rows [][]json.RawMessage
-	if err := json.Unmarshal(body, &rows); err != nil {
-		return nil, fmt.Errorf("klines: decode: %w", err)
-	}
-	if rows == nil {
-		return nil, errNull
-	}
-	out := make([]Candle, 0, len(rows))
-	for i, row := range rows {
-		if len(row) < 6 {
-			return nil, fmt.Errorf("klines: row %d has %d fields, want at least 6", i, len(row))
-		}
-		var ms int64
-		if err := json.Unmarshal(row[0], &ms); err != nil {
-			return nil, fmt.Errorf("klines: row %d open time: %w", i, err)
-		}
-		c := Candle{OpenTime: time.UnixMilli(ms).UTC()}
-		for j, dst := range []*string{&c.Open, &c.High, &c.Low, &c.Close, &c.Volume} {
-			if err := json.Unmarshal(row[j+1], dst); err != nil {
-				return nil, fmt.Errorf("klines: row %d field %d: %w", i, j+1, err)
-			}
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }
 
 func maxTime(a, b time.Time) time.Time {

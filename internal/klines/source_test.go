@@ -88,12 +88,12 @@ func contiguous(t *testing.T, got []time.Time, from, to time.Time, step time.Dur
 	}
 }
 
-// TestBeforeListingCostsOneRequest: a month before the symbol's listing is
-// answered by the first request with the candles from the listing on:
-// collecting 10 hours of candles in pages of 100 takes 6 requests, not the
-// 432 more a window per page of the empty month would, and the month is
-// covered.
-func TestBeforeListingCostsOneRequest(t *testing.T) {
+// TestBeforeListingCostsTwoRequests: a month before the symbol's listing
+// is answered by the first request with the candles from the listing on,
+// and one more request confirms that nothing precedes them: collecting 10
+// hours of candles in pages of 100 takes 7 requests, not the 432 more a
+// window per page of the empty month would, and the month is covered.
+func TestBeforeListingCostsTwoRequests(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-10 * time.Hour).Truncate(time.Minute)
@@ -108,8 +108,8 @@ func TestBeforeListingCostsOneRequest(t *testing.T) {
 		rep, got := collect(t, src, store)
 		now := time.Now().Truncate(time.Minute)
 		contiguous(t, got, listed, now, time.Minute)
-		if tr.n.Load() != 6 || rep.Slices != 6 || rep.Discarded != 0 {
-			t.Fatalf("%d requests, report %+v: want 6 requests, 6 slices, none discarded", tr.n.Load(), rep)
+		if tr.n.Load() != 7 || rep.Slices != 6 || rep.Discarded != 0 {
+			t.Fatalf("%d requests, report %+v: want 7 requests (6 pages and a confirmation), 6 slices, none discarded", tr.n.Load(), rep)
 		}
 		cov, err := store.Coverage(context.Background(), "sim/NEWUSDT")
 		if err != nil || !cov.Covers(checkpoint.Range{Start: from, End: now}) {
@@ -140,11 +140,11 @@ func TestCappedProviderLeavesNoHole(t *testing.T) {
 	})
 }
 
-// TestEmptyHistoryIsCoveredInOneRequest: nothing between From and a fixed
+// TestEmptyHistoryIsCoveredInTwoRequests: nothing between From and a fixed
 // Until in settled history (the symbol was listed after it): one request
-// covers the whole span and moves the cursor to its last candle, and a
-// second run makes none.
-func TestEmptyHistoryIsCoveredInOneRequest(t *testing.T) {
+// and its confirmation cover the whole span and move the cursor to its
+// last candle, and a second run makes none.
+func TestEmptyHistoryIsCoveredInTwoRequests(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now().Truncate(time.Minute)
@@ -155,13 +155,13 @@ func TestEmptyHistoryIsCoveredInOneRequest(t *testing.T) {
 			From: from, Until: func() time.Time { return until }}
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
 		rep, got := collect(t, src, store)
-		if len(got) != 0 || tr.n.Load() != 1 || string(rep.Cursor) != string(klines.EncodeCursor(until.Add(-time.Minute))) {
-			t.Fatalf("%d candles in %d requests, report %+v: want none in 1 request, cursor at the last minute before Until", len(got), tr.n.Load(), rep)
+		if len(got) != 0 || tr.n.Load() != 2 || string(rep.Cursor) != string(klines.EncodeCursor(until.Add(-time.Minute))) {
+			t.Fatalf("%d candles in %d requests, report %+v: want none in 2 requests, cursor at the last minute before Until", len(got), tr.n.Load(), rep)
 		}
 		if cov, _ := store.Coverage(context.Background(), "sim/NEWUSDT"); !cov.Covers(checkpoint.Range{Start: from, End: until}) {
 			t.Fatalf("coverage %v, want [%v, %v)", cov, from, until)
 		}
-		if _, got = collect(t, src, store); len(got) != 0 || tr.n.Load() != 1 {
+		if _, got = collect(t, src, store); len(got) != 0 || tr.n.Load() != 2 {
 			t.Fatalf("a second run made %d requests in all", tr.n.Load())
 		}
 	})
@@ -192,27 +192,50 @@ func rows(base int64, minutes ...int64) string {
 	return "[" + strings.Join(out, ",") + "]"
 }
 
-// TestBrokenAnswersAreProviderErrors: rows newest first, repeated,
-// off the interval's boundaries, outside the asked span, more than asked,
-// or a null answer are classified provider errors (permanent, but a null
-// answer is worth a retry), never skipped and never stored.
+// rowOf renders a kline row opening at ms with the given open, high, low,
+// close and volume, JSON-quoted.
+func rowOf(ms int64, v ...string) string {
+	var q []string
+	for _, x := range v {
+		q = append(q, strconv.Quote(x))
+	}
+	return "[" + itoa(ms) + "," + strings.Join(q, ",") + "," + itoa(ms+59999) + `,"15",3,"5","7","0"]`
+}
+
+// TestBrokenAnswersAreProviderErrors: rows newest first, repeated, off the
+// interval's boundaries, outside the asked span, more than asked, values
+// that are not decimal numbers (a newline that would forge a CSV line,
+// NaN, Inf, empty, an exponent, a sign), a null answer, an empty body or
+// one past the 8 MiB cap are permanent provider errors that say what broke,
+// never skipped and never stored.
 func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)
 	from := now.Add(-24 * time.Hour)
 	base := from.UnixMilli()
-	for _, tc := range []struct {
-		name, body, want string
-		transient        bool
-	}{
-		{"newest first", rows(base, 2, 1, 0), "rows must be oldest first", false},
-		{"duplicate", rows(base, 0, 1, 1, 2), "repeats the open time", false},
-		{"shifted", "[" + row(base+1000) + "]", "not on a 1m boundary", false},
-		{"before the span", rows(base, -1, 0), "outside the asked window", false},
-		{"after the span", rows(base, 0, 24*60), "outside the asked window", false},
-		{"more than asked", rows(base, 0, 1, 2, 3, 4, 5), "6 rows, more than the 5 asked", false},
-		{"null", "null", "answered null", true},
-		{"not klines", `{"foo":1}`, "decode", false},
+	value := func(i int, v string) string {
+		vs := []string{"1", "2", "0.5", "1.5", "10"}
+		vs[i] = v
+		return "[" + row(base) + "," + rowOf(base+60000, vs...) + "]"
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"newest first", rows(base, 2, 1, 0), "rows must be oldest first"},
+		{"duplicate", rows(base, 0, 1, 1, 2), "repeats the open time"},
+		{"shifted", "[" + row(base+1000) + "]", "not on a 1m boundary"},
+		{"before the span", rows(base, -1, 0), "outside the asked window"},
+		{"after the span", rows(base, 0, 24*60), "outside the asked window"},
+		{"more than asked", rows(base, 0, 1, 2, 3, 4, 5), "6 rows, more than the 5 asked"},
+		{"a newline in a value", value(3, "1.5\n"+itoa(base)+",6.66,6.66,6.66,6.66,6.66"), `row 1: the close at 2030-01-01 00:01:00 +0000 UTC is "1.5\n`},
+		{"NaN", value(0, "NaN"), `the open at 2030-01-01 00:01:00 +0000 UTC is "NaN", not a decimal number`},
+		{"Inf", value(1, "+Inf"), `the high at 2030-01-01 00:01:00 +0000 UTC is "+Inf"`},
+		{"empty value", value(2, ""), `the low at 2030-01-01 00:01:00 +0000 UTC is ""`},
+		{"exponent", value(4, "1e5"), `the volume at 2030-01-01 00:01:00 +0000 UTC is "1e5"`},
+		{"negative", value(4, "-1"), `"-1", not a decimal number`},
+		{"null value", "[" + strings.Replace(row(base), `"10"`, "null", 1) + "]", `the volume at 2030-01-01 00:00:00 +0000 UTC is ""`},
+		{"null", "null", "answered null"},
+		{"empty body", "", "decode"},
+		{"not klines", `{"foo":1}`, "decode"},
+		{"past the cap", "[" + strings.Repeat(" ", klines.MaxAnswer) + "]", "answer larger than 8 MiB"},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			src := &klines.Source{Client: fixed(tc.body), Base: "http://x", Symbol: "A", Interval: "1m", Page: 5, From: from,
@@ -234,12 +257,11 @@ func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 				}
 				return out
 			})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("%s: Do = %v, want an error saying %q", tc.name, err, tc.want)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%s: Do = %v, want an error on one line saying %q", tc.name, err, tc.want)
 			}
-			reason, _ := budget.ReasonOf(err)
-			if permanent := reason == budget.ReasonPermanent; permanent == tc.transient || permanent != (attempts == 1) {
-				t.Fatalf("%s: reason %s after %d attempts, want transient %v", tc.name, reason, attempts, tc.transient)
+			if reason, _ := budget.ReasonOf(err); reason != budget.ReasonPermanent || attempts != 1 {
+				t.Fatalf("%s: reason %s after %d attempts, want permanent after 1", tc.name, reason, attempts)
 			}
 		})
 	}
@@ -287,41 +309,50 @@ func TestNewestFirstStopsTheRun(t *testing.T) {
 	})
 }
 
-// TestPageCoversOnlyWhatWasReceived pins Fetch's page, row by row: the
-// cursor moves to the last candle received, never past it; an empty answer
-// covers its span in settled history and nothing near the head.
+// TestPageCoversOnlyWhatWasReceived pins Fetch's page, row by row, against
+// an honest provider: the cursor moves to the last candle received, never
+// past it, nor past a hole inside the answer (the next slice asks from
+// there); an answer that starts late, or an empty one, is confirmed by one
+// more request and then covers its span in settled history, and nothing
+// near the head.
 func TestPageCoversOnlyWhatWasReceived(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 1, 2, 0, 0, 30, 0, time.UTC) // the 00:00 candle is forming
 	head := now.Truncate(time.Minute)
 	from := head.Add(-24 * time.Hour)
-	base := from.UnixMilli()
-	m := func(n int64) time.Time { return from.Add(time.Duration(n) * time.Minute) }
+	m := func(n int) time.Time { return from.Add(time.Duration(n) * time.Minute) }
+	const day = 24 * 60 // head is m(day)
 	for _, tc := range []struct {
-		name    string
-		until   time.Time
-		body    string
-		next    time.Time
-		covered checkpoint.Range
-		records int
+		name     string
+		minutes  []int // the provider's candles
+		cap      int
+		cursor   int // the minute of the last candle stored, -1 for none
+		until    time.Time
+		next     time.Time
+		covered  checkpoint.Range
+		records  int
+		requests int64
 	}{
-		{"full page", head, rows(base, 0, 1, 2, 3, 4), m(4), checkpoint.Range{Start: from, End: m(5)}, 5},
-		{"short page in history", head, rows(base, 0, 1), m(1), checkpoint.Range{Start: from, End: m(2)}, 2},
-		{"a halt inside the page", head, rows(base, 0, 1, 3), m(3), checkpoint.Range{Start: from, End: m(4)}, 3},
-		{"starts late (a listing)", head, rows(base, 600, 601), m(601), checkpoint.Range{Start: from, End: m(602)}, 2},
-		{"empty in settled history", m(60), "[]", m(59), checkpoint.Range{Start: from, End: m(60)}, 0},
-		{"empty near the head", head, "[]", from.Add(-time.Minute), checkpoint.Range{}, 0},
-		{"the forming candle is dropped", head.Add(time.Hour), rows(head.UnixMilli(), -1, 0), head.Add(-time.Minute),
-			checkpoint.Range{Start: head.Add(-time.Minute), End: head}, 1},
+		{"full page", []int{0, 1, 2, 3, 4, 5, 6}, 0, -1, head, m(4), checkpoint.Range{Start: from, End: m(5)}, 5, 1},
+		{"short page in history", []int{0, 1, 2, 3, 4, 5}, 2, -1, head, m(1), checkpoint.Range{Start: from, End: m(2)}, 2, 1},
+		{"a hole inside the page", []int{0, 1, 3, 4}, 0, -1, head, m(1), checkpoint.Range{Start: from, End: m(2)}, 2, 1},
+		{"the page after a halt", []int{0, 1, 3, 4}, 0, 1, head, m(4), checkpoint.Range{Start: m(2), End: m(5)}, 2, 2},
+		{"starts late (a listing)", []int{600, 601}, 0, -1, head, m(601), checkpoint.Range{Start: from, End: m(602)}, 2, 2},
+		{"empty in settled history", []int{600}, 0, -1, m(60), m(59), checkpoint.Range{Start: from, End: m(60)}, 0, 2},
+		{"empty up to the head", nil, 0, -1, head, m(day - 3), checkpoint.Range{Start: from, End: m(day - 2)}, 0, 2},
+		{"empty near the head", nil, 0, day - 3, head, m(day - 3), checkpoint.Range{}, 0, 1},
+		{"the forming candle is dropped", []int{day - 2, day - 1, day}, 0, day - 2, head.Add(time.Hour), m(day - 1),
+			checkpoint.Range{Start: m(day - 1), End: head}, 1, 1},
 	} {
-		src := &klines.Source{Client: fixed(tc.body), Base: "http://x", Symbol: "A", Interval: "1m", Page: 5, From: from,
+		b := &book{t0: from, minutes: tc.minutes, cap: tc.cap}
+		src := &klines.Source{Client: &http.Client{Transport: b}, Base: "http://x", Symbol: "A", Interval: "1m", Page: 5, From: from,
 			Now: func() time.Time { return now }, Until: func() time.Time { return tc.until }}
 		if err := src.Init(); err != nil {
 			t.Fatal(err)
 		}
-		cursor := []byte(nil)
-		if tc.name == "the forming candle is dropped" {
-			cursor = klines.EncodeCursor(head.Add(-2 * time.Minute))
+		var cursor []byte
+		if tc.cursor >= 0 {
+			cursor = klines.EncodeCursor(m(tc.cursor))
 		}
 		sl, ok, err := src.Next(context.Background(), cursor, checkpoint.Range{})
 		if !ok || err != nil {
@@ -332,10 +363,10 @@ func TestPageCoversOnlyWhatWasReceived(t *testing.T) {
 		if out.Err != nil {
 			t.Fatalf("%s: Fetch error %v", tc.name, out.Err)
 		}
-		if string(page.Next) != string(klines.EncodeCursor(tc.next)) || page.Covered != tc.covered || len(page.Records) != tc.records {
+		if string(page.Next) != string(klines.EncodeCursor(tc.next)) || page.Covered != tc.covered || len(page.Records) != tc.records || b.calls.Load() != tc.requests {
 			next, _ := klines.DecodeCursor(page.Next)
-			t.Fatalf("%s: page next %v covered %v with %d records, want next %v covered %v with %d",
-				tc.name, next, page.Covered, len(page.Records), tc.next, tc.covered, tc.records)
+			t.Fatalf("%s: page next %v covered %v with %d records in %d requests, want next %v covered %v with %d in %d",
+				tc.name, next, page.Covered, len(page.Records), b.calls.Load(), tc.next, tc.covered, tc.records, tc.requests)
 		}
 	}
 }

@@ -1,0 +1,157 @@
+package klines_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/slice"
+)
+
+// liar runs a catch-up stream of BTCUSDT 1m candles from listed, in pages
+// of page, against a server configured by cfg (its symbol added), into
+// store, and returns the report, the candles written and the run's error.
+func liar(t *testing.T, cfg sim.Config, listed time.Time, page int, store checkpoint.Store) (slice.Report, []klines.Candle, error) {
+	t.Helper()
+	cfg.Symbols = []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: page, From: listed}
+	if err := src.Init(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := budget.NewLocal("sim", budget.Config{Adaptive: aimd.Config{Initial: 100}})
+	var got []klines.Candle
+	r, err := slice.New(slice.Config[klines.Candle]{
+		Stream: "sim/BTCUSDT/1m", Mode: checkpoint.CatchUp, Store: store, Provider: p, Source: src,
+		Prefetch: slice.NoPrefetch, // the lie starts at a known page
+		Sink: slice.SinkFunc[klines.Candle](func(_ context.Context, pg slice.Page[klines.Candle]) error {
+			got = append(got, pg.Records...)
+			return nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background(), nil)
+	return rep, got, err
+}
+
+// truth fails unless got are the exchange's closed candles opening in
+// [from, to), once each, in order, with its values.
+func truth(t *testing.T, got []klines.Candle, from, to time.Time) {
+	t.Helper()
+	srv, _ := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: from}}})
+	want, err := srv.KlinesAt(time.Now(), sim.Query{Symbol: "BTCUSDT", Interval: "1m", Start: from, End: to.Add(-time.Millisecond), Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(want) != int(to.Sub(from)/time.Minute) {
+		t.Fatalf("%d candles, want %d (%d in [%v, %v))", len(got), len(want), int(to.Sub(from)/time.Minute), from, to)
+	}
+	for i, k := range want {
+		c := got[i]
+		if c.OpenTime.UnixMilli() != k.OpenTime || c.Open != k.Open || c.High != k.High || c.Low != k.Low || c.Close != k.Close || c.Volume != k.Volume {
+			t.Fatalf("candle %d = %+v, want %+v", i, c, k)
+		}
+	}
+}
+
+// TestLiesStopTheRunAndTheNextRunFillsTheHole: a provider that, after two
+// honest pages, answers [] to ranged requests in history, answers null,
+// sends rows shifted by a whole interval either way or by half of one,
+// newest first, or with a forged CSV line in a value, stops the run with
+// a permanent provider error that names the lie, after storing and
+// committing exactly the honest pages; a run against the honest exchange
+// then continues from the checkpoint and stores the rest, so every closed
+// candle is stored once with the exchange's values.
+func TestLiesStopTheRunAndTheNextRunFillsTheHole(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lie   sim.Lie
+		shift time.Duration
+		want  string
+	}{
+		{sim.LieEmpty, 0, "an answer that leaves out candles"},
+		{sim.LieNull, 0, "answered null"},
+		{sim.LieShifted, time.Minute, "outside the asked window"}, // the confirmation of the late start
+		{sim.LieShifted, -time.Minute, "outside the asked window"},
+		{sim.LieShifted, 0, "not on a 1m boundary"},
+		{sim.LieReversed, 0, "rows must be oldest first"},
+		{sim.LieNewline, 0, "not a decimal number"},
+	} {
+		t.Run(tc.lie.String()+" "+tc.shift.String(), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				listed := time.Now().Add(-5 * time.Hour).Truncate(time.Minute)
+				store := checkpoint.NewMemoryStore(checkpoint.Config{})
+				rep, first, err := liar(t, sim.Config{Lie: tc.lie, LieAfter: 2, LieShift: tc.shift}, listed, 100, store)
+				if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Run = %+v, %v: want a permanent provider error saying %q", rep, err, tc.want)
+				}
+				if rep.Slices != 2 || len(first) != 200 {
+					t.Fatalf("report %+v with %d candles: want the 2 honest pages stored and committed", rep, len(first))
+				}
+				rep, rest, err := liar(t, sim.Config{}, listed, 100, store)
+				if err != nil || rep.Reason != "" {
+					t.Fatalf("honest run = %+v, %v", rep, err)
+				}
+				truth(t, append(first, rest...), listed, time.Now().Truncate(time.Minute))
+			})
+		})
+	}
+}
+
+// TestCutAnswersLeaveNoHole: a provider that drops the middle row of every
+// answer, or answers at most 30 rows while 100 are asked: the run
+// continues from the last candle before the hole or the cut, and stores
+// every closed candle once, with the exchange's values.
+func TestCutAnswersLeaveNoHole(t *testing.T) {
+	t.Parallel()
+	for _, lie := range []sim.Lie{sim.LieDropRows, sim.LieShortPages} {
+		t.Run(lie.String(), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				listed := time.Now().Add(-5 * time.Hour).Truncate(time.Minute)
+				rep, got, err := liar(t, sim.Config{Lie: lie, LieCap: 30}, listed, 100, checkpoint.NewMemoryStore(checkpoint.Config{}))
+				if err != nil || rep.Reason != "" {
+					t.Fatalf("Run = %+v, %v", rep, err)
+				}
+				truth(t, got, listed, time.Now().Truncate(time.Minute))
+			})
+		})
+	}
+}
+
+// TestRedirectLoopIsAPermanentError: a provider that redirects every klines
+// request to itself fails the fetch with a permanent error saying so; it is
+// not counted as a success.
+func TestRedirectLoopIsAPermanentError(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		srv, _ := sim.New(sim.Config{Lie: sim.LieRedirectLoop})
+		src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 10, From: time.Now().Add(-time.Hour)}
+		if err := src.Init(); err != nil {
+			t.Fatal(err)
+		}
+		sl, _, _ := src.Next(context.Background(), nil, checkpoint.Range{})
+		p, _ := budget.NewLocal("sim", budget.Config{})
+		err := p.Do(context.Background(), nil, func(ctx context.Context) budget.Outcome {
+			_, out := src.Fetch(ctx, sl)
+			return out
+		})
+		if reason, _ := budget.ReasonOf(err); reason != budget.ReasonPermanent || !strings.Contains(err.Error(), "redirects") || p.Snapshot().OK != 0 {
+			t.Fatalf("Do = %v (reason %s, %d ok): want a permanent error about the redirects, no success", err, reason, p.Snapshot().OK)
+		}
+	})
+}

@@ -29,7 +29,8 @@ type session[R any] struct {
 // Run advances the stream from its checkpoint until it is caught up or the
 // run must stop:
 //
-//	lease the stream ── held elsewhere? yield: Report.Yielded, nil error
+//	lease the stream ── held elsewhere? yield: Report.Yielded (and HeldBy,
+//	                    HeldUntil), nil error
 //	load the checkpoint of (stream, mode)
 //	for each slice Source.Next plans after the cursor:
 //	    budget check (run.ExhaustedAt, at the boundary only) ── spent? gap, stop
@@ -83,7 +84,12 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 	lease, err := r.cfg.Store.Acquire(ctx, r.key.Stream, r.cfg.Owner, r.cfg.LeaseTTL)
 	if errors.Is(err, checkpoint.ErrLeaseHeld) {
 		rep.Yielded = true
-		r.log.InfoContext(ctx, "slice: yielded, stream leased elsewhere", "err", err)
+		var held *checkpoint.LeaseHeldError
+		if errors.As(err, &held) {
+			rep.HeldBy, rep.HeldUntil = held.Lease.Owner, held.Lease.Expires
+		}
+		r.log.InfoContext(ctx, "slice: yielded, stream leased elsewhere",
+			"held_by", rep.HeldBy, "held_until", rep.HeldUntil, "err", err)
 		return rep, nil
 	}
 	if err != nil {

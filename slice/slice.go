@@ -320,8 +320,21 @@ type Report struct {
 	// Mode is the runner's mode.
 	Mode checkpoint.Mode
 	// Yielded is true when another owner held the stream's lease: the run
-	// did nothing and is not an error.
+	// did nothing, and that is not an error. It never means the stream is
+	// done: another live process is running it (HeldBy, until HeldUntil).
+	// A store ends a dead process's lease early (a FileStore at open, the
+	// PostgreSQL store when the holder's session ends), so a restart after
+	// a crash does not yield to its own dead run.
 	Yielded bool
+	// HeldBy is the owner of the lease a yielded run found
+	// ([checkpoint.Lease.Owner], e.g. "host-7/4121/9f2c01aa"). Empty unless
+	// Yielded (or when the store did not say who holds it).
+	HeldBy string
+	// HeldUntil is when the lease a yielded run found expires unless its
+	// holder renews it: the earliest time another run may take the stream
+	// over if the holder stops. Zero unless Yielded (or when the store did
+	// not say).
+	HeldUntil time.Time
 	// Slices counts the slices fetched and made durable (and, for a stream
 	// run, committed), however many were merged into one write.
 	Slices int

@@ -542,6 +542,7 @@ func TestHeldPauseLongerThanMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := fast()
 		cfg.MaxWait = time.Minute
+		cfg.MaxPause = 4 * time.Hour // a provider known to pause for hours
 		p := newLocal(t, cfg)
 		_ = p.Do(context.Background(), nil, status(429, 3*time.Hour))
 		start := time.Now()

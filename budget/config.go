@@ -51,6 +51,23 @@ type Config struct {
 	// pressure with [Error.Until] set, for the scheduler to wait out.
 	// Defaults to 1 minute.
 	MaxWait time.Duration
+	// MaxPause is the longest pause a provider may impose by one answer
+	// (a Retry-After, a spent quota's reset); a longer one is clamped to it.
+	// Defaults to 1 hour (DefaultMaxPause). Headers are untrusted input:
+	// "Retry-After: 99999999999999999999" would otherwise park every
+	// caller for the 72 hours the header parsers allow. An hour covers
+	// every pause a provider means for a client that backs off (seconds to
+	// minutes for a 429, an hourly quota's reset); against a longer real
+	// ban it costs one refused request an hour, each answered with the ban's
+	// remaining time and so a new pause, which is not the hammering that
+	// escalates a ban. Raise it for a provider known to ban for days.
+	MaxPause time.Duration
+	// Pauses, if set, keeps the provider's pause where a later process
+	// finds it (see [PauseStore]): a provider loads the pause in force when
+	// it is created and saves it whenever a pause is set or extended, so a
+	// restart does not call a provider that asked to be left alone. Nil
+	// keeps pauses in memory only.
+	Pauses PauseStore
 	// Classify, if set, reads each attempt's outcome for this provider
 	// instead of the default rules (see [Outcome]): a provider whose 503s
 	// come from a flaky gateway rather than from load shedding returns
@@ -74,6 +91,9 @@ type Config struct {
 	// Breaker.Logger, if set, wins.
 	Logger *slog.Logger
 }
+
+// DefaultMaxPause is the default [Config.MaxPause].
+const DefaultMaxPause = time.Hour
 
 // NoTimeout, as [Config.AttemptTimeout], sets no per-attempt timeout.
 const NoTimeout = time.Duration(-1)
@@ -114,6 +134,27 @@ type Pacer interface {
 
 var _ Pacer = (*gcra.Limiter)(nil)
 
+// PauseStore keeps providers' pauses across restarts. A provider asked to
+// wait (a 429 with Retry-After, a ban, a spent quota) must not be called
+// again before the pause ends, by this process or the next one: retrying
+// during a ban only extends it. checkpoint.FileStore and
+// checkpoint.MemoryStore implement it, and so does the PostgreSQL store;
+// the interface is structural so stores need not import this package.
+//
+// Implementations must be safe for concurrent use. Saves are rare (one per
+// pause set or extended), so a store may write synchronously.
+type PauseStore interface {
+	// LoadPause returns the end of the pause saved for provider, or the
+	// zero Time when none was saved. A pause that has ended may be returned
+	// or not; callers ignore it.
+	LoadPause(ctx context.Context, provider string) (time.Time, error)
+	// SavePause records that provider must not be called before until,
+	// durably before it returns nil. It never shortens a saved pause: the
+	// store keeps the later of the saved and the new end, so concurrent
+	// saves in any order leave the latest end. It is idempotent.
+	SavePause(ctx context.Context, provider string, until time.Time) error
+}
+
 func (c *Config) validate() error {
 	bad := func(field, rule string, got any) error {
 		return fmt.Errorf("%w: Config.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
@@ -129,6 +170,8 @@ func (c *Config) validate() error {
 		return bad("MaxAttempts", ">= 0", c.MaxAttempts)
 	case c.MaxWait < 0:
 		return bad("MaxWait", ">= 0", c.MaxWait)
+	case c.MaxPause < 0:
+		return bad("MaxPause", ">= 0", c.MaxPause)
 	}
 	for i, l := range c.Limits {
 		field := fmt.Sprintf("Limits[%d]", i)
@@ -169,6 +212,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = time.Minute
+	}
+	if c.MaxPause == 0 {
+		c.MaxPause = DefaultMaxPause
 	}
 	return c
 }

@@ -126,6 +126,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		p.n.retries.Add(1)
 	}
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
+	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
 	class := p.classify(&out)
 	switch {
 	case out.Err != nil && ctx.Err() != nil:
@@ -208,9 +209,13 @@ func (p *Local) retryBudget(run *Run) *retry.Budget {
 // nothing.
 func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 	now := time.Now()
-	if pu := p.ctl.PausedUntil(); pu.Sub(now) > p.cfg.MaxWait {
-		// A pause (Retry-After, a ban) longer than a call may wait: the
-		// scheduler waits it out, not the call.
+	if pu := p.ctl.PausedUntil(); pu.After(now) && p.pauseOutlasts(ctx, run, pu, now) {
+		// A pause (Retry-After, a ban) longer than a call may wait, or
+		// than the run or the caller has left: the scheduler waits it
+		// out, not the call, and learns at once when it may resume.
+		// follow retries a save of the pause that failed: no response
+		// comes to do it.
+		p.follow(now)
 		return &Error{Provider: p.key, Reason: ReasonThrottled, Until: pu}
 	}
 	wctx, runBound := ctx, false
@@ -255,6 +260,21 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 	return nil
 }
 
+// pauseOutlasts reports whether the pause until pu is longer than a call may
+// wait at now: past MaxWait, or ending at or after the run's deadline or
+// ctx's. Such a call stops before it takes a slot, rather than sleeping in
+// the pacer until a deadline it cannot meet.
+func (p *Local) pauseOutlasts(ctx context.Context, run *Run, pu, now time.Time) bool {
+	if pu.Sub(now) > p.cfg.MaxWait {
+		return true
+	}
+	if d, ok := run.Deadline(); ok && !pu.Before(d) {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !pu.Before(d)
+}
+
 // pace waits for the adaptive pacer (one unit per request) and then for each
 // known limit (one unit, or weight when the limit is weighted).
 func (p *Local) pace(ctx context.Context, weight int) error {
@@ -297,7 +317,11 @@ func (p *Local) feedback(start, end time.Time, out *Outcome, class retry.Class) 
 	default:
 		return // cancelled: says nothing about the provider
 	}
-	sig := aimd.Signal{Kind: kind, Latency: out.Latency, RetryAfter: out.RetryAfter, Sent: start, Hint: hintOf(out.Limit)}
+	hint := hintOf(out.Limit)
+	if hint.Remaining <= 0 {
+		hint.Reset = min(hint.Reset, p.cfg.MaxPause) // a spent quota pauses until Reset
+	}
+	sig := aimd.Signal{Kind: kind, Latency: out.Latency, RetryAfter: out.RetryAfter, Sent: start, Hint: hint}
 	p.ctl.ObserveAt(end, sig) // the controller locks itself
 	p.reconcile(end, out.Limit)
 	p.follow(end)
@@ -317,12 +341,41 @@ func (p *Local) follow(now time.Time) {
 				p.rate = r
 			}
 		}
-		if pu := p.ctl.PausedUntil(); pu.After(p.pausedTil) {
+		pu := p.ctl.PausedUntil()
+		if pu.After(p.pausedTil) {
 			p.pacer.PauseUntil(pu)
 			p.pausedTil = pu
 		}
+		if pu.After(p.savedTil) && pu.After(now) {
+			p.savePause(pu)
+		}
 		p.mu.Unlock()
 	}
+}
+
+// pauseSaveTimeout bounds one save of a pause, so a store that hangs does
+// not hold up the response that set the pause for long.
+const pauseSaveTimeout = 10 * time.Second
+
+// savePause writes the pause until to cfg.Pauses, if set; p.mu is held. A
+// failure is logged and counted, and the save is tried again on the next
+// response or the next call the pause refuses: the pause holds in memory
+// either way.
+func (p *Local) savePause(until time.Time) {
+	if p.cfg.Pauses == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pauseSaveTimeout)
+	defer cancel()
+	if err := p.cfg.Pauses.SavePause(ctx, p.key, until); err != nil {
+		p.n.pauseSaveErrs.Add(1)
+		if p.cfg.Logger != nil {
+			p.cfg.Logger.Warn("budget: saving the pause failed; it holds in this process only",
+				"provider", p.key, "until", until, "err", err)
+		}
+		return
+	}
+	p.savedTil = until
 }
 
 // reconcile tightens a known limit to the usage the provider reports: when

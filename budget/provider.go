@@ -67,6 +67,7 @@ type Local struct {
 	dirty     atomic.Bool // the controller changed since the pacer last followed
 	rate      float64     // the rate last given to the pacer
 	pausedTil time.Time   // the pause last given to the pacer
+	savedTil  time.Time   // the pause last saved to cfg.Pauses
 
 	n counters
 }
@@ -74,17 +75,27 @@ type Local struct {
 type counters struct {
 	requests, ok, throttled, overloaded, transient, permanent atomic.Uint64
 	retries, fastFails, saturated, inFlight                   atomic.Int64
+	pauseSaveErrs                                             atomic.Int64
 }
 
 var _ Provider = (*Local)(nil)
 
 // NewLocal returns a Local provider for key, or an error naming the invalid
-// field of cfg.
+// field of cfg. With [Config.Pauses] set, it loads the pause saved for key
+// and holds every call until it ends; a failing load is an error (a
+// provider that forgot a ban would call into it).
 func NewLocal(key string, cfg Config) (*Local, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return newLocal(key, cfg)
+	p, err := newLocal(key, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.loadPause(context.Background()); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func newLocal(key string, cfg Config) (*Local, error) {
@@ -148,10 +159,49 @@ func newLocal(key string, cfg Config) (*Local, error) {
 }
 
 // holding reports whether the provider holds state that must outlive an idle
-// spell at now: a pause (Retry-After, a ban) or an open breaker. The
-// registry never evicts such a provider, or the next call would forget it.
+// spell at now: a pause (Retry-After, a ban), an open breaker, or a known
+// limit that still owes time (its bucket not yet full again). The registry
+// never evicts such a provider: its successor would start with the pause
+// forgotten and full buckets, and send more than a limit allows in one of
+// its windows. A limit that has fully recovered is in the very state a new
+// limiter starts in, so dropping it changes nothing.
 func (p *Local) holding(now time.Time) bool {
-	return p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now)
+	if p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now) {
+		return true
+	}
+	for _, lim := range p.limits {
+		if lim.AllowNAt(now, 0).ResetAfter > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// loadPause holds the provider until the pause saved in cfg.Pauses ends,
+// clamped to MaxPause from now.
+func (p *Local) loadPause(ctx context.Context) error {
+	if p.cfg.Pauses == nil {
+		return nil
+	}
+	until, err := p.cfg.Pauses.LoadPause(ctx, p.key)
+	if err != nil {
+		return fmt.Errorf("budget: loading the pause of %q: %w", p.key, err)
+	}
+	now := time.Now()
+	if cap := now.Add(p.cfg.MaxPause); until.After(cap) {
+		until = cap
+	}
+	if !until.After(now) {
+		return nil
+	}
+	p.mu.Lock()
+	p.savedTil = until // already saved: follow need not write it back
+	p.mu.Unlock()
+	if err := p.ctl.Restore(aimd.State{PausedUntil: until}); err != nil {
+		return fmt.Errorf("budget: restoring the pause of %q: %w", p.key, err)
+	}
+	p.follow(now)
+	return nil
 }
 
 // Key returns the provider key.

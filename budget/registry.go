@@ -24,12 +24,20 @@ type RegistryConfig struct {
 	// shared through a database so many processes draw on one budget. Nil
 	// means a local [gcra.Limiter] per provider.
 	NewPacer func(key string) (Pacer, error)
+	// Pauses, if set, keeps every provider's pause across restarts: it is
+	// the [Config.Pauses] of each provider whose Config (Defaults or its
+	// override) sets none. Nil means each Config's own.
+	Pauses PauseStore
 	// IdleTTL is how long a provider may go unused before [Registry.EvictAt]
-	// drops it (its learned rate and breaker state with it). Defaults to 10
-	// minutes.
+	// drops it (its learned rate with it). A provider that still holds
+	// something a successor would forget is kept however long it is idle:
+	// a pause, an open breaker, or a known [Limit] that still owes time.
+	// Defaults to 10 minutes.
 	IdleTTL time.Duration
 	// MaxProviders caps how many providers are kept; past it, creating one
-	// first evicts the least recently used idle ones. Defaults to 100,000.
+	// evicts the least recently used idle ones that hold nothing (see
+	// IdleTTL), so the cap may be exceeded while every provider holds a
+	// pause or a limit's debt. Defaults to 100,000.
 	MaxProviders int
 	// Shards is the number of independently locked shards of the key space,
 	// rounded up to a power of two. Defaults to 64.
@@ -125,7 +133,8 @@ func (r *Registry) Provider(key string) Provider {
 }
 
 // Get is [Registry.Provider] with an error instead of a panic when the
-// provider cannot be created (a failing [RegistryConfig.NewPacer]).
+// provider cannot be created (a failing [RegistryConfig.NewPacer], or a
+// [PauseStore] that cannot load the provider's pause).
 func (r *Registry) Get(key string) (Provider, error) {
 	s := &r.shards[hash(key)&r.mask]
 	s.mu.RLock()
@@ -158,15 +167,22 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 		}
 		cfg.Pacer = pacer
 	}
+	if cfg.Pauses == nil {
+		cfg.Pauses = r.cfg.Pauses
+	}
+	// Built outside the shard lock: loading the pause may be a round trip
+	// to a database. A creator that loses the race drops its provider.
+	p, err := newLocal(key, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.loadPause(context.Background()); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if e, ok := s.m[key]; ok { // lost the race to another creator
 		s.mu.Unlock()
 		return e, nil
-	}
-	p, err := newLocal(key, cfg)
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
 	}
 	e := &entry{reg: r, key: key, p: p}
 	e.lastUsed.Store(time.Now().UnixNano())
@@ -182,9 +198,13 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 func (r *Registry) Len() int { return int(r.count.Load()) }
 
 // EvictAt drops every provider idle since before now − IdleTTL with no call
-// in flight and nothing to remember (no pause, such as a ban, nor an open
-// breaker still in force), and returns how many it dropped. A caller still holding a
-// dropped Provider is redirected to the key's current one on its next call.
+// in flight and nothing to remember at now: no pause (such as a ban) nor
+// open breaker still in force, and every known [Limit] fully recovered, so
+// the provider that replaces it, starting with full buckets, can never send
+// more in a limit's window than the limit allows. It returns how many it
+// dropped. A caller still holding a dropped Provider is redirected to the
+// key's current one on its next call. now is the current time (the clock
+// the limits book on); a later one would find debts paid that are not.
 func (r *Registry) EvictAt(now time.Time) int {
 	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
 	n := 0
@@ -192,7 +212,7 @@ func (r *Registry) EvictAt(now time.Time) int {
 		s := &r.shards[i]
 		s.mu.Lock()
 		for key, e := range s.m {
-			if e.lastUsed.Load() < cutoff && !e.p.holding(now) && e.tryEvict() {
+			if e.lastUsed.Load() < cutoff && !e.p.holding(now) && e.tryEvict(now) {
 				delete(s.m, key)
 				n++
 			}
@@ -230,11 +250,12 @@ func (r *Registry) shrink(keep *entry) {
 		used int64
 	}
 	var all []cand
+	now := time.Now()
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
 		for _, e := range s.m {
-			if e != keep && e.inflight.Load() == 0 && !e.p.holding(time.Now()) {
+			if e != keep && e.inflight.Load() == 0 && !e.p.holding(now) {
 				all = append(all, cand{e, e.lastUsed.Load()})
 			}
 		}
@@ -248,7 +269,7 @@ func (r *Registry) shrink(keep *entry) {
 		}
 		s := &r.shards[hash(c.e.key)&r.mask]
 		s.mu.Lock()
-		if s.m[c.e.key] == c.e && c.e.tryEvict() {
+		if s.m[c.e.key] == c.e && c.e.tryEvict(time.Now()) {
 			delete(s.m, c.e.key)
 			r.count.Add(-1)
 		}
@@ -272,12 +293,15 @@ func (r *Registry) Snapshot() []Snapshot {
 	return out
 }
 
-// tryEvict marks e evicted unless a call is in flight. Do increments
-// inflight before it reads evicted, and tryEvict sets evicted before it
-// reads inflight, so at least one of them sees the other.
-func (e *entry) tryEvict() bool {
+// tryEvict marks e evicted unless a call is in flight or the provider holds
+// something at now (see [Local.holding]). Do increments inflight before it
+// reads evicted, and tryEvict sets evicted before it reads inflight, so at
+// least one of them sees the other. holding is asked again after the mark:
+// a call that ended between the caller's first look and the mark has
+// booked its limits by then, and any later call is redirected.
+func (e *entry) tryEvict(now time.Time) bool {
 	e.evicted.Store(true)
-	if e.inflight.Load() != 0 {
+	if e.inflight.Load() != 0 || e.p.holding(now) {
 		e.evicted.Store(false)
 		return false
 	}

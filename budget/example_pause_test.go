@@ -1,0 +1,52 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+)
+
+// ExamplePauseStore keeps a provider's pause across a restart: the first
+// process is told "429, Retry-After: 120"; the next one, built on the same
+// store (a checkpoint.FileStore in production), does not call the provider
+// until the two minutes are over.
+func ExamplePauseStore() {
+	store := checkpoint.NewMemoryStore(checkpoint.Config{}) // setup: a FileStore survives a real restart
+	cfg := budget.RegistryConfig{Pauses: store}
+
+	first, _ := budget.NewRegistry(cfg)
+	start := time.Now()
+	_ = first.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		return budget.Outcome{Status: 429, RetryAfter: 120 * time.Second}
+	})
+
+	// The process restarts: a new registry, the same store.
+	next, _ := budget.NewRegistry(cfg)
+	err := next.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		panic("never called during the pause")
+	})
+	var stop *budget.Error
+	if errors.As(err, &stop) {
+		fmt.Println(stop.Reason, "for", stop.Until.Sub(start).Round(time.Minute))
+	}
+	// Output: throttled for 2m0s
+}
+
+// ExampleConfig_maxPause: a hostile or garbled header cannot park a caller
+// for days; the pause is clamped to MaxPause (1 hour unless set).
+func ExampleConfig_maxPause() {
+	p, _ := budget.NewLocal("api.example.com", budget.Config{MaxPause: 10 * time.Minute})
+	start := time.Now()
+	err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		return budget.Outcome{Status: 429, RetryAfter: 72 * time.Hour} // "Retry-After: 99999999999999999999"
+	})
+	var stop *budget.Error
+	if errors.As(err, &stop) {
+		fmt.Println(stop.Reason, "for", stop.Until.Sub(start).Round(time.Minute))
+	}
+	// Output: throttled for 10m0s
+}

@@ -1,0 +1,405 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"pgregory.net/rapid"
+)
+
+// The checkpoint stores keep pauses (issue 12 item 5).
+var (
+	_ budget.PauseStore = (*checkpoint.FileStore)(nil)
+	_ budget.PauseStore = (*checkpoint.MemoryStore)(nil)
+)
+
+// fakePauses is an in-memory PauseStore whose saves and loads can be made
+// to fail, and which counts them.
+type fakePauses struct {
+	mu        sync.Mutex
+	m         map[string]time.Time
+	saves     int
+	failSave  error
+	failLoads error
+}
+
+func (f *fakePauses) LoadPause(_ context.Context, p string) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[p], f.failLoads
+}
+
+func (f *fakePauses) SavePause(_ context.Context, p string, until time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.saves++
+	if f.failSave != nil {
+		return f.failSave
+	}
+	if f.m == nil {
+		f.m = map[string]time.Time{}
+	}
+	if until.After(f.m[p]) {
+		f.m[p] = until
+	}
+	return nil
+}
+
+func (f *fakePauses) get(p string) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[p]
+}
+
+// fromHeaders is an attempt answering code with the given headers, read by
+// budget.FromHTTP as a real response would be.
+func fromHeaders(code int, kv ...string) func(context.Context) budget.Outcome {
+	return func(context.Context) budget.Outcome {
+		h := http.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return budget.FromHTTP(&http.Response{StatusCode: code, Header: h}, nil)
+	}
+}
+
+// stopOf returns err as a *budget.Error, failing the test otherwise.
+func stopOf(t tb, err error) *budget.Error {
+	t.Helper()
+	var e *budget.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("Do = %v, want a *budget.Error", err)
+	}
+	return e
+}
+
+// countingAttempt answers 200 and counts its calls.
+func countingAttempt(n *int) func(context.Context) budget.Outcome {
+	return func(context.Context) budget.Outcome {
+		*n++
+		return budget.Outcome{Status: 200}
+	}
+}
+
+// TestMaxPauseClampsHostileHeaders: "Retry-After: 99999999999999999999" on
+// a 429, or "RateLimit-Remaining: 0, RateLimit-Reset: 999999" on a 200,
+// pause the provider for at most MaxPause (1 hour by default), not the 72
+// hours the parsers allow (issue 12 item 6).
+func TestMaxPauseClampsHostileHeaders(t *testing.T) {
+	t.Parallel()
+	for name, attempt := range map[string]func(context.Context) budget.Outcome{
+		"retry-after":  fromHeaders(429, "Retry-After", "99999999999999999999"),
+		"spent-quota":  fromHeaders(200, "RateLimit-Remaining", "0", "RateLimit-Reset", "999999"),
+		"x-ratelimit":  fromHeaders(200, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "999999"),
+		"ban-with-418": fromHeaders(418, "Retry-After", "259200"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				cfg := fast()
+				cfg.MaxWait = time.Minute
+				p := newLocal(t, cfg)
+				start := time.Now()
+				_ = p.Do(context.Background(), nil, attempt)
+				want := start.Add(budget.DefaultMaxPause)
+				if got := p.Snapshot().PausedUntil; !got.Equal(want) {
+					t.Fatalf("paused until %v after start, want %v", got.Sub(start), budget.DefaultMaxPause)
+				}
+				stop := stopOf(t, p.Do(context.Background(), nil, status(200, 0)))
+				if !stop.Reason.SourcePressure() || !stop.Until.Equal(want) {
+					t.Fatalf("next call: %v until +%v, want source pressure until +%v", stop, stop.Until.Sub(start), budget.DefaultMaxPause)
+				}
+			})
+		})
+	}
+}
+
+// TestMaxPauseIsConfigurable: a provider known to ban for days may be
+// trusted with a longer MaxPause; a negative one is refused.
+func TestMaxPauseIsConfigurable(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.MaxPause = 72 * time.Hour
+		p := newLocal(t, cfg)
+		start := time.Now()
+		stop := stopOf(t, p.Do(context.Background(), nil, status(418, 48*time.Hour)))
+		if stop.Reason != budget.ReasonBanned || !stop.Until.Equal(start.Add(48*time.Hour)) {
+			t.Fatalf("Do = %v until +%v, want banned until +48h", stop, stop.Until.Sub(start))
+		}
+	})
+	cfg := fast()
+	cfg.MaxPause = -time.Second
+	if _, err := budget.NewLocal("p", cfg); !errors.Is(err, budget.ErrInvalidConfig) {
+		t.Fatalf("NewLocal with MaxPause -1s = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// sleepyPacer honours a pause by sleeping until it ends or ctx does, as a
+// pacer shared through a database may: it does not fail fast on a deadline.
+type sleepyPacer struct {
+	mu    sync.Mutex
+	until time.Time
+}
+
+func (s *sleepyPacer) WaitN(ctx context.Context, _ int) error {
+	s.mu.Lock()
+	d := time.Until(s.until)
+	s.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *sleepyPacer) SetRate(float64) error { return nil }
+
+func (s *sleepyPacer) PauseUntil(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.After(s.until) {
+		s.until = t
+	}
+}
+
+// TestPauseBeyondDeadlineStopsAtOnce: a pause the call could wait through
+// (shorter than MaxWait) but that ends after the run's deadline, or the
+// caller's, ends the call at once as source pressure with Until set,
+// whatever the pacer: no sleeping until the deadline to learn it (issue 12
+// item 6).
+func TestPauseBeyondDeadlineStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		pacer bool // a sleepyPacer instead of the local one
+		run   bool // the deadline is the run's, not the caller's
+	}{
+		{"run/local", false, true}, {"run/sleepy", true, true},
+		{"ctx/local", false, false}, {"ctx/sleepy", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				cfg := fast()
+				cfg.MaxWait = 10 * time.Minute
+				if tc.pacer {
+					cfg.Pacer = &sleepyPacer{}
+				}
+				p := newLocal(t, cfg)
+				start := time.Now()
+				_ = p.Do(context.Background(), nil, status(429, 5*time.Minute), budget.NoRetry())
+				ctx, run := context.Background(), (*budget.Run)(nil)
+				if tc.run {
+					run = newRun(t, budget.Envelope{Deadline: start.Add(2 * time.Minute)})
+				} else {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithDeadline(ctx, start.Add(2*time.Minute))
+					defer cancel()
+				}
+				calls := 0
+				stop := stopOf(t, p.Do(ctx, run, countingAttempt(&calls)))
+				if stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(start.Add(5*time.Minute)) {
+					t.Fatalf("Do = %v (%s) until +%v, want throttled until +5m", stop, stop.Reason, stop.Until.Sub(start))
+				}
+				if waited := time.Since(start); waited != 0 || calls != 0 {
+					t.Fatalf("the call waited %v and made %d attempts, want neither", waited, calls)
+				}
+				if run.Attempts() != 0 {
+					t.Fatalf("the run was charged %d attempts for a call never made", run.Attempts())
+				}
+			})
+		})
+	}
+}
+
+// TestPauseSurvivesRestart: a 429 with Retry-After: 120 saved in the
+// PauseStore holds a provider created later on the same store (a restart):
+// its first call stops at once with the pause's end, no request sent
+// (issue 12 item 5).
+func TestPauseSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		cfg := fast()
+		cfg.MaxWait = time.Minute
+		cfg.Pauses = store
+		first, err := budget.NewLocal("api.example.com", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_ = first.Do(context.Background(), nil, status(429, 120*time.Second))
+		until := start.Add(120 * time.Second)
+
+		cfg.Pauses = nil // the registry's store serves every provider
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
+		calls := 0
+		stop := stopOf(t, reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
+		if stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(until) || calls != 0 {
+			t.Fatalf("after a restart: %v until +%v with %d attempts, want throttled until +2m and none", stop, stop.Until.Sub(start), calls)
+		}
+		time.Sleep(120 * time.Second)
+		if err := reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)); err != nil || calls != 1 {
+			t.Fatalf("after the pause: %v with %d attempts, want one success", err, calls)
+		}
+	})
+}
+
+// TestPauseSurvivesRestartWithFileStore is TestPauseSurvivesRestart across
+// a real close and reopen of a checkpoint.FileStore (real clock: no call
+// waits, each stops at once).
+func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store, err := checkpoint.OpenFileStore(dir, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fast()
+	cfg.MaxWait = time.Minute
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
+	_ = reg.Provider("api.example.com").Do(context.Background(), nil, status(429, 120*time.Second))
+	saved, err := store.LoadPause(context.Background(), "api.example.com")
+	if err != nil || time.Until(saved) < 100*time.Second {
+		t.Fatalf("saved pause %v (in %v), %v; want about 2 minutes ahead", saved, time.Until(saved), err)
+	}
+	store.Close()
+
+	store, err = checkpoint.OpenFileStore(dir, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	reg = newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
+	calls := 0
+	stop := stopOf(t, reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
+	if stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(saved) || calls != 0 {
+		t.Fatalf("after reopening: %v until %v with %d attempts, want throttled until %v and none", stop, stop.Until, calls, saved)
+	}
+}
+
+// TestPauseSaveFailure: a store that cannot save loses nothing in memory:
+// the pause holds, the failure is counted, and the save is tried again by
+// the next call the pause refuses, so it lands once the store recovers.
+func TestPauseSaveFailure(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakePauses{failSave: errors.New("disk full")}
+		cfg := fast()
+		cfg.MaxWait = time.Minute
+		cfg.Pauses = store
+		p := newLocal(t, cfg)
+		start := time.Now()
+		_ = p.Do(context.Background(), nil, status(429, 120*time.Second))
+		if n := p.Snapshot().PauseSaveErrors; n < 1 {
+			t.Fatalf("PauseSaveErrors = %d, want at least 1", n)
+		}
+		stop := stopOf(t, p.Do(context.Background(), nil, status(200, 0)))
+		if !stop.Until.Equal(start.Add(120 * time.Second)) {
+			t.Fatalf("the pause was lost with the save: %v", stop)
+		}
+		store.mu.Lock()
+		store.failSave = nil
+		store.mu.Unlock()
+		_ = p.Do(context.Background(), nil, status(200, 0))
+		if got := store.get("test"); !got.Equal(start.Add(120 * time.Second)) {
+			t.Fatalf("saved %v once the store recovered, want +2m", got)
+		}
+	})
+}
+
+// TestPauseLoad: a pause loaded longer than MaxPause is clamped to it; a
+// store that cannot load makes the provider fail to build rather than
+// forget a ban.
+func TestPauseLoad(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		store := &fakePauses{m: map[string]time.Time{"p": start.Add(5 * time.Hour)}}
+		cfg := fast()
+		cfg.Pauses = store
+		p, err := budget.NewLocal("p", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Snapshot().PausedUntil; !got.Equal(start.Add(budget.DefaultMaxPause)) {
+			t.Fatalf("loaded pause ends at +%v, want +%v", got.Sub(start), budget.DefaultMaxPause)
+		}
+		if store.saves != 0 {
+			t.Fatalf("loading saved the pause back %d times", store.saves)
+		}
+		store.failLoads = errors.New("unreadable")
+		if _, err := budget.NewLocal("p", cfg); err == nil {
+			t.Fatal("NewLocal with a failing PauseStore = nil error")
+		}
+		reg := newRegistry(t, budget.RegistryConfig{Pauses: store})
+		if _, err := reg.Get("q"); err == nil {
+			t.Fatal("Registry.Get with a failing PauseStore = nil error")
+		}
+	})
+}
+
+// TestPropertyPauseDurableAndBounded: whatever the answers (any status,
+// any Retry-After up to the parsers' 72 hours), the pause in force never
+// ends later than MaxPause after the answer that set it, the store holds
+// exactly the pause in force, and a provider built on the store after any
+// step (a restart) holds the same pause.
+func TestPropertyPauseDurableAndBounded(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			store := checkpoint.NewMemoryStore(checkpoint.Config{})
+			cfg := fast()
+			cfg.MaxWait = time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(rt, "maxWait"))
+			cfg.MaxPause = time.Duration(rapid.Int64Range(0, int64(80*time.Hour)).Draw(rt, "maxPause"))
+			cfg.Pauses = store
+			maxPause := cfg.MaxPause
+			if maxPause == 0 {
+				maxPause = budget.DefaultMaxPause
+			}
+			p, err := budget.NewLocal("p", cfg)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			steps := rapid.IntRange(1, 12).Draw(rt, "steps")
+			for i := range steps {
+				time.Sleep(time.Duration(rapid.Int64Range(0, int64(2*time.Hour)).Draw(rt, "sleep")))
+				code := rapid.SampledFrom([]int{200, 418, 429, 503}).Draw(rt, "code")
+				ra := time.Duration(rapid.Int64Range(0, int64(72*time.Hour)).Draw(rt, "retryAfter"))
+				before := time.Now()
+				_ = p.Do(context.Background(), nil, status(code, ra), budget.NoRetry())
+				now := time.Now()
+				pu := p.Snapshot().PausedUntil
+				if pu.After(now.Add(maxPause)) {
+					rt.Fatalf("step %d: paused until +%v after the call began, MaxPause %v", i, pu.Sub(before), maxPause)
+				}
+				if !pu.After(now) {
+					continue
+				}
+				saved, err := store.LoadPause(context.Background(), "p")
+				if err != nil || !saved.Equal(pu) {
+					rt.Fatalf("step %d: store holds %v, %v; the pause in force ends %v", i, saved, err, pu)
+				}
+				restarted, err := budget.NewLocal("p", cfg)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if got := restarted.Snapshot().PausedUntil; !got.Equal(pu) {
+					rt.Fatalf("step %d: a restart holds until %v, want %v", i, got, pu)
+				}
+			}
+		})
+	})
+}

@@ -90,7 +90,7 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		}
 		defer stop()
 	}
-	reg, err := budget.NewRegistry(budget.RegistryConfig{NewPacer: be.newPacer()})
+	reg, err := budget.NewRegistry(budget.RegistryConfig{NewPacer: be.newPacer(), Pauses: be.pauses()})
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,10 @@ func (b *pgBackend) newPacer() func(string) (budget.Pacer, error) {
 // the committed checkpoint.
 func (b *pgBackend) transient(err error) bool { return pgTransient(err) }
 
+// pauses is nil: the shared pacer's row keeps a provider's pause in the
+// database, for every process and across restarts (pgstore.Pacer.PauseUntil).
+func (b *pgBackend) pauses() budget.PauseStore { return nil }
+
 func pgTransient(err error) bool {
 	if errors.Is(err, checkpoint.ErrInvalid) || errors.Is(err, checkpoint.ErrConflict) {
 		return false

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/internal/sim"
+)
+
+// throttleFirst answers the first request it sees with 429 and
+// "Retry-After: 120", as an exchange does to a client over its limit, and
+// passes every other request to the exchange. It notes when each request
+// came.
+type throttleFirst struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (t *throttleFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.sent = append(t.sent, time.Now())
+	first := len(t.sent) == 1
+	t.mu.Unlock()
+	if !first {
+		return t.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: http.StatusTooManyRequests,
+		Header:     http.Header{"Retry-After": {"120"}, "Content-Type": {"application/json"}},
+		Body:       io.NopCloser(strings.NewReader(`{"code":-1003,"msg":"Too many requests."}`)),
+		Request:    req,
+	}, nil
+}
+
+// times returns when the requests came.
+func (t *throttleFirst) times() []time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]time.Time(nil), t.sent...)
+}
+
+// TestRestartHonoursTheProvidersPause: a run told "429, Retry-After: 120"
+// that ends (here at its -timeout) leaves the pause in the file store, and
+// a run started at once after it sends nothing until the two minutes are
+// over, then collects the day (issue 12 item 5: it used to call again at
+// once, and retrying during a ban only extends it).
+func TestRestartHonoursTheProvidersPause(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		exchange := &throttleFirst{}
+		e := env{serve: func(srv *sim.Server) (string, *http.Client, func(), error) {
+			exchange.next = srv.Transport()
+			return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
+		}}
+		run := func(args ...string) result {
+			var out, errOut bytes.Buffer
+			code := runEnv(context.Background(), e, append([]string{"-store", dir, "-json"}, args...), &out, &errOut)
+			return result{code, out.String(), errOut.String()}
+		}
+		first := run("-timeout", "10s")
+		if len(exchange.times()) != 1 {
+			t.Fatalf("first run sent %d requests, want the one refused (stdout %q, stderr %q)", len(exchange.times()), first.stdout, first.stderr)
+		}
+		throttledAt := exchange.times()[0]
+
+		second := run()
+		if second.code != 0 {
+			t.Fatalf("second run: exit %d, stderr %q", second.code, second.stderr)
+		}
+		sent := exchange.times()
+		if len(sent) < 2 {
+			t.Fatalf("the second run sent nothing: %q", second.stdout)
+		}
+		if wait := sent[1].Sub(throttledAt); wait < 120*time.Second {
+			t.Fatalf("the restarted run called %v after the 429, before its Retry-After of 2m", wait)
+		}
+		if s := decodeSummary(t, second.stdout); s.Status != "done" || s.Candles == 0 {
+			t.Fatalf("second run: %+v, want done with the day's candles", s)
+		}
+	})
+}

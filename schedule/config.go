@@ -91,8 +91,9 @@ type Config struct {
 	// and status page show each provider's budget snapshot, and the
 	// default Spare reads it. Nil means none.
 	Budget *budget.Registry
-	// Logger receives one structured line per store error and lost lease.
-	// Nil means silent.
+	// Logger receives one structured line per store error and lost lease,
+	// its error with every URL redacted (query values, userinfo). Nil
+	// means silent.
 	Logger *slog.Logger
 }
 

@@ -165,7 +165,9 @@ type Stats struct {
 	// resets it; budget exhaustion, source pressure and interruptions
 	// leave it as it was.
 	Streak int
-	// LastError is the error of the last failed or pushed-back run.
+	// LastError is the error of the last failed or pushed-back run, with
+	// every URL's query values and userinfo redacted (they often hold the
+	// provider's credentials) and cut to 2 KiB.
 	LastError string
 	// LastRun is when the last finished run started.
 	LastRun time.Time

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // outcomeKind is what one run's end does to its job; see the table in the
@@ -190,12 +192,12 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 	case outRequeue: // a planned hand-off: the failure streak stands
 		j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
 	case outPressure:
-		st.LastError = o.err.Error()
+		st.LastError = lastError(o.err)
 		j.State, j.NextRun = StateWaitingRateLimit, o.until
 	case outFailed:
 		st.Failures++
 		st.Streak++
-		st.LastError = o.err.Error()
+		st.LastError = lastError(o.err)
 		j.State, j.NextRun = StateFailed, now.Add(s.backoff(st.Streak))
 	case outInterrupted:
 		j.State = StateQueued // NextRun unchanged: due again at once
@@ -284,4 +286,28 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// maxLastError caps Stats.LastError, in bytes: it is a diagnostic that is
+// stored with the job and served by the admin API, not a log.
+const maxLastError = 2048
+
+// lastError is err's message as Stats keeps it: every URL redacted (a
+// failing request's query often holds the provider's credentials, and
+// the message is persisted and served) and at most maxLastError bytes.
+func lastError(err error) string {
+	return clip(redact.String(err.Error()), maxLastError)
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // Runner runs one job once. The host adapts its stream runner to it (a
@@ -328,7 +330,7 @@ func (s *Scheduler) log(msg string, j Job, err error) {
 	}
 	attrs := []any{"job", j.ID, "provider", j.Provider, "kind", string(j.Kind), "stream", j.Stream}
 	if err != nil {
-		attrs = append(attrs, "err", err)
+		attrs = append(attrs, "err", redact.String(err.Error()))
 	}
 	s.cfg.Logger.Warn("schedule: "+msg, attrs...)
 }

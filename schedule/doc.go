@@ -89,8 +89,11 @@
 // resumed. A running job that is paused or deleted, or whose provider is
 // paused, has its runner's context cancelled with cause [ErrInterrupted]: a
 // slice runner stops at its next slice boundary and the run is not counted
-// as a failure. [Scheduler.Handler] serves all of it as JSON, plus an HTML
-// status page; [Scheduler.Snapshot] gives the metrics.
+// as a failure. [NewHandler] serves all of it as JSON, plus an HTML status
+// page, behind an Authorize hook of the host's, refusing state changes a
+// browser could forge and bounding bodies, pages and the jobs it creates;
+// [Scheduler.Snapshot] gives the metrics. Errors it stores or serves have
+// their URLs' query values and userinfo redacted.
 //
 // # Storage
 //

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -130,7 +131,7 @@ func ExampleScheduler_Handler() {
 	_ = jsonDecode(resp, &e)
 	fmt.Println("without an interval:", resp.Status, "field", e.Field)
 
-	resp, _ = http.Post(srv.URL+"/api/v1/jobs/1/pause", "", nil)
+	resp, _ = http.Post(srv.URL+"/api/v1/jobs/1/pause", "application/json", nil) // JSON, even without a body
 	var j struct{ State string }
 	_ = jsonDecode(resp, &j)
 	fmt.Println("POST /api/v1/jobs/1/pause:", resp.Status, j.State)
@@ -138,6 +139,62 @@ func ExampleScheduler_Handler() {
 	// POST /api/v1/jobs: 201 Created
 	// without an interval: 400 Bad Request field interval_ms
 	// POST /api/v1/jobs/1/pause: 200 OK paused
+}
+
+// ExampleNewHandler guards the admin API with a bearer token: anyone with
+// the viewer token may read, only the admin token may change state.
+func ExampleNewHandler() {
+	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), // setup
+		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+	h, err := schedule.NewHandler(s, schedule.HandlerConfig{
+		Authorize: func(r *http.Request) error {
+			// Compare secrets with crypto/subtle.ConstantTimeCompare in real code.
+			switch r.Header.Get("Authorization") {
+			case "Bearer admin-token":
+				return nil
+			case "Bearer viewer-token":
+				if r.Method == http.MethodGet || r.Method == http.MethodHead {
+					return nil
+				}
+				return errors.New("schedule: this token may only read")
+			}
+			return fmt.Errorf("%w: send Authorization: Bearer <token>", schedule.ErrUnauthenticated)
+		},
+		MaxJobs: 10_000,
+	})
+	if err != nil {
+		panic(err)
+	}
+	srv := httptest.NewServer(http.StripPrefix("/admin", h))
+	defer srv.Close()
+
+	post := func(token, path, body string) string {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/admin"+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json") // required on every state change
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, _ := http.DefaultClient.Do(req)
+		resp.Body.Close()
+		return resp.Status
+	}
+	job := `{"provider":"binance","kind":"backfill","stream":"BTC-USDT/1h"}`
+	fmt.Println("anonymous:", post("", "/jobs", job))
+	fmt.Println("viewer:   ", post("viewer-token", "/jobs", job))
+	fmt.Println("admin:    ", post("admin-token", "/jobs", job))
+
+	// A form post, which any web page can make a browser send, is refused.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/admin/providers/binance/pause", strings.NewReader("x=1"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer admin-token") // a browser would add the operator's cookie
+	resp, _ := http.DefaultClient.Do(req)
+	resp.Body.Close()
+	fmt.Println("form post:", resp.Status)
+	// Output:
+	// anonymous: 401 Unauthorized
+	// viewer:    403 Forbidden
+	// admin:     201 Created
+	// form post: 415 Unsupported Media Type
 }
 
 // jsonDecode reads resp's JSON body into v and closes it (setup).

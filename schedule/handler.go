@@ -1,26 +1,97 @@
 package schedule
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/forage-go/forage/internal/redact"
 )
 
-// Handler returns the admin API and status page of s, an [http.Handler]
-// rooted at "/"; mount it under a prefix with [http.StripPrefix], e.g.
-// mux.Handle("/api/v1/", http.StripPrefix("/api/v1", s.Handler())).
+// Handler returns the admin API and status page of s with the zero
+// [HandlerConfig]: no authorization of its own, so mount it behind the
+// host's authentication, or use [NewHandler] with an Authorize hook. See
+// [NewHandler] for the routes and the rules every request meets.
+func (s *Scheduler) Handler() http.Handler {
+	h, _ := NewHandler(s, HandlerConfig{}) // the zero config is valid
+	return h
+}
+
+// HandlerConfig configures the admin handler of [NewHandler]. The zero value
+// is valid: every request is authorized (see Authorize), POST /jobs creates
+// jobs while the store holds fewer than 100,000, and a GET /jobs page holds
+// at most 4 MiB of JSON.
+type HandlerConfig struct {
+	// Authorize decides, before anything else is read, whether r may be
+	// served: nil serves it; an error refuses it with its message, 401 if
+	// it wraps [ErrUnauthenticated] and 403 otherwise. r.Method and
+	// r.URL.Path (relative to where the handler is mounted, after
+	// [http.StripPrefix]) say what is asked: GET and HEAD only read, POST
+	// and DELETE change state. It is called concurrently. Nil authorizes
+	// every request: then the handler must be reachable only by operators
+	// (behind the host's authentication, or on a private listener), since
+	// it pauses providers and creates and deletes jobs.
+	Authorize func(r *http.Request) error
+	// MaxJobs caps the jobs the store may hold for POST /jobs to create one
+	// more: a creation beyond it answers 409, while updates of existing jobs
+	// still pass. It bounds what one client of the API can make the store
+	// hold; jobs the host adds with [Scheduler.Upsert] count but are not
+	// refused. A store with a Count(ctx) (int, error) method (as
+	// [MemoryStore]) is asked for the count; any other is listed page by
+	// page, up to MaxJobs. Defaults to 100,000.
+	MaxJobs int
+	// MaxPageBytes caps the JSON of one GET /jobs page, in bytes. A page
+	// ends before the job that would pass it (its "next" says where to go
+	// on) but always holds at least one job, so a page may reach about
+	// 1.4 MiB (a job's payload is at most 1 MiB, base64 in JSON) whatever
+	// the cap. Defaults to 4 MiB.
+	MaxPageBytes int
+}
+
+// The defaults and bounds of the admin handler.
+const (
+	defaultMaxJobs      = 100_000
+	defaultMaxPageBytes = 4 << 20
+	defaultListLimit    = 100  // jobs per GET /jobs page when ?limit= is absent
+	maxListLimit        = 1000 // the largest ?limit=
+	listBatch           = 64   // jobs read from the store at once, so a page never holds more payloads in memory
+	countBatch          = 256  // jobs per List when counting a store without Count
+)
+
+// Handler is the admin API and status page of a [Scheduler], an
+// [http.Handler] rooted at "/"; mount it under a prefix with
+// [http.StripPrefix]. Build it with [NewHandler]. It is safe for concurrent
+// use.
+type Handler struct {
+	s     *Scheduler
+	cfg   HandlerConfig
+	mux   *http.ServeMux
+	cop   *http.CrossOriginProtection
+	mu    sync.Mutex // serializes creations, so MaxJobs holds against this handler's own races
+	count counter    // the store's Count, if it has one
+}
+
+// counter is a JobStore that can count its jobs cheaply.
+type counter interface {
+	Count(ctx context.Context) (int, error)
+}
+
+// NewHandler returns the admin API and status page of s:
 //
 //	GET    /                        HTML status page (providers, rates, breakers, jobs by state)
 //	GET    /stats                   the Snapshot as JSON
 //	GET    /providers               providers with their budget snapshot
 //	POST   /providers/{name}/pause  pause a provider in this scheduler
 //	POST   /providers/{name}/resume resume it
-//	GET    /jobs                    list: ?provider= &kind= &state= &stream= &after= &limit= (≤ 1000, default 100)
+//	GET    /jobs                    a page: ?provider= &kind= &state= &stream= &after= &limit=
 //	POST   /jobs                    upsert {"provider","kind","stream","priority","interval_ms","payload","next_run"}; 201 if created
 //	GET    /jobs/{id}               one job
 //	DELETE /jobs/{id}               delete; 204
@@ -28,24 +99,109 @@ import (
 //	POST   /jobs/{id}/resume        resume
 //	POST   /jobs/{id}/run           run now; 409 while it runs
 //
+// Every request is first authorized (see [HandlerConfig.Authorize]). A
+// request that changes state (any method but GET, HEAD and OPTIONS) must
+// carry "Content-Type: application/json", even without a body (curl -X POST
+// -H 'Content-Type: application/json' …), and must not come from another
+// origin (see [http.CrossOriginProtection]): a browser cannot send such a
+// request from another site without a CORS preflight, which this handler
+// never grants, so a page the operator visits cannot forge one. Otherwise
+// the answer is 415 or 403. A request body over 2 MiB answers 413.
+//
+// GET /jobs answers {"jobs": […], "next": N}: at most ?limit= jobs
+// (default 100, at most 1000) with an ID above ?after= (default 0), in ID
+// order, within [HandlerConfig.MaxPageBytes]. "next", present when more
+// jobs may match, is the ?after= of the next page.
+//
 // Errors are JSON, {"error": "...", "field": "..."}: 400 for invalid input,
-// naming the field; 404 for an unknown job; 409 for run-now on a running
-// job; 500 for a store failure. The handler is safe for concurrent use.
-func (s *Scheduler) Handler() http.Handler {
-	mux := http.NewServeMux()
+// naming the field; 401 or 403 when refused; 404 for an unknown job; 409
+// for run-now on a running job or a creation over MaxJobs; 413 for a body
+// too large; 415 for a state change without the JSON content type; 500
+// for a store failure. Every URL in an error it serves (and in the jobs'
+// last errors) has its query values and userinfo redacted.
+//
+// NewHandler fails, wrapping [ErrInvalidConfig], for a negative MaxJobs or
+// MaxPageBytes.
+func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
+	switch {
+	case s == nil:
+		return nil, fmt.Errorf("%w: NewHandler needs the Scheduler (got nil): build one with New", ErrInvalidConfig)
+	case cfg.MaxJobs < 0:
+		return nil, fmt.Errorf("%w: HandlerConfig.MaxJobs must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxJobs)
+	case cfg.MaxPageBytes < 0:
+		return nil, fmt.Errorf("%w: HandlerConfig.MaxPageBytes must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxPageBytes)
+	}
+	if cfg.MaxJobs == 0 {
+		cfg.MaxJobs = defaultMaxJobs
+	}
+	if cfg.MaxPageBytes == 0 {
+		cfg.MaxPageBytes = defaultMaxPageBytes
+	}
+	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
+	h.count, _ = s.store.(counter)
+	h.routes()
+	return h, nil
+}
+
+// routes registers the endpoints.
+func (h *Handler) routes() {
+	s, mux := h.s, h.mux
 	mux.HandleFunc("GET /{$}", s.serveStatus)
 	mux.HandleFunc("GET /stats", s.serveStats)
 	mux.HandleFunc("GET /providers", s.serveProviders)
 	mux.HandleFunc("POST /providers/{name}/pause", s.serveProviderPause(true))
 	mux.HandleFunc("POST /providers/{name}/resume", s.serveProviderPause(false))
-	mux.HandleFunc("GET /jobs", s.serveList)
-	mux.HandleFunc("POST /jobs", s.serveUpsert)
+	mux.HandleFunc("GET /jobs", h.serveList)
+	mux.HandleFunc("POST /jobs", h.serveUpsert)
 	mux.HandleFunc("GET /jobs/{id}", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.Job(r.Context(), id) }))
 	mux.HandleFunc("DELETE /jobs/{id}", s.serveDelete)
 	mux.HandleFunc("POST /jobs/{id}/pause", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.Pause(r.Context(), id) }))
 	mux.HandleFunc("POST /jobs/{id}/resume", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.Resume(r.Context(), id) }))
 	mux.HandleFunc("POST /jobs/{id}/run", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.RunNow(r.Context(), id) }))
-	return mux
+}
+
+// ServeHTTP authorizes r, refuses a state change a browser could have
+// forged, bounds the body and serves the route.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Authorize != nil {
+		if err := h.cfg.Authorize(r); err != nil {
+			code := http.StatusForbidden
+			if errors.Is(err, ErrUnauthenticated) {
+				code = http.StatusUnauthorized
+			}
+			writeError(w, code, "", err)
+			return
+		}
+	}
+	if !safeMethod(r.Method) {
+		if err := h.cop.Check(r); err != nil {
+			writeError(w, http.StatusForbidden, "", fmt.Errorf("schedule: refused a cross-origin %s: %w", r.Method, err))
+			return
+		}
+		if !isJSON(r.Header.Get("Content-Type")) {
+			writeError(w, http.StatusUnsupportedMediaType, "Content-Type", fmt.Errorf(
+				"schedule: a %s needs Content-Type: application/json (got %q)", r.Method, r.Header.Get("Content-Type")))
+			return
+		}
+	}
+	if r.ContentLength > maxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "body", fmt.Errorf("schedule: the body is %d bytes, over the %d allowed", r.ContentLength, maxBody))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	h.mux.ServeHTTP(w, r)
+}
+
+// safeMethod reports whether method only reads.
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// isJSON reports whether the Content-Type ct is application/json (any
+// parameters).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // maxBody caps a request body: a payload of 1 MiB, base64, plus the rest.
@@ -80,7 +236,10 @@ type statsJSON struct {
 	LastSuccess time.Time `json:"last_success,omitzero"`
 }
 
+// toJSON is j on the wire, its last error redacted again (a store may hold
+// one written before redaction existed).
 func toJSON(j Job) jobJSON {
+	j.Stats.LastError = cleanError(j.Stats.LastError)
 	out := jobJSON{
 		ID: j.ID, Provider: j.Provider, Kind: j.Kind, Stream: j.Stream, Priority: j.Priority,
 		IntervalMS: j.Interval.Milliseconds(), Payload: j.Payload, State: j.State, NextRun: j.NextRun,
@@ -118,12 +277,16 @@ var wireField = map[string]string{
 	"id": "id",
 }
 
-func (s *Scheduler) serveUpsert(w http.ResponseWriter, r *http.Request) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
+	dec := json.NewDecoder(r.Body) // bounded by ServeHTTP
 	dec.DisallowUnknownFields()
 	var in specJSON
 	if err := dec.Decode(&in); err != nil {
-		writeError(w, http.StatusBadRequest, decodeField(err), fmt.Errorf("schedule: invalid JSON body: %w", err))
+		code := http.StatusBadRequest
+		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, code, decodeField(err), fmt.Errorf("schedule: invalid JSON body: %w", err))
 		return
 	}
 	if in.IntervalMS < 0 || in.IntervalMS > int64(100*365*24*time.Hour/time.Millisecond) {
@@ -138,10 +301,14 @@ func (s *Scheduler) serveUpsert(w http.ResponseWriter, r *http.Request) {
 	if len(payload) == 0 {
 		payload = nil
 	}
-	j, err := s.Upsert(r.Context(), Spec{
+	j, err := h.upsert(r.Context(), Spec{
 		Provider: in.Provider, Kind: in.Kind, Stream: in.Stream, Priority: in.Priority,
 		Interval: time.Duration(in.IntervalMS) * time.Millisecond, Payload: payload, NextRun: in.NextRun,
 	})
+	if errors.Is(err, errTooManyJobs) {
+		writeError(w, http.StatusConflict, "", err)
+		return
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -168,30 +335,6 @@ func decodeField(err error) string {
 		return strings.TrimSuffix(strings.TrimPrefix(msg, unknown), `"`)
 	}
 	return "body"
-}
-
-func (s *Scheduler) serveList(w http.ResponseWriter, r *http.Request) {
-	v := r.URL.Query()
-	q := Query{Provider: v.Get("provider"), Kind: Kind(v.Get("kind")), State: State(v.Get("state")), Stream: v.Get("stream")}
-	var ok bool
-	if q.After, ok = queryInt(w, v.Get("after"), "after", 1<<63-1, 0); !ok {
-		return
-	}
-	limit, ok := queryInt(w, v.Get("limit"), "limit", 1000, 100)
-	if !ok {
-		return
-	}
-	q.Limit = int(limit)
-	jobs, err := s.Jobs(r.Context(), q)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out := make([]jobJSON, len(jobs))
-	for i, j := range jobs {
-		out[i] = toJSON(j)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
 }
 
 // queryInt parses the query parameter name (raw; def if empty) as an
@@ -299,9 +442,14 @@ func writeErr(w http.ResponseWriter, err error) {
 	}
 }
 
-// writeError answers {"error": err, "field": field} with code.
+// cleanError is a stored error message as the handler serves it: every URL
+// redacted, at most maxLastError bytes.
+func cleanError(msg string) string { return clip(redact.String(msg), maxLastError) }
+
+// writeError answers {"error": err, "field": field} with code; URLs in the
+// message are redacted (a store's error may name its DSN).
 func writeError(w http.ResponseWriter, code int, field string, err error) {
-	body := map[string]string{"error": err.Error()}
+	body := map[string]string{"error": redact.String(err.Error())}
 	if field != "" {
 		body["field"] = field
 	}

@@ -28,10 +28,14 @@ func newAPI(t *testing.T, cfg schedule.Config, r schedule.Runner) *api {
 	return &api{t: t, h: s.Handler(), s: s}
 }
 
-// do sends method path body and returns the status and the body.
+// do sends method path body as a well-behaved client does (JSON content
+// type on state changes) and returns the status and the body.
 func (a *api) do(method, path, body string) (int, string) {
 	a.t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if method != "GET" && method != "HEAD" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.String()

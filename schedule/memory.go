@@ -117,6 +117,17 @@ func (s *MemoryStore) Get(ctx context.Context, id int64) (Job, error) {
 	return e.job.copy(), nil
 }
 
+// Count returns how many jobs the store holds. The admin handler asks it to
+// enforce [HandlerConfig.MaxJobs] without listing every job.
+func (s *MemoryStore) Count(ctx context.Context) (int, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID), nil
+}
+
 // List implements [JobStore.List].
 func (s *MemoryStore) List(ctx context.Context, q Query) ([]Job, error) {
 	if err := q.validate(); err != nil {

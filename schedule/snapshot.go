@@ -94,7 +94,7 @@ func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, er
 		}
 		return p
 	}
-	for q := (Query{Limit: 1000}); ; {
+	for q := (Query{Limit: snapshotBatch}); ; {
 		page, err := s.store.List(ctx, q)
 		if err != nil {
 			return Snapshot{}, err
@@ -139,6 +139,10 @@ func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, er
 	slices.SortFunc(snap.Providers, func(a, b ProviderSnapshot) int { return cmp.Compare(a.Provider, b.Provider) })
 	return snap, nil
 }
+
+// snapshotBatch is how many jobs a Snapshot reads from the store at once:
+// it holds their payloads (up to 1 MiB each) only while it counts them.
+const snapshotBatch = 128
 
 // decisions reads the counters.
 func (s *Scheduler) decisions() Decisions {

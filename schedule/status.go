@@ -64,7 +64,8 @@ th{background:#f3f3f3}
 </body></html>
 `))
 
-// serveStatus renders the status page; ?state= filters the job list.
+// serveStatus renders the status page; ?state= filters the job list. The
+// jobs' last errors are shown with their URLs redacted.
 func (s *Scheduler) serveStatus(w http.ResponseWriter, r *http.Request) {
 	state := State(r.URL.Query().Get("state"))
 	if state != "" && !state.Valid() {
@@ -76,14 +77,16 @@ func (s *Scheduler) serveStatus(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	jobs, err := s.Jobs(r.Context(), Query{State: state, Limit: statusJobs + 1})
+	var jobs []Job
+	more, err := s.page(r.Context(), Query{State: state}, statusJobs, func(j Job) bool {
+		j.Payload = nil // not shown: hold no more than a batch of payloads
+		j.Stats.LastError = cleanError(j.Stats.LastError)
+		jobs = append(jobs, j)
+		return true
+	})
 	if err != nil {
 		writeErr(w, err)
 		return
-	}
-	more := len(jobs) > statusJobs
-	if more {
-		jobs = jobs[:statusJobs]
 	}
 	var buf bytes.Buffer
 	data := struct {

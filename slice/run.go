@@ -8,6 +8,7 @@ import (
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // releaseTimeout bounds the lease release at the end of a run, which runs
@@ -89,7 +90,7 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 			rep.HeldBy, rep.HeldUntil = held.Lease.Owner, held.Lease.Expires
 		}
 		r.log.InfoContext(ctx, "slice: yielded, stream leased elsewhere",
-			"held_by", rep.HeldBy, "held_until", rep.HeldUntil, "err", err)
+			"held_by", rep.HeldBy, "held_until", rep.HeldUntil, "err", redact.String(err.Error()))
 		return rep, nil
 	}
 	if err != nil {
@@ -103,10 +104,10 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 		// Correctness never depends on the release: the lease expires, and
 		// a lost lease fences every later commit. So it is logged, not
 		// returned.
-		r.log.WarnContext(ctx, "slice: release lease", "err", rerr)
+		r.log.WarnContext(ctx, "slice: release lease", "err", redact.String(rerr.Error()))
 	}
 	if err != nil {
-		r.log.ErrorContext(ctx, "slice: run failed", "err", err, "slices", rep.Slices, "reason", string(rep.Reason))
+		r.log.ErrorContext(ctx, "slice: run failed", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
 	}
 	return rep, err
 }

@@ -14,8 +14,11 @@
 //     them. [CatchUp] and [SteadyState] are separate bookmarks: a backfill
 //     never moves the incremental cursor.
 //   - [Leases]: an in-flight marker per stream with an owner and a TTL. A
-//     second owner gets [ErrLeaseHeld] and yields; an expired lease can be
-//     taken over. Every grant carries a fencing token that commits present,
+//     second owner gets [ErrLeaseHeld] (a [*LeaseHeldError] naming the
+//     holder and its expiry) and yields; an expired lease can be taken
+//     over, and so can, at once, a lease whose holder the store knows is
+//     dead ([FileStore] at open, the PostgreSQL store when the holder's
+//     session ends), so a restart after a crash never waits for itself. Every grant carries a fencing token that commits present,
 //     so a holder that paused past its TTL and woke up after a takeover gets
 //     [ErrLeaseLost] instead of writing over the new holder.
 //   - [Gaps]: records of runs that stopped early (budget exhausted, or the
@@ -37,7 +40,9 @@
 // Two implementations ship here: [MemoryStore], the embedded default, and
 // [FileStore], crash-safe files in a directory for one process (temp file,
 // fsync, rename, fsync the directory; checksummed, so corruption is an
-// [ErrCorrupt] error, never empty progress). A PostgreSQL store for many
-// processes lives in the pgstore module. Stores read time from an injectable
-// clock ([Config.Now]), so lease expiry is tested without sleeping.
+// [ErrCorrupt] error that names the file and says how to recover, never
+// empty progress). A PostgreSQL store for many processes lives in the
+// pgstore module. Names (streams, series, owners, reasons) follow one rule
+// in every store, [CheckName]. Stores read time from an injectable clock
+// ([Config.Now]), so lease expiry is tested without sleeping.
 package checkpoint

@@ -73,7 +73,10 @@ func ExampleMemoryStore_Acquire() {
 
 	a, _ := store.Acquire(ctx, key.Stream, "worker-a", 30*time.Second)
 	_, err := store.Acquire(ctx, key.Stream, "worker-b", 30*time.Second)
-	fmt.Println("b yields:", errors.Is(err, checkpoint.ErrLeaseHeld))
+	var held *checkpoint.LeaseHeldError
+	if errors.As(err, &held) { // errors.Is(err, checkpoint.ErrLeaseHeld) also holds
+		fmt.Printf("b yields to %s until %s\n", held.Lease.Owner, held.Lease.Expires.Format(time.TimeOnly))
+	}
 
 	now = now.Add(time.Minute) // worker-a stalls past its TTL ...
 	b, _ := store.Acquire(ctx, key.Stream, "worker-b", 30*time.Second)
@@ -86,7 +89,7 @@ func ExampleMemoryStore_Acquire() {
 	fmt.Printf("b committed %s\n", cp.Cursor)
 	_ = store.Release(ctx, b)
 	// Output:
-	// b yields: true
+	// b yields to worker-a until 00:00:30
 	// b took over with a newer token: true
 	// a is fenced: true
 	// b committed fresh
@@ -141,4 +144,37 @@ func ExampleOpenFileStore() {
 	fmt.Printf("resume after %s (version %d)\n", cp.Cursor, cp.Version)
 	// Output:
 	// resume after 2019-03-01 (version 1)
+}
+
+// A run that died holding its lease (kill -9, here a Close without
+// Release) does not block the restart: the directory lock proves the
+// holder gone, so the lease is taken over at once and the dead run fenced.
+func ExampleOpenFileStore_takeover() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "checkpoint-example-*") // setup
+	defer os.RemoveAll(dir)
+
+	store, _ := checkpoint.OpenFileStore(dir, checkpoint.Config{})
+	dead, _ := store.Acquire(ctx, "s", "run-1", time.Hour)
+	_ = store.Close() // the run dies without releasing
+
+	store, _ = checkpoint.OpenFileStore(dir, checkpoint.Config{})
+	defer store.Close()
+	l, err := store.Acquire(ctx, "s", "run-2", time.Hour)
+	fmt.Println("restart acquired at once:", err == nil, "token", l.Token)
+	_, err = store.Commit(ctx, checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}, []byte("x"), 0, dead)
+	fmt.Println("dead run fenced:", errors.Is(err, checkpoint.ErrLeaseLost))
+	// Output:
+	// restart acquired at once: true token 2
+	// dead run fenced: true
+}
+
+func ExampleCheckName() {
+	for _, name := range []string{"binance/BTC-USDT/1h", "binance/BTC\xff", "a\nforged line"} {
+		fmt.Println(checkpoint.CheckName("stream", name))
+	}
+	// Output:
+	// <nil>
+	// checkpoint: invalid argument: stream must be valid UTF-8 (invalid byte 0xff at byte 11) (got "binance/BTC\xff")
+	// checkpoint: invalid argument: stream must not contain control characters (U+000A at byte 1) (got "a\nforged line")
 }

@@ -122,8 +122,9 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 
 // Provider returns the one Provider for key, creating it on first use. Two
 // callers asking for the same key get the same Provider. It panics only if a
-// [RegistryConfig.NewPacer] fails, which is why Provider has no error; use
-// [Registry.Lookup] plus [Registry.Get] to handle that case.
+// [RegistryConfig.NewPacer] fails or a [PauseStore] cannot load the key's
+// pause, which is why Provider has no error; use [Registry.Get] to handle
+// those cases.
 func (r *Registry) Provider(key string) Provider {
 	p, err := r.Get(key)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // value of c is not a decimal number.
 func appendRecord(b []byte, c Candle) ([]byte, error) {
 	if err := c.check(); err != nil {
-		return b, fmt.Errorf("klines: cannot store the candle at %v: %w", c.OpenTime, err)
+		return b, fmt.Errorf("klines: cannot store it: %w", err)
 	}
 	b = strconv.AppendInt(b, c.OpenTime.UnixMilli(), 10)
 	for _, v := range c.values() {

@@ -68,33 +68,32 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 }
 
 // Write appends the page's candles that are not stored yet and syncs. A
-// candle whose prices or volume are not decimal numbers fails the whole
-// write, before anything is appended: the file holds records only.
+// candle whose prices or volume are not decimal numbers, stored or not,
+// fails the whole write before anything is appended: the file holds
+// records only.
 func (s *FileSink) Write(_ context.Context, p slice.Page[Candle]) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var b []byte
-	var added []int64
-	forget := func() {
-		for _, ms := range added {
-			delete(s.have, ms) // not stored after all
+	for _, c := range p.Records {
+		if err := c.check(); err != nil {
+			return fmt.Errorf("klines: %s: cannot store it: %w", s.f.Name(), err)
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var added []int64
 	for _, c := range p.Records {
 		ms := c.OpenTime.UnixMilli()
 		if s.have[ms] {
 			continue
 		}
-		var err error
-		if b, err = appendRecord(b, c); err != nil {
-			forget()
-			return err
-		}
-		s.have[ms] = true // for now: a repeat in p is skipped
+		b, _ = appendRecord(b, c) // checked above
+		s.have[ms] = true         // for now: a repeat in p is skipped
 		added = append(added, ms)
 	}
 	if err := s.append(b); err != nil {
-		forget()
+		for _, ms := range added {
+			delete(s.have, ms) // not stored after all
+		}
 		return err
 	}
 	return nil

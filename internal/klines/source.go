@@ -222,11 +222,7 @@ func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limi
 	resp, err := client.Do(req)
 	out := budget.FromHTTP(resp, err)
 	if err != nil {
-		// A response that comes with an error is not the answer: after a
-		// redirect loop it is the last 302, whose status would classify
-		// the attempt as a success. The error decides.
-		out.Status = 0
-		return nil, out
+		return nil, out // classified by FromHTTP (a redirect loop is permanent)
 	}
 	defer resp.Body.Close()
 	body, err := readBody(resp.Body)

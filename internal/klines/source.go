@@ -181,9 +181,11 @@ func (s *Source) Expect(sl slice.Slice) ([]byte, bool) {
 
 // Fetch asks for the first Page candles of the slice's span: one request,
 // and one more when the answer leaves the start of the span without
-// candles in settled history (see [Source.confirm]). An answer that breaks
-// the klines contract (see check), or that the second request shows to
-// have left out candles, is a classified provider error, never skipped.
+// candles in settled history (see [Source.confirm]); the two are one
+// attempt to the provider's budget, and the rare second one is not paced
+// apart. An answer that breaks the klines contract (see check), or that
+// the second request shows to have left out candles, is a permanent
+// provider error, never skipped.
 func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle], budget.Outcome) {
 	if s.step == 0 {
 		return slice.Page[Candle]{}, budget.Outcome{Err: budget.Permanent(errors.New("klines: Source used before Init"))}

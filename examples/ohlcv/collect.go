@@ -90,7 +90,11 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		}
 		defer stop()
 	}
-	reg, err := budget.NewRegistry(budget.RegistryConfig{NewPacer: be.newPacer(), Pauses: be.pauses()})
+	reg, err := budget.NewRegistry(budget.RegistryConfig{
+		NewPacer: be.newPacer(), Pauses: be.pauses(),
+		// A pause longer than longWait comes back to loop, which says so.
+		Defaults: budget.Config{MaxPause: o.maxPause, MaxWait: longWait},
+	})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/internal/klines"
 )
 
@@ -25,6 +26,7 @@ type options struct {
 	schema      string
 	maxRequests int
 	timeout     time.Duration
+	maxPause    time.Duration
 	follow      bool
 	json        bool
 	verbose     bool
@@ -84,6 +86,7 @@ func parseCollect(args []string) (options, error) {
 	fs.StringVar(&o.schema, "pg-schema", "forage", "")
 	fs.IntVar(&o.maxRequests, "max-requests", 0, "")
 	fs.DurationVar(&o.timeout, "timeout", 0, "")
+	fs.DurationVar(&o.maxPause, "max-pause", budget.DefaultMaxPause, "")
 	fs.BoolVar(&o.follow, "follow", false, "")
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")
@@ -115,6 +118,8 @@ func parseCollect(args []string) (options, error) {
 		return o, badFlag("max-requests", "must be >= 0", o.maxRequests)
 	case o.timeout < 0:
 		return o, badFlag("timeout", "must be >= 0", o.timeout)
+	case o.maxPause <= 0:
+		return o, badFlag("max-pause", "must be > 0", o.maxPause)
 	}
 	return o, nil
 }

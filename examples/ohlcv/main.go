@@ -36,6 +36,7 @@
 //	-pg-schema NAME     PostgreSQL schema for checkpoints, pacer and candles (default forage)
 //	-max-requests N     request cap of the run, 0 = none
 //	-timeout DUR        wall-clock budget of the run, 0 = none
+//	-max-pause DUR      longest pause one answer of the provider may impose (default 1h)
 //	-follow             after catch-up, collect each new candle until SIGINT/SIGTERM
 //	-json               print the summary as one JSON line on stdout
 //	-v                  print one line per stream run on stderr
@@ -177,6 +178,9 @@ flags:
   -pg-schema NAME     PostgreSQL schema (default forage)
   -max-requests N     request cap of the run, 0 = none (default 0)
   -timeout DUR        wall-clock budget of the run, 0 = none (default 0)
+  -max-pause DUR      longest pause one provider answer may impose: a longer Retry-After or quota reset
+                      is cut to it (default 1h); a pause past -timeout ends the run deferred, saying when
+                      the provider may be called again
   -follow             keep collecting each new candle after catch-up, until SIGINT/SIGTERM
   -json               print the summary as one JSON line on stdout
   -v                  print one line per stream run on stderr

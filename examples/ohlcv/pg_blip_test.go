@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/forage-go/forage/pgstore"
 )
 
 // proxy forwards TCP connections to a PostgreSQL server and can cut them
@@ -100,4 +103,32 @@ func TestPostgresBlipDoesNotEndTheRun(t *testing.T) {
 	}
 	t.Logf("summary %+v\nstderr %s", s, r.stderr)
 	checkDay(t, exportOf(t, "-store", dsn, "-pg-schema", schema), 0)
+}
+
+// TestPostgresYieldIsNeverDone: a stream whose lease another live owner
+// holds is not collected, and the run says so: status yielded, the holder
+// and its expiry in the JSON and on stderr, exit 3.
+func TestPostgresYieldIsNeverDone(t *testing.T) {
+	t.Parallel()
+	dsn, schema, _ := freshSchema(t)
+	runLoopback(t, "-store", dsn, "-pg-schema", schema, "-max-requests", "1") // migrate
+	st, err := pgstore.Open(context.Background(), dsn, pgstore.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	lease, err := st.Acquire(context.Background(), "ohlcv/BTCUSDT/1m", "other-host/77/ab", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Release(context.Background(), lease) }()
+	r := loopbackRun("-store", dsn, "-pg-schema", schema)
+	if r.code != exitHeld {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %d", r.code, r.stdout, r.stderr, exitHeld)
+	}
+	s := decodeSummary(t, r.stdout)
+	if s.Status != "yielded" || s.Candles != 0 || len(s.Streams) != 1 || s.Streams[0].HeldBy != "other-host/77/ab" || s.Streams[0].HeldUntil == "" {
+		t.Fatalf("summary %s: want status yielded naming the holder and its expiry", r.stdout)
+	}
+	isOneLine(t, r.stderr, "other-host/77/ab")
 }

@@ -77,8 +77,12 @@ type streamStats struct {
 	Candles int    `json:"candles"`
 	// Last is the open time of the last candle the stream committed past.
 	Last string `json:"last,omitempty"`
-	// Yielded is true if another process held the stream's lease.
-	Yielded bool `json:"yielded,omitempty"`
+	// Yielded is true if another live process held the stream's lease:
+	// nothing was done for it. HeldBy names the lease's owner and
+	// HeldUntil (RFC 3339) is when it expires unless renewed.
+	Yielded   bool   `json:"yielded,omitempty"`
+	HeldBy    string `json:"held_by,omitempty"`
+	HeldUntil string `json:"held_until,omitempty"`
 
 	gaps  []checkpoint.Gap // left open by the last run
 	until time.Time        // the last run's time to resume after pressure
@@ -103,6 +107,12 @@ func (c *collector) record(st *streamStats, rep slice.Report, err error) {
 	st.Commits += rep.Commits
 	st.Candles += rep.Records
 	st.Yielded = st.Yielded || rep.Yielded
+	if rep.Yielded {
+		st.HeldBy = rep.HeldBy
+		if !rep.HeldUntil.IsZero() {
+			st.HeldUntil = rep.HeldUntil.UTC().Format(time.RFC3339)
+		}
+	}
 	if t, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil {
 		st.Last = t.Format(time.RFC3339)
 	}
@@ -115,7 +125,7 @@ func (c *collector) record(st *streamStats, rep slice.Report, err error) {
 			line += ", stopped: " + string(rep.Reason)
 		}
 		if rep.Yielded {
-			line += ", yielded: leased by another process"
+			line += ", yielded: leased by " + rep.HeldBy
 		}
 		fmt.Fprintln(c.verbose, line)
 	}
@@ -206,7 +216,15 @@ func (s summary) held() []string {
 	var out []string
 	for _, st := range s.Streams {
 		if st.Yielded {
-			out = append(out, fmt.Sprintf("%s %s: its stream is leased by another live process", st.Symbol, st.Mode))
+			h := fmt.Sprintf("%s %s: its stream is leased by another live process", st.Symbol, st.Mode)
+			if st.HeldBy != "" {
+				h += fmt.Sprintf(" (%s", st.HeldBy)
+				if st.HeldUntil != "" {
+					h += ", until " + st.HeldUntil + " unless renewed"
+				}
+				h += ")"
+			}
+			out = append(out, h)
 		}
 	}
 	return out

@@ -29,6 +29,19 @@
 // longer than the run has left ends the call as source pressure rather than
 // sleeping past the deadline.
 //
+// # Pauses
+//
+// A provider's pause (a Retry-After, a ban, a spent quota's reset) holds
+// every call until it ends. Headers are untrusted: one answer may impose at
+// most [Config.MaxPause] (1 hour by default), so a garbage Retry-After
+// cannot park a collector for days. A call sleeps through a pause of up to
+// [Config.MaxWait]; a longer one, or one that outlasts the run's deadline,
+// ends the call at once with [Error.Until] for the scheduler to wait out.
+// With a [PauseStore] ([Config.Pauses], [RegistryConfig.Pauses]) the pause in
+// force outlives the process: a restart honours it instead of calling again
+// at once, which would only extend a ban. The checkpoint package's stores
+// implement PauseStore.
+//
 // # Many providers
 //
 // A [Registry] holds one Provider per key (an exchange, a host), created on

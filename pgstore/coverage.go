@@ -42,11 +42,7 @@ func (s *Store) AddCoverage(ctx context.Context, series string, r checkpoint.Ran
 
 // Coverage implements [checkpoint.Coverages.Coverage].
 func (s *Store) Coverage(ctx context.Context, series string) (checkpoint.Coverage, error) {
-	var argErr error
-	if series == "" {
-		argErr = fmt.Errorf("%w: series must not be empty", checkpoint.ErrInvalid)
-	}
-	if err := enter(ctx, argErr); err != nil {
+	if err := enter(ctx, checkpoint.CheckName("series", series)); err != nil {
 		return checkpoint.Coverage{}, err
 	}
 	rows, err := s.pool.Query(ctx, s.sql.coverage, series)

@@ -29,8 +29,16 @@
 //     swaps the version, reporting ErrInvalid, ErrLeaseLost, ErrLeaseHeld,
 //     ErrConflict in that order.
 //   - [Store.Acquire] is an upsert that takes the stream over only if its
-//     lease was released or has expired, adding one to the token, which
-//     therefore grows forever and is never reused.
+//     lease was released, has expired, or belongs to a process that died,
+//     adding one to the token, which therefore grows forever and is never
+//     reused. A lease is tied to its holder's life by a session-level
+//     advisory lock on one extra connection per pool ([Config.NoLeaseSession]
+//     turns it off): when the process dies, PostgreSQL ends the session, and
+//     a restart takes the stream over at once (in tests, within tens of
+//     milliseconds of a SIGKILL) instead of waiting out the TTL.
+//   - Every name (stream, series, lease owner, gap reason) must pass
+//     [checkpoint.CheckName]; any other is a checkpoint.ErrInvalid error
+//     before the database is asked, never a raw SQLSTATE.
 //   - [Store.AddGap] draws IDs from a single locked counter row, so IDs
 //     follow commit order and paging with GapQuery.After never skips a gap.
 //   - [Store.AddCoverage] unites the range with the series' multirange in

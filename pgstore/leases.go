@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
@@ -12,21 +11,27 @@ import (
 
 // acquireSQL grants a lease in one upsert: a stream never leased gets token
 // 1; otherwise the row is taken over, with the next token, only if its
-// lease was released or has expired at now. The row lock the upsert takes
-// makes concurrent Acquires take turns, so exactly one wins. Parameters:
-// stream, owner, expires, now.
+// lease was released, has expired at now, or records a session that has
+// ended (its advisory lock can be taken: the holder's process is gone; see
+// session.go). The row lock the upsert takes makes concurrent Acquires take
+// turns, so exactly one wins. The transaction-level lock taken to test a
+// session ends with the statement. Parameters: stream, owner, expires,
+// now, the new holder's session key (NULL for none).
 const acquireSQL = `
-INSERT INTO {{schema}}.streams AS st (stream, lease_owner, lease_token, lease_expires, released)
-VALUES ($1, $2, 1, $3, false)
+INSERT INTO {{schema}}.streams AS st (stream, lease_owner, lease_token, lease_expires, released, lease_session)
+VALUES ($1, $2, 1, $3, false, $5::bigint)
 ON CONFLICT (stream) DO UPDATE SET lease_owner = excluded.lease_owner, lease_token = st.lease_token + 1,
-	lease_expires = excluded.lease_expires, released = false
+	lease_expires = excluded.lease_expires, released = false, lease_session = excluded.lease_session
 WHERE st.released OR st.lease_expires <= $4::timestamptz
+	OR (st.lease_session IS NOT NULL AND pg_try_advisory_xact_lock(st.lease_session))
 RETURNING lease_token`
 
-// renewSQL moves the expiry of the current, unreleased grant. Parameters:
-// stream, token, owner, expires.
+// renewSQL moves the expiry of the current, unreleased grant and records
+// the holder's session as it is now (a new key after its connection was
+// replaced, or NULL when it has none). Parameters: stream, token, owner,
+// expires, session key.
 const renewSQL = `
-UPDATE {{schema}}.streams SET lease_expires = $4
+UPDATE {{schema}}.streams SET lease_expires = $4, lease_session = $5::bigint
 WHERE stream = $1 AND lease_token = $2 AND lease_owner = $3 AND NOT released
 RETURNING lease_token`
 
@@ -40,29 +45,26 @@ RETURNING lease_token`
 // leaseOfSQL reads a stream's lease, to explain a refusal.
 const leaseOfSQL = `SELECT lease_owner, lease_token, lease_expires, released FROM {{schema}}.streams WHERE stream = $1`
 
-// Acquire implements [checkpoint.Leases.Acquire] with one upsert.
+// Acquire implements [checkpoint.Leases.Acquire] with one upsert. Besides
+// a released or expired lease, it takes over at once a lease whose
+// holder's process has died: see [Config.NoLeaseSession]. A refusal is a
+// [*checkpoint.LeaseHeldError] naming the holder and its expiry.
 func (s *Store) Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (checkpoint.Lease, error) {
-	argErr := checkTTL(ttl)
-	if owner == "" {
-		argErr = fmt.Errorf("%w: lease owner must not be empty", checkpoint.ErrInvalid)
-	}
-	if stream == "" {
-		argErr = fmt.Errorf("%w: lease stream must not be empty", checkpoint.ErrInvalid)
-	}
-	if err := enter(ctx, argErr); err != nil {
+	if err := enter(ctx, checkAcquire(stream, owner, ttl)); err != nil {
 		return checkpoint.Lease{}, err
 	}
+	sess := s.sessionKey(ctx)
 	now := s.clock()
 	l := checkpoint.Lease{Stream: stream, Owner: owner, Expires: now.Add(ttl).Truncate(time.Microsecond)}
-	err := s.pool.QueryRow(ctx, s.sql.acquire, stream, owner, l.Expires, now).Scan(&l.Token)
+	err := s.pool.QueryRow(ctx, s.sql.acquire, stream, owner, l.Expires, now, sess).Scan(&l.Token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		op := "Acquire " + stream
 		row, err := s.leaseOf(ctx, op, stream)
 		if err != nil {
 			return checkpoint.Lease{}, err
 		}
-		return checkpoint.Lease{}, fmt.Errorf("%w: stream %q is leased by %q until %s (token %d)",
-			checkpoint.ErrLeaseHeld, stream, row.owner, row.expires.Format(time.RFC3339Nano), row.token)
+		return checkpoint.Lease{}, &checkpoint.LeaseHeldError{
+			Lease: checkpoint.Lease{Stream: stream, Owner: row.owner, Token: row.token, Expires: row.expires}}
 	}
 	if err != nil {
 		return checkpoint.Lease{}, s.failWrite("Acquire "+stream, err)
@@ -80,9 +82,10 @@ func (s *Store) Renew(ctx context.Context, lease checkpoint.Lease, ttl time.Dura
 		return checkpoint.Lease{}, err
 	}
 	op := "Renew " + lease.Stream
+	sess := s.sessionKey(ctx)
 	expires := s.clock().Add(ttl).Truncate(time.Microsecond)
 	var token int64
-	err := s.pool.QueryRow(ctx, s.sql.renew, lease.Stream, lease.Token, lease.Owner, expires).Scan(&token)
+	err := s.pool.QueryRow(ctx, s.sql.renew, lease.Stream, lease.Token, lease.Owner, expires, sess).Scan(&token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return checkpoint.Lease{}, s.lostLease(ctx, op, lease)
 	}

@@ -103,6 +103,7 @@ func proxiedStore(t testing.TB, direct *pgstore.Store) (*pgstore.Store, *proxy) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close) // before the pool closes
 	return s, p
 }
 
@@ -154,17 +155,68 @@ func TestServerGoesAway(t *testing.T) {
 	if c, err := direct.Coverage(ctx, "c"); err != nil || c.Len() != 0 {
 		t.Fatalf("coverage after the outage: %v (%v), want empty", c, err)
 	}
-	if _, err := direct.Acquire(ctx, "s", "b", time.Hour); !errors.Is(err, checkpoint.ErrLeaseHeld) {
-		t.Fatalf("Acquire after the outage: %v, want ErrLeaseHeld (the lease was not released)", err)
-	}
 
+	// Nobody took the stream over meanwhile: the holder carries on, and
+	// its next renewal ties the lease to its new session, so that the
+	// lease excludes others again until it expires.
 	px.setCut(false)
 	if _, err := s.Commit(ctx, key, []byte("c2"), cp.Version, l); err != nil {
 		t.Fatalf("Commit after the server came back: %v", err)
 	}
+	if l, err = s.Renew(ctx, l, time.Hour); err != nil {
+		t.Fatalf("Renew after the server came back: %v", err)
+	}
+	if _, err := direct.Acquire(ctx, "s", "b", time.Hour); !errors.Is(err, checkpoint.ErrLeaseHeld) {
+		t.Fatalf("Acquire after the holder renewed: %v, want ErrLeaseHeld (its new session lives)", err)
+	}
+}
+
+// TestLeaseTakenOverWhileHolderCutOff: the server goes away for the
+// holder only (its connections are cut, which ends its session), and
+// another process, which still reaches the server, takes the stream over
+// at once rather than after the hour's TTL. When the holder is back, its
+// commits and renewals are fenced.
+func TestLeaseTakenOverWhileHolderCutOff(t *testing.T) {
+	t.Parallel()
+	direct := newStore(t, nil)
+	s, px := proxiedStore(t, direct)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	key := checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}
+	old, err := s.Acquire(ctx, "s", "cut-off", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Acquire(ctx, "s", "b", time.Hour); !errors.Is(err, checkpoint.ErrLeaseHeld) {
+		t.Fatalf("Acquire while the holder is connected: %v, want ErrLeaseHeld", err)
+	}
+	px.setCut(true)
+	l := acquireWithin(t, direct, "s", "b", takeoverWithin)
+	if l.Token != old.Token+1 {
+		t.Fatalf("takeover token %d, want %d", l.Token, old.Token+1)
+	}
+	px.setCut(false)
+	err = ioRetried(func() error { _, err := s.Commit(ctx, key, []byte("late"), 0, old); return err })
+	if !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Commit by the cut-off holder after the takeover: %v, want ErrLeaseLost", err)
+	}
+	if _, err := s.Renew(ctx, old, time.Hour); !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Renew by the cut-off holder after the takeover: %v, want ErrLeaseLost", err)
+	}
 }
 
 func noWrite(context.Context, pgx.Tx) error { return nil }
+
+// ioRetried calls f until it returns something other than an I/O error
+// (the pool hands out the connections the cut broke, one by one, before
+// it makes new ones), at most ten times.
+func ioRetried(f func() error) error {
+	err := f()
+	for i := 0; i < 10 && err != nil && strings.Contains(err.Error(), "outcome unknown"); i++ {
+		err = f()
+	}
+	return err
+}
 
 // TestPacerPauseSurvivesOutage: a pause that cannot be stored is logged
 // and kept, and the next WaitN stores it before booking; WaitN itself

@@ -95,6 +95,7 @@ func newStore(t testing.TB, now func() time.Time) *pgstore.Store {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(s.Close) // the pool's lease session closes with its last store
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}

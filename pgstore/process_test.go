@@ -26,7 +26,7 @@ import (
 // again with -test.run=^TestHelperProcess$; these environment variables
 // tell them what to do (the DSN comes in FORAGE_PG_DSN as usual).
 const (
-	helperVar = "FORAGE_PGSTORE_HELPER" // the child's role: "pace", "crash" or "claim"
+	helperVar = "FORAGE_PGSTORE_HELPER" // the child's role: "pace", "crash", "claim" or "lease"
 	schemaVar = "FORAGE_PGSTORE_SCHEMA"
 	keyVar    = "FORAGE_PGSTORE_KEY" // the pacer key, or the stream
 	argsVar   = "FORAGE_PGSTORE_ARGS"
@@ -63,6 +63,8 @@ func TestHelperProcess(t *testing.T) {
 		crashChild(t, s, os.Getenv(keyVar), args)
 	case "claim":
 		claimChild(t, s, os.Getenv(keyVar), args)
+	case "lease":
+		leaseChild(t, s, os.Getenv(keyVar))
 	default:
 		t.Fatalf("unknown helper role %q", role)
 	}

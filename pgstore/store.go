@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
@@ -52,6 +53,19 @@ type Config struct {
 	// The shared [Pacer] does not use Now: it reads the database clock, see
 	// [Pacer].
 	Now func() time.Time
+
+	// NoLeaseSession stops tying stream leases to this process's life. By
+	// default the stores on one pool share one extra connection, outside
+	// the pool, that holds a session-level advisory lock while the process
+	// lives; every lease they grant or renew records it, so that when the
+	// process dies (kill -9, a crash, a lost machine once the server drops
+	// its connection) another process's Acquire takes the lease over at
+	// once instead of waiting until it expires. Set NoLeaseSession when the
+	// DSN goes through a proxy that pools transactions (PgBouncer with
+	// pool_mode=transaction), where a session-level lock does not stay
+	// with one client, or when the extra connection cannot be afforded:
+	// leases then end only by [Store.Release] or expiry. Defaults to false.
+	NoLeaseSession bool
 }
 
 // Store keeps everything a [checkpoint.Store] persists, plus the state of
@@ -71,6 +85,8 @@ type Store struct {
 	now    func() time.Time
 	sql    statements
 	jobs   JobStore // what Jobs returns
+	sess   *session // nil with Config.NoLeaseSession
+	closed sync.Once
 }
 
 var _ checkpoint.Store = (*Store)(nil)
@@ -93,6 +109,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	s := &Store{pool: pool, schema: schema, now: now, sql: expand(schema)}
 	s.jobs.s = s
+	if !cfg.NoLeaseSession {
+		s.sess = attachSession(pool) // connects on the first Acquire
+	}
 	return s, nil
 }
 
@@ -124,11 +143,20 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 }
 
 // Close closes the pool if [Open] created it; a Store made by [New] leaves
-// its pool to the caller. The Store must not be used afterwards.
+// its pool to the caller. The last store of a pool to close also closes
+// the lease session's connection (see [Config.NoLeaseSession]), which ends
+// the session: leases it still holds can be taken over at once. Close the
+// stores of a pool before the pool. Closing again does nothing. The Store
+// must not be used afterwards.
 func (s *Store) Close() {
-	if s.owned {
-		s.pool.Close()
-	}
+	s.closed.Do(func() {
+		if s.sess != nil {
+			s.sess.detach()
+		}
+		if s.owned {
+			s.pool.Close()
+		}
+	})
 }
 
 // Pool returns the store's connection pool, for the host's own queries.

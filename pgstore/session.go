@@ -55,9 +55,9 @@ const sessionTimeout = 5 * time.Second
 type session struct {
 	pool *pgxpool.Pool
 
-	mu      sync.Mutex
-	refs    int       // stores using it; guarded by sessions.mu
-	conn    *pgx.Conn // nil until connected, or after it broke
+	mu     sync.Mutex
+	refs   int       // stores using it; guarded by sessions.mu
+	conn   *pgx.Conn // nil until connected, or after it broke
 	key    int64     // the advisory lock conn holds; 0 without conn
 	failed time.Time // when the last attempt to connect failed
 }

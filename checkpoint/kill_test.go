@@ -53,8 +53,10 @@ func TestKilledHolderChild(t *testing.T) {
 // closed to others; once it is dead, a restart opens the store, acquires
 // the stream at once with a higher token, and the dead process's lease is
 // refused. (Regression: the restart yielded for the rest of the hour.)
+//
+// Not parallel: a fork shares the open files of the tests running beside
+// it (their stores' lock files) with the child until it execs.
 func TestFileStoreTakesOverAfterSIGKILL(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestKilledHolderChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), killDirEnv+"="+dir)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // lockDir opens path and takes an exclusive, non-blocking flock on it. The
@@ -20,7 +21,7 @@ func lockDir(path string) (f *os.File, exclusive bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flock(f); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, false, fmt.Errorf("%w: %s is open in another FileStore", ErrLocked, filepath.Dir(path))
@@ -28,4 +29,25 @@ func lockDir(path string) (f *os.File, exclusive bool, err error) {
 		return nil, false, fmt.Errorf("checkpoint: locking %s: %w", path, err)
 	}
 	return f, true, nil
+}
+
+// lockRetry is how long flock retries a lock held elsewhere. A process
+// that forks (os/exec) shares every open file with the child until the
+// child's exec closes them, the lock file of a store closed meanwhile
+// included, so a store closed and reopened during a fork elsewhere in the
+// process finds its own lock briefly held. A live FileStore holds its lock
+// for good, so waiting a little longer only delays ErrLocked.
+const lockRetry = 200 * time.Millisecond
+
+// flock takes an exclusive, non-blocking flock on f, retrying for up to
+// lockRetry while another open file holds it.
+func flock(f *os.File) error {
+	deadline := time.Now().Add(lockRetry)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -19,6 +19,19 @@ var leaseTests = []test{
 		wantErr(t, "Acquire again by the holder", err, checkpoint.ErrLeaseHeld)
 		e.acquire("other", "b", time.Minute) // leases are per stream
 	}},
+	{"HeldErrorNamesHolderAndExpiry", func(t *testing.T, e *env) {
+		a := e.acquire("s", "host-7/4121/9f2c01aa", 45*time.Second)
+		e.clock.Advance(10 * time.Second)
+		a, err := e.s.Renew(e.ctx, a, 45*time.Second)
+		wantErr(t, "Renew", err, nil)
+		_, err = e.s.Acquire(e.ctx, "s", "b", time.Minute)
+		var held *checkpoint.LeaseHeldError
+		if !errors.As(err, &held) {
+			t.Fatalf("Acquire of a held stream: %v (%T), want a *checkpoint.LeaseHeldError", err, err)
+		}
+		wantErr(t, "Acquire of a held stream", err, checkpoint.ErrLeaseHeld)
+		diff(t, "LeaseHeldError.Lease (the holder's renewed grant)", a, held.Lease)
+	}},
 	{"LiveUntilExpiresThenTakenOver", func(t *testing.T, e *env) {
 		a := e.acquire("s", "a", 10*time.Second)
 		e.clock.Advance(10*time.Second - time.Millisecond)

@@ -58,12 +58,26 @@ type PacerConfig struct {
 	// agree on it. It must be in (1, 1000]; 0 means the default. Defaults
 	// to 2 (doubling per second).
 	MaxGrowth float64
+
+	// BookAhead is the furthest ahead of the database's now that
+	// [Pacer.WaitN] books a slot: a caller whose slot is further away
+	// waits without booking and books when it comes within BookAhead. A
+	// booking is never given back by a process that dies (kill -9, a lost
+	// machine) while it waits, and it delays every process sharing the
+	// key; so a dead process leaves at most BookAhead of such debt,
+	// however many of its callers were waiting. The callers of one Pacer
+	// take turns to book, so they do not poll the database together. Too
+	// short and a slot may pass while its booking travels to the
+	// database. Negative is an error. Defaults to 100ms
+	// ([DefaultBookAhead]).
+	BookAhead time.Duration
 }
 
 // Defaults of [PacerConfig].
 const (
 	DefaultCoolOff   = 2 * time.Second
 	DefaultMaxGrowth = 2.0
+	DefaultBookAhead = 100 * time.Millisecond
 )
 
 // Pacer is a GCRA pacer whose state lives in one database row per key, so
@@ -108,6 +122,8 @@ type Pacer struct {
 	log     *slog.Logger
 	cooloff time.Duration
 	growth  float64
+	ahead   time.Duration // BookAhead
+	head    chan struct{} // held by the one WaitN that books next
 
 	rateMu sync.Mutex // serializes SetRate; guards lastIV
 	lastIV int64      // the interval this pacer last proposed; 0 before the first
@@ -169,8 +185,15 @@ func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
 	case !(growth > 1 && growth <= 1000):
 		return nil, bad("MaxGrowth", "in (1, 1000]", cfg.MaxGrowth)
 	}
+	ahead := cfg.BookAhead
+	switch {
+	case ahead < 0:
+		return nil, bad("BookAhead", ">= 0", cfg.BookAhead)
+	case ahead == 0:
+		ahead = DefaultBookAhead
+	}
 	return &Pacer{s: s, key: key, id: rand.Int64(), iv: iv, burst: burst, timeout: timeout, log: cfg.Logger,
-		cooloff: cooloff, growth: growth}, nil
+		cooloff: cooloff, growth: growth, ahead: ahead, head: make(chan struct{}, 1)}, nil
 }
 
 // intervalOf converts a rate in events per second to a whole number of
@@ -195,14 +218,18 @@ func (p *Pacer) Key() string { return p.key }
 // Wait blocks until one request conforms, booking it; it is WaitN(ctx, 1).
 func (p *Pacer) Wait(ctx context.Context) error { return p.WaitN(ctx, 1) }
 
-// WaitN books n units in one statement and sleeps until they conform, as
-// [gcra.Limiter.WaitN] does. It returns nil when the request may be sent.
-// If ctx ends while waiting, or its deadline comes before the slot would,
-// it gives the slot back (another statement) and returns ctx.Err(), or at
-// once an error wrapping [gcra.ErrWouldExceedDeadline]. A cost outside
-// [0, Burst] returns an error wrapping [gcra.ErrInvalidCost] without
-// booking. A database error is returned as is; if it struck after the
-// booking committed, the slot is lost, which only slows the pacer.
+// WaitN blocks until n units conform and books them, as
+// [gcra.Limiter.WaitN] does, and returns nil when the request may be sent.
+// It books only once the slot is within [PacerConfig.BookAhead] of the
+// database's now (one statement; before that it sleeps without booking),
+// so a process that dies while waiting leaves almost nothing booked; the
+// callers of one Pacer take turns to book. If ctx ends while waiting, or
+// its deadline comes before the slot would, it gives a booked slot back
+// (another statement) and returns ctx.Err(), or at once an error wrapping
+// [gcra.ErrWouldExceedDeadline]. A cost outside [0, Burst] returns an
+// error wrapping [gcra.ErrInvalidCost] without booking. A database error
+// is returned as is; if it struck after the booking committed, the slot
+// is lost, which only slows the pacer.
 func (p *Pacer) WaitN(ctx context.Context, n int) (err error) {
 	if n < 0 {
 		return fmt.Errorf("pgstore: pacer %q: WaitN cost %d: %w", p.key, n, gcra.ErrInvalidCost)
@@ -210,49 +237,85 @@ func (p *Pacer) WaitN(ctx context.Context, n int) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	select {
+	case p.head <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	headHeld := true
+	defer func() {
+		if headHeld {
+			<-p.head
+		}
+	}()
 	if err := p.flushPause(ctx); err != nil {
 		return err
 	}
-	// The booking runs outside ctx: cancelled mid-flight, the statement may
-	// still commit on the server and its slot would be lost. If ctx ended
-	// meanwhile, the slot is given back below.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
-	wait, burst, now, err := p.reserve(rctx, nil, n)
-	cancel()
-	if err != nil {
-		return err
-	}
-	if p.onAdmit != nil && wait != gcra.Never {
-		defer func() {
-			if err == nil {
-				p.onAdmit(now + int64(wait))
+	for {
+		// The booking runs outside ctx: cancelled mid-flight, the
+		// statement may still commit on the server and its slot would be
+		// lost. If ctx ended meanwhile, the slot is given back below.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
+		wait, burst, now, booked, err := p.reserveWithin(rctx, nil, n, p.ahead)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if wait == gcra.Never {
+			return fmt.Errorf("pgstore: pacer %q: WaitN cost %d with Burst %d: %w", p.key, n, burst, gcra.ErrInvalidCost)
+		}
+		if deadline, ok := ctx.Deadline(); ok {
+			if left := time.Until(deadline); left < wait {
+				if booked {
+					p.giveBack(ctx, n)
+				}
+				return fmt.Errorf("%w (pacer %q: wait %v, deadline in %v)", gcra.ErrWouldExceedDeadline, p.key, wait, left)
 			}
-		}()
-	}
-	if err := ctx.Err(); err != nil && wait != gcra.Never {
-		p.giveBack(ctx, n)
-		return err
-	}
-	switch {
-	case wait == gcra.Never:
-		return fmt.Errorf("pgstore: pacer %q: WaitN cost %d with Burst %d: %w", p.key, n, burst, gcra.ErrInvalidCost)
-	case wait == 0:
+		}
+		if !booked {
+			// Too far ahead to book: sleep until the slot comes within
+			// BookAhead, still at the head, and ask again.
+			if !sleepCtx(ctx, wait-p.ahead) {
+				return ctx.Err()
+			}
+			continue
+		}
+		<-p.head // the next caller may book while this one waits its slot
+		headHeld = false
+		if p.onAdmit != nil {
+			defer func() {
+				if err == nil {
+					p.onAdmit(now + int64(wait))
+				}
+			}()
+		}
+		if err := ctx.Err(); err != nil {
+			p.giveBack(ctx, n)
+			return err
+		}
+		if wait == 0 {
+			return nil
+		}
+		if !sleepCtx(ctx, wait) {
+			p.giveBack(ctx, n)
+			return ctx.Err()
+		}
 		return nil
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		if left := time.Until(deadline); left < wait {
-			p.giveBack(ctx, n)
-			return fmt.Errorf("%w (pacer %q: wait %v, deadline in %v)", gcra.ErrWouldExceedDeadline, p.key, wait, left)
-		}
+}
+
+// sleepCtx sleeps for d, and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
 	}
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return nil
+		return true
 	case <-ctx.Done():
-		p.giveBack(ctx, n)
-		return ctx.Err()
+		return false
 	}
 }
 

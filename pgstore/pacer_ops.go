@@ -31,6 +31,23 @@ WITH cur AS (
 UPDATE {{schema}}.pacers p SET tat = r.new_tat FROM r WHERE p.key = r.key
 RETURNING r.wait, r.burst, r.now`
 
+	// reserveWithinSQL is reserveSQL that books only when the wait is at
+	// most $4 nanoseconds; otherwise it books nothing and returns the wait
+	// the booking would have had. Parameters: key, now, n, horizon.
+	reserveWithinSQL = `
+WITH cur AS (
+	SELECT key, tat, interval_ns, burst FROM {{schema}}.pacers WHERE key = $1 FOR UPDATE
+), t AS MATERIALIZED (
+	SELECT cur.*, coalesce($2::bigint, {{schema}}.clock_ns()) AS now FROM cur
+), r AS MATERIALIZED (
+	SELECT t.key, t.burst, x.new_tat, x.wait, t.now
+	FROM t, LATERAL {{schema}}.gcra_reserve(t.tat, t.now, t.interval_ns, t.burst, $3::bigint) AS x
+), u AS (
+	UPDATE {{schema}}.pacers p SET tat = r.new_tat FROM r WHERE p.key = r.key AND r.wait <= $4::bigint
+	RETURNING p.key
+)
+SELECT r.wait, r.burst, r.now, EXISTS (SELECT 1 FROM u) FROM r`
+
 	// decideSQL books n units with gcra_decide, only if they conform.
 	// Parameters: key, now, n.
 	decideSQL = `
@@ -170,6 +187,16 @@ func (p *Pacer) reserve(ctx context.Context, now *int64, n int) (wait time.Durat
 		return p.s.pool.QueryRow(ctx, p.s.sql.reserve, p.key, now, n).Scan(&wait, &burst, &at)
 	})
 	return wait, burst, at, err
+}
+
+// reserveWithin runs reserveWithinSQL, creating the row first if it is
+// missing: it books n units only if they conform within horizon, and
+// reports whether it did.
+func (p *Pacer) reserveWithin(ctx context.Context, now *int64, n int, horizon time.Duration) (wait time.Duration, burst, at int64, booked bool, err error) {
+	err = p.withRow(ctx, "ReserveN", func() error {
+		return p.s.pool.QueryRow(ctx, p.s.sql.reserveWithin, p.key, now, n, int64(horizon)).Scan(&wait, &burst, &at, &booked)
+	})
+	return wait, burst, at, booked, err
 }
 
 // decide runs decideSQL, creating the row first if it is missing.

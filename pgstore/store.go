@@ -256,6 +256,7 @@ type statements struct {
 	addGap, listGaps, resolveGap                  string
 	addCoverage, coverage                         string
 	reserve, decide, unreserve, forceRate, pause  string
+	reserveWithin                                 string
 	adjustRate                                    string
 	ensurePacer, pacerState                       string
 	migrationsTable, migrationsApplied, recordMig string
@@ -274,6 +275,7 @@ func expand(schema string) statements {
 		addGap:  r.Replace(addGapSQL), listGaps: r.Replace(listGapsSQL), resolveGap: r.Replace(resolveGapSQL),
 		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
 		reserve: r.Replace(reserveSQL), decide: r.Replace(decideSQL), unreserve: r.Replace(unreserveSQL),
+		reserveWithin: r.Replace(reserveWithinSQL),
 		forceRate: r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
 		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),
 		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),

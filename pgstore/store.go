@@ -276,7 +276,7 @@ func expand(schema string) statements {
 		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
 		reserve: r.Replace(reserveSQL), decide: r.Replace(decideSQL), unreserve: r.Replace(unreserveSQL),
 		reserveWithin: r.Replace(reserveWithinSQL),
-		forceRate: r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
+		forceRate:     r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
 		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),
 		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),
 		recordMig: r.Replace(recordMigrationSQL),

@@ -39,6 +39,10 @@ func (s *session[R]) stream(ctx context.Context) error {
 		f := p.pop()
 		page, stop, err := s.land(f.sl, f.wait())
 		if err != nil {
+			if s.rep.Reason == budget.ReasonPermanent {
+				p.abandon()
+				return s.refused(ctx, cp.Cursor, err)
+			}
 			return err
 		}
 		if stop != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -479,8 +480,8 @@ func TestRunPrefetchStopLandsInOrder(t *testing.T) {
 				}
 				gaps := pending(t, g.store, catchUp)
 				if reason == budget.ReasonPermanent {
-					if !errors.Is(err, budget.ErrStopped) || len(gaps) != 0 {
-						t.Fatalf("%s: Run error %v with gaps %+v: want the error and no gap", reason, err, gaps)
+					if !errors.Is(err, budget.ErrStopped) || len(gaps) != 1 || string(gaps[0].Cursor) != "30" || !strings.HasPrefix(gaps[0].Reason, "permanent: ") {
+						t.Fatalf("%s: Run error %v with gaps %+v: want the error and a gap naming it at cursor 30", reason, err, gaps)
 					}
 					return
 				}

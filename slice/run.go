@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -61,9 +64,12 @@ type session[R any] struct {
 // Budget exhaustion and source pressure are not errors: Run writes a gap
 // record at the last committed cursor and returns a Report whose Reason (and,
 // for pressure, Until) says why. Every other stop returns an error and
-// writes no gap: a permanent provider error ([budget.ReasonPermanent], with
-// Report.Reason set; retrying cannot help, so nothing is queued for a
-// retry), a cancelled ctx, a Source, Sink or Store failure, or a lost lease
+// writes no gap, except a permanent provider error ([budget.ReasonPermanent],
+// with Report.Reason set): retrying cannot help, but the hole after the
+// last commit must not pass for the end of the data, so it records a gap at
+// that cursor whose Reason is "permanent: " and the error's message
+// (redacted, at most 512 bytes). The others are a cancelled ctx, a Source,
+// Sink or Store failure, or a lost lease
 // ([checkpoint.ErrLeaseLost]: another owner took the stream over). The
 // checkpoint is then the last commit, and the next run resumes from it.
 //
@@ -248,6 +254,53 @@ func (s *session[R]) deferStream(ctx context.Context, cursor []byte, stop *budge
 	}
 	return s.resolvePending(ctx)
 }
+
+// refused ends a stream run whose provider answered with a permanent
+// error (a broken contract, a lie, an unknown symbol): it records a gap at
+// cursor (the last committed one) whose reason names the error, so the
+// hole after it is never mistaken for the end of the data, and returns
+// err. The gaps pending at the start stay pending: the run did not pass
+// them. A run that later passes the cursor resolves the gap.
+func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) error {
+	stop := &budget.Error{Reason: budget.ReasonPermanent}
+	if ferr := s.fence(ctx); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	why := err // the provider's own words, if the budget error carries them
+	var be *budget.Error
+	if errors.As(err, &be) && be.Err != nil {
+		why = be.Err
+	}
+	g := checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: gapReason(budget.ReasonPermanent, why)}
+	if _, gerr := s.addGap(ctx, g, stop); gerr != nil {
+		return errors.Join(err, gerr)
+	}
+	return err
+}
+
+// gapReason is the Reason of a gap recorded for a stop with reason r and
+// error err: "r: message", with URLs redacted, control characters made
+// spaces and the whole cut to maxGapReason bytes of valid UTF-8, so a
+// provider's text can neither leak a secret nor break the record.
+func gapReason(r budget.Reason, err error) string {
+	msg := strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) || c == utf8.RuneError {
+			return ' '
+		}
+		return c
+	}, redact.String(err.Error()))
+	out := string(r) + ": " + msg
+	if len(out) > maxGapReason {
+		out = out[:maxGapReason]
+		for !utf8.ValidString(out) {
+			out = out[:len(out)-1]
+		}
+	}
+	return out
+}
+
+// maxGapReason bounds the Reason of a gap recorded for an error.
+const maxGapReason = 512
 
 // caughtUp ends a stream run that found nothing left: every cursor gap
 // pending at the start is passed.

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -139,6 +142,11 @@ func TestRunDefersOnSourcePressure(t *testing.T) {
 	}
 }
 
+// TestRunPermanentErrorIsAnError: a permanent provider error ends the run
+// with the error, keeps the checkpoint at the last commit, and records a
+// gap there whose reason names the error, so the hole after it never
+// passes for the end of the data; the next run that passes the cursor
+// resolves it.
 func TestRunPermanentErrorIsAnError(t *testing.T) {
 	t.Parallel()
 	g := newRig(50, 10)
@@ -147,10 +155,38 @@ func TestRunPermanentErrorIsAnError(t *testing.T) {
 	if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent {
 		t.Fatalf("Run = %+v, %v: want an error wrapping budget.ErrStopped and reason permanent", rep, err)
 	}
-	if len(pending(t, g.store, catchUp)) != 0 || string(g.store.load(t, catchUp).Cursor) != "10" {
-		t.Fatalf("a permanent stop must write no gap and keep the checkpoint at the last commit")
+	gaps := pending(t, g.store, catchUp)
+	if len(gaps) != 1 || string(gaps[0].Cursor) != "10" || !strings.HasPrefix(gaps[0].Reason, "permanent: ") ||
+		len(rep.Gaps) != 1 || string(g.store.load(t, catchUp).Cursor) != "10" {
+		t.Fatalf("gaps %+v, report %+v: want one permanent gap at the last commit (10), the checkpoint kept", gaps, rep)
 	}
 	assertFree(t, g.store)
+	g.prov.stop = nil
+	if _, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if gaps := pending(t, g.store, catchUp); len(gaps) != 0 {
+		t.Fatalf("gaps %+v after a run that passed the cursor: want none", gaps)
+	}
+}
+
+// TestGapReasonIsSafe: a provider's message with control characters, a
+// secret in a URL and any length becomes a gap reason every store takes.
+func TestGapReasonIsSafe(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		msg := rapid.String().Draw(rt, "msg") + " https://x.example/api?apikey=SECRET&sig=1 " + rapid.StringN(0, 2000, -1).Draw(rt, "tail")
+		r := slice.GapReasonForTest(budget.ReasonPermanent, errors.New(msg))
+		if err := checkpoint.CheckName("Gap.Reason", r); err != nil {
+			rt.Fatalf("reason %q: %v", r, err)
+		}
+		if strings.Contains(r, "SECRET") {
+			rt.Fatalf("reason %q holds the secret", r)
+		}
+		if !strings.HasPrefix(r, "permanent: ") {
+			rt.Fatalf("reason %q does not start with the stop's reason", r)
+		}
+	})
 }
 
 func TestRunSinkFailureKeepsCheckpoint(t *testing.T) {

@@ -86,7 +86,7 @@ func storedTruth(t *testing.T, dir string, since time.Time) int {
 // it can work around (answers capped at 500 rows, the middle row of every
 // answer dropped) still ends done with every closed candle stored once,
 // with the exchange's values. Any other ends the run failed, exit 1, with
-// the summary and the one stderr line naming the lie, and what was stored
+// the summary, a durable gap record and the one stderr line naming the lie, and what was stored
 // before it is the exchange's candles without a hole; a second run against
 // the honest exchange then stores the rest: every closed candle once, with
 // the exchange's values. Never done with a hole, never a forged value.
@@ -131,6 +131,9 @@ func TestLyingProviderNeverLeavesASilentHole(t *testing.T) {
 					t.Fatalf("exit %d, summary %+v: want failed (exit %d) naming %q", r.code, s, exitError, tc.want)
 				}
 				isOneLine(t, r.stderr, tc.want)
+				if len(s.Gaps) != 1 || !strings.HasPrefix(s.Gaps[0].Reason, "permanent: ") || !strings.Contains(s.Gaps[0].Reason, tc.want) {
+					t.Fatalf("gaps %+v: want one gap record naming %q", s.Gaps, tc.want)
+				}
 				if n := storedTruth(t, dir, since); n != s.Candles {
 					t.Fatalf("%d candles stored, the summary says %d", n, s.Candles)
 				}

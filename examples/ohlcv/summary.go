@@ -116,8 +116,13 @@ func (c *collector) record(st *streamStats, rep slice.Report, err error) {
 	if t, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil {
 		st.Last = t.Format(time.RFC3339)
 	}
-	if err == nil && !rep.Yielded {
+	switch {
+	case err == nil && !rep.Yielded:
 		st.gaps, st.until = rep.Gaps, rep.Until
+	case err != nil && len(rep.Gaps) > 0:
+		// A permanent provider error (a lie, a broken contract) leaves a
+		// gap naming it at the last commit.
+		st.gaps, st.until = rep.Gaps, time.Time{}
 	}
 	if c.verbose != nil && (rep.Slices > 0 || rep.Reason != "" || rep.Yielded) {
 		line := fmt.Sprintf("ohlcv: %s %s %s: %d slices, %d candles, last %s", st.Symbol, c.o.interval, st.Mode, rep.Slices, rep.Records, st.Last)

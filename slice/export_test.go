@@ -1,0 +1,4 @@
+package slice
+
+// GapReasonForTest exposes gapReason to the external tests.
+var GapReasonForTest = gapReason

@@ -76,8 +76,23 @@ const (
 	deleteJobSQL = `DELETE FROM {{schema}}.jobs WHERE id = $1`
 	// listJobsSQL is the head of List; the filters and the limit are
 	// appended per query.
-	listJobsSQL = `SELECT ` + jobCols + ` FROM {{schema}}.jobs WHERE id > $1`
+	listJobsSQL  = `SELECT ` + jobCols + ` FROM {{schema}}.jobs WHERE id > $1`
+	countJobsSQL = `SELECT count(*) FROM {{schema}}.jobs`
 )
+
+// Count returns how many jobs the store holds: one statement, so that the
+// admin handler ([schedule.NewHandler]) checks its MaxJobs cap without
+// listing every job.
+func (js *JobStore) Count(ctx context.Context) (int, error) {
+	if err := enter(ctx, nil); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := js.s.pool.QueryRow(ctx, js.s.sql.countJobs).Scan(&n); err != nil {
+		return 0, js.s.fail("Count", err)
+	}
+	return n, nil
+}
 
 // Upsert implements [schedule.JobStore.Upsert] with one INSERT … ON
 // CONFLICT on (provider, kind, stream): of concurrent upserts of one new

@@ -172,7 +172,7 @@ func TestPacerSharedAcrossProcesses(t *testing.T) {
 // TestPacerWaitN covers the blocking path on the database clock: an
 // immediate admission, a short real wait, costs that can never conform,
 // a deadline too near (the slot is given back), and a cancellation while
-// waiting (the slot is given back).
+// waiting for a slot too far ahead to book (nothing was booked).
 func TestPacerWaitN(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, nil)
@@ -219,15 +219,19 @@ func TestPacerWaitN(t *testing.T) {
 		t.Fatalf("backlog %v after a refused wait: the slot was not given back", b)
 	}
 
+	// A slot an hour away is not booked while its caller waits (BookAhead):
+	// cancelling the wait leaves the row as it was.
 	waiting, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- slow.WaitN(waiting, 1) }()
-	for backlog() <= 2*time.Hour { // until the goroutine has booked its slot
-		select {
-		case err := <-done:
-			t.Fatalf("WaitN returned %v before it was cancelled", err)
-		default:
-		}
+	time.Sleep(50 * time.Millisecond) // the goroutine is waiting, not booking
+	if b := backlog(); b > 2*time.Hour {
+		t.Fatalf("backlog %v while a caller waits an hour away: it booked its slot ahead", b)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("WaitN returned %v before it was cancelled", err)
+	default:
 	}
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {

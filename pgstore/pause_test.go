@@ -2,10 +2,12 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/pgstore"
 )
 
@@ -52,5 +54,65 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > time.Second {
 		t.Fatalf("process B waited %v to learn of a pause that outlasts its deadline", waited)
+	}
+}
+
+// TestPauseStore: the PostgreSQL PauseStore keeps a pause across stores
+// (processes), never shortens it, forgets it once ended, and refuses an
+// invalid key; a provider on a new registry with it as its PauseStore
+// ends a call at once, throttled, with the time to resume (rather than
+// waiting in the shared pacer past MaxWait).
+func TestPauseStore(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	ctx := context.Background()
+	open := func() *pgstore.Store {
+		s, err := pgstore.New(testPool(t), pgstore.Config{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := open(), open()
+	var _ budget.PauseStore = a
+	until := time.Now().Add(2 * time.Minute).Truncate(time.Microsecond)
+	if err := a.SavePause(ctx, "api.example.com", until); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SavePause(ctx, "api.example.com", until.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.LoadPause(ctx, "api.example.com"); err != nil || !got.Equal(until) {
+		t.Fatalf("LoadPause = %v, %v; want %v (a shorter save never shortens it)", got, err, until)
+	}
+	if err := a.SavePause(ctx, "ended.example.com", time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.LoadPause(ctx, "ended.example.com"); err != nil || !got.IsZero() {
+		t.Fatalf("LoadPause of an ended pause = %v, %v; want zero", got, err)
+	}
+	if _, err := b.LoadPause(ctx, "bad\xff"); !errors.Is(err, checkpoint.ErrInvalid) {
+		t.Fatalf("LoadPause of an invalid key: %v, want ErrInvalid", err)
+	}
+	reg, err := budget.NewRegistry(budget.RegistryConfig{Pauses: b, NewPacer: func(key string) (budget.Pacer, error) {
+		return b.NewPacer(key, pgstore.PacerConfig{})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, calls := time.Now(), 0
+	err = reg.Provider("api.example.com").Do(ctx, nil, func(context.Context) budget.Outcome {
+		calls++
+		return budget.Outcome{Status: 200}
+	})
+	var be *budget.Error
+	if !errors.As(err, &be) || be.Reason != budget.ReasonThrottled || !be.Until.Equal(until) || calls != 0 {
+		t.Fatalf("Do = %v with %d attempts; want throttled until %v, none sent", err, calls, until)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("Do waited %v for a pause longer than MaxWait", waited)
 	}
 }

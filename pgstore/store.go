@@ -257,6 +257,8 @@ type statements struct {
 	addCoverage, coverage                         string
 	reserve, decide, unreserve, forceRate, pause  string
 	reserveWithin                                 string
+	loadPause, savePause, dropPauses              string
+	countJobs                                     string
 	adjustRate                                    string
 	ensurePacer, pacerState                       string
 	migrationsTable, migrationsApplied, recordMig string
@@ -276,7 +278,9 @@ func expand(schema string) statements {
 		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
 		reserve: r.Replace(reserveSQL), decide: r.Replace(decideSQL), unreserve: r.Replace(unreserveSQL),
 		reserveWithin: r.Replace(reserveWithinSQL),
-		forceRate:     r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
+		loadPause:     r.Replace(loadPauseSQL), savePause: r.Replace(savePauseSQL), dropPauses: r.Replace(dropPausesSQL),
+		countJobs: r.Replace(countJobsSQL),
+		forceRate: r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
 		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),
 		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),
 		recordMig: r.Replace(recordMigrationSQL),

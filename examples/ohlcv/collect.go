@@ -71,9 +71,20 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	}
 	be, err := openBackend(ctx, o.store, o.schema)
 	if err != nil {
-		if o.json {
-			// A program reading -json gets its one line even now.
-			_ = failedToStart(o, key, time.Since(start), err).print(stdout, true)
+		locked := errors.Is(err, checkpoint.ErrLocked)
+		if uerr := (usageError{}); o.json && !errors.As(err, &uerr) {
+			// A program reading -json gets its one line even now (a bad
+			// flag's line is run's).
+			s := failedToStart(o, key, time.Since(start), err)
+			if locked {
+				s.Status = "yielded"
+			}
+			_ = s.print(stdout, true)
+		}
+		if locked {
+			// Another live process holds the whole store: nothing done,
+			// and not a failure (exit 3, as for a stream held elsewhere).
+			return errYielded{[]string{"any stream: " + oneLine(err)}}
 		}
 		return err
 	}

@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/forage-go/forage/checkpoint"
 )
 
 // TestUnreachableStoreWithJSONPrintsAFailedLine: with -json, a program
@@ -38,5 +45,79 @@ func TestInvalidSchemaIsAUsageError(t *testing.T) {
 			t.Fatalf("%v: exit %d, stderr %q; want %d", args, r.code, r.stderr, exitUsage)
 		}
 		isOneLine(t, r.stderr, "-pg-schema")
+	}
+}
+
+// TestSecretsInErrorsAreRedacted: a provider whose error message echoes a
+// signed URL: the summary's error and the stderr line carry no secret.
+func TestSecretsInErrorsAreRedacted(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"code":-1100,"msg":"bad request https://x.test/api?apikey=SECRET123&signature=abc"}`)
+	}))
+	defer ts.Close()
+	r := loopbackRun("-base-url", ts.URL, "-store", t.TempDir())
+	if r.code != exitError || strings.Contains(r.stdout+r.stderr, "SECRET123") || !strings.Contains(r.stderr, "apikey=") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want a failure naming the URL without its secret", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestStoreHeldByAnotherProcessIsAYield: a file store another live
+// process holds (its lock) is a yield, not a failure: status yielded,
+// exit 3, one line saying so.
+func TestStoreHeldByAnotherProcessIsAYield(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := checkpoint.OpenFileStore(filepath.Join(dir, "checkpoints"), checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := cli(context.Background(), "-store", dir, "-json")
+	if r.code != exitHeld {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %d", r.code, r.stdout, r.stderr, exitHeld)
+	}
+	if s := decodeSummary(t, r.stdout); s.Status != "yielded" || s.Requests != 0 {
+		t.Fatalf("summary %s: want yielded before any request", r.stdout)
+	}
+	isOneLine(t, r.stderr, "held by another live process")
+}
+
+// TestBadFlagsWithJSONPrintALine: with -json, a bad command line still
+// prints its one failed line on stdout (exit 2).
+func TestBadFlagsWithJSONPrintALine(t *testing.T) {
+	t.Parallel()
+	r := cli(context.Background(), "-json", "-symbols", "btc usdt!")
+	if r.code != exitUsage {
+		t.Fatalf("exit %d, want %d", r.code, exitUsage)
+	}
+	if s := decodeSummary(t, r.stdout); s.Status != "failed" || !strings.Contains(s.Error, "-symbols") {
+		t.Fatalf("summary %s: want failed naming -symbols", r.stdout)
+	}
+	r = cli(context.Background(), "-json", "-store", "postgres://nobody@127.0.0.1:1/x", "-pg-schema", "bad-name")
+	if r.code != exitUsage || strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("exit %d, stdout %q: want exit %d and exactly one line", r.code, r.stdout, exitUsage)
+	}
+}
+
+// TestKeywordDSNIsPostgres: a key=value connection string is a PostgreSQL
+// store, never a directory name (which would write its password into the
+// file system).
+func TestKeywordDSNIsPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := "host=127.0.0.1 port=1 user=nobody password=S3cret dbname=x connect_timeout=2"
+	r := cli(context.Background(), "-store", dsn, "-json")
+	if r.code != exitError {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want an unreachable PostgreSQL (exit %d)", r.code, r.stdout, r.stderr, exitError)
+	}
+	if s := decodeSummary(t, r.stdout); s.Store != "postgres" {
+		t.Fatalf("summary %s: want the postgres store", r.stdout)
+	}
+	if strings.Contains(r.stdout+r.stderr, "S3cret") {
+		t.Fatalf("the password leaked: %q %q", r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(dsn); err == nil {
+		t.Fatal("a directory was made from the DSN")
 	}
 }

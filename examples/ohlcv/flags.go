@@ -212,7 +212,21 @@ func parseExport(args []string) (exportOptions, error) {
 }
 
 // isPostgres reports whether store names a PostgreSQL DSN rather than a
-// directory.
+// directory: a postgres:// URL, or a key=value connection string such as
+// "host=db dbname=market" (never taken for a directory name, which would
+// write a password into the file system).
 func isPostgres(store string) bool {
-	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+	if strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://") {
+		return true
+	}
+	for f := range strings.FieldsSeq(store) {
+		k, _, ok := strings.Cut(f, "=")
+		switch {
+		case !ok:
+			return false
+		case k == "host" || k == "hostaddr" || k == "dbname" || k == "user" || k == "password" || k == "port" || k == "sslmode":
+			return true
+		}
+	}
+	return false
 }

@@ -32,7 +32,8 @@
 //	-since RFC3339      catch-up start for a stream's first run (default 24h before -until)
 //	-until RFC3339|now  catch-up end, exclusive (default now: the last closed candle)
 //	-page N             candles per request, 1 to 1000 (default 1000)
-//	-store DIR|postgres://…  file store directory (default ./ohlcv-data) or a PostgreSQL DSN
+//	-store DIR|DSN      file store directory (default ./ohlcv-data), or a PostgreSQL DSN:
+//	                    a postgres:// URL or a key=value string ("host=db dbname=market")
 //	-pg-schema NAME     PostgreSQL schema for checkpoints, pacer and candles (default forage)
 //	-max-requests N     request cap of the run, 0 = none
 //	-timeout DUR        wall-clock budget of the run, 0 = none
@@ -44,9 +45,12 @@
 // Exit status: 0 when the run finished, deferred on its budget (a gap is
 // recorded and the summary says why) or was interrupted; 2 for bad flags; 1
 // for an unreachable store or a permanent provider error, e.g. an unknown
-// symbol ("Invalid symbol."); 3 when another live process holds a stream
-// (status "yielded": nothing was done for it; the summary says who holds
-// it and until when). Errors are one line on stderr.
+// symbol ("Invalid symbol.") or a provider that broke the klines contract
+// (a gap record names it); 3 when another live process holds a stream, or
+// the whole file store (status "yielded": nothing was done for it; the
+// summary says who holds a stream and until when). Errors are one line on
+// stderr, with URLs' query values and credentials redacted; with -json,
+// stdout has its one line whatever happened.
 //
 // Examples:
 //
@@ -63,6 +67,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -73,6 +78,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/internal/sim"
 )
 
@@ -143,6 +149,11 @@ func runEnv(ctx context.Context, e env, args []string, stdout, stderr io.Writer)
 		fmt.Fprint(stderr, usage)
 		return exitOK
 	case errors.As(err, &uerr):
+		if wantsJSON(args) {
+			// A program reading -json gets its one line for a bad
+			// command line too.
+			_ = json.NewEncoder(stdout).Encode(summary{Status: "failed", Error: oneLine(err), Gaps: []gapInfo{}, Streams: []*streamStats{}})
+		}
 		fmt.Fprintf(stderr, "ohlcv: %s (see -h)\n", oneLine(err))
 		return exitUsage
 	default:
@@ -151,10 +162,29 @@ func runEnv(ctx context.Context, e env, args []string, stdout, stderr io.Writer)
 	}
 }
 
-// oneLine returns err's message on one line: some drivers' errors span
-// several (pgx lists every address it dialed).
+// wantsJSON reports whether a collect command line asks for -json, as
+// the flag package would read it, so that even a bad one gets its line.
+func wantsJSON(args []string) bool {
+	if len(args) > 0 && args[0] == "export" {
+		return false
+	}
+	for _, a := range args {
+		switch a {
+		case "-json", "--json", "-json=true", "--json=true", "-json=1", "--json=1":
+			return true
+		case "--":
+			return false
+		}
+	}
+	return false
+}
+
+// oneLine returns err's message on one line (some drivers' errors span
+// several: pgx lists every address it dialed), with the query values and
+// credentials of any URL in it redacted: a provider's error may echo a
+// signed request.
 func oneLine(err error) string {
-	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	lines := strings.Split(strings.TrimSpace(redact.String(err.Error())), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSpace(l)
 	}
@@ -174,7 +204,7 @@ flags:
   -since RFC3339      catch-up start for a stream's first run (default 24h before -until)
   -until RFC3339|now  catch-up end, exclusive (default now)
   -page N             candles per request, 1 to 1000 (default 1000)
-  -store DIR|DSN      file store directory or postgres:// DSN (default ./ohlcv-data)
+  -store DIR|DSN      file store directory, or a PostgreSQL postgres:// URL or key=value DSN (default ./ohlcv-data)
   -pg-schema NAME     PostgreSQL schema (default forage)
   -max-requests N     request cap of the run, 0 = none (default 0)
   -timeout DUR        wall-clock budget of the run, 0 = none (default 0)

@@ -60,7 +60,7 @@ func openFiles(dir string) (*fileBackend, error) {
 	st, err := checkpoint.OpenFileStore(filepath.Join(dir, "checkpoints"), checkpoint.Config{})
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrLocked) {
-			return nil, fmt.Errorf("store %s is in use by another process: %w", dir, err)
+			return nil, fmt.Errorf("the store %s is held by another live process: %w", dir, err)
 		}
 		return nil, err
 	}

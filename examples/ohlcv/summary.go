@@ -10,6 +10,7 @@ import (
 
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -167,7 +168,7 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 	}
 	switch {
 	case err != nil:
-		s.Status, s.Error = "failed", err.Error()
+		s.Status, s.Error = "failed", redact.String(err.Error())
 	case interrupted:
 		s.Status = "interrupted"
 	case slices.ContainsFunc(s.Streams, func(st *streamStats) bool { return st.Yielded }):
@@ -181,7 +182,7 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 // failedToStart is the summary of a run that failed before it collected
 // anything, e.g. because its store could not be opened.
 func failedToStart(o options, provider string, elapsed time.Duration, err error) summary {
-	s := summary{Status: "failed", Error: err.Error(), Provider: provider, Store: "file",
+	s := summary{Status: "failed", Error: redact.String(err.Error()), Provider: provider, Store: "file",
 		Gaps: []gapInfo{}, ElapsedS: elapsed.Seconds(), Streams: []*streamStats{}}
 	if isPostgres(o.store) {
 		s.Store = "postgres"

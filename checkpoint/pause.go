@@ -130,7 +130,7 @@ func decodePauses(data []byte) (pauseBook, error) {
 	}
 	book := pauseBook{}
 	for i, p := range rec.Pauses {
-		if _, dup := book[p.Provider]; dup || CheckName("provider", p.Provider) != nil || p.Until.IsZero() {
+		if _, dup := book[p.Provider]; dup || nameProblem(p.Provider, false) != "" || p.Until.IsZero() {
 			return nil, fmt.Errorf("bad pause record %d (provider %s)", i, quoteShort(p.Provider))
 		}
 		book[p.Provider] = p.Until

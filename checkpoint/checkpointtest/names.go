@@ -25,6 +25,15 @@ var badNames = map[string]string{
 	"escape":              "\x1b[31mred",
 	"DEL":                 "a\x7fb",
 	"C1 control":          "a\u0085b",
+	"bidi override":       "binance/\u202eDSU-CTB",
+	"bidi embedding":      "a\u202ab",
+	"bidi isolate":        "\u2066BTC\u2069",
+	"zero-width space":    "BTC\u200b-USDT",
+	"zero-width joiner":   "a\u200db",
+	"byte order mark":     "\ufeffbinance",
+	"soft hyphen":         "BTC\u00ad",
+	"line separator":      "line\u2028separator",
+	"paragraph separator": "a\u2029b",
 	"one byte too long":   strings.Repeat("s", checkpoint.MaxNameLen+1),
 	"multibyte, too long": strings.Repeat("é", checkpoint.MaxNameLen/2) + "x",
 }
@@ -37,7 +46,7 @@ var goodNames = []string{
 	"币安/BTC–USDT 1h",
 	"emoji 📈 and U+FFFD \ufffd",
 	`quotes ' " \ % _ * ? [x]`,
-	"line\u2028separator",
+	"no-break\u00a0space and ideographic\u3000space",
 	" leading and trailing spaces ",
 	"x",
 	strings.Repeat("s", checkpoint.MaxNameLen),
@@ -99,7 +108,11 @@ var nameGen = rapid.OneOf(
 )
 
 // unicodeEdges are runes at the edges of the rule.
-var unicodeEdges = []rune{0, 0x1f, ' ', '~', 0x7f, 0x80, 0x9f, 0xa0, 0xfffd, 0x2028, 0x10ffff}
+var unicodeEdges = []rune{
+	0, 0x1f, ' ', '~', 0x7f, 0x80, 0x9f, 0xa0, 0xad, 0x200b, 0x200f, 0x2010,
+	0x2027, 0x2028, 0x2029, 0x202a, 0x202e, 0x202f, 0x2060, 0x2066, 0x2069,
+	0xfeff, 0xfffd, 0x10ffff,
+}
 
 // nameCalls calls every method that takes a name with name in each name
 // argument in turn (the others valid) and returns each call's error.

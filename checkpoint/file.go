@@ -163,6 +163,9 @@ func recovery(name string) string {
 		return move + ": the store opens without its unresolved gap records, so the holes they describe are not refilled until found again, and gap IDs start over at 1"
 	case strings.HasPrefix(name, streamPre):
 		return move + ": the store opens without that stream's checkpoints and lease, so its next run starts from the beginning of the stream (an idempotent sink absorbs the replay; nothing is lost)"
+	case name == pausesFile:
+		return move + ": the store opens without the providers' pauses, so the collector forgets every ban and Retry-After still in force and calls those providers at once; " +
+			"calling a banned provider before its ban ends only extends the ban, so before restarting wait out the longest pause in force (the \"until\" times in the file set aside, if readable; at most the collector's maximum pause, 1 hour by default)"
 	case strings.HasPrefix(name, coveragePre):
 		return move + ": the store opens without that series' coverage, so fills fetch its ranges again (nothing is lost)"
 	}

@@ -153,6 +153,23 @@ func TestCorruptPausesFile(t *testing.T) {
 	if !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), "pauses.ckpt") {
 		t.Fatalf("OpenFileStore on a torn pauses file = %v, want ErrCorrupt naming it", err)
 	}
+	// The advice says what moving the file aside costs: the bans and pauses
+	// in force are forgotten, and calling a banned provider early extends
+	// its ban.
+	for _, want := range []string{"move the file out of the directory", "forgets", "ban", "extend", "wait"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	// Following the advice, the store opens again, without the pause.
+	if err := os.Rename(path, filepath.Join(t.TempDir(), "aside")); err != nil {
+		t.Fatal(err)
+	}
+	s = openPauses(t, dir, func() time.Time { return epoch })
+	defer s.Close()
+	if got, err := s.LoadPause(context.Background(), "p"); err != nil || !got.IsZero() {
+		t.Fatalf("LoadPause after moving the file aside = %v, %v; want none", got, err)
+	}
 }
 
 // TestPauseArguments: an invalid provider key is ErrInvalid, a closed store

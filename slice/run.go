@@ -279,12 +279,13 @@ func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) erro
 }
 
 // gapReason is the Reason of a gap recorded for a stop with reason r and
-// error err: "r: message", with URLs redacted, control characters made
+// error err: "r: message", with URLs redacted, control and format
+// characters and line separators (what [checkpoint.CheckName] refuses) made
 // spaces and the whole cut to maxGapReason bytes of valid UTF-8, so a
 // provider's text can neither leak a secret nor break the record.
 func gapReason(r budget.Reason, err error) string {
 	msg := strings.Map(func(c rune) rune {
-		if unicode.IsControl(c) || c == utf8.RuneError {
+		if unicode.IsControl(c) || unicode.In(c, unicode.Cf, unicode.Zl, unicode.Zp) || c == utf8.RuneError {
 			return ' '
 		}
 		return c

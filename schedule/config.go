@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 )
 
 // Config configures a [Scheduler]. The zero value is valid: eight jobs at
@@ -77,7 +78,10 @@ type Config struct {
 	// Zero (the default) means no cap; the runner's own envelope applies.
 	RunTimeout time.Duration
 	// Owner prefixes the lease owner of every claim, so an operator can tell
-	// which process runs a job. Defaults to "schedule-<pid>-<random>".
+	// which process runs a job. Like every name a store holds, it must be
+	// valid UTF-8 without control characters ([checkpoint.CheckName]), at
+	// most 1003 bytes (a claim appends "/<sequence>"). Defaults to
+	// "schedule-<pid>-<random>".
 	Owner string
 	// Spare reports whether provider has budget to spare for a backfill.
 	// It is consulted only after the head-first rule allowed the backfill
@@ -96,6 +100,9 @@ type Config struct {
 	// means silent.
 	Logger *slog.Logger
 }
+
+// maxOwnerSuffix is the longest suffix a claim appends to Config.Owner.
+const maxOwnerSuffix = "/18446744073709551615"
 
 // The defaults of [Config].
 const (
@@ -139,6 +146,8 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("Poll", ">= 0", c.Poll)
 	case c.RunTimeout < 0:
 		return bad("RunTimeout", ">= 0", c.RunTimeout)
+	case c.Owner != "" && checkName("Owner", c.Owner+maxOwnerSuffix) != nil:
+		return bad("Owner", fmt.Sprintf("valid UTF-8 without control characters, at most %d bytes", checkpoint.MaxNameLen-len(maxOwnerSuffix)), fmt.Sprintf("%q", clip(c.Owner, 64)))
 	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {

@@ -158,16 +158,29 @@ func (s *Scheduler) Delete(ctx context.Context, id int64) error {
 // are cancelled with cause [ErrInterrupted]; they stop at their next slice
 // boundary and are due again once the provider resumes). The pause lives
 // in this Scheduler, not in the store: a host running several re-applies
-// it to each.
+// it to each. Each paused provider is kept (and listed in a [Snapshot])
+// until [Scheduler.ResumeProvider]: the host bounds the set it pauses; the
+// admin handler pauses only providers the scheduler knows, and at most
+// [HandlerConfig.MaxPausedProviders].
 func (s *Scheduler) PauseProvider(provider string) {
+	s.pauseProvider(provider, 0)
+}
+
+// pauseProvider is [Scheduler.PauseProvider], refused (false) when max > 0
+// and max providers are paused already, provider not among them.
+func (s *Scheduler) pauseProvider(provider string, max int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if max > 0 && len(s.paused) >= max && !s.paused[provider] {
+		return false
+	}
 	s.paused[provider] = true
 	for _, a := range s.active {
 		if a.job.Provider == provider {
 			a.interrupt(fmt.Errorf("%w: provider %s paused", ErrInterrupted, provider))
 		}
 	}
+	return true
 }
 
 // ResumeProvider lets provider's jobs start again.

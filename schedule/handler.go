@@ -27,12 +27,16 @@ func (s *Scheduler) Handler() http.Handler {
 
 // HandlerConfig configures the admin handler of [NewHandler]. The zero value
 // is valid: every request is authorized (see Authorize), POST /jobs creates
-// jobs while the store holds fewer than 100,000, and a GET /jobs page holds
-// at most 4 MiB of JSON.
+// jobs while the store holds fewer than 100,000, at most 1,000 providers
+// are paused through it, and a GET /jobs or GET /providers page holds at
+// most 4 MiB of JSON.
 type HandlerConfig struct {
 	// Authorize decides, before anything else is read, whether r may be
 	// served: nil serves it; an error refuses it with its message, 401 if
-	// it wraps [ErrUnauthenticated] and 403 otherwise. r.Method and
+	// it wraps [ErrUnauthenticated] and 403 otherwise. A 401 carries
+	// `WWW-Authenticate: Bearer realm="forage"`, as RFC 9110 requires:
+	// clients send credentials in the Authorization header, which the hook
+	// reads from r. r.Method and
 	// r.URL.Path (relative to where the handler is mounted, after
 	// [http.StripPrefix]) say what is asked: GET and HEAD only read, POST
 	// and DELETE change state. It is called concurrently. Nil authorizes
@@ -48,7 +52,16 @@ type HandlerConfig struct {
 	// [MemoryStore]) is asked for the count; any other is listed page by
 	// page, up to MaxJobs. Defaults to 100,000.
 	MaxJobs int
-	// MaxPageBytes caps the JSON of one GET /jobs page, in bytes. A page
+	// MaxPausedProviders caps the providers paused in the scheduler for
+	// POST /providers/{name}/pause to pause one more: a pause beyond it
+	// answers 409 (resuming, or pausing a paused provider, still passes).
+	// Only a provider the scheduler knows (it has a job, is paused, or is
+	// in [Config.Budget]) may be paused at all. Providers the host pauses
+	// with [Scheduler.PauseProvider] count but are not refused. Defaults to
+	// 1,000.
+	MaxPausedProviders int
+	// MaxPageBytes caps the JSON of one GET /jobs or GET /providers page,
+	// in bytes. A page
 	// ends before the job that would pass it (its "next" says where to go
 	// on) but always holds at least one job, so a page may reach about
 	// 1.4 MiB (a job's payload is at most 1 MiB, base64 in JSON) whatever
@@ -87,10 +100,10 @@ type counter interface {
 // NewHandler returns the admin API and status page of s:
 //
 //	GET    /                        HTML status page (providers, rates, breakers, jobs by state)
-//	GET    /stats                   the Snapshot as JSON
-//	GET    /providers               providers with their budget snapshot
-//	POST   /providers/{name}/pause  pause a provider in this scheduler
-//	POST   /providers/{name}/resume resume it
+//	GET    /stats                   the Snapshot as JSON (at most MaxSnapshotProviders providers)
+//	GET    /providers               a page of providers with their budget snapshot: ?after= &limit=
+//	POST   /providers/{name}/pause  pause a provider in this scheduler; 404 if unknown
+//	POST   /providers/{name}/resume resume it; 404 if unknown
 //	GET    /jobs                    a page: ?provider= &kind= &state= &stream= &after= &limit=
 //	POST   /jobs                    upsert {"provider","kind","stream","priority","interval_ms","payload","next_run"}; 201 if created
 //	GET    /jobs/{id}               one job
@@ -111,17 +124,31 @@ type counter interface {
 // GET /jobs answers {"jobs": […], "next": N}: at most ?limit= jobs
 // (default 100, at most 1000) with an ID above ?after= (default 0), in ID
 // order, within [HandlerConfig.MaxPageBytes]. "next", present when more
-// jobs may match, is the ?after= of the next page.
+// jobs may match, is the ?after= of the next page. GET /providers answers
+// {"providers": […], "next": "name"} the same way: at most ?limit=
+// providers (default 100, at most 1000) named after ?after= (default ""),
+// in name order. GET /stats and the status page show the first
+// [MaxSnapshotProviders] providers and how many more there are
+// ([Snapshot.MoreProviders]).
+//
+// A provider name in a path must meet the name rule of every store
+// ([checkpoint.CheckName]: valid UTF-8, no control character, at most
+// 1024 bytes), else 400; a provider is paused or resumed only if the
+// scheduler knows it (it has a job, is paused, or is in [Config.Budget]),
+// else 404, and at most [HandlerConfig.MaxPausedProviders] are paused,
+// else 409.
 //
 // Errors are JSON, {"error": "...", "field": "..."}: 400 for invalid input,
-// naming the field; 401 or 403 when refused; 404 for an unknown job; 409
-// for run-now on a running job or a creation over MaxJobs; 413 for a body
-// too large; 415 for a state change without the JSON content type; 500
-// for a store failure. Every URL in an error it serves (and in the jobs'
-// last errors) has its query values and userinfo redacted.
+// naming the field; 401 (with a WWW-Authenticate challenge) or 403 when
+// refused; 404 for an unknown job or provider; 409 for run-now on a
+// running job, a creation over MaxJobs or a pause over
+// MaxPausedProviders; 413 for a body too large; 415 for a state change
+// without the JSON content type; 500 for a store failure. Every URL in an
+// error it serves (and in the jobs' last errors) has its query values and
+// userinfo redacted.
 //
-// NewHandler fails, wrapping [ErrInvalidConfig], for a negative MaxJobs or
-// MaxPageBytes.
+// NewHandler fails, wrapping [ErrInvalidConfig], for a negative MaxJobs,
+// MaxPausedProviders or MaxPageBytes.
 func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
 	switch {
 	case s == nil:
@@ -130,6 +157,11 @@ func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
 		return nil, fmt.Errorf("%w: HandlerConfig.MaxJobs must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxJobs)
 	case cfg.MaxPageBytes < 0:
 		return nil, fmt.Errorf("%w: HandlerConfig.MaxPageBytes must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxPageBytes)
+	case cfg.MaxPausedProviders < 0:
+		return nil, fmt.Errorf("%w: HandlerConfig.MaxPausedProviders must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxPausedProviders)
+	}
+	if cfg.MaxPausedProviders == 0 {
+		cfg.MaxPausedProviders = defaultMaxPaused
 	}
 	if cfg.MaxJobs == 0 {
 		cfg.MaxJobs = defaultMaxJobs
@@ -148,9 +180,9 @@ func (h *Handler) routes() {
 	s, mux := h.s, h.mux
 	mux.HandleFunc("GET /{$}", s.serveStatus)
 	mux.HandleFunc("GET /stats", s.serveStats)
-	mux.HandleFunc("GET /providers", s.serveProviders)
-	mux.HandleFunc("POST /providers/{name}/pause", s.serveProviderPause(true))
-	mux.HandleFunc("POST /providers/{name}/resume", s.serveProviderPause(false))
+	mux.HandleFunc("GET /providers", h.serveProviders)
+	mux.HandleFunc("POST /providers/{name}/pause", h.serveProviderPause(true))
+	mux.HandleFunc("POST /providers/{name}/resume", h.serveProviderPause(false))
 	mux.HandleFunc("GET /jobs", h.serveList)
 	mux.HandleFunc("POST /jobs", h.serveUpsert)
 	mux.HandleFunc("GET /jobs/{id}", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.Job(r.Context(), id) }))
@@ -168,6 +200,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			code := http.StatusForbidden
 			if errors.Is(err, ErrUnauthenticated) {
 				code = http.StatusUnauthorized
+				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
 			}
 			writeError(w, code, "", err)
 			return
@@ -191,6 +224,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	h.mux.ServeHTTP(w, r)
 }
+
+// wwwAuthenticate is the challenge of a 401 (RFC 9110, section 11.6.1).
+const wwwAuthenticate = `Bearer realm="forage"`
 
 // safeMethod reports whether method only reads.
 func safeMethod(method string) bool {
@@ -390,22 +426,6 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
-func (s *Scheduler) serveProviderPause(pause bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		if name == "" || len(name) > maxNameLen {
-			writeError(w, http.StatusBadRequest, "name", invalid("name", fmt.Sprintf("must be 1..%d bytes", maxNameLen), len(name)))
-			return
-		}
-		if pause {
-			s.PauseProvider(name)
-		} else {
-			s.ResumeProvider(name)
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"provider": name, "paused": pause})
-	}
-}
-
 func (s *Scheduler) serveStats(w http.ResponseWriter, r *http.Request) {
 	snap, err := s.Snapshot(r.Context())
 	if err != nil {
@@ -413,15 +433,6 @@ func (s *Scheduler) serveStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, snap)
-}
-
-func (s *Scheduler) serveProviders(w http.ResponseWriter, r *http.Request) {
-	snap, err := s.Snapshot(r.Context())
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"providers": snap.Providers})
 }
 
 // writeErr answers err with the status its sentinel calls for.

@@ -200,11 +200,19 @@ func (j *Job) Due(now time.Time) bool {
 // negative interval, a lease owner without an expiry. The error wraps
 // [ErrInvalid] and names the field. It ignores ID and Version.
 func (j *Job) Validate() error {
+	for _, f := range [...]struct{ field, name string }{
+		{"Job.Provider", j.Provider}, {"Job.Stream", j.Stream},
+	} {
+		if err := checkName(f.field, f.name); err != nil {
+			return err
+		}
+	}
+	if j.Lease.Owner != "" {
+		if err := checkName("Job.Lease.Owner", j.Lease.Owner); err != nil {
+			return err
+		}
+	}
 	switch {
-	case j.Provider == "":
-		return invalid("Job.Provider", "must not be empty", `""`)
-	case j.Stream == "":
-		return invalid("Job.Stream", "must not be empty", `""`)
 	case !j.Kind.Valid():
 		return invalid("Job.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", j.Kind))
 	case !j.State.Valid():
@@ -259,20 +267,20 @@ type Spec struct {
 	NextRun time.Time
 }
 
-// Limits on a Spec's sizes, so the admin API cannot grow a store without
-// bound through one request.
-const (
-	maxNameLen    = 1024    // bytes, Provider and Stream
-	maxPayloadLen = 1 << 20 // bytes
-)
+// maxPayloadLen caps a Spec's Payload, in bytes, so the admin API cannot
+// grow a store without bound through one request. Names are capped by the
+// name rule ([checkpoint.MaxNameLen]).
+const maxPayloadLen = 1 << 20
 
 // validate checks s as the scheduler accepts it.
 func (s *Spec) validate() error {
+	if err := checkName("Spec.Provider", s.Provider); err != nil {
+		return err
+	}
+	if err := checkName("Spec.Stream", s.Stream); err != nil {
+		return err
+	}
 	switch {
-	case s.Provider == "" || len(s.Provider) > maxNameLen:
-		return invalid("Spec.Provider", fmt.Sprintf("must be 1..%d bytes", maxNameLen), len(s.Provider))
-	case s.Stream == "" || len(s.Stream) > maxNameLen:
-		return invalid("Spec.Stream", fmt.Sprintf("must be 1..%d bytes", maxNameLen), len(s.Stream))
 	case !s.Kind.Valid():
 		return invalid("Spec.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", s.Kind))
 	case s.Priority < 0 || s.Priority > MaxPriority:

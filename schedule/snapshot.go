@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -24,8 +23,14 @@ type Snapshot struct {
 	// Active counts the jobs this scheduler is running.
 	Active int `json:"active"`
 	// Providers has one entry per provider with jobs, paused, cooling or
-	// known to the budget registry, sorted by name.
+	// known to the budget registry, sorted by name: the first
+	// [MaxSnapshotProviders] of them, so a snapshot stays small however
+	// many providers there are. GET /providers of the admin handler pages
+	// through them all.
 	Providers []ProviderSnapshot `json:"providers"`
+	// MoreProviders counts the providers left out of Providers (those
+	// after its last by name); zero when it holds them all.
+	MoreProviders int `json:"more_providers,omitempty"`
 	// Decisions counts what the scheduler did since it was created.
 	Decisions Decisions `json:"decisions"`
 }
@@ -82,8 +87,18 @@ func (s *Scheduler) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s.SnapshotAt(ctx, time.Now())
 }
 
+// MaxSnapshotProviders caps the providers of a [Snapshot] (see
+// [Snapshot.MoreProviders]).
+const MaxSnapshotProviders = 100
+
 // SnapshotAt is [Scheduler.Snapshot] at now.
 func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, error) {
+	return s.snapshotAt(ctx, now, "", MaxSnapshotProviders)
+}
+
+// snapshotAt is the snapshot at now whose Providers are the first limit
+// providers named after after, MoreProviders counting the rest.
+func (s *Scheduler) snapshotAt(ctx context.Context, now time.Time, after string, limit int) (Snapshot, error) {
 	snap := Snapshot{At: now, Jobs: make(map[State]int, len(States)), Decisions: s.decisions()}
 	provs := map[string]*ProviderSnapshot{}
 	get := func(name string) *ProviderSnapshot {
@@ -133,10 +148,21 @@ func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, er
 			get(b.Key).Budget = &b
 		}
 	}
-	for _, p := range provs {
-		snap.Providers = append(snap.Providers, *p)
+	names := make([]string, 0, len(provs))
+	for name := range provs {
+		if name > after {
+			names = append(names, name)
+		}
 	}
-	slices.SortFunc(snap.Providers, func(a, b ProviderSnapshot) int { return cmp.Compare(a.Provider, b.Provider) })
+	slices.Sort(names)
+	if len(names) > limit {
+		snap.MoreProviders = len(names) - limit
+		names = names[:limit]
+	}
+	snap.Providers = make([]ProviderSnapshot, 0, len(names))
+	for _, name := range names {
+		snap.Providers = append(snap.Providers, *provs[name])
+	}
 	return snap, nil
 }
 

@@ -45,6 +45,7 @@ th{background:#f3f3f3}
 <td class="num">{{.InFlight}}</td><td class="num">{{.Requests}}</td><td class="num">{{.Throttled}}</td>
 {{else}}<td colspan="6">no budget snapshot</td>{{end}}</tr>
 {{end}}</table>
+{{with .Snap.MoreProviders}}<p>Showing the first {{len $.Snap.Providers}} providers; {{.}} more: GET providers?after=…</p>{{end}}
 
 <h2>Jobs{{if .State}} ({{.State}}){{end}}</h2>
 <table><tr><th>id</th><th>provider</th><th>kind</th><th>stream</th><th>priority</th><th>state</th>

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
 )
 
 var contractTests = []test{
 	{"UpsertValidates", testUpsertValidates},
+	{"NameRule", testNameRule},
 	{"ClaimValidates", testClaimValidates},
 	{"DoneContextChangesNothing", testDoneContext},
 }
@@ -100,5 +103,51 @@ func testDoneContext(t *testing.T, e *env) {
 	wantErr(t, "List", err, nil)
 	if len(all) != 1 {
 		t.Fatalf("%d jobs after a cancelled Upsert, want 1", len(all))
+	}
+}
+
+// badNames break the name rule of every forage store
+// ([checkpoint.CheckName]): invalid UTF-8, NUL, an escape sequence, a
+// newline, a C1 control, and one byte over [checkpoint.MaxNameLen].
+var badNames = []string{
+	"binance/BTC\xff", "p\x00", "a\x1b[31mred", "two\nlines", "c1\u0085", strings.Repeat("n", checkpoint.MaxNameLen+1),
+}
+
+// testNameRule: Upsert and Update refuse a provider, stream or lease owner
+// that breaks the name rule with ErrInvalid (every store the same, so a
+// job one store holds any other can), and keep what the rule allows.
+func testNameRule(t *testing.T, e *env) {
+	for i, bad := range badNames {
+		for _, change := range []func(*schedule.Job){
+			func(j *schedule.Job) { j.Provider = bad },
+			func(j *schedule.Job) { j.Stream = bad },
+			func(j *schedule.Job) { j.Lease = schedule.Lease{Owner: bad, Until: at(60)} },
+		} {
+			j := job("p", schedule.KindIncremental, "s", at(0))
+			change(&j)
+			_, err := e.s.Upsert(e.ctx, j)
+			wantErr(t, fmt.Sprintf("name %d: Upsert(%q, %q, owner %q)", i, j.Provider, j.Stream, j.Lease.Owner), err, schedule.ErrInvalid)
+		}
+	}
+	all, err := e.s.List(e.ctx, schedule.Query{})
+	wantErr(t, "List", err, nil)
+	if len(all) != 0 {
+		t.Fatalf("%d jobs stored after only invalid upserts, want 0", len(all))
+	}
+	j := e.insert(job("p", schedule.KindIncremental, "s", at(0)))
+	for i, bad := range badNames {
+		c := j
+		c.Lease = schedule.Lease{Owner: bad, Until: at(60)}
+		_, err := e.s.Update(e.ctx, c)
+		wantErr(t, fmt.Sprintf("name %d: Update(owner %q)", i, bad), err, schedule.ErrInvalid)
+	}
+	diff(t, "Get after the rejected Updates", j, e.get(j.ID))
+	for _, good := range []string{"börse/BTC €", "a b", "\uFFFD", strings.Repeat("n", checkpoint.MaxNameLen)} {
+		g := job(good, schedule.KindIncremental, good, at(0))
+		g.Lease = schedule.Lease{Owner: good, Until: at(60)}
+		got := e.insert(g)
+		if got.Provider != good || got.Stream != good || got.Lease.Owner != good {
+			t.Fatalf("Upsert(%q) stored %q, %q, owner %q", good, got.Provider, got.Stream, got.Lease.Owner)
+		}
 	}
 }

@@ -1,0 +1,120 @@
+package schedule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// This file holds the admin handler's provider endpoints and their bounds:
+// a provider is paused only if the scheduler knows it, the paused set is
+// capped, and GET /providers is paged like GET /jobs.
+
+// The provider bounds of the admin handler.
+const (
+	defaultMaxPaused         = 1000
+	defaultProviderListLimit = 100  // providers per GET /providers page when ?limit= is absent
+	maxProviderListLimit     = 1000 // the largest ?limit=
+)
+
+// errTooManyPaused refuses a pause over HandlerConfig.MaxPausedProviders.
+var errTooManyPaused = errors.New("schedule: HandlerConfig.MaxPausedProviders providers are paused")
+
+// serveProviderPause serves POST /providers/{name}/pause (pause true) and
+// /resume: 400 for a name that breaks the name rule, 404 for a provider
+// the scheduler does not know, 409 for a pause over MaxPausedProviders.
+func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if err := checkName("name", name); err != nil {
+			writeError(w, http.StatusBadRequest, "name", err)
+			return
+		}
+		known, err := h.knownProvider(r.Context(), name)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		if !known {
+			writeError(w, http.StatusNotFound, "name", fmt.Errorf(
+				"schedule: provider %q is unknown: it has no job, is not paused and is not in the budget registry", clip(name, 64)))
+			return
+		}
+		switch {
+		case !pause:
+			h.s.ResumeProvider(name)
+		case !h.s.pauseProvider(name, h.cfg.MaxPausedProviders):
+			writeError(w, http.StatusConflict, "", fmt.Errorf("%w (%d): resume some, or raise the cap", errTooManyPaused, h.cfg.MaxPausedProviders))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"provider": name, "paused": pause})
+	}
+}
+
+// knownProvider reports whether the scheduler knows provider: it is
+// paused, the budget registry holds it, or the store holds a job of it.
+func (h *Handler) knownProvider(ctx context.Context, provider string) (bool, error) {
+	if h.s.ProviderPaused(provider) {
+		return true, nil
+	}
+	if reg := h.s.cfg.Budget; reg != nil {
+		if _, ok := reg.Lookup(provider); ok {
+			return true, nil
+		}
+	}
+	jobs, err := h.s.Jobs(ctx, Query{Provider: provider, Limit: 1})
+	return len(jobs) > 0, err
+}
+
+// serveProviders serves GET /providers: {"providers": […], "next": "…"},
+// at most ?limit= providers named after ?after=, in name order, within
+// MaxPageBytes (but at least one); "next", present when more are left, is
+// the ?after= of the next page.
+func (h *Handler) serveProviders(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	after := v.Get("after")
+	limit, ok := queryInt(w, v.Get("limit"), "limit", maxProviderListLimit, defaultProviderListLimit)
+	if !ok {
+		return
+	}
+	snap, err := h.s.snapshotAt(r.Context(), time.Now(), after, int(limit))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"providers":[`)
+	n := 0
+	for _, p := range snap.Providers {
+		enc, err := json.Marshal(p)
+		if err != nil {
+			writeErr(w, fmt.Errorf("schedule: provider %q cannot be written as JSON: %w", clip(p.Provider, 64), err))
+			return
+		}
+		if n > 0 && buf.Len()+len(enc)+len(p.Provider)*6+32 > h.cfg.MaxPageBytes { // the tail and "next", escaped
+			break
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(enc)
+		n++
+	}
+	buf.WriteByte(']')
+	if n < len(snap.Providers) || snap.MoreProviders > 0 {
+		last := after // an empty page (?limit=0) moves on from where it was
+		if n > 0 {
+			last = snap.Providers[n-1].Provider
+		}
+		next, _ := json.Marshal(last)
+		fmt.Fprintf(&buf, `,"next":%s`, next)
+	}
+	buf.WriteString("}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(buf.Bytes())
+}

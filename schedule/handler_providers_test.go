@@ -1,0 +1,214 @@
+package schedule_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/schedule"
+	"pgregory.net/rapid"
+)
+
+// TestHandlerPausesOnlyKnownProviders (regression: POST
+// /providers/{name}/pause took any name, and 50,000 of them grew the heap
+// by 56 MiB and GET /stats to 53 MB): a provider the scheduler does not
+// know answers 404 and is not kept; one with a job, in the budget
+// registry or already paused is paused and resumed as before.
+func TestHandlerPausesOnlyKnownProviders(t *testing.T) {
+	t.Parallel()
+	reg, err := budget.NewRegistry(budget.RegistryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Provider("binance")
+	a := newAPI(t, schedule.Config{Budget: reg}, nil)
+	for i := range 50 {
+		a.want("POST", fmt.Sprintf("/providers/nosuch-%d/pause", i), "", http.StatusNotFound, nil)
+		a.want("POST", fmt.Sprintf("/providers/nosuch-%d/resume", i), "", http.StatusNotFound, nil)
+	}
+	if a.s.ProviderPaused("nosuch-0") {
+		t.Fatal("an unknown provider was paused")
+	}
+	upsert(t, a.s, t0, schedule.Spec{Provider: "kraken", Kind: schedule.KindBackfill, Stream: "s"})
+	a.s.PauseProvider("host-paused") // the host's own pauses are its to bound
+	for _, p := range []string{"binance", "kraken", "host-paused"} {
+		a.want("POST", "/providers/"+p+"/pause", "", http.StatusOK, nil)
+		if !a.s.ProviderPaused(p) {
+			t.Fatalf("%s not paused after a 200", p)
+		}
+	}
+	var snap schedule.Snapshot
+	a.want("GET", "/stats", "", http.StatusOK, &snap)
+	if len(snap.Providers) != 3 || snap.MoreProviders != 0 {
+		t.Fatalf("stats list %d providers (%d more), want binance, host-paused and kraken: %+v", len(snap.Providers), snap.MoreProviders, snap.Providers)
+	}
+	a.want("POST", "/providers/host-paused/resume", "", http.StatusOK, nil)
+	a.want("POST", "/providers/host-paused/resume", "", http.StatusNotFound, nil) // forgotten once resumed
+}
+
+// TestHandlerMaxPausedProviders: the handler pauses at most
+// MaxPausedProviders providers; re-pausing a paused one and resuming pass.
+func TestHandlerMaxPausedProviders(t *testing.T) {
+	t.Parallel()
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+	for i := range 5 {
+		reg.Provider(fmt.Sprintf("p%d", i))
+	}
+	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
+	h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPausedProviders: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &api{t: t, h: h, s: s}
+	for i := range 3 {
+		a.want("POST", fmt.Sprintf("/providers/p%d/pause", i), "", http.StatusOK, nil)
+	}
+	a.want("POST", "/providers/p3/pause", "", http.StatusConflict, nil)
+	a.want("POST", "/providers/p0/pause", "", http.StatusOK, nil) // already paused
+	a.want("POST", "/providers/p0/resume", "", http.StatusOK, nil)
+	a.want("POST", "/providers/p3/pause", "", http.StatusOK, nil)
+	if s.ProviderPaused("p4") || !s.ProviderPaused("p3") || s.ProviderPaused("p0") {
+		t.Fatal("the paused set is not p1, p2, p3")
+	}
+	if _, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPausedProviders: -1}); err == nil || !strings.Contains(err.Error(), "HandlerConfig.MaxPausedProviders") {
+		t.Fatalf("NewHandler(MaxPausedProviders: -1) = %v, want an error naming the field", err)
+	}
+}
+
+// manyProviders returns an API over a scheduler in which the host paused
+// n providers: more than a snapshot lists.
+func manyProviders(t *testing.T, n int, cfg schedule.HandlerConfig) *api {
+	t.Helper()
+	s, _ := newSched(t, schedule.Config{}, nil)
+	for i := range n {
+		s.PauseProvider(fmt.Sprintf("%s-%05d", strings.Repeat("x", 900), i))
+	}
+	h, err := schedule.NewHandler(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &api{t: t, h: h, s: s}
+}
+
+// TestSnapshotProvidersBounded (regression: every paused name was in
+// Snapshot.Providers, served unpaged by GET /stats, GET /providers and
+// GET /): a snapshot lists the first MaxSnapshotProviders providers and
+// counts the rest; the status page says how many it left out; GET
+// /providers pages.
+func TestSnapshotProvidersBounded(t *testing.T) {
+	t.Parallel()
+	const n = 3 * schedule.MaxSnapshotProviders
+	a := manyProviders(t, n, schedule.HandlerConfig{})
+	snap, err := a.s.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Providers) != schedule.MaxSnapshotProviders || snap.MoreProviders != n-schedule.MaxSnapshotProviders {
+		t.Fatalf("Snapshot: %d providers, %d more; want %d and %d", len(snap.Providers), snap.MoreProviders, schedule.MaxSnapshotProviders, n-schedule.MaxSnapshotProviders)
+	}
+	body := a.want("GET", "/stats", "", http.StatusOK, nil)
+	if max := schedule.MaxSnapshotProviders * 1100; len(body) > max {
+		t.Fatalf("GET /stats: %d bytes, want at most %d", len(body), max)
+	}
+	body = a.want("GET", "/providers", "", http.StatusOK, nil)
+	if max := 100 * 1100; len(body) > max {
+		t.Fatalf("GET /providers: %d bytes, want at most %d (one default page)", len(body), max)
+	}
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	page := rec.Body.String()
+	if max := schedule.MaxSnapshotProviders*1500 + 20_000; rec.Code != 200 || len(page) > max {
+		t.Fatalf("GET /: %d, %d bytes, want 200 and at most %d", rec.Code, len(page), max)
+	}
+	if want := fmt.Sprintf("%d more", n-schedule.MaxSnapshotProviders); !strings.Contains(page, want) {
+		t.Fatalf("the status page does not say %q", want)
+	}
+}
+
+// providerPage is the body of GET /providers.
+type providerPage struct {
+	Providers []schedule.ProviderSnapshot `json:"providers"`
+	Next      *string                     `json:"next"`
+}
+
+// TestPropertyProviderPaging: following "next" from any limit and byte cap
+// lists every provider once, in name order, and each page respects its
+// limit and, beyond its first provider, its byte cap.
+func TestPropertyProviderPaging(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(0, 40).Draw(rt, "providers")
+		limit := rapid.IntRange(1, 15).Draw(rt, "limit")
+		maxBytes := rapid.IntRange(1, 8000).Draw(rt, "maxBytes")
+		s, _ := newSched(rt, schedule.Config{}, nil)
+		var want []string
+		for i := range n {
+			name := fmt.Sprintf("p%03d%s", i, strings.Repeat("é", rapid.IntRange(0, 400).Draw(rt, "pad")))
+			s.PauseProvider(name)
+			want = append(want, name)
+		}
+		h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPageBytes: maxBytes})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var got []string
+		for after, step := "", 0; ; step++ {
+			if step > n+1 {
+				rt.Fatalf("paging did not end after %d pages", step)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/providers?limit="+fmt.Sprint(limit)+"&after="+url.QueryEscape(after), nil))
+			var p providerPage
+			if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &p) != nil {
+				rt.Fatalf("page %d: %d %s", step, rec.Code, rec.Body)
+			}
+			if len(p.Providers) > limit || (len(p.Providers) > 1 && rec.Body.Len() > maxBytes) {
+				rt.Fatalf("page %d: %d providers in %d bytes, over limit %d or cap %d", step, len(p.Providers), rec.Body.Len(), limit, maxBytes)
+			}
+			for _, pr := range p.Providers {
+				got = append(got, pr.Provider)
+			}
+			if p.Next == nil {
+				break
+			}
+			after = *p.Next
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			rt.Fatalf("paged %d providers %q, want %d", len(got), got, len(want))
+		}
+	})
+}
+
+// TestHandler401Challenge: a 401 carries a WWW-Authenticate challenge, as
+// RFC 9110 requires; a 403 does not.
+func TestHandler401Challenge(t *testing.T) {
+	t.Parallel()
+	s, _ := newSched(t, schedule.Config{}, nil)
+	h, err := schedule.NewHandler(s, schedule.HandlerConfig{Authorize: func(r *http.Request) error {
+		if r.Header.Get("Authorization") == "" {
+			return fmt.Errorf("%w: a bearer token is required", schedule.ErrUnauthenticated)
+		}
+		return fmt.Errorf("schedule: not allowed")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/jobs", nil))
+	if got := rec.Header().Get("WWW-Authenticate"); rec.Code != 401 || !strings.HasPrefix(got, "Bearer") {
+		t.Fatalf("anonymous GET /jobs: %d with WWW-Authenticate %q, want 401 with a Bearer challenge", rec.Code, got)
+	}
+	req := httptest.NewRequest("GET", "/jobs", nil)
+	req.Header.Set("Authorization", "Bearer viewer")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if got := rec.Header().Get("WWW-Authenticate"); rec.Code != 403 || got != "" {
+		t.Fatalf("refused GET /jobs: %d with WWW-Authenticate %q, want 403 without", rec.Code, got)
+	}
+}

@@ -9,7 +9,8 @@
 // A [Slice] is the smallest replayable unit: one page, one time window, one
 // request's worth. The host brings a [Source] (plans the slice after a
 // cursor, fetches it with exactly one outbound request per attempt) and a
-// [Sink] (writes a page durably and idempotently). A [Runner] drives them
+// [Sink] (writes a page durably and idempotently), or a [TxSink] (writes it
+// and commits the checkpoint in one transaction). A [Runner] drives them
 // ([Runner.Run]):
 //
 //	lease the stream ── held elsewhere? yield
@@ -19,6 +20,7 @@
 //	    fetch through Provider.Do
 //	    Sink.Write, which returns once the page is durable
 //	    Store.Commit the cursor after the slice
+//	      (or both in one transaction: TxSink.Commit)
 //	release the lease
 //
 // The lease is a [checkpoint.Leases] grant, the budget check
@@ -28,7 +30,8 @@
 // The checkpoint is commit-gated: it never passes the last page the sink
 // confirmed. A crash between the write and the commit replays what was
 // written (one slice, or one batch of them, see below), which the sink's
-// upsert absorbs: delivery is at least once, the effect exactly once. Commits are a compare-and-swap fenced by the lease's token,
+// upsert absorbs: delivery is at least once, the effect exactly once. A
+// [TxSink] closes that window (see below). Commits are a compare-and-swap fenced by the lease's token,
 // so a runner that stalled past its lease and was taken over cannot write
 // over the new holder. Gap records are not fenced by the store, so the
 // runner renews its lease before it writes or resolves any, and resolves
@@ -73,6 +76,28 @@
 // page that ended elsewhere than predicted ends its batch, as does a stop,
 // and pages whose Covered ranges would leave a hole are not merged. A
 // crash between the write and the commit replays the batch.
+//
+// # Exactly once: a transactional sink
+//
+// When the records and the checkpoint live in one database, a page and the
+// cursor after it can become durable in one transaction. A host that sets
+// [Config.TxSink] instead of [Config.Sink] gets that: where a run would
+// call Sink.Write and then Store.Commit, it calls [TxSink.Commit] once,
+// with the checkpoint key, the page (a batch, with group commit), the
+// expected version and the lease:
+//
+//	TxSink.Commit(key, page, version, lease)   one transaction: the lease
+//	    fence and the compare-and-swap of page.Next, and the page's records
+//
+// Both land or neither does: a failed write leaves the checkpoint where it
+// was, and a lost compare-and-swap or lease ([checkpoint.ErrConflict],
+// [checkpoint.ErrLeaseLost], returned as the run's error) leaves no record.
+// A crash replays nothing, so delivery is exactly once, not only the
+// effect. Everything else is as with a Sink: Config.Store still loads the
+// checkpoint, leases the stream and keeps gaps and coverage (it must be the
+// store the TxSink commits to), and pages that commit no checkpoint (fills)
+// go through the TxSink's Write. pgstore.NewTxSink provides one on
+// PostgreSQL, given the host's write of a page in a pgx.Tx.
 //
 // # Budget checks at boundaries, gaps on a stop
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/forage-go/forage/aimd"
@@ -231,4 +232,64 @@ func ExamplePredictor() {
 	fmt.Println(rep.Slices, "slices,", rep.Records, "candles, caught up at", string(rep.Cursor), "discarded:", rep.Discarded, "err:", err)
 	// Output:
 	// 4 slices, 35 candles, caught up at 2030-01-01T12:35:00Z discarded: 0 err: <nil>
+}
+
+// table is a TxSink over an in-memory table and a memory store (setup): a
+// transaction is the table's lock held across the checkpoint's
+// compare-and-swap and the upsert, which cannot fail after it, so both
+// land or neither does. A database does the same with one transaction
+// (pgstore.NewTxSink).
+type table struct {
+	mu    sync.Mutex
+	store checkpoint.Store
+	rows  map[time.Time]candle
+}
+
+// Write upserts p's records without a checkpoint (a fill).
+func (t *table) Write(_ context.Context, p slice.Page[candle]) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range p.Records {
+		t.rows[c.Open] = c
+	}
+	return nil
+}
+
+// Commit commits p.Next and upserts p's records, in one step.
+func (t *table) Commit(ctx context.Context, key checkpoint.Key, p slice.Page[candle], expect int64, lease checkpoint.Lease) (checkpoint.Checkpoint, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cp, err := t.store.Commit(ctx, key, p.Next, expect, lease)
+	if err != nil {
+		return cp, err // a lost compare-and-swap or lease: no record lands
+	}
+	for _, c := range p.Records {
+		t.rows[c.Open] = c
+	}
+	return cp, nil
+}
+
+// A TxSink writes each page and commits the cursor after it in one step:
+// the run never calls Store.Commit itself, and a crash replays nothing.
+func ExampleTxSink() {
+	ctx := context.Background()
+	store := checkpoint.NewMemoryStore(checkpoint.Config{})
+	sink := &table{store: store, rows: map[time.Time]candle{}}
+	provider, _ := budget.NewLocal("exchange", budget.Config{Burst: 100, Adaptive: aimd.Config{Initial: 1000, Max: 1000}}) // setup
+
+	runner, err := slice.New(slice.Config[candle]{
+		Stream:   "exchange/BTC-USDT/1m",
+		Mode:     checkpoint.CatchUp,
+		Store:    store, // loads the checkpoint, leases the stream
+		Provider: provider,
+		Source:   exchange{start: at(12, 0), now: at(12, 35).Add(20 * time.Second)},
+		TxSink:   sink, // instead of Sink: writes and commits together
+	})
+	if err != nil {
+		panic(err)
+	}
+	rep, err := runner.Run(ctx, nil)
+	fmt.Println(rep.Slices, "slices,", rep.Commits, "commits,", len(sink.rows), "candles, at", string(rep.Cursor), "err:", err)
+	// Output:
+	// 4 slices, 4 commits, 35 candles, at 2030-01-01T12:35:00Z err: <nil>
 }

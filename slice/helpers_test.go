@@ -279,10 +279,20 @@ type rig struct {
 	// ahead, if set, is the runners' source instead of src (which it
 	// wraps): a Predictor, so stream runs fetch ahead.
 	ahead *aheadSource
+	// tx makes the runners' sink a TxSink (see txSink): the Sink a runner
+	// is configured with writes inside a transaction with the store's
+	// commit. lastTx is the last one made; all share txLock.
+	tx     bool
+	txLock chan struct{}
+	lastTx *txSink
+	// now, if set, is the runners' clock.
+	now func() time.Time
 }
 
+// newRig returns a rig of n records served page by page. Call it inside
+// the synctest bubble the runs use, if any.
 func newRig(n, page int) *rig {
-	return &rig{store: newStore(nil), src: newSource(n, page), sink: newSink(), prov: &fakeProvider{}}
+	return &rig{store: newStore(nil), src: newSource(n, page), sink: newSink(), prov: &fakeProvider{}, txLock: make(chan struct{}, 1)}
 }
 
 const stream = "test/stream"
@@ -296,8 +306,16 @@ func (g *rig) runner(tb tb, mode checkpoint.Mode, opts ...func(*slice.Config[rec
 	if g.ahead != nil {
 		cfg.Source = g.ahead
 	}
+	if g.now != nil {
+		cfg.Now = g.now
+	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if g.tx {
+		x := &txSink{write: cfg.Sink, mem: g.sink, store: g.store, lock: g.txLock}
+		x.log, _ = cfg.Sink.(*writeLog)
+		cfg.Sink, cfg.TxSink, g.lastTx = nil, x, x
 	}
 	r, err := slice.New(cfg)
 	if err != nil {

@@ -56,14 +56,13 @@ func (s *session[R]) stream(ctx context.Context) error {
 		if b.held() {
 			p.plan(ctx) // keep the window fetching while b is made durable
 		}
-		if err := s.write(ctx, b.first.sl, len(b.pages), b.page); err != nil {
-			return err
-		}
-		s.rep.Records += len(b.page.Records)
 		if bytes.Equal(b.page.Next, cp.Cursor) {
 			// The source made no progress (a poll that found nothing new):
 			// caught up, with nothing to commit. Such a page ends where
 			// its slice began, never where predicted, so b holds it alone.
+			if err := s.written(ctx, b); err != nil {
+				return err
+			}
 			p.abandon()
 			if err := s.cover(ctx, b.page.Covered); err != nil {
 				return err
@@ -77,13 +76,34 @@ func (s *session[R]) stream(ctx context.Context) error {
 	}
 }
 
-// commit commits the cursor after the written batch b over cp, counts its
-// slices in the report and adds its coverage.
+// written writes batch b with the sink and counts its records.
+func (s *session[R]) written(ctx context.Context, b batch[R]) error {
+	if err := s.write(ctx, b.first.sl, len(b.pages), b.page); err != nil {
+		return err
+	}
+	s.rep.Records += len(b.page.Records)
+	return nil
+}
+
+// commit makes batch b durable and commits the cursor after it over cp: a
+// Sink write, then Store.Commit, or one TxSink.Commit. It counts the
+// batch's slices in the report and adds its coverage.
 func (s *session[R]) commit(ctx context.Context, cp checkpoint.Checkpoint, b batch[R]) (checkpoint.Checkpoint, error) {
 	r := s.r
-	cp, err := r.cfg.Store.Commit(ctx, r.key, b.page.Next, cp.Version, s.lease)
-	if err != nil {
-		return cp, fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, b.page.Next, err)
+	var err error
+	if tx := r.cfg.TxSink; tx != nil {
+		if cp, err = tx.Commit(ctx, r.key, b.page, cp.Version, s.lease); err != nil {
+			return cp, fmt.Errorf("slice: %v: write %s after cursor %q and commit cursor %q in one transaction: %w",
+				r.key, nSlices(len(b.pages)), b.first.sl.After, b.page.Next, err)
+		}
+		s.rep.Records += len(b.page.Records)
+	} else {
+		if err := s.written(ctx, b); err != nil {
+			return cp, err
+		}
+		if cp, err = r.cfg.Store.Commit(ctx, r.key, b.page.Next, cp.Version, s.lease); err != nil {
+			return cp, fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, b.page.Next, err)
+		}
 	}
 	s.rep.Slices += len(b.pages)
 	s.rep.Commits++

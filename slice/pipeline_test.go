@@ -191,6 +191,9 @@ type written struct {
 	first, next, n int
 	covered        [2]int
 	ok             bool
+	// lost is set when the write was part of a TxSink.Commit that
+	// returned an error: the run did not count its records.
+	lost bool
 }
 
 // writeLog is a sink that writes to a memSink, after sleeping delay, and

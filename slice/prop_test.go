@@ -40,10 +40,24 @@ func chaosStops(c *chaos) func() *budget.Error {
 // missing from the sink; after the faults stop, re-running yields every
 // record exactly once in the sink (at-least-once delivery, exactly-once
 // effect) and leaves no gap pending.
+//
+// It runs with a Sink and with a TxSink (the same sink and store, made one
+// transaction, faults rolling the write back): with a TxSink, every record
+// is also delivered exactly once, replays included.
 func TestPropCheckpointNeverPassesTheSink(t *testing.T) {
 	t.Parallel()
+	for _, sk := range sinks {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			propCheckpointNeverPassesTheSink(t, sk.tx)
+		})
+	}
+}
+
+func propCheckpointNeverPassesTheSink(t *testing.T, tx bool) {
 	rapid.Check(t, func(t *rapid.T) {
 		g := newRig(rapid.IntRange(0, 40).Draw(t, "records"), rapid.IntRange(1, 8).Draw(t, "page size"))
+		g.tx = tx
 		now := t0
 		clock := func() time.Time { return now }
 		g.store = newStore(clock)
@@ -101,6 +115,9 @@ func TestPropCheckpointNeverPassesTheSink(t *testing.T) {
 		if err := g.sink.exactly(n); err != nil {
 			t.Fatalf("after the final run: %v", err)
 		}
+		if err := g.sink.once(); tx && err != nil {
+			t.Fatalf("after the final run, with a TxSink: %v", err)
+		}
 		if left := pending(t, g.store, key); len(left) != 0 {
 			t.Fatalf("gaps pending after a run that caught up: %+v", left)
 		}
@@ -112,9 +129,20 @@ func TestPropCheckpointNeverPassesTheSink(t *testing.T) {
 // slow fetches, one at a time or ahead, and a random lease TTL, so that some runs yield and some leases expire
 // mid-slice and are taken over. Only the latest lease grant ever commits (a
 // stale holder is fenced: it cannot commit after a takeover), every failure
-// is a lost lease, and afterwards the sink holds every record once.
+// is a lost lease, and afterwards the sink holds every record once. With a
+// TxSink, a fenced holder's records are rolled back with its commit: every
+// record is delivered exactly once.
 func TestPropRunnersNeverBothAdvance(t *testing.T) {
 	t.Parallel()
+	for _, sk := range sinks {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			propRunnersNeverBothAdvance(t, sk.tx)
+		})
+	}
+}
+
+func propRunnersNeverBothAdvance(t *testing.T, tx bool) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 40).Draw(t, "records")
 		page := rapid.IntRange(1, 8).Draw(t, "page size")
@@ -130,6 +158,7 @@ func TestPropRunnersNeverBothAdvance(t *testing.T) {
 		rapid.SyncTest(t, func(t *rapid.T) {
 			g := newRig(n, page)
 			g.store = newStore(time.Now)
+			g.tx = tx
 			if ahead {
 				g.ahead = newAhead(g.src, uint64(n))
 				g.ahead.jitter = latency
@@ -176,6 +205,9 @@ func TestPropRunnersNeverBothAdvance(t *testing.T) {
 			}
 			if err := g.sink.exactly(n); err != nil {
 				t.Fatal(err)
+			}
+			if err := g.sink.once(); tx && err != nil {
+				t.Fatalf("with a TxSink: %v", err)
 			}
 		})
 	})
@@ -241,8 +273,20 @@ func TestPropCatchUpNeverTouchesSteadyState(t *testing.T) {
 //     returns.
 //
 // After the faults stop, a final run leaves every record in the sink once.
+//
+// With a TxSink, the same holds of the writes and commits inside each
+// TxSink.Commit, and every record is delivered exactly once.
 func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
 	t.Parallel()
+	for _, sk := range sinks {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			propPrefetchLandsPagesInOrder(t, sk.tx)
+		})
+	}
+}
+
+func propPrefetchLandsPagesInOrder(t *testing.T, tx bool) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(0, 60).Draw(t, "records")
 		page := rapid.IntRange(1, 8).Draw(t, "page size")
@@ -272,6 +316,7 @@ func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
 		}
 		rapid.SyncTest(t, func(t *rapid.T) {
 			g, w := aheadRig(n, page)
+			g.tx = tx
 			g.ahead.seed, g.ahead.short, g.ahead.fail, g.ahead.jitter, g.ahead.holes = seed, short, fail, jitter, holes
 			g.ahead.unknown = unknown
 			w.delay, g.store.commitDelay = writeDelay, commitDelay
@@ -341,6 +386,9 @@ func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
 			if err := g.sink.exactly(n); err != nil {
 				t.Fatalf("after the final run: %v", err)
 			}
+			if err := g.sink.once(); tx && err != nil {
+				t.Fatalf("after the final run, with a TxSink: %v", err)
+			}
 			if left := pending(t, g.store, key); len(left) != 0 {
 				t.Fatalf("gaps pending after a run that caught up: %+v", left)
 			}
@@ -385,7 +433,7 @@ func (l landed) check(t *rapid.T, step, at, most int, rep slice.Report) {
 		if cov, ok := unionOf(ps); !ok || cov != w.covered {
 			t.Fatalf("step %d: write %d of pages %+v covers %v, want their union (one range: %v)", step, i, ps, w.covered, ok)
 		}
-		if w.ok {
+		if w.ok && !w.lost {
 			records += w.n
 		}
 		pos, slices = w.next, append(slices, len(ps))

@@ -41,6 +41,8 @@ type session[R any] struct {
 //	    fetch through Provider.Do ── exhausted or source pressure? gap, stop
 //	    Sink.Write ── error? stop, checkpoint unchanged
 //	    Store.Commit(page.Next, version, lease)   (fenced compare-and-swap)
+//	      (with a TxSink: TxSink.Commit(page, version, lease), both in one
+//	      transaction ── error? stop, checkpoint and records unchanged)
 //	    add page.Covered to Config.Series, if set
 //	release the lease (always)
 //
@@ -53,7 +55,8 @@ type session[R any] struct {
 // as each page lands, so slices fetched ahead land under a fresh lease).
 // Pages are still judged, written and committed in order, as above, the
 // pages that are ready in order when the sink is free merged into one
-// Sink.Write and one Store.Commit of the last cursor ([Config.MaxBatch];
+// Sink.Write and one Store.Commit of the last cursor (or one
+// TxSink.Commit) ([Config.MaxBatch];
 // Report.Commits counts them): the checkpoint never passes a durable page,
 // and a stop on slice k+j lands only after slices k .. k+j-1 are written
 // and committed, so its gap is at the last committed cursor as without
@@ -222,14 +225,18 @@ func (s *session[R]) write(ctx context.Context, sl Slice, n int, page Page[R]) e
 	if len(page.Records) == 0 {
 		return nil
 	}
-	if err := s.r.cfg.Sink.Write(ctx, page); err != nil {
-		what := "the slice"
-		if n > 1 {
-			what = fmt.Sprintf("the %d slices", n)
-		}
-		return fmt.Errorf("slice: %v: sink write of %s after cursor %q: %w", s.r.key, what, sl.After, err)
+	if err := s.r.sink.Write(ctx, page); err != nil {
+		return fmt.Errorf("slice: %v: sink write of %s after cursor %q: %w", s.r.key, nSlices(n), sl.After, err)
 	}
 	return nil
+}
+
+// nSlices names n slices in an error message: "the slice", "the 3 slices".
+func nSlices(n int) string {
+	if n > 1 {
+		return fmt.Sprintf("the %d slices", n)
+	}
+	return "the slice"
 }
 
 // cover records a durable page's covered range in the series, if kept.

@@ -102,8 +102,8 @@ type Predictor interface {
 // Within one run, Write and the Store's Commit alternate, even when the
 // run fetches ahead ([Config.Prefetch]): a page is written only after the
 // previous page's commit returned, and committed (its Next) only after its
-// own Write returned nil, so a host may make the two one transaction (Write
-// stages, Commit writes the staged page with the cursor).
+// own Write returned nil. To make the two one transaction, implement
+// [TxSink] instead: no staging between the calls.
 //
 // A page a stream run writes may be several slices' pages merged (group
 // commit, [Config.MaxBatch]): their Records concatenated in slice order,
@@ -120,6 +120,42 @@ type Sink[R any] interface {
 	Write(ctx context.Context, p Page[R]) error
 }
 
+// TxSink is a [Sink] that can also make a page durable and commit the
+// cursor after it in one transaction, so a stream run is exactly once: no
+// page is ever replayed after a crash, and a failure leaves neither the
+// records nor the checkpoint. Set it as [Config.TxSink] instead of
+// [Config.Sink]; pgstore.NewTxSink provides one on PostgreSQL.
+//
+// Where a stream run with a Sink calls Sink.Write and then Store.Commit, a
+// run with a TxSink calls Commit alone, for every page that moves the
+// cursor (a batch too, [Config.MaxBatch]), pages without records included.
+// Write is for what commits no checkpoint: the pages of [Runner.Fill] and
+// of [Runner.Drain]'s range fills, and a page with records that made no
+// progress (its Next is the checkpoint's cursor). Both are upserts, as for
+// any Sink: a fill may write records a stream run committed.
+//
+// The TxSink commits into the checkpoint store the run loads from
+// ([Config.Store]): for pgstore, the same *pgstore.Store. It is an
+// extension point; implementations used by concurrent runs must be safe
+// for concurrent use. Within one run, Write and Commit never overlap.
+type TxSink[R any] interface {
+	Sink[R]
+	// Commit stores p's records and commits p.Next as key's checkpoint, in
+	// one transaction: when Commit returns nil both are durable, and when it
+	// returns an error from the list below neither is. The checkpoint half
+	// has the contract of [checkpoint.Checkpoints.Commit]: a
+	// compare-and-swap on expect (the new checkpoint's Version is
+	// expect+1), fenced by lease, with the same errors, wrapped so that
+	// errors.Is finds them: [checkpoint.ErrInvalid], [checkpoint.ErrLeaseLost]
+	// (a stale holder writes no record), [checkpoint.ErrLeaseHeld],
+	// [checkpoint.ErrConflict]. Any other error (a write that failed, a
+	// store that went away) stops the run too; if the outcome is unknown
+	// (an I/O error while committing), the next run's Load tells, and
+	// either everything landed or nothing did. p may hold no records: the
+	// checkpoint moves alone.
+	Commit(ctx context.Context, key checkpoint.Key, p Page[R], expect int64, lease checkpoint.Lease) (checkpoint.Checkpoint, error)
+}
+
 // SinkFunc adapts a function to a [Sink].
 type SinkFunc[R any] func(ctx context.Context, p Page[R]) error
 
@@ -127,7 +163,7 @@ type SinkFunc[R any] func(ctx context.Context, p Page[R]) error
 func (f SinkFunc[R]) Write(ctx context.Context, p Page[R]) error { return f(ctx, p) }
 
 // Config configures a [Runner]. Stream, Mode, Store, Provider, Source and
-// Sink are required; every other field has a default.
+// one of Sink and TxSink are required; every other field has a default.
 type Config[R any] struct {
 	// Stream names what is collected, e.g. "binance/BTC-USDT/1m": the
 	// checkpoint key's stream and the lease's name. Required.
@@ -158,8 +194,15 @@ type Config[R any] struct {
 	Provider budget.Provider
 	// Source plans and fetches the slices. Required.
 	Source Source[R]
-	// Sink writes pages durably and idempotently. Required.
+	// Sink writes pages durably and idempotently; a stream run then commits
+	// the cursor with Store.Commit. Exactly one of Sink and TxSink is
+	// required.
 	Sink Sink[R]
+	// TxSink, instead of Sink, makes each page durable and commits the
+	// cursor after it in one transaction ([TxSink.Commit]): exactly once,
+	// with no replay after a crash. Exactly one of Sink and TxSink is
+	// required.
+	TxSink TxSink[R]
 	// Prefetch is how many slices a stream run ([Runner.Run]) may fetch
 	// ahead when the Source implements [Predictor]: up to 1+Prefetch slices
 	// not yet handed to the Sink are in flight or landed at once, so while
@@ -174,7 +217,8 @@ type Config[R any] struct {
 	// 80 times a second by one stream. [NoPrefetch] turns it off.
 	Prefetch int
 	// MaxBatch is the most slices a stream run ([Runner.Run]) makes durable
-	// together, with one Sink.Write and one Store.Commit (group commit).
+	// together, with one Sink.Write and one Store.Commit, or one
+	// TxSink.Commit (group commit).
 	// When the sink is free and several fetched pages are ready in order
 	// (their fetches are in, each ended where it was predicted to), the run
 	// merges them into one page (see [Sink]) and commits the cursor after
@@ -226,9 +270,10 @@ const defaultMaxBatch = 64
 // concurrent runs of one stream exclude each other through the lease (one
 // runs, the others yield).
 type Runner[R any] struct {
-	cfg Config[R]
-	key checkpoint.Key
-	log *slog.Logger
+	cfg  Config[R]
+	key  checkpoint.Key
+	log  *slog.Logger
+	sink Sink[R] // Config.Sink, or Config.TxSink for writes without a commit
 }
 
 // New returns a Runner for cfg, or an error wrapping [ErrInvalidConfig] that
@@ -260,7 +305,11 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("stream", cfg.Stream, "mode", cfg.Mode.String())
-	return &Runner[R]{cfg: cfg, key: checkpoint.Key{Stream: cfg.Stream, Mode: cfg.Mode}, log: log}, nil
+	r := &Runner[R]{cfg: cfg, key: checkpoint.Key{Stream: cfg.Stream, Mode: cfg.Mode}, log: log, sink: cfg.Sink}
+	if cfg.TxSink != nil {
+		r.sink = cfg.TxSink
+	}
+	return r, nil
 }
 
 // Key returns the bookmark the runner advances: its stream in its mode.
@@ -295,8 +344,10 @@ func (c *Config[R]) validate() error {
 		return missing("Provider", "use budget.NewLocal or a budget.Registry's Provider for the stream's provider key")
 	case c.Source == nil:
 		return missing("Source", "implement slice.Source to plan and fetch the stream's slices")
-	case c.Sink == nil:
-		return missing("Sink", "implement slice.Sink (or use slice.SinkFunc) to write pages durably")
+	case c.Sink == nil && c.TxSink == nil:
+		return missing("Sink", "implement slice.Sink (or use slice.SinkFunc) to write pages durably, or set Config.TxSink")
+	case c.Sink != nil && c.TxSink != nil:
+		return fmt.Errorf("%w: Config.Sink and Config.TxSink are exclusive: set exactly one (the TxSink alone writes and commits in one transaction)", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -340,10 +391,13 @@ type Report struct {
 	Slices int
 	// Commits counts the checkpoint commits of a stream run: each made one
 	// batch of slices durable with one Sink.Write (none if the batch had no
-	// records) and one Store.Commit ([Config.MaxBatch]). Slices/Commits is
+	// records) and one Store.Commit, or with one [TxSink.Commit]
+	// ([Config.MaxBatch]). Slices/Commits is
 	// the mean batch. Zero for a fill, which commits no checkpoint.
 	Commits int
-	// Records counts the records written to the sink.
+	// Records counts the records written to the sink: those of each
+	// Sink.Write that returned nil, or of each TxSink.Commit or Write that
+	// returned nil.
 	Records int
 	// Discarded counts slices fetched ahead ([Config.Prefetch]) whose page
 	// was thrown away unwritten: an earlier page ended elsewhere than

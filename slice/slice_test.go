@@ -33,6 +33,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"no provider", func(c *slice.Config[rec]) { c.Provider = nil }, "Config.Provider is required: use budget.NewLocal"},
 		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source is required: implement slice.Source"},
 		{"no sink", func(c *slice.Config[rec]) { c.Sink = nil }, "Config.Sink is required: implement slice.Sink"},
+		{"two sinks", func(c *slice.Config[rec]) { c.TxSink = &txSink{} }, "Config.Sink and Config.TxSink are exclusive: set exactly one"},
 	} {
 		cfg := valid()
 		tc.edit(&cfg)

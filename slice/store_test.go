@@ -82,7 +82,8 @@ func (s *faultStore) fault() (before, after bool) {
 // exclusive marks op (a Commit or a Sink write) under way until the
 // returned func is called, and records a violation if another one already
 // is: a page's commit and the next page's write never overlap (a Sink and
-// a Store may be one transaction, as in examples/ohlcv's PostgreSQL path).
+// a Store may share a connection; with a TxSink, the txSink adapter writes
+// and commits inside one transaction, and the same holds there).
 func (s *faultStore) exclusive(op string) func() {
 	if !s.alternate {
 		return func() {}

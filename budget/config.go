@@ -62,6 +62,19 @@ type Config struct {
 	// remaining time and so a new pause, which is not the hammering that
 	// escalates a ban. Raise it for a provider known to ban for days.
 	MaxPause time.Duration
+	// BanPause is how long a ban pauses the provider when it says nothing
+	// of how long the ban lasts: a 418 (Binance's IP ban) whose
+	// Retry-After is absent, zero or unreadable. Each further ban in a row
+	// (no success in between) pauses twice as long as the one before, up
+	// to MaxPause: 1, 2, 4, … minutes by default, so a provider that bans
+	// again as soon as the pause ends is left alone longer each time, and
+	// one refused request per pause is all it sees. A Retry-After that
+	// comes with the ban wins. Defaults to 1 minute (DefaultBanPause), or
+	// MaxPause if that is shorter; a BanPause set longer than MaxPause is
+	// an error. Calling a banned provider before its ban
+	// ends only extends the ban, which is why a ban never leaves the
+	// provider unpaused.
+	BanPause time.Duration
 	// Pauses, if set, keeps the provider's pause where a later process
 	// finds it (see [PauseStore]): a provider loads the pause in force when
 	// it is created and saves it whenever a pause is set or extended, so a
@@ -94,6 +107,10 @@ type Config struct {
 
 // DefaultMaxPause is the default [Config.MaxPause].
 const DefaultMaxPause = time.Hour
+
+// DefaultBanPause is the default [Config.BanPause]: the pause of the first
+// ban in a row that comes without a usable Retry-After.
+const DefaultBanPause = time.Minute
 
 // NoTimeout, as [Config.AttemptTimeout], sets no per-attempt timeout.
 const NoTimeout = time.Duration(-1)
@@ -137,22 +154,30 @@ var _ Pacer = (*gcra.Limiter)(nil)
 // PauseStore keeps providers' pauses across restarts. A provider asked to
 // wait (a 429 with Retry-After, a ban, a spent quota) must not be called
 // again before the pause ends, by this process or the next one: retrying
-// during a ban only extends it. checkpoint.FileStore and
-// checkpoint.MemoryStore implement it, and so does the PostgreSQL store;
-// the interface is structural so stores need not import this package.
+// during a ban only extends it. Each pause keeps its reason, so a call
+// refused after a restart says banned rather than throttled.
+// checkpoint.FileStore and checkpoint.MemoryStore implement it, and so does
+// the PostgreSQL store; the interface is structural (plain strings, no type
+// of this package) so stores need not import this package.
 //
 // Implementations must be safe for concurrent use. Saves are rare (one per
-// pause set or extended), so a store may write synchronously.
+// pause set or extended, or whose reason changed), so a store may write
+// synchronously.
 type PauseStore interface {
-	// LoadPause returns the end of the pause saved for provider, or the
-	// zero Time when none was saved. A pause that has ended may be returned
-	// or not; callers ignore it.
-	LoadPause(ctx context.Context, provider string) (time.Time, error)
+	// LoadPause returns the end of the pause saved for provider and the
+	// reason saved with it, or the zero Time when none was saved. A pause
+	// that has ended may be returned or not; callers ignore it. The reason
+	// may be "" (a pause saved before reasons were kept); callers read it
+	// as [ReasonThrottled].
+	LoadPause(ctx context.Context, provider string) (until time.Time, reason string, err error)
 	// SavePause records that provider must not be called before until,
+	// for reason (a [Reason]'s wire name: "banned" or "throttled"),
 	// durably before it returns nil. It never shortens a saved pause: the
-	// store keeps the later of the saved and the new end, so concurrent
-	// saves in any order leave the latest end. It is idempotent.
-	SavePause(ctx context.Context, provider string, until time.Time) error
+	// store keeps the later of the saved and the new end, with the reason
+	// saved with that end (for an equal end, the new reason), so
+	// concurrent saves in any order leave the latest end. It is
+	// idempotent.
+	SavePause(ctx context.Context, provider string, until time.Time, reason string) error
 }
 
 func (c *Config) validate() error {
@@ -172,6 +197,11 @@ func (c *Config) validate() error {
 		return bad("MaxWait", ">= 0", c.MaxWait)
 	case c.MaxPause < 0:
 		return bad("MaxPause", ">= 0", c.MaxPause)
+	case c.BanPause < 0:
+		return bad("BanPause", ">= 0", c.BanPause)
+	}
+	if d := c.withDefaults(); c.BanPause > d.MaxPause {
+		return bad("BanPause", fmt.Sprintf("<= MaxPause (%v)", d.MaxPause), d.BanPause)
 	}
 	for i, l := range c.Limits {
 		field := fmt.Sprintf("Limits[%d]", i)
@@ -215,6 +245,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPause == 0 {
 		c.MaxPause = DefaultMaxPause
+	}
+	if c.BanPause == 0 {
+		c.BanPause = min(DefaultBanPause, c.MaxPause)
 	}
 	return c
 }

@@ -134,6 +134,12 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	case class == retry.Canceled && timedOut:
 		class = retry.Transient // our attempt timeout, not the caller's cancel
 	}
+	switch {
+	case reasonOf(class, out.Status) == ReasonBanned:
+		p.ban(end, &out)
+	case class == retry.Success && p.bans.Load() != 0:
+		p.bans.Store(0) // a ban in a row needs no success in between
+	}
 	p.feedback(start, end, &out, class)
 	done(breakerOutcome(class))
 	if class == retry.Canceled {
@@ -216,7 +222,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		// follow retries a save of the pause that failed: no response
 		// comes to do it.
 		p.follow(now)
-		return &Error{Provider: p.key, Reason: ReasonThrottled, Until: pu}
+		return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
 	}
 	wctx, runBound := ctx, false
 	if d, ok := run.Deadline(); ok {
@@ -235,8 +241,8 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason := ReasonDeadline
-			if pu := p.ctl.PausedUntil(); pu.After(time.Now()) {
-				reason = ReasonThrottled // the provider's pause outlasts the run
+			if now := time.Now(); p.ctl.PausedUntil().After(now) {
+				reason = p.pauseReason(now) // the provider's pause outlasts the run
 			}
 			return &Error{Provider: p.key, Reason: reason, Until: p.until(reason), Err: err}
 		}
@@ -346,8 +352,8 @@ func (p *Local) follow(now time.Time) {
 			p.pacer.PauseUntil(pu)
 			p.pausedTil = pu
 		}
-		if pu.After(p.savedTil) && pu.After(now) {
-			p.savePause(pu)
+		if why := p.pauseReason(now); pu.After(now) && (pu.After(p.savedTil) || why != p.savedWhy) {
+			p.savePause(pu, why)
 		}
 		p.mu.Unlock()
 	}
@@ -357,25 +363,62 @@ func (p *Local) follow(now time.Time) {
 // not hold up the response that set the pause for long.
 const pauseSaveTimeout = 10 * time.Second
 
-// savePause writes the pause until to cfg.Pauses, if set; p.mu is held. A
-// failure is logged and counted, and the save is tried again on the next
-// response or the next call the pause refuses: the pause holds in memory
-// either way.
-func (p *Local) savePause(until time.Time) {
+// savePause writes the pause until, for reason, to cfg.Pauses, if set;
+// p.mu is held. A failure is logged and counted, and the save is tried
+// again on the next response or the next call the pause refuses: the pause
+// holds in memory either way.
+func (p *Local) savePause(until time.Time, reason Reason) {
 	if p.cfg.Pauses == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pauseSaveTimeout)
 	defer cancel()
-	if err := p.cfg.Pauses.SavePause(ctx, p.key, until); err != nil {
+	if err := p.cfg.Pauses.SavePause(ctx, p.key, until, string(reason)); err != nil {
 		p.n.pauseSaveErrs.Add(1)
 		if p.cfg.Logger != nil {
 			p.cfg.Logger.Warn("budget: saving the pause failed; it holds in this process only",
-				"provider", p.key, "until", until, "err", err)
+				"provider", p.key, "until", until, "reason", reason, "err", err)
 		}
 		return
 	}
-	p.savedTil = until
+	p.savedTil, p.savedWhy = until, reason
+}
+
+// ban pauses the provider for a ban answered at end: for the Retry-After
+// that came with it, or, when it came with none, for BanPause doubled for
+// each earlier ban in a row (see [Config.BanPause]). It sets out.RetryAfter
+// so the controller pauses as for a provider that named the time itself.
+func (p *Local) ban(end time.Time, out *Outcome) {
+	n := p.bans.Add(1)
+	if out.RetryAfter <= 0 {
+		out.RetryAfter = p.banPause(int(n))
+	}
+	p.banMu.Lock()
+	if u := end.Add(out.RetryAfter); u.After(p.banUntil) {
+		p.banUntil = u
+	}
+	p.banMu.Unlock()
+}
+
+// banPause returns the pause of the n-th ban in a row without Retry-After:
+// BanPause doubled n−1 times, at most MaxPause.
+func (p *Local) banPause(n int) time.Duration {
+	d := p.cfg.BanPause
+	for i := 1; i < n && d < p.cfg.MaxPause; i++ {
+		d *= 2
+	}
+	return min(d, p.cfg.MaxPause)
+}
+
+// pauseReason names the pause in force at now: banned while a ban's pause
+// lasts, throttled otherwise (a Retry-After on a 429, a spent quota).
+func (p *Local) pauseReason(now time.Time) Reason {
+	p.banMu.Lock()
+	defer p.banMu.Unlock()
+	if p.banUntil.After(now) {
+		return ReasonBanned
+	}
+	return ReasonThrottled
 }
 
 // reconcile tightens a known limit to the usage the provider reports: when

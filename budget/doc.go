@@ -37,10 +37,13 @@
 // cannot park a collector for days. A call sleeps through a pause of up to
 // [Config.MaxWait]; a longer one, or one that outlasts the run's deadline,
 // ends the call at once with [Error.Until] for the scheduler to wait out.
+// A ban (418) without a usable Retry-After still pauses: for
+// [Config.BanPause] (1 minute by default), doubled for each further ban in
+// a row, up to MaxPause; the calls it stops say [ReasonBanned].
 // With a [PauseStore] ([Config.Pauses], [RegistryConfig.Pauses]) the pause in
 // force outlives the process: a restart honours it instead of calling again
-// at once, which would only extend a ban. The checkpoint package's stores
-// implement PauseStore.
+// at once, which would only extend a ban, and a ban stays a ban. The
+// checkpoint package's stores implement PauseStore.
 //
 // # Many providers
 //

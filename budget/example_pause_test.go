@@ -50,3 +50,28 @@ func ExampleConfig_maxPause() {
 	}
 	// Output: throttled for 10m0s
 }
+
+// ExampleConfig_banPause: a ban (418) that says nothing of how long it
+// lasts still pauses the provider, for BanPause (1 minute unless set),
+// twice as long for each further ban in a row; calls in the meantime stop
+// as banned without a request, since calling early only extends a ban.
+func ExampleConfig_banPause() {
+	p, _ := budget.NewLocal("api.example.com", budget.Config{MaxWait: time.Second})
+	start := time.Now()
+	err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		return budget.Outcome{Status: 418} // no Retry-After
+	})
+	var stop *budget.Error
+	if errors.As(err, &stop) {
+		fmt.Println(stop.Reason, "for", stop.Until.Sub(start).Round(time.Minute))
+	}
+	err = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		panic("never called during the ban")
+	})
+	if errors.As(err, &stop) {
+		fmt.Println("next call:", stop.Reason)
+	}
+	// Output:
+	// banned for 1m0s
+	// next call: banned
+}

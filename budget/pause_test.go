@@ -25,18 +25,19 @@ var (
 type fakePauses struct {
 	mu        sync.Mutex
 	m         map[string]time.Time
+	why       map[string]string
 	saves     int
 	failSave  error
 	failLoads error
 }
 
-func (f *fakePauses) LoadPause(_ context.Context, p string) (time.Time, error) {
+func (f *fakePauses) LoadPause(_ context.Context, p string) (time.Time, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.m[p], f.failLoads
+	return f.m[p], f.why[p], f.failLoads
 }
 
-func (f *fakePauses) SavePause(_ context.Context, p string, until time.Time) error {
+func (f *fakePauses) SavePause(_ context.Context, p string, until time.Time, reason string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.saves++
@@ -44,10 +45,10 @@ func (f *fakePauses) SavePause(_ context.Context, p string, until time.Time) err
 		return f.failSave
 	}
 	if f.m == nil {
-		f.m = map[string]time.Time{}
+		f.m, f.why = map[string]time.Time{}, map[string]string{}
 	}
-	if until.After(f.m[p]) {
-		f.m[p] = until
+	if !until.Before(f.m[p]) {
+		f.m[p], f.why[p] = until, reason
 	}
 	return nil
 }
@@ -56,6 +57,12 @@ func (f *fakePauses) get(p string) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[p]
+}
+
+func (f *fakePauses) reason(p string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.why[p]
 }
 
 // fromHeaders is an attempt answering code with the given headers, read by
@@ -271,7 +278,7 @@ func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 	cfg.MaxWait = time.Minute
 	reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
 	_ = reg.Provider("api.example.com").Do(context.Background(), nil, status(429, 120*time.Second))
-	saved, err := store.LoadPause(context.Background(), "api.example.com")
+	saved, _, err := store.LoadPause(context.Background(), "api.example.com")
 	if err != nil || time.Until(saved) < 100*time.Second {
 		t.Fatalf("saved pause %v (in %v), %v; want about 2 minutes ahead", saved, time.Until(saved), err)
 	}
@@ -388,7 +395,7 @@ func TestPropertyPauseDurableAndBounded(t *testing.T) {
 				if !pu.After(now) {
 					continue
 				}
-				saved, err := store.LoadPause(context.Background(), "p")
+				saved, _, err := store.LoadPause(context.Background(), "p")
 				if err != nil || !saved.Equal(pu) {
 					rt.Fatalf("step %d: store holds %v, %v; the pause in force ends %v", i, saved, err, pu)
 				}

@@ -68,6 +68,11 @@ type Local struct {
 	rate      float64     // the rate last given to the pacer
 	pausedTil time.Time   // the pause last given to the pacer
 	savedTil  time.Time   // the pause last saved to cfg.Pauses
+	savedWhy  Reason      // the reason saved with savedTil
+
+	bans     atomic.Int32 // bans in a row since the last success (see Config.BanPause)
+	banMu    sync.Mutex   // guards banUntil
+	banUntil time.Time    // the end of the latest ban's pause
 
 	n counters
 }
@@ -178,12 +183,13 @@ func (p *Local) holding(now time.Time) bool {
 }
 
 // loadPause holds the provider until the pause saved in cfg.Pauses ends,
-// clamped to MaxPause from now.
+// clamped to MaxPause from now. A saved ban stays a ban: calls it refuses
+// say banned, and the next ban in a row pauses twice as long.
 func (p *Local) loadPause(ctx context.Context) error {
 	if p.cfg.Pauses == nil {
 		return nil
 	}
-	until, err := p.cfg.Pauses.LoadPause(ctx, p.key)
+	until, why, err := p.cfg.Pauses.LoadPause(ctx, p.key)
 	if err != nil {
 		return fmt.Errorf("budget: loading the pause of %q: %w", p.key, err)
 	}
@@ -194,8 +200,16 @@ func (p *Local) loadPause(ctx context.Context) error {
 	if !until.After(now) {
 		return nil
 	}
+	reason := ReasonThrottled // also for a pause saved without a reason
+	if Reason(why) == ReasonBanned {
+		reason = ReasonBanned
+		p.bans.Store(1)
+		p.banMu.Lock()
+		p.banUntil = until
+		p.banMu.Unlock()
+	}
 	p.mu.Lock()
-	p.savedTil = until // already saved: follow need not write it back
+	p.savedTil, p.savedWhy = until, reason // already saved: follow need not write it back
 	p.mu.Unlock()
 	if err := p.ctl.Restore(aimd.State{PausedUntil: until}); err != nil {
 		return fmt.Errorf("budget: restoring the pause of %q: %w", p.key, err)

@@ -9,9 +9,10 @@ import (
 )
 
 // Pauses: when a provider asked the collector to stay away (a 429 with
-// Retry-After, a ban, a spent quota), the end of that pause is kept here so
-// a restarted process does not call the provider before it ends; retrying
-// during a ban only extends it. The budget package reads and writes it
+// Retry-After, a ban, a spent quota), the end of that pause is kept here,
+// with why it was asked for, so a restarted process does not call the
+// provider before it ends (retrying during a ban only extends it) and says
+// that it is banned rather than throttled. The budget package reads and writes it
 // through its PauseStore interface, which FileStore and MemoryStore
 // implement without importing budget (dependencies point down).
 //
@@ -28,72 +29,101 @@ const kindPauses byte = 4
 
 // pauseBook is the pauses of one store, by provider. The store's core
 // mutex guards it.
-type pauseBook map[string]time.Time
+type pauseBook map[string]pause
+
+// pause is one provider's pause: its end, and why the provider asked for it
+// (a budget.Reason such as "banned" or "throttled"; "" when not known, as in
+// a file written before reasons were kept).
+type pause struct {
+	until  time.Time
+	reason string
+}
 
 // pausesRec is the JSON payload of pausesFile.
 type pausesRec struct {
 	Pauses []pauseRec `json:"pauses"`
 }
 
+// pauseRec is one pause in pausesFile. Reason is omitted when empty, and a
+// file written before it existed reads with it empty.
 type pauseRec struct {
 	Provider string    `json:"provider"`
 	Until    time.Time `json:"until"`
+	Reason   string    `json:"reason,omitempty"`
 }
 
-// LoadPause returns the end of the pause saved for provider, or the zero
-// Time when none is saved (or it ended and was dropped). It fails with
-// [ErrInvalid] for a provider key that is not a valid name ([CheckName]),
-// and
-// with [ErrClosed] after Close. It implements budget.PauseStore.
-func (s *FileStore) LoadPause(ctx context.Context, provider string) (time.Time, error) {
+// LoadPause returns the end of the pause saved for provider and the reason
+// saved with it, or the zero Time and "" when none is saved (or it ended
+// and was dropped). The reason is "" for a pause saved without one. It
+// fails with [ErrInvalid] for a provider key that is not a valid name
+// ([CheckName]), and with [ErrClosed] after Close. It implements
+// budget.PauseStore.
+func (s *FileStore) LoadPause(ctx context.Context, provider string) (time.Time, string, error) {
 	return loadPause(ctx, s.c, &s.pauses, provider)
 }
 
-// SavePause records that provider must not be called before until. The
-// file is on disk (written to a temporary file, synced, renamed, the
-// directory synced) before SavePause returns nil. It never shortens a saved
-// pause and is idempotent; pauses that ended before the store's clock are
-// dropped. On a failed write nothing changes. It implements
-// budget.PauseStore.
-func (s *FileStore) SavePause(ctx context.Context, provider string, until time.Time) error {
-	return savePause(ctx, s.c, &s.pauses, provider, until, diskDir(s.dir).savePauses)
+// SavePause records that provider must not be called before until, for
+// reason (a budget.Reason such as "banned"; "" for none). The file is on
+// disk (written to a temporary file, synced, renamed, the directory
+// synced) before SavePause returns nil. It never shortens a saved pause:
+// the later end is kept with the reason saved with it, and for an equal end
+// the new reason replaces the old one. It is idempotent; pauses that ended
+// before the store's clock are dropped. A provider or a non-empty reason
+// that is not a valid name ([CheckName]) fails with [ErrInvalid]. On a
+// failed write nothing changes. It implements budget.PauseStore.
+func (s *FileStore) SavePause(ctx context.Context, provider string, until time.Time, reason string) error {
+	return savePause(ctx, s.c, &s.pauses, provider, pause{until, reason}, diskDir(s.dir).savePauses)
 }
 
 // LoadPause is [FileStore.LoadPause] for a store kept in memory.
-func (m *MemoryStore) LoadPause(ctx context.Context, provider string) (time.Time, error) {
+func (m *MemoryStore) LoadPause(ctx context.Context, provider string) (time.Time, string, error) {
 	return loadPause(ctx, m.c, &m.pauses, provider)
 }
 
 // SavePause is [FileStore.SavePause] for a store kept in memory: the pause
 // lasts as long as the process.
-func (m *MemoryStore) SavePause(ctx context.Context, provider string, until time.Time) error {
-	return savePause(ctx, m.c, &m.pauses, provider, until, nil)
+func (m *MemoryStore) SavePause(ctx context.Context, provider string, until time.Time, reason string) error {
+	return savePause(ctx, m.c, &m.pauses, provider, pause{until, reason}, nil)
 }
 
-func loadPause(ctx context.Context, c *core, book *pauseBook, provider string) (time.Time, error) {
+func loadPause(ctx context.Context, c *core, book *pauseBook, provider string) (time.Time, string, error) {
 	if err := c.enter(ctx, CheckName("provider", provider)); err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
 	defer c.mu.Unlock()
-	return (*book)[provider], nil
+	p := (*book)[provider]
+	return p.until, p.reason, nil
 }
 
-// savePause installs the later of the saved pause and until in *book, after
-// persist (nil: none) has written the new book.
-func savePause(ctx context.Context, c *core, book *pauseBook, provider string, until time.Time, persist func(pauseBook) error) error {
-	if err := c.enter(ctx, CheckName("provider", provider)); err != nil {
+// checkPause validates SavePause's arguments.
+func checkPause(provider, reason string) error {
+	if err := CheckName("provider", provider); err != nil {
+		return err
+	}
+	if reason != "" {
+		return CheckName("reason", reason)
+	}
+	return nil
+}
+
+// savePause installs the later of the saved pause and p in *book (p's
+// reason for an equal end), after persist (nil: none) has written the new
+// book.
+func savePause(ctx context.Context, c *core, book *pauseBook, provider string, p pause, persist func(pauseBook) error) error {
+	if err := c.enter(ctx, checkPause(provider, p.reason)); err != nil {
 		return err
 	}
 	defer c.mu.Unlock()
-	until = until.Round(0) // as stored: compares the same after a round trip
+	p.until = p.until.Round(0) // as stored: compares the same after a round trip
 	now := c.clock()
-	if !until.After((*book)[provider]) || !until.After(now) {
+	old := (*book)[provider]
+	if p.until.Before(old.until) || (p.until.Equal(old.until) && p.reason == old.reason) || !p.until.After(now) {
 		return nil // nothing to extend: idempotent, and never shortened
 	}
-	next := pauseBook{provider: until}
-	for p, u := range *book {
-		if p != provider && u.After(now) {
-			next[p] = u
+	next := pauseBook{provider: p}
+	for q, u := range *book {
+		if q != provider && u.until.After(now) {
+			next[q] = u
 		}
 	}
 	var err error
@@ -118,7 +148,7 @@ func (d diskDir) savePauses(book pauseBook) error {
 func encodePauses(book pauseBook) ([]byte, error) {
 	rec := pausesRec{Pauses: []pauseRec{}}
 	for _, p := range slices.Sorted(maps.Keys(book)) {
-		rec.Pauses = append(rec.Pauses, pauseRec{p, book[p]})
+		rec.Pauses = append(rec.Pauses, pauseRec{p, book[p].until, book[p].reason})
 	}
 	return marshal(kindPauses, rec)
 }
@@ -130,10 +160,11 @@ func decodePauses(data []byte) (pauseBook, error) {
 	}
 	book := pauseBook{}
 	for i, p := range rec.Pauses {
-		if _, dup := book[p.Provider]; dup || nameProblem(p.Provider, false) != "" || p.Until.IsZero() {
+		if _, dup := book[p.Provider]; dup || nameProblem(p.Provider, false) != "" || p.Until.IsZero() ||
+			(p.Reason != "" && nameProblem(p.Reason, false) != "") {
 			return nil, fmt.Errorf("bad pause record %d (provider %s)", i, quoteShort(p.Provider))
 		}
-		book[p.Provider] = p.Until
+		book[p.Provider] = pause{p.Until, p.Reason}
 	}
 	return book, nil
 }

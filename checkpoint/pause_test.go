@@ -16,8 +16,8 @@ import (
 // pauseStore is budget.PauseStore, which both stores implement (the budget
 // tests assert it; checkpoint does not import budget).
 type pauseStore interface {
-	LoadPause(ctx context.Context, provider string) (time.Time, error)
-	SavePause(ctx context.Context, provider string, until time.Time) error
+	LoadPause(ctx context.Context, provider string) (time.Time, string, error)
+	SavePause(ctx context.Context, provider string, until time.Time, reason string) error
 }
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -41,7 +41,7 @@ func TestPauseSurvivesReopen(t *testing.T) {
 	now := func() time.Time { return epoch }
 	s := openPauses(t, dir, now)
 	until := epoch.Add(120 * time.Second)
-	if err := s.SavePause(ctx, "api.binance.com", until); err != nil {
+	if err := s.SavePause(ctx, "api.binance.com", until, "banned"); err != nil {
 		t.Fatalf("SavePause: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -49,18 +49,19 @@ func TestPauseSurvivesReopen(t *testing.T) {
 	}
 	s = openPauses(t, dir, now)
 	defer s.Close()
-	got, err := s.LoadPause(ctx, "api.binance.com")
-	if err != nil || !got.Equal(until) {
-		t.Fatalf("LoadPause after reopen = %v, %v; want %v", got, err, until)
+	got, why, err := s.LoadPause(ctx, "api.binance.com")
+	if err != nil || !got.Equal(until) || why != "banned" {
+		t.Fatalf("LoadPause after reopen = %v, %q, %v; want %v, banned", got, why, err, until)
 	}
-	if got, err := s.LoadPause(ctx, "other"); err != nil || !got.IsZero() {
-		t.Fatalf("LoadPause(other) = %v, %v; want zero", got, err)
+	if got, why, err := s.LoadPause(ctx, "other"); err != nil || !got.IsZero() || why != "" {
+		t.Fatalf("LoadPause(other) = %v, %q, %v; want zero", got, why, err)
 	}
 }
 
 // TestPropertyPauseStore: whatever the order of saves and reopens, each
 // provider's loaded pause is the latest end saved that was still in the
-// future, in both stores: a pause is never shortened nor lost.
+// future, with the reason saved with it (the last one saved for that end),
+// in both stores: a pause is never shortened nor lost, nor its reason.
 func TestPropertyPauseStore(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -74,7 +75,11 @@ func TestPropertyPauseStore(t *testing.T) {
 		file := openPauses(rt, dir, now)
 		defer func() { file.Close() }()
 		mem := checkpoint.NewMemoryStore(checkpoint.Config{Now: now})
-		model := map[string]time.Time{}
+		type pause struct {
+			until time.Time
+			why   string
+		}
+		model := map[string]pause{}
 		providers := []string{"a", "b", "api.example.com", "ünïcode"}
 		steps := rapid.IntRange(1, 30).Draw(rt, "steps")
 		for i := range steps {
@@ -86,20 +91,22 @@ func TestPropertyPauseStore(t *testing.T) {
 				continue
 			}
 			p := rapid.SampledFrom(providers).Draw(rt, "provider")
-			until := epoch.Add(time.Duration(rapid.IntRange(-3600, 3*3600).Draw(rt, "offset")) * time.Second)
+			// Minutes, so that equal ends are common.
+			until := epoch.Add(time.Duration(rapid.IntRange(-3, 12).Draw(rt, "minutes")) * time.Minute)
+			why := rapid.SampledFrom([]string{"", "throttled", "banned"}).Draw(rt, "reason")
 			for name, s := range map[string]pauseStore{"file": file, "memory": mem} {
-				if err := s.SavePause(ctx, p, until); err != nil {
-					rt.Fatalf("step %d: %s: SavePause(%q, %v): %v", i, name, p, until, err)
+				if err := s.SavePause(ctx, p, until, why); err != nil {
+					rt.Fatalf("step %d: %s: SavePause(%q, %v, %q): %v", i, name, p, until, why, err)
 				}
 			}
-			if until.After(epoch) && until.After(model[p]) {
-				model[p] = until
+			if until.After(epoch) && !until.Before(model[p].until) {
+				model[p] = pause{until, why}
 			}
 			for _, q := range providers {
 				for name, s := range map[string]pauseStore{"file": file, "memory": mem} {
-					got, err := s.LoadPause(ctx, q)
-					if err != nil || !got.Equal(model[q]) {
-						rt.Fatalf("step %d: %s: LoadPause(%q) = %v, %v; want %v", i, name, q, got, err, model[q])
+					got, gotWhy, err := s.LoadPause(ctx, q)
+					if err != nil || !got.Equal(model[q].until) || gotWhy != model[q].why {
+						rt.Fatalf("step %d: %s: LoadPause(%q) = %v, %q, %v; want %v, %q", i, name, q, got, gotWhy, err, model[q].until, model[q].why)
 					}
 				}
 			}
@@ -115,14 +122,14 @@ func TestEndedPausesAreDropped(t *testing.T) {
 	clock := epoch
 	s := openPauses(t, t.TempDir(), func() time.Time { return clock })
 	defer s.Close()
-	if err := s.SavePause(ctx, "old", epoch.Add(time.Minute)); err != nil {
+	if err := s.SavePause(ctx, "old", epoch.Add(time.Minute), ""); err != nil {
 		t.Fatal(err)
 	}
 	clock = epoch.Add(2 * time.Minute)
-	if err := s.SavePause(ctx, "new", clock.Add(time.Minute)); err != nil {
+	if err := s.SavePause(ctx, "new", clock.Add(time.Minute), "throttled"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.LoadPause(ctx, "old"); !got.IsZero() {
+	if got, _, _ := s.LoadPause(ctx, "old"); !got.IsZero() {
 		t.Fatalf("ended pause of old = %v, want dropped", got)
 	}
 	data, err := os.ReadFile(filepath.Join(s.Dir(), "pauses.ckpt"))
@@ -137,7 +144,7 @@ func TestCorruptPausesFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := openPauses(t, dir, func() time.Time { return epoch })
-	if err := s.SavePause(context.Background(), "p", epoch.Add(time.Hour)); err != nil {
+	if err := s.SavePause(context.Background(), "p", epoch.Add(time.Hour), "banned"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -167,7 +174,7 @@ func TestCorruptPausesFile(t *testing.T) {
 	}
 	s = openPauses(t, dir, func() time.Time { return epoch })
 	defer s.Close()
-	if got, err := s.LoadPause(context.Background(), "p"); err != nil || !got.IsZero() {
+	if got, _, err := s.LoadPause(context.Background(), "p"); err != nil || !got.IsZero() {
 		t.Fatalf("LoadPause after moving the file aside = %v, %v; want none", got, err)
 	}
 }
@@ -179,23 +186,31 @@ func TestPauseArguments(t *testing.T) {
 	ctx := context.Background()
 	s := openPauses(t, t.TempDir(), nil)
 	for _, p := range []string{"", "bad\xff", "new\nline", strings.Repeat("x", 1025)} {
-		if err := s.SavePause(ctx, p, time.Now().Add(time.Hour)); !errors.Is(err, checkpoint.ErrInvalid) {
+		if err := s.SavePause(ctx, p, time.Now().Add(time.Hour), "banned"); !errors.Is(err, checkpoint.ErrInvalid) {
 			t.Errorf("SavePause(%.20q) = %v, want ErrInvalid", p, err)
 		}
-		if _, err := s.LoadPause(ctx, p); !errors.Is(err, checkpoint.ErrInvalid) {
+		if _, _, err := s.LoadPause(ctx, p); !errors.Is(err, checkpoint.ErrInvalid) {
 			t.Errorf("LoadPause(%.20q) = %v, want ErrInvalid", p, err)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.SavePause(cctx, "p", time.Now().Add(time.Hour)); !errors.Is(err, context.Canceled) {
+	for _, why := range []string{"bad\nreason", "\u202ebanned", "bad\xff"} {
+		if err := s.SavePause(ctx, "p", time.Now().Add(time.Hour), why); !errors.Is(err, checkpoint.ErrInvalid) {
+			t.Errorf("SavePause with reason %q = %v, want ErrInvalid", why, err)
+		}
+	}
+	if got, _, err := s.LoadPause(ctx, "p"); err != nil || !got.IsZero() {
+		t.Errorf("LoadPause after refused saves = %v, %v; want nothing saved", got, err)
+	}
+	if err := s.SavePause(cctx, "p", time.Now().Add(time.Hour), ""); !errors.Is(err, context.Canceled) {
 		t.Errorf("SavePause with a cancelled context = %v", err)
 	}
 	s.Close()
-	if err := s.SavePause(ctx, "p", time.Now().Add(time.Hour)); !errors.Is(err, checkpoint.ErrClosed) {
+	if err := s.SavePause(ctx, "p", time.Now().Add(time.Hour), ""); !errors.Is(err, checkpoint.ErrClosed) {
 		t.Errorf("SavePause after Close = %v, want ErrClosed", err)
 	}
-	if _, err := s.LoadPause(ctx, "p"); !errors.Is(err, checkpoint.ErrClosed) {
+	if _, _, err := s.LoadPause(ctx, "p"); !errors.Is(err, checkpoint.ErrClosed) {
 		t.Errorf("LoadPause after Close = %v, want ErrClosed", err)
 	}
 }

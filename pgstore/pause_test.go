@@ -9,6 +9,7 @@ import (
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/pgstore"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestPauseSurvivesRestart: with PostgreSQL a provider's pause lives in
@@ -57,11 +58,13 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	}
 }
 
-// TestPauseStore: the PostgreSQL PauseStore keeps a pause across stores
-// (processes), never shortens it, forgets it once ended, and refuses an
-// invalid key; a provider on a new registry with it as its PauseStore
-// ends a call at once, throttled, with the time to resume (rather than
-// waiting in the shared pacer past MaxWait).
+// TestPauseStore: the PostgreSQL PauseStore keeps a pause and its reason
+// across stores (processes), never shortens it (nor changes its reason by
+// a shorter save), forgets it once ended, and refuses an invalid key or
+// reason; a provider on a new registry with it as its PauseStore ends a
+// call at once, banned (the reason saved, not "throttled"), with the time
+// to resume (rather than waiting in the shared pacer past MaxWait); a row
+// saved before migration 007 reads with no reason, as throttled.
 func TestPauseStore(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema(t)
@@ -79,23 +82,37 @@ func TestPauseStore(t *testing.T) {
 	a, b := open(), open()
 	var _ budget.PauseStore = a
 	until := time.Now().Add(2 * time.Minute).Truncate(time.Microsecond)
-	if err := a.SavePause(ctx, "api.example.com", until); err != nil {
+	if err := a.SavePause(ctx, "api.example.com", until, "throttled"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SavePause(ctx, "api.example.com", until.Add(-time.Minute)); err != nil {
+	if err := a.SavePause(ctx, "api.example.com", until, "banned"); err != nil {
+		t.Fatal(err) // an equal end: the new reason
+	}
+	if err := a.SavePause(ctx, "api.example.com", until.Add(-time.Minute), "throttled"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.LoadPause(ctx, "api.example.com"); err != nil || !got.Equal(until) {
-		t.Fatalf("LoadPause = %v, %v; want %v (a shorter save never shortens it)", got, err, until)
+	if got, why, err := b.LoadPause(ctx, "api.example.com"); err != nil || !got.Equal(until) || why != "banned" {
+		t.Fatalf("LoadPause = %v, %q, %v; want %v, banned (a shorter save changes neither)", got, why, err, until)
 	}
-	if err := a.SavePause(ctx, "ended.example.com", time.Now().Add(-time.Second)); err != nil {
+	if err := a.SavePause(ctx, "ended.example.com", time.Now().Add(-time.Second), "banned"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.LoadPause(ctx, "ended.example.com"); err != nil || !got.IsZero() {
-		t.Fatalf("LoadPause of an ended pause = %v, %v; want zero", got, err)
+	if got, why, err := b.LoadPause(ctx, "ended.example.com"); err != nil || !got.IsZero() || why != "" {
+		t.Fatalf("LoadPause of an ended pause = %v, %q, %v; want zero", got, why, err)
 	}
-	if _, err := b.LoadPause(ctx, "bad\xff"); !errors.Is(err, checkpoint.ErrInvalid) {
+	if _, _, err := b.LoadPause(ctx, "bad\xff"); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Fatalf("LoadPause of an invalid key: %v, want ErrInvalid", err)
+	}
+	if err := a.SavePause(ctx, "p", until, "bad\nreason"); !errors.Is(err, checkpoint.ErrInvalid) {
+		t.Fatalf("SavePause with an invalid reason: %v, want ErrInvalid", err)
+	}
+	// A row as migration 006 wrote it: no reason column given.
+	old := pgx.Identifier{schema, "pauses"}.Sanitize()
+	if _, err := testPool(t).Exec(ctx, "INSERT INTO "+old+" (provider, until) VALUES ($1, $2)", "old.example.com", until); err != nil {
+		t.Fatal(err)
+	}
+	if got, why, err := b.LoadPause(ctx, "old.example.com"); err != nil || !got.Equal(until) || why != "" {
+		t.Fatalf("LoadPause of a row saved before reasons = %v, %q, %v; want %v, no reason", got, why, err, until)
 	}
 	reg, err := budget.NewRegistry(budget.RegistryConfig{Pauses: b, NewPacer: func(key string) (budget.Pacer, error) {
 		return b.NewPacer(key, pgstore.PacerConfig{})
@@ -104,13 +121,15 @@ func TestPauseStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start, calls := time.Now(), 0
-	err = reg.Provider("api.example.com").Do(ctx, nil, func(context.Context) budget.Outcome {
-		calls++
-		return budget.Outcome{Status: 200}
-	})
-	var be *budget.Error
-	if !errors.As(err, &be) || be.Reason != budget.ReasonThrottled || !be.Until.Equal(until) || calls != 0 {
-		t.Fatalf("Do = %v with %d attempts; want throttled until %v, none sent", err, calls, until)
+	for provider, want := range map[string]budget.Reason{"api.example.com": budget.ReasonBanned, "old.example.com": budget.ReasonThrottled} {
+		err = reg.Provider(provider).Do(ctx, nil, func(context.Context) budget.Outcome {
+			calls++
+			return budget.Outcome{Status: 200}
+		})
+		var be *budget.Error
+		if !errors.As(err, &be) || be.Reason != want || !be.Until.Equal(until) || calls != 0 {
+			t.Fatalf("%s: Do = %v with %d attempts; want %s until %v, none sent", provider, err, calls, want, until)
+		}
 	}
 	if waited := time.Since(start); waited > time.Second {
 		t.Fatalf("Do waited %v for a pause longer than MaxWait", waited)

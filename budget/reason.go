@@ -33,7 +33,8 @@ const (
 	ReasonRetryBudget Reason = "retry_budget"
 
 	// ReasonThrottled: the provider answered 429 (or asked for a pause longer
-	// than the call may wait, or longer than the run has left).
+	// than the call may wait, or longer than the run has left, other than a
+	// ban's).
 	ReasonThrottled Reason = "throttled"
 	// ReasonUnavailable: the provider kept failing with 503, other 5xx,
 	// timeouts or resets until the call gave up.
@@ -42,7 +43,9 @@ const (
 	// was sent.
 	ReasonCircuitOpen Reason = "circuit_open"
 	// ReasonBanned: the provider answered 418 (Binance's IP ban) or otherwise
-	// said the client is banned for a while.
+	// said the client is banned for a while, or the call came during the
+	// pause such a ban imposed (see [Config.BanPause]), in this process or,
+	// through a [PauseStore], an earlier one.
 	ReasonBanned Reason = "banned"
 
 	// ReasonPermanent: the provider refused the request itself (a 4xx other

@@ -246,7 +246,7 @@ func (c Config) normalize(start time.Time) (Config, error) {
 // validateLie validates the lie settings.
 func (c Config) validateLie() error {
 	switch {
-	case c.Lie < LieNone || c.Lie > LieRedirectLoop:
+	case c.Lie < LieNone || c.Lie > LieSparse:
 		return invalid("Config.Lie", "must be one of the Lie constants", int(c.Lie))
 	case c.LieAfter < 0:
 		return invalid("Config.LieAfter", "must be >= 0", c.LieAfter)

@@ -45,10 +45,24 @@ const (
 	// LieRedirectLoop answers every klines request with 302 Found to the
 	// same URL, forever.
 	LieRedirectLoop
+	// LieEmptyAll answers [] to every klines request, with a startTime or
+	// without: the confirming request of a collector gets nothing either.
+	// Against a collector that has already received a candle, this is a
+	// lie it can expose (its candle is gone); before any, it cannot be
+	// told from a symbol without candles.
+	LieEmptyAll
+	// LieSparse is not a lie: the provider leaves quiet intervals out, as
+	// some exchanges do, here every candle whose open time is an odd
+	// number of intervals since the epoch. Every answer, ranged or not,
+	// agrees: a ranged one holds the first candles of the sparse series
+	// at or after its startTime, one without a startTime the last ones up
+	// to its endTime, at most limit. [Server.KlinesAt] still returns every
+	// candle: keep the even ones to compare.
+	LieSparse
 )
 
 // lieNames are the Lie constants' names, for String.
-var lieNames = [...]string{"none", "short pages", "null", "empty", "dropped rows", "reversed", "shifted", "newline", "redirect loop"}
+var lieNames = [...]string{"none", "short pages", "null", "empty", "dropped rows", "reversed", "shifted", "newline", "redirect loop", "empty to every request", "sparse"}
 
 // String returns the lie's name, e.g. "short pages".
 func (l Lie) String() string {
@@ -91,6 +105,10 @@ func (s *Server) klinesAnswer(r *http.Request, sp span, h http.Header) (int, []b
 		if r.URL.Query().Get("startTime") != "" {
 			return http.StatusOK, []byte("[]"), 0
 		}
+	case LieEmptyAll:
+		return http.StatusOK, []byte("[]"), 0
+	case LieSparse:
+		return s.sparse(r, sp)
 	}
 	rows := make([]candle, 0, sp.len())
 	for t := sp.lo; t <= sp.hi; t += sp.iv.d {
@@ -142,4 +160,43 @@ func (s *Server) distort(rows []candle, iv interval) ([]candle, string) {
 		}
 	}
 	return rows, ""
+}
+
+// sparse answers the klines request r, whose limited selection is sp, as a
+// provider without the candles at odd intervals (see [LieSparse]).
+func (s *Server) sparse(r *http.Request, sp span) (int, []byte, int) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 {
+		limit = DefaultKlineLimit
+	}
+	limit = min(limit, MaxKlineLimit)
+	lo, hi := sp.iv.floor(sp.sr.listed), sp.iv.floor(sp.now)
+	if v, err := strconv.ParseInt(q.Get("startTime"), 10, 64); err == nil {
+		lo = max(lo, sp.iv.ceil(v))
+	}
+	if v, err := strconv.ParseInt(q.Get("endTime"), 10, 64); err == nil {
+		hi = min(hi, sp.iv.floor(v))
+	}
+	var times []int64
+	for t := lo; t <= hi; t += sp.iv.d {
+		if (t-sp.iv.off)/sp.iv.d%2 == 0 {
+			times = append(times, t)
+		}
+	}
+	if len(times) > limit {
+		if q.Get("startTime") != "" {
+			times = times[:limit]
+		} else {
+			times = times[len(times)-limit:]
+		}
+	}
+	b := []byte{'['}
+	for i, t := range times {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = sp.sr.candle(sp.iv, t, sp.now).appendJSON(b)
+	}
+	return http.StatusOK, append(b, ']'), len(times)
 }

@@ -12,6 +12,12 @@ import (
 	"github.com/forage-go/forage/internal/sim"
 )
 
+// even keeps the candles that open at an even number of intervals since
+// the epoch: a [sim.LieSparse] provider's.
+func even(k []sim.Kline) []sim.Kline {
+	return slices.DeleteFunc(k, func(c sim.Kline) bool { return c.OpenTime/60000%2 != 0 })
+}
+
 // TestLies pins every lie's answer to a request for ten candles, against
 // KlinesAt's truth: which rows come back, in which order, at which times,
 // with which values; LieAfter answers honestly first.
@@ -19,6 +25,7 @@ func TestLies(t *testing.T) {
 	t.Parallel()
 	listed := t0.Add(-24 * time.Hour).Truncate(time.Minute)
 	ranged := url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}, "startTime": {ms(listed)}, "limit": {"10"}}
+	rangedTo := url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}, "startTime": {ms(listed)}, "endTime": {ms(listed.Add(9 * time.Minute))}, "limit": {"10"}}
 	latest := url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}, "endTime": {ms(listed.Add(9 * time.Minute))}, "limit": {"10"}}
 	for _, tc := range []struct {
 		name  string
@@ -41,6 +48,10 @@ func TestLies(t *testing.T) {
 			k[9].Volume += "\n" + ms(listed) + ",6.66,6.66,6.66,6.66,6.66"
 			return k
 		}, ""},
+		{"empty to every request, ranged", sim.Config{Lie: sim.LieEmptyAll}, ranged, nil, "[]"},
+		{"empty to every request, the latest too", sim.Config{Lie: sim.LieEmptyAll}, latest, nil, "[]"},
+		{"sparse, ranged", sim.Config{Lie: sim.LieSparse}, rangedTo, even, ""},
+		{"sparse, the latest", sim.Config{Lie: sim.LieSparse}, latest, even, ""},
 		{"honest before LieAfter", sim.Config{Lie: sim.LieNull, LieAfter: 1}, ranged, id, ""},
 	} {
 		cfg := tc.cfg
@@ -105,7 +116,7 @@ func TestLieConfigErrors(t *testing.T) {
 		cfg  sim.Config
 		want string
 	}{
-		{sim.Config{Lie: sim.LieRedirectLoop + 1}, "Config.Lie"},
+		{sim.Config{Lie: sim.LieSparse + 1}, "Config.Lie"},
 		{sim.Config{Lie: -1}, "Config.Lie"},
 		{sim.Config{LieAfter: -1}, "Config.LieAfter"},
 		{sim.Config{LieCap: -1}, "Config.LieCap"},

@@ -19,12 +19,6 @@ func liar(t *testing.T, lie sim.Config) env {
 	t.Helper()
 	cfg := embeddedConfig()
 	cfg.Lie, cfg.LieAfter, cfg.LieCap, cfg.LieShift = lie.Lie, lie.LieAfter, lie.LieCap, lie.LieShift
-	if lie.Lie == sim.LieRedirectLoop {
-		// Every hop is a request against the limit: under the embedded one
-		// the loop meets 429s mid-chain, and the run defers with a
-		// retry_budget gap, which does not name the loop.
-		cfg.Limit = sim.Limit{} // unlimited
-	}
 	srv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -82,10 +76,13 @@ func storedTruth(t *testing.T, dir string, since time.Time) int {
 
 // TestLyingProviderNeverLeavesASilentHole runs the command against an
 // exchange that lies, each lie in turn (after lieAfter honest answers),
-// with the defaults (the last 24h, pages of 1000) or over two days. A lie
+// with the defaults (the last 24h, pages of 1000) or over two days, under
+// the embedded exchange's rate limit. A lie
 // it can work around (answers capped at 500 rows, the middle row of every
 // answer dropped) still ends done with every closed candle stored once,
-// with the exchange's values. Any other ends the run failed, exit 1, with
+// with the exchange's values. Any other (a redirect, refused as the one
+// request it is, or [] to every request once a candle was sent, the
+// confirming one included) ends the run failed, exit 1, with
 // the summary, a durable gap record and the one stderr line naming the lie, and what was stored
 // before it is the exchange's candles without a hole; a second run against
 // the honest exchange then stores the rest: every closed candle once, with
@@ -108,7 +105,8 @@ func TestLyingProviderNeverLeavesASilentHole(t *testing.T) {
 		{"shifted later", sim.Config{Lie: sim.LieShifted, LieShift: time.Minute}, 1, "outside the asked window"},
 		{"shifted earlier", sim.Config{Lie: sim.LieShifted, LieShift: -time.Minute, LieAfter: 1}, 1, "outside the asked window"},
 		{"newline in a value", sim.Config{Lie: sim.LieNewline, LieAfter: 1}, 1, "not a decimal number"},
-		{"redirect loop", sim.Config{Lie: sim.LieRedirectLoop, LieAfter: 1}, 1, "stopped after 10 redirects"},
+		{"redirect loop", sim.Config{Lie: sim.LieRedirectLoop, LieAfter: 1}, 1, "provider redirected to"},
+		{"empty to everything after a candle", sim.Config{Lie: sim.LieEmptyAll, LieAfter: 1}, 1, "but sent one at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -148,4 +146,56 @@ func TestLyingProviderNeverLeavesASilentHole(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestLyingEmptyFromTheStartIsNeverDone reproduces the silent hole of a
+// provider that answers [] to every request, the confirming one too: with
+// -page 60 -since -3h, a first run against it that has received nothing
+// stores nothing and moves the cursor past nothing, and a later run
+// against the honest exchange stores every closed candle. Before the fix
+// the first run covered the three hours, and the honest run made one
+// request.
+func TestLyingEmptyFromTheStartIsNeverDone(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		since := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
+		args := []string{"-store", dir, "-since", since.Format(time.RFC3339), "-page", "60", "-json"}
+		r := cliIn(liar(t, sim.Config{Lie: sim.LieEmptyAll}), args...)
+		if s := decodeSummary(t, r.stdout); r.code != 0 || s.Candles != 0 || s.Streams[0].Last != "" {
+			t.Fatalf("exit %d, summary %+v, stderr %q: want no candle and a cursor on none", r.code, s, r.stderr)
+		}
+		until := time.Now().Truncate(time.Minute)
+		if s := collectOK(t, args[:len(args)-1]...); s.Status != "done" {
+			t.Fatalf("honest run: summary %+v, want done", s)
+		}
+		if n, want := storedTruth(t, dir, since), int(until.Sub(since)/time.Minute); n != want {
+			t.Fatalf("after the honest run %d candles stored, want %d", n, want)
+		}
+	})
+}
+
+// TestLyingHonestOnceThenEmptyFails reproduces the other half: a provider
+// honest for one page of 60, then [] to everything, makes the run fail
+// naming the lie, with a gap, never "done"; the honest run then stores
+// every closed candle (before the fix ~118 were lost for good).
+func TestLyingHonestOnceThenEmptyFails(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		since := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
+		args := []string{"-store", dir, "-since", since.Format(time.RFC3339), "-page", "60", "-json"}
+		r := cliIn(liar(t, sim.Config{Lie: sim.LieEmptyAll, LieAfter: 1}), args...)
+		s := decodeSummary(t, r.stdout)
+		if r.code != exitError || s.Status != "failed" || s.Candles != 60 || len(s.Gaps) != 1 || !strings.Contains(s.Gaps[0].Reason, "but sent one at") {
+			t.Fatalf("exit %d, summary %+v: want failed with 60 candles and a gap naming the lie", r.code, s)
+		}
+		until := time.Now().Truncate(time.Minute)
+		if s := collectOK(t, args[:len(args)-1]...); s.Status != "done" {
+			t.Fatalf("honest run: summary %+v, want done", s)
+		}
+		if n, want := storedTruth(t, dir, since), int(until.Sub(since)/time.Minute); n != want {
+			t.Fatalf("after the honest run %d candles stored, want %d", n, want)
+		}
+	})
 }

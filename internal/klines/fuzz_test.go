@@ -115,6 +115,14 @@ func FuzzParsePage(f *testing.F) {
 			}
 			return
 		}
+		if c, err := parseCursor(pg.Next); err == nil && c.hasConfirm {
+			// A claim of a stretch without candles, to confirm: nothing
+			// kept, nothing covered, the stretch inside the span.
+			if T := Time(c.confirm); len(pg.Records) > 0 || !pg.Covered.IsZero() || !T.After(w.Start) || T.After(w.End) {
+				t.Fatalf("a claim up to %v with %d records, covered %v, in the span %v", T, len(pg.Records), pg.Covered, w)
+			}
+			return
+		}
 		next, err := DecodeCursor(pg.Next)
 		if err != nil || next.Before(w.Start.Add(-time.Minute)) || !next.Before(w.End) {
 			t.Fatalf("cursor %v (%v) outside the span %v", next, err, w)

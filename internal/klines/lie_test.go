@@ -3,6 +3,7 @@ package klines_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -99,8 +100,8 @@ func TestLiesStopTheRunAndTheNextRunFillsTheHole(t *testing.T) {
 				if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Run = %+v, %v: want a permanent provider error saying %q", rep, err, tc.want)
 				}
-				if rep.Slices != 2 || len(first) != 200 {
-					t.Fatalf("report %+v with %d candles: want the 2 honest pages stored and committed", rep, len(first))
+				if rep.Slices > 3 || len(first) != 200 {
+					t.Fatalf("report %+v with %d candles: want the 2 honest pages stored and committed (and a claim to confirm)", rep, len(first))
 				}
 				rep, rest, err := liar(t, sim.Config{}, listed, 100, store)
 				if err != nil || rep.Reason != "" {
@@ -154,4 +155,118 @@ func TestRedirectLoopIsAPermanentError(t *testing.T) {
 			t.Fatalf("Do = %v (reason %s, %d ok): want a permanent error about the redirects, no success", err, reason, p.Snapshot().OK)
 		}
 	})
+}
+
+// TestEmptyToEveryRequestAfterACandleIsALie: a provider that answers
+// honestly once, then [] to everything, confirming requests included,
+// stops the run with a permanent error naming the lie (the candle it sent
+// is gone) after the honest page; nothing past it is covered, and a run
+// against the honest exchange stores the rest. Before the fix the empty
+// confirmation was accepted and the run ended caught up with a hole.
+func TestEmptyToEveryRequestAfterACandleIsALie(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		listed := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		rep, first, err := liar(t, sim.Config{Lie: sim.LieEmptyAll, LieAfter: 1}, listed, 60, store)
+		if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), "but sent one at") {
+			t.Fatalf("Run = %+v, %v: want a permanent error saying the candle it sent is gone", rep, err)
+		}
+		if len(first) != 60 {
+			t.Fatalf("%d candles, want the honest page's 60", len(first))
+		}
+		_, rest, err := liar(t, sim.Config{}, listed, 60, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth(t, append(first, rest...), listed, time.Now().Truncate(time.Minute))
+	})
+}
+
+// TestEmptyToEveryRequestFromTheStartCoversNothing: a provider that
+// answers [] to every request from the start cannot be told from a symbol
+// without candles, so the run stores nothing, covers nothing and leaves
+// the cursor on no candle; the next run against the honest exchange
+// stores every candle. Before the fix the cursor jumped to the head.
+func TestEmptyToEveryRequestFromTheStartCoversNothing(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		listed := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		rep, first, err := liar(t, sim.Config{Lie: sim.LieEmptyAll}, listed, 60, store)
+		if err != nil || len(first) != 0 {
+			t.Fatalf("Run = %+v, %v with %d candles: want no error, no candle", rep, err, len(first))
+		}
+		if at, err := klines.DecodeCursor(rep.Cursor); err == nil {
+			t.Fatalf("cursor %q covers up to %v: want it on no candle", rep.Cursor, at)
+		}
+		_, rest, err := liar(t, sim.Config{}, listed, 60, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth(t, rest, listed, time.Now().Truncate(time.Minute))
+	})
+}
+
+// TestEveryRequestIsOneBudgetAttempt: the requests the exchange saw equal
+// the attempts the budget counted, for a provider that leaves every other
+// candle out (each page is cut at its first hole, verified by one more
+// request: 90 candles over 3 hours in pages of 60 take a handful of
+// requests, not the 269 the cut-and-confirm loop took) and for one that
+// redirects, under a rate limit: the redirect is one counted attempt and
+// a permanent error that names it, its URL redacted.
+func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lie  sim.Lie
+		want string // "" for a run that stores every candle the provider has
+		most int64  // requests at most
+	}{
+		{sim.LieSparse, "", 12},
+		{sim.LieRedirectLoop, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
+	} {
+		t.Run(tc.lie.String(), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				listed := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
+				srv, err := sim.New(sim.Config{Lie: tc.lie, Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}, Limit: sim.RateLimit(20, 5)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 60, From: listed}
+				if err := src.Init(); err != nil {
+					t.Fatal(err)
+				}
+				p, _ := budget.NewLocal("sim", budget.Config{Adaptive: aimd.Config{Initial: 10}})
+				var got []klines.Candle
+				r, _ := slice.New(slice.Config[klines.Candle]{
+					Stream: "sim/BTCUSDT/1m", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}), Provider: p, Source: src,
+					Sink: slice.SinkFunc[klines.Candle](func(_ context.Context, pg slice.Page[klines.Candle]) error {
+						got = append(got, pg.Records...)
+						return nil
+					}),
+				})
+				rep, err := r.Run(context.Background(), nil)
+				seen, counted := srv.Stats().Requests, int64(p.Snapshot().Requests)
+				t.Logf("%d requests", seen)
+				if seen != counted || seen > tc.most {
+					t.Fatalf("the exchange saw %d requests, the budget counted %d: want equal, at most %d (report %+v, %v)", seen, counted, tc.most, rep, err)
+				}
+				if tc.want != "" {
+					if reason, _ := budget.ReasonOf(err); reason != budget.ReasonPermanent || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "startTime="+strconv.FormatInt(listed.UnixMilli(), 10)) {
+						t.Fatalf("Run = %+v, %v: want a permanent error saying %q, the URL redacted", rep, err, tc.want)
+					}
+					return
+				}
+				if err != nil || len(got) != 90 {
+					t.Fatalf("Run = %+v, %v with %d candles: want the 90 the provider has", rep, err, len(got))
+				}
+				for i, c := range got {
+					if want := listed.Add(time.Duration(2*i) * time.Minute); !c.OpenTime.Equal(want) {
+						t.Fatalf("candle %d opens at %v, want %v", i, c.OpenTime, want)
+					}
+				}
+			})
+		})
+	}
 }

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -25,16 +27,20 @@ type Candle struct {
 }
 
 // Source fetches the closed candles of one symbol and interval. Its cursor
-// is the open time, in Unix milliseconds, of the last candle it covered.
-// Each request asks for the first Page candles after the cursor, up to
-// Until, so a stretch without candles (before the symbol's listing, a
-// halted market) costs one request and its confirmation, not one per page.
-// The cursor only ever moves to the last candle received before any hole
-// in the answer, or past a stretch the provider said is empty and
-// confirmed, never past a candle that was not received. An answer that
-// breaks the klines contract is a permanent provider error (see the
-// package doc). Source is a [slice.Predictor], so a stream run fetches
-// ahead. It is safe for concurrent use if its Client is.
+// names the last candle it covered, in Unix milliseconds, and what is
+// pending after it (see the format in cursor.go); [EncodeCursor] and
+// [DecodeCursor] read and write the plain form. Each request asks for the
+// first Page candles after the cursor, up to Until, so a stretch without
+// candles (before the symbol's listing, a halted market) costs one
+// request and its confirmation, the next slice, not one per page. The
+// cursor only ever moves to the last candle received before any hole in
+// the answer that is not corroborated, or past a stretch the provider said
+// is empty and confirmed by a candle, never past a candle that was not
+// received. Every Fetch makes exactly one request, one attempt to the
+// budget, and refuses redirects. An answer that breaks the klines contract
+// is a permanent provider error (see the package doc). Source is a
+// [slice.Predictor], so a stream run fetches ahead. It is safe for
+// concurrent use if its Client is.
 type Source struct {
 	// Client makes the requests; nil means http.DefaultClient.
 	Client *http.Client
@@ -54,6 +60,12 @@ type Source struct {
 	Now func() time.Time
 
 	step time.Duration
+	// noRedirect is Client with redirects refused, made by Init.
+	noRedirect *http.Client
+	// mu guards pending: the confirmations this Source asked for and has
+	// not concluded, by encoded cursor.
+	mu      sync.Mutex
+	pending map[string]bool
 	// most is the most rows one answer has held: a provider that caps its
 	// answers below Page is predicted at its cap.
 	most atomic.Int64
@@ -120,40 +132,42 @@ func (s *Source) Init() error {
 		return errors.New("klines: Symbol and Base are required")
 	}
 	s.step = step
+	client := http.DefaultClient
+	if s.Client != nil {
+		client = s.Client
+	}
+	nr := *client // a copy: the caller's client keeps its own policy
+	nr.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	s.noRedirect = &nr
 	return nil
 }
 
-// EncodeCursor returns the cursor of the candle that opens at t.
-func EncodeCursor(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixMilli(), 10) }
-
-// DecodeCursor returns the open time a cursor names.
-func DecodeCursor(c []byte) (time.Time, error) {
-	ms, err := strconv.ParseInt(string(c), 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("klines: bad cursor %q: %w", c, err)
-	}
-	return time.UnixMilli(ms).UTC(), nil
-}
-
 // Next plans the slice after cursor: the candles from the one after the
-// cursor up to Until, or up to the end of within for a fill. Its Range is
-// that whole span; one request asks for its first Page candles.
-func (s *Source) Next(_ context.Context, cursor []byte, within checkpoint.Range) (slice.Slice, bool, error) {
+// cursor up to Until, or up to the end of within for a fill; or, when the
+// cursor holds a confirmation this Source asked for (see [Source.Fetch]),
+// the stretch to confirm. Its Range is that whole span.
+func (s *Source) Next(_ context.Context, after []byte, within checkpoint.Range) (slice.Slice, bool, error) {
 	if s.step == 0 {
 		return slice.Slice{}, false, errors.New("klines: Source used before Init")
 	}
+	c, err := parseCursor(after)
+	if err != nil {
+		return slice.Slice{}, false, err
+	}
 	start := s.floor(s.From)
-	if len(cursor) > 0 {
-		last, err := DecodeCursor(cursor)
-		if err != nil {
-			return slice.Slice{}, false, err
-		}
-		start = last.Add(s.step)
+	if c.hasLast {
+		start = Time(c.last).Add(s.step)
 	}
 	end := s.until()
 	if !within.IsZero() {
 		start = maxTime(start, s.floor(within.Start))
 		end = minTime(end, within.End)
+	}
+	switch {
+	case s.confirming(c, after):
+		end = Time(c.confirm)
+	case c.hasSeen:
+		end = Time(c.seen).Add(s.step) // the verification
 	}
 	if !start.Before(end) {
 		return slice.Slice{}, false, nil
@@ -166,45 +180,56 @@ func (s *Source) Next(_ context.Context, cursor []byte, within checkpoint.Range)
 // provider's answers have held at most, if it caps them below Page). The
 // first slice of a stream, after the empty cursor, has no prediction: its
 // answer starts wherever the symbol's history does, perhaps long after
-// From, so nothing is fetched ahead of it.
+// From, so nothing is fetched ahead of it; nor has a confirmation, which
+// ends wherever the provider's answer says.
 func (s *Source) Expect(sl slice.Slice) ([]byte, bool) {
-	if len(sl.After) == 0 || s.step == 0 {
-		return nil, false
+	c, err := parseCursor(sl.After)
+	switch {
+	case err != nil || s.step == 0 || !c.hasLast || c.hasConfirm:
+		return nil, false // the first slice, or a claim: it ends wherever the answer says
+	case c.hasSeen:
+		return onCandle(Time(c.seen)).bytes(), true // a verification that agrees
 	}
 	n := int64(s.Page)
 	if most := s.most.Load(); most > 0 {
 		n = min(n, most)
 	}
 	last := minTime(sl.Range.Start.Add(time.Duration(n-1)*s.step), s.lastBefore(sl.Range.End))
-	return EncodeCursor(last), true
+	return onCandle(last).bytes(), true
 }
 
-// Fetch asks for the first Page candles of the slice's span: one request,
-// and one more when the answer leaves the start of the span without
-// candles in settled history (see [Source.confirm]); the two are one
-// attempt to the provider's budget, and the rare second one is not paced
-// apart. An answer that breaks the klines contract (see check), or that
-// the second request shows to have left out candles, is a permanent
-// provider error, never skipped.
-func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle], budget.Outcome) {
-	if s.step == 0 {
-		return slice.Page[Candle]{}, budget.Outcome{Err: budget.Permanent(errors.New("klines: Source used before Init"))}
+// confirming reports whether the slice after cursor c (encoded as after)
+// is a confirmation: c asks for one and this Source asked for it, so the
+// claim it confirms is this process's own answer. A confirmation left by
+// an earlier process, or one already concluded, is asked again from the
+// ranged request: a claim is confirmed against the answer that made it.
+func (s *Source) confirming(c cursor, after []byte) bool {
+	if !c.hasConfirm {
+		return false
 	}
-	r := sl.Range
-	rows, out := s.get(ctx, url.Values{
-		"startTime": {strconv.FormatInt(r.Start.UnixMilli(), 10)},
-		"endTime":   {strconv.FormatInt(r.End.UnixMilli()-1, 10)},
-		"limit":     {strconv.Itoa(s.Page)},
-	}, r, s.Page)
-	if out.Err != nil {
-		return slice.Page[Candle]{}, out
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending[string(after)]
+}
+
+// await notes that the cursor c asks for a confirmation, and returns it
+// encoded.
+func (s *Source) await(c cursor) []byte {
+	b := c.bytes()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = make(map[string]bool)
 	}
-	s.saw(len(rows))
-	rows = s.contiguous(rows)
-	if vout := s.confirm(ctx, s.leadingHole(r, rows)); vout.Err != nil {
-		return slice.Page[Candle]{}, vout
-	}
-	return s.page(r, rows), out
+	s.pending[string(b)] = true
+	return b
+}
+
+// concluded forgets the confirmation asked by the cursor after.
+func (s *Source) concluded(after []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, string(after))
 }
 
 // get sends one klines request with the query q (symbol and interval
@@ -217,18 +242,20 @@ func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limi
 	if err != nil {
 		return nil, budget.Outcome{Err: budget.Permanent(err)}
 	}
-	client := s.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := s.noRedirect.Do(req)
 	out := budget.FromHTTP(resp, err)
 	if err != nil {
-		return nil, out // classified by FromHTTP (a redirect loop is permanent)
+		return nil, out // classified by FromHTTP
 	}
 	defer resp.Body.Close()
 	body, err := readBody(resp.Body)
 	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		// The klines API never redirects: following would be requests the
+		// budget never counted, and a loop would end as something else.
+		out.Err = budget.Permanent(fmt.Errorf("klines: provider redirected to %q (HTTP %d): the klines API never redirects",
+			redact.URL(resp.Header.Get("Location")), resp.StatusCode))
+		return nil, out
 	case errors.Is(err, errTooLarge):
 		out.Err = budget.Permanent(err) // the same answer next time
 		return nil, out
@@ -256,96 +283,9 @@ func (s *Source) saw(n int) {
 	}
 }
 
-// contiguous returns the rows up to the first hole between two of them.
-// A hole inside an answer is a halt or rows the provider dropped, and the
-// two look alike; cut there, the next slice asks from the hole, and its
-// answer must start at the hole or be confirmed to ([Source.confirm]).
-func (s *Source) contiguous(rows []Candle) []Candle {
-	for i := 1; i < len(rows); i++ {
-		if !rows[i].OpenTime.Equal(rows[i-1].OpenTime.Add(s.step)) {
-			return rows[:i]
-		}
-	}
-	return rows
-}
-
 // settled returns the open time from which candles may not be published
 // yet: two intervals before the forming candle. Earlier ones are history.
 func (s *Source) settled() time.Time { return s.floor(s.now()).Add(-2 * s.step) }
-
-// leadingHole returns the start of r that the answer rows claims has no
-// candle: up to its first row, or, for an empty answer, the whole span up
-// to where history is settled. It is empty when the answer starts where
-// it was asked to.
-func (s *Source) leadingHole(r checkpoint.Range, rows []Candle) checkpoint.Range {
-	end := minTime(r.End, s.settled())
-	if len(rows) > 0 {
-		end = rows[0].OpenTime
-	}
-	if !r.Start.Before(end) {
-		return checkpoint.Range{}
-	}
-	return checkpoint.Range{Start: r.Start, End: end}
-}
-
-// confirm asks the provider for the last candle before hole's end,
-// without a startTime: a provider that answered a ranged request without
-// the candles it has (an empty page in history, rows dropped at the start)
-// shows one inside the hole, and that is a classified provider error. A
-// symbol's listing, a halt or a delisting shows a candle before the hole,
-// or none. A provider that hides the candles from this request too cannot
-// be told from one that has none. A zero hole asks nothing.
-func (s *Source) confirm(ctx context.Context, hole checkpoint.Range) budget.Outcome {
-	if hole.IsZero() {
-		return budget.Outcome{}
-	}
-	rows, out := s.get(ctx, url.Values{
-		"endTime": {strconv.FormatInt(hole.End.UnixMilli()-1, 10)},
-		"limit":   {"1"},
-	}, checkpoint.Range{End: hole.End}, 1)
-	if out.Err == nil && len(rows) == 1 && !rows[0].OpenTime.Before(hole.Start) {
-		out.Err = budget.Permanent(fmt.Errorf("klines: the provider answered no candle in %v, but has one at %v: an answer that leaves out candles",
-			hole, rows[0].OpenTime))
-	}
-	return out
-}
-
-// page keeps the closed candles of a checked, contiguous answer for r and
-// says how far it covers.
-func (s *Source) page(r checkpoint.Range, rows []Candle) slice.Page[Candle] {
-	closed := s.floor(s.now())
-	n := len(rows)
-	for n > 0 && !rows[n-1].OpenTime.Before(closed) {
-		n-- // the forming candle: rows are oldest first, so it is last
-	}
-	recs := rows[:n]
-	var covered checkpoint.Range
-	var next time.Time
-	switch end := minTime(r.End, s.settled()); {
-	case n > 0:
-		// Only what was received is covered, whether the page is full or
-		// short: a provider may cap its answers below Page, cut short at a
-		// hole, or not have published the newest candle yet. The next
-		// slice asks again from the candle after the last one received.
-		next = recs[n-1].OpenTime
-		covered = checkpoint.Range{Start: r.Start, End: next.Add(s.step)}
-	case !r.Start.Before(end):
-		// Nothing near the head, where the newest closed candles may not be
-		// published yet: nothing is covered and the cursor stays (no
-		// progress: caught up for now).
-		next = r.Start.Add(-s.step)
-	default:
-		// Nothing in the span's settled part (confirmed): no candle opens
-		// there.
-		next = s.lastBefore(end)
-		covered = checkpoint.Range{Start: r.Start, End: end}
-	}
-	page := slice.Page[Candle]{Records: recs, Next: EncodeCursor(next)}
-	if covered.End.After(covered.Start) {
-		page.Covered = covered
-	}
-	return page
-}
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {

@@ -202,14 +202,14 @@ func (c *collector) loop(ctx context.Context, sym string, mode checkpoint.Mode, 
 	if err := src.Init(); err != nil {
 		return false, err
 	}
-	store, sink, err := c.be.stream(sym, c.o.interval)
-	if err != nil {
+	cfg := slice.Config[klines.Candle]{
+		Stream: "ohlcv/" + sym + "/" + c.o.interval, Mode: mode,
+		Provider: c.provider, Source: src,
+	}
+	if err := c.be.stream(&cfg, sym, c.o.interval); err != nil { // Store, and Sink or TxSink
 		return false, err
 	}
-	r, err := slice.New(slice.Config[klines.Candle]{
-		Stream: "ohlcv/" + sym + "/" + c.o.interval, Mode: mode,
-		Store: store, Provider: c.provider, Source: src, Sink: sink,
-	})
+	r, err := slice.New(cfg)
 	if err != nil {
 		return false, err
 	}

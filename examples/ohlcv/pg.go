@@ -2,16 +2,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -93,9 +90,37 @@ func openPG(ctx context.Context, dsn, schema string) (*pgBackend, error) {
 	return b, nil
 }
 
-func (b *pgBackend) stream(symbol, interval string) (checkpoint.Store, slice.Sink[klines.Candle], error) {
-	s := &txStream{Store: b.store, insert: b.sql(insertCandles), symbol: symbol, interval: interval}
-	return s, s, nil
+// stream gives the runner pgstore's TxSink with the candle upsert: each
+// page's candles and the checkpoint after them commit in one transaction,
+// so a crash or a lost lease replays nothing and leaves nothing behind.
+func (b *pgBackend) stream(cfg *slice.Config[klines.Candle], symbol, interval string) error {
+	sink, err := pgstore.NewTxSink(b.store, b.upsert(symbol, interval))
+	if err != nil {
+		return err
+	}
+	cfg.Store, cfg.TxSink = b.store, sink
+	return nil
+}
+
+// upsert returns the write of a page of symbol's candles at interval in
+// tx: the candles not stored yet, in one statement.
+func (b *pgBackend) upsert(symbol, interval string) func(context.Context, pgx.Tx, slice.Page[klines.Candle]) error {
+	insert := b.sql(insertCandles)
+	return func(ctx context.Context, tx pgx.Tx, p slice.Page[klines.Candle]) error {
+		if len(p.Records) == 0 {
+			return nil
+		}
+		times := make([]time.Time, len(p.Records))
+		cols := [5][]string{}
+		for i, c := range p.Records {
+			times[i] = c.OpenTime
+			for j, v := range []string{c.Open, c.High, c.Low, c.Close, c.Volume} {
+				cols[j] = append(cols[j], v)
+			}
+		}
+		_, err := tx.Exec(ctx, insert, symbol, interval, times, cols[0], cols[1], cols[2], cols[3], cols[4])
+		return err
+	}
 }
 
 func (b *pgBackend) newPacer() func(string) (budget.Pacer, error) {
@@ -176,80 +201,4 @@ func (b *pgBackend) export(ctx context.Context, symbol, interval string, w io.Wr
 		return n, fmt.Errorf("export %s %s: %w", symbol, interval, err)
 	}
 	return n, bw.Flush()
-}
-
-// txStream is one stream run's exactly-once path into PostgreSQL. It is
-// both the runner's Sink and its checkpoint.Store, because slice.Runner
-// makes a page durable in two calls (Sink.Write, then Store.Commit) while
-// PostgreSQL can make it durable in one transaction:
-//
-//   - Write stages the page's candles in memory, keyed by the page's Next
-//     cursor, and returns: nothing is durable yet.
-//   - Commit(cursor) takes the staged candles if cursor is the one they
-//     were staged for (and drops them either way), and calls
-//     [pgstore.Store.CommitWith]: the lease fence and the compare-and-swap
-//     of the checkpoint, then the upsert of the candles, in one
-//     transaction. Both land, or neither does.
-//
-// The runner's guarantee holds and gets stronger: the checkpoint never
-// runs ahead of the data, and the data never lands without its checkpoint,
-// so a crash or a lost lease replays nothing and leaves nothing behind. A
-// page that is staged but never committed (the run stopped in between) is
-// fetched again by the next run. Every other Store method is pgstore's.
-//
-// A txStream serves one runner, whose Write and Commit alternate; it is
-// safe for concurrent use all the same.
-type txStream struct {
-	*pgstore.Store
-	insert           string
-	symbol, interval string
-
-	mu     sync.Mutex
-	next   []byte // the cursor the staged candles stand before
-	staged []klines.Candle
-}
-
-var (
-	_ checkpoint.Store          = (*txStream)(nil)
-	_ slice.Sink[klines.Candle] = (*txStream)(nil)
-)
-
-// Write stages p's candles for the commit of p.Next.
-func (s *txStream) Write(_ context.Context, p slice.Page[klines.Candle]) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.next, s.staged = bytes.Clone(p.Next), slices.Clone(p.Records)
-	return nil
-}
-
-// Commit commits cursor and, in the same transaction, the candles staged
-// for it.
-func (s *txStream) Commit(ctx context.Context, key checkpoint.Key, cursor []byte, expect int64, lease checkpoint.Lease) (checkpoint.Checkpoint, error) {
-	s.mu.Lock()
-	var rows []klines.Candle
-	if bytes.Equal(cursor, s.next) {
-		rows = s.staged
-	}
-	s.next, s.staged = nil, nil
-	s.mu.Unlock()
-	return s.Store.CommitWith(ctx, key, cursor, expect, lease, func(ctx context.Context, tx pgx.Tx) error {
-		return s.upsert(ctx, tx, rows)
-	})
-}
-
-// upsert inserts the candles not stored yet, in tx.
-func (s *txStream) upsert(ctx context.Context, tx pgx.Tx, rows []klines.Candle) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	times := make([]time.Time, len(rows))
-	cols := [5][]string{}
-	for i, c := range rows {
-		times[i] = c.OpenTime
-		for j, v := range []string{c.Open, c.High, c.Low, c.Close, c.Volume} {
-			cols[j] = append(cols[j], v)
-		}
-	}
-	_, err := tx.Exec(ctx, s.insert, s.symbol, s.interval, times, cols[0], cols[1], cols[2], cols[3], cols[4])
-	return err
 }

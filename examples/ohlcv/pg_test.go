@@ -159,10 +159,11 @@ func TestPostgresProcessesShareOneBudget(t *testing.T) {
 	}
 }
 
-// TestPostgresCandlesAndCheckpointCommitTogether: the staged candles land
-// with the checkpoint after them, in one transaction, or not at all: a
-// lost compare-and-swap or a lost lease leaves no row, and a commit of
-// another cursor does not carry them.
+// TestPostgresCandlesAndCheckpointCommitTogether: the PostgreSQL backend
+// gives the runner pgstore's TxSink, whose commit lands a page's candles
+// with the checkpoint after them, in one transaction, or not at all: a lost
+// compare-and-swap or a lost lease leaves no row, a page without candles
+// moves the checkpoint alone, and a failing upsert leaves the checkpoint.
 func TestPostgresCandlesAndCheckpointCommitTogether(t *testing.T) {
 	t.Parallel()
 	dsn, schema, pool := freshSchema(t)
@@ -172,9 +173,13 @@ func TestPostgresCandlesAndCheckpointCommitTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	store, sink, err := be.stream("BTCUSDT", "1m")
-	if err != nil {
+	var cfg slice.Config[klines.Candle]
+	if err := be.stream(&cfg, "BTCUSDT", "1m"); err != nil {
 		t.Fatal(err)
+	}
+	store, sink := cfg.Store, cfg.TxSink
+	if sink == nil || cfg.Sink != nil {
+		t.Fatalf("the PostgreSQL backend set Sink %v and TxSink %v: want its TxSink alone", cfg.Sink, cfg.TxSink)
 	}
 	key := checkpoint.Key{Stream: "ohlcv/BTCUSDT/1m", Mode: checkpoint.CatchUp}
 	lease, err := store.Acquire(ctx, key.Stream, "test", time.Minute)
@@ -188,17 +193,22 @@ func TestPostgresCandlesAndCheckpointCommitTogether(t *testing.T) {
 	}}
 	rows := func() int { return count(t, pool, `SELECT count(*) FROM "`+schema+`".candles`) }
 
-	_ = sink.Write(ctx, page)
-	if _, err := store.Commit(ctx, key, page.Next, 7, lease); !errors.Is(err, checkpoint.ErrConflict) || rows() != 0 {
+	if _, err := sink.Commit(ctx, key, page, 7, lease); !errors.Is(err, checkpoint.ErrConflict) || rows() != 0 {
 		t.Fatalf("commit at the wrong version: %v, %d rows; want ErrConflict and no row", err, rows())
 	}
-	_ = sink.Write(ctx, page)
-	cp, err := store.Commit(ctx, key, []byte("other"), 0, lease)
-	if err != nil || rows() != 0 {
-		t.Fatalf("commit of another cursor: %v, %d rows; want the checkpoint alone", err, rows())
+	bad := page
+	bad.Records = []klines.Candle{{OpenTime: t0, Open: "not a number", High: "2", Low: "1", Close: "1", Volume: "1"}}
+	if _, err := sink.Commit(ctx, key, bad, 0, lease); err == nil || rows() != 0 {
+		t.Fatalf("commit of a candle the upsert refuses: %v, %d rows; want an error and no row", err, rows())
 	}
-	_ = sink.Write(ctx, page)
-	if cp, err = store.Commit(ctx, key, page.Next, cp.Version, lease); err != nil || rows() != 2 {
+	if cp, err := store.Load(ctx, key); err != nil || cp.Version != 0 {
+		t.Fatalf("checkpoint %+v, %v after a failed upsert: want version 0", cp, err)
+	}
+	cp, err := sink.Commit(ctx, key, slice.Page[klines.Candle]{Next: []byte("other")}, 0, lease)
+	if err != nil || rows() != 0 || cp.Version != 1 {
+		t.Fatalf("commit of a page without candles: %+v, %v, %d rows; want the checkpoint alone", cp, err, rows())
+	}
+	if cp, err = sink.Commit(ctx, key, page, cp.Version, lease); err != nil || rows() != 2 {
 		t.Fatalf("commit: %v, %d rows; want both candles", err, rows())
 	}
 	if got := exportOf(t, "-store", dsn, "-pg-schema", schema); len(got) != 2 || got[0] != "1704067200000,1.50000000,2,1,1.75,10.00000001" {
@@ -213,8 +223,7 @@ func TestPostgresCandlesAndCheckpointCommitTogether(t *testing.T) {
 	later := slice.Page[klines.Candle]{Next: klines.EncodeCursor(t0.Add(2 * time.Minute)), Records: []klines.Candle{
 		{OpenTime: t0.Add(2 * time.Minute), Open: "1", High: "1", Low: "1", Close: "1", Volume: "1"},
 	}}
-	_ = sink.Write(ctx, later)
-	if _, err := store.Commit(ctx, key, later.Next, cp.Version, lease); !errors.Is(err, checkpoint.ErrLeaseLost) || rows() != 2 {
+	if _, err := sink.Commit(ctx, key, later, cp.Version, lease); !errors.Is(err, checkpoint.ErrLeaseLost) || rows() != 2 {
 		t.Fatalf("commit under a lost lease: %v, %d rows; want ErrLeaseLost and no new row", err, rows())
 	}
 }

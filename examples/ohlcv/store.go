@@ -17,9 +17,10 @@ import (
 
 // backend is where candles and checkpoints live: a directory or PostgreSQL.
 type backend interface {
-	// stream returns the checkpoint store and the sink of one stream run
-	// (symbol, interval, in one mode). Each runner gets its own pair.
-	stream(symbol, interval string) (checkpoint.Store, slice.Sink[klines.Candle], error)
+	// stream sets cfg's Store and its Sink, or its TxSink where the
+	// candles and the checkpoint commit in one transaction, for one stream
+	// run (symbol, interval, in one mode). Each runner gets its own.
+	stream(cfg *slice.Config[klines.Candle], symbol, interval string) error
 	// newPacer is the registry's pacer factory: nil for a local pacer per
 	// process, or a pacer shared by every process using the store.
 	newPacer() func(key string) (budget.Pacer, error)
@@ -67,19 +68,20 @@ func openFiles(dir string) (*fileBackend, error) {
 	return &fileBackend{dir: dir, store: st, sinks: make(map[string]*klines.FileSink)}, nil
 }
 
-func (b *fileBackend) stream(symbol, interval string) (checkpoint.Store, slice.Sink[klines.Candle], error) {
+func (b *fileBackend) stream(cfg *slice.Config[klines.Candle], symbol, interval string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	name := symbol + "-" + interval
-	if s, ok := b.sinks[name]; ok {
-		return b.store, s, nil
+	s, ok := b.sinks[name]
+	if !ok {
+		var err error
+		if s, err = klines.OpenFileSink(b.dir, symbol, interval); err != nil {
+			return err
+		}
+		b.sinks[name] = s
 	}
-	s, err := klines.OpenFileSink(b.dir, symbol, interval)
-	if err != nil {
-		return nil, nil, err
-	}
-	b.sinks[name] = s
-	return b.store, s, nil
+	cfg.Store, cfg.Sink = b.store, s
+	return nil
 }
 
 // transient is false: a local disk's errors (full, read-only, corrupt)

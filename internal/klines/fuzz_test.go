@@ -3,6 +3,8 @@ package klines
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -18,7 +20,8 @@ import (
 // candles the sink accepted reads back as exactly those candles, whatever
 // text the refused ones held; and any bytes decode without a panic into
 // records each of which is a whole line of the input, as it would have
-// been written: no line yields a row that was not written as that line.
+// been written: no line yields a row that was not written as that line,
+// and a line that is not a record stops the read, named, never skipped.
 func FuzzFileRecord(f *testing.F) {
 	f.Add(int64(60000), "824.45", "825", "824", "824.5", "3", []byte("60000,1,2,0.5,1.5,10\n"))
 	f.Add(int64(0), "1\n60000,6.66,6.66,6.66,6.66,6.66", "1", "1", "1", "1", []byte("x\n60000,6.66,6.66,6.66,6.66,6.66"))
@@ -41,9 +44,8 @@ func FuzzFileRecord(f *testing.F) {
 			}
 		}
 		var read []Candle
-		eachRecord(file, func(c Candle) { read = append(read, c) })
-		if len(read) != len(wrote) {
-			t.Fatalf("wrote %d records %q, read %d: %+v", len(wrote), file, len(read), read)
+		if err := eachRecord("f", file, func(c Candle) { read = append(read, c) }); err != nil || len(read) != len(wrote) {
+			t.Fatalf("wrote %d records %q, read %d (%v): %+v", len(wrote), file, len(read), err, read)
 		}
 		for i := range read {
 			if !same(read[i], wrote[i]) {
@@ -54,12 +56,23 @@ func FuzzFileRecord(f *testing.F) {
 		for _, l := range bytes.Split(junk, []byte{'\n'}) {
 			lines[string(l)] = true
 		}
-		eachRecord(junk, func(c Candle) {
+		n := 0
+		err = eachRecord("f", junk, func(c Candle) {
+			n++
 			b, err := appendRecord(nil, c)
 			if err != nil || !lines[string(bytes.TrimSuffix(b, []byte{'\n'}))] {
 				t.Fatalf("%q yields %+v, which is not one of its lines (%v)", junk, c, err)
 			}
 		})
+		// Every line is a record, or the read stops, naming the first that
+		// is not: nothing is skipped.
+		whole := bytes.Count(junk, []byte{'\n'})
+		if !bytes.HasSuffix(junk, []byte{'\n'}) && len(junk) > 0 {
+			whole++
+		}
+		if err == nil && n != whole || err != nil && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("f line %d ", n+1))) {
+			t.Fatalf("%q: %d records of %d lines, then %v", junk, n, whole, err)
+		}
 	})
 }
 

@@ -185,18 +185,17 @@ func TestSinkRefusesValuesThatAreNotDecimals(t *testing.T) {
 }
 
 // TestSinkReadsOldFiles: a file written by earlier versions reads as it
-// did: every record, ascending. Lines that are not records are skipped, and
-// of two records for one open time, which the sink never writes (an old
-// version let a forged line in through a value with a newline), the first
-// wins: the forgery cannot overwrite the true 824.45.
+// did: every record, ascending. Of two records for one open time, which
+// the sink never writes (an old version let a forged line in through a
+// value with a newline), the first wins: the forgery cannot overwrite the
+// true 824.45.
 func TestSinkReadsOldFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	old := "120000,1,2,0.5,1.5,10\n" +
 		"60000,824.45,825,824,824.5,3\n" +
 		"180000,1,1,1,1,1\n" + // the forged line's carrier, cut at its newline
-		"60000,6.66,6.66,6.66,6.66,6.66\n" +
-		"garbage\n" + "240000,1,1,1,1\n" + "300000,1,1,1,1,1,1\n" + "+360000,1,1,1,1,1\n" + "\n"
+		"60000,6.66,6.66,6.66,6.66,6.66\n"
 	if err := os.WriteFile(filepath.Join(dir, "BTCUSDT-1m.csv"), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -212,5 +211,39 @@ func TestSinkReadsOldFiles(t *testing.T) {
 	want := []string{"60000,824.45,825,824,824.5,3", "120000,1,2,0.5,1.5,10", "180000,1,1,1,1,1"}
 	if err != nil || strings.Join(lines, "|") != strings.Join(want, "|") {
 		t.Fatalf("export %q, %v, want %q", lines, err, want)
+	}
+}
+
+// TestSinkRefusesADamagedLine: a line that is not a record, other than a
+// torn last line, makes OpenFileSink and Export fail with ErrCorrupt, the
+// file and the line number and what to do; never a silent skip, which
+// would leave the candle unstored while the checkpoint is past it (before
+// the fix: one line fewer, exit 0, and the next run made no request).
+func TestSinkRefusesADamagedLine(t *testing.T) {
+	t.Parallel()
+	good := "60000,1,2,0.5,1.5,10\n"
+	for _, damaged := range []string{
+		"120000;1,2,0.5,1.5,10", "120000,1,2,0.5,1.5;10", "garbage", "", "120000,1,1,1,1", "120000,1,1,1,1,1,1",
+		"+120000,1,1,1,1,1", "120000,1,1,1,1,1\r", "120000,NaN,1,1,1,1",
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "BTCUSDT-1m.csv")
+		if err := os.WriteFile(path, []byte(good+damaged+"\n"+"180000,1,1,1,1,1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for what, err := range map[string]error{
+			"OpenFileSink": func() error {
+				s, err := klines.OpenFileSink(dir, "BTCUSDT", "1m")
+				if err == nil {
+					s.Close()
+				}
+				return err
+			}(),
+			"Export": func() error { _, err := klines.Export(dir, "BTCUSDT", "1m"); return err }(),
+		} {
+			if !errors.Is(err, klines.ErrCorrupt) || !strings.Contains(err.Error(), path+" line 2 ") || !strings.Contains(err.Error(), "reset the stream's checkpoint") {
+				t.Fatalf("%s with line 2 %q: %v, want ErrCorrupt naming %s line 2 and what to do", what, damaged, err, path)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package klines
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -65,15 +66,27 @@ func parseMillis(b []byte) (int64, bool) {
 	return ms, err == nil && !(ms == 0 && len(b) > 1)
 }
 
-// eachRecord calls f with every record in data, in file order, skipping
-// lines that are not records (a line torn by a crash is cut before this is
-// called). A line never yields more than one record.
-func eachRecord(data []byte, f func(Candle)) {
-	for len(data) > 0 {
+// ErrCorrupt is wrapped by the error of a candle file with a line that is
+// not a record: [OpenFileSink] and [Export] refuse such a file rather than
+// skip the line, since the stream's checkpoint is past its candle and it
+// would never be fetched again.
+var ErrCorrupt = errors.New("klines: corrupt candle file")
+
+// eachRecord calls f with every record in data, the contents of the file
+// at path, in file order. A line that is not a record is corruption (a
+// line torn by a crash is cut before this is called): eachRecord stops
+// there with an error wrapping ErrCorrupt that names the file and the line
+// and says how to recover. A line never yields more than one record.
+func eachRecord(path string, data []byte, f func(Candle)) error {
+	for n := 1; len(data) > 0; n++ {
 		line, rest, _ := bytes.Cut(data, []byte{'\n'})
-		if c, ok := parseRecord(line); ok {
-			f(c)
+		c, ok := parseRecord(line)
+		if !ok {
+			return fmt.Errorf("%w: %s line %d is not a candle record (%q): move the file aside and reset the stream's checkpoint, so every candle is fetched again, "+
+				"or delete the line and reset the checkpoint to before the candle it held", ErrCorrupt, path, n, clip(string(line)))
 		}
+		f(c)
 		data = rest
 	}
+	return nil
 }

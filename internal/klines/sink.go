@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/forage-go/forage/internal/durable"
 	"github.com/forage-go/forage/slice"
@@ -26,15 +25,19 @@ import (
 // file: appending needs no other sync, since the file's directory entry is
 // made durable when the sink is opened. A runner that merges pages
 // ([slice.Config.MaxBatch]) pays that fsync once per batch. A torn last
-// line (a crash mid-write) is cut off when the file is opened. FileSink is
-// safe for concurrent use.
+// line (a crash mid-write) is cut off when the file is opened; any other
+// line that is not a record makes the open fail ([ErrCorrupt]), never a
+// silent skip. FileSink is safe for concurrent use.
 type FileSink struct {
 	mu   sync.Mutex
 	f    *os.File
 	have map[int64]bool
 }
 
-// OpenFileSink opens (creating) the file for symbol and interval in dir.
+// OpenFileSink opens (creating) the file for symbol and interval in dir. A
+// file with a line that is not a record, other than a torn last line, is
+// refused with an error wrapping [ErrCorrupt] that names the file and the
+// line and says how to recover.
 func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -51,7 +54,9 @@ func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
 		}
 	}
 	have := make(map[int64]bool)
-	eachRecord(data, func(c Candle) { have[c.OpenTime.UnixMilli()] = true })
+	if err := eachRecord(path, data, func(c Candle) { have[c.OpenTime.UnixMilli()] = true }); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -145,12 +150,15 @@ func (s *FileSink) Close() error { return s.f.Close() }
 
 // Export reads the candles of symbol and interval stored in dir, ascending
 // by open time, one line each: open_time_ms,open,high,low,close,volume.
-// Lines that are not records (see the file format in record.go) are
-// skipped; if an open time is stored twice, which the sink never writes,
+// A line that is not a record (see the file format in record.go), other
+// than a torn last line, fails the export with an error wrapping
+// [ErrCorrupt] that names the file and the line; if an open time is stored
+// twice, which the sink never writes,
 // the first record wins: a later one can only be a forgery that an old
 // version let in through a value with a newline.
 func Export(dir, symbol, interval string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, symbol+"-"+interval+".csv"))
+	path := filepath.Join(dir, symbol+"-"+interval+".csv")
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +166,14 @@ func Export(dir, symbol, interval string) ([]string, error) {
 		data = data[:i+1] // a torn last line is not a record
 	}
 	byTime := make(map[int64]Candle)
-	eachRecord(data, func(c Candle) {
+	err = eachRecord(path, data, func(c Candle) {
 		if _, ok := byTime[c.OpenTime.UnixMilli()]; !ok {
 			byTime[c.OpenTime.UnixMilli()] = c
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
 	keys := slices.Sorted(maps.Keys(byTime))
 	out := make([]string, len(keys))
 	for i, k := range keys {
@@ -171,6 +182,3 @@ func Export(dir, symbol, interval string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// Time converts an open time in Unix milliseconds to a time.Time.
-func Time(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -7,10 +7,18 @@
 // [URL] keeps what an operator needs to debug (the scheme, the host, the
 // path and the query's parameter names) and replaces the rest (the query's
 // values, the userinfo, the fragment) with [Mask]. [String] does the same
-// to every URL-looking substring of a text, and [Error] to an error's
-// message while keeping [errors.Is] and [errors.As] working.
+// to every URL-looking substring of a text, masks the values of a bare
+// query string (a provider echoing "apikey=…&signature=…" back in its
+// error message), and masks the value of a well-known secret key
+// ([SecretKey]: apikey, token, secret, signature, password,
+// authorization, …) wherever it stands ("token: …", `"api_key":"…"`,
+// "Authorization: Bearer …"). [Error] does it to an error's message while
+// keeping [errors.Is] and [errors.As] working. Redaction is idempotent,
+// and text without secrets is left byte for byte.
 //
 // What it cannot see: a secret in a URL's path (a token as a path
-// segment), a query that an unescaped double quote or a space splits, and
-// secrets outside URLs. Hosts should keep such secrets in headers.
+// segment), a query that an unescaped double quote or a space splits, a
+// lone key=value pair whose key names no secret ("id=…"), and a secret
+// standing alone in prose. Hosts should keep secrets in headers and out of
+// the messages they build.
 package redact

@@ -82,28 +82,41 @@ func isKey(k string) bool {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !isAlnum(c) && !strings.ContainsRune("_-.[]%", rune(c)) {
+		if !isKeyByte(k[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// String returns s with every URL-looking substring redacted by [URL]: a
-// word (delimited by white space or an unescaped double quote, as
-// [fmt]'s %q and net/http's [*url.Error] write them) that holds
-// "scheme://", or a path with a query ("/api?key=…"). Text without such a
-// word is returned as it is. String is idempotent.
+// String returns s with its secrets replaced by [Mask]:
+//
+//   - every URL-looking word (delimited by white space or an unescaped
+//     double quote, as [fmt]'s %q and net/http's [*url.Error] write them)
+//     that holds "scheme://", or a path with a query ("/api?key=…"), is
+//     redacted by [URL];
+//   - a bare query string, key=value pairs joined by "&"
+//     ("apikey=…&signature=…", as a provider echoes its request), has
+//     every value masked by [Query];
+//   - the value of a well-known secret key (see [SecretKey]) is masked
+//     wherever it stands: "token=…", "password:…", "secret: …", the
+//     JSON "api_key":"…", and "Authorization: Bearer …" (the scheme
+//     word stays).
+//
+// Text with none of these, and any text without '=', ':' or '?', is
+// returned as it is. String is idempotent.
 func String(s string) string {
-	if !strings.Contains(s, "://") && !strings.Contains(s, "?") {
+	if !strings.ContainsAny(s, "?=:") {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	var st state
 	for len(s) > 0 {
 		n := wordEnd(s)
-		b.WriteString(word(s[:n]))
+		var w string
+		w, st = word(s[:n], st)
+		b.WriteString(w)
 		m := n
 		for m < len(s) && isSpace(s[m]) {
 			m++
@@ -115,6 +128,199 @@ func String(s string) string {
 		s = s[m:]
 	}
 	return b.String()
+}
+
+// state is what the words before tell [String] about the next one.
+type state uint8
+
+const (
+	plain     state = iota // nothing pending
+	keyed                  // a secret key name: a ":" or "=" word may follow
+	authKeyed              // the same for Authorization
+	secret                 // the next word is a secret value
+	authValue              // the next word is a credential, or an auth scheme and then one
+)
+
+// word redacts one word w of [String], which the words before left in
+// state st, and returns the state it leaves for the next word. A word
+// that is empty, or only ":" or "=", passes a pending secret on.
+func word(w string, st state) (string, state) {
+	if st != plain && (w == "" || w == ":" || w == "=") {
+		if st == keyed || st == authKeyed {
+			if w == "" {
+				return w, st
+			}
+			return w, st + 2 // keyed → secret, authKeyed → authValue
+		}
+		return w, st
+	}
+	switch st {
+	case authValue:
+		if isAuthScheme(w) {
+			return w, secret
+		}
+		return Mask, plain
+	case secret:
+		return Mask, plain
+	case keyed, authKeyed:
+		if w[0] == ':' || w[0] == '=' {
+			return w[:1] + Mask, plain
+		}
+	}
+	if r, ok := urlWord(w); ok {
+		return r, plain
+	}
+	if k := SecretKey(w); k != "" {
+		if k == "authorization" {
+			return w, authKeyed
+		}
+		return w, keyed
+	}
+	st = plain
+	i, auth := secretSep(w)
+	if i >= 0 && i == len(w)-1 { // "token:" or "…&token=": the value is the next word
+		st = secret
+		if auth {
+			st = authValue
+		}
+	}
+	q := queryStart(w)
+	switch {
+	case q >= 0 && (i < 0 || i >= q): // a query string, secret keys in it or none
+		return w[:q] + Query(w[q:]), st
+	case i >= 0 && i+1 < len(w): // a secret key and its value ("token:…", "k=…")
+		return w[:i+1] + Mask, plain
+	}
+	return w, st
+}
+
+// urlWord redacts w by [URL] if it looks like a URL or a path with a
+// query, reporting whether it did. What stands before the URL must hold
+// no secret key's value and no query string (else the other rules mask
+// it, URL included).
+func urlWord(w string) (string, bool) {
+	if i := strings.Index(w, "://"); i > 0 {
+		j := i
+		for j > 0 && isSchemeByte(w[j-1]) {
+			j--
+		}
+		for j < i && !isAlpha(w[j]) {
+			j++
+		}
+		if q := queryStart(w); j < i && clean(w[:j]) && (q < 0 || q >= j) {
+			return w[:j] + URL(w[j:]), true
+		}
+	}
+	if q := strings.IndexByte(w, '?'); q > 0 && strings.Contains(w[:q], "/") && strings.Contains(w[q:], "=") &&
+		queryStart(w) < 0 && clean(w[:q]) { // else the query string rule masks the same, and more
+		return URL(w), true
+	}
+	return w, false
+}
+
+// clean reports whether w holds neither a secret key's value nor a query
+// string.
+func clean(w string) bool {
+	i, _ := secretSep(w)
+	return i < 0 && queryStart(w) < 0
+}
+
+// secretSep returns the index of the first '=' or ':' in w that follows a
+// secret key name (see [SecretKey]), and whether that key is
+// Authorization; -1 if there is none.
+func secretSep(w string) (int, bool) {
+	for i := 0; i < len(w); i++ {
+		if w[i] != '=' && w[i] != ':' {
+			continue
+		}
+		if k := SecretKey(w[keyStart(w, i):i]); k != "" {
+			return i, k == "authorization"
+		}
+	}
+	return -1, false
+}
+
+// keyStart returns where the parameter name that ends at w[i] starts.
+func keyStart(w string, i int) int {
+	for i > 0 && isKeyByte(w[i-1]) {
+		i--
+	}
+	return i
+}
+
+// queryStart returns where a bare query string in w starts (the name
+// before its first '='), if w holds one from there on: at least two pairs
+// joined by '&' ("a=1&b=2"); -1 otherwise.
+func queryStart(w string) int {
+	e := strings.IndexByte(w, '=')
+	if e < 0 {
+		return -1
+	}
+	ks := keyStart(w, e)
+	if ks == e || !strings.Contains(w[e:], "&") {
+		return -1
+	}
+	return ks
+}
+
+// secretSuffixes and secretNames are the parameter and header names whose
+// values [String] masks anywhere, compared in lower case without '-', '_'
+// and '.': a name ending with a suffix ("x-mbx-apikey", "access_token",
+// "client_secret"), or equal to a name.
+var (
+	secretSuffixes = []string{"apikey", "token", "secret", "signature", "password", "passwd", "authorization", "accesskey", "secretkey", "privatekey"}
+	secretNames    = []string{"key", "sig", "auth", "pwd", "pass"}
+)
+
+// SecretKey returns name normalized (lower case, without '-', '_', '.',
+// '[' and ']') if it names a value [String] masks wherever it stands:
+// one ending with apikey, token, secret, signature, password, passwd,
+// authorization, accesskey, secretkey or privatekey ("api_key",
+// "X-MBX-APIKEY", "access_token", "client_secret"), or one of key, sig,
+// auth, pwd and pass; otherwise "". A name longer than 64 bytes, or with
+// a byte a parameter name does not hold, is none.
+func SecretKey(name string) string {
+	if name == "" || len(name) > maxKey {
+		return ""
+	}
+	var b [maxKey]byte
+	n := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case !isKeyByte(c):
+			return ""
+		case strings.IndexByte("-_.[]%", c) >= 0:
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b[n] = c
+		n++
+	}
+	k := string(b[:n])
+	for _, suf := range secretSuffixes {
+		if strings.HasSuffix(k, suf) {
+			return k
+		}
+	}
+	for _, name := range secretNames {
+		if k == name {
+			return k
+		}
+	}
+	return ""
+}
+
+// isAuthScheme reports whether w is an HTTP authentication scheme that
+// precedes a credential ("Bearer", "Basic", …).
+func isAuthScheme(w string) bool {
+	for _, s := range []string{"bearer", "basic", "digest", "token", "apikey", "negotiate", "hmac"} {
+		if strings.EqualFold(w, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // wordEnd returns the length of the word s starts with: up to the first
@@ -129,26 +335,6 @@ func wordEnd(s string) int {
 		}
 	}
 	return len(s)
-}
-
-// word redacts one word of [String].
-func word(w string) string {
-	if i := strings.Index(w, "://"); i > 0 {
-		j := i
-		for j > 0 && isSchemeByte(w[j-1]) {
-			j--
-		}
-		for j < i && !isAlpha(w[j]) {
-			j++
-		}
-		if j < i {
-			return w[:j] + URL(w[j:])
-		}
-	}
-	if q := strings.IndexByte(w, '?'); q > 0 && strings.Contains(w[:q], "/") && strings.Contains(w[q:], "=") {
-		return URL(w)
-	}
-	return w
 }
 
 // Error returns err with its message redacted by [String], or err itself
@@ -190,3 +376,6 @@ func isSpace(c byte) bool {
 func isAlpha(c byte) bool      { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 func isAlnum(c byte) bool      { return isAlpha(c) || '0' <= c && c <= '9' }
 func isSchemeByte(c byte) bool { return isAlnum(c) || c == '+' || c == '-' || c == '.' }
+
+// isKeyByte reports whether c may be part of a query parameter name.
+func isKeyByte(c byte) bool { return isAlnum(c) || strings.IndexByte("_-.[]%", c) >= 0 }

@@ -114,6 +114,17 @@ func urlGen(t *rapid.T) (raw, keep string) {
 	return raw, host + path
 }
 
+// noSecretKey reports whether no word of s names a secret (see
+// redact.SecretKey).
+func noSecretKey(s string) bool {
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !('a' <= r && r <= 'z') }) {
+		if redact.SecretKey(w) != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // TestPropertyNoSecretSurvives: a URL with secrets in its userinfo, its
 // query values or its fragment, written into a message plainly or with %q
 // (as net/http's *url.Error does), loses every secret; its scheme, host and
@@ -123,7 +134,7 @@ func TestPropertyNoSecretSurvives(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		raw, u := urlGen(t)
 		scheme := raw[:strings.Index(raw, "://")+3]
-		before := rapid.StringMatching(`[a-z :(]{0,10}`).Draw(t, "before")
+		before := rapid.StringMatching(`[a-z :(]{0,10}`).Filter(noSecretKey).Draw(t, "before") // "sig: <URL>" masks the URL whole
 		after := rapid.StringMatching(`[a-z :),]{0,10}`).Draw(t, "after")
 		var msg string
 		if rapid.Bool().Draw(t, "quoted") {
@@ -141,11 +152,112 @@ func TestPropertyNoSecretSurvives(t *testing.T) {
 	})
 }
 
-// TestPropertyIdempotent: redacting twice is redacting once, for any text.
-func TestPropertyIdempotent(t *testing.T) {
+// TestStringSecretsOutsideURLs (regression: only words with "://" or a
+// "/…?" were redacted, so a provider message echoing a bare
+// "apikey=…&signature=…" query kept both): bare query strings lose their
+// values, and a well-known secret key's value is masked wherever it stands.
+func TestStringSecretsOutsideURLs(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct{ in, want string }{
+		{`bad request: apikey=k1&signature=s1`, `bad request: apikey=REDACTED&signature=REDACTED`},
+		{`echo (symbol=BTC&sig=s1)`, `echo (symbol=REDACTED&sig=REDACTED`},
+		{`{"code":-1022,"msg":"Signature for this request is not valid.","params":"timestamp=1&signature=abc"}`,
+			`{"code":-1022,"msg":"Signature for this request is not valid.","params":"timestamp=REDACTED&signature=REDACTED"}`},
+		{`invalid apikey=k1`, `invalid apikey=REDACTED`},
+		{`API_KEY=k1 PASSWORD=pw`, `API_KEY=REDACTED PASSWORD=REDACTED`},
+		{`token: t1, next`, `token: REDACTED next`},
+		{`secret:s1`, `secret:REDACTED`},
+		{`msg=x-mbx-apikey:k1`, `msg=x-mbx-apikey:REDACTED`},
+		{`{"api_key": "k1", "user": "bob"}`, `{"api_key": "REDACTED", "user": "bob"}`},
+		{`{"access_token":"t1"}`, `{"access_token":"REDACTED"}`},
+		{`Authorization: Bearer t1`, `Authorization: Bearer REDACTED`},
+		{`authorization: t1 rest`, `authorization: REDACTED rest`},
+		{`auth=u:p key = k1 passwd:pw`, `auth=REDACTED key = REDACTED passwd:REDACTED`},
+		// Unchanged: no secret key, no query string.
+		{`error: connection refused at 10:30`, `error: connection refused at 10:30`},
+		{`a=1 b=2, status: 429`, `a=1 b=2, status: 429`},
+		{`the key was rejected; token expired`, `the key was rejected; token expired`},
+		{`duplicate key value violates unique constraint`, `duplicate key value violates unique constraint`},
+		{`R&D x&y`, `R&D x&y`},
+	} {
+		got := redact.String(tc.in)
+		if got != tc.want {
+			t.Errorf("%d: String(%q)\n got %q\nwant %q", i, tc.in, got, tc.want)
+		}
+		if again := redact.String(got); again != got {
+			t.Errorf("%d: String is not idempotent on %q: %q", i, got, again)
+		}
+	}
+}
+
+func TestSecretKey(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"apikey", "API_KEY", "X-MBX-APIKEY", "key", "token", "access_token", "refreshToken",
+		"secret", "client_secret", "signature", "sig", "password", "passwd", "pwd", "auth", "Authorization"} {
+		if redact.SecretKey(k) == "" {
+			t.Errorf("SecretKey(%q) = \"\", want a secret", k)
+		}
+	}
+	for _, k := range []string{"", "symbol", "keys", "monkey", "signal", "author", "a b", strings.Repeat("token", 14)} {
+		if got := redact.SecretKey(k); got != "" {
+			t.Errorf("SecretKey(%q) = %q, want none", k, got)
+		}
+	}
+}
+
+// secretKeyGen draws a well-known secret key as hosts spell it.
+func secretKeyGen() *rapid.Generator[string] {
+	return rapid.SampledFrom([]string{"apikey", "api_key", "X-MBX-APIKEY", "key", "token", "access_token", "secret",
+		"client_secret", "signature", "sig", "password", "passwd", "auth", "Authorization"})
+}
+
+// TestPropertyNoSecretOutsideURLs: a secret in a bare query string (of
+// any keys), or after a well-known secret key in any of the forms
+// providers and hosts write ("k=v", "k:v", "k: v", JSON, an Authorization
+// header), is masked wherever the text puts it.
+func TestPropertyNoSecretOutsideURLs(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`[a-z:/?&=#@" \\]{0,40}`)).Draw(t, "s")
+		var part string
+		switch rapid.IntRange(0, 2).Draw(t, "form") {
+		case 0: // a bare query string
+			var q []string
+			for i, n := 0, rapid.IntRange(2, 5).Draw(t, "params"); i < n; i++ {
+				k := rapid.OneOf(rapid.StringMatching(`[a-z_]{1,10}`), secretKeyGen()).Draw(t, "key")
+				q = append(q, k+"="+secretGen().Draw(t, "value"))
+			}
+			part = strings.Join(q, "&")
+		case 1: // a secret key and its value
+			k, v := secretKeyGen().Draw(t, "key"), rapid.StringMatching(`ZZ[A-Za-z0-9+/=._~-]{0,24}`).Draw(t, "value")
+			form := rapid.SampledFrom([]string{"%s=%s", "%s:%s", "%s: %s", `"%s":"%s"`, `"%s": "%s"`, "%s = %s"}).Draw(t, "layout")
+			part = fmt.Sprintf(form, k, v)
+		default: // an Authorization header
+			scheme := rapid.SampledFrom([]string{"", "Bearer ", "Basic ", "token "}).Draw(t, "scheme")
+			part = "Authorization: " + scheme + rapid.StringMatching(`ZZ[A-Za-z0-9+/=._~-]{0,24}`).Draw(t, "credential")
+		}
+		before := rapid.StringMatching(`[a-z (,{]{0,10}`).Draw(t, "before")
+		after := rapid.StringMatching(`[a-z ),}]{0,10}`).Draw(t, "after")
+		msg := before + " " + part + " " + after
+		got := redact.String(msg)
+		if strings.Contains(got, "ZZ") {
+			t.Fatalf("String(%q) = %q keeps a secret", msg, got)
+		}
+		if again := redact.String(got); again != got {
+			t.Fatalf("String(%q) = %q, but String of that = %q", msg, got, again)
+		}
+	})
+}
+
+// TestPropertyIdempotent: redacting twice is redacting once, for any text,
+// including text built from secret keys, separators and URL pieces.
+func TestPropertyIdempotent(t *testing.T) {
+	t.Parallel()
+	pieces := rapid.SampledFrom([]string{"token", "apikey", "Authorization", "Bearer", "key", "sig", "x", "a1",
+		"REDACTED", ":", "=", "&", "?", "/", "://", "\"", " ", "\\", "{", "}", ",", "@", "#", "%", "[]", "-", "_"})
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`[a-z:/?&=#@" \\]{0,40}`),
+			rapid.Custom(func(t *rapid.T) string { return strings.Join(rapid.SliceOfN(pieces, 0, 16).Draw(t, "pieces"), "") }),
+		).Draw(t, "s")
 		once := redact.String(s)
 		if twice := redact.String(once); twice != once {
 			t.Fatalf("String(%q) = %q, but String of that = %q", s, once, twice)
@@ -153,12 +265,28 @@ func TestPropertyIdempotent(t *testing.T) {
 	})
 }
 
-// TestPropertyPlainTextUntouched: text with neither "://" nor "?" is
-// returned as it is.
+// TestPropertyPlainTextUntouched: text without '?', '=' or ':' is returned
+// as it is, and so is text of words that name no secret joined by ": ",
+// "=" and ", " without a query string ("&" never follows an "=").
 func TestPropertyPlainTextUntouched(t *testing.T) {
 	t.Parallel()
+	words := rapid.SampledFrom([]string{"error", "status", "symbol", "BTCUSDT", "429", "10", "30", "limit", "keys",
+		"monkey", "author", "signal", "a", "b", "retry", "after", "rate", "exceeded", "é", "and"})
+	seps := rapid.SampledFrom([]string{" ", ": ", ":", "=", ", ", " = "})
 	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.String().Filter(func(s string) bool { return !strings.ContainsAny(s, "?") && !strings.Contains(s, "://") }).Draw(t, "s")
+		var s string
+		if rapid.Bool().Draw(t, "free") {
+			s = rapid.String().Filter(func(s string) bool { return !strings.ContainsAny(s, "?=:") }).Draw(t, "s")
+		} else {
+			var b strings.Builder
+			for i, n := 0, rapid.IntRange(0, 12).Draw(t, "words"); i < n; i++ {
+				if i > 0 {
+					b.WriteString(seps.Draw(t, "sep"))
+				}
+				b.WriteString(words.Draw(t, "word"))
+			}
+			s = b.String()
+		}
 		if got := redact.String(s); got != s {
 			t.Fatalf("String(%q) = %q, want it unchanged", s, got)
 		}

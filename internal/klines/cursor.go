@@ -100,12 +100,12 @@ func parseCursor(b []byte) (cursor, error) {
 			return bad()
 		}
 		ms, ok := parseMillis([]byte(f[0]))
-		n, err1 := strconv.Atoi(f[1])
-		d, err2 := strconv.ParseUint(f[2], 16, 64)
-		if !ok || err1 != nil || err2 != nil || n < 1 || n > 1000 {
-			return bad()
+		n, okN := parseMillis([]byte(f[1]))
+		d, err := strconv.ParseUint(f[2], 16, 64)
+		if !ok || !okN || err != nil || n < 1 || n > 1000 || strconv.FormatUint(d, 16) != f[2] {
+			return bad() // one spelling per cursor
 		}
-		c.hasSeen, c.seen, c.count, c.sum, s = true, ms, n, d, s[:i]
+		c.hasSeen, c.seen, c.count, c.sum, s = true, ms, int(n), d, s[:i]
 	}
 	if s == "" {
 		return c, nil

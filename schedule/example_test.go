@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"time"
 
@@ -195,6 +196,46 @@ func ExampleNewHandler() {
 	// viewer:    403 Forbidden
 	// admin:     201 Created
 	// form post: 415 Unsupported Media Type
+}
+
+// ExampleHandler_providers pauses a provider through the admin API and
+// pages through the providers. Only a provider the scheduler knows (it has
+// a job, is paused, or is in Config.Budget) can be paused.
+func ExampleHandler_providers() {
+	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), // setup
+		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	for _, p := range []string{"binance", "kraken", "okx"} { // setup
+		_, _ = s.Upsert(context.Background(), schedule.Spec{Provider: p, Kind: schedule.KindBackfill, Stream: "BTC-USDT/1h"})
+	}
+
+	for _, p := range []string{"kraken", "typo"} {
+		resp, _ := http.Post(srv.URL+"/providers/"+p+"/pause", "application/json", nil)
+		resp.Body.Close()
+		fmt.Println("pause", p+":", resp.Status)
+	}
+	for next := ""; ; {
+		resp, _ := http.Get(srv.URL + "/providers?limit=2&after=" + url.QueryEscape(next))
+		var page struct {
+			Providers []struct {
+				Provider string
+				Paused   bool
+			}
+			Next *string
+		}
+		_ = jsonDecode(resp, &page)
+		fmt.Println("page:", page.Providers)
+		if page.Next == nil {
+			break
+		}
+		next = *page.Next
+	}
+	// Output:
+	// pause kraken: 200 OK
+	// pause typo: 404 Not Found
+	// page: [{binance false} {kraken true}]
+	// page: [{okx false}]
 }
 
 // jsonDecode reads resp's JSON body into v and closes it (setup).

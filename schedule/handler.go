@@ -88,8 +88,9 @@ type Handler struct {
 	cfg   HandlerConfig
 	mux   *http.ServeMux
 	cop   *http.CrossOriginProtection
-	mu    sync.Mutex // serializes creations, so MaxJobs holds against this handler's own races
-	count counter    // the store's Count, if it has one
+	mu    sync.Mutex    // serializes creations, so MaxJobs holds against this handler's own races
+	count counter       // the store's Count, if it has one
+	scan  chan struct{} // one snapshot at a time: each holds a batch of payloads while it reads the store
 }
 
 // counter is a JobStore that can count its jobs cheaply.
@@ -129,7 +130,9 @@ type counter interface {
 // providers (default 100, at most 1000) named after ?after= (default ""),
 // in name order. GET /stats and the status page show the first
 // [MaxSnapshotProviders] providers and how many more there are
-// ([Snapshot.MoreProviders]).
+// ([Snapshot.MoreProviders]). These three read the whole store (see
+// [Scheduler.Snapshot]), so they take turns: one reads at a time, the
+// others wait.
 //
 // A provider name in a path must meet the name rule of every store
 // ([checkpoint.CheckName]: valid UTF-8, no control character, at most
@@ -169,7 +172,7 @@ func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
 	if cfg.MaxPageBytes == 0 {
 		cfg.MaxPageBytes = defaultMaxPageBytes
 	}
-	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
+	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection(), scan: make(chan struct{}, 1)}
 	h.count, _ = s.store.(counter)
 	h.routes()
 	return h, nil
@@ -178,8 +181,8 @@ func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
 // routes registers the endpoints.
 func (h *Handler) routes() {
 	s, mux := h.s, h.mux
-	mux.HandleFunc("GET /{$}", s.serveStatus)
-	mux.HandleFunc("GET /stats", s.serveStats)
+	mux.HandleFunc("GET /{$}", h.serveStatus)
+	mux.HandleFunc("GET /stats", h.serveStats)
 	mux.HandleFunc("GET /providers", h.serveProviders)
 	mux.HandleFunc("POST /providers/{name}/pause", h.serveProviderPause(true))
 	mux.HandleFunc("POST /providers/{name}/resume", h.serveProviderPause(false))
@@ -426,8 +429,8 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
-func (s *Scheduler) serveStats(w http.ResponseWriter, r *http.Request) {
-	snap, err := s.Snapshot(r.Context())
+func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request) {
+	snap, err := h.snapshot(r.Context(), "", MaxSnapshotProviders)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -70,6 +70,31 @@ func (h *Handler) knownProvider(ctx context.Context, provider string) (bool, err
 	return len(jobs) > 0, err
 }
 
+// snapshot is the scheduler's snapshot now, its providers the first limit
+// named after after, taken in turn (see [Handler.turn]).
+func (h *Handler) snapshot(ctx context.Context, after string, limit int) (Snapshot, error) {
+	release, err := h.turn(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer release()
+	return h.s.snapshotAt(ctx, time.Now(), after, limit)
+}
+
+// turn waits for the turn to read the whole store, and returns the func
+// that ends it. A snapshot reads every job, holding a batch of them
+// (payloads of up to 1 MiB each) at once, so concurrent dashboard requests
+// take turns rather than multiply the memory they hold. A request that
+// gives up waiting gets its context's error.
+func (h *Handler) turn(ctx context.Context) (release func(), err error) {
+	select {
+	case h.scan <- struct{}{}:
+		return func() { <-h.scan }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
 // serveProviders serves GET /providers: {"providers": […], "next": "…"},
 // at most ?limit= providers named after ?after=, in name order, within
 // MaxPageBytes (but at least one); "next", present when more are left, is
@@ -81,7 +106,7 @@ func (h *Handler) serveProviders(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	snap, err := h.s.snapshotAt(r.Context(), time.Now(), after, int(limit))
+	snap, err := h.snapshot(r.Context(), after, int(limit))
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -8,7 +8,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
@@ -211,4 +214,53 @@ func TestHandler401Challenge(t *testing.T) {
 	if got := rec.Header().Get("WWW-Authenticate"); rec.Code != 403 || got != "" {
 		t.Fatalf("refused GET /jobs: %d with WWW-Authenticate %q, want 403 without", rec.Code, got)
 	}
+}
+
+// slowStore is a JobStore whose List takes a second (of fake time) and
+// that records how many Lists ran at once.
+type slowStore struct {
+	schedule.JobStore
+	mu        sync.Mutex
+	now, most int
+}
+
+func (s *slowStore) List(ctx context.Context, q schedule.Query) ([]schedule.Job, error) {
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	s.mu.Unlock()
+	time.Sleep(time.Second)
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return s.JobStore.List(ctx, q)
+}
+
+// TestHandlerSnapshotsOneAtATime: every GET /stats, GET /providers and
+// GET / reads the whole store, a batch of payloads at a time; concurrent
+// ones take turns, so they do not multiply the memory held.
+func TestHandlerSnapshotsOneAtATime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := &slowStore{JobStore: schedule.NewMemoryStore()}
+		s, err := schedule.New(schedule.Config{}, store, idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
+		h := s.Handler()
+		var wg sync.WaitGroup
+		for i := range 9 {
+			wg.Go(func() {
+				path := []string{"/stats", "/providers", "/"}[i%3]
+				if rec := send(h, httptest.NewRequest("GET", path, nil)); rec.Code != 200 {
+					t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
+				}
+			})
+		}
+		wg.Wait()
+		if store.most != 1 {
+			t.Fatalf("%d snapshots read the store at once, want 1", store.most)
+		}
+	})
 }

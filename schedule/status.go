@@ -67,13 +67,20 @@ th{background:#f3f3f3}
 
 // serveStatus renders the status page; ?state= filters the job list. The
 // jobs' last errors are shown with their URLs redacted.
-func (s *Scheduler) serveStatus(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
+	s := h.s
 	state := State(r.URL.Query().Get("state"))
 	if state != "" && !state.Valid() {
 		writeError(w, http.StatusBadRequest, "state", invalid("state", "must be empty or a valid state", state))
 		return
 	}
-	snap, err := s.Snapshot(r.Context())
+	release, err := h.turn(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	defer release()
+	snap, err := s.snapshotAt(r.Context(), time.Now(), "", MaxSnapshotProviders)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -264,3 +264,59 @@ func TestHandlerSnapshotsOneAtATime(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyProviderPauses: against a model, any sequence of pauses and
+// resumes of known and unknown providers through the handler answers 200
+// for known ones (409 for a pause over the cap), 404 for unknown ones, and
+// leaves paused exactly the model's set: never an unknown provider, never
+// more than MaxPausedProviders.
+func TestPropertyProviderPauses(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+		s, _ := newSched(rt, schedule.Config{Budget: reg}, nil)
+		known := map[string]bool{}
+		for i, n := 0, rapid.IntRange(0, 6).Draw(rt, "known"); i < n; i++ {
+			name := fmt.Sprintf("k%d", i)
+			if rapid.Bool().Draw(rt, "by job") {
+				upsert(rt, s, t0, schedule.Spec{Provider: name, Kind: schedule.KindBackfill, Stream: "s"})
+			} else {
+				reg.Provider(name)
+			}
+			known[name] = true
+		}
+		limit := rapid.IntRange(1, 4).Draw(rt, "MaxPausedProviders")
+		h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPausedProviders: limit})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		names := []string{"k0", "k1", "k2", "k3", "k4", "k5", "u0", "u1", "ü ok"}
+		paused := map[string]bool{}
+		for step, n := 0, rapid.IntRange(1, 40).Draw(rt, "steps"); step < n; step++ {
+			name := rapid.SampledFrom(names).Draw(rt, "name")
+			pause := rapid.Bool().Draw(rt, "pause")
+			want := http.StatusOK
+			switch {
+			case !known[name] && !paused[name]:
+				want = http.StatusNotFound
+			case pause && !paused[name] && len(paused) >= limit:
+				want = http.StatusConflict
+			case pause:
+				paused[name] = true
+			default:
+				delete(paused, name)
+			}
+			verb := map[bool]string{true: "pause", false: "resume"}[pause]
+			req := httptest.NewRequest("POST", "/providers/"+url.PathEscape(name)+"/"+verb, nil)
+			req.Header.Set("Content-Type", "application/json")
+			if rec := send(h, req); rec.Code != want {
+				rt.Fatalf("step %d: %s %q: %d %s, want %d", step, verb, name, rec.Code, rec.Body, want)
+			}
+			for _, p := range names {
+				if s.ProviderPaused(p) != paused[p] {
+					rt.Fatalf("step %d: ProviderPaused(%q) = %v, model says %v", step, p, !paused[p], paused[p])
+				}
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/forage-go/forage/pgstore"
+	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/schedule/jobstoretest"
 	"github.com/google/go-cmp/cmp"
@@ -109,7 +110,8 @@ func TestJobClaimSkipsProviderBeingClaimed(t *testing.T) {
 // given, but for what PostgreSQL keeps: times to the microsecond and
 // LastError as valid UTF-8 without NUL. Upsert rejects with ErrInvalid,
 // storing nothing, exactly the jobs whose Provider, Stream or Lease.Owner
-// is not such text or whose times fall outside timestamptz's range; List
+// is not a valid name (checkpoint.CheckName, the rule of every store) or
+// whose times fall outside timestamptz's range; List
 // by a provider that is not such text finds nothing rather than failing.
 func TestJobRoundTrip(t *testing.T) {
 	t.Parallel()
@@ -141,7 +143,8 @@ func TestJobRoundTrip(t *testing.T) {
 			j.Lease = schedule.Lease{}
 		}
 		fits := func(t time.Time) bool { y := t.UTC().Year(); return y >= -4712 && y <= 294275 }
-		valid := storable(j.Provider) && storable(j.Stream) && storable(j.Lease.Owner) && j.Provider != "" &&
+		isName := func(s string) bool { return checkpoint.CheckName("name", s) == nil }
+		valid := isName(j.Provider) && isName(j.Stream) && (j.Lease.Owner == "" || isName(j.Lease.Owner)) &&
 			fits(j.NextRun) && fits(j.Stats.LastRun) && fits(j.Lease.Until) && fits(j.Created) && fits(j.Updated)
 		got, err := js.Upsert(ctx, j)
 		if !valid {

@@ -42,7 +42,9 @@ type Candle struct {
 // [slice.Predictor], so a stream run fetches ahead. It is safe for
 // concurrent use if its Client is.
 type Source struct {
-	// Client makes the requests; nil means http.DefaultClient.
+	// Client makes the requests; nil means http.DefaultClient. Init uses a
+	// copy that refuses redirects: the klines API never redirects, and a
+	// followed redirect would be a request the budget never counted.
 	Client *http.Client
 	// Base is the REST base URL, e.g. "https://api.binance.com".
 	Base string

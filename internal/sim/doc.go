@@ -27,9 +27,11 @@
 // responses on their way out ([Config.Latency]), and counts what the client
 // did ([Server.Stats]) so a test can assert "never banned, never over the
 // limit, no data lost". It can also lie ([Config.Lie]: short pages, null or
-// empty answers, dropped rows, rows newest first, shifted open times, values
-// carrying a forged CSV line, a redirect loop) while [Server.KlinesAt] keeps
-// telling the truth to compare with.
+// empty answers, to ranged requests or to every one, dropped rows, rows
+// newest first, shifted open times, values carrying a forged CSV line, a
+// redirect loop), or leave quiet intervals out as some exchanges do
+// ([LieSparse]), while [Server.KlinesAt] keeps telling the truth to compare
+// with.
 //
 // Everything reads time from [Config.Now] and draws randomness from a
 // generator seeded by [Config.Seed], so a run is deterministic for a given

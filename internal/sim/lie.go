@@ -27,8 +27,8 @@ const (
 	// query into history), whatever candles exist in the range. Requests
 	// without a startTime (the latest candles, up to an endTime) are
 	// answered honestly: a history query path that lost its data while
-	// the recent-candles path works. A provider that answers [] to every
-	// query alike cannot be told from one that has no candles.
+	// the recent-candles path works. One that answers [] to every query
+	// alike is [LieEmptyAll].
 	LieEmpty
 	// LieDropRows drops the middle row of every answer of three rows or
 	// more: the rows left are still oldest first and aligned, with a hole.

@@ -56,7 +56,16 @@
 // [Store.CommitWith], which runs the fence and the compare-and-swap first
 // and then the host's write function, and commits both or neither. A lost
 // race or a failed write leaves no records and no checkpoint, and a crash
-// never replays a slice.
+// never replays a slice. With a [slice.Runner], [NewTxSink] wraps a write
+// function into a [slice.TxSink] ([slice.Config.TxSink]) that does exactly
+// that for every page or batch the runner commits.
+//
+// # Pauses
+//
+// [Store] implements budget.PauseStore (table pauses): a pause a provider
+// imposed (a Retry-After, a ban, a spent quota's reset) is honoured by
+// every process, including ones started after it, which end a call at once
+// with the time to resume instead of waiting in the shared pacer.
 //
 // # The shared pacer
 //
@@ -65,7 +74,10 @@
 // theoretical arrival time, interval and burst, updated by one locking
 // statement per admission that computes exactly what [gcra.Reserve] and
 // [gcra.Decide] compute, restated in SQL. Bookings live on the database
-// clock, so machines with skewed clocks share one schedule. Plug it into a
+// clock, so machines with skewed clocks share one schedule. A caller books
+// its slot only once it is within [PacerConfig.BookAhead] (100 ms) of the
+// database's now, so a process killed while its callers wait leaves almost
+// nothing booked for the others. Plug it into a
 // [budget.Registry]:
 //
 //	reg, err := budget.NewRegistry(budget.RegistryConfig{

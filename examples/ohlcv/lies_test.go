@@ -162,8 +162,8 @@ func TestLyingEmptyFromTheStartIsNeverDone(t *testing.T) {
 		since := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
 		args := []string{"-store", dir, "-since", since.Format(time.RFC3339), "-page", "60", "-json"}
 		r := cliIn(liar(t, sim.Config{Lie: sim.LieEmptyAll}), args...)
-		if s := decodeSummary(t, r.stdout); r.code != 0 || s.Candles != 0 || s.Streams[0].Last != "" {
-			t.Fatalf("exit %d, summary %+v, stderr %q: want no candle and a cursor on none", r.code, s, r.stderr)
+		if s := decodeSummary(t, r.stdout); r.code != 0 || s.Status != "empty" || s.Candles != 0 || s.Streams[0].Last != "" {
+			t.Fatalf("exit %d, summary %+v, stderr %q: want status empty, no candle and a cursor on none", r.code, s, r.stderr)
 		}
 		until := time.Now().Truncate(time.Minute)
 		if s := collectOK(t, args[:len(args)-1]...); s.Status != "done" {

@@ -42,8 +42,10 @@
 //	-json               print the summary as one JSON line on stdout
 //	-v                  print one line per stream run on stderr
 //
-// Exit status: 0 when the run finished, deferred on its budget (a gap is
-// recorded and the summary says why) or was interrupted; 2 for bad flags; 1
+// Exit status: 0 when the run finished (status done, or empty when the
+// provider sent no candle at all for a stream, e.g. a symbol not listed
+// yet: nothing is covered and the next run asks again), deferred on its
+// budget (a gap is recorded and the summary says why) or was interrupted; 2 for bad flags; 1
 // for an unreachable store or a permanent provider error, e.g. an unknown
 // symbol ("Invalid symbol.") or a provider that broke the klines contract
 // (a gap record names it); 3 when another live process holds a stream, or

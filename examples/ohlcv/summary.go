@@ -19,8 +19,10 @@ type summary struct {
 	// Status is "done" (every stream caught up), "deferred" (a stream
 	// stopped with a gap: the budget ran out or the provider pushed back),
 	// "yielded" (another live process holds a stream, see Streams: nothing
-	// was done for it), "interrupted" (SIGINT/SIGTERM) or "failed" (see
-	// Error).
+	// was done for it), "empty" (a stream has no candle at all: the
+	// provider answered none, e.g. the symbol is not listed yet; nothing is
+	// covered and the next run asks again), "interrupted" (SIGINT/SIGTERM)
+	// or "failed" (see Error).
 	Status string `json:"status"`
 	// Error is the failure, for status "failed".
 	Error string `json:"error,omitempty"`
@@ -175,6 +177,8 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 		s.Status = "yielded"
 	case len(s.Gaps) > 0:
 		s.Status = "deferred"
+	case slices.ContainsFunc(s.Streams, func(st *streamStats) bool { return st.Last == "" && st.Runs > 0 }):
+		s.Status = "empty"
 	}
 	return s
 }
@@ -205,6 +209,11 @@ func (s summary) print(w io.Writer, asJSON bool) error {
 	}
 	for _, h := range s.held() {
 		fmt.Fprintf(&b, "  nothing done for %s\n", h)
+	}
+	for _, st := range s.Streams {
+		if st.Last == "" && st.Runs > 0 && !st.Yielded {
+			fmt.Fprintf(&b, "  %s %s: no candle from the provider yet (not listed, or it answered none): nothing covered, the next run asks again\n", st.Symbol, st.Mode)
+		}
 	}
 	for _, g := range s.Gaps {
 		fmt.Fprintf(&b, "  gap %d: %s %s stopped (%s) after %s", g.ID, g.Symbol, g.Mode, g.Reason, orNone(g.After))

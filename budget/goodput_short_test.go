@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // The short goodput table: what a user meets in a 30-second run, where the
@@ -38,7 +38,7 @@ const uplinkJitter = 800 * time.Microsecond
 // told about, and how many workers call it.
 type shortRow struct {
 	name    string
-	cfg     sim.Config
+	cfg     providertest.Config
 	rate    float64 // what the provider can serve, requests/s (after noise)
 	workers int
 	// target overrides the goodput target of the row (default 0.90).
@@ -47,43 +47,43 @@ type shortRow struct {
 
 // shortRows returns the rows of the short table.
 func shortRows() []shortRow {
-	base := func(l sim.Limit, a sim.Answer) sim.Config {
-		return sim.Config{Seed: 7, Limit: l, Answer: a, Latency: 3 * time.Millisecond, Jitter: 3 * time.Millisecond,
-			Symbols: []sim.Symbol{{Name: "BTCUSDT"}}}
+	base := func(l providertest.Limit, a providertest.Answer) providertest.Config {
+		return providertest.Config{Seed: 7, Limit: l, Answer: a, Latency: 3 * time.Millisecond, Jitter: 3 * time.Millisecond,
+			Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 	}
-	noisy := func(f sim.Fault, share float64) sim.Config {
-		c := base(sim.RateLimit(17, 1), sim.Answer429)
-		c.FaultRate, c.Faults = share, []sim.Fault{f}
+	noisy := func(f providertest.Fault, share float64) providertest.Config {
+		c := base(providertest.RateLimit(17, 1), providertest.Answer429)
+		c.FaultRate, c.Faults = share, []providertest.Fault{f}
 		return c
 	}
-	ietf := base(sim.WindowLimit(600, 30*time.Second), sim.Answer429)
-	ietf.Headers = sim.HeaderIETF
-	mixed := base(sim.WindowLimit(600, 30*time.Second), sim.Answer429)
-	mixed.Headers = sim.HeaderIETF | sim.HeaderBinance
-	bucket := base(sim.RateLimit(17, 1), sim.Answer429)
-	bucket.Headers = sim.HeaderIETF
-	ban := base(sim.RateLimit(15, 1), sim.AnswerBan)
-	halves := base(sim.RateLimit(40, 1), sim.Answer429)
-	halves.Schedule = []sim.Change{{After: shortRun / 2, Limit: sim.RateLimit(20, 1)}}
+	ietf := base(providertest.WindowLimit(600, 30*time.Second), providertest.Answer429)
+	ietf.Headers = providertest.HeaderIETF
+	mixed := base(providertest.WindowLimit(600, 30*time.Second), providertest.Answer429)
+	mixed.Headers = providertest.HeaderIETF | providertest.HeaderBinance
+	bucket := base(providertest.RateLimit(17, 1), providertest.Answer429)
+	bucket.Headers = providertest.HeaderIETF
+	ban := base(providertest.RateLimit(15, 1), providertest.AnswerBan)
+	halves := base(providertest.RateLimit(40, 1), providertest.Answer429)
+	halves.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.RateLimit(20, 1)}}
 	return []shortRow{
-		{name: "gcra 17/s burst 1, 429+RA", cfg: base(sim.RateLimit(17, 1), sim.Answer429), rate: 17, workers: 3},
-		{name: "gcra 13/s burst 2, 429+RA", cfg: base(sim.RateLimit(13, 2), sim.Answer429), rate: 13, workers: 3},
-		{name: "gcra 50/s burst 10, 429+RA", cfg: base(sim.RateLimit(50, 10), sim.Answer429), rate: 50, workers: 8},
-		{name: "gcra 200/s burst 1, 429+RA", cfg: base(sim.RateLimit(200, 1), sim.Answer429), rate: 200, workers: 8},
-		{name: "fixed 600/30s, 429+RA", cfg: base(sim.WindowLimit(600, 30*time.Second), sim.Answer429), rate: 20, workers: 3},
+		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.RateLimit(17, 1), providertest.Answer429), rate: 17, workers: 3},
+		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.RateLimit(13, 2), providertest.Answer429), rate: 13, workers: 3},
+		{name: "gcra 50/s burst 10, 429+RA", cfg: base(providertest.RateLimit(50, 10), providertest.Answer429), rate: 50, workers: 8},
+		{name: "gcra 200/s burst 1, 429+RA", cfg: base(providertest.RateLimit(200, 1), providertest.Answer429), rate: 200, workers: 8},
+		{name: "fixed 600/30s, 429+RA", cfg: base(providertest.WindowLimit(600, 30*time.Second), providertest.Answer429), rate: 20, workers: 3},
 		{name: "fixed 600/30s, IETF headers", cfg: ietf, rate: 20, workers: 3, target: 0.98},
 		{name: "fixed 600/30s, IETF+X-MBX", cfg: mixed, rate: 20, workers: 3, target: 0.98},
 		{name: "gcra 17/s, IETF headers", cfg: bucket, rate: 17, workers: 3},
-		{name: "gcra 17/s, bare 429", cfg: base(sim.RateLimit(17, 1), sim.AnswerBare429), rate: 17, workers: 3},
-		{name: "gcra 17/s, 503", cfg: base(sim.RateLimit(17, 1), sim.Answer503), rate: 17, workers: 3},
-		{name: "gcra 17/s, slow-down", cfg: base(sim.RateLimit(17, 1), sim.AnswerSlowDown), rate: 17, workers: 3},
+		{name: "gcra 17/s, bare 429", cfg: base(providertest.RateLimit(17, 1), providertest.AnswerBare429), rate: 17, workers: 3},
+		{name: "gcra 17/s, 503", cfg: base(providertest.RateLimit(17, 1), providertest.Answer503), rate: 17, workers: 3},
+		{name: "gcra 17/s, slow-down", cfg: base(providertest.RateLimit(17, 1), providertest.AnswerSlowDown), rate: 17, workers: 3},
 		{name: "gcra 15/s, ban after 5/min", cfg: ban, rate: 15, workers: 3},
 		{name: "gcra 40/s halving to 20/s", cfg: halves, rate: 30, workers: 3},
-		{name: "17/s + 5% 502", cfg: noisy(sim.Fault502, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
-		{name: "17/s + 10% 502", cfg: noisy(sim.Fault502, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
-		{name: "17/s + 10% 500", cfg: noisy(sim.Fault500, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
-		{name: "17/s + 5% 503", cfg: noisy(sim.Fault503, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
-		{name: "17/s + 10% 503", cfg: noisy(sim.Fault503, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
+		{name: "17/s + 5% 502", cfg: noisy(providertest.Fault502, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
+		{name: "17/s + 10% 502", cfg: noisy(providertest.Fault502, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
+		{name: "17/s + 10% 500", cfg: noisy(providertest.Fault500, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
+		{name: "17/s + 5% 503", cfg: noisy(providertest.Fault503, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
+		{name: "17/s + 10% 503", cfg: noisy(providertest.Fault503, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
 	}
 }
 
@@ -105,7 +105,7 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 		if jitter {
 			cfg.UplinkJitter = uplinkJitter
 		}
-		srv, err := sim.New(cfg)
+		srv, err := providertest.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // The goodput simulation: workers call Provider.Do with the default Config
@@ -59,11 +59,11 @@ func (r goodputRow) String() string {
 // runGoodput drives one provider with the default Config, or with the pacer
 // newPacer returns if it is not nil, from s.workers workers against pol for
 // goodputRun of simulated time.
-func runGoodput(t *testing.T, pol sim.Scenario, s goodputSetup, newPacer func() budget.Pacer) goodputRow {
+func runGoodput(t *testing.T, pol providertest.Scenario, s goodputSetup, newPacer func() budget.Pacer) goodputRow {
 	t.Helper()
 	var row goodputRow
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := sim.New(pol.Config)
+		srv, err := providertest.New(pol.Config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func goodputTable(t *testing.T, s goodputSetup, newPacer func() budget.Pacer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-32s %9s %9s %5s %9s %9s\n", s.name, "goodput", "refused", "bans", "learned", "requests")
 	var miss []goodputRow
-	for _, pol := range sim.Scenarios(s.rate, s.latency, goodputRun) {
+	for _, pol := range providertest.Scenarios(s.rate, s.latency, goodputRun) {
 		r := runGoodput(t, pol, s, newPacer)
 		fmt.Fprint(&b, r)
 		switch why, exempt := s.miss[pol.Name]; {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -38,7 +38,7 @@ func (direct) Snapshot() budget.Snapshot { return budget.Snapshot{Key: "direct"}
 func BenchmarkDurablePath(b *testing.B) {
 	const pages, page = 200, 100
 	listed := time.Now().Add(-20 * 24 * time.Hour).Truncate(time.Hour) // 28800 candles
-	srv, err := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+	srv, err := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func BenchmarkDurablePath(b *testing.B) {
 
 // durableRun collects n 1m candles of BTCUSDT from listed on into a fresh
 // directory, with MaxBatch maxBatch.
-func durableRun(b *testing.B, srv *sim.Server, listed time.Time, n, maxBatch int) slice.Report {
+func durableRun(b *testing.B, srv *providertest.Server, listed time.Time, n, maxBatch int) slice.Report {
 	b.Helper()
 	dir := b.TempDir()
 	sink, err := klines.OpenFileSink(dir, "BTCUSDT", "1m")

@@ -15,8 +15,8 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -27,7 +27,7 @@ func TestCollectsEveryClosedCandleOnce(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-10 * time.Hour).Truncate(time.Minute)
-		srv, err := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+		srv, err := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestCollectsEveryClosedCandleOnce(t *testing.T) {
 // carrying the provider's message; garbage is permanent, never a panic.
 func TestProviderErrorsAreClassified(t *testing.T) {
 	t.Parallel()
-	srv, _ := sim.New(sim.Config{})
+	srv, _ := providertest.New(providertest.Config{})
 	src := &klines.Source{Client: &http.Client{Transport: srv.Transport()}, Base: "http://sim", Symbol: "NOPE", Interval: "1m", Page: 10, From: time.Now().Add(-time.Hour)}
 	if err := src.Init(); err != nil {
 		t.Fatal(err)

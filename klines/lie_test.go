@@ -12,18 +12,18 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/slice"
 )
 
 // liar runs a catch-up stream of BTCUSDT 1m candles from listed, in pages
 // of page, against a server configured by cfg (its symbol added), into
 // store, and returns the report, the candles written and the run's error.
-func liar(t *testing.T, cfg sim.Config, listed time.Time, page int, store checkpoint.Store) (slice.Report, []klines.Candle, error) {
+func liar(t *testing.T, cfg providertest.Config, listed time.Time, page int, store checkpoint.Store) (slice.Report, []klines.Candle, error) {
 	t.Helper()
-	cfg.Symbols = []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}
-	srv, err := sim.New(cfg)
+	cfg.Symbols = []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}
+	srv, err := providertest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +52,8 @@ func liar(t *testing.T, cfg sim.Config, listed time.Time, page int, store checkp
 // [from, to), once each, in order, with its values.
 func truth(t *testing.T, got []klines.Candle, from, to time.Time) {
 	t.Helper()
-	srv, _ := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: from}}})
-	want, err := srv.KlinesAt(time.Now(), sim.Query{Symbol: "BTCUSDT", Interval: "1m", Start: from, End: to.Add(-time.Millisecond), Limit: 1000})
+	srv, _ := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: from}}})
+	want, err := srv.KlinesAt(time.Now(), providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: from, End: to.Add(-time.Millisecond), Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,31 +79,31 @@ func truth(t *testing.T, got []klines.Candle, from, to time.Time) {
 func TestLiesStopTheRunAndTheNextRunFillsTheHole(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		lie   sim.Lie
+		lie   providertest.Lie
 		shift time.Duration
 		want  string
 	}{
-		{sim.LieEmpty, 0, "an answer that leaves out candles"},
-		{sim.LieNull, 0, "answered null"},
-		{sim.LieShifted, time.Minute, "outside the asked window"}, // the confirmation of the late start
-		{sim.LieShifted, -time.Minute, "outside the asked window"},
-		{sim.LieShifted, 0, "not on a 1m boundary"},
-		{sim.LieReversed, 0, "rows must be oldest first"},
-		{sim.LieNewline, 0, "not a decimal number"},
+		{providertest.LieEmpty, 0, "an answer that leaves out candles"},
+		{providertest.LieNull, 0, "answered null"},
+		{providertest.LieShifted, time.Minute, "outside the asked window"}, // the confirmation of the late start
+		{providertest.LieShifted, -time.Minute, "outside the asked window"},
+		{providertest.LieShifted, 0, "not on a 1m boundary"},
+		{providertest.LieReversed, 0, "rows must be oldest first"},
+		{providertest.LieNewline, 0, "not a decimal number"},
 	} {
 		t.Run(tc.lie.String()+" "+tc.shift.String(), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				listed := time.Now().Add(-5 * time.Hour).Truncate(time.Minute)
 				store := checkpoint.NewMemoryStore(checkpoint.Config{})
-				rep, first, err := liar(t, sim.Config{Lie: tc.lie, LieAfter: 2, LieShift: tc.shift}, listed, 100, store)
+				rep, first, err := liar(t, providertest.Config{Lie: tc.lie, LieAfter: 2, LieShift: tc.shift}, listed, 100, store)
 				if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Run = %+v, %v: want a permanent provider error saying %q", rep, err, tc.want)
 				}
 				if rep.Slices > 3 || len(first) != 200 {
 					t.Fatalf("report %+v with %d candles: want the 2 honest pages stored and committed (and a claim to confirm)", rep, len(first))
 				}
-				rep, rest, err := liar(t, sim.Config{}, listed, 100, store)
+				rep, rest, err := liar(t, providertest.Config{}, listed, 100, store)
 				if err != nil || rep.Reason != "" {
 					t.Fatalf("honest run = %+v, %v", rep, err)
 				}
@@ -119,12 +119,12 @@ func TestLiesStopTheRunAndTheNextRunFillsTheHole(t *testing.T) {
 // every closed candle once, with the exchange's values.
 func TestCutAnswersLeaveNoHole(t *testing.T) {
 	t.Parallel()
-	for _, lie := range []sim.Lie{sim.LieDropRows, sim.LieShortPages} {
+	for _, lie := range []providertest.Lie{providertest.LieDropRows, providertest.LieShortPages} {
 		t.Run(lie.String(), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				listed := time.Now().Add(-5 * time.Hour).Truncate(time.Minute)
-				rep, got, err := liar(t, sim.Config{Lie: lie, LieCap: 30}, listed, 100, checkpoint.NewMemoryStore(checkpoint.Config{}))
+				rep, got, err := liar(t, providertest.Config{Lie: lie, LieCap: 30}, listed, 100, checkpoint.NewMemoryStore(checkpoint.Config{}))
 				if err != nil || rep.Reason != "" {
 					t.Fatalf("Run = %+v, %v", rep, err)
 				}
@@ -140,7 +140,7 @@ func TestCutAnswersLeaveNoHole(t *testing.T) {
 func TestRedirectLoopIsAPermanentError(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, _ := sim.New(sim.Config{Lie: sim.LieRedirectLoop})
+		srv, _ := providertest.New(providertest.Config{Lie: providertest.LieRedirectLoop})
 		src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 10, From: time.Now().Add(-time.Hour)}
 		if err := src.Init(); err != nil {
 			t.Fatal(err)
@@ -168,14 +168,14 @@ func TestEmptyToEveryRequestAfterACandleIsALie(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
-		rep, first, err := liar(t, sim.Config{Lie: sim.LieEmptyAll, LieAfter: 1}, listed, 60, store)
+		rep, first, err := liar(t, providertest.Config{Lie: providertest.LieEmptyAll, LieAfter: 1}, listed, 60, store)
 		if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), "but sent one at") {
 			t.Fatalf("Run = %+v, %v: want a permanent error saying the candle it sent is gone", rep, err)
 		}
 		if len(first) != 60 {
 			t.Fatalf("%d candles, want the honest page's 60", len(first))
 		}
-		_, rest, err := liar(t, sim.Config{}, listed, 60, store)
+		_, rest, err := liar(t, providertest.Config{}, listed, 60, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,14 +193,14 @@ func TestEmptyToEveryRequestFromTheStartCoversNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
-		rep, first, err := liar(t, sim.Config{Lie: sim.LieEmptyAll}, listed, 60, store)
+		rep, first, err := liar(t, providertest.Config{Lie: providertest.LieEmptyAll}, listed, 60, store)
 		if err != nil || len(first) != 0 {
 			t.Fatalf("Run = %+v, %v with %d candles: want no error, no candle", rep, err, len(first))
 		}
 		if at, err := klines.DecodeCursor(rep.Cursor); err == nil {
 			t.Fatalf("cursor %q covers up to %v: want it on no candle", rep.Cursor, at)
 		}
-		_, rest, err := liar(t, sim.Config{}, listed, 60, store)
+		_, rest, err := liar(t, providertest.Config{}, listed, 60, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,18 +218,18 @@ func TestEmptyToEveryRequestFromTheStartCoversNothing(t *testing.T) {
 func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		lie  sim.Lie
+		lie  providertest.Lie
 		want string // "" for a run that stores every candle the provider has
 		most int64  // requests at most
 	}{
-		{sim.LieSparse, "", 12},
-		{sim.LieRedirectLoop, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
+		{providertest.LieSparse, "", 12},
+		{providertest.LieRedirectLoop, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
 	} {
 		t.Run(tc.lie.String(), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				listed := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
-				srv, err := sim.New(sim.Config{Lie: tc.lie, Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}, Limit: sim.RateLimit(20, 5)})
+				srv, err := providertest.New(providertest.Config{Lie: tc.lie, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}, Limit: providertest.RateLimit(20, 5)})
 				if err != nil {
 					t.Fatal(err)
 				}

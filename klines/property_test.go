@@ -17,7 +17,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/slice"
 )
 

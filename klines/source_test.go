@@ -16,8 +16,8 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -98,7 +98,7 @@ func TestBeforeListingCostsThreeRequests(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-10 * time.Hour).Truncate(time.Minute)
-		srv, err := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "NEWUSDT", Listed: listed}}})
+		srv, err := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "NEWUSDT", Listed: listed}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestCappedProviderLeavesNoHole(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-48 * time.Hour).Truncate(time.Minute)
-		srv, err := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+		srv, err := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestEmptyHistoryIsNotCoveredWithoutACandle(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now().Truncate(time.Minute)
-		srv, _ := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "NEWUSDT", Listed: now.Add(-time.Hour)}}})
+		srv, _ := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "NEWUSDT", Listed: now.Add(-time.Hour)}}})
 		tr := &counting{rt: srv.Transport()}
 		from, until := now.Add(-72*time.Hour), now.Add(-2*time.Hour)
 		src := &klines.Source{Client: &http.Client{Transport: tr}, Base: "http://x", Symbol: "NEWUSDT", Interval: "1m", Page: 1000,
@@ -275,7 +275,7 @@ func TestNewestFirstStopsTheRun(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-time.Hour).Truncate(time.Minute)
-		srv, _ := sim.New(sim.Config{Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+		srv, _ := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
 		reversed := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			resp, err := srv.Transport().RoundTrip(r)
 			if err != nil {

@@ -1,4 +1,4 @@
-package sim
+package providertest
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // ErrInvalidConfig is wrapped by every error [New] and [Server.SetLimit]
 // return for a bad configuration.
-var ErrInvalidConfig = errors.New("sim: invalid config")
+var ErrInvalidConfig = errors.New("providertest: invalid config")
 
 // DefaultHistory is how long before the server's start (truncated to UTC
 // midnight) a [Symbol] with a zero Listed time was listed.
@@ -170,7 +170,7 @@ func BinanceWeight(path string) int {
 	return 1
 }
 
-// configError is a validation failure: "sim: <field> <rule> (got <value>)".
+// configError is a validation failure: "providertest: <field> <rule> (got <value>)".
 // It matches ErrInvalidConfig with errors.Is.
 type configError struct{ msg string }
 
@@ -179,7 +179,7 @@ func (e *configError) Unwrap() error { return ErrInvalidConfig }
 
 // invalid builds a validation error naming the field, the rule and the value.
 func invalid(field, rule string, got any) error {
-	return &configError{fmt.Sprintf("sim: %s %s (got %v)", field, rule, got)}
+	return &configError{fmt.Sprintf("providertest: %s %s (got %v)", field, rule, got)}
 }
 
 // normalize validates c and fills in defaults; start is the server's start.

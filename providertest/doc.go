@@ -46,4 +46,4 @@
 //
 // The package is internal: it is a test fixture with a stable shape, not part
 // of forage's public API.
-package sim
+package providertest

@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // fixed is a clock stopped at 2024-03-01 12:30 UTC (setup, not the lesson).
@@ -15,11 +15,11 @@ func fixed() time.Time { return time.Date(2024, 3, 1, 12, 30, 0, 0, time.UTC) }
 // ExampleNew asks for the last three hourly candles with the explicit-time
 // form: two closed ones and the forming one, which ends after now.
 func ExampleNew() {
-	s, err := sim.New(sim.Config{Now: fixed})
+	s, err := providertest.New(providertest.Config{Now: fixed})
 	if err != nil {
 		panic(err)
 	}
-	ks, _ := s.KlinesAt(fixed(), sim.Query{Symbol: "BTCUSDT", Interval: "1h", Limit: 3})
+	ks, _ := s.KlinesAt(fixed(), providertest.Query{Symbol: "BTCUSDT", Interval: "1h", Limit: 3})
 	for _, k := range ks {
 		open := time.UnixMilli(k.OpenTime).UTC().Format("15:04")
 		forming := k.CloseTime >= fixed().UnixMilli()
@@ -34,13 +34,13 @@ func ExampleNew() {
 // ExampleServer_Transport fetches klines over HTTP in memory, then asks for
 // an unknown symbol and gets Binance's error.
 func ExampleServer_Transport() {
-	s, _ := sim.New(sim.Config{Now: fixed})
+	s, _ := providertest.New(providertest.Config{Now: fixed})
 	c := &http.Client{Transport: s.Transport()}
 
 	resp, _ := c.Get("http://api.binance.test/api/v3/klines?symbol=ETHUSDT&interval=1m&startTime=1709294400000&limit=2")
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	ks, _ := sim.ParseKlines(body)
+	ks, _ := providertest.ParseKlines(body)
 	fmt.Println(resp.StatusCode, len(ks), ks[0].OpenTime, ks[1].OpenTime-ks[0].OpenTime)
 
 	resp, _ = c.Get("http://api.binance.test/api/v3/klines?symbol=NOPE&interval=1m")
@@ -55,7 +55,7 @@ func ExampleServer_Transport() {
 // ExampleServer_Stats shows a GCRA limit of 1 request per second with a burst
 // of 2: three requests at one instant, the third throttled with Retry-After.
 func ExampleServer_Stats() {
-	s, _ := sim.New(sim.Config{Now: fixed, Limit: sim.RateLimit(1, 2)})
+	s, _ := providertest.New(providertest.Config{Now: fixed, Limit: providertest.RateLimit(1, 2)})
 	c := s.Client()
 	for range 3 {
 		resp, _ := c.Get("http://sim/api/v3/time")
@@ -73,8 +73,8 @@ func ExampleServer_Stats() {
 
 // ExampleServer_SetLimit tightens the true limit mid-run, as a provider might.
 func ExampleServer_SetLimit() {
-	s, _ := sim.New(sim.Config{Now: fixed, Limit: sim.WindowLimit(1200, time.Minute)})
-	if err := s.SetLimit(sim.WindowLimit(2, time.Minute)); err != nil {
+	s, _ := providertest.New(providertest.Config{Now: fixed, Limit: providertest.WindowLimit(1200, time.Minute)})
+	if err := s.SetLimit(providertest.WindowLimit(2, time.Minute)); err != nil {
 		panic(err)
 	}
 	c := s.Client()
@@ -89,7 +89,7 @@ func ExampleServer_SetLimit() {
 
 // ExampleServer_Listen serves on a real loopback port for wall-clock runs.
 func ExampleServer_Listen() {
-	s, _ := sim.New(sim.Config{Now: fixed})
+	s, _ := providertest.New(providertest.Config{Now: fixed})
 	l, err := s.Listen()
 	if err != nil {
 		panic(err)
@@ -108,7 +108,7 @@ func ExampleServer_Listen() {
 // ExampleParseKlines decodes a Binance klines body.
 func ExampleParseKlines() {
 	body := []byte(`[[1709294400000,"62000.10000000","62100.00000000","61950.00000000","62050.00000000","12.50000000",1709294459999,"775625.00000000",321,"6.00000000","372300.00000000","0"]]`)
-	ks, err := sim.ParseKlines(body)
+	ks, err := providertest.ParseKlines(body)
 	if err != nil {
 		panic(err)
 	}

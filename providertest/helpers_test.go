@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // t0 is a fixed instant in the middle of a minute, for tests on a fixed clock.
@@ -43,11 +43,11 @@ type fataler interface {
 }
 
 // newServer builds a server or fails the test.
-func newServer(tb fataler, cfg sim.Config) *sim.Server {
+func newServer(tb fataler, cfg providertest.Config) *providertest.Server {
 	tb.Helper()
-	s, err := sim.New(cfg)
+	s, err := providertest.New(cfg)
 	if err != nil {
-		tb.Fatalf("sim.New: %v", err)
+		tb.Fatalf("providertest.New: %v", err)
 	}
 	return s
 }
@@ -92,13 +92,13 @@ func tryGet(ctx context.Context, c *http.Client, base, path string, params url.V
 const inMemory = "http://sim.test"
 
 // klines fetches and parses one klines page through c, failing on non-200.
-func klines(tb fataler, c *http.Client, params url.Values) []sim.Kline {
+func klines(tb fataler, c *http.Client, params url.Values) []providertest.Kline {
 	tb.Helper()
 	r := get(tb, c, inMemory, "/api/v3/klines", params)
 	if r.status != http.StatusOK {
 		tb.Fatalf("klines %s: status %d body %s", params.Encode(), r.status, r.body)
 	}
-	ks, err := sim.ParseKlines(r.body)
+	ks, err := providertest.ParseKlines(r.body)
 	if err != nil {
 		tb.Fatalf("klines %s: %v", params.Encode(), err)
 	}

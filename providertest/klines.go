@@ -1,4 +1,4 @@
-package sim
+package providertest
 
 import (
 	"encoding/json"
@@ -59,9 +59,9 @@ type APIError struct {
 	Msg    string // Binance message, e.g. "Invalid symbol."
 }
 
-// Error returns "sim: <status> <code> <msg>".
+// Error returns "providertest: <status> <code> <msg>".
 func (e *APIError) Error() string {
-	return fmt.Sprintf("sim: %d %d %s", e.Status, e.Code, e.Msg)
+	return fmt.Sprintf("providertest: %d %d %s", e.Status, e.Code, e.Msg)
 }
 
 // body returns the JSON body Binance sends for e.
@@ -337,19 +337,19 @@ func unit(x uint64) float64 { return float64(x>>11) / (1 << 53) }
 func ParseKlines(body []byte) ([]Kline, error) {
 	var rows [][]json.RawMessage
 	if err := json.Unmarshal(body, &rows); err != nil {
-		return nil, fmt.Errorf("sim: parse klines: %w", err)
+		return nil, fmt.Errorf("providertest: parse klines: %w", err)
 	}
 	out := make([]Kline, len(rows))
 	for i, row := range rows {
 		if len(row) < 11 {
-			return nil, fmt.Errorf("sim: parse klines: row %d has %d fields, want 12", i, len(row))
+			return nil, fmt.Errorf("providertest: parse klines: row %d has %d fields, want 12", i, len(row))
 		}
 		k := &out[i]
 		dst := []any{&k.OpenTime, &k.Open, &k.High, &k.Low, &k.Close, &k.Volume,
 			&k.CloseTime, &k.QuoteVolume, &k.Trades, &k.TakerBase, &k.TakerQuote}
 		for j, d := range dst {
 			if err := json.Unmarshal(row[j], d); err != nil {
-				return nil, fmt.Errorf("sim: parse klines: row %d field %d: %w", i, j, err)
+				return nil, fmt.Errorf("providertest: parse klines: row %d field %d: %w", i, j, err)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // TestKlinesPagingWalksListingToForming pages with startTime and limit from
@@ -20,10 +20,10 @@ func TestKlinesPagingWalksListingToForming(t *testing.T) {
 	for _, iv := range []string{"1m", "15m", "1h", "1d"} {
 		t.Run(iv, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, sim.Config{Now: newClock(t0).Now, Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
-			d, _ := sim.IntervalDuration(iv)
+			s := newServer(t, providertest.Config{Now: newClock(t0).Now, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+			d, _ := providertest.IntervalDuration(iv)
 			first, forming := listed.Truncate(d).UnixMilli(), t0.Truncate(d).UnixMilli()
-			var all []sim.Kline
+			var all []providertest.Kline
 			start := int64(0)
 			for page := 0; ; page++ {
 				ks := klines(t, s.Client(), url.Values{"symbol": {"BTCUSDT"}, "interval": {iv},
@@ -62,8 +62,8 @@ func TestKlinesPagingWalksListingToForming(t *testing.T) {
 // while closed candles stay put, and that once closed it has its final values.
 func TestKlinesFormingCandleMoves(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sim.Config{Now: newClock(t0).Now})
-	q := sim.Query{Symbol: "ETHUSDT", Interval: "1h", Limit: 3}
+	s := newServer(t, providertest.Config{Now: newClock(t0).Now})
+	q := providertest.Query{Symbol: "ETHUSDT", Interval: "1h", Limit: 3}
 	hour := t0.Truncate(time.Hour)
 	a, _ := s.KlinesAt(hour.Add(10*time.Minute), q)
 	b, _ := s.KlinesAt(hour.Add(50*time.Minute), q)
@@ -89,25 +89,25 @@ func TestKlinesFormingCandleMoves(t *testing.T) {
 func TestKlinesWindows(t *testing.T) {
 	t.Parallel()
 	now := t0 // 12:00:30.5; listed 30 days before midnight
-	s := newServer(t, sim.Config{Now: newClock(now).Now})
+	s := newServer(t, providertest.Config{Now: newClock(now).Now})
 	minute := now.Truncate(time.Minute)
 	at := func(m int) int64 { return minute.Add(time.Duration(m) * time.Minute).UnixMilli() }
 	cases := []struct {
 		name        string
-		q           sim.Query
+		q           providertest.Query
 		n           int
 		first, last int64
 	}{
-		{"no start: most recent 500, forming last", sim.Query{}, 500, at(-499), at(0)},
-		{"limit 5 without start", sim.Query{Limit: 5}, 5, at(-4), at(0)},
-		{"end only: last limit up to end", sim.Query{End: minute.Add(-10 * time.Minute), Limit: 3}, 3, at(-12), at(-10)},
-		{"end inside a candle keeps it", sim.Query{End: minute.Add(-10*time.Minute + time.Second), Limit: 1}, 1, at(-10), at(-10)},
-		{"start and end inclusive", sim.Query{Start: minute.Add(-5 * time.Minute), End: minute.Add(-2 * time.Minute)}, 4, at(-5), at(-2)},
-		{"start inside a candle skips it", sim.Query{Start: minute.Add(-5*time.Minute + time.Millisecond), Limit: 2}, 2, at(-4), at(-3)},
-		{"start near now reaches forming", sim.Query{Start: minute.Add(-time.Minute)}, 2, at(-1), at(0)},
-		{"limit over 1000 capped", sim.Query{Start: minute.Add(-24 * time.Hour), Limit: 5000}, 1000, at(-1440), at(-441)},
-		{"start after now: empty", sim.Query{Start: minute.Add(time.Minute)}, 0, 0, 0},
-		{"end before listing: empty", sim.Query{End: time.UnixMilli(0)}, 0, 0, 0},
+		{"no start: most recent 500, forming last", providertest.Query{}, 500, at(-499), at(0)},
+		{"limit 5 without start", providertest.Query{Limit: 5}, 5, at(-4), at(0)},
+		{"end only: last limit up to end", providertest.Query{End: minute.Add(-10 * time.Minute), Limit: 3}, 3, at(-12), at(-10)},
+		{"end inside a candle keeps it", providertest.Query{End: minute.Add(-10*time.Minute + time.Second), Limit: 1}, 1, at(-10), at(-10)},
+		{"start and end inclusive", providertest.Query{Start: minute.Add(-5 * time.Minute), End: minute.Add(-2 * time.Minute)}, 4, at(-5), at(-2)},
+		{"start inside a candle skips it", providertest.Query{Start: minute.Add(-5*time.Minute + time.Millisecond), Limit: 2}, 2, at(-4), at(-3)},
+		{"start near now reaches forming", providertest.Query{Start: minute.Add(-time.Minute)}, 2, at(-1), at(0)},
+		{"limit over 1000 capped", providertest.Query{Start: minute.Add(-24 * time.Hour), Limit: 5000}, 1000, at(-1440), at(-441)},
+		{"start after now: empty", providertest.Query{Start: minute.Add(time.Minute)}, 0, 0, 0},
+		{"end before listing: empty", providertest.Query{End: time.UnixMilli(0)}, 0, 0, 0},
 	}
 	for _, c := range cases {
 		c.q.Symbol, c.q.Interval = "BTCUSDT", "1m"
@@ -137,7 +137,7 @@ func TestKlinesWindows(t *testing.T) {
 // Binance's code, and that unknown symbols get exactly Binance's body.
 func TestKlinesErrors(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sim.Config{Now: newClock(t0).Now})
+	s := newServer(t, providertest.Config{Now: newClock(t0).Now})
 	ok := url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}}
 	with := func(k, v string) url.Values {
 		p := url.Values{}
@@ -192,13 +192,13 @@ func TestKlinesErrors(t *testing.T) {
 // multiples, and Monday 00:00 UTC for 1w.
 func TestKlinesIntervalAlignment(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sim.Config{Now: newClock(t0).Now})
+	s := newServer(t, providertest.Config{Now: newClock(t0).Now})
 	for _, iv := range []string{"1s", "1m", "3m", "5m", "15m", "30m", "1h", "2h", "4h", "6h", "8h", "12h", "1d", "3d", "1w"} {
-		d, ok := sim.IntervalDuration(iv)
+		d, ok := providertest.IntervalDuration(iv)
 		if !ok {
 			t.Fatalf("interval %s unsupported", iv)
 		}
-		ks, err := s.KlinesAt(t0, sim.Query{Symbol: "BNBUSDT", Interval: iv, Limit: 2})
+		ks, err := s.KlinesAt(t0, providertest.Query{Symbol: "BNBUSDT", Interval: iv, Limit: 2})
 		if err != nil || len(ks) != 2 {
 			t.Fatalf("%s: %v, %d candles", iv, err, len(ks))
 		}
@@ -215,7 +215,7 @@ func TestKlinesIntervalAlignment(t *testing.T) {
 			t.Fatalf("%s: opens %v and %v, want forming %v", iv, ks[0].OpenTime, ks[1].OpenTime, want)
 		}
 	}
-	if _, ok := sim.IntervalDuration("1M"); ok {
+	if _, ok := providertest.IntervalDuration("1M"); ok {
 		t.Fatal("1M (calendar month) must be unsupported")
 	}
 }
@@ -223,12 +223,12 @@ func TestKlinesIntervalAlignment(t *testing.T) {
 // TestKlinesNotYetListed: a symbol listed after now has no candles.
 func TestKlinesNotYetListed(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sim.Config{Symbols: []sim.Symbol{{Name: "NEWUSDT", Listed: t0.Add(time.Hour)}}})
-	ks, err := s.KlinesAt(t0, sim.Query{Symbol: "NEWUSDT", Interval: "1m"})
+	s := newServer(t, providertest.Config{Symbols: []providertest.Symbol{{Name: "NEWUSDT", Listed: t0.Add(time.Hour)}}})
+	ks, err := s.KlinesAt(t0, providertest.Query{Symbol: "NEWUSDT", Interval: "1m"})
 	if err != nil || ks == nil || len(ks) != 0 {
 		t.Fatalf("got %v %v, want an empty slice", ks, err)
 	}
-	ks, _ = s.KlinesAt(t0.Add(150*time.Minute), sim.Query{Symbol: "NEWUSDT", Interval: "1h"})
+	ks, _ = s.KlinesAt(t0.Add(150*time.Minute), providertest.Query{Symbol: "NEWUSDT", Interval: "1h"})
 	if len(ks) != 2 || ks[0].OpenTime != t0.Add(time.Hour).Truncate(time.Hour).UnixMilli() {
 		t.Fatalf("after listing: %v", ks)
 	}
@@ -237,7 +237,7 @@ func TestKlinesNotYetListed(t *testing.T) {
 // TestExchangeInfoAndTime checks the two other endpoints.
 func TestExchangeInfoAndTime(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sim.Config{Now: newClock(t0).Now})
+	s := newServer(t, providertest.Config{Now: newClock(t0).Now})
 	var info struct {
 		ServerTime int64
 		Symbols    []struct{ Symbol, Status, BaseAsset, QuoteAsset string }
@@ -255,7 +255,7 @@ func TestExchangeInfoAndTime(t *testing.T) {
 		t.Fatalf("time %s", r.body)
 	}
 	listed, ok := s.Listed("BTCUSDT")
-	if !ok || !listed.Equal(t0.Truncate(24*time.Hour).Add(-sim.DefaultHistory)) {
+	if !ok || !listed.Equal(t0.Truncate(24*time.Hour).Add(-providertest.DefaultHistory)) {
 		t.Fatalf("Listed = %v %v", listed, ok)
 	}
 }

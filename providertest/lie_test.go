@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"errors"
@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // even keeps the candles that open at an even number of intervals since
-// the epoch: a [sim.LieSparse] provider's.
-func even(k []sim.Kline) []sim.Kline {
-	return slices.DeleteFunc(k, func(c sim.Kline) bool { return c.OpenTime/60000%2 != 0 })
+// the epoch: a [providertest.LieSparse] provider's.
+func even(k []providertest.Kline) []providertest.Kline {
+	return slices.DeleteFunc(k, func(c providertest.Kline) bool { return c.OpenTime/60000%2 != 0 })
 }
 
 // TestLies pins every lie's answer to a request for ten candles, against
@@ -29,36 +29,36 @@ func TestLies(t *testing.T) {
 	latest := url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}, "endTime": {ms(listed.Add(9 * time.Minute))}, "limit": {"10"}}
 	for _, tc := range []struct {
 		name  string
-		cfg   sim.Config
+		cfg   providertest.Config
 		query url.Values
-		want  func(truth []sim.Kline) []sim.Kline // nil: the body is checked by body
+		want  func(truth []providertest.Kline) []providertest.Kline // nil: the body is checked by body
 		body  string
 	}{
-		{"none", sim.Config{}, ranged, id, ""},
-		{"short pages", sim.Config{Lie: sim.LieShortPages, LieCap: 4}, ranged, func(k []sim.Kline) []sim.Kline { return k[:4] }, ""},
-		{"short pages default cap", sim.Config{Lie: sim.LieShortPages}, ranged, id, ""},
-		{"null", sim.Config{Lie: sim.LieNull}, ranged, nil, "null"},
-		{"empty ranged", sim.Config{Lie: sim.LieEmpty}, ranged, nil, "[]"},
-		{"empty answers the latest honestly", sim.Config{Lie: sim.LieEmpty}, latest, id, ""},
-		{"dropped rows", sim.Config{Lie: sim.LieDropRows}, ranged, func(k []sim.Kline) []sim.Kline { return slices.Delete(k, 5, 6) }, ""},
-		{"reversed", sim.Config{Lie: sim.LieReversed}, ranged, func(k []sim.Kline) []sim.Kline { slices.Reverse(k); return k }, ""},
-		{"shifted by half", sim.Config{Lie: sim.LieShifted}, ranged, shift(30 * time.Second), ""},
-		{"shifted back", sim.Config{Lie: sim.LieShifted, LieShift: -time.Minute}, ranged, shift(-time.Minute), ""},
-		{"newline", sim.Config{Lie: sim.LieNewline}, ranged, func(k []sim.Kline) []sim.Kline {
+		{"none", providertest.Config{}, ranged, id, ""},
+		{"short pages", providertest.Config{Lie: providertest.LieShortPages, LieCap: 4}, ranged, func(k []providertest.Kline) []providertest.Kline { return k[:4] }, ""},
+		{"short pages default cap", providertest.Config{Lie: providertest.LieShortPages}, ranged, id, ""},
+		{"null", providertest.Config{Lie: providertest.LieNull}, ranged, nil, "null"},
+		{"empty ranged", providertest.Config{Lie: providertest.LieEmpty}, ranged, nil, "[]"},
+		{"empty answers the latest honestly", providertest.Config{Lie: providertest.LieEmpty}, latest, id, ""},
+		{"dropped rows", providertest.Config{Lie: providertest.LieDropRows}, ranged, func(k []providertest.Kline) []providertest.Kline { return slices.Delete(k, 5, 6) }, ""},
+		{"reversed", providertest.Config{Lie: providertest.LieReversed}, ranged, func(k []providertest.Kline) []providertest.Kline { slices.Reverse(k); return k }, ""},
+		{"shifted by half", providertest.Config{Lie: providertest.LieShifted}, ranged, shift(30 * time.Second), ""},
+		{"shifted back", providertest.Config{Lie: providertest.LieShifted, LieShift: -time.Minute}, ranged, shift(-time.Minute), ""},
+		{"newline", providertest.Config{Lie: providertest.LieNewline}, ranged, func(k []providertest.Kline) []providertest.Kline {
 			k[9].Volume += "\n" + ms(listed) + ",6.66,6.66,6.66,6.66,6.66"
 			return k
 		}, ""},
-		{"empty to every request, ranged", sim.Config{Lie: sim.LieEmptyAll}, ranged, nil, "[]"},
-		{"empty to every request, the latest too", sim.Config{Lie: sim.LieEmptyAll}, latest, nil, "[]"},
-		{"sparse, ranged", sim.Config{Lie: sim.LieSparse}, rangedTo, even, ""},
-		{"sparse, the latest", sim.Config{Lie: sim.LieSparse}, latest, even, ""},
-		{"honest before LieAfter", sim.Config{Lie: sim.LieNull, LieAfter: 1}, ranged, id, ""},
+		{"empty to every request, ranged", providertest.Config{Lie: providertest.LieEmptyAll}, ranged, nil, "[]"},
+		{"empty to every request, the latest too", providertest.Config{Lie: providertest.LieEmptyAll}, latest, nil, "[]"},
+		{"sparse, ranged", providertest.Config{Lie: providertest.LieSparse}, rangedTo, even, ""},
+		{"sparse, the latest", providertest.Config{Lie: providertest.LieSparse}, latest, even, ""},
+		{"honest before LieAfter", providertest.Config{Lie: providertest.LieNull, LieAfter: 1}, ranged, id, ""},
 	} {
 		cfg := tc.cfg
 		cfg.Now = newClock(t0).Now
-		cfg.Symbols = []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}
+		cfg.Symbols = []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}
 		srv := newServer(t, cfg)
-		truth, err := srv.KlinesAt(t0, sim.Query{Symbol: "BTCUSDT", Interval: "1m", Start: listed, Limit: 10})
+		truth, err := srv.KlinesAt(t0, providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: listed, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestLies(t *testing.T) {
 			}
 			continue
 		}
-		got, err := sim.ParseKlines(r.body)
+		got, err := providertest.ParseKlines(r.body)
 		if want := tc.want(truth); err != nil || !slices.Equal(got, want) {
 			t.Fatalf("%s: %v\n got %+v\nwant %+v", tc.name, err, got, want)
 		}
@@ -82,11 +82,11 @@ func TestLies(t *testing.T) {
 	}
 }
 
-func id(k []sim.Kline) []sim.Kline { return k }
+func id(k []providertest.Kline) []providertest.Kline { return k }
 
 // shift returns a want func moving every open and close time by d.
-func shift(d time.Duration) func([]sim.Kline) []sim.Kline {
-	return func(k []sim.Kline) []sim.Kline {
+func shift(d time.Duration) func([]providertest.Kline) []providertest.Kline {
+	return func(k []providertest.Kline) []providertest.Kline {
 		for i := range k {
 			k[i].OpenTime += d.Milliseconds()
 			k[i].CloseTime += d.Milliseconds()
@@ -99,7 +99,7 @@ func shift(d time.Duration) func([]sim.Kline) []sim.Kline {
 // client gives up after its redirect limit; the redirects count as OK.
 func TestLieRedirectLoop(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, sim.Config{Now: newClock(t0).Now, Lie: sim.LieRedirectLoop})
+	srv := newServer(t, providertest.Config{Now: newClock(t0).Now, Lie: providertest.LieRedirectLoop})
 	_, err := tryGet(t.Context(), srv.Client(), inMemory, "/api/v3/klines", url.Values{"symbol": {"BTCUSDT"}, "interval": {"1m"}})
 	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") {
 		t.Fatalf("GET = %v, want the client to stop after 10 redirects", err)
@@ -113,20 +113,20 @@ func TestLieRedirectLoop(t *testing.T) {
 func TestLieConfigErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		cfg  sim.Config
+		cfg  providertest.Config
 		want string
 	}{
-		{sim.Config{Lie: sim.LieSparse + 1}, "Config.Lie"},
-		{sim.Config{Lie: -1}, "Config.Lie"},
-		{sim.Config{LieAfter: -1}, "Config.LieAfter"},
-		{sim.Config{LieCap: -1}, "Config.LieCap"},
-		{sim.Config{LieShift: time.Microsecond}, "Config.LieShift"},
+		{providertest.Config{Lie: providertest.LieSparse + 1}, "Config.Lie"},
+		{providertest.Config{Lie: -1}, "Config.Lie"},
+		{providertest.Config{LieAfter: -1}, "Config.LieAfter"},
+		{providertest.Config{LieCap: -1}, "Config.LieCap"},
+		{providertest.Config{LieShift: time.Microsecond}, "Config.LieShift"},
 	} {
-		if _, err := sim.New(tc.cfg); !errors.Is(err, sim.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+		if _, err := providertest.New(tc.cfg); !errors.Is(err, providertest.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("New(%+v) = %v, want an invalid-config error naming %s", tc.cfg, err, tc.want)
 		}
 	}
-	if sim.LieDropRows.String() != "dropped rows" || sim.Lie(99).String() != "Lie(99)" {
-		t.Fatalf("String: %q, %q", sim.LieDropRows, sim.Lie(99))
+	if providertest.LieDropRows.String() != "dropped rows" || providertest.Lie(99).String() != "Lie(99)" {
+		t.Fatalf("String: %q, %q", providertest.LieDropRows, providertest.Lie(99))
 	}
 }

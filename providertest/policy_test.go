@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"errors"
@@ -6,12 +6,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // ping sends one GET /api/v3/time through s's transport and returns the
 // answer and how much (fake) time the round trip took.
-func ping(tb fataler, s *sim.Server) (result, time.Duration) {
+func ping(tb fataler, s *providertest.Server) (result, time.Duration) {
 	tb.Helper()
 	start := time.Now()
 	r := get(tb, s.Client(), inMemory, "/api/v3/time", nil)
@@ -24,20 +24,20 @@ func ping(tb fataler, s *sim.Server) (result, time.Duration) {
 func TestAnswers(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		answer     sim.Answer
+		answer     providertest.Answer
 		status     int
 		code       int
 		retryAfter string
 	}{
-		{sim.Answer429, 429, -1003, "1"},
-		{sim.AnswerBare429, 429, -1003, ""},
-		{sim.Answer503, 503, -1008, ""},
+		{providertest.Answer429, 429, -1003, "1"},
+		{providertest.AnswerBare429, 429, -1003, ""},
+		{providertest.Answer503, 503, -1008, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.answer.String(), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				s := newServer(t, sim.Config{Limit: sim.RateLimit(10, 5), Answer: c.answer})
+				s := newServer(t, providertest.Config{Limit: providertest.RateLimit(10, 5), Answer: c.answer})
 				for i := range 5 {
 					if r, _ := ping(t, s); r.status != 200 {
 						t.Fatalf("burst request %d: status %d", i, r.status)
@@ -68,7 +68,7 @@ func TestAnswers(t *testing.T) {
 func TestSlowDown(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Limit: sim.RateLimit(10, 2), Answer: sim.AnswerSlowDown, Latency: 5 * time.Millisecond})
+		s := newServer(t, providertest.Config{Limit: providertest.RateLimit(10, 2), Answer: providertest.AnswerSlowDown, Latency: 5 * time.Millisecond})
 		// Five requests at the same instant: two fit the burst, the rest are
 		// served one emission interval (100ms) apart, all after the latency.
 		took := make(chan time.Duration, 5)
@@ -113,7 +113,7 @@ func TestSlowDown(t *testing.T) {
 func TestFixedWindow(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Limit: sim.WindowLimit(3, 10*time.Second), Headers: sim.HeaderIETF})
+		s := newServer(t, providertest.Config{Limit: providertest.WindowLimit(3, 10*time.Second), Headers: providertest.HeaderIETF})
 		time.Sleep(7 * time.Second) // the bubble starts at 2000-01-01T00:00:00Z: 3s left in the window
 		for i := range 3 {
 			r, _ := ping(t, s)
@@ -130,7 +130,7 @@ func TestFixedWindow(t *testing.T) {
 			t.Fatalf("next window: %d %v", r.status, r.header)
 		}
 
-		slow := newServer(t, sim.Config{Limit: sim.WindowLimit(2, time.Second), Answer: sim.AnswerSlowDown})
+		slow := newServer(t, providertest.Config{Limit: providertest.WindowLimit(2, time.Second), Answer: providertest.AnswerSlowDown})
 		time.Sleep(500 * time.Millisecond) // mid-window
 		var took []time.Duration
 		for range 2 {
@@ -149,11 +149,11 @@ func TestFixedWindow(t *testing.T) {
 func TestAdmitsAtTheRate(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		limit sim.Limit
+		limit providertest.Limit
 		every time.Duration
-	}{{sim.RateLimit(20, 1), time.Second / 20}, {sim.WindowLimit(5, time.Second), time.Second / 5}} {
+	}{{providertest.RateLimit(20, 1), time.Second / 20}, {providertest.WindowLimit(5, time.Second), time.Second / 5}} {
 		synctest.Test(t, func(t *testing.T) {
-			s := newServer(t, sim.Config{Limit: c.limit})
+			s := newServer(t, providertest.Config{Limit: c.limit})
 			for i := range 200 {
 				if r, _ := ping(t, s); r.status != 200 {
 					t.Fatalf("%v: request %d at %v: status %d", c.limit, i, time.Now(), r.status)
@@ -172,7 +172,7 @@ func TestAdmitsAtTheRate(t *testing.T) {
 func TestBan(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Limit: sim.RateLimit(1, 1), Answer: sim.AnswerBan, BanAfter: 3, BanWindow: time.Minute, BanFor: 2 * time.Minute})
+		s := newServer(t, providertest.Config{Limit: providertest.RateLimit(1, 1), Answer: providertest.AnswerBan, BanAfter: 3, BanWindow: time.Minute, BanFor: 2 * time.Minute})
 		for i, w := range []int{200, 429, 429, 418, 418} {
 			if r, _ := ping(t, s); r.status != w {
 				t.Fatalf("request %d: status %d, want %d", i, r.status, w)
@@ -211,7 +211,7 @@ func TestBan(t *testing.T) {
 func TestLimitChanges(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Limit: sim.RateLimit(100, 10), Schedule: []sim.Change{{After: 10 * time.Second, Limit: sim.RateLimit(1, 1)}}})
+		s := newServer(t, providertest.Config{Limit: providertest.RateLimit(100, 10), Schedule: []providertest.Change{{After: 10 * time.Second, Limit: providertest.RateLimit(1, 1)}}})
 		burst := func() (ok int) {
 			for range 10 {
 				if r, _ := ping(t, s); r.status == 200 {
@@ -224,20 +224,20 @@ func TestLimitChanges(t *testing.T) {
 			t.Fatalf("before the change: %d of 10 admitted", n)
 		}
 		time.Sleep(10 * time.Second)
-		if l := s.Stats().Limit; l != sim.RateLimit(1, 1) {
+		if l := s.Stats().Limit; l != providertest.RateLimit(1, 1) {
 			t.Fatalf("limit at 10s: %v", l)
 		}
 		if n := burst(); n != 1 {
 			t.Fatalf("after the change: %d of 10 admitted, want 1", n)
 		}
-		if err := s.SetLimit(sim.WindowLimit(4, time.Second)); err != nil {
+		if err := s.SetLimit(providertest.WindowLimit(4, time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
 		if n := burst(); n != 4 {
 			t.Fatalf("after SetLimit: %d of 10 admitted, want 4", n)
 		}
-		if err := s.SetLimit(sim.Limit{}); err != nil {
+		if err := s.SetLimit(providertest.Limit{}); err != nil {
 			t.Fatal(err)
 		}
 		if n := burst(); n != 10 {
@@ -251,7 +251,7 @@ func TestLimitChanges(t *testing.T) {
 func TestWeightsAndBinanceHeaders(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Limit: sim.WindowLimit(25, time.Minute), Weight: sim.BinanceWeight, Headers: sim.HeaderBinance})
+		s := newServer(t, providertest.Config{Limit: providertest.WindowLimit(25, time.Minute), Weight: providertest.BinanceWeight, Headers: providertest.HeaderBinance})
 		used := func(path string) (int, string) {
 			r := get(t, s.Client(), inMemory, path, nil)
 			return r.status, r.header.Get("X-Mbx-Used-Weight-1m")
@@ -284,34 +284,34 @@ func TestWeightsAndBinanceHeaders(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		cfg  sim.Config
+		cfg  providertest.Config
 		want string
 	}{
-		{sim.Config{FaultRate: 1.5}, "sim: Config.FaultRate must be in [0, 1] (got 1.5)"},
-		{sim.Config{Latency: -1}, "sim: Config.Latency must be >= 0 (got -1ns)"},
-		{sim.Config{Jitter: -1}, "sim: Config.Jitter must be >= 0 (got -1ns)"},
-		{sim.Config{Limit: sim.RateLimit(0, 1)}, "sim: Config.Limit.Rate must be in (0, 1e9] for GCRA (got 0)"},
-		{sim.Config{Limit: sim.WindowLimit(0, time.Second)}, "sim: Config.Limit.Count must be > 0 for FixedWindow (got 0)"},
-		{sim.Config{Limit: sim.Limit{Rate: 5}}, "sim: Config.Limit.Algorithm must be GCRA or FixedWindow when rate fields are set (got unlimited)"},
-		{sim.Config{Schedule: []sim.Change{{After: -time.Second}}}, "sim: Config.Schedule[0].After must be >= 0 (got -1s)"},
-		{sim.Config{Answer: 9}, "sim: Config.Answer must be one of the Answer constants (got Answer(9))"},
-		{sim.Config{BanAfter: -1}, "sim: Config.BanAfter must be >= 0 (got -1)"},
-		{sim.Config{Faults: []sim.Fault{7}}, "sim: Config.Faults[0] must be one of the Fault constants (got Fault(7))"},
-		{sim.Config{Symbols: []sim.Symbol{{Name: "btc"}}}, `sim: Config.Symbols[0].Name must be 1-20 of A-Z 0-9 - _ . (got "btc")`},
-		{sim.Config{Symbols: []sim.Symbol{{Name: "A"}, {Name: "A"}}}, "sim: Config.Symbols[1].Name must be unique (got A)"},
-		{sim.Config{Headers: 8}, "sim: Config.Headers must combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only (got 8)"},
-		{sim.Config{Faults: []sim.Fault{sim.Fault503 + 1}}, "sim: Config.Faults[0] must be one of the Fault constants (got Fault(5))"},
-		{sim.Config{Uplink: -1}, "sim: Config.Uplink must be >= 0 (got -1ns)"},
-		{sim.Config{UplinkJitter: -time.Millisecond}, "sim: Config.UplinkJitter must be >= 0 (got -1ms)"},
+		{providertest.Config{FaultRate: 1.5}, "providertest: Config.FaultRate must be in [0, 1] (got 1.5)"},
+		{providertest.Config{Latency: -1}, "providertest: Config.Latency must be >= 0 (got -1ns)"},
+		{providertest.Config{Jitter: -1}, "providertest: Config.Jitter must be >= 0 (got -1ns)"},
+		{providertest.Config{Limit: providertest.RateLimit(0, 1)}, "providertest: Config.Limit.Rate must be in (0, 1e9] for GCRA (got 0)"},
+		{providertest.Config{Limit: providertest.WindowLimit(0, time.Second)}, "providertest: Config.Limit.Count must be > 0 for FixedWindow (got 0)"},
+		{providertest.Config{Limit: providertest.Limit{Rate: 5}}, "providertest: Config.Limit.Algorithm must be GCRA or FixedWindow when rate fields are set (got unlimited)"},
+		{providertest.Config{Schedule: []providertest.Change{{After: -time.Second}}}, "providertest: Config.Schedule[0].After must be >= 0 (got -1s)"},
+		{providertest.Config{Answer: 9}, "providertest: Config.Answer must be one of the Answer constants (got Answer(9))"},
+		{providertest.Config{BanAfter: -1}, "providertest: Config.BanAfter must be >= 0 (got -1)"},
+		{providertest.Config{Faults: []providertest.Fault{7}}, "providertest: Config.Faults[0] must be one of the Fault constants (got Fault(7))"},
+		{providertest.Config{Symbols: []providertest.Symbol{{Name: "btc"}}}, `providertest: Config.Symbols[0].Name must be 1-20 of A-Z 0-9 - _ . (got "btc")`},
+		{providertest.Config{Symbols: []providertest.Symbol{{Name: "A"}, {Name: "A"}}}, "providertest: Config.Symbols[1].Name must be unique (got A)"},
+		{providertest.Config{Headers: 8}, "providertest: Config.Headers must combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only (got 8)"},
+		{providertest.Config{Faults: []providertest.Fault{providertest.Fault503 + 1}}, "providertest: Config.Faults[0] must be one of the Fault constants (got Fault(5))"},
+		{providertest.Config{Uplink: -1}, "providertest: Config.Uplink must be >= 0 (got -1ns)"},
+		{providertest.Config{UplinkJitter: -time.Millisecond}, "providertest: Config.UplinkJitter must be >= 0 (got -1ms)"},
 	}
 	for i, c := range cases {
-		_, err := sim.New(c.cfg)
-		if err == nil || err.Error() != c.want || !errors.Is(err, sim.ErrInvalidConfig) {
+		_, err := providertest.New(c.cfg)
+		if err == nil || err.Error() != c.want || !errors.Is(err, providertest.ErrInvalidConfig) {
 			t.Fatalf("case %d: got %v, want %q wrapping ErrInvalidConfig", i, err, c.want)
 		}
 	}
-	s := newServer(t, sim.Config{})
-	if err := s.SetLimit(sim.RateLimit(-1, 0)); err == nil || !errors.Is(err, sim.ErrInvalidConfig) {
+	s := newServer(t, providertest.Config{})
+	if err := s.SetLimit(providertest.RateLimit(-1, 0)); err == nil || !errors.Is(err, providertest.ErrInvalidConfig) {
 		t.Fatalf("SetLimit(-1): %v", err)
 	}
 }
@@ -322,21 +322,21 @@ func TestConfigValidation(t *testing.T) {
 func TestHeaderFamilies(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		limit   sim.Limit
-		headers sim.Headers
+		limit   providertest.Limit
+		headers providertest.Headers
 		want    map[string]string // header -> value; "" means absent
 	}{
-		{sim.WindowLimit(600, 30*time.Second), sim.HeaderIETFPolicy,
+		{providertest.WindowLimit(600, 30*time.Second), providertest.HeaderIETFPolicy,
 			map[string]string{"RateLimit-Policy": "600;w=30", "RateLimit-Limit": "", "X-Mbx-Used-Weight-1m": ""}},
-		{sim.WindowLimit(5, 1500*time.Millisecond), sim.HeaderIETFPolicy | sim.HeaderIETF,
+		{providertest.WindowLimit(5, 1500*time.Millisecond), providertest.HeaderIETFPolicy | providertest.HeaderIETF,
 			map[string]string{"RateLimit-Policy": "5;w=2", "RateLimit-Limit": "5", "RateLimit-Remaining": "4"}},
-		{sim.RateLimit(17, 1), sim.HeaderIETFPolicy | sim.HeaderIETF,
+		{providertest.RateLimit(17, 1), providertest.HeaderIETFPolicy | providertest.HeaderIETF,
 			map[string]string{"RateLimit-Policy": "", "RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}},
-		{sim.WindowLimit(600, 30*time.Second), sim.HeaderIETF | sim.HeaderBinance,
+		{providertest.WindowLimit(600, 30*time.Second), providertest.HeaderIETF | providertest.HeaderBinance,
 			map[string]string{"RateLimit-Limit": "600", "RateLimit-Remaining": "599", "X-Mbx-Used-Weight-1m": "1", "RateLimit-Policy": ""}},
 	}
 	for i, c := range cases {
-		s := newServer(t, sim.Config{Now: newClock(t0).Now, Limit: c.limit, Headers: c.headers})
+		s := newServer(t, providertest.Config{Now: newClock(t0).Now, Limit: c.limit, Headers: c.headers})
 		r := get(t, s.Client(), inMemory, "/api/v3/time", nil)
 		for k, v := range c.want {
 			if got := r.header.Get(k); got != v {

@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 	"pgregory.net/rapid"
 )
 
@@ -38,7 +38,7 @@ func TestPropKlines(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		seed := rapid.Uint64().Draw(rt, "seed")
 		iv := rapid.SampledFrom(allIntervals).Draw(rt, "interval")
-		dd, _ := sim.IntervalDuration(iv)
+		dd, _ := providertest.IntervalDuration(iv)
 		d := dd.Milliseconds()
 		now := t0.Add(time.Duration(rapid.Int64Range(0, 30*864e5).Draw(rt, "nowOffsetMs")) * time.Millisecond)
 		// Offsets are drawn as whole candles plus a part of one, so that rapid's
@@ -51,8 +51,8 @@ func TestPropKlines(t *testing.T) {
 		if rapid.IntRange(0, 9).Draw(rt, "notYetListed") == 0 {
 			listed = now.Add(candles(0, 5, "future"))
 		}
-		s := newServer(rt, sim.Config{Now: newClock(now).Now, Seed: seed, Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
-		q := sim.Query{Symbol: "BTCUSDT", Interval: iv, Limit: rapid.IntRange(0, 1200).Draw(rt, "limit")}
+		s := newServer(rt, providertest.Config{Now: newClock(now).Now, Seed: seed, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+		q := providertest.Query{Symbol: "BTCUSDT", Interval: iv, Limit: rapid.IntRange(0, 1200).Draw(rt, "limit")}
 		around := func(label string) time.Time {
 			// Anywhere from 5 candles before the listing to 5 after now.
 			span := float64(now.Sub(listed) + 10*dd)
@@ -66,7 +66,7 @@ func TestPropKlines(t *testing.T) {
 		}
 		ks, err := s.KlinesAt(now, q)
 		if !q.Start.IsZero() && !q.End.IsZero() && q.Start.After(q.End) {
-			if e, ok := err.(*sim.APIError); !ok || e.Code != -1023 || e.Status != 400 {
+			if e, ok := err.(*providertest.APIError); !ok || e.Code != -1023 || e.Status != 400 {
 				rt.Fatalf("start after end: got %v, want -1023", err)
 			}
 			return
@@ -76,9 +76,9 @@ func TestPropKlines(t *testing.T) {
 		}
 		capped := q.Limit
 		if capped == 0 {
-			capped = sim.DefaultKlineLimit
+			capped = providertest.DefaultKlineLimit
 		}
-		capped = min(capped, sim.MaxKlineLimit)
+		capped = min(capped, providertest.MaxKlineLimit)
 		allowed := func(open int64) bool {
 			return open+d-1 >= listed.UnixMilli() && open <= now.UnixMilli() &&
 				(q.Start.IsZero() || open >= q.Start.UnixMilli()) && (q.End.IsZero() || open <= q.End.UnixMilli())
@@ -114,12 +114,12 @@ func TestPropKlines(t *testing.T) {
 		}
 		// Determinism: another server, same seed, created later, asked later.
 		later := now.Add(time.Duration(rapid.Int64Range(0, 10*d).Draw(rt, "laterMs")) * time.Millisecond)
-		s2 := newServer(rt, sim.Config{Now: newClock(later).Now, Seed: seed, Symbols: []sim.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+		s2 := newServer(rt, providertest.Config{Now: newClock(later).Now, Seed: seed, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
 		for i, k := range ks {
 			if k.CloseTime >= now.UnixMilli() {
 				continue // forming at now
 			}
-			again, err := s2.KlinesAt(later, sim.Query{Symbol: "BTCUSDT", Interval: iv, Start: time.UnixMilli(k.OpenTime), Limit: 1})
+			again, err := s2.KlinesAt(later, providertest.Query{Symbol: "BTCUSDT", Interval: iv, Start: time.UnixMilli(k.OpenTime), Limit: 1})
 			if err != nil || len(again) != 1 || again[0] != k {
 				rt.Fatalf("closed candle %d changed: %v then %v (%v)", i, k, again, err)
 			}
@@ -128,7 +128,7 @@ func TestPropKlines(t *testing.T) {
 }
 
 // checkCandle checks one candle's internal consistency.
-func checkCandle(rt *rapid.T, i int, k sim.Kline, d int64, now time.Time) {
+func checkCandle(rt *rapid.T, i int, k providertest.Kline, d int64, now time.Time) {
 	f := func(name, v string) float64 {
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || x < 0 || math.IsInf(x, 0) {
@@ -153,18 +153,18 @@ func TestPropStats(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(rt *rapid.T) {
-			var limit sim.Limit
+			var limit providertest.Limit
 			var bound int64 // most requests the limit lets pass in one sliding second
 			switch rapid.IntRange(0, 2).Draw(rt, "algorithm") {
 			case 1:
 				rate, burst := rapid.IntRange(1, 50).Draw(rt, "rate"), rapid.IntRange(1, 10).Draw(rt, "burst")
-				limit, bound = sim.RateLimit(float64(rate), burst), int64(rate+burst)
+				limit, bound = providertest.RateLimit(float64(rate), burst), int64(rate+burst)
 			case 2:
 				n, w := rapid.IntRange(1, 20).Draw(rt, "count"), rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, time.Minute}).Draw(rt, "window")
-				limit, bound = sim.WindowLimit(n, w), int64(n)*(int64((time.Second+w-1)/w)+1)
+				limit, bound = providertest.WindowLimit(n, w), int64(n)*(int64((time.Second+w-1)/w)+1)
 			}
-			answer := rapid.SampledFrom([]sim.Answer{sim.Answer429, sim.AnswerBare429, sim.Answer503, sim.AnswerBan}).Draw(rt, "answer")
-			s := newServer(rt, sim.Config{
+			answer := rapid.SampledFrom([]providertest.Answer{providertest.Answer429, providertest.AnswerBare429, providertest.Answer503, providertest.AnswerBan}).Draw(rt, "answer")
+			s := newServer(rt, providertest.Config{
 				Limit: limit, Answer: answer, BanAfter: rapid.IntRange(1, 5).Draw(rt, "banAfter"), BanFor: 5 * time.Second,
 				FaultRate: rapid.Float64Range(0, 0.5).Draw(rt, "faultRate"), Seed: rapid.Uint64().Draw(rt, "seed"),
 			})
@@ -195,10 +195,10 @@ func TestPropStats(t *testing.T) {
 					if st.Requests != sent || sum != sent {
 						rt.Fatalf("sent %d, stats %+v (outcomes sum to %d)", sent, st, sum)
 					}
-					if limit.Algorithm != sim.Unlimited && st.MaxPerSecond > bound {
+					if limit.Algorithm != providertest.Unlimited && st.MaxPerSecond > bound {
 						rt.Fatalf("%v let %d requests pass in one second, bound %d", limit, st.MaxPerSecond, bound)
 					}
-					if st.Bans > st.Banned || (answer != sim.AnswerBan && st.Banned != 0) || st.MaxPerSecond > st.MaxArrivalsPerSecond {
+					if st.Bans > st.Banned || (answer != providertest.AnswerBan && st.Banned != 0) || st.MaxPerSecond > st.MaxArrivalsPerSecond {
 						rt.Fatalf("stats %+v", st)
 					}
 				},

@@ -1,10 +1,10 @@
-package sim_test
+package providertest_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // TestScenariosAreValid: every standard scenario builds a server, and the
@@ -12,12 +12,12 @@ import (
 func TestScenariosAreValid(t *testing.T) {
 	t.Parallel()
 	run := 5 * time.Minute
-	sc := sim.Scenarios(50, 40*time.Millisecond, run)
+	sc := providertest.Scenarios(50, 40*time.Millisecond, run)
 	if len(sc) != 8 {
 		t.Fatalf("%d scenarios, want 8", len(sc))
 	}
 	for _, s := range sc {
-		if _, err := sim.New(s.Config); err != nil {
+		if _, err := providertest.New(s.Config); err != nil {
 			t.Errorf("%s: %v", s.Name, err)
 		}
 	}

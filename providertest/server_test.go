@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // TestFaults checks each fault kind's answer through the in-memory transport
@@ -18,20 +18,20 @@ import (
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		fault  sim.Fault
+		fault  providertest.Fault
 		status int
-	}{{sim.Fault500, 500}, {sim.Fault502, 502}, {sim.Fault503, 503}, {sim.Fault504, 504}, {sim.FaultReset, 0}}
+	}{{providertest.Fault500, 500}, {providertest.Fault502, 502}, {providertest.Fault503, 503}, {providertest.Fault504, 504}, {providertest.FaultReset, 0}}
 	for _, c := range cases {
-		s := newServer(t, sim.Config{Now: newClock(t0).Now, FaultRate: 1, Faults: []sim.Fault{c.fault}})
+		s := newServer(t, providertest.Config{Now: newClock(t0).Now, FaultRate: 1, Faults: []providertest.Fault{c.fault}})
 		r, err := tryGet(context.Background(), s.Client(), inMemory, "/api/v3/time", nil)
-		if c.fault == sim.FaultReset {
+		if c.fault == providertest.FaultReset {
 			if !errors.Is(err, syscall.ECONNRESET) {
 				t.Fatalf("reset: got %v, want an error wrapping ECONNRESET", err)
 			}
 		} else if err != nil || r.status != c.status {
 			t.Fatalf("%v: got %d %v, want %d", c.fault, r.status, err, c.status)
 		}
-		if c.fault == sim.Fault503 && string(r.body) != "503 Service Unavailable\n" {
+		if c.fault == providertest.Fault503 && string(r.body) != "503 Service Unavailable\n" {
 			t.Fatalf("503 fault: body %q, want a plain-text one (not Answer503's JSON refusal)", r.body)
 		}
 		if st := s.Stats(); st.Faults != 1 || st.OK != 0 || st.Requests != 1 || st.MaxPerSecond != 1 {
@@ -46,7 +46,7 @@ func TestDeterministicGivenSeed(t *testing.T) {
 	t.Parallel()
 	run := func(seed uint64) (trace []any) {
 		synctest.Test(t, func(t *testing.T) {
-			s := newServer(t, sim.Config{Seed: seed, FaultRate: 0.3, Jitter: 50 * time.Millisecond})
+			s := newServer(t, providertest.Config{Seed: seed, FaultRate: 0.3, Jitter: 50 * time.Millisecond})
 			for range 100 {
 				start := time.Now()
 				r, err := tryGet(context.Background(), s.Client(), inMemory, "/api/v3/time", nil)
@@ -77,7 +77,7 @@ func TestDeterministicGivenSeed(t *testing.T) {
 func TestLatencyHonoursContext(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond})
+		s := newServer(t, providertest.Config{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond})
 		for i := range 20 {
 			if _, d := ping(t, s); d < 50*time.Millisecond || d >= 60*time.Millisecond {
 				t.Fatalf("request %d took %v, want [50ms, 60ms)", i, d)
@@ -102,7 +102,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 // usage header, and an injected reset arriving as a transport error.
 func TestLoopback(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sim.Config{Headers: sim.HeaderBinance})
+	s := newServer(t, providertest.Config{Headers: providertest.HeaderBinance})
 	l, err := s.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestLoopback(t *testing.T) {
 	defer l.Close()
 	c := &http.Client{Timeout: 10 * time.Second}
 	r := get(t, c, l.URL, "/api/v3/klines", url.Values{"symbol": {"BTCUSDT"}, "interval": {"1h"}, "limit": {"3"}})
-	ks, err := sim.ParseKlines(r.body)
+	ks, err := providertest.ParseKlines(r.body)
 	if r.status != 200 || err != nil || len(ks) != 3 || r.header.Get("X-Mbx-Used-Weight-1m") == "" {
 		t.Fatalf("klines over loopback: %d %v %d candles %v", r.status, err, len(ks), r.header)
 	}
@@ -119,7 +119,7 @@ func TestLoopback(t *testing.T) {
 		t.Fatalf("unknown symbol over loopback: %d %s", r.status, r.body)
 	}
 
-	faulty := newServer(t, sim.Config{FaultRate: 1, Faults: []sim.Fault{sim.FaultReset}})
+	faulty := newServer(t, providertest.Config{FaultRate: 1, Faults: []providertest.Fault{providertest.FaultReset}})
 	fl, err := faulty.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestLoopback(t *testing.T) {
 // BenchmarkTransportKlines measures one full klines page (1000 candles)
 // served in memory: the cost a simulation pays per page.
 func BenchmarkTransportKlines(b *testing.B) {
-	s := newServer(b, sim.Config{Now: newClock(t0).Now})
+	s := newServer(b, providertest.Config{Now: newClock(t0).Now})
 	c := s.Client()
 	u := inMemory + "/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1000"
 	b.ReportAllocs()
@@ -158,7 +158,7 @@ func BenchmarkTransportKlines(b *testing.B) {
 // BenchmarkTransportLimited measures the admission path under contention: a
 // GCRA limit and the time endpoint from parallel clients.
 func BenchmarkTransportLimited(b *testing.B) {
-	s := newServer(b, sim.Config{Now: newClock(t0).Now, Limit: sim.RateLimit(1e6, 1000), Headers: sim.HeaderBinance | sim.HeaderIETF})
+	s := newServer(b, providertest.Config{Now: newClock(t0).Now, Limit: providertest.RateLimit(1e6, 1000), Headers: providertest.HeaderBinance | providertest.HeaderIETF})
 	c := s.Client()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

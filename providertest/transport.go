@@ -1,4 +1,4 @@
-package sim
+package providertest
 
 import (
 	"bytes"
@@ -110,7 +110,7 @@ type Loopback struct {
 func (s *Server) Listen() (*Loopback, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("sim: listen: %w", err)
+		return nil, fmt.Errorf("providertest: listen: %w", err)
 	}
 	l := &Loopback{URL: "http://" + ln.Addr().String(), srv: &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}}
 	go l.srv.Serve(ln)
@@ -121,7 +121,7 @@ func (s *Server) Listen() (*Loopback, error) {
 // waiting out latency return as their requests are cancelled.
 func (l *Loopback) Close() error {
 	if err := l.srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("sim: close: %w", err)
+		return fmt.Errorf("providertest: close: %w", err)
 	}
 	return nil
 }

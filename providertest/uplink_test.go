@@ -1,4 +1,4 @@
-package sim_test
+package providertest_test
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // serverDelay sends GET /api/v3/time through s's transport and returns how
 // long after sending the server decided (its serverTime) and the round trip.
-func serverDelay(tb fataler, s *sim.Server) (arrival, roundTrip time.Duration) {
+func serverDelay(tb fataler, s *providertest.Server) (arrival, roundTrip time.Duration) {
 	tb.Helper()
 	start := time.Now()
 	r := get(tb, s.Client(), inMemory, "/api/v3/time", nil)
@@ -31,7 +31,7 @@ func serverDelay(tb fataler, s *sim.Server) (arrival, roundTrip time.Duration) {
 func TestUplinkDelaysArrival(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Uplink: 10 * time.Millisecond, UplinkJitter: 20 * time.Millisecond, Latency: 5 * time.Millisecond})
+		s := newServer(t, providertest.Config{Uplink: 10 * time.Millisecond, UplinkJitter: 20 * time.Millisecond, Latency: 5 * time.Millisecond})
 		lo, hi := time.Hour, time.Duration(0)
 		for i := range 200 {
 			time.Sleep(time.Millisecond - time.Duration(time.Now().UnixNano())%time.Millisecond) // send on a whole ms
@@ -55,7 +55,7 @@ func TestUplinkJitterRefusesAtTheRate(t *testing.T) {
 	t.Parallel()
 	refused := func(jitter time.Duration) (n int64) {
 		synctest.Test(t, func(t *testing.T) {
-			s := newServer(t, sim.Config{Seed: 3, Limit: sim.RateLimit(10, 1), UplinkJitter: jitter})
+			s := newServer(t, providertest.Config{Seed: 3, Limit: providertest.RateLimit(10, 1), UplinkJitter: jitter})
 			var wg sync.WaitGroup
 			for range 200 {
 				wg.Go(func() { get(t, s.Client(), inMemory, "/api/v3/time", nil) })
@@ -83,7 +83,7 @@ func TestUplinkJitterRefusesAtTheRate(t *testing.T) {
 func TestUplinkHonoursContext(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, sim.Config{Uplink: 50 * time.Millisecond})
+		s := newServer(t, providertest.Config{Uplink: 50 * time.Millisecond})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		if _, err := tryGet(ctx, s.Client(), inMemory, "/api/v3/time", nil); !errors.Is(err, context.DeadlineExceeded) {

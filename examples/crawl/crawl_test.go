@@ -7,7 +7,7 @@ import (
 
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // TestSlowHostDoesNotSlowTheOthers crawls three loopback hosts for 1.5s:
@@ -21,8 +21,8 @@ func TestSlowHostDoesNotSlowTheOthers(t *testing.T) {
 	p := plan{
 		hosts: []host{
 			{name: "fast", tune: func(c *budget.Config) { c.Adaptive = aimd.Config{Initial: rate, Max: rate} }},
-			{name: "strict", sim: sim.Config{Limit: sim.RateLimit(5, 1)}},
-			{name: "slow", sim: sim.Config{Latency: 600 * time.Millisecond}},
+			{name: "strict", sim: providertest.Config{Limit: providertest.RateLimit(5, 1)}},
+			{name: "slow", sim: providertest.Config{Latency: 600 * time.Millisecond}},
 		},
 		workers:     5, // (3-1) hosts x 2 < 5: the fast host always finds a worker
 		perHost:     perHost,

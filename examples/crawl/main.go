@@ -41,13 +41,13 @@ import (
 
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // host is one simulated host of the crawl.
 type host struct {
-	name string     // shown in the table instead of 127.0.0.1:port
-	sim  sim.Config // its hidden limit and behaviour
+	name string              // shown in the table instead of 127.0.0.1:port
+	sim  providertest.Config // its hidden limit and behaviour
 	// tune adjusts this host's provider config, starting from the
 	// registry's defaults; nil leaves the defaults. The demo discovers
 	// every host's limit, so only the test uses it (to pin a rate).
@@ -69,12 +69,12 @@ type plan struct {
 func demo() plan {
 	return plan{
 		hosts: []host{
-			{name: "fast", sim: sim.Config{Limit: sim.RateLimit(200, 20), Latency: 2 * time.Millisecond, Jitter: 3 * time.Millisecond}},
-			{name: "steady", sim: sim.Config{Limit: sim.RateLimit(40, 5), Answer: sim.AnswerBare429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
-			{name: "strict", sim: sim.Config{Limit: sim.RateLimit(5, 1), Answer: sim.Answer429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
-			{name: "flaky", sim: sim.Config{Limit: sim.RateLimit(8, 2), Answer: sim.Answer503, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond,
-				FaultRate: 0.5, Faults: []sim.Fault{sim.Fault500, sim.Fault502, sim.Fault504}}},
-			{name: "slow", sim: sim.Config{Limit: sim.RateLimit(50, 5), Latency: 1500 * time.Millisecond, Jitter: 500 * time.Millisecond}},
+			{name: "fast", sim: providertest.Config{Limit: providertest.RateLimit(200, 20), Latency: 2 * time.Millisecond, Jitter: 3 * time.Millisecond}},
+			{name: "steady", sim: providertest.Config{Limit: providertest.RateLimit(40, 5), Answer: providertest.AnswerBare429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
+			{name: "strict", sim: providertest.Config{Limit: providertest.RateLimit(5, 1), Answer: providertest.Answer429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
+			{name: "flaky", sim: providertest.Config{Limit: providertest.RateLimit(8, 2), Answer: providertest.Answer503, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond,
+				FaultRate: 0.5, Faults: []providertest.Fault{providertest.Fault500, providertest.Fault502, providertest.Fault504}}},
+			{name: "slow", sim: providertest.Config{Limit: providertest.RateLimit(50, 5), Latency: 1500 * time.Millisecond, Jitter: 500 * time.Millisecond}},
 		},
 		workers:     16,
 		perHost:     3, // (5-1) hosts x 3 < 16 workers: a free worker is always left for the fifth
@@ -123,7 +123,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	var all []string
 	nameOf := map[string]string{} // provider key -> host name
 	for _, h := range p.hosts {
-		srv, err := sim.New(h.sim)
+		srv, err := providertest.New(h.sim)
 		if err != nil {
 			return result{}, err
 		}

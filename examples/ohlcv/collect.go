@@ -13,8 +13,8 @@ import (
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -91,7 +91,7 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	defer be.Close()
 	c.be = be
 	if c.base == "" {
-		srv, err := sim.New(embeddedConfig())
+		srv, err := providertest.New(embeddedConfig())
 		if err != nil {
 			return err
 		}
@@ -142,12 +142,12 @@ func (e errYielded) Error() string {
 }
 
 // embeddedConfig configures the embedded exchange.
-func embeddedConfig() sim.Config {
-	syms := make([]sim.Symbol, len(embeddedSymbols))
+func embeddedConfig() providertest.Config {
+	syms := make([]providertest.Symbol, len(embeddedSymbols))
 	for i, s := range embeddedSymbols {
-		syms[i] = sim.Symbol{Name: s}
+		syms[i] = providertest.Symbol{Name: s}
 	}
-	return sim.Config{Symbols: syms, Limit: sim.RateLimit(embeddedLimit, 5), Answer: sim.Answer429}
+	return providertest.Config{Symbols: syms, Limit: providertest.RateLimit(embeddedLimit, 5), Answer: providertest.Answer429}
 }
 
 // all runs every symbol at once and returns the first failure; a failure

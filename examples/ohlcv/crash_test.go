@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // The crash tests run the built binary, as a user does, against the
@@ -73,7 +73,7 @@ var crashSymbols = []string{"BTCUSDT", "ETHUSDT"}
 type crashBed struct {
 	t     *testing.T
 	bin   string
-	srv   *sim.Server
+	srv   *providertest.Server
 	base  string
 	since time.Time
 	rng   *rand.Rand
@@ -81,11 +81,11 @@ type crashBed struct {
 
 func newCrashBed(t *testing.T) *crashBed {
 	t.Helper()
-	syms := make([]sim.Symbol, len(crashSymbols))
+	syms := make([]providertest.Symbol, len(crashSymbols))
 	for i, s := range crashSymbols {
-		syms[i] = sim.Symbol{Name: s}
+		syms[i] = providertest.Symbol{Name: s}
 	}
-	srv, err := sim.New(sim.Config{Symbols: syms, Limit: sim.RateLimit(embeddedLimit, 5), Answer: sim.Answer429})
+	srv, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.RateLimit(embeddedLimit, 5), Answer: providertest.Answer429})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +178,14 @@ func (b *crashBed) check(store []string) {
 			b.t.Fatalf("export %s: %v", sym, err)
 		}
 		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-		var truth []sim.Kline
+		var truth []providertest.Kline
 		for from := b.since; ; {
-			page, err := b.srv.KlinesAt(now, sim.Query{Symbol: sym, Interval: "1m", Start: from, End: now, Limit: sim.MaxKlineLimit})
+			page, err := b.srv.KlinesAt(now, providertest.Query{Symbol: sym, Interval: "1m", Start: from, End: now, Limit: providertest.MaxKlineLimit})
 			if err != nil {
 				b.t.Fatal(err)
 			}
 			truth = append(truth, page...)
-			if len(page) < sim.MaxKlineLimit {
+			if len(page) < providertest.MaxKlineLimit {
 				break
 			}
 			from = time.UnixMilli(page[len(page)-1].OpenTime).Add(time.Minute)

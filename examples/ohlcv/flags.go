@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/klines"
 )
 
 // options is a parsed, validated collect command line.

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // inMemory serves the embedded exchange in memory: no sockets, so a whole
 // run fits in a testing/synctest bubble and its minutes pass instantly.
-var inMemory = env{serve: func(srv *sim.Server) (string, *http.Client, func(), error) {
+var inMemory = env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
 	return "http://sim", srv.Client(), func() {}, nil
 }}
 

@@ -10,20 +10,20 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // liar serves, in memory, an exchange configured as the embedded one but
 // lying as lie says, in place of the embedded exchange.
-func liar(t *testing.T, lie sim.Config) env {
+func liar(t *testing.T, lie providertest.Config) env {
 	t.Helper()
 	cfg := embeddedConfig()
 	cfg.Lie, cfg.LieAfter, cfg.LieCap, cfg.LieShift = lie.Lie, lie.LieAfter, lie.LieCap, lie.LieShift
-	srv, err := sim.New(cfg)
+	srv, err := providertest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{serve: func(*sim.Server) (string, *http.Client, func(), error) {
+	return env{serve: func(*providertest.Server) (string, *http.Client, func(), error) {
 		return "http://sim", srv.Client(), func() {}, nil
 	}}
 }
@@ -39,13 +39,13 @@ func cliIn(e env, args ...string) result {
 // [from, to) as export prints them.
 func truthLines(t *testing.T, from, to time.Time) []string {
 	t.Helper()
-	srv, err := sim.New(embeddedConfig())
+	srv, err := providertest.New(embeddedConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for at := from; at.Before(to); at = at.Add(sim.MaxKlineLimit * time.Minute) {
-		ks, err := srv.KlinesAt(time.Now(), sim.Query{Symbol: "BTCUSDT", Interval: "1m", Start: at, End: to.Add(-time.Millisecond), Limit: sim.MaxKlineLimit})
+	for at := from; at.Before(to); at = at.Add(providertest.MaxKlineLimit * time.Minute) {
+		ks, err := srv.KlinesAt(time.Now(), providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: at, End: to.Add(-time.Millisecond), Limit: providertest.MaxKlineLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,22 +91,22 @@ func TestLyingProviderNeverLeavesASilentHole(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		lie  sim.Config
+		lie  providertest.Config
 		days int
 		want string // "" for a lie worked around: done, everything stored
 	}{
-		{"short pages", sim.Config{Lie: sim.LieShortPages, LieCap: 500}, 2, ""},
-		{"dropped rows", sim.Config{Lie: sim.LieDropRows}, 1, ""},
-		{"null", sim.Config{Lie: sim.LieNull, LieAfter: 1}, 1, "the provider answered null"},
-		{"empty in history", sim.Config{Lie: sim.LieEmpty, LieAfter: 1}, 1, "an answer that leaves out candles"},
-		{"empty from the start", sim.Config{Lie: sim.LieEmpty}, 1, "an answer that leaves out candles"},
-		{"reversed", sim.Config{Lie: sim.LieReversed, LieAfter: 1}, 1, "rows must be oldest first"},
-		{"shifted by half", sim.Config{Lie: sim.LieShifted, LieAfter: 1}, 1, "not on a 1m boundary"},
-		{"shifted later", sim.Config{Lie: sim.LieShifted, LieShift: time.Minute}, 1, "outside the asked window"},
-		{"shifted earlier", sim.Config{Lie: sim.LieShifted, LieShift: -time.Minute, LieAfter: 1}, 1, "outside the asked window"},
-		{"newline in a value", sim.Config{Lie: sim.LieNewline, LieAfter: 1}, 1, "not a decimal number"},
-		{"redirect loop", sim.Config{Lie: sim.LieRedirectLoop, LieAfter: 1}, 1, "provider redirected to"},
-		{"empty to everything after a candle", sim.Config{Lie: sim.LieEmptyAll, LieAfter: 1}, 1, "but sent one at"},
+		{"short pages", providertest.Config{Lie: providertest.LieShortPages, LieCap: 500}, 2, ""},
+		{"dropped rows", providertest.Config{Lie: providertest.LieDropRows}, 1, ""},
+		{"null", providertest.Config{Lie: providertest.LieNull, LieAfter: 1}, 1, "the provider answered null"},
+		{"empty in history", providertest.Config{Lie: providertest.LieEmpty, LieAfter: 1}, 1, "an answer that leaves out candles"},
+		{"empty from the start", providertest.Config{Lie: providertest.LieEmpty}, 1, "an answer that leaves out candles"},
+		{"reversed", providertest.Config{Lie: providertest.LieReversed, LieAfter: 1}, 1, "rows must be oldest first"},
+		{"shifted by half", providertest.Config{Lie: providertest.LieShifted, LieAfter: 1}, 1, "not on a 1m boundary"},
+		{"shifted later", providertest.Config{Lie: providertest.LieShifted, LieShift: time.Minute}, 1, "outside the asked window"},
+		{"shifted earlier", providertest.Config{Lie: providertest.LieShifted, LieShift: -time.Minute, LieAfter: 1}, 1, "outside the asked window"},
+		{"newline in a value", providertest.Config{Lie: providertest.LieNewline, LieAfter: 1}, 1, "not a decimal number"},
+		{"redirect loop", providertest.Config{Lie: providertest.LieRedirectLoop, LieAfter: 1}, 1, "provider redirected to"},
+		{"empty to everything after a candle", providertest.Config{Lie: providertest.LieEmptyAll, LieAfter: 1}, 1, "but sent one at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -161,7 +161,7 @@ func TestLyingEmptyFromTheStartIsNeverDone(t *testing.T) {
 		dir := t.TempDir()
 		since := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
 		args := []string{"-store", dir, "-since", since.Format(time.RFC3339), "-page", "60", "-json"}
-		r := cliIn(liar(t, sim.Config{Lie: sim.LieEmptyAll}), args...)
+		r := cliIn(liar(t, providertest.Config{Lie: providertest.LieEmptyAll}), args...)
 		if s := decodeSummary(t, r.stdout); r.code != 0 || s.Status != "empty" || s.Candles != 0 || s.Streams[0].Last != "" {
 			t.Fatalf("exit %d, summary %+v, stderr %q: want status empty, no candle and a cursor on none", r.code, s, r.stderr)
 		}
@@ -185,7 +185,7 @@ func TestLyingHonestOnceThenEmptyFails(t *testing.T) {
 		dir := t.TempDir()
 		since := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
 		args := []string{"-store", dir, "-since", since.Format(time.RFC3339), "-page", "60", "-json"}
-		r := cliIn(liar(t, sim.Config{Lie: sim.LieEmptyAll, LieAfter: 1}), args...)
+		r := cliIn(liar(t, providertest.Config{Lie: providertest.LieEmptyAll, LieAfter: 1}), args...)
 		s := decodeSummary(t, r.stdout)
 		if r.code != exitError || s.Status != "failed" || s.Candles != 60 || len(s.Gaps) != 1 || !strings.Contains(s.Gaps[0].Reason, "but sent one at") {
 			t.Fatalf("exit %d, summary %+v: want failed with 60 candles and a gap naming the lie", r.code, s)

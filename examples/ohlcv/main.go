@@ -81,7 +81,7 @@ import (
 	"syscall"
 
 	"github.com/forage-go/forage/internal/redact"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // Exit statuses.
@@ -106,11 +106,11 @@ func main() {
 type env struct {
 	// serve makes srv reachable and returns its base URL, the client to
 	// reach it with, and a func that stops it.
-	serve func(srv *sim.Server) (base string, client *http.Client, stop func(), err error)
+	serve func(srv *providertest.Server) (base string, client *http.Client, stop func(), err error)
 }
 
 // loopback serves the embedded exchange on a 127.0.0.1 port, over real HTTP.
-func loopback(srv *sim.Server) (string, *http.Client, func(), error) {
+func loopback(srv *providertest.Server) (string, *http.Client, func(), error) {
 	lb, err := srv.Listen()
 	if err != nil {
 		return "", nil, nil, err

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // hostile serves the embedded exchange, but answers its first n klines
 // requests with a 429 whose Retry-After is absurd (about 3·10^12 years).
 func hostile(t *testing.T, n int64) string {
 	t.Helper()
-	srv, err := sim.New(embeddedConfig())
+	srv, err := providertest.New(embeddedConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

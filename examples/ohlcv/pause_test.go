@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // throttleFirst answers the first request it sees with 429 and
@@ -60,7 +60,7 @@ func TestRestartHonoursTheProvidersPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		exchange := &throttleFirst{}
-		e := env{serve: func(srv *sim.Server) (string, *http.Client, func(), error) {
+		e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
 			exchange.next = srv.Transport()
 			return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
 		}}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/slice"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
+	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/slice"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
 	"github.com/forage-go/forage/internal/redact"
+	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/slice"
 )
 

@@ -30,8 +30,8 @@ import (
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/klines"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/slice"
 )
@@ -52,11 +52,11 @@ func main() {
 
 func run() error {
 	listed := time.Now().Add(-days * 24 * time.Hour).Truncate(time.Minute)
-	var syms []sim.Symbol
+	var syms []providertest.Symbol
 	for _, s := range symbols {
-		syms = append(syms, sim.Symbol{Name: s, Listed: listed})
+		syms = append(syms, providertest.Symbol{Name: s, Listed: listed})
 	}
-	exchange, err := sim.New(sim.Config{Symbols: syms, Limit: sim.RateLimit(trueLimit, 1), Answer: sim.Answer429})
+	exchange, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.RateLimit(trueLimit, 1), Answer: providertest.Answer429})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // result is one client's measurement against one row for one duration.
@@ -74,7 +74,7 @@ func runCell(ctx context.Context, rw row, cl client, run time.Duration, o option
 		w := rw.limit.Window
 		offset = (w - time.Duration(start.UnixNano())%w) % w
 	}
-	srv, err := sim.New(rw.config(run, func() time.Time { return time.Now().Add(offset) }, o.seed))
+	srv, err := providertest.New(rw.config(run, func() time.Time { return time.Now().Add(offset) }, o.seed))
 	if err != nil {
 		return res.fail(err)
 	}
@@ -98,7 +98,7 @@ func runCell(ctx context.Context, rw row, cl client, run time.Duration, o option
 }
 
 // measure fills res from the server's stats and the recorded events.
-func (res *result) measure(rw row, st sim.Stats, rec *recorder, trace bool) {
+func (res *result) measure(rw row, st providertest.Stats, rec *recorder, trace bool) {
 	events, dropped := rec.snapshot()
 	ok := successes(events, res.Run)
 	res.OK = int64(len(ok))
@@ -113,7 +113,7 @@ func (res *result) measure(rw row, st sim.Stats, rec *recorder, trace bool) {
 	}
 	if trace {
 		res.PerSecond = perSecond(events, res.Run, func(e event) bool {
-			return e.status == 429 || e.status == 418 || (e.status == 503 && rw.answer == sim.Answer503)
+			return e.status == 429 || e.status == 418 || (e.status == 503 && rw.answer == providertest.Answer503)
 		})
 	}
 	if dropped > 0 {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 const ms = time.Millisecond
@@ -23,7 +23,7 @@ func TestRowsAreValid(t *testing.T) {
 		}
 		seen[rw.name] = true
 		for _, d := range []time.Duration{30 * time.Second, 120 * time.Second} {
-			if _, err := sim.New(rw.config(d, time.Now, 1)); err != nil {
+			if _, err := providertest.New(rw.config(d, time.Now, 1)); err != nil {
 				t.Fatalf("row %d %q at %v: %v", i, rw.name, d, err)
 			}
 		}
@@ -40,11 +40,11 @@ func TestServable(t *testing.T) {
 		rw   row
 		want float64
 	}{
-		{row{limit: sim.RateLimit(17, 1)}, 510},
-		{row{limit: sim.WindowLimit(600, 30*time.Second)}, 600},
-		{row{limit: sim.WindowLimit(600, 30*time.Second)}, 600},
-		{row{limit: sim.RateLimit(20, 1), halves: true}, 20*15 + 10*15},
-		{row{limit: sim.RateLimit(17, 1), faultRate: 0.1}, 459},
+		{row{limit: providertest.RateLimit(17, 1)}, 510},
+		{row{limit: providertest.WindowLimit(600, 30*time.Second)}, 600},
+		{row{limit: providertest.WindowLimit(600, 30*time.Second)}, 600},
+		{row{limit: providertest.RateLimit(20, 1), halves: true}, 20*15 + 10*15},
+		{row{limit: providertest.RateLimit(17, 1), faultRate: 0.1}, 459},
 	}
 	for i, c := range cases {
 		if got := c.rw.servable(d); math.Abs(got-c.want) > 1e-9 {

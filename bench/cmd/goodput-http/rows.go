@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // listed is when every symbol of the simulated exchange was listed: far
@@ -28,15 +28,15 @@ type row struct {
 	// name labels the row.
 	name string
 	// limit is the true limit from the start.
-	limit sim.Limit
+	limit providertest.Limit
 	// answer is how over-limit requests are answered.
-	answer sim.Answer
+	answer providertest.Answer
 	// headers are the usage headers sent.
-	headers sim.Headers
+	headers providertest.Headers
 	// faultRate is the share of admitted requests failed with one of faults:
 	// noise, not a refusal.
 	faultRate float64
-	faults    []sim.Fault
+	faults    []providertest.Fault
 	// halves makes the limit halve at half the run.
 	halves bool
 	// long marks the rows measured at long durations too (see plan).
@@ -46,28 +46,28 @@ type row struct {
 // rows returns every provider policy the benchmark measures, at limits
 // forage is not told (13 to 200 requests/s).
 func rows() []row {
-	gcra := func(r float64, b int) sim.Limit { return sim.RateLimit(r, b) }
-	window := sim.WindowLimit(600, 30*time.Second)
-	noise := func(name string, rate float64, f sim.Fault, long bool) row {
-		return row{name: name, limit: gcra(17, 1), faultRate: rate, faults: []sim.Fault{f}, long: long}
+	gcra := func(r float64, b int) providertest.Limit { return providertest.RateLimit(r, b) }
+	window := providertest.WindowLimit(600, 30*time.Second)
+	noise := func(name string, rate float64, f providertest.Fault, long bool) row {
+		return row{name: name, limit: gcra(17, 1), faultRate: rate, faults: []providertest.Fault{f}, long: long}
 	}
 	return []row{
 		{name: "gcra 17/s burst 1, 429+retry-after", limit: gcra(17, 1), long: true},
 		{name: "gcra 13/s burst 2, 429+retry-after", limit: gcra(13, 2), long: true},
 		{name: "gcra 50/s burst 10, 429+retry-after", limit: gcra(50, 10)},
 		{name: "fixed window 600/30s, 429+retry-after", limit: window, long: true},
-		{name: "fixed window 600/30s, IETF headers", limit: window, headers: sim.HeaderIETF, long: true},
-		{name: "fixed window 600/30s, IETF + X-MBX-USED-WEIGHT-1M", limit: window, headers: sim.HeaderIETF | sim.HeaderBinance, long: true},
-		{name: "gcra 17/s burst 1, IETF headers (remaining 0, reset 1)", limit: gcra(17, 1), headers: sim.HeaderIETF},
-		{name: "gcra 17/s, bare 429", limit: gcra(17, 1), answer: sim.AnswerBare429},
-		{name: "gcra 17/s, 503", limit: gcra(17, 1), answer: sim.Answer503},
-		{name: "gcra 17/s, slow-down", limit: gcra(17, 1), answer: sim.AnswerSlowDown},
-		{name: "gcra 15/s, ban after 5 violations/min", limit: gcra(15, 1), answer: sim.AnswerBan, long: true},
+		{name: "fixed window 600/30s, IETF headers", limit: window, headers: providertest.HeaderIETF, long: true},
+		{name: "fixed window 600/30s, IETF + X-MBX-USED-WEIGHT-1M", limit: window, headers: providertest.HeaderIETF | providertest.HeaderBinance, long: true},
+		{name: "gcra 17/s burst 1, IETF headers (remaining 0, reset 1)", limit: gcra(17, 1), headers: providertest.HeaderIETF},
+		{name: "gcra 17/s, bare 429", limit: gcra(17, 1), answer: providertest.AnswerBare429},
+		{name: "gcra 17/s, 503", limit: gcra(17, 1), answer: providertest.Answer503},
+		{name: "gcra 17/s, slow-down", limit: gcra(17, 1), answer: providertest.AnswerSlowDown},
+		{name: "gcra 15/s, ban after 5 violations/min", limit: gcra(15, 1), answer: providertest.AnswerBan, long: true},
 		{name: "gcra 20/s halving to 10/s mid-run", limit: gcra(20, 1), halves: true, long: true},
-		noise("gcra 17/s + 5% random 502", 0.05, sim.Fault502, false),
-		noise("gcra 17/s + 5% random 503", 0.05, sim.Fault503, false),
-		noise("gcra 17/s + 10% random 502", 0.10, sim.Fault502, false),
-		noise("gcra 17/s + 10% random 503", 0.10, sim.Fault503, true),
+		noise("gcra 17/s + 5% random 502", 0.05, providertest.Fault502, false),
+		noise("gcra 17/s + 5% random 503", 0.05, providertest.Fault503, false),
+		noise("gcra 17/s + 10% random 502", 0.10, providertest.Fault502, false),
+		noise("gcra 17/s + 10% random 503", 0.10, providertest.Fault503, true),
 		{name: "gcra 200/s burst 1 (fast provider)", limit: gcra(200, 1), long: true},
 	}
 }
@@ -76,7 +76,7 @@ func rows() []row {
 // requests per second: a fixed window's count spread over its window.
 func (r row) rate(t, run time.Duration) float64 {
 	x := r.limit.Rate
-	if r.limit.Algorithm == sim.FixedWindow {
+	if r.limit.Algorithm == providertest.FixedWindow {
 		x = float64(r.limit.Count) / r.limit.Window.Seconds()
 	}
 	if r.halves && t >= run/2 {
@@ -97,23 +97,23 @@ func (r row) servable(run time.Duration) float64 {
 }
 
 // fixedWindow reports whether the row's limit is a fixed window.
-func (r row) fixedWindow() bool { return r.limit.Algorithm == sim.FixedWindow }
+func (r row) fixedWindow() bool { return r.limit.Algorithm == providertest.FixedWindow }
 
 // config returns the server's configuration for a run of length run. now is
 // the server's clock; seed seeds its draws.
-func (r row) config(run time.Duration, now func() time.Time, seed uint64) sim.Config {
-	cfg := sim.Config{
+func (r row) config(run time.Duration, now func() time.Time, seed uint64) providertest.Config {
+	cfg := providertest.Config{
 		Now: now, Seed: seed, Limit: r.limit, Answer: r.answer, Headers: r.headers,
 		FaultRate: r.faultRate, Faults: r.faults, Latency: latency, Jitter: jitter,
 		BanAfter: 5, BanWindow: time.Minute, BanFor: 2 * time.Minute,
 	}
 	for _, s := range symbols {
-		cfg.Symbols = append(cfg.Symbols, sim.Symbol{Name: s, Listed: listed})
+		cfg.Symbols = append(cfg.Symbols, providertest.Symbol{Name: s, Listed: listed})
 	}
 	if r.halves {
 		half := r.limit
 		half.Rate /= 2
-		cfg.Schedule = []sim.Change{{After: run / 2, Limit: half}}
+		cfg.Schedule = []providertest.Change{{After: run / 2, Limit: half}}
 	}
 	return cfg
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/bench/internal/clients"
-	"github.com/forage-go/forage/internal/sim"
+	"github.com/forage-go/forage/providertest"
 )
 
 // url is what the workers request in these tests; the in-memory transport
@@ -18,12 +18,12 @@ const url = "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1"
 // drive runs f with 4 workers against a fresh server for cfg for run of
 // simulated time, and returns the server's stats and how long f took to
 // return after its context ended.
-func drive(t *testing.T, cfg sim.Config, f clients.Func, run time.Duration) (sim.Stats, time.Duration) {
+func drive(t *testing.T, cfg providertest.Config, f clients.Func, run time.Duration) (providertest.Stats, time.Duration) {
 	t.Helper()
-	var st sim.Stats
+	var st providertest.Stats
 	var late time.Duration
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := sim.New(cfg)
+		srv, err := providertest.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func drive(t *testing.T, cfg sim.Config, f clients.Func, run time.Duration) (sim
 // requests through and returns when its context ends.
 func TestEveryClientRunsAndStops(t *testing.T) {
 	t.Parallel()
-	cfg := sim.Config{Limit: sim.RateLimit(20, 1), Latency: 5 * time.Millisecond, Symbols: []sim.Symbol{{Name: "BTCUSDT"}}}
+	cfg := providertest.Config{Limit: providertest.RateLimit(20, 1), Latency: 5 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 	for name, f := range map[string]clients.Func{
 		"forage": clients.Forage, "crawl": clients.Crawl, "rate": clients.Rate(20), "aws": clients.AWS,
 	} {
@@ -60,7 +60,7 @@ func TestEveryClientRunsAndStops(t *testing.T) {
 // whatever the worker count, against an unlimited provider.
 func TestRatePacesAtItsGuess(t *testing.T) {
 	t.Parallel()
-	st, _ := drive(t, sim.Config{}, clients.Rate(10), 10*time.Second)
+	st, _ := drive(t, providertest.Config{}, clients.Rate(10), 10*time.Second)
 	if st.Requests < 99 || st.Requests > 101 {
 		t.Fatalf("10/s for 10s sent %d requests, want 100±1", st.Requests)
 	}
@@ -70,7 +70,7 @@ func TestRatePacesAtItsGuess(t *testing.T) {
 // Retry-After: at 2x a fixed window's pace, it sends little past the quota.
 func TestRateWaitsOutRetryAfter(t *testing.T) {
 	t.Parallel()
-	cfg := sim.Config{Limit: sim.WindowLimit(10, 10*time.Second)}
+	cfg := providertest.Config{Limit: providertest.WindowLimit(10, 10*time.Second)}
 	st, _ := drive(t, cfg, clients.Rate(2), 30*time.Second)
 	if st.OK < 30 || st.OK > 31 || st.Throttled > 4*3 {
 		t.Fatalf("stats %+v: want 30 ok (3 windows of 10; 31 with one sent at the 30s edge) and at most one refusal per worker per window", st)

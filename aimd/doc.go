@@ -128,7 +128,7 @@
 // 3000/min fixed window with headers (none refused). A plain AIMD (+1/s per
 // second, x0.5 per overshoot) reaches 66-77% against the same GCRA servers.
 // The budget package runs the same policies end to end against
-// internal/sim, in five-minute and in 30-second rows.
+// providertest, in five-minute and in 30-second rows.
 //
 // Known limits: the fast slow start overshoots a burst allowance with
 // several requests in flight, so a provider that bans after 5 refusals a

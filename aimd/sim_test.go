@@ -172,7 +172,7 @@ type simPolicy struct {
 
 // gcra returns a GCRA server factory at rate/s with burst, answering a,
 // banning (answerBan) after 5 violations within a minute for 2 minutes, as
-// Binance does and internal/sim's defaults model.
+// Binance does and providertest's defaults model.
 func gcra(rate float64, burst int, a answer) func() *simServer {
 	return func() *simServer {
 		return &simServer{rate: func(time.Duration) float64 { return rate }, burst: burst, answer: a,

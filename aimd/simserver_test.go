@@ -8,7 +8,7 @@ import (
 )
 
 // The server model of the goodput simulation (sim_test.go). It mirrors
-// internal/sim's answers, which the budget package's full simulation uses:
+// providertest's answers, which the budget package's full simulation uses:
 // Retry-After in whole seconds (at least 1), Binance's ban after repeated
 // violations, a slow-down that delays instead of refusing.
 

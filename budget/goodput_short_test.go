@@ -15,7 +15,7 @@ import (
 )
 
 // The short goodput table: what a user meets in a 30-second run, where the
-// climb is not amortised over minutes. Each row serves internal/sim under
+// climb is not amortised over minutes. Each row serves providertest under
 // testing/synctest, with and without a send-to-server jitter measured on a
 // real network stack (see uplinkJitter: back-to-back requests sometimes
 // arrive closer than they were sent), small and large limits, burst 1 and 2, fixed

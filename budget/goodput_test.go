@@ -17,7 +17,7 @@ import (
 )
 
 // The goodput simulation: workers call Provider.Do with the default Config
-// (nothing told of the limit) against internal/sim for goodputRun of
+// (nothing told of the limit) against providertest for goodputRun of
 // simulated time per provider policy, under testing/synctest. Targets in
 // every row: goodput >= 90% of what the true limit allowed, at most 1% of
 // requests refused, never banned.

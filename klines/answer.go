@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/redact"
 )
 
-// MaxAnswer is the largest klines answer read, in bytes: 1000 rows of
+// maxAnswer is the largest klines answer read, in bytes: 1000 rows of
 // Binance's format take about 200 KiB, so an answer past 8 MiB is not a
 // page of klines.
-const MaxAnswer = 8 << 20
+const maxAnswer = 8 << 20
 
-// errTooLarge is the error of an answer longer than MaxAnswer.
+// errTooLarge is the error of an answer longer than maxAnswer.
 var errTooLarge = errors.New("klines: answer larger than 8 MiB")
 
-// readBody reads a whole answer, or fails with errTooLarge past MaxAnswer
+// readBody reads a whole answer, or fails with errTooLarge past maxAnswer
 // rather than hand a truncated body to the decoder.
 func readBody(r io.Reader) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r, MaxAnswer+1))
-	if err == nil && len(body) > MaxAnswer {
+	body, err := io.ReadAll(io.LimitReader(r, maxAnswer+1))
+	if err == nil && len(body) > maxAnswer {
 		return nil, errTooLarge
 	}
 	return body, err
@@ -42,7 +43,7 @@ func (s *Source) decode(body []byte, w checkpoint.Range, limit int) ([]Candle, e
 // limit rows, open times on the interval's boundaries, inside w (a zero
 // w.Start means no lower bound), strictly ascending (oldest first, no
 // duplicates), and prices and volume that are decimal numbers (see
-// [ValidDecimal]). A provider that breaks it would otherwise make the
+// [validDecimal]). A provider that breaks it would otherwise make the
 // cursor skip or repeat candles, or put its text in the store.
 func (s *Source) check(w checkpoint.Range, rows []Candle, limit int) error {
 	if len(rows) > limit {
@@ -70,7 +71,7 @@ func (s *Source) check(w checkpoint.Range, rows []Candle, limit int) error {
 // check fails unless c's prices and volume are decimal numbers.
 func (c Candle) check() error {
 	for j, v := range c.values() {
-		if !ValidDecimal(v) {
+		if !validDecimal(v) {
 			return fmt.Errorf("the %s at %v is %q, not a decimal number", valueNames[j], c.OpenTime, clip(v))
 		}
 	}
@@ -87,12 +88,12 @@ var valueNames = [5]string{"open", "high", "low", "close", "volume"}
 // most 8 decimals after 12 or so digits.
 const maxDecimal = 64
 
-// ValidDecimal reports whether v is a plain non-negative decimal number as
+// validDecimal reports whether v is a plain non-negative decimal number as
 // Binance writes prices and volumes: digits, optionally a point and more
 // digits ("16843.21000000"), at most 64 bytes. No sign, exponent, spaces,
 // NaN or Inf: klines prices and volumes are never negative, and nothing
 // else may reach a store.
-func ValidDecimal(v string) bool {
+func validDecimal(v string) bool {
 	if len(v) == 0 || len(v) > maxDecimal {
 		return false
 	}
@@ -110,23 +111,26 @@ func ValidDecimal(v string) bool {
 	return point != len(v)-1
 }
 
-// clip shortens v for an error message.
+// clip shortens v for an error message and redacts any secret in it (a
+// URL's query values or credentials, a secret key's value): v may be a
+// provider's text.
 func clip(v string) string {
 	if len(v) > maxDecimal {
-		return v[:maxDecimal] + "..."
+		v = v[:maxDecimal] + "..."
 	}
-	return v
+	return redact.String(v)
 }
 
 // apiError turns a provider's error body ({"code":-1121,"msg":"Invalid
-// symbol."}) into an error carrying its message.
+// symbol."}) into an error carrying its message, redacted: a provider may
+// echo a signed request URL back.
 func apiError(status int, body []byte) error {
 	var e struct {
 		Code int    `json:"code"`
 		Msg  string `json:"msg"`
 	}
 	if json.Unmarshal(body, &e) == nil && e.Msg != "" {
-		return fmt.Errorf("klines: provider said %d %s (code %d)", status, e.Msg, e.Code)
+		return fmt.Errorf("klines: provider said %d %s (code %d)", status, redact.String(e.Msg), e.Code)
 	}
 	return fmt.Errorf("klines: provider said %d", status)
 }

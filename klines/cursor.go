@@ -132,7 +132,7 @@ func parseCursor(b []byte) (cursor, error) {
 func EncodeCursor(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixMilli(), 10) }
 
 // DecodeCursor returns the open time of the last candle a cursor covers
-// (see the format in cursor.go); a plain cursor of earlier versions is
+// (see the package doc); a plain cursor of earlier versions is
 // just that time. A cursor that covers no candle yet (a confirmation
 // pending before any) is an error.
 func DecodeCursor(b []byte) (time.Time, error) {

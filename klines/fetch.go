@@ -143,7 +143,7 @@ func (s *Source) accepted(r checkpoint.Range, rows []Candle) int {
 // are kept, holes and all; otherwise nothing is, and the next slice asks
 // again from the first hole.
 func (s *Source) verify(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], budget.Outcome) {
-	seen := Time(c.seen)
+	seen := msTime(c.seen)
 	rows, out := s.get(ctx, url.Values{
 		"endTime": {strconv.FormatInt(c.seen, 10)},
 		"limit":   {strconv.Itoa(c.count + 1)},
@@ -172,7 +172,7 @@ func digest(rows []Candle) uint64 {
 // confirm makes the confirmation c asks for (see [Source.Fetch]): the
 // stretch from sl's start to c.confirm.
 func (s *Source) confirm(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], budget.Outcome) {
-	start, end := sl.Range.Start, Time(c.confirm)
+	start, end := sl.Range.Start, msTime(c.confirm)
 	rows, out := s.get(ctx, url.Values{
 		"endTime": {strconv.FormatInt(c.confirm-1, 10)},
 		"limit":   {"1"},
@@ -186,9 +186,9 @@ func (s *Source) confirm(ctx context.Context, sl slice.Slice, c cursor) (slice.P
 	case len(rows) == 1 && !rows[0].OpenTime.Before(start):
 		return lie(out, "answered no candle in %v, but has one at %v", stretch, rows[0].OpenTime)
 	case len(rows) == 1 && c.hasCand && rows[0].OpenTime.UnixMilli() != c.cand:
-		return lie(out, "answered %v as its last candle before %v, but sent one at %v", rows[0].OpenTime, end, Time(c.cand))
+		return lie(out, "answered %v as its last candle before %v, but sent one at %v", rows[0].OpenTime, end, msTime(c.cand))
 	case len(rows) == 0 && c.hasCand:
-		return lie(out, "answered no candle before %v, but sent one at %v", end, Time(c.cand))
+		return lie(out, "answered no candle before %v, but sent one at %v", end, msTime(c.cand))
 	case len(rows) == 0 && !c.confirmCandle:
 		return slice.Page[Candle]{Next: sl.After}, out // nothing confirms it: cover nothing
 	}
@@ -206,5 +206,5 @@ func lie(out budget.Outcome, format string, args ...any) (slice.Page[Candle], bu
 	return slice.Page[Candle]{}, out
 }
 
-// Time converts an open time in Unix milliseconds to a time.Time.
-func Time(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+// msTime converts an open time in Unix milliseconds to a time.Time.
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -28,7 +28,7 @@ func FuzzFileRecord(f *testing.F) {
 	f.Add(int64(-60000), "NaN", "+Inf", "", "1e3", "-1", []byte("+1,1,1,1,1,1\n-0,1,1,1,1,1\n01,1,1,1,1,1\n"))
 	f.Add(int64(1<<62), "0.00000001", "1,2", "1.", ".5", `"1"`, []byte("1,1,1,1,1,1,1\n\n1,1,1,1,1"))
 	f.Fuzz(func(t *testing.T, ms int64, o, h, l, c, v string, junk []byte) {
-		x := Candle{OpenTime: Time(ms), Open: o, High: h, Low: l, Close: c, Volume: v}
+		x := Candle{OpenTime: msTime(ms), Open: o, High: h, Low: l, Close: c, Volume: v}
 		line, err := appendRecord([]byte("prefix\n"), x)
 		switch {
 		case err != nil && string(line) != "prefix\n":
@@ -38,7 +38,7 @@ func FuzzFileRecord(f *testing.F) {
 		}
 		var file []byte
 		var wrote []Candle
-		for _, w := range []Candle{{OpenTime: Time(ms - 1), Open: "1", High: "1", Low: "1", Close: "1", Volume: "1"}, x, {OpenTime: Time(ms + 1), Open: "2", High: "2", Low: "2", Close: "2", Volume: "2"}} {
+		for _, w := range []Candle{{OpenTime: msTime(ms - 1), Open: "1", High: "1", Low: "1", Close: "1", Volume: "1"}, x, {OpenTime: msTime(ms + 1), Open: "2", High: "2", Low: "2", Close: "2", Volume: "2"}} {
 			if b, err := appendRecord(file, w); err == nil {
 				file, wrote = b, append(wrote, w)
 			}
@@ -131,7 +131,7 @@ func FuzzParsePage(f *testing.F) {
 		if c, err := parseCursor(pg.Next); err == nil && c.hasConfirm {
 			// A claim of a stretch without candles, to confirm: nothing
 			// kept, nothing covered, the stretch inside the span.
-			if T := Time(c.confirm); len(pg.Records) > 0 || !pg.Covered.IsZero() || !T.After(w.Start) || T.After(w.End) {
+			if T := msTime(c.confirm); len(pg.Records) > 0 || !pg.Covered.IsZero() || !T.After(w.Start) || T.After(w.End) {
 				t.Fatalf("a claim up to %v with %d records, covered %v, in the span %v", T, len(pg.Records), pg.Covered, w)
 			}
 			return

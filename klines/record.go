@@ -10,7 +10,7 @@ import (
 // The file format is one record per line, "open_time_ms,open,high,low,
 // close,volume\n", the format of every file the sink has written. The
 // codec cannot be forged by provider data: a record is written only if
-// each value is a plain decimal (ValidDecimal: digits and one point, no
+// each value is a plain decimal (validDecimal: digits and one point, no
 // comma, quote or newline), and a line is read back only if it is exactly
 // such a record. Whatever a provider sends, the bytes it contributes to a
 // line are digits and points, so it cannot end a line early or add a field.
@@ -43,7 +43,7 @@ func parseRecord(line []byte) (Candle, bool) {
 	if !ok {
 		return Candle{}, false
 	}
-	c := Candle{OpenTime: Time(ms), Open: string(f[1]), High: string(f[2]), Low: string(f[3]), Close: string(f[4]), Volume: string(f[5])}
+	c := Candle{OpenTime: msTime(ms), Open: string(f[1]), High: string(f[2]), Low: string(f[3]), Close: string(f[4]), Volume: string(f[5])}
 	return c, c.check() == nil
 }
 

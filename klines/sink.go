@@ -19,7 +19,7 @@ import (
 // open_time_ms,open,high,low,close,volume per line. Values are written
 // only if they are decimal numbers, and lines are read back only if they
 // are exactly such records, so a provider's text can never forge or
-// overwrite a line (see record.go). It upserts on the open time: a candle
+// overwrite a line. It upserts on the open time: a candle
 // already stored is not written again, so replaying a slice after a crash
 // changes nothing. Write appends and returns only after one fsync of the
 // file: appending needs no other sync, since the file's directory entry is
@@ -150,7 +150,7 @@ func (s *FileSink) Close() error { return s.f.Close() }
 
 // Export reads the candles of symbol and interval stored in dir, ascending
 // by open time, one line each: open_time_ms,open,high,low,close,volume.
-// A line that is not a record (see the file format in record.go), other
+// A line that is not a record (see the file format in the package doc), other
 // than a torn last line, fails the export with an error wrapping
 // [ErrCorrupt] that names the file and the line; if an open time is stored
 // twice, which the sink never writes,

@@ -28,7 +28,7 @@ type Candle struct {
 
 // Source fetches the closed candles of one symbol and interval. Its cursor
 // names the last candle it covered, in Unix milliseconds, and what is
-// pending after it (see the format in cursor.go); [EncodeCursor] and
+// pending after it (see the package doc); [EncodeCursor] and
 // [DecodeCursor] read and write the plain form. Each request asks for the
 // first Page candles after the cursor, up to Until, so a stretch without
 // candles (before the symbol's listing, a halted market) costs one
@@ -158,7 +158,7 @@ func (s *Source) Next(_ context.Context, after []byte, within checkpoint.Range) 
 	}
 	start := s.floor(s.From)
 	if c.hasLast {
-		start = Time(c.last).Add(s.step)
+		start = msTime(c.last).Add(s.step)
 	}
 	end := s.until()
 	if !within.IsZero() {
@@ -167,9 +167,9 @@ func (s *Source) Next(_ context.Context, after []byte, within checkpoint.Range) 
 	}
 	switch {
 	case s.confirming(c, after):
-		end = Time(c.confirm)
+		end = msTime(c.confirm)
 	case c.hasSeen:
-		end = Time(c.seen).Add(s.step) // the verification
+		end = msTime(c.seen).Add(s.step) // the verification
 	}
 	if !start.Before(end) {
 		return slice.Slice{}, false, nil
@@ -190,7 +190,7 @@ func (s *Source) Expect(sl slice.Slice) ([]byte, bool) {
 	case err != nil || s.step == 0 || !c.hasLast || c.hasConfirm:
 		return nil, false // the first slice, or a claim: it ends wherever the answer says
 	case c.hasSeen:
-		return onCandle(Time(c.seen)).bytes(), true // a verification that agrees
+		return onCandle(msTime(c.seen)).bytes(), true // a verification that agrees
 	}
 	n := int64(s.Page)
 	if most := s.most.Load(); most > 0 {

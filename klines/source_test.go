@@ -454,3 +454,40 @@ func TestNextAlignsToBinanceBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderTextIsRedacted: an error answer that echoes a signed request
+// URL, and a value carrying one, become errors that name the URL without
+// its secrets, so a host may log or store them as they are.
+func TestProviderTextIsRedacted(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)
+	from := now.Add(-24 * time.Hour)
+	signed := "https://x.test/api?apikey=SECRET123&signature=abc"
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"error message", 400, `{"code":-1100,"msg":"bad request ` + signed + `"}`},
+		{"value", 200, "[" + rowOf(from.UnixMilli(), "1", "2", "0.5", "1.5", "apikey=SECRET123") + "]"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			client := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: tc.status, Body: nopBody{strings.NewReader(tc.body)}, Header: http.Header{}}, nil
+			})}
+			src := &klines.Source{Client: client, Base: "http://x", Symbol: "A", Interval: "1m", Page: 5, From: from,
+				Now: func() time.Time { return now }}
+			if err := src.Init(); err != nil {
+				t.Fatal(err)
+			}
+			sl, _, err := src.Next(context.Background(), nil, checkpoint.Range{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, out := src.Fetch(context.Background(), sl)
+			if out.Err == nil || strings.Contains(out.Err.Error(), "SECRET123") || !strings.Contains(out.Err.Error(), "apikey=") {
+				t.Fatalf("%s: Fetch error %v, want one naming apikey= without its value", tc.name, out.Err)
+			}
+		})
+	}
+}

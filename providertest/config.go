@@ -12,12 +12,12 @@ import (
 // return for a bad configuration.
 var ErrInvalidConfig = errors.New("providertest: invalid config")
 
-// DefaultHistory is how long before the server's start (truncated to UTC
+// defaultHistory is how long before the server's start (truncated to UTC
 // midnight) a [Symbol] with a zero Listed time was listed.
-const DefaultHistory = 30 * 24 * time.Hour
+const defaultHistory = 30 * 24 * time.Hour
 
 // Config configures a [Server]. The zero Config is valid: three symbols with
-// [DefaultHistory] of candles, no limit, no faults, no latency, the real clock.
+// 30 days of candles, no limit, no faults, no latency, the real clock.
 type Config struct {
 	// Now is the clock. Defaults to time.Now, which testing/synctest fakes
 	// inside a bubble. Latency and slow-down are waited out on the runtime's
@@ -108,7 +108,7 @@ type Config struct {
 	LieAfter int
 
 	// LieCap is the most rows a [LieShortPages] answer holds, whatever
-	// limit was asked. Must be >= 0. Zero means 500 ([DefaultKlineLimit]).
+	// limit was asked. Must be >= 0. Zero means 500, Binance's default page.
 	LieCap int
 
 	// LieShift is how far [LieShifted] moves open and close times; it may
@@ -122,7 +122,7 @@ type Symbol struct {
 	// A-Z, 0-9, '-', '_' and '.'. Required and unique.
 	Name string
 	// Listed is when trading started: the first candle of every interval is
-	// the one containing Listed. Zero means [DefaultHistory] before the
+	// the one containing Listed. Zero means 30 days before the
 	// server's start truncated to UTC midnight. A Listed after now yields no
 	// candles yet.
 	Listed time.Time
@@ -300,7 +300,7 @@ func normalizeSymbols(in []Symbol, start time.Time) ([]Symbol, error) {
 			return nil, invalid(field+".Price", "must be >= 0 and finite", s.Price)
 		}
 		if s.Listed.IsZero() {
-			out[i].Listed = start.UTC().Truncate(24 * time.Hour).Add(-DefaultHistory)
+			out[i].Listed = start.UTC().Truncate(24 * time.Hour).Add(-defaultHistory)
 		}
 	}
 	return out, nil

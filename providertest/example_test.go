@@ -1,16 +1,59 @@
 package providertest_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/providertest"
 )
 
 // fixed is a clock stopped at 2024-03-01 12:30 UTC (setup, not the lesson).
 func fixed() time.Time { return time.Date(2024, 3, 1, 12, 30, 0, 0, time.UTC) }
+
+// Example points a collector's HTTP client, paced by a budget.Transport,
+// at a provider whose limit it is not told (5 requests a minute), then reads
+// what the provider saw: five answers, one 429 with Retry-After, and the
+// collector stopping there rather than waiting out the minute past its
+// run's deadline.
+func Example() {
+	exchange, _ := providertest.New(providertest.Config{
+		Now:   fixed, // setup: a stopped clock, so the output is exact
+		Limit: providertest.WindowLimit(5, time.Minute),
+	})
+
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{
+		Defaults: budget.Config{Adaptive: aimd.Config{Initial: 1000}}, // setup: keep the example fast
+	})
+	client := &http.Client{Transport: budget.NewTransport(reg, exchange.Transport())}
+	run, _ := budget.NewRun(budget.Envelope{Deadline: time.Now().Add(10 * time.Second)})
+	ctx := budget.WithRun(context.Background(), run)
+
+	for range 10 {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.exchange.test/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=2", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Println("stopped:", err)
+			break
+		}
+		resp.Body.Close()
+		fmt.Print(resp.StatusCode, " ")
+		if resp.StatusCode != http.StatusOK {
+			fmt.Println("Retry-After", resp.Header.Get("Retry-After"))
+			break
+		}
+	}
+	st := exchange.Stats()
+	fmt.Printf("requests %d ok %d throttled %d banned %d candles %d\n", st.Requests, st.OK, st.Throttled, st.Banned, st.Candles)
+	// Output:
+	// 200 200 200 200 200 429 Retry-After 60
+	// requests 6 ok 5 throttled 1 banned 0 candles 10
+}
 
 // ExampleNew asks for the last three hourly candles with the explicit-time
 // form: two closed ones and the forming one, which ends after now.
@@ -40,15 +83,16 @@ func ExampleServer_Transport() {
 	resp, _ := c.Get("http://api.binance.test/api/v3/klines?symbol=ETHUSDT&interval=1m&startTime=1709294400000&limit=2")
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	ks, _ := providertest.ParseKlines(body)
-	fmt.Println(resp.StatusCode, len(ks), ks[0].OpenTime, ks[1].OpenTime-ks[0].OpenTime)
+	var rows [][]json.RawMessage // Binance's array of arrays, open time first
+	_ = json.Unmarshal(body, &rows)
+	fmt.Println(resp.StatusCode, len(rows), string(rows[0][0]), string(rows[1][0]))
 
 	resp, _ = c.Get("http://api.binance.test/api/v3/klines?symbol=NOPE&interval=1m")
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, string(body))
 	// Output:
-	// 200 2 1709294400000 60000
+	// 200 2 1709294400000 1709294460000
 	// 400 {"code":-1121,"msg":"Invalid symbol."}
 }
 
@@ -105,13 +149,38 @@ func ExampleServer_Listen() {
 	// Output: 200 {"serverTime":1709296200000}
 }
 
-// ExampleParseKlines decodes a Binance klines body.
-func ExampleParseKlines() {
-	body := []byte(`[[1709294400000,"62000.10000000","62100.00000000","61950.00000000","62050.00000000","12.50000000",1709294459999,"775625.00000000",321,"6.00000000","372300.00000000","0"]]`)
-	ks, err := providertest.ParseKlines(body)
-	if err != nil {
-		panic(err)
+// ExampleScenarios lists the eight standard provider policies at a true
+// limit of 10 requests/s, and what each allows over a minute: the
+// denominator of a collector's goodput.
+func ExampleScenarios() {
+	for _, sc := range providertest.Scenarios(10, 20*time.Millisecond, time.Minute) {
+		fmt.Printf("%-31s allows %v\n", sc.Name, sc.Allowed(time.Minute))
 	}
-	fmt.Println(len(ks), ks[0].OpenTime, ks[0].Close, ks[0].Trades)
-	// Output: 1 1709294400000 62050.00000000 321
+	// Output:
+	// gcra burst 1, 429+retry-after   allows 600
+	// gcra burst 10, 429+retry-after  allows 600
+	// fixed window, 429+retry-after   allows 600
+	// bare 429                        allows 600
+	// 503                             allows 600
+	// slow-down                       allows 600
+	// ban after 5 violations          allows 600
+	// limit halves mid-run            allows 450
+}
+
+// ExampleLie makes the klines endpoint drop the middle row of every answer
+// after the first: a collector under test must not store the hole as
+// history. KlinesAt still tells the truth to compare with.
+func ExampleLie() {
+	s, _ := providertest.New(providertest.Config{Now: fixed, Lie: providertest.LieDropRows, LieAfter: 1})
+	c := s.Client()
+	for range 2 {
+		resp, _ := c.Get("http://exchange.test/api/v3/klines?symbol=BTCUSDT&interval=1h&limit=3")
+		var rows []json.RawMessage
+		_ = json.NewDecoder(resp.Body).Decode(&rows)
+		resp.Body.Close()
+		fmt.Print(len(rows), " rows; ")
+	}
+	truth, _ := s.KlinesAt(fixed(), providertest.Query{Symbol: "BTCUSDT", Interval: "1h", Limit: 3})
+	fmt.Println("truth:", len(truth), "rows, lie:", providertest.LieDropRows)
+	// Output: 3 rows; 2 rows; truth: 3 rows, lie: dropped rows
 }

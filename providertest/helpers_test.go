@@ -3,6 +3,7 @@ package providertest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -98,7 +99,7 @@ func klines(tb fataler, c *http.Client, params url.Values) []providertest.Kline 
 	if r.status != http.StatusOK {
 		tb.Fatalf("klines %s: status %d body %s", params.Encode(), r.status, r.body)
 	}
-	ks, err := providertest.ParseKlines(r.body)
+	ks, err := parseKlines(r.body)
 	if err != nil {
 		tb.Fatalf("klines %s: %v", params.Encode(), err)
 	}
@@ -120,3 +121,38 @@ func apiError(tb fataler, body []byte) (code int, msg string) {
 
 // ms formats t as a Binance millisecond parameter.
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// parseKlines decodes a klines response body (Binance's array of arrays).
+func parseKlines(body []byte) ([]providertest.Kline, error) {
+	var rows [][]json.RawMessage
+	if err := json.Unmarshal(body, &rows); err != nil {
+		return nil, fmt.Errorf("parse klines: %w", err)
+	}
+	out := make([]providertest.Kline, len(rows))
+	for i, row := range rows {
+		if len(row) < 11 {
+			return nil, fmt.Errorf("parse klines: row %d has %d fields, want 12", i, len(row))
+		}
+		k := &out[i]
+		dst := []any{&k.OpenTime, &k.Open, &k.High, &k.Low, &k.Close, &k.Volume,
+			&k.CloseTime, &k.QuoteVolume, &k.Trades, &k.TakerBase, &k.TakerQuote}
+		for j, d := range dst {
+			if err := json.Unmarshal(row[j], d); err != nil {
+				return nil, fmt.Errorf("parse klines: row %d field %d: %w", i, j, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// intervalDuration returns the length of a Binance interval name the server
+// supports, such as "1m" or "1d", and false for any other.
+func intervalDuration(name string) (time.Duration, bool) {
+	d, ok := map[string]time.Duration{
+		"1s": time.Second, "1m": time.Minute, "3m": 3 * time.Minute, "5m": 5 * time.Minute,
+		"15m": 15 * time.Minute, "30m": 30 * time.Minute, "1h": time.Hour, "2h": 2 * time.Hour,
+		"4h": 4 * time.Hour, "6h": 6 * time.Hour, "8h": 8 * time.Hour, "12h": 12 * time.Hour,
+		"1d": 24 * time.Hour, "3d": 72 * time.Hour, "1w": 7 * 24 * time.Hour,
+	}[name]
+	return d, ok
+}

@@ -11,8 +11,8 @@ import (
 
 // Binance's kline paging limits.
 const (
-	// DefaultKlineLimit is the number of candles returned when no limit is given.
-	DefaultKlineLimit = 500
+	// defaultKlineLimit is the number of candles returned when no limit is given.
+	defaultKlineLimit = 500
 	// MaxKlineLimit is the most candles one request returns; larger limits are
 	// capped to it.
 	MaxKlineLimit = 1000
@@ -30,7 +30,7 @@ type Query struct {
 	Start time.Time
 	// End keeps candles whose open time is at or before it. Zero means no end.
 	End time.Time
-	// Limit is the most candles returned. Zero means [DefaultKlineLimit];
+	// Limit is the most candles returned. Zero means 500, Binance's default;
 	// more than [MaxKlineLimit] is capped to it; negative is an error.
 	Limit int
 }
@@ -51,21 +51,21 @@ type Kline struct {
 	TakerQuote  string // taker buy quote asset volume
 }
 
-// APIError is a Binance-style error answer: an HTTP status and the JSON body
+// apiError is a Binance-style error answer: an HTTP status and the JSON body
 // {"code": Code, "msg": Msg}.
-type APIError struct {
+type apiError struct {
 	Status int    // HTTP status, e.g. 400
 	Code   int    // Binance error code, e.g. -1121
 	Msg    string // Binance message, e.g. "Invalid symbol."
 }
 
 // Error returns "providertest: <status> <code> <msg>".
-func (e *APIError) Error() string {
+func (e *apiError) Error() string {
 	return fmt.Sprintf("providertest: %d %d %s", e.Status, e.Code, e.Msg)
 }
 
 // body returns the JSON body Binance sends for e.
-func (e *APIError) body() []byte {
+func (e *apiError) body() []byte {
 	b, _ := json.Marshal(struct {
 		Code int    `json:"code"`
 		Msg  string `json:"msg"`
@@ -73,9 +73,9 @@ func (e *APIError) body() []byte {
 	return b
 }
 
-// badRequest returns a 400 APIError.
-func badRequest(code int, msg string) *APIError {
-	return &APIError{Status: 400, Code: code, Msg: msg}
+// badRequest returns a 400 apiError.
+func badRequest(code int, msg string) *apiError {
+	return &apiError{Status: 400, Code: code, Msg: msg}
 }
 
 // interval is a candle length and the alignment of its open times, both ms.
@@ -90,13 +90,6 @@ var intervals = map[string]interval{
 	"1w": {6048e5, 4 * 864e5},
 }
 
-// IntervalDuration returns the length of a supported interval name such as
-// "1m" or "1d", and false for an unsupported one.
-func IntervalDuration(name string) (time.Duration, bool) {
-	iv, ok := intervals[name]
-	return time.Duration(iv.d) * time.Millisecond, ok
-}
-
 // floor returns the open time of the candle containing t.
 func (iv interval) floor(t int64) int64 { return t - floorMod(t-iv.off, iv.d) }
 
@@ -108,17 +101,17 @@ func (iv interval) ceil(t int64) int64 {
 	return t
 }
 
-// KlinesAt answers q as the klines endpoint would at now, without touching the
-// limit or the stats. Candles are ascending and contiguous, from the one
+// KlinesAt answers q as the klines endpoint would at now, without touching
+// the limit or the stats. Candles are ascending and contiguous, from the one
 // containing the symbol's listing up to the forming one (containing now),
 // restricted to open times in [q.Start, q.End]. With a Start it returns the
-// first q.Limit of those, without one the last q.Limit. Closed candles depend
-// only on the seed, the symbol (name and Price), the interval and the open
-// time; the forming
-// candle's Close, High, Low and volumes move with now. An empty range gives an
-// empty, non-nil slice. Errors are *[APIError] with Binance's codes.
-// KlinesAt never lies, whatever [Config.Lie]: it is the truth a lying
-// server's answers are compared with.
+// first q.Limit of those, without one the last q.Limit. Closed candles
+// depend only on the seed, the symbol (name and Price), the interval and the
+// open time; the forming candle's Close, High, Low and volumes move with
+// now. An empty range gives an empty, non-nil slice. An invalid query is an
+// error whose message carries Binance's status, code and text, e.g.
+// "providertest: 400 -1121 Invalid symbol.". KlinesAt never lies, whatever
+// [Config.Lie]: it is the truth a lying server's answers are compared with.
 func (s *Server) KlinesAt(now time.Time, q Query) ([]Kline, error) {
 	r, err := s.span(now, q)
 	if err != nil {
@@ -163,7 +156,7 @@ func (s *Server) span(now time.Time, q Query) (span, error) {
 	case limit < 0:
 		return span{}, badRequest(-1130, "Data sent for parameter 'limit' is not valid.")
 	case limit == 0:
-		limit = DefaultKlineLimit
+		limit = defaultKlineLimit
 	case limit > MaxKlineLimit:
 		limit = MaxKlineLimit
 	}
@@ -332,26 +325,3 @@ func mix(x uint64) uint64 {
 
 // unit maps a hash to [0, 1).
 func unit(x uint64) float64 { return float64(x>>11) / (1 << 53) }
-
-// ParseKlines decodes a klines response body (Binance's array of arrays).
-func ParseKlines(body []byte) ([]Kline, error) {
-	var rows [][]json.RawMessage
-	if err := json.Unmarshal(body, &rows); err != nil {
-		return nil, fmt.Errorf("providertest: parse klines: %w", err)
-	}
-	out := make([]Kline, len(rows))
-	for i, row := range rows {
-		if len(row) < 11 {
-			return nil, fmt.Errorf("providertest: parse klines: row %d has %d fields, want 12", i, len(row))
-		}
-		k := &out[i]
-		dst := []any{&k.OpenTime, &k.Open, &k.High, &k.Low, &k.Close, &k.Volume,
-			&k.CloseTime, &k.QuoteVolume, &k.Trades, &k.TakerBase, &k.TakerQuote}
-		for j, d := range dst {
-			if err := json.Unmarshal(row[j], d); err != nil {
-				return nil, fmt.Errorf("providertest: parse klines: row %d field %d: %w", i, j, err)
-			}
-		}
-	}
-	return out, nil
-}

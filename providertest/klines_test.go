@@ -21,7 +21,7 @@ func TestKlinesPagingWalksListingToForming(t *testing.T) {
 		t.Run(iv, func(t *testing.T) {
 			t.Parallel()
 			s := newServer(t, providertest.Config{Now: newClock(t0).Now, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
-			d, _ := providertest.IntervalDuration(iv)
+			d, _ := intervalDuration(iv)
 			first, forming := listed.Truncate(d).UnixMilli(), t0.Truncate(d).UnixMilli()
 			var all []providertest.Kline
 			start := int64(0)
@@ -194,7 +194,7 @@ func TestKlinesIntervalAlignment(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, providertest.Config{Now: newClock(t0).Now})
 	for _, iv := range []string{"1s", "1m", "3m", "5m", "15m", "30m", "1h", "2h", "4h", "6h", "8h", "12h", "1d", "3d", "1w"} {
-		d, ok := providertest.IntervalDuration(iv)
+		d, ok := intervalDuration(iv)
 		if !ok {
 			t.Fatalf("interval %s unsupported", iv)
 		}
@@ -215,7 +215,7 @@ func TestKlinesIntervalAlignment(t *testing.T) {
 			t.Fatalf("%s: opens %v and %v, want forming %v", iv, ks[0].OpenTime, ks[1].OpenTime, want)
 		}
 	}
-	if _, ok := providertest.IntervalDuration("1M"); ok {
+	if _, ok := intervalDuration("1M"); ok {
 		t.Fatal("1M (calendar month) must be unsupported")
 	}
 }
@@ -254,8 +254,8 @@ func TestExchangeInfoAndTime(t *testing.T) {
 	if string(r.body) != `{"serverTime":`+ms(t0)+`}` {
 		t.Fatalf("time %s", r.body)
 	}
-	listed, ok := s.Listed("BTCUSDT")
-	if !ok || !listed.Equal(t0.Truncate(24*time.Hour).Add(-providertest.DefaultHistory)) {
-		t.Fatalf("Listed = %v %v", listed, ok)
+	first, err := s.KlinesAt(t0, providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: time.UnixMilli(1), Limit: 1})
+	if listed := t0.Truncate(24 * time.Hour).Add(-30 * 24 * time.Hour); err != nil || len(first) != 1 || first[0].OpenTime != listed.UnixMilli() {
+		t.Fatalf("first candle = %v %v, want one at the default listing %v", first, err, listed)
 	}
 }

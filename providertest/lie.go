@@ -74,7 +74,7 @@ func (l Lie) String() string {
 
 // defaultLieCap is the rows a LieShortPages answer holds at most when
 // Config.LieCap is zero: Binance's default limit, half its maximum.
-const defaultLieCap = DefaultKlineLimit
+const defaultLieCap = defaultKlineLimit
 
 // lies reports whether the klines answer about to be served is to lie, and
 // counts it. Callers hold no lock.
@@ -168,7 +168,7 @@ func (s *Server) sparse(r *http.Request, sp span) (int, []byte, int) {
 	q := r.URL.Query()
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	if limit <= 0 {
-		limit = DefaultKlineLimit
+		limit = defaultKlineLimit
 	}
 	limit = min(limit, MaxKlineLimit)
 	lo, hi := sp.iv.floor(sp.sr.listed), sp.iv.floor(sp.now)

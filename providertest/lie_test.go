@@ -72,7 +72,7 @@ func TestLies(t *testing.T) {
 			}
 			continue
 		}
-		got, err := providertest.ParseKlines(r.body)
+		got, err := parseKlines(r.body)
 		if want := tc.want(truth); err != nil || !slices.Equal(got, want) {
 			t.Fatalf("%s: %v\n got %+v\nwant %+v", tc.name, err, got, want)
 		}

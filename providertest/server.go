@@ -18,9 +18,10 @@ const (
 	pathPing         = "/api/v3/ping"
 )
 
-// Server is the simulated provider. It is an [http.Handler]; reach it through
-// [Server.Transport] in memory or [Server.Listen] on loopback. Server is safe
-// for concurrent use.
+// Server is the simulated provider. It is an [http.Handler]: reach it
+// through [Server.Transport] in memory, [Server.Listen] on loopback, or
+// serve it on a listener of your choosing. Server is safe for concurrent
+// use.
 type Server struct {
 	cfg     Config
 	start   time.Time
@@ -66,17 +67,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.lim.set(cfg.Limit)
 	return s, nil
-}
-
-// Handler returns the server as an http.Handler, for a listener of the
-// caller's choosing.
-func (s *Server) Handler() http.Handler { return s }
-
-// Listed returns the listing time of symbol (after defaults) and whether the
-// symbol exists.
-func (s *Server) Listed(symbol string) (time.Time, bool) {
-	sr, ok := s.symbols[symbol]
-	return time.UnixMilli(sr.listed).UTC(), ok
 }
 
 // SetLimit replaces the limit in force now, for example to model a provider
@@ -189,7 +179,7 @@ func (s *Server) admit(now time.Time, w int64) (reply, bool) {
 			rep.delay += wait
 		case Answer503:
 			s.stats.Unavailable++
-			return rep.apiError(&APIError{503, -1008, "Server is currently overloaded with other requests. Please try again in a few minutes."}), false
+			return rep.apiError(&apiError{503, -1008, "Server is currently overloaded with other requests. Please try again in a few minutes."}), false
 		case AnswerBan:
 			if s.ban.violate(ns, s.cfg.BanAfter, s.cfg.BanWindow, s.cfg.BanFor) {
 				s.stats.Bans++
@@ -202,7 +192,7 @@ func (s *Server) admit(now time.Time, w int64) (reply, bool) {
 			if s.cfg.Answer != AnswerBare429 {
 				rep.header.Set("Retry-After", retryAfter(wait))
 			}
-			return rep.apiError(&APIError{429, -1003, fmt.Sprintf("Too much request weight used; current limit is %s. Please use WebSocket Streams for live updates to avoid polling the API.", s.lim.limit)}), false
+			return rep.apiError(&apiError{429, -1003, fmt.Sprintf("Too much request weight used; current limit is %s. Please use WebSocket Streams for live updates to avoid polling the API.", s.lim.limit)}), false
 		}
 	}
 	s.passed.add(ns)
@@ -239,7 +229,7 @@ func (s *Server) latency() time.Duration {
 func (s *Server) banned(rep reply, now int64) reply {
 	until := s.ban.until
 	rep.header = http.Header{"Retry-After": {retryAfter(time.Duration(until - now))}}
-	return rep.apiError(&APIError{418, -1003, fmt.Sprintf("Way too much request weight used; IP banned until %d. Please use WebSocket Streams for live updates to avoid bans.", until/1e6)})
+	return rep.apiError(&apiError{418, -1003, fmt.Sprintf("Way too much request weight used; IP banned until %d. Please use WebSocket Streams for live updates to avoid bans.", until/1e6)})
 }
 
 // usageHeaders adds the configured usage headers at now. Callers hold mu.
@@ -264,7 +254,7 @@ func (s *Server) usageHeaders(h http.Header, now int64) {
 }
 
 // apiError completes rep with e's status and JSON body.
-func (rep reply) apiError(e *APIError) reply {
+func (rep reply) apiError(e *apiError) reply {
 	rep.status, rep.body = e.Status, e.body()
 	rep.header.Set("Content-Type", "application/json;charset=UTF-8")
 	return rep
@@ -274,7 +264,7 @@ func (rep reply) apiError(e *APIError) reply {
 func (rep reply) fault(f Fault) reply {
 	switch f {
 	case Fault500:
-		return rep.apiError(&APIError{500, -1000, "An unknown error occurred while processing the request."})
+		return rep.apiError(&apiError{500, -1000, "An unknown error occurred while processing the request."})
 	case Fault502:
 		rep.status, rep.body = http.StatusBadGateway, []byte("502 Bad Gateway\n")
 	case Fault503:
@@ -292,7 +282,7 @@ func (rep reply) fault(f Fault) reply {
 // candles in it; a lie's redirect sets its Location in h.
 func (s *Server) route(now time.Time, r *http.Request, h http.Header) (int, []byte, int) {
 	if r.Method != http.MethodGet {
-		e := &APIError{405, -1000, "Method not allowed."}
+		e := &apiError{405, -1000, "Method not allowed."}
 		return e.Status, e.body(), 0
 	}
 	switch r.URL.Path {
@@ -303,7 +293,7 @@ func (s *Server) route(now time.Time, r *http.Request, h http.Header) (int, []by
 			sp, err = s.span(now, q)
 		}
 		if err != nil {
-			e := err.(*APIError)
+			e := err.(*apiError)
 			return e.Status, e.body(), 0
 		}
 		return s.klinesAnswer(r, sp, h)
@@ -314,7 +304,7 @@ func (s *Server) route(now time.Time, r *http.Request, h http.Header) (int, []by
 	case pathPing:
 		return http.StatusOK, []byte("{}"), 0
 	}
-	e := &APIError{404, -1000, "Unknown endpoint."}
+	e := &apiError{404, -1000, "Unknown endpoint."}
 	return e.Status, e.body(), 0
 }
 

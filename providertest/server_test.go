@@ -110,7 +110,7 @@ func TestLoopback(t *testing.T) {
 	defer l.Close()
 	c := &http.Client{Timeout: 10 * time.Second}
 	r := get(t, c, l.URL, "/api/v3/klines", url.Values{"symbol": {"BTCUSDT"}, "interval": {"1h"}, "limit": {"3"}})
-	ks, err := providertest.ParseKlines(r.body)
+	ks, err := parseKlines(r.body)
 	if r.status != 200 || err != nil || len(ks) != 3 || r.header.Get("X-Mbx-Used-Weight-1m") == "" {
 		t.Fatalf("klines over loopback: %d %v %d candles %v", r.status, err, len(ks), r.header)
 	}

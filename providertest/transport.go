@@ -14,12 +14,13 @@ import (
 	"time"
 )
 
-// Transport returns an http.RoundTripper that serves every request in memory,
-// whatever its URL's host, in the caller's goroutine: the uplink delay
-// ([Config.Uplink]) is waited out, the limit policy decides, then the latency (and any slow-down) is waited out on a timer that
-// honours the request's context. Inside a testing/synctest bubble that timer
-// is fake, so simulated time passes without real waiting. An injected reset
-// returns an error for which errors.Is(err, syscall.ECONNRESET) holds. The
+// Transport returns an http.RoundTripper that serves every request in
+// memory, whatever its URL's host, in the caller's goroutine: the uplink
+// delay ([Config.Uplink]) is waited out, the limit policy decides, then the
+// latency (and any slow-down) is waited out on a timer that honours the
+// request's context. Inside a testing/synctest bubble that timer is fake,
+// so simulated time passes without real waiting. An injected reset returns
+// an error for which errors.Is(err, syscall.ECONNRESET) holds. The
 // transport is safe for concurrent use and holds no connections.
 func (s *Server) Transport() http.RoundTripper { return transport{s} }
 

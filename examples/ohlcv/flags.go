@@ -47,6 +47,19 @@ func badFlag(name, rule string, got any) error {
 	return usageError{fmt.Errorf("-%s %s (got %q)", name, rule, fmt.Sprint(got))}
 }
 
+// withoutSecrets returns raw for an error message: a URL with its password
+// and query hidden, or nothing of a value that does not parse as a URL.
+func withoutSecrets(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "..."
+	}
+	return u.Redacted()
+}
+
 // newFlagSet returns a flag set that reports errors rather than printing
 // them: run prints one line.
 func newFlagSet(name string) *flag.FlagSet {
@@ -102,7 +115,7 @@ func parseCollect(args []string) (options, error) {
 	}
 	if o.baseURL != "" {
 		if u, err := url.Parse(o.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return o, badFlag("base-url", "must be an http:// or https:// URL", o.baseURL)
+			return o, badFlag("base-url", "must be an http:// or https:// URL", withoutSecrets(o.baseURL))
 		}
 		o.baseURL = strings.TrimSuffix(o.baseURL, "/")
 	}

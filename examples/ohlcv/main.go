@@ -51,8 +51,9 @@
 // (a gap record names it); 3 when another live process holds a stream, or
 // the whole file store (status "yielded": nothing was done for it; the
 // summary says who holds a stream and until when). Errors are one line on
-// stderr, with URLs' query values and credentials redacted; with -json,
-// stdout has its one line whatever happened.
+// stderr, with no credential in them (the klines Source redacts the
+// provider's text, budget the request URLs); with -json, stdout has its
+// one line whatever happened.
 //
 // Examples:
 //
@@ -80,7 +81,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/providertest"
 )
 
@@ -182,11 +182,11 @@ func wantsJSON(args []string) bool {
 }
 
 // oneLine returns err's message on one line (some drivers' errors span
-// several: pgx lists every address it dialed), with the query values and
-// credentials of any URL in it redacted: a provider's error may echo a
-// signed request.
+// several: pgx lists every address it dialed). The message needs no
+// redaction here: the klines Source redacts the provider's text it puts in
+// an error, and budget redacts the request URLs of failed attempts.
 func oneLine(err error) string {
-	lines := strings.Split(strings.TrimSpace(redact.String(err.Error())), "\n")
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSpace(l)
 	}

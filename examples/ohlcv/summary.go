@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/slice"
 )
@@ -170,7 +169,7 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 	}
 	switch {
 	case err != nil:
-		s.Status, s.Error = "failed", redact.String(err.Error())
+		s.Status, s.Error = "failed", err.Error()
 	case interrupted:
 		s.Status = "interrupted"
 	case slices.ContainsFunc(s.Streams, func(st *streamStats) bool { return st.Yielded }):
@@ -186,7 +185,7 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 // failedToStart is the summary of a run that failed before it collected
 // anything, e.g. because its store could not be opened.
 func failedToStart(o options, provider string, elapsed time.Duration, err error) summary {
-	s := summary{Status: "failed", Error: redact.String(err.Error()), Provider: provider, Store: "file",
+	s := summary{Status: "failed", Error: err.Error(), Provider: provider, Store: "file",
 		Gaps: []gapInfo{}, ElapsedS: elapsed.Seconds(), Streams: []*streamStats{}}
 	if isPostgres(o.store) {
 		s.Store = "postgres"

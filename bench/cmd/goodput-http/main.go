@@ -5,7 +5,7 @@
 // window with and without usage headers, bare 429, 503, a silent
 // slow-down, a ban after 5 violations a minute, a limit that halves
 // mid-run, random 502/503 noise on top of a limit, a fast provider) and
-// each client (a column), it starts a fresh internal/sim server on its own
+// each client (a column), it starts a fresh providertest server on its own
 // 127.0.0.1 port, runs the client against it for the run's duration, and
 // reports:
 //

@@ -7,7 +7,7 @@
 // Every client is a [Func]: it drives a number of workers, each sending one
 // request at a time to one URL through an http.RoundTripper, until its
 // context ends. The same clients run in simulated time (bench's TestPeers,
-// over internal/sim's in-memory transport inside a testing/synctest bubble,
+// over providertest's in-memory transport inside a testing/synctest bubble,
 // where every timer they make is fake) and in real time (the goodput-http
 // command, over loopback HTTP), so the two tables compare like with like.
 //

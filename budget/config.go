@@ -29,7 +29,8 @@ type Config struct {
 	// Limits are the provider's published limits, if any (Binance: 6000
 	// request weight per minute and 61,000 raw requests per 5 minutes). Each
 	// is enforced on its own; a call draws from every one. The adaptive rate
-	// never exceeds the tightest of them.
+	// never exceeds the tightest of them. A call that would wait for them
+	// longer than MaxWait stops at once with [ReasonQuota] (see MaxWait).
 	Limits []Limit
 	// Breaker configures the provider's circuit breaker. Its Name defaults to
 	// the provider key.
@@ -47,9 +48,13 @@ type Config struct {
 	// to 6.
 	MaxAttempts int
 	// MaxWait is the longest pause a call sleeps through inside Do (a
-	// Retry-After, a spent quota); a longer one ends the call as source
-	// pressure with [Error.Until] set, for the scheduler to wait out.
-	// Defaults to 1 minute.
+	// Retry-After, a quota the provider reports spent), and the longest it
+	// waits for the next slot of the known Limits (with the pacing at
+	// their rate); a longer one ends the call at once as source pressure
+	// with [Error.Until] set, for the scheduler to wait out: the pause's
+	// reason, or [ReasonQuota] for a known limit, which books nothing and
+	// sends no request. So does a wait that would end at or after the
+	// run's or the caller's deadline. Defaults to 1 minute.
 	MaxWait time.Duration
 	// MaxPause is the longest pause a provider may impose by one answer
 	// (a Retry-After, a spent quota's reset); a longer one is clamped to it.

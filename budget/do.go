@@ -211,11 +211,11 @@ func (p *Local) retryBudget(run *Run) *retry.Budget {
 }
 
 // acquire waits for a bulkhead slot, the pacer and every known limit, never
-// past the run's deadline nor a pause longer than MaxWait. On error it holds
-// nothing.
+// past the run's deadline nor a pause or a known quota's wait longer than
+// MaxWait. On error it holds nothing.
 func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 	now := time.Now()
-	if pu := p.ctl.PausedUntil(); pu.After(now) && p.pauseOutlasts(ctx, run, pu, now) {
+	if pu := p.ctl.PausedUntil(); pu.After(now) && p.outlasts(ctx, run, pu, now) {
 		// A pause (Retry-After, a ban) longer than a call may wait, or
 		// than the run or the caller has left: the scheduler waits it
 		// out, not the call, and learns at once when it may resume.
@@ -223,6 +223,11 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		// comes to do it.
 		p.follow(now)
 		return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
+	}
+	if w := p.quotaWait(now, weight); w > 0 && p.outlasts(ctx, run, now.Add(w), now) {
+		// A known quota spent for longer than the call may wait: a planned
+		// wait for the scheduler, told at once, with nothing booked.
+		return p.quotaSpent(now.Add(w))
 	}
 	wctx, runBound := ctx, false
 	if d, ok := run.Deadline(); ok {
@@ -259,18 +264,21 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		}
 	}
 	p.n.inFlight.Add(1)
-	if err := p.pace(wctx, weight); err != nil {
+	if err := p.pace(wctx, run, weight, now); err != nil {
 		p.release()
+		if r, _ := ReasonOf(err); r == ReasonQuota {
+			return err
+		}
 		return fail(err)
 	}
 	return nil
 }
 
-// pauseOutlasts reports whether the pause until pu is longer than a call may
-// wait at now: past MaxWait, or ending at or after the run's deadline or
-// ctx's. Such a call stops before it takes a slot, rather than sleeping in
-// the pacer until a deadline it cannot meet.
-func (p *Local) pauseOutlasts(ctx context.Context, run *Run, pu, now time.Time) bool {
+// outlasts reports whether a wait until pu (a pause, or a known quota's
+// next slot) is longer than a call that began waiting at now may wait:
+// past MaxWait, or ending at or after the run's deadline or ctx's. Such a
+// call stops at once, rather than sleeping until a deadline it cannot meet.
+func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool {
 	if pu.Sub(now) > p.cfg.MaxWait {
 		return true
 	}
@@ -282,21 +290,104 @@ func (p *Local) pauseOutlasts(ctx context.Context, run *Run, pu, now time.Time) 
 }
 
 // pace waits for the adaptive pacer (one unit per request) and then for each
-// known limit (one unit, or weight when the limit is weighted).
-func (p *Local) pace(ctx context.Context, weight int) error {
-	if err := p.pacer.WaitN(ctx, 1); err != nil {
+// known limit (one unit, or weight when the limit is weighted). With limits
+// known, the wait from start is bounded as [Local.outlasts] says: a longer
+// one stops the call with [ReasonQuota], its limit slots given back (a
+// pacer slot already taken stays spent: conservative). acquire has already
+// refused, booking nothing, a call whose wait it could foresee; this bound
+// catches the calls that lost a race for the same slots.
+func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
+	if err := p.waitPacer(ctx, weight, start); err != nil {
 		return err
 	}
 	for i, lim := range p.limits {
-		n := 1
-		if p.cfg.Limits[i].Weighted {
-			n = weight
+		now := time.Now()
+		wait := lim.ReserveNAt(now, p.cost(i, weight))
+		if wait == 0 {
+			continue
 		}
-		if err := lim.WaitN(ctx, n); err != nil {
+		if until := now.Add(wait); p.outlasts(ctx, run, until, start) {
+			p.unbook(now, weight, i+1)
+			return p.quotaSpent(until)
+		}
+		if err := sleepUntil(ctx, now.Add(wait)); err != nil {
+			p.unbook(time.Now(), weight, i+1)
 			return err
 		}
 	}
 	return nil
+}
+
+// waitPacer waits for the adaptive pacer. When a known limit sets its
+// ceiling, the pacer runs at that limit's rate (for a limit slower than
+// aimd's floor, at exactly it), so its wait is the quota's: it is bounded
+// by MaxWait from start, past which the call stops with [ReasonQuota].
+func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) error {
+	limitBy := start.Add(p.cfg.MaxWait)
+	if d, ok := ctx.Deadline(); p.ceiling == 0 || (ok && !limitBy.Before(d)) {
+		return p.pacer.WaitN(ctx, 1) // no quota, or ctx's deadline comes first
+	}
+	var err error
+	if lp, local := p.pacer.(localPacer); local {
+		err = lp.waitBy(ctx, 1, limitBy) // allocates nothing when the slot is free
+	} else {
+		pctx, cancel := context.WithDeadline(ctx, limitBy)
+		err = p.pacer.WaitN(pctx, 1)
+		cancel()
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		now := time.Now()
+		return p.quotaSpent(now.Add(max(p.pacerWait(now), p.quotaWait(now, weight))))
+	}
+	return err
+}
+
+// cost is what a call of weight draws from the i-th known limit.
+func (p *Local) cost(i, weight int) int {
+	if p.cfg.Limits[i].Weighted {
+		return weight
+	}
+	return 1
+}
+
+// unbook gives back the slots a call of weight booked in the first n known
+// limits, for a call that stops before its attempt.
+func (p *Local) unbook(now time.Time, weight, n int) {
+	for i, lim := range p.limits[:n] {
+		lim.UnreserveNAt(now, p.cost(i, weight))
+	}
+}
+
+// quotaWait returns how long after now the known limits admit a call of
+// weight, booking nothing: the longest wait of any of them, and, when one
+// sets the pacer's ceiling, of the local pacer (see [Local.waitPacer]).
+// Zero when no limit is known or all admit the call at once.
+func (p *Local) quotaWait(now time.Time, weight int) time.Duration {
+	var w time.Duration
+	for i, lim := range p.limits {
+		w = max(w, waitAt(lim, now, p.cost(i, weight)))
+	}
+	if lp, ok := p.pacer.(localPacer); ok && p.ceiling > 0 {
+		w = max(w, waitAt(lp.l, now, 1))
+	}
+	return w
+}
+
+// pacerWait returns how long after now the pacer admits one request: read
+// from the local pacer, or one interval at the controller's rate for a
+// pacer that cannot tell.
+func (p *Local) pacerWait(now time.Time) time.Duration {
+	if lp, ok := p.pacer.(localPacer); ok {
+		return waitAt(lp.l, now, 1)
+	}
+	return time.Duration(float64(time.Second) / p.ctl.RateAt(now))
+}
+
+// quotaSpent is the stop for a call whose known quota admits it only at
+// until, later than the call may wait: source pressure the scheduler waits
+// out. Nothing is booked and the run's admit is given back by the caller.
+func (p *Local) quotaSpent(until time.Time) error {
+	return &Error{Provider: p.key, Reason: ReasonQuota, Until: until}
 }
 
 // feedback reports one attempt to the controller and moves the pacer to the

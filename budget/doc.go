@@ -9,7 +9,9 @@
 //	run admit      request cap, deadline → stop with request_cap / deadline
 //	breaker        open → fail fast with circuit_open; no retry token spent
 //	bulkhead       at most MaxInFlight attempts in flight per provider
-//	pace           GCRA at the rate aimd allows; every known Limit; pauses
+//	pace           GCRA at the rate aimd allows; every known Limit; pauses;
+//	               a wait past MaxWait → stop with the pause's reason, or
+//	               quota for a known Limit, and Error.Until
 //	attempt        exactly one outbound request, done by the host
 //	classify       success | throttled | overloaded | transient | permanent
 //	feedback       aimd learns, the breaker counts, the pacer moves
@@ -24,10 +26,22 @@
 // A call that does not succeed returns an [*Error] naming its [Reason].
 // Budget exhaustion (request_cap, deadline, retry_budget) is a planned
 // defer: the owner's envelope ran out and the provider is fine. Source
-// pressure (throttled, unavailable, circuit_open, banned) means the provider
-// pushed back; [Error.Until] says when it may be called again. A Retry-After
-// longer than the run has left ends the call as source pressure rather than
-// sleeping past the deadline.
+// pressure (throttled, quota, unavailable, circuit_open, banned) means the
+// provider pushed back, or its known quota is spent; [Error.Until] says when
+// it may be called again. A Retry-After longer than the run has left ends
+// the call as source pressure rather than sleeping past the deadline.
+//
+// # Known quotas
+//
+// A known [Limit] is enforced exactly, and a spent one is a planned wait,
+// not a block: when the next slot of the known limits (and of the pacing at
+// their rate) is further off than [Config.MaxWait], or at or after the
+// run's or the caller's deadline, the call stops at once with
+// [ReasonQuota] and [Error.Until] set to when the limits admit the call's
+// weight again. No request is sent, nothing is booked, and the run's
+// request cap is not charged; a scheduler parks the job until Until and the
+// next run resumes from its cursor. A shorter wait is slept through inside
+// Do.
 //
 // # Pauses
 //

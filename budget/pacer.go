@@ -37,17 +37,22 @@ func newLocalPacer(rate float64, burst int) (localPacer, error) {
 // WaitN waits until n units conform and books them. It fails at once, with
 // an error wrapping context.DeadlineExceeded, when the next slot comes after
 // ctx's deadline.
-func (p localPacer) WaitN(ctx context.Context, n int) error {
+func (p localPacer) WaitN(ctx context.Context, n int) error { return p.waitBy(ctx, n, time.Time{}) }
+
+// waitBy is WaitN with a bound by besides ctx's deadline (zero: none): it
+// fails, booking nothing, with an error wrapping
+// context.DeadlineExceeded, rather than wait past by, in the queue or for
+// the slot. Unlike a context with that deadline, it allocates nothing when
+// the units conform at once.
+func (p localPacer) waitBy(ctx context.Context, n int, by time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	select {
 	case p.head <- struct{}{}:
 	default:
-		select {
-		case p.head <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := p.queue(ctx, by); err != nil {
+			return err
 		}
 	}
 	r := p.l.AllowN(n)
@@ -55,20 +60,43 @@ func (p localPacer) WaitN(ctx context.Context, n int) error {
 		<-p.head
 		return nil
 	}
-	err := p.sleepUntilConform(ctx, n, r)
+	err := p.sleepUntilConform(ctx, n, r, by)
 	<-p.head
 	return err
 }
 
+// queue waits for the head of the queue, until ctx ends or by (if set).
+func (p localPacer) queue(ctx context.Context, by time.Time) error {
+	var expired <-chan time.Time
+	if !by.IsZero() {
+		t := time.NewTimer(time.Until(by))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case p.head <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return fmt.Errorf("%w (queued past the bound)", gcra.ErrWouldExceedDeadline)
+	}
+}
+
 // sleepUntilConform sleeps until the next slot and asks again, until the
-// request conforms, ctx ends, or the slot would come after ctx's deadline.
-func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result) error {
+// request conforms, ctx ends, or the slot would come after ctx's deadline
+// or by (if set).
+func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result, by time.Time) error {
 	var timer *time.Timer
 	for !r.Allowed {
 		if r.RetryAfter == gcra.Never {
 			return fmt.Errorf("budget: pacer cost %d with burst %d: %w", n, p.l.Burst(), gcra.ErrInvalidCost)
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < r.RetryAfter {
+		deadline, ok := ctx.Deadline()
+		if !by.IsZero() && (!ok || by.Before(deadline)) {
+			deadline, ok = by, true
+		}
+		if ok && time.Until(deadline) < r.RetryAfter {
 			return fmt.Errorf("%w (wait %v)", gcra.ErrWouldExceedDeadline, r.RetryAfter)
 		}
 		if timer == nil {
@@ -92,3 +120,12 @@ func (p localPacer) SetRate(rate float64) error { return p.l.SetRate(rate) }
 
 // PauseUntil holds every request until t; it applies to the very next slot.
 func (p localPacer) PauseUntil(t time.Time) { p.l.PauseUntil(t) }
+
+// waitAt returns how long after now a request of cost n would conform to l,
+// booking nothing: the wait [gcra.Decide] computes, read from a probe (a
+// cost-0 request, whose ResetAfter is the backlog TAT − now). A request
+// conforms once the backlog is at most (Burst − n) intervals.
+func waitAt(l *gcra.Limiter, now time.Time, n int) time.Duration {
+	backlog := l.AllowNAt(now, 0).ResetAfter
+	return max(0, backlog-time.Duration(l.Burst()-n)*l.Interval())
+}

@@ -13,9 +13,10 @@ import (
 //   - budget exhaustion ([ReasonRequestCap], [ReasonDeadline],
 //     [ReasonRetryBudget]): a planned hand-off. The run's envelope ran out;
 //     the provider is fine. Re-queue the remainder soon and arm no cool-down.
-//   - source pressure ([ReasonThrottled], [ReasonUnavailable],
-//     [ReasonCircuitOpen], [ReasonBanned]): the provider pushed back. Wait
-//     until it allows calls again ([Error.Until]) and cool this provider only.
+//   - source pressure ([ReasonThrottled], [ReasonQuota], [ReasonUnavailable],
+//     [ReasonCircuitOpen], [ReasonBanned]): the provider pushed back, or its
+//     known quota is spent. Wait until it allows calls again ([Error.Until])
+//     and cool this provider only.
 //   - failure ([ReasonPermanent], [ReasonCanceled]): the request itself was
 //     refused (a 4xx other than 408/429), or the caller gave up.
 type Reason string
@@ -36,6 +37,15 @@ const (
 	// than the call may wait, or longer than the run has left, other than a
 	// ban's).
 	ReasonThrottled Reason = "throttled"
+	// ReasonQuota: a known [Limit] of the provider ([Config.Limits]) is
+	// spent: the next request would wait for it longer than the call may
+	// ([Config.MaxWait]), or until at or after the run's or the caller's
+	// deadline. No request was sent and nothing was booked or counted
+	// against the run; [Error.Until] is when the limits admit the call
+	// again. It is source pressure that forage foresaw rather than a
+	// refusal the provider answered (that is [ReasonThrottled]): a
+	// scheduler waits until Until instead of calling again at once.
+	ReasonQuota Reason = "quota"
 	// ReasonUnavailable: the provider kept failing with 503, other 5xx,
 	// timeouts or resets until the call gave up.
 	ReasonUnavailable Reason = "unavailable"
@@ -56,11 +66,12 @@ const (
 	ReasonCanceled Reason = "canceled"
 )
 
-// SourcePressure reports whether r means the provider pushed back: throttled,
-// unavailable, circuit_open or banned.
+// SourcePressure reports whether r means the provider pushed back, or its
+// known quota is spent: throttled, quota, unavailable, circuit_open or
+// banned.
 func (r Reason) SourcePressure() bool {
 	switch r {
-	case ReasonThrottled, ReasonUnavailable, ReasonCircuitOpen, ReasonBanned:
+	case ReasonThrottled, ReasonQuota, ReasonUnavailable, ReasonCircuitOpen, ReasonBanned:
 		return true
 	}
 	return false
@@ -102,8 +113,9 @@ type Error struct {
 	// ended without a response.
 	Status int
 	// Until is when the provider may be called again: the end of a pause
-	// (Retry-After, a ban) or of the breaker's open state. Zero when unknown
-	// or irrelevant (budget exhaustion).
+	// (Retry-After, a ban), of the breaker's open state, or, for
+	// [ReasonQuota], when the known limits admit the call's weight again.
+	// Zero when unknown or irrelevant (budget exhaustion).
 	Until time.Time
 	// Err is the last attempt's error, if any.
 	Err error

@@ -73,11 +73,17 @@
 // Budget exhaustion ([budget.Reason.Exhausted]: request cap, deadline,
 // retry budget, or RunTimeout) is a planned hand-off: the remainder is due
 // again soon and nothing cools. Source pressure
-// ([budget.Reason.SourcePressure]: throttled, unavailable, circuit open,
-// banned) cools that provider only: none of its jobs starts before the
-// pause ends, and the job that met it resumes exactly then. Cool-downs and
-// provider pauses ([Scheduler.PauseProvider]) live in one Scheduler's
-// memory, per process: other processes sharing the store do not see them.
+// ([budget.Reason.SourcePressure]: throttled, quota, unavailable, circuit
+// open, banned) cools that provider only: none of its jobs starts before the
+// pause ends, and the job that met it resumes exactly then. A known quota
+// that is spent ([budget.ReasonQuota]: a [budget.Limit] whose next slot is
+// further off than the call may wait) is such a planned wait: the run
+// stops at once, before any request, and the job waits in
+// waiting_rate_limit until the limit admits a request again, then resumes
+// from its cursor, rather than blocking a slot or re-running every
+// Requeue. Cool-downs and provider pauses ([Scheduler.PauseProvider]) live
+// in one Scheduler's memory, per process: other processes sharing the
+// store do not see them.
 // What holds a provider back across processes is a pacer shared by every
 // process, such as [github.com/forage-go/forage/pgstore.Pacer], not the
 // scheduler. A job that fell behind skips the cycles it missed rather than

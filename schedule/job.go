@@ -78,8 +78,9 @@ const (
 	StateQueued State = "queued"
 	// StateRunning: leased by a scheduler and running.
 	StateRunning State = "running"
-	// StateWaitingRateLimit: the provider pushed back; NextRun is the end
-	// of its pause (Retry-After, the limit's reset).
+	// StateWaitingRateLimit: the provider pushed back, or its known quota
+	// is spent; NextRun is the end of its pause (Retry-After, the limit's
+	// reset, the next slot of a [budget.Limit]).
 	StateWaitingRateLimit State = "waiting_rate_limit"
 	// StateSuccess: a backfill that reached the earliest data. It never
 	// runs again unless run now.

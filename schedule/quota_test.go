@@ -1,0 +1,128 @@
+package schedule_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/schedule"
+	"github.com/forage-go/forage/slice"
+)
+
+// pages is a Source of n one-record pages; the cursor is the number of
+// pages read. It logs the cursor each request starts after, and when.
+type pages struct {
+	n    int
+	mu   sync.Mutex
+	from []string
+	at   []time.Time
+}
+
+// Next plans the page after cursor, or reports the stream caught up.
+func (p *pages) Next(_ context.Context, cursor []byte, _ checkpoint.Range) (slice.Slice, bool, error) {
+	i, _ := strconv.Atoi(string(cursor)) // "" is 0
+	return slice.Slice{}, i < p.n, nil
+}
+
+// Fetch "requests" the page after s.After.
+func (p *pages) Fetch(_ context.Context, s slice.Slice) (slice.Page[int], budget.Outcome) {
+	p.mu.Lock()
+	p.from, p.at = append(p.from, string(s.After)), append(p.at, time.Now())
+	p.mu.Unlock()
+	i, _ := strconv.Atoi(string(s.After))
+	return slice.Page[int]{Records: []int{i + 1}, Next: []byte(strconv.Itoa(i + 1))}, budget.Outcome{Status: 200}
+}
+
+// requests returns the cursors the requests started after, and when.
+func (p *pages) requests() ([]string, []time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.from), slices.Clone(p.at)
+}
+
+// streamRunner runs r for the scheduler, each run with a deadline runFor
+// after its start (0: none): the host's glue from a slice report to a job
+// outcome (a stop is a *budget.Error; a finished run is done).
+func streamRunner[R any](r *slice.Runner[R], runFor time.Duration) schedule.RunnerFunc {
+	return func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+		var run *budget.Run
+		if runFor > 0 {
+			run, _ = budget.NewRun(budget.Envelope{Deadline: time.Now().Add(runFor)})
+		}
+		rep, err := r.Run(ctx, run)
+		switch {
+		case err != nil:
+			return schedule.Result{}, err
+		case rep.Reason != "":
+			return schedule.Result{}, &budget.Error{Provider: j.Provider, Reason: rep.Reason, Until: rep.Until}
+		}
+		return schedule.Result{Done: true}, nil
+	}
+}
+
+// TestSpentKnownQuotaWaitsForReset: a backfill against a provider whose
+// known quota (3 per hour, so one request every 30 minutes) is spent after
+// its first page goes to waiting_rate_limit with its next run at the
+// limit's next slot; it is not run again before then (one run, one request
+// in the first 30 minutes, not a run a second); and each later run resumes
+// from the committed cursor, so every page is requested once, 30 minutes
+// apart, until the stream is done. The same holds for runs with a deadline
+// (before, they stopped as deadline and were re-queued every second).
+func TestSpentKnownQuotaWaitsForReset(t *testing.T) {
+	t.Parallel()
+	for _, runFor := range []time.Duration{0, 5 * time.Minute} {
+		t.Run("deadline="+runFor.String(), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) { spentQuotaWaits(t, runFor) })
+		})
+	}
+}
+
+// spentQuotaWaits is TestSpentKnownQuotaWaitsForReset for runs with a
+// deadline runFor after their start (0: none).
+func spentQuotaWaits(t *testing.T, runFor time.Duration) {
+	prov, err := budget.NewLocal("hourly", budget.Config{Limits: []budget.Limit{{Count: 3, Per: time.Hour}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &pages{n: 4}
+	r, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+		Provider: prov, Source: src, Sink: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, store := newSched(t, schedule.Config{}, streamRunner(r, runFor))
+	begin := time.Now()
+	job := upsert(t, s, begin, schedule.Spec{Provider: "hourly", Kind: schedule.KindBackfill, Stream: "s"})
+	stop := start(t, s)
+	defer stop()
+
+	time.Sleep(10 * time.Minute)
+	synctest.Wait()
+	j, _ := store.Get(t.Context(), job.ID)
+	if from, _ := src.requests(); j.State != schedule.StateWaitingRateLimit || j.NextRun.Sub(begin) != 30*time.Minute ||
+		j.Stats.Runs != 1 || len(from) != 1 {
+		t.Fatalf("at +10m: state %s, next run +%v, %d runs, %d requests; want waiting_rate_limit, +30m, 1 run, 1 request",
+			j.State, j.NextRun.Sub(begin), j.Stats.Runs, len(from))
+	}
+
+	time.Sleep(2 * time.Hour)
+	synctest.Wait()
+	j, _ = store.Get(t.Context(), job.ID)
+	from, at := src.requests()
+	var offsets []time.Duration
+	for _, a := range at {
+		offsets = append(offsets, a.Sub(begin))
+	}
+	wantAt := []time.Duration{0, 30 * time.Minute, time.Hour, 90 * time.Minute}
+	if !slices.Equal(from, []string{"", "1", "2", "3"}) || !slices.Equal(offsets, wantAt) || j.State != schedule.StateSuccess || j.Stats.Runs != 4 {
+		t.Fatalf("requests after cursors %q at %v, job %s after %d runs; want each page once at %v, success after 4 runs",
+			from, offsets, j.State, j.Stats.Runs, wantAt)
+	}
+}

@@ -31,6 +31,12 @@
 //   - Many processes: the nested module github.com/forage-go/forage/pgstore
 //     implements the stores on PostgreSQL and shares one provider's pacing
 //     across processes.
+//   - Candles from a Binance-compatible API, ready to run:
+//     [github.com/forage-go/forage/klines] is a Source and a crash-safe file
+//     Sink, and a worked example of writing your own.
+//   - Testing your collector: [github.com/forage-go/forage/providertest] is a
+//     rate-limited provider, like net/http/httptest, that enforces a limit
+//     your client is not told and counts what it did.
 //
 // The composition, in a dozen lines:
 //

@@ -34,7 +34,8 @@ type Config struct {
 	// BTCUSDT, ETHUSDT and BNBUSDT with zero Listed times.
 	Symbols []Symbol
 
-	// Limit is the true limit in force from the start. Defaults to Unlimited.
+	// Limit is the true limit in force from the start. Defaults to none:
+	// every request is admitted.
 	Limit Limit
 
 	// Schedule changes the limit at given offsets from the start (sorted by
@@ -142,7 +143,7 @@ const (
 	HeaderBinance Headers = 1 << iota
 	// HeaderIETF sends RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
 	// (seconds, rounded up) for the GCRA or fixed-window Limit in force
-	// (draft-ietf-httpapi-ratelimit-headers). Nothing is sent when Unlimited.
+	// (draft-ietf-httpapi-ratelimit-headers). Nothing is sent without a limit.
 	// A GCRA limit announces its burst as the limit, so a burst-1 limiter
 	// says "Remaining 0, Reset 1" after each admitted request.
 	HeaderIETF
@@ -150,7 +151,7 @@ const (
 	// window in whole seconds, rounded up) for a fixed-window Limit in force,
 	// the quota policy of the same draft, which names the window that
 	// RateLimit-Limit leaves implicit. Nothing is sent for GCRA (no
-	// whole-second quota describes it exactly) or when Unlimited. Combine it
+	// whole-second quota describes it exactly) or without a limit. Combine it
 	// with HeaderIETF to send both.
 	HeaderIETFPolicy
 )

@@ -6,75 +6,83 @@ import (
 	"time"
 )
 
-// Algorithm selects how the server counts request weight against its [Limit].
-type Algorithm int
+// algorithm is how a [Limit] counts request weight, read from which of its
+// fields are set.
+type algorithm int
 
 const (
-	// Unlimited admits every request. It is the zero Algorithm.
-	Unlimited Algorithm = iota
-	// GCRA admits [Limit.Rate] weight units per second with a burst of
-	// [Limit.Burst] units (a token bucket without the bucket: ITU-T I.371).
-	// Idle time never banks more than the burst.
-	GCRA
-	// FixedWindow admits [Limit.Count] weight units per [Limit.Window], the
-	// windows aligned to multiples of Window since the Unix epoch, like
-	// Binance's per-minute request weight.
-	FixedWindow
+	unlimited   algorithm = iota // no field set: every request is admitted
+	gcra                         // Rate (and Burst) set
+	fixedWindow                  // Count (and Window) set
 )
-
-// String returns "unlimited", "gcra" or "fixed-window".
-func (a Algorithm) String() string {
-	switch a {
-	case Unlimited:
-		return "unlimited"
-	case GCRA:
-		return "gcra"
-	case FixedWindow:
-		return "fixed-window"
-	}
-	return fmt.Sprintf("Algorithm(%d)", int(a))
-}
 
 // Limit is the server's true limit, applied to the sum of the weights of all
 // requests (one server is one client IP as far as the limit is concerned).
-// The zero Limit is [Unlimited]. Fields that do not belong to the Algorithm
-// must be zero. Limit is a value; copy it freely.
+// Set Rate (and Burst) for a GCRA, or Count (and Window) for a fixed
+// window, not both; [RateLimit] and [WindowLimit] build each. The zero
+// Limit admits everything. Limit is a value; copy it freely.
 type Limit struct {
-	// Algorithm selects GCRA or a fixed window. Defaults to Unlimited.
-	Algorithm Algorithm
-	// Rate is the GCRA rate in weight units per second. Required (> 0) for GCRA,
-	// at most 1e9.
+	// Rate makes the limit a GCRA that admits Rate weight units per second
+	// with a burst of Burst units (a token bucket without the bucket: ITU-T
+	// I.371); idle time never banks more than the burst. Must be in (0,
+	// 1e9] when Rate or Burst is set.
 	Rate float64
 	// Burst is the GCRA burst: how many weight units are admitted at once
-	// after idling. Zero means 1.
+	// after idling. Must be >= 0; zero means 1.
 	Burst int
-	// Count is the weight admitted per fixed window. Required (> 0) for
-	// FixedWindow.
+	// Count makes the limit a fixed window that admits Count weight units
+	// per Window, the windows aligned to multiples of Window since the Unix
+	// epoch, like Binance's per-minute request weight. Must be > 0 when
+	// Count or Window is set.
 	Count int
-	// Window is the fixed window length, at least 1ms. Zero means 1 minute.
+	// Window is the fixed window's length, at least 1ms. Zero means 1
+	// minute.
 	Window time.Duration
 }
 
 // RateLimit returns a GCRA Limit of rate weight units per second with the
-// given burst.
+// given burst; a zero burst means 1. The Limit is a GCRA whatever the
+// values: one that is not valid (a rate of 0) is an error in [New] or
+// [Server.SetLimit], never no limit.
 func RateLimit(rate float64, burst int) Limit {
-	return Limit{Algorithm: GCRA, Rate: rate, Burst: burst}
+	if burst == 0 {
+		burst = 1
+	}
+	return Limit{Rate: rate, Burst: burst}
 }
 
-// WindowLimit returns a FixedWindow Limit of count weight units per window.
+// WindowLimit returns a fixed-window Limit of count weight units per
+// window; a zero window means 1 minute. The Limit is a fixed window
+// whatever the values: one that is not valid (a count of 0) is an error in
+// [New] or [Server.SetLimit], never no limit.
 func WindowLimit(count int, window time.Duration) Limit {
-	return Limit{Algorithm: FixedWindow, Count: count, Window: window}
+	if window == 0 {
+		window = time.Minute
+	}
+	return Limit{Count: count, Window: window}
 }
 
-// String describes the limit, e.g. "gcra 10/s burst 5" or "fixed-window 1200/1m0s".
+// algorithm returns how l counts, from the fields set.
+func (l Limit) algorithm() algorithm {
+	switch {
+	case l.Rate != 0 || l.Burst != 0:
+		return gcra
+	case l.Count != 0 || l.Window != 0:
+		return fixedWindow
+	}
+	return unlimited
+}
+
+// String describes the limit, e.g. "gcra 10/s burst 5",
+// "fixed-window 1200/1m0s" or "unlimited".
 func (l Limit) String() string {
-	switch l.Algorithm {
-	case GCRA:
+	switch l.algorithm() {
+	case gcra:
 		return fmt.Sprintf("gcra %g/s burst %d", l.Rate, l.Burst)
-	case FixedWindow:
+	case fixedWindow:
 		return fmt.Sprintf("fixed-window %d/%s", l.Count, l.Window)
 	}
-	return l.Algorithm.String()
+	return "unlimited"
 }
 
 // normalize validates l (field names the config path, e.g. "Config.Limit")
@@ -83,37 +91,28 @@ func (l Limit) normalize(field string) (Limit, error) {
 	bad := func(sub, rule string, v any) (Limit, error) {
 		return l, invalid(field+"."+sub, rule, v)
 	}
-	switch l.Algorithm {
-	case Unlimited:
-		if l.Rate != 0 || l.Burst != 0 || l.Count != 0 || l.Window != 0 {
-			return bad("Algorithm", "must be GCRA or FixedWindow when rate fields are set", l.Algorithm)
-		}
-	case GCRA:
+	switch l.algorithm() {
+	case gcra:
 		if !(l.Rate > 0 && l.Rate <= 1e9) {
-			return bad("Rate", "must be in (0, 1e9] for GCRA", l.Rate)
+			return bad("Rate", "must be in (0, 1e9] for a GCRA limit", l.Rate)
 		}
 		if l.Burst < 0 {
 			return bad("Burst", "must be >= 0", l.Burst)
 		}
 		if l.Count != 0 || l.Window != 0 {
-			return bad("Count", "and Window must be zero for GCRA", l.Count)
+			return bad("Count", "and Window must be zero when Rate is set (a GCRA or a fixed window, not both)", l.Count)
 		}
 		l.Burst = max(l.Burst, 1)
-	case FixedWindow:
+	case fixedWindow:
 		if l.Count <= 0 {
-			return bad("Count", "must be > 0 for FixedWindow", l.Count)
+			return bad("Count", "must be > 0 for a fixed-window limit", l.Count)
 		}
 		if l.Window < 0 || (l.Window > 0 && l.Window < time.Millisecond) {
 			return bad("Window", "must be 0 or >= 1ms", l.Window)
 		}
-		if l.Rate != 0 || l.Burst != 0 {
-			return bad("Rate", "and Burst must be zero for FixedWindow", l.Rate)
-		}
 		if l.Window == 0 {
 			l.Window = time.Minute
 		}
-	default:
-		return bad("Algorithm", "must be Unlimited, GCRA or FixedWindow", l.Algorithm)
 	}
 	return l, nil
 }
@@ -219,11 +218,11 @@ type limiter struct {
 
 // set installs l, keeping the counting state when the algorithm is unchanged.
 func (lm *limiter) set(l Limit) {
-	if l.Algorithm != lm.limit.Algorithm {
+	if l.algorithm() != lm.limit.algorithm() {
 		*lm = limiter{}
 	}
 	lm.limit = l
-	if l.Algorithm == GCRA {
+	if l.algorithm() == gcra {
 		lm.interval = max(int64(math.Round(1e9/l.Rate)), 1)
 	}
 }
@@ -233,8 +232,8 @@ func (lm *limiter) set(l Limit) {
 // set (slow-down) an over-limit request is counted too, and wait is the delay
 // until its turn.
 func (lm *limiter) take(now, w int64, queue bool) (over bool, wait time.Duration) {
-	switch lm.limit.Algorithm {
-	case GCRA:
+	switch lm.limit.algorithm() {
+	case gcra:
 		tau := int64(lm.limit.Burst) * lm.interval
 		next := max(lm.tat, now) + w*lm.interval
 		if next-now <= tau {
@@ -245,7 +244,7 @@ func (lm *limiter) take(now, w int64, queue bool) (over bool, wait time.Duration
 			lm.tat = next
 		}
 		return true, time.Duration(next - now - tau)
-	case FixedWindow:
+	case fixedWindow:
 		win, n := int64(lm.limit.Window), int64(lm.limit.Count)
 		lm.roll(now)
 		if lm.count+w <= n {
@@ -273,7 +272,7 @@ func (lm *limiter) roll(now int64) {
 // policy reports the IETF RateLimit-Policy of a fixed window: its count and
 // its length in whole seconds, rounded up. ok is false for other algorithms.
 func (lm *limiter) policy() (count, seconds int64, ok bool) {
-	if lm.limit.Algorithm != FixedWindow {
+	if lm.limit.algorithm() != fixedWindow {
 		return 0, 0, false
 	}
 	return int64(lm.limit.Count), int64((lm.limit.Window + time.Second - 1) / time.Second), true
@@ -282,12 +281,12 @@ func (lm *limiter) policy() (count, seconds int64, ok bool) {
 // usage reports the IETF RateLimit fields at now: the limit, the weight
 // still available, and the time until the limit is fully available again.
 func (lm *limiter) usage(now int64) (limit, remaining int64, reset time.Duration, ok bool) {
-	switch lm.limit.Algorithm {
-	case GCRA:
+	switch lm.limit.algorithm() {
+	case gcra:
 		tau := int64(lm.limit.Burst) * lm.interval
 		used := max(lm.tat-now, 0)
 		return int64(lm.limit.Burst), max((tau-used)/lm.interval, 0), time.Duration(used), true
-	case FixedWindow:
+	case fixedWindow:
 		lm.roll(now)
 		n := int64(lm.limit.Count)
 		return n, max(n-lm.count, 0), time.Duration(lm.winStart + int64(lm.limit.Window) - now), true

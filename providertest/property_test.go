@@ -195,7 +195,7 @@ func TestPropStats(t *testing.T) {
 					if st.Requests != sent || sum != sent {
 						rt.Fatalf("sent %d, stats %+v (outcomes sum to %d)", sent, st, sum)
 					}
-					if limit.Algorithm != providertest.Unlimited && st.MaxPerSecond > bound {
+					if limit != (providertest.Limit{}) && st.MaxPerSecond > bound {
 						rt.Fatalf("%v let %d requests pass in one second, bound %d", limit, st.MaxPerSecond, bound)
 					}
 					if st.Bans > st.Banned || (answer != providertest.AnswerBan && st.Banned != 0) || st.MaxPerSecond > st.MaxArrivalsPerSecond {

@@ -54,7 +54,7 @@ func (r *Runner[R]) Fill(ctx context.Context, run *budget.Run, ranges []checkpoi
 	})
 }
 
-// Drain recovers the stream's pending gap records (seed D11): it pages
+// Drain recovers the stream's pending gap records: it pages
 // through every unresolved gap of the runner's stream and mode, oldest
 // first, until none is left or the run's budget or the provider stops it.
 // The page size ([Config.GapBatch]) is a transport batch, never a reason to

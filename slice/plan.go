@@ -17,17 +17,16 @@ type FillPolicy struct {
 	// Required: must be > 0.
 	Interval time.Duration
 	// Required is how much closed history the series must hold, back from
-	// the start of the forming interval (the seed's BACKFILL_MINUTES).
-	// Rounded up to whole intervals. Required: must be > 0.
+	// the start of the forming interval. Rounded up to whole intervals.
+	// Required: must be > 0.
 	Required time.Duration
 	// Threshold drops holes shorter than it: smaller gaps count as
-	// continuous (the seed's GAP_FILL_THRESHOLD). Compared after alignment,
-	// so with Threshold <= Interval every missing interval is planned. Zero
-	// means no threshold.
+	// continuous. Compared after alignment, so with Threshold <= Interval
+	// every missing interval is planned. Zero means no threshold.
 	Threshold time.Duration
-	// MaxPerRun caps the total length planned in one call (the seed's
-	// MAX_GAP_FILL_MINUTES); the oldest part beyond it is not dropped, it is
-	// simply planned by a later call once the newer part is covered. A cut
+	// MaxPerRun caps the total length planned in one call; the oldest part
+	// beyond it is not dropped, it is simply planned by a later call once
+	// the newer part is covered. A cut
 	// never leaves a remainder shorter than Threshold (which would then be
 	// dropped), so MaxPerRun, rounded down to whole intervals, must be 0 or
 	// at least one Interval and at least Threshold rounded up to whole
@@ -65,8 +64,8 @@ func (p FillPolicy) minRest() time.Duration {
 func (p FillPolicy) leastCap() time.Duration { return max(p.Interval, p.minRest()) }
 
 // PlanFill returns the time ranges to fetch so that the series holds the
-// required closed history, given what it already covers: the gap-fill
-// planner of seed 003, without its re-fetches.
+// required closed history, given what it already covers, and never asks
+// again for what is covered.
 //
 // The wanted history is the last p.Required of closed intervals,
 // [L − Required, L) with L = now truncated to p.Interval: the forming
@@ -75,8 +74,9 @@ func (p FillPolicy) leastCap() time.Duration { return max(p.Interval, p.minRest(
 // it is (a partly covered candle is fetched again), so:
 //
 //   - a hole is filled, and history is extended back to Required, in one
-//     plan, and nothing already covered is fetched again (the seed's
-//     "fill gap and extend" re-fetches the covered middle and orphans data);
+//     plan, and nothing already covered is fetched again (a planner that
+//     fills the hole and extends history as two requests re-fetches the
+//     covered middle and orphans data);
 //   - when wanted is covered, the plan is empty (no action);
 //   - coverage past L (clock skew, a forming candle stored early) counts as
 //     covered, and no range ever ends after L.

@@ -76,7 +76,7 @@ func rows() []row {
 // requests per second: a fixed window's count spread over its window.
 func (r row) rate(t, run time.Duration) float64 {
 	x := r.limit.Rate
-	if r.limit.Algorithm == providertest.FixedWindow {
+	if r.limit.Count > 0 {
 		x = float64(r.limit.Count) / r.limit.Window.Seconds()
 	}
 	if r.halves && t >= run/2 {
@@ -97,7 +97,7 @@ func (r row) servable(run time.Duration) float64 {
 }
 
 // fixedWindow reports whether the row's limit is a fixed window.
-func (r row) fixedWindow() bool { return r.limit.Algorithm == providertest.FixedWindow }
+func (r row) fixedWindow() bool { return r.limit.Count > 0 }
 
 // config returns the server's configuration for a run of length run. now is
 // the server's clock; seed seeds its draws.

@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/forage-go/forage/pgstore"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/pgstore"
 	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/schedule/jobstoretest"
 	"github.com/google/go-cmp/cmp"

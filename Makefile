@@ -1,7 +1,8 @@
 # forage: the commands a developer and CI use.
-#   make test     vet + race tests in every module of the repo (what .ci/run calls)
+#   make test     lint + race tests in every module of the repo (what .ci/run calls)
 #   make bench    the hot-path benchmarks, with allocations
-#   make lint     gofmt check + vet
+#   make lint     gofmt check + vet + staticcheck (pinned; scripts/staticcheck.sh
+#                 installs it on first use) in every module
 #   make goodput  the provider-policy simulation tables (budget, and bench/ beside peers)
 #   make goodput-http  the same policies in real time over loopback HTTP: the
 #                 built examples/ohlcv (1 and 3 symbols), a budget.Transport
@@ -18,7 +19,7 @@ MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \;
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
-test: vet
+test: lint
 	@set -e; for m in $(MODULES); do \
 		echo "== go test -race $$m"; \
 		case $$m in \
@@ -33,6 +34,10 @@ vet:
 lint: vet
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$bad" ]; then echo "not gofmt'ed:"; echo "$$bad"; exit 1; fi
+	@set -e; for m in $(MODULES); do \
+		echo "== staticcheck $$m"; \
+		(cd $$m && bash $(CURDIR)/scripts/staticcheck.sh ./...); \
+	done
 
 bench:
 	@set -e; for m in $(MODULES); do \

@@ -147,13 +147,18 @@ func (r *Registry) Get(key string) (Provider, error) {
 	return r.create(s, key)
 }
 
-// Lookup returns the Provider for key if one exists, without creating it.
+// Lookup returns the Provider for key if one exists, without creating it;
+// for a missing key it returns a nil Provider (a true nil interface, safe
+// to compare with nil) and false.
 func (r *Registry) Lookup(key string) (Provider, bool) {
 	s := &r.shards[hash(key)&r.mask]
 	s.mu.RLock()
 	e, ok := s.m[key]
 	s.mu.RUnlock()
-	return e, ok
+	if !ok {
+		return nil, false
+	}
+	return e, true
 }
 
 func (r *Registry) create(s *shard, key string) (Provider, error) {

@@ -183,3 +183,17 @@ func TestRegistryKeepsPausedProviders(t *testing.T) {
 		}
 	})
 }
+
+// TestLookupOfAMissingKeyIsNil: a missing key gives a nil interface, not a
+// typed nil that compares unequal to nil (staticcheck SA4023 found a host
+// that checked p != nil and then called it).
+func TestLookupOfAMissingKeyIsNil(t *testing.T) {
+	t.Parallel()
+	reg, err := budget.NewRegistry(budget.RegistryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := reg.Lookup("missing"); ok || p != nil {
+		t.Fatalf("Lookup(missing) = %v, %v; want a nil Provider and false", p, ok)
+	}
+}

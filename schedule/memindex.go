@@ -45,8 +45,6 @@ type heap struct {
 	less  func(a, b *entry) bool
 }
 
-func (h *heap) len() int { return len(h.items) }
-
 func (h *heap) min() *entry {
 	if len(h.items) == 0 {
 		return nil
@@ -71,12 +69,6 @@ func (h *heap) remove(e *entry) {
 		h.up(i)
 	}
 	e.heap, e.i = nil, -1
-}
-
-func (h *heap) pop() *entry {
-	e := h.items[0]
-	h.remove(e)
-	return e
 }
 
 // init restores the heap order after the keys of many entries changed.

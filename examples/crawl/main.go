@@ -217,9 +217,9 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	tmu.Unlock()
 	for i, k := range keys {
 		q := f.queues[k]
-		pr, _ := reg.Lookup(k)
+		pr, found := reg.Lookup(k)
 		hr := hostResult{name: names[i], ok: q.ok.Load(), fail: q.fail.Load(), maxBusy: q.maxBusy}
-		if pr != nil {
+		if found {
 			hr.snap = pr.Snapshot()
 		}
 		res.hosts = append(res.hosts, hr)

@@ -100,7 +100,9 @@ type Config struct {
 	Classify func(Outcome) retry.Class
 	// Pacer, if set, paces the provider instead of a local [gcra.Limiter],
 	// e.g. one shared through a database by many processes. It is paced at
-	// the adaptive rate.
+	// the adaptive rate. A pacer paces one provider: in a [Registry] supply
+	// pacers through [RegistryConfig.NewPacer] (or an override's Pacer for
+	// that key alone); a Pacer in [RegistryConfig.Defaults] is rejected.
 	Pacer Pacer
 	// OnTransition is called after each breaker transition, outside any
 	// lock. Nil means none. Breaker.OnTransition, if set, wins.

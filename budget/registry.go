@@ -14,15 +14,21 @@ import (
 // provider gets the default [Config], idle providers are evicted after ten
 // minutes, and at most 100,000 are kept.
 type RegistryConfig struct {
-	// Defaults configures every provider without an override.
+	// Defaults configures every provider without an override. Its Pacer
+	// must be nil: one pacer would be shared by every key, so they would
+	// all draw on one budget; [NewRegistry] rejects it. Use NewPacer to
+	// give each key its own.
 	Defaults Config
 	// Overrides configures named providers instead of Defaults, e.g. a known
 	// limit for one exchange while another's is discovered. Each entry
-	// replaces Defaults whole for its key.
+	// replaces Defaults whole for its key. A Pacer set in an override paces
+	// that key only and takes precedence over NewPacer for it.
 	Overrides map[string]Config
-	// NewPacer, if set, makes the pacer of each new provider, e.g. a pacer
-	// shared through a database so many processes draw on one budget. Nil
-	// means a local [gcra.Limiter] per provider.
+	// NewPacer, if set, makes the pacer of each new provider (each key
+	// without a Pacer in its override), e.g. a pacer shared through a
+	// database so many processes draw on one budget. It is the one way to
+	// supply pacers for keys not known in advance. Nil means a local
+	// [gcra.Limiter] per provider.
 	NewPacer func(key string) (Pacer, error)
 	// Pauses, if set, keeps every provider's pause across restarts: it is
 	// the [Config.Pauses] of each provider whose Config (Defaults or its
@@ -81,7 +87,8 @@ var _ Provider = (*entry)(nil)
 
 // NewRegistry returns a Registry for cfg, or an error naming the invalid
 // field; every override is validated up front so [Registry.Provider] cannot
-// fail later.
+// fail later. A Pacer in cfg.Defaults is an error (see
+// [RegistryConfig.Defaults]).
 func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	if cfg.IdleTTL < 0 {
 		return nil, fmt.Errorf("%w: RegistryConfig.IdleTTL must be >= 0 (got %v)", ErrInvalidConfig, cfg.IdleTTL)
@@ -91,6 +98,9 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	}
 	if cfg.Shards < 0 || cfg.Shards > 1<<16 {
 		return nil, fmt.Errorf("%w: RegistryConfig.Shards must be in [0, 65536] (got %d)", ErrInvalidConfig, cfg.Shards)
+	}
+	if cfg.Defaults.Pacer != nil {
+		return nil, fmt.Errorf("%w: RegistryConfig.Defaults.Pacer must be nil: it would be shared by every key; use RegistryConfig.NewPacer to make one per key (got %T)", ErrInvalidConfig, cfg.Defaults.Pacer)
 	}
 	if err := cfg.Defaults.validate(); err != nil {
 		return nil, fmt.Errorf("RegistryConfig.Defaults: %w", err)

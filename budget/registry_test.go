@@ -12,6 +12,7 @@ import (
 
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/gcra"
 	"pgregory.net/rapid"
 )
 
@@ -195,5 +196,28 @@ func TestLookupOfAMissingKeyIsNil(t *testing.T) {
 	}
 	if p, ok := reg.Lookup("missing"); ok || p != nil {
 		t.Fatalf("Lookup(missing) = %v, %v; want a nil Provider and false", p, ok)
+	}
+}
+
+// TestRegistryRejectsSharedDefaultsPacer: a Pacer in RegistryConfig.Defaults
+// would be shared silently by every key, so NewRegistry refuses it and points
+// at NewPacer; a Pacer in one key's override paces that key only and is kept.
+func TestRegistryRejectsSharedDefaultsPacer(t *testing.T) {
+	t.Parallel()
+	shared := must(gcra.New(gcra.Config{Rate: 10}))
+	_, err := budget.NewRegistry(budget.RegistryConfig{Defaults: budget.Config{Pacer: shared}})
+	if err == nil || !errors.Is(err, budget.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "RegistryConfig.Defaults.Pacer") ||
+		!strings.Contains(err.Error(), "RegistryConfig.NewPacer") {
+		t.Fatalf("NewRegistry with Defaults.Pacer = %v, want ErrInvalidConfig naming RegistryConfig.Defaults.Pacer and RegistryConfig.NewPacer", err)
+	}
+	reg, err := budget.NewRegistry(budget.RegistryConfig{
+		Overrides: map[string]budget.Config{"one": {Pacer: shared}},
+	})
+	if err != nil {
+		t.Fatalf("NewRegistry with Overrides[one].Pacer: %v, want nil", err)
+	}
+	if _, err := reg.Get("one"); err != nil {
+		t.Fatalf("Get(one): %v", err)
 	}
 }

@@ -104,11 +104,10 @@ type Config struct {
 	// pacers through [RegistryConfig.NewPacer] (or an override's Pacer for
 	// that key alone); a Pacer in [RegistryConfig.Defaults] is rejected.
 	Pacer Pacer
-	// OnTransition is called after each breaker transition, outside any
-	// lock. Nil means none. Breaker.OnTransition, if set, wins.
-	OnTransition func(breaker.Transition)
-	// Logger receives breaker transitions; nil means silent.
-	// Breaker.Logger, if set, wins.
+	// Logger receives the provider's own records: a pause that could not
+	// be saved to Pauses (Warn). Breaker transitions are the breaker's:
+	// watch them with Breaker.OnTransition and log them with
+	// Breaker.Logger. Nil means silent.
 	Logger *slog.Logger
 }
 

@@ -141,12 +141,6 @@ func newLocal(key string, cfg Config) (*Local, error) {
 	if bc.Name == "" {
 		bc.Name = key
 	}
-	if bc.OnTransition == nil {
-		bc.OnTransition = cfg.OnTransition
-	}
-	if bc.Logger == nil {
-		bc.Logger = cfg.Logger
-	}
 	if p.brk, err = breaker.New(bc); err != nil {
 		return nil, fmt.Errorf("%w: Config.Breaker: %w", ErrInvalidConfig, err)
 	}

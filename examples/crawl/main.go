@@ -145,11 +145,13 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	var transitions []string
 	defaults := budget.Config{
 		MaxInFlight: p.perHost,
-		Breaker:     breaker.Config{OpenTimeout: 2 * time.Second},
-		OnTransition: func(t breaker.Transition) {
-			tmu.Lock()
-			defer tmu.Unlock()
-			transitions = append(transitions, fmt.Sprintf("%5.1fs  %-6s %s -> %s (%s)", t.At.Sub(start).Seconds(), nameOf[t.Name], t.From, t.To, t.Reason))
+		Breaker: breaker.Config{
+			OpenTimeout: 2 * time.Second,
+			OnTransition: func(t breaker.Transition) {
+				tmu.Lock()
+				defer tmu.Unlock()
+				transitions = append(transitions, fmt.Sprintf("%5.1fs  %-6s %s -> %s (%s)", t.At.Sub(start).Seconds(), nameOf[t.Name], t.From, t.To, t.Reason))
+			},
 		},
 	}
 	overrides := map[string]budget.Config{}

@@ -80,11 +80,11 @@ func run() error {
 	var transitions []string
 	var tmu sync.Mutex
 	reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: budget.Config{
-		OnTransition: func(t breaker.Transition) {
+		Breaker: breaker.Config{OnTransition: func(t breaker.Transition) {
 			tmu.Lock()
 			transitions = append(transitions, t.String())
 			tmu.Unlock()
-		},
+		}},
 	}})
 	if err != nil {
 		return err

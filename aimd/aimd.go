@@ -6,11 +6,16 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/forage-go/forage/internal/cfgerr"
 )
 
 // ErrInvalidConfig is wrapped by every error [New] returns, so
 // errors.Is(err, aimd.ErrInvalidConfig) tells a bad Config from other errors.
 var ErrInvalidConfig = errors.New("aimd: invalid config")
+
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("aimd", ErrInvalidConfig)
 
 // Defaults applied by [New] to zero Config fields.
 const (
@@ -113,33 +118,33 @@ func (c Config) resolve() (Config, error) {
 		v    float64
 	}{{"Initial", c.Initial}, {"Min", c.Min}, {"Max", c.Max}} {
 		if f.v != 0 && !(f.v >= minRate && f.v <= maxRate) {
-			return c, invalid(f.name, "must be 0 (the default) or in [1e-06, 1e+09]", f.v)
+			return c, invalid.Must("Config."+f.name, "be 0 (the default) or in [1e-06, 1e+09]", f.v)
 		}
 	}
 	if !(c.Increase >= 0 && c.Increase <= maxRate) {
-		return c, invalid("Increase", "must be in [0, 1e+09]", c.Increase)
+		return c, invalid.Must("Config.Increase", "be in [0, 1e+09]", c.Increase)
 	}
 	for _, f := range []struct {
 		name string
 		v    time.Duration
 	}{{"Recovery", c.Recovery}, {"SlowStart", c.SlowStart}, {"CoolOff", c.CoolOff}, {"LatencyTarget", c.LatencyTarget}} {
 		if f.v < 0 {
-			return c, invalid(f.name, "must be >= 0", f.v)
+			return c, invalid.Must("Config."+f.name, "be >= 0", f.v)
 		}
 	}
 	if c.Decrease != 0 && !(c.Decrease > 0 && c.Decrease < 1) {
-		return c, invalid("Decrease", "must be in (0, 1)", c.Decrease)
+		return c, invalid.Must("Config.Decrease", "be in (0, 1)", c.Decrease)
 	}
 	c.Min = orDefault(c.Min, DefaultMin)
 	c.Max = orDefault(c.Max, DefaultMax)
 	if c.Max < c.Min {
-		return c, invalid("Max", fmt.Sprintf("must be >= Min (%g)", c.Min), c.Max)
+		return c, invalid.Must("Config.Max", fmt.Sprintf("be >= Min (%g)", c.Min), c.Max)
 	}
 	if c.Initial == 0 {
 		c.Initial = min(max(DefaultInitial, c.Min), c.Max)
 	}
 	if c.Initial < c.Min || c.Initial > c.Max {
-		return c, invalid("Initial", fmt.Sprintf("must be in [Min, Max] = [%g, %g]", c.Min, c.Max), c.Initial)
+		return c, invalid.Must("Config.Initial", fmt.Sprintf("be in [Min, Max] = [%g, %g]", c.Min, c.Max), c.Initial)
 	}
 	c.Increase = orDefault(c.Increase, DefaultIncrease)
 	c.Decrease = orDefault(c.Decrease, DefaultDecrease)
@@ -155,18 +160,6 @@ func orDefault[T float64 | time.Duration](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// configError is a validation failure naming the field, the rule and the
-// value; it matches ErrInvalidConfig with errors.Is.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-func (e *configError) Unwrap() error { return ErrInvalidConfig }
-
-// invalid builds "aimd: Config.<field> <rule> (got <value>)".
-func invalid(field, rule string, got any) error {
-	return &configError{fmt.Sprintf("aimd: Config.%s %s (got %v)", field, rule, got)}
 }
 
 // Controller discovers a provider's sustainable request rate from the

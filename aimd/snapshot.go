@@ -131,7 +131,7 @@ func (c *Controller) Restore(s State) error {
 		v    float64
 	}{{"Rate", s.Rate}, {"Ceiling", s.Ceiling}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return &configError{fmt.Sprintf("aimd: State.%s must be >= 0 and finite (got %v)", f.name, f.v)}
+			return invalid.Must("State."+f.name, "be >= 0 and finite", f.v)
 		}
 	}
 	c.mu.Lock()

@@ -3,6 +3,7 @@ package breaker
 import (
 	"errors"
 	"fmt"
+	"github.com/forage-go/forage/internal/cfgerr"
 	"log/slog"
 	"math"
 	"sync"
@@ -136,15 +137,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// configError is a validation failure of one Config field.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-func (e *configError) Unwrap() error { return ErrInvalidConfig }
-
-func invalid(format string, args ...any) error {
-	return &configError{msg: "breaker: " + fmt.Sprintf(format, args...)}
-}
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("breaker", ErrInvalidConfig)
 
 // withDefaults validates c and fills in the defaults, reporting every
 // invalid field.
@@ -154,32 +148,32 @@ func (c Config) withDefaults() (Config, error) {
 	case c.FailureRatio == 0:
 		c.FailureRatio = defaultFailureRatio
 	case !(c.FailureRatio > 0 && c.FailureRatio <= 1):
-		errs = append(errs, invalid("Config.FailureRatio must be in (0, 1] (got %v)", c.FailureRatio))
+		errs = append(errs, invalid.Must("Config.FailureRatio", "be in (0, 1]", c.FailureRatio))
 	}
 	switch {
 	case c.MinRequests == 0:
 		c.MinRequests = defaultMinRequests
 	case c.MinRequests < 0 || c.MinRequests > math.MaxUint32:
-		errs = append(errs, invalid("Config.MinRequests must be in [1, %d] (got %d)", uint32(math.MaxUint32), c.MinRequests))
+		errs = append(errs, invalid.Must("Config.MinRequests", fmt.Sprintf("be in [1, %d]", uint32(math.MaxUint32)), c.MinRequests))
 	}
 	switch {
 	case c.Window == 0:
 		c.Window = defaultWindow
 	case c.Window < 0:
-		errs = append(errs, invalid("Config.Window must be positive (got %v)", c.Window))
+		errs = append(errs, invalid.Must("Config.Window", "be positive", c.Window))
 	}
 	errs = append(errs, c.bucketPeriod())
 	switch {
 	case c.OpenTimeout == 0:
 		c.OpenTimeout = defaultOpenTimeout
 	case c.OpenTimeout < minOpenTimeout:
-		errs = append(errs, invalid("Config.OpenTimeout must be at least %v (got %v)", minOpenTimeout, c.OpenTimeout))
+		errs = append(errs, invalid.Must("Config.OpenTimeout", fmt.Sprintf("be at least %v", minOpenTimeout), c.OpenTimeout))
 	}
 	switch {
 	case c.HalfOpenProbes == 0:
 		c.HalfOpenProbes = defaultHalfOpenProbes
 	case c.HalfOpenProbes < 0 || c.HalfOpenProbes > math.MaxUint32:
-		errs = append(errs, invalid("Config.HalfOpenProbes must be in [1, %d] (got %d)", uint32(math.MaxUint32), c.HalfOpenProbes))
+		errs = append(errs, invalid.Must("Config.HalfOpenProbes", fmt.Sprintf("be in [1, %d]", uint32(math.MaxUint32)), c.HalfOpenProbes))
 	}
 	return c, errors.Join(errs...)
 }
@@ -188,21 +182,21 @@ func (c Config) withDefaults() (Config, error) {
 // filling in its default.
 func (c *Config) bucketPeriod() error {
 	if c.BucketPeriod < 0 {
-		return invalid("Config.BucketPeriod must be positive (got %v)", c.BucketPeriod)
+		return invalid.Must("Config.BucketPeriod", "be positive", c.BucketPeriod)
 	}
 	if c.Window <= 0 {
 		return nil // reported already
 	}
-	which := "Config.BucketPeriod"
+	note := ""
 	if c.BucketPeriod == 0 {
 		c.BucketPeriod = c.Window / defaultBuckets
-		which = "Config.BucketPeriod (defaulted to Window/10)"
+		note = ", defaulted to Window/10"
 	}
 	switch {
 	case c.BucketPeriod == 0 || c.Window%c.BucketPeriod != 0:
-		return invalid("Config.Window must be a multiple of %s (got Window %v, BucketPeriod %v)", which, c.Window, c.BucketPeriod)
+		return invalid.Must("Config.Window", fmt.Sprintf("be a multiple of Config.BucketPeriod (%v%s)", c.BucketPeriod, note), c.Window)
 	case c.Window/c.BucketPeriod > maxBuckets:
-		return invalid("%s must be at least Window/%d (got Window %v, BucketPeriod %v)", which, maxBuckets, c.Window, c.BucketPeriod)
+		return invalid.Must("Config.BucketPeriod", fmt.Sprintf("be at least Window/%d (%v)", maxBuckets, c.Window/maxBuckets), c.BucketPeriod)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// 20 5 50ms
-	// gcra: Config.Rate must be > 0 and finite (got -3): gcra: invalid config
+	// gcra: Config.Rate must be > 0 and finite (got -3)
 }
 
 func ExampleLimiter_AllowAt() {

@@ -7,11 +7,16 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/forage-go/forage/internal/cfgerr"
 )
 
 // ErrInvalidConfig is wrapped by every error [New] returns for a Config
 // field out of range; the message names the field, the rule and the value.
 var ErrInvalidConfig = errors.New("gcra: invalid config")
+
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("gcra", ErrInvalidConfig)
 
 // ErrInvalidRate is wrapped by the error [Limiter.SetRateAt] returns for a
 // rate it cannot represent; the limiter keeps its previous rate.
@@ -89,18 +94,18 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	iv, rule := intervalOf(rate)
 	if rule != "" {
-		return nil, fmt.Errorf("gcra: Config.Rate must be %s (got %v): %w", rule, cfg.Rate, ErrInvalidConfig)
+		return nil, invalid.Must("Config.Rate", "be "+rule, cfg.Rate)
 	}
 	burst := cfg.Burst
 	switch {
 	case burst < 0:
-		return nil, fmt.Errorf("gcra: Config.Burst must be >= 0 (got %d): %w", cfg.Burst, ErrInvalidConfig)
+		return nil, invalid.Must("Config.Burst", "be >= 0", cfg.Burst)
 	case burst == 0:
 		burst = 1
 	}
 	if _, ok := tolerance(iv, burst); !ok {
-		return nil, fmt.Errorf("gcra: Config.Burst × interval (1/Rate = %v) must fit in int64 nanoseconds (got %d): %w",
-			time.Duration(iv), cfg.Burst, ErrInvalidConfig)
+		return nil, invalid.Must("Config.Burst",
+			fmt.Sprintf("be small enough that Burst × interval (1/Rate = %v) fits in int64 nanoseconds", time.Duration(iv)), cfg.Burst)
 	}
 	l := &Limiter{burst: burst, base: time.Now()}
 	l.tat.Store(empty)

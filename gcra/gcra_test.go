@@ -42,7 +42,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{gcra.Config{Rate: 3e9}, "gcra: Config.Rate must be at most 1e9 per second"},
 		{gcra.Config{Rate: 1e-19}, "gcra: Config.Rate must be large enough"},
 		{gcra.Config{Burst: -1}, "gcra: Config.Burst must be >= 0 (got -1)"},
-		{gcra.Config{Rate: 1, Burst: math.MaxInt64/int(time.Second) + 1}, "gcra: Config.Burst × interval"},
+		{gcra.Config{Rate: 1, Burst: math.MaxInt64/int(time.Second) + 1}, "gcra: Config.Burst must be small enough that Burst × interval"},
 	} {
 		_, err := gcra.New(tc.cfg)
 		if !errors.Is(err, gcra.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), tc.want) {

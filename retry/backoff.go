@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -75,16 +76,16 @@ func NewBackoff(cfg BackoffConfig) (*Backoff, error) {
 	case base == 0:
 		base = DefaultBase
 	case base < 0 || base > maxBackoffCap:
-		return nil, configErrorf("BackoffConfig.Base must be in [0, 24h] (got %v)", cfg.Base)
+		return nil, invalid.Must("BackoffConfig.Base", "be in [0, 24h]", cfg.Base)
 	}
 	ceiling := cfg.Cap
 	switch {
 	case ceiling == 0:
 		ceiling = max(DefaultCap, base)
 	case ceiling < 0 || ceiling > maxBackoffCap:
-		return nil, configErrorf("BackoffConfig.Cap must be in [0, 24h] (got %v)", cfg.Cap)
+		return nil, invalid.Must("BackoffConfig.Cap", "be in [0, 24h]", cfg.Cap)
 	case ceiling < base:
-		return nil, configErrorf("BackoffConfig.Cap must be >= Base (got Cap %v < Base %v)", cfg.Cap, base)
+		return nil, invalid.Must("BackoffConfig.Cap", fmt.Sprintf("be >= Base (%v)", base), cfg.Cap)
 	}
 	r := cfg.Rand
 	if r == nil {

@@ -31,7 +31,7 @@ func TestNewBackoffValidation(t *testing.T) {
 		{"base absurd", retry.BackoffConfig{Base: 25 * time.Hour}, "BackoffConfig.Base"},
 		{"cap negative", retry.BackoffConfig{Cap: -1}, "retry: BackoffConfig.Cap must be in [0, 24h] (got -1ns)"},
 		{"cap absurd", retry.BackoffConfig{Cap: math.MaxInt64}, "BackoffConfig.Cap"},
-		{"cap below base", retry.BackoffConfig{Base: time.Second, Cap: time.Millisecond}, "retry: BackoffConfig.Cap must be >= Base (got Cap 1ms < Base 1s)"},
+		{"cap below base", retry.BackoffConfig{Base: time.Second, Cap: time.Millisecond}, "retry: BackoffConfig.Cap must be >= Base (1s) (got 1ms)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,16 +86,16 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	case floor == 0:
 		floor = DefaultMinRetries
 	case floor < 0 || floor > maxBudgetTokens:
-		return nil, configErrorf("BudgetConfig.MinRetries must be in [0, %d] or NoRetries (got %d)", maxBudgetTokens, cfg.MinRetries)
+		return nil, invalid.Must("BudgetConfig.MinRetries", fmt.Sprintf("be in [0, %d] or NoRetries", maxBudgetTokens), cfg.MinRetries)
 	}
 	maxTokens := cfg.Max
 	switch {
 	case maxTokens == 0:
 		maxTokens = max(DefaultMaxTokens, floor)
 	case maxTokens < 1 || maxTokens > maxBudgetTokens:
-		return nil, configErrorf("BudgetConfig.Max must be in [1, %d] (got %d)", maxBudgetTokens, cfg.Max)
+		return nil, invalid.Must("BudgetConfig.Max", fmt.Sprintf("be in [1, %d]", maxBudgetTokens), cfg.Max)
 	case maxTokens < floor:
-		return nil, configErrorf("BudgetConfig.Max must be >= MinRetries (got Max %d < MinRetries %d)", cfg.Max, floor)
+		return nil, invalid.Must("BudgetConfig.Max", fmt.Sprintf("be >= MinRetries (%d)", floor), cfg.Max)
 	}
 	b := &Budget{ratio: ratio, max: int64(maxTokens) * tokenUnit}
 	b.tokens.Store(int64(floor) * tokenUnit)
@@ -111,7 +111,7 @@ func budgetRatio(r float64) (int64, error) {
 	case r == 0:
 		r = DefaultRatio
 	case math.IsNaN(r) || r < 1.0/tokenUnit || r > 1:
-		return 0, configErrorf("BudgetConfig.Ratio must be in [1e-9, 1], 0 or NoRetries (got %v)", r)
+		return 0, invalid.Must("BudgetConfig.Ratio", "be in [1e-9, 1], 0 or NoRetries", r)
 	}
 	n := int64(math.Round(r * tokenUnit))
 	if float64(n)/tokenUnit > r {
@@ -174,15 +174,3 @@ func (b *Budget) Retries() uint64 { return b.retries.Load() }
 
 // Denied returns how many withdrawals the budget has refused.
 func (b *Budget) Denied() uint64 { return b.denied.Load() }
-
-// configError is an invalid-configuration error: its message starts with
-// "retry: " and names the field, and it matches [ErrInvalidConfig].
-type configError struct{ msg string }
-
-func configErrorf(format string, args ...any) error {
-	return &configError{msg: fmt.Sprintf(format, args...)}
-}
-
-func (e *configError) Error() string { return "retry: " + e.msg }
-
-func (e *configError) Unwrap() error { return ErrInvalidConfig }

@@ -33,7 +33,7 @@ func TestNewBudgetValidation(t *testing.T) {
 		{"floor absurd", retry.BudgetConfig{MinRetries: 2_000_000}, "BudgetConfig.MinRetries"},
 		{"max negative", retry.BudgetConfig{Max: -1}, "retry: BudgetConfig.Max must be in [1, 1000000] (got -1)"},
 		{"max absurd", retry.BudgetConfig{Max: 1 << 40}, "BudgetConfig.Max"},
-		{"max below floor", retry.BudgetConfig{MinRetries: 10, Max: 5}, "retry: BudgetConfig.Max must be >= MinRetries (got Max 5 < MinRetries 10)"},
+		{"max below floor", retry.BudgetConfig{MinRetries: 10, Max: 5}, "retry: BudgetConfig.Max must be >= MinRetries (10) (got 5)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -186,9 +186,11 @@ type PauseStore interface {
 	SavePause(ctx context.Context, provider string, until time.Time, reason string) error
 }
 
-func (c *Config) validate() error {
+// validate checks c, naming its fields from path: "Config" for a
+// provider's own, "RegistryConfig.Defaults" for a registry's.
+func (c *Config) validate(path string) error {
 	bad := func(field, rule string, got any) error {
-		return fmt.Errorf("%w: Config.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+		return invalid.Must(path+"."+field, "be "+rule, got)
 	}
 	switch {
 	case c.Burst < 0:
@@ -221,14 +223,14 @@ func (c *Config) validate() error {
 		}
 	}
 	if _, err := retry.NewBackoff(c.Backoff); err != nil {
-		return fmt.Errorf("%w: Config.Backoff: %w", ErrInvalidConfig, err)
+		return invalid.Wrap(path+".Backoff", err)
 	}
 	// Build the provider once: what newLocal derives (the controller
 	// bounded by the known limits, the pacer, the breaker) is validated
 	// here, so a Registry never fails later on a key it accepted.
 	probe := *c
 	probe.Pacer = nil
-	_, err := newLocal("", probe)
+	_, err := newLocal("", probe, path)
 	return err
 }
 
@@ -274,7 +276,7 @@ func (l Limit) limiter() (*gcra.Limiter, error) {
 	}
 	rate := units / l.Per.Seconds()
 	if math.IsInf(rate, 0) || rate <= 0 {
-		return nil, fmt.Errorf("%w: Limit %q has no usable rate", ErrInvalidConfig, l.Name)
+		return nil, invalid.Must(fmt.Sprintf("Limit %q", l.Name), "have a usable rate: (Count-Burst)/Per > 0 and finite", rate)
 	}
 	return gcra.New(gcra.Config{Rate: rate, Burst: burst})
 }

@@ -90,10 +90,10 @@ var _ Provider = (*Local)(nil)
 // and holds every call until it ends; a failing load is an error (a
 // provider that forgot a ban would call into it).
 func NewLocal(key string, cfg Config) (*Local, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate("Config"); err != nil {
 		return nil, err
 	}
-	p, err := newLocal(key, cfg)
+	p, err := newLocal(key, cfg, "Config")
 	if err != nil {
 		return nil, err
 	}
@@ -103,13 +103,15 @@ func NewLocal(key string, cfg Config) (*Local, error) {
 	return p, nil
 }
 
-func newLocal(key string, cfg Config) (*Local, error) {
+// newLocal builds the provider for key; its errors name cfg's fields from
+// path (see [Config.validate]).
+func newLocal(key string, cfg Config, path string) (*Local, error) {
 	cfg = cfg.withDefaults()
 	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
 	for i, l := range cfg.Limits {
 		lim, err := l.limiter()
 		if err != nil {
-			return nil, fmt.Errorf("%w: Config.Limits[%d]: %w", ErrInvalidConfig, i, err)
+			return nil, invalid.Wrap(fmt.Sprintf("%s.Limits[%d]", path, i), err)
 		}
 		p.limits = append(p.limits, lim)
 		if !l.Weighted { // a weighted limit says nothing of requests/s
@@ -135,24 +137,24 @@ func newLocal(key string, cfg Config) (*Local, error) {
 	}
 	var err error
 	if p.ctl, err = aimd.New(ac); err != nil {
-		return nil, fmt.Errorf("%w: Config.Adaptive: %w", ErrInvalidConfig, err)
+		return nil, invalid.Wrap(path+".Adaptive", err)
 	}
 	bc := cfg.Breaker
 	if bc.Name == "" {
 		bc.Name = key
 	}
 	if p.brk, err = breaker.New(bc); err != nil {
-		return nil, fmt.Errorf("%w: Config.Breaker: %w", ErrInvalidConfig, err)
+		return nil, invalid.Wrap(path+".Breaker", err)
 	}
 	p.retries, _ = retry.NewBudget(retry.BudgetConfig{}) // the defaults are valid
 	p.rate = p.ctl.Rate()
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
 		if p.pacer, err = newLocalPacer(p.rate, cfg.Burst); err != nil {
-			return nil, fmt.Errorf("%w: Config.Burst: %w", ErrInvalidConfig, err)
+			return nil, invalid.Wrap(path+".Burst", err)
 		}
 	} else if err := p.pacer.SetRate(p.rate); err != nil {
-		return nil, fmt.Errorf("budget: Config.Pacer: SetRate(%v): %w", p.rate, err)
+		return nil, fmt.Errorf("budget: %s.Pacer: SetRate(%v): %w", path, p.rate, err)
 	}
 	return p, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/forage-go/forage/internal/cfgerr"
 )
 
 // Reason names why a call or a run stopped. Every stop has exactly one.
@@ -101,6 +103,9 @@ var ErrWeight = errors.New("budget: weight exceeds a limit's burst")
 
 // ErrInvalidConfig is wrapped by every configuration error of this package.
 var ErrInvalidConfig = errors.New("budget: invalid config")
+
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("budget", ErrInvalidConfig)
 
 // Error is returned by [Provider.Do] and carries why the call stopped. Use
 // [errors.As] to read it, or [ReasonOf] for the reason alone.

@@ -91,23 +91,25 @@ var _ Provider = (*entry)(nil)
 // [RegistryConfig.Defaults]).
 func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	if cfg.IdleTTL < 0 {
-		return nil, fmt.Errorf("%w: RegistryConfig.IdleTTL must be >= 0 (got %v)", ErrInvalidConfig, cfg.IdleTTL)
+		return nil, invalid.Must("RegistryConfig.IdleTTL", "be >= 0", cfg.IdleTTL)
 	}
 	if cfg.MaxProviders < 0 {
-		return nil, fmt.Errorf("%w: RegistryConfig.MaxProviders must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxProviders)
+		return nil, invalid.Must("RegistryConfig.MaxProviders", "be >= 0", cfg.MaxProviders)
 	}
 	if cfg.Shards < 0 || cfg.Shards > 1<<16 {
-		return nil, fmt.Errorf("%w: RegistryConfig.Shards must be in [0, 65536] (got %d)", ErrInvalidConfig, cfg.Shards)
+		return nil, invalid.Must("RegistryConfig.Shards", "be in [0, 65536]", cfg.Shards)
 	}
 	if cfg.Defaults.Pacer != nil {
-		return nil, fmt.Errorf("%w: RegistryConfig.Defaults.Pacer must be nil: it would be shared by every key; use RegistryConfig.NewPacer to make one per key (got %T)", ErrInvalidConfig, cfg.Defaults.Pacer)
+		return nil, invalid.Must("RegistryConfig.Defaults.Pacer",
+			"be nil: one pacer would be shared by every key; use RegistryConfig.NewPacer to make one per key",
+			fmt.Sprintf("%T", cfg.Defaults.Pacer))
 	}
-	if err := cfg.Defaults.validate(); err != nil {
-		return nil, fmt.Errorf("RegistryConfig.Defaults: %w", err)
+	if err := cfg.Defaults.validate("RegistryConfig.Defaults"); err != nil {
+		return nil, err
 	}
 	for key, c := range cfg.Overrides {
-		if err := c.validate(); err != nil {
-			return nil, fmt.Errorf("RegistryConfig.Overrides[%q]: %w", key, err)
+		if err := c.validate(fmt.Sprintf("RegistryConfig.Overrides[%q]", key)); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.IdleTTL == 0 {
@@ -188,7 +190,7 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	}
 	// Built outside the shard lock: loading the pause may be a round trip
 	// to a database. A creator that loses the race drops its provider.
-	p, err := newLocal(key, cfg)
+	p, err := newLocal(key, cfg, "Config")
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -46,17 +45,17 @@ type Run struct {
 // NewRun returns a Run for env, or an error naming the invalid field.
 func NewRun(env Envelope) (*Run, error) {
 	if env.MaxRequests < 0 {
-		return nil, fmt.Errorf("%w: Envelope.MaxRequests must be >= 0 (got %d)", ErrInvalidConfig, env.MaxRequests)
+		return nil, invalid.Must("Envelope.MaxRequests", "be >= 0", env.MaxRequests)
 	}
 	if r := env.RetryRatio; r != 0 && r != NoRetries && !(r >= 1e-9 && r <= 1) {
-		return nil, fmt.Errorf("%w: Envelope.RetryRatio must be in [1e-9, 1], 0 or NoRetries (got %v)", ErrInvalidConfig, r)
+		return nil, invalid.Must("Envelope.RetryRatio", "be in [1e-9, 1], 0 or NoRetries", r)
 	}
 	if m := env.MinRetries; m < 0 && m != NoRetries {
-		return nil, fmt.Errorf("%w: Envelope.MinRetries must be >= 0 or NoRetries (got %d)", ErrInvalidConfig, m)
+		return nil, invalid.Must("Envelope.MinRetries", "be >= 0 or NoRetries", m)
 	}
 	rb, err := retry.NewBudget(retry.BudgetConfig{Ratio: env.RetryRatio, MinRetries: env.MinRetries})
 	if err != nil {
-		return nil, fmt.Errorf("%w: Envelope: %w", ErrInvalidConfig, err)
+		return nil, invalid.Wrap("Envelope", err)
 	}
 	return &Run{maxRequests: int64(env.MaxRequests), deadline: env.Deadline, retries: rb}, nil
 }

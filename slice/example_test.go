@@ -98,7 +98,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// slice: invalid config: Config.Store is required: use checkpoint.NewMemoryStore, checkpoint.OpenFileStore or a database store
+	// slice: Config.Store must be set: use checkpoint.NewMemoryStore, checkpoint.OpenFileStore or a database store (got nil)
 }
 
 func ExampleRunner_Run() {

@@ -1,7 +1,6 @@
 package slice
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -38,7 +37,7 @@ type FillPolicy struct {
 // [ErrInvalidConfig] naming the field, the rule and the value.
 func (p FillPolicy) Validate() error {
 	bad := func(field, rule string, got time.Duration) error {
-		return fmt.Errorf("%w: FillPolicy.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+		return invalid.Must("FillPolicy."+field, "be "+rule, got)
 	}
 	switch {
 	case p.Interval <= 0:

@@ -12,12 +12,17 @@ import (
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+
+	"github.com/forage-go/forage/internal/cfgerr"
 )
 
 // ErrInvalidConfig is wrapped by every configuration error of this package:
 // a [Config] that [New] rejects and a [FillPolicy] that
 // [FillPolicy.Validate] rejects.
 var ErrInvalidConfig = errors.New("slice: invalid config")
+
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("slice", ErrInvalidConfig)
 
 // ErrInvalidPage is wrapped by the error a run returns when the [Source]
 // broke its contract: a page without a Next cursor, or with an inverted
@@ -320,14 +325,14 @@ func (r *Runner[R]) Owner() string { return r.cfg.Owner }
 
 func (c *Config[R]) validate() error {
 	missing := func(field, fix string) error {
-		return fmt.Errorf("%w: Config.%s is required: %s", ErrInvalidConfig, field, fix)
+		return invalid.Must("Config."+field, "be set: "+fix, "nil")
 	}
 	bad := func(field, rule string, got any) error {
-		return fmt.Errorf("%w: Config.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+		return invalid.Must("Config."+field, "be "+rule, got)
 	}
 	switch {
 	case c.Stream == "":
-		return missing("Stream", `name the stream, e.g. "binance/BTC-USDT/1m"`)
+		return invalid.Must("Config.Stream", `name the stream, e.g. "binance/BTC-USDT/1m"`, `""`)
 	case !c.Mode.Valid():
 		return bad("Mode", "checkpoint.CatchUp or checkpoint.SteadyState", c.Mode)
 	case c.LeaseTTL < 0:
@@ -347,7 +352,7 @@ func (c *Config[R]) validate() error {
 	case c.Sink == nil && c.TxSink == nil:
 		return missing("Sink", "implement slice.Sink (or use slice.SinkFunc) to write pages durably, or set Config.TxSink")
 	case c.Sink != nil && c.TxSink != nil:
-		return fmt.Errorf("%w: Config.Sink and Config.TxSink are exclusive: set exactly one (the TxSink alone writes and commits in one transaction)", ErrInvalidConfig)
+		return invalid.Must("Config.TxSink", "be nil when Config.Sink is set: set exactly one (the TxSink alone writes and commits in one transaction)", fmt.Sprintf("%T", c.TxSink))
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		edit func(*slice.Config[rec])
 		want string
 	}{
-		{"no stream", func(c *slice.Config[rec]) { c.Stream = "" }, "Config.Stream is required"},
+		{"no stream", func(c *slice.Config[rec]) { c.Stream = "" }, "Config.Stream must name the stream"},
 		{"zero mode", func(c *slice.Config[rec]) { c.Mode = 0 }, "Config.Mode must be checkpoint.CatchUp or checkpoint.SteadyState (got Mode(0))"},
 		{"bad mode", func(c *slice.Config[rec]) { c.Mode = 7 }, "(got Mode(7))"},
 		{"negative ttl", func(c *slice.Config[rec]) { c.LeaseTTL = -time.Second }, "Config.LeaseTTL must be >= 0 (got -1s)"},
@@ -29,11 +29,11 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"prefetch below off", func(c *slice.Config[rec]) { c.Prefetch = -2 }, "Config.Prefetch must be in [-1 (NoPrefetch), 1024] (got -2)"},
 		{"absurd prefetch", func(c *slice.Config[rec]) { c.Prefetch = 1025 }, "(got 1025)"},
 		{"negative max batch", func(c *slice.Config[rec]) { c.MaxBatch = -1 }, "Config.MaxBatch must be >= 0 (got -1)"},
-		{"no store", func(c *slice.Config[rec]) { c.Store = nil }, "Config.Store is required: use checkpoint.NewMemoryStore"},
-		{"no provider", func(c *slice.Config[rec]) { c.Provider = nil }, "Config.Provider is required: use budget.NewLocal"},
-		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source is required: implement slice.Source"},
-		{"no sink", func(c *slice.Config[rec]) { c.Sink = nil }, "Config.Sink is required: implement slice.Sink"},
-		{"two sinks", func(c *slice.Config[rec]) { c.TxSink = &txSink{} }, "Config.Sink and Config.TxSink are exclusive: set exactly one"},
+		{"no store", func(c *slice.Config[rec]) { c.Store = nil }, "Config.Store must be set: use checkpoint.NewMemoryStore"},
+		{"no provider", func(c *slice.Config[rec]) { c.Provider = nil }, "Config.Provider must be set: use budget.NewLocal"},
+		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source must be set: implement slice.Source"},
+		{"no sink", func(c *slice.Config[rec]) { c.Sink = nil }, "Config.Sink must be set: implement slice.Sink"},
+		{"two sinks", func(c *slice.Config[rec]) { c.TxSink = &txSink{} }, "Config.TxSink must be nil when Config.Sink is set: set exactly one"},
 	} {
 		cfg := valid()
 		tc.edit(&cfg)

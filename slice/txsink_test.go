@@ -113,7 +113,7 @@ func TestNewWantsExactlyOneSink(t *testing.T) {
 	x := &txSink{write: g.sink, mem: g.sink, store: g.store, lock: make(chan struct{}, 1)}
 	cfg := slice.Config[rec]{Stream: stream, Mode: checkpoint.CatchUp, Store: g.store, Provider: g.prov, Source: g.src, Sink: g.sink, TxSink: x}
 	_, err := slice.New(cfg)
-	if !errors.Is(err, slice.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Sink and Config.TxSink are exclusive") {
+	if !errors.Is(err, slice.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.TxSink must be nil when Config.Sink is set") {
 		t.Fatalf("New with both sinks = %v, want ErrInvalidConfig naming both fields", err)
 	}
 	cfg.Sink = nil

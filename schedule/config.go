@@ -121,7 +121,7 @@ const (
 // withDefaults validates c and returns it with every zero field defaulted.
 func (c Config) withDefaults() (Config, error) {
 	bad := func(field, rule string, got any) (Config, error) {
-		return c, fmt.Errorf("%w: Config.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+		return c, invalidConfig.Must("Config."+field, "be "+rule, got)
 	}
 	switch {
 	case c.MaxRunning < 0 || c.MaxRunning > 1<<16:

@@ -1,6 +1,10 @@
 package schedule
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/forage-go/forage/internal/cfgerr"
+)
 
 // The sentinel errors of this package. Stores and the scheduler wrap them
 // with detail, so test with [errors.Is]. Every message starts with
@@ -9,6 +13,9 @@ var (
 	// ErrInvalidConfig is wrapped by every error [New] returns for a bad
 	// [Config]; the message names the field, the rule and the value.
 	ErrInvalidConfig = errors.New("schedule: invalid config")
+
+	// invalidConfig builds this package's configuration errors.
+	invalidConfig = cfgerr.For("schedule", ErrInvalidConfig)
 
 	// ErrInvalid means an argument broke a contract: an empty provider or
 	// stream, an unknown kind or state, a priority out of range, a

@@ -155,13 +155,13 @@ type counter interface {
 func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
 	switch {
 	case s == nil:
-		return nil, fmt.Errorf("%w: NewHandler needs the Scheduler (got nil): build one with New", ErrInvalidConfig)
+		return nil, invalidConfig.Must("NewHandler's Scheduler", "not be nil: build one with New", "nil")
 	case cfg.MaxJobs < 0:
-		return nil, fmt.Errorf("%w: HandlerConfig.MaxJobs must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxJobs)
+		return nil, invalidConfig.Must("HandlerConfig.MaxJobs", "be >= 0", cfg.MaxJobs)
 	case cfg.MaxPageBytes < 0:
-		return nil, fmt.Errorf("%w: HandlerConfig.MaxPageBytes must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxPageBytes)
+		return nil, invalidConfig.Must("HandlerConfig.MaxPageBytes", "be >= 0", cfg.MaxPageBytes)
 	case cfg.MaxPausedProviders < 0:
-		return nil, fmt.Errorf("%w: HandlerConfig.MaxPausedProviders must be >= 0 (got %d)", ErrInvalidConfig, cfg.MaxPausedProviders)
+		return nil, invalidConfig.Must("HandlerConfig.MaxPausedProviders", "be >= 0", cfg.MaxPausedProviders)
 	}
 	if cfg.MaxPausedProviders == 0 {
 		cfg.MaxPausedProviders = defaultMaxPaused

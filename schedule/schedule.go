@@ -111,10 +111,10 @@ func New(cfg Config, store JobStore, runner Runner) (*Scheduler, error) {
 		return nil, err
 	}
 	if store == nil {
-		return nil, fmt.Errorf("%w: store is nil (use schedule.NewMemoryStore())", ErrInvalidConfig)
+		return nil, invalidConfig.Must("New's store", "not be nil: use schedule.NewMemoryStore() or a database store", "nil")
 	}
 	if runner == nil {
-		return nil, fmt.Errorf("%w: runner is nil (wrap a func with schedule.RunnerFunc)", ErrInvalidConfig)
+		return nil, invalidConfig.Must("New's runner", "not be nil: wrap a func with schedule.RunnerFunc", "nil")
 	}
 	if cfg.Owner == "" {
 		var b [4]byte

@@ -35,7 +35,7 @@ func ExampleNew() {
 	// Output:
 	// collector <nil>
 	// true
-	// pgstore: invalid config: Config.Schema must be 1 to 63 ASCII letters, digits or underscores, not starting with a digit (got "collector-eu")
+	// pgstore: Config.Schema must be 1 to 63 ASCII letters, digits or underscores, not starting with a digit (got "collector-eu")
 }
 
 // A budget registry whose providers all pace through the database, so every
@@ -67,7 +67,7 @@ func ExampleStore_NewPacer() {
 	// Output:
 	// <nil>
 	// binance <nil>
-	// pgstore: invalid config: PacerConfig.Burst must be >= 0 (got -1)
+	// pgstore: PacerConfig.Burst must be >= 0 (got -1)
 }
 
 // One stream run that writes its records and its checkpoint in one

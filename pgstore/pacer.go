@@ -141,10 +141,10 @@ var _ budget.Pacer = (*Pacer)(nil)
 // wrapping [ErrInvalidConfig] for an empty key or a field out of range.
 func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
 	bad := func(field, rule string, got any) error {
-		return fmt.Errorf("%w: PacerConfig.%s must be %s (got %v)", ErrInvalidConfig, field, rule, got)
+		return invalid.Must("PacerConfig."+field, "be "+rule, got)
 	}
 	if key == "" {
-		return nil, fmt.Errorf("%w: NewPacer key must not be empty", ErrInvalidConfig)
+		return nil, invalid.Must("NewPacer's key", "not be empty: name the provider, e.g. \"binance\"", `""`)
 	}
 	rate := cfg.Rate
 	if rate == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -308,21 +309,26 @@ func TestNewPacerRejectsBadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]pgstore.PacerConfig{
-		"negative rate":     {Rate: -1},
-		"NaN rate":          {Rate: math.NaN()},
-		"rate above 1e9":    {Rate: 2e9},
-		"negative burst":    {Burst: -1},
-		"overflowing burst": {Rate: 1e-9, Burst: 1 << 40},
-		"negative timeout":  {Timeout: -time.Second},
-		"negative cool-off": {CoolOff: -time.Second},
-		"growth 1":          {MaxGrowth: 1},
-		"growth NaN":        {MaxGrowth: math.NaN()},
-		"growth 1e4":        {MaxGrowth: 1e4},
-	}
-	for name, cfg := range cases {
-		if _, err := s.NewPacer("k", cfg); !errors.Is(err, pgstore.ErrInvalidConfig) {
-			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
+	for _, tc := range []struct {
+		name  string
+		cfg   pgstore.PacerConfig
+		field string
+	}{
+		{"negative rate", pgstore.PacerConfig{Rate: -1}, "Rate"},
+		{"NaN rate", pgstore.PacerConfig{Rate: math.NaN()}, "Rate"},
+		{"rate above 1e9", pgstore.PacerConfig{Rate: 2e9}, "Rate"},
+		{"negative burst", pgstore.PacerConfig{Burst: -1}, "Burst"},
+		{"overflowing burst", pgstore.PacerConfig{Rate: 1e-9, Burst: 1 << 40}, "Burst"},
+		{"negative timeout", pgstore.PacerConfig{Timeout: -time.Second}, "Timeout"},
+		{"negative cool-off", pgstore.PacerConfig{CoolOff: -time.Second}, "CoolOff"},
+		{"growth 1", pgstore.PacerConfig{MaxGrowth: 1}, "MaxGrowth"},
+		{"growth NaN", pgstore.PacerConfig{MaxGrowth: math.NaN()}, "MaxGrowth"},
+		{"growth 1e4", pgstore.PacerConfig{MaxGrowth: 1e4}, "MaxGrowth"},
+	} {
+		_, err := s.NewPacer("k", tc.cfg)
+		want := "pgstore: PacerConfig." + tc.field + " must "
+		if !errors.Is(err, pgstore.ErrInvalidConfig) || err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want ErrInvalidConfig starting %q", tc.name, err, want)
 		}
 	}
 	if _, err := s.NewPacer("", pgstore.PacerConfig{}); !errors.Is(err, pgstore.ErrInvalidConfig) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/cfgerr"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +25,9 @@ var (
 	// [Store.NewPacer] return for a configuration value out of range; the
 	// message names the field, the rule and the value.
 	ErrInvalidConfig = errors.New("pgstore: invalid config")
+
+	// invalid builds this package's configuration errors.
+	invalid = cfgerr.For("pgstore", ErrInvalidConfig)
 
 	// ErrNotMigrated means the schema, or a table or function in it, does
 	// not exist: [Store.Migrate] was not run against this database (or ran
@@ -97,7 +101,7 @@ var _ checkpoint.Store = (*Store)(nil)
 // Config field is out of range.
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: New needs a *pgxpool.Pool (got nil); create one with pgxpool.New or use Open", ErrInvalidConfig)
+		return nil, invalid.Must("New's pool", "not be nil: create one with pgxpool.New or use Open", "nil")
 	}
 	schema, err := cfg.schema()
 	if err != nil {
@@ -171,8 +175,8 @@ func (cfg Config) schema() (string, error) {
 		return DefaultSchema, nil
 	}
 	if !validSchema(cfg.Schema) {
-		return "", fmt.Errorf("%w: Config.Schema must be 1 to 63 ASCII letters, digits or underscores, not starting with a digit (got %q)",
-			ErrInvalidConfig, cfg.Schema)
+		return "", invalid.Must("Config.Schema", "be 1 to 63 ASCII letters, digits or underscores, not starting with a digit",
+			fmt.Sprintf("%q", cfg.Schema))
 	}
 	return cfg.Schema, nil
 }

@@ -38,9 +38,9 @@ var _ slice.TxSink[struct{}] = (*TxSink[struct{}])(nil)
 func NewTxSink[R any](s *Store, write func(ctx context.Context, tx pgx.Tx, p slice.Page[R]) error) (*TxSink[R], error) {
 	switch {
 	case s == nil:
-		return nil, fmt.Errorf("%w: NewTxSink needs a *pgstore.Store (got nil): the store the runner's Config.Store is", ErrInvalidConfig)
+		return nil, invalid.Must("NewTxSink's store", "not be nil: pass the *pgstore.Store that is the runner's Config.Store", "nil")
 	case write == nil:
-		return nil, fmt.Errorf("%w: NewTxSink needs a write func (got nil) that stores a page's records in the transaction", ErrInvalidConfig)
+		return nil, invalid.Must("NewTxSink's write", "not be nil: pass a func that stores a page's records in the transaction", "nil")
 	}
 	return &TxSink[R]{store: s, write: write}, nil
 }

@@ -6,11 +6,16 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/forage-go/forage/internal/cfgerr"
 )
 
 // ErrInvalidConfig is wrapped by every error [New] and [Server.SetLimit]
 // return for a bad configuration.
 var ErrInvalidConfig = errors.New("providertest: invalid config")
+
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("providertest", ErrInvalidConfig)
 
 // defaultHistory is how long before the server's start (truncated to UTC
 // midnight) a [Symbol] with a zero Listed time was listed.
@@ -171,18 +176,6 @@ func BinanceWeight(path string) int {
 	return 1
 }
 
-// configError is a validation failure: "providertest: <field> <rule> (got <value>)".
-// It matches ErrInvalidConfig with errors.Is.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-func (e *configError) Unwrap() error { return ErrInvalidConfig }
-
-// invalid builds a validation error naming the field, the rule and the value.
-func invalid(field, rule string, got any) error {
-	return &configError{fmt.Sprintf("providertest: %s %s (got %v)", field, rule, got)}
-}
-
 // normalize validates c and fills in defaults; start is the server's start.
 func (c Config) normalize(start time.Time) (Config, error) {
 	var err error
@@ -198,7 +191,7 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	c.Schedule = slices.Clone(c.Schedule)
 	for i, ch := range c.Schedule {
 		if ch.After < 0 {
-			return c, invalid(fmt.Sprintf("Config.Schedule[%d].After", i), "must be >= 0", ch.After)
+			return c, invalid.Must(fmt.Sprintf("Config.Schedule[%d].After", i), "be >= 0", ch.After)
 		}
 		if c.Schedule[i].Limit, err = ch.Limit.normalize(fmt.Sprintf("Config.Schedule[%d].Limit", i)); err != nil {
 			return c, err
@@ -206,7 +199,7 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	}
 	slices.SortStableFunc(c.Schedule, func(a, b Change) int { return int(a.After - b.After) })
 	if c.Answer < Answer429 || c.Answer > AnswerBan {
-		return c, invalid("Config.Answer", "must be one of the Answer constants", c.Answer)
+		return c, invalid.Must("Config.Answer", "be one of the Answer constants", c.Answer)
 	}
 	if err := c.normalizeBan(); err != nil {
 		return c, err
@@ -215,31 +208,31 @@ func (c Config) normalize(start time.Time) (Config, error) {
 		c.Weight = func(string) int { return 1 }
 	}
 	if c.Headers&^allHeaders != 0 {
-		return c, invalid("Config.Headers", "must combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only", int(c.Headers))
+		return c, invalid.Must("Config.Headers", "combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only", int(c.Headers))
 	}
 	if !(c.FaultRate >= 0 && c.FaultRate <= 1) {
-		return c, invalid("Config.FaultRate", "must be in [0, 1]", c.FaultRate)
+		return c, invalid.Must("Config.FaultRate", "be in [0, 1]", c.FaultRate)
 	}
 	if len(c.Faults) == 0 {
 		c.Faults = []Fault{Fault500, Fault502, Fault504, FaultReset}
 	}
 	for i, f := range c.Faults {
 		if f < Fault500 || f > Fault503 {
-			return c, invalid(fmt.Sprintf("Config.Faults[%d]", i), "must be one of the Fault constants", f)
+			return c, invalid.Must(fmt.Sprintf("Config.Faults[%d]", i), "be one of the Fault constants", f)
 		}
 	}
 	c.Faults = slices.Clone(c.Faults)
 	if c.Latency < 0 {
-		return c, invalid("Config.Latency", "must be >= 0", c.Latency)
+		return c, invalid.Must("Config.Latency", "be >= 0", c.Latency)
 	}
 	if c.Jitter < 0 {
-		return c, invalid("Config.Jitter", "must be >= 0", c.Jitter)
+		return c, invalid.Must("Config.Jitter", "be >= 0", c.Jitter)
 	}
 	if c.Uplink < 0 {
-		return c, invalid("Config.Uplink", "must be >= 0", c.Uplink)
+		return c, invalid.Must("Config.Uplink", "be >= 0", c.Uplink)
 	}
 	if c.UplinkJitter < 0 {
-		return c, invalid("Config.UplinkJitter", "must be >= 0", c.UplinkJitter)
+		return c, invalid.Must("Config.UplinkJitter", "be >= 0", c.UplinkJitter)
 	}
 	return c, c.validateLie()
 }
@@ -248,13 +241,13 @@ func (c Config) normalize(start time.Time) (Config, error) {
 func (c Config) validateLie() error {
 	switch {
 	case c.Lie < LieNone || c.Lie > LieSparse:
-		return invalid("Config.Lie", "must be one of the Lie constants", int(c.Lie))
+		return invalid.Must("Config.Lie", "be one of the Lie constants", int(c.Lie))
 	case c.LieAfter < 0:
-		return invalid("Config.LieAfter", "must be >= 0", c.LieAfter)
+		return invalid.Must("Config.LieAfter", "be >= 0", c.LieAfter)
 	case c.LieCap < 0:
-		return invalid("Config.LieCap", "must be >= 0", c.LieCap)
+		return invalid.Must("Config.LieCap", "be >= 0", c.LieCap)
 	case c.LieShift%time.Millisecond != 0:
-		return invalid("Config.LieShift", "must be whole milliseconds", c.LieShift)
+		return invalid.Must("Config.LieShift", "be whole milliseconds", c.LieShift)
 	}
 	return nil
 }
@@ -263,11 +256,11 @@ func (c Config) validateLie() error {
 func (c *Config) normalizeBan() error {
 	switch {
 	case c.BanAfter < 0:
-		return invalid("Config.BanAfter", "must be >= 0", c.BanAfter)
+		return invalid.Must("Config.BanAfter", "be >= 0", c.BanAfter)
 	case c.BanWindow < 0:
-		return invalid("Config.BanWindow", "must be >= 0", c.BanWindow)
+		return invalid.Must("Config.BanWindow", "be >= 0", c.BanWindow)
 	case c.BanFor < 0:
-		return invalid("Config.BanFor", "must be >= 0", c.BanFor)
+		return invalid.Must("Config.BanFor", "be >= 0", c.BanFor)
 	}
 	if c.BanAfter == 0 {
 		c.BanAfter = 5
@@ -291,14 +284,14 @@ func normalizeSymbols(in []Symbol, start time.Time) ([]Symbol, error) {
 	for i, s := range out {
 		field := fmt.Sprintf("Config.Symbols[%d]", i)
 		if !validSymbolName(s.Name) {
-			return nil, invalid(field+".Name", "must be 1-20 of A-Z 0-9 - _ .", fmt.Sprintf("%q", s.Name))
+			return nil, invalid.Must(field+".Name", "be 1-20 of A-Z 0-9 - _ .", fmt.Sprintf("%q", s.Name))
 		}
 		if seen[s.Name] {
-			return nil, invalid(field+".Name", "must be unique", s.Name)
+			return nil, invalid.Must(field+".Name", "be unique", s.Name)
 		}
 		seen[s.Name] = true
 		if !(s.Price >= 0) || math.IsInf(s.Price, 0) {
-			return nil, invalid(field+".Price", "must be >= 0 and finite", s.Price)
+			return nil, invalid.Must(field+".Price", "be >= 0 and finite", s.Price)
 		}
 		if s.Listed.IsZero() {
 			out[i].Listed = start.UTC().Truncate(24 * time.Hour).Add(-defaultHistory)

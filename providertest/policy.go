@@ -89,26 +89,26 @@ func (l Limit) String() string {
 // and fills defaults.
 func (l Limit) normalize(field string) (Limit, error) {
 	bad := func(sub, rule string, v any) (Limit, error) {
-		return l, invalid(field+"."+sub, rule, v)
+		return l, invalid.Must(field+"."+sub, rule, v)
 	}
 	switch l.algorithm() {
 	case gcra:
 		if !(l.Rate > 0 && l.Rate <= 1e9) {
-			return bad("Rate", "must be in (0, 1e9] for a GCRA limit", l.Rate)
+			return bad("Rate", "be in (0, 1e9] for a GCRA limit", l.Rate)
 		}
 		if l.Burst < 0 {
-			return bad("Burst", "must be >= 0", l.Burst)
+			return bad("Burst", "be >= 0", l.Burst)
 		}
 		if l.Count != 0 || l.Window != 0 {
-			return bad("Count", "and Window must be zero when Rate is set (a GCRA or a fixed window, not both)", l.Count)
+			return bad("Count", "be zero, as must Window, when Rate is set (a GCRA or a fixed window, not both)", l.Count)
 		}
 		l.Burst = max(l.Burst, 1)
 	case fixedWindow:
 		if l.Count <= 0 {
-			return bad("Count", "must be > 0 for a fixed-window limit", l.Count)
+			return bad("Count", "be > 0 for a fixed-window limit", l.Count)
 		}
 		if l.Window < 0 || (l.Window > 0 && l.Window < time.Millisecond) {
-			return bad("Window", "must be 0 or >= 1ms", l.Window)
+			return bad("Window", "be 0 or >= 1ms", l.Window)
 		}
 		if l.Window == 0 {
 			l.Window = time.Minute

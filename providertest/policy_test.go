@@ -292,7 +292,7 @@ func TestConfigValidation(t *testing.T) {
 		{providertest.Config{Jitter: -1}, "providertest: Config.Jitter must be >= 0 (got -1ns)"},
 		{providertest.Config{Limit: providertest.RateLimit(0, 1)}, "providertest: Config.Limit.Rate must be in (0, 1e9] for a GCRA limit (got 0)"},
 		{providertest.Config{Limit: providertest.WindowLimit(0, time.Second)}, "providertest: Config.Limit.Count must be > 0 for a fixed-window limit (got 0)"},
-		{providertest.Config{Limit: providertest.Limit{Rate: 5, Count: 3}}, "providertest: Config.Limit.Count and Window must be zero when Rate is set (a GCRA or a fixed window, not both) (got 3)"},
+		{providertest.Config{Limit: providertest.Limit{Rate: 5, Count: 3}}, "providertest: Config.Limit.Count must be zero, as must Window, when Rate is set (a GCRA or a fixed window, not both) (got 3)"},
 		{providertest.Config{Limit: providertest.Limit{Burst: 5}}, "providertest: Config.Limit.Rate must be in (0, 1e9] for a GCRA limit (got 0)"},
 		{providertest.Config{Limit: providertest.Limit{Window: time.Minute}}, "providertest: Config.Limit.Count must be > 0 for a fixed-window limit (got 0)"},
 		{providertest.Config{Schedule: []providertest.Change{{After: -time.Second}}}, "providertest: Config.Schedule[0].After must be >= 0 (got -1s)"},

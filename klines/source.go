@@ -13,6 +13,7 @@ import (
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/cfgerr"
 	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/slice"
 )
@@ -75,6 +76,13 @@ type Source struct {
 
 var _ slice.Predictor = (*Source)(nil)
 
+// ErrInvalidConfig is wrapped by every error [Source.Init] returns for a bad
+// field; the message names the field, the rule and the value.
+var ErrInvalidConfig = errors.New("klines: invalid config")
+
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("klines", ErrInvalidConfig)
+
 // Step returns the interval's length, or an error for an unknown interval.
 func Step(interval string) (time.Duration, error) {
 	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
@@ -121,17 +129,19 @@ func (s *Source) floor(t time.Time) time.Time {
 // lastBefore returns the open time of the last candle that opens before t.
 func (s *Source) lastBefore(t time.Time) time.Time { return s.floor(t.Add(-time.Millisecond)) }
 
-// Init checks the source and must be called before use.
+// Init checks the source and must be called before use. A bad field is
+// an error wrapping [ErrInvalidConfig] that names it.
 func (s *Source) Init() error {
 	step, err := Step(s.Interval)
-	if err != nil {
-		return err
-	}
-	if s.Page <= 0 || s.Page > 1000 {
-		return fmt.Errorf("klines: Page must be in [1, 1000] (got %d)", s.Page)
-	}
-	if s.Symbol == "" || s.Base == "" {
-		return errors.New("klines: Symbol and Base are required")
+	switch {
+	case err != nil:
+		return invalid.Must("Source.Interval", `be a count and a unit s, m, h, d or w, e.g. "1m"`, fmt.Sprintf("%q", s.Interval))
+	case s.Page <= 0 || s.Page > 1000:
+		return invalid.Must("Source.Page", "be in [1, 1000]", s.Page)
+	case s.Symbol == "":
+		return invalid.Must("Source.Symbol", `name the series, e.g. "BTCUSDT"`, `""`)
+	case s.Base == "":
+		return invalid.Must("Source.Base", `be the REST base URL, e.g. "https://api.binance.com"`, `""`)
 	}
 	s.step = step
 	client := http.DefaultClient

@@ -491,3 +491,34 @@ func TestProviderTextIsRedacted(t *testing.T) {
 		})
 	}
 }
+
+// TestInitNamesTheBadField: Init refuses each bad field of a Source with an
+// error that names it and wraps ErrInvalidConfig.
+func TestInitNamesTheBadField(t *testing.T) {
+	t.Parallel()
+	valid := func() klines.Source {
+		return klines.Source{Base: "http://x", Symbol: "BTCUSDT", Interval: "1m", Page: 10}
+	}
+	for _, tc := range []struct {
+		edit  func(*klines.Source)
+		field string
+	}{
+		{func(s *klines.Source) { s.Interval = "1M" }, "Interval"},
+		{func(s *klines.Source) { s.Page = 0 }, "Page"},
+		{func(s *klines.Source) { s.Page = 1001 }, "Page"},
+		{func(s *klines.Source) { s.Symbol = "" }, "Symbol"},
+		{func(s *klines.Source) { s.Base = "" }, "Base"},
+	} {
+		src := valid()
+		tc.edit(&src)
+		err := src.Init()
+		want := "klines: Source." + tc.field + " must "
+		if !errors.Is(err, klines.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Init with a bad %s = %v, want ErrInvalidConfig starting %q", tc.field, err, want)
+		}
+	}
+	src := valid()
+	if err := src.Init(); err != nil {
+		t.Fatalf("Init(valid) = %v", err)
+	}
+}

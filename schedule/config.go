@@ -30,16 +30,18 @@ type Config struct {
 	// Aging is the wait worth one priority point: a due job that has waited
 	// Aging longer than another ranks as if its priority were one lower, so
 	// a low-priority job is never starved by a stream of fresh
-	// high-priority work. At most [MaxAging]. Defaults to 1 minute.
+	// high-priority work. At most [MaxAging]. Defaults to 1 minute;
+	// [NoAging] turns aging off (strict priority: a job never gains points
+	// by waiting).
 	Aging time.Duration
 	// Jitter is the fraction by which each interval (and each backoff) is
 	// randomly lengthened or shortened, so that jobs added together do not
 	// run together forever. In [0, 0.5]. Zero means the default, 0.05
-	// (±5%), so zero cannot disable it: to disable jitter, set Random to a
-	// func returning 0.5 (the middle of the range, an offset of zero).
+	// (±5%); [NoJitter] turns jitter off, so every interval and backoff is
+	// exact.
 	Jitter float64
-	// Random returns uniform numbers in [0, 1) for jitter; a func
-	// returning 0.5 disables jitter. Nil means math/rand/v2. Tests pin it.
+	// Random returns uniform numbers in [0, 1) for jitter. Nil means
+	// math/rand/v2. Tests pin it.
 	Random func() float64
 	// Requeue is how long a job waits before running again after its run
 	// spent the run's budget (request cap, deadline, retry budget) or left
@@ -101,6 +103,14 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// NoJitter, as [Config.Jitter], turns jitter off: intervals and backoffs
+// are exact.
+const NoJitter = -1.0
+
+// NoAging, as [Config.Aging], turns aging off: jobs due together run in
+// strict priority order, however long a low-priority one has waited.
+const NoAging = time.Duration(-1)
+
 // maxOwnerSuffix is the longest suffix a claim appends to Config.Owner.
 const maxOwnerSuffix = "/18446744073709551615"
 
@@ -128,10 +138,10 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("MaxRunning", "in [0, 65536]", c.MaxRunning)
 	case c.MaxPerProvider < 0:
 		return bad("MaxPerProvider", ">= 0", c.MaxPerProvider)
-	case c.Aging < 0 || c.Aging > MaxAging:
-		return bad("Aging", "in [0, 24h]", c.Aging)
-	case c.Jitter < 0 || c.Jitter > 0.5 || c.Jitter != c.Jitter:
-		return bad("Jitter", "in [0, 0.5]", c.Jitter)
+	case (c.Aging < 0 && c.Aging != NoAging) || c.Aging > MaxAging:
+		return bad("Aging", "in [0, 24h] or NoAging", c.Aging)
+	case (c.Jitter < 0 && c.Jitter != NoJitter) || c.Jitter > 0.5 || c.Jitter != c.Jitter:
+		return bad("Jitter", "in [0, 0.5] or NoJitter", c.Jitter)
 	case c.Requeue < 0:
 		return bad("Requeue", ">= 0", c.Requeue)
 	case c.Cooldown < 0:
@@ -160,10 +170,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxPerProvider == 0 {
 		c.MaxPerProvider = min(defaultPerProv, c.MaxRunning)
 	}
-	if c.Jitter == 0 {
+	switch c.Jitter {
+	case 0:
 		c.Jitter = defaultJitter
+	case NoJitter:
+		c.Jitter = 0
 	}
-	def(&c.Aging, defaultAging)
+	switch c.Aging {
+	case 0:
+		c.Aging = defaultAging
+	case NoAging:
+		c.Aging = 0 // the store's "no aging"
+	}
 	def(&c.Requeue, defaultRequeue)
 	def(&c.Cooldown, defaultCooldown)
 	def(&c.Backoff, defaultBackoff)

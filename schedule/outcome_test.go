@@ -197,3 +197,19 @@ func TestPropertyJitterWithinBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestNoJitterIsExact: with Jitter set to NoJitter a periodic job's next
+// run is exactly one interval after its due time, whatever the draw.
+func TestNoJitterIsExact(t *testing.T) {
+	t.Parallel()
+	s, _ := newSched(t, schedule.Config{Jitter: schedule.NoJitter, Random: func() float64 { return 0.999 }}, nil)
+	upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: "s", Interval: time.Hour})
+	jobs := claim(t, s, t0)
+	j, err := s.FinishAt(context.Background(), t0.Add(time.Second), jobs[0], schedule.Result{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(time.Hour); !j.NextRun.Equal(want) {
+		t.Fatalf("next run t0+%v with NoJitter, want exactly t0+%v", j.NextRun.Sub(t0), want.Sub(t0))
+	}
+}

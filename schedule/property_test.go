@@ -327,3 +327,25 @@ func TestAgingPreventsStarvation(t *testing.T) {
 	}
 	t.Fatal("the low-priority job never ran: starved")
 }
+
+// TestNoAgingIsStrictPriority: with Aging set to NoAging, the same stream
+// of fresh high-priority work that aging lets a low-priority job through
+// (TestAgingPreventsStarvation) keeps it waiting: strict priority.
+func TestNoAgingIsStrictPriority(t *testing.T) {
+	t.Parallel()
+	s, _ := newSched(t, schedule.Config{MaxRunning: 1, Aging: schedule.NoAging, Random: noJitter}, nil)
+	ctx := context.Background()
+	low := upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindRefresh, Stream: "low", Priority: 50, Interval: time.Hour})
+	now := t0
+	for i := range 100 {
+		upsert(t, s, now, schedule.Spec{Provider: "q", Kind: schedule.KindGapFill, Stream: fmt.Sprint("gap", i)})
+		jobs := claim(t, s, now)
+		if len(jobs) != 1 || jobs[0].ID == low.ID {
+			t.Fatalf("step %d (t0+%v): claimed %v, want the fresh gap fill, not the low-priority job", i, now.Sub(t0), streams(jobs))
+		}
+		if _, err := s.FinishAt(ctx, now, jobs[0], schedule.Result{Done: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(30 * time.Second)
+	}
+}

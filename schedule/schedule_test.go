@@ -29,6 +29,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{schedule.Config{Jitter: -0.1}, "Jitter"},
 		{schedule.Config{Jitter: 0.6}, "Jitter"},
 		{schedule.Config{Jitter: math.NaN()}, "Jitter"},
+		{schedule.Config{Jitter: -2}, "Jitter"},
+		{schedule.Config{Aging: -2}, "Aging"},
 		{schedule.Config{Requeue: -1}, "Requeue"},
 		{schedule.Config{Cooldown: -1}, "Cooldown"},
 		{schedule.Config{Backoff: -1}, "Backoff"},

@@ -282,3 +282,18 @@ func mustBackoff(tb fataler, cfg retry.BackoffConfig) *retry.Backoff {
 	}
 	return b
 }
+
+// TestNoJitterSleepsTheCeiling: with Rand set to NoJitter every sleep is
+// exactly its ceiling, min(Cap, Base·2^n).
+func TestNoJitterSleepsTheCeiling(t *testing.T) {
+	t.Parallel()
+	b, err := retry.NewBackoff(retry.BackoffConfig{Base: 100 * time.Millisecond, Cap: time.Second, Rand: retry.NoJitter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second} {
+		if got := b.NextBackOff(); got != want {
+			t.Fatalf("step %d: sleep %v, want the ceiling %v", i, got, want)
+		}
+	}
+}

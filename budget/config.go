@@ -45,7 +45,7 @@ type Config struct {
 	// bulkhead), whoever makes them. Defaults to 64.
 	MaxInFlight int
 	// MaxAttempts caps the attempts of one call, retries included. Defaults
-	// to 6.
+	// to 6; 1 turns retries off (one attempt per call).
 	MaxAttempts int
 	// MaxWait is the longest pause a call sleeps through inside Do (a
 	// Retry-After, a quota the provider reports spent), and the longest it

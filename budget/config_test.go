@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -46,5 +47,21 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "budget: Envelope.") || !errors.Is(err, budget.ErrInvalidConfig) {
 			t.Errorf("envelope %d: NewRun(%+v) = %v, want budget: Envelope.<Field> wrapping ErrInvalidConfig", i, env, err)
 		}
+	}
+}
+
+// TestMaxAttemptsOneTurnsRetriesOff: MaxAttempts 1, the documented off
+// value, makes one attempt per call however retryable its failure.
+func TestMaxAttemptsOneTurnsRetriesOff(t *testing.T) {
+	t.Parallel()
+	cfg := fast()
+	cfg.MaxAttempts = 1
+	n := 0
+	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		n++
+		return budget.Outcome{Status: 503}
+	})
+	if err == nil || n != 1 {
+		t.Fatalf("Do with MaxAttempts 1 against 503s: %d attempts, err %v; want 1 attempt and an error", n, err)
 	}
 }

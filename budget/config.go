@@ -33,7 +33,8 @@ type Config struct {
 	// longer than MaxWait stops at once with [ReasonQuota] (see MaxWait).
 	Limits []Limit
 	// Breaker configures the provider's circuit breaker. Its Name defaults to
-	// the provider key.
+	// the provider key. Its OnTransition and Logger are the one place to
+	// watch and log the provider's breaker transitions.
 	Breaker breaker.Config
 	// Backoff configures the full-jitter sleep between retries; a provider's
 	// Retry-After floors it. The zero value means retry's defaults.

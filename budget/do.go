@@ -251,7 +251,9 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 			}
 			return &Error{Provider: p.key, Reason: reason, Until: p.until(reason), Err: err}
 		}
-		return &Error{Provider: p.key, Reason: ReasonPermanent, Err: err}
+		// The pacer failed by itself (a shared pacer's database went
+		// away): not the provider's verdict.
+		return &Error{Provider: p.key, Reason: ReasonPacer, Err: err}
 	}
 	select {
 	case p.slots <- struct{}{}:

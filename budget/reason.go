@@ -19,8 +19,9 @@ import (
 //     [ReasonCircuitOpen], [ReasonBanned]): the provider pushed back, or its
 //     known quota is spent. Wait until it allows calls again ([Error.Until])
 //     and cool this provider only.
-//   - failure ([ReasonPermanent], [ReasonCanceled]): the request itself was
-//     refused (a 4xx other than 408/429), or the caller gave up.
+//   - failure ([ReasonPermanent], [ReasonCanceled], [ReasonPacer]): the
+//     request itself was refused (a 4xx other than 408/429), the caller gave
+//     up, or the host's pacer failed.
 type Reason string
 
 // The reasons a call or a run stops.
@@ -66,6 +67,11 @@ const (
 	ReasonPermanent Reason = "permanent"
 	// ReasonCanceled: the caller's context ended.
 	ReasonCanceled Reason = "canceled"
+	// ReasonPacer: the host's [Pacer] ([Config.Pacer], e.g. one shared
+	// through a database) failed with an error of its own ([Error.Err]):
+	// no request was sent, and it is neither the provider's verdict nor the
+	// run's budget. Call again once the pacer is back.
+	ReasonPacer Reason = "pacer"
 )
 
 // SourcePressure reports whether r means the provider pushed back, or its

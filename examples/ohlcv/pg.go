@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -151,13 +150,8 @@ func pgTransient(err error) bool {
 	var be *budget.Error
 	if errors.As(err, &be) {
 		// A provider's verdict, unless the shared pacer (in PostgreSQL)
-		// failed: then the call never reached the provider, and the error
-		// is the database's, not an HTTP one.
-		var ue *url.Error
-		if be.Reason != budget.ReasonPermanent || be.Err == nil || errors.As(be.Err, &ue) {
-			return false
-		}
-		return pgTransient(be.Err)
+		// failed: then the error is the database's.
+		return be.Reason == budget.ReasonPacer && be.Err != nil && pgTransient(be.Err)
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

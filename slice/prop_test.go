@@ -45,13 +45,7 @@ func chaosStops(c *chaos) func() *budget.Error {
 // transaction, faults rolling the write back): with a TxSink, every record
 // is also delivered exactly once, replays included.
 func TestPropCheckpointNeverPassesTheSink(t *testing.T) {
-	t.Parallel()
-	for _, sk := range sinks {
-		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
-			propCheckpointNeverPassesTheSink(t, sk.tx)
-		})
-	}
+	forEachSink(t, propCheckpointNeverPassesTheSink)
 }
 
 func propCheckpointNeverPassesTheSink(t *testing.T, tx bool) {
@@ -133,13 +127,7 @@ func propCheckpointNeverPassesTheSink(t *testing.T, tx bool) {
 // TxSink, a fenced holder's records are rolled back with its commit: every
 // record is delivered exactly once.
 func TestPropRunnersNeverBothAdvance(t *testing.T) {
-	t.Parallel()
-	for _, sk := range sinks {
-		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
-			propRunnersNeverBothAdvance(t, sk.tx)
-		})
-	}
+	forEachSink(t, propRunnersNeverBothAdvance)
 }
 
 func propRunnersNeverBothAdvance(t *testing.T, tx bool) {
@@ -277,13 +265,7 @@ func TestPropCatchUpNeverTouchesSteadyState(t *testing.T) {
 // With a TxSink, the same holds of the writes and commits inside each
 // TxSink.Commit, and every record is delivered exactly once.
 func TestPropPrefetchLandsPagesInOrder(t *testing.T) {
-	t.Parallel()
-	for _, sk := range sinks {
-		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
-			propPrefetchLandsPagesInOrder(t, sk.tx)
-		})
-	}
+	forEachSink(t, propPrefetchLandsPagesInOrder)
 }
 
 func propPrefetchLandsPagesInOrder(t *testing.T, tx bool) {

@@ -107,6 +107,18 @@ var sinks = []struct {
 	tx   bool
 }{{"Sink", false}, {"TxSink", true}}
 
+// forEachSink runs prop in parallel subtests, once with a plain Sink and
+// once with a TxSink.
+func forEachSink(t *testing.T, prop func(t *testing.T, tx bool)) {
+	t.Parallel()
+	for _, sk := range sinks {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			prop(t, sk.tx)
+		})
+	}
+}
+
 func TestNewWantsExactlyOneSink(t *testing.T) {
 	t.Parallel()
 	g := newRig(1, 1)

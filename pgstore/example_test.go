@@ -185,7 +185,7 @@ func ExampleStore_Jobs() {
 		panic(err)
 	}
 
-	runner := schedule.RunnerFunc(func(ctx context.Context, job schedule.Job) (schedule.Result, error) {
+	runner := schedule.WorkerFunc(func(ctx context.Context, job schedule.Job) (schedule.Result, error) {
 		return schedule.Result{}, nil // Setup: one run of job.Stream, through the provider's budget.
 	})
 	sched, err := schedule.New(schedule.Config{MaxRunning: 8, MaxPerProvider: 2}, store.Jobs(), runner)

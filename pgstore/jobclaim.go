@@ -19,7 +19,8 @@ import (
 //     commit, no other claim takes jobs of these providers, so their
 //     live-lease counts and head-first state cannot change under this one.
 //     With a fresh snapshot it returns their candidates: each provider's
-//     best eligible jobs, no more than its free slots.
+//     best eligible jobs, one per stream (008_one_job_per_stream.sql), no
+//     more than its free slots.
 //  2. Go merges the candidates in rank order and asks ClaimFilter.Tail
 //     about a provider's backfills when the walk first reaches one. While
 //     a provider locked turns out to give nothing (its backfills refused by
@@ -38,12 +39,15 @@ const (
 	claimCandSQL = `SELECT id, provider, tail, priority, next_run FROM {{schema}}.claim_candidates($1, $2, $3, $4, $5, $6)`
 
 	// claimLeaseSQL leases the jobs $2 to owner $3 until $4, if each is
-	// still claimable at $1 and not locked by another writer.
+	// still claimable at $1 (no other job of its stream leased) and not
+	// locked by another writer.
 	claimLeaseSQL = `
 WITH c AS (
 	SELECT j.id AS claim_id FROM {{schema}}.jobs j
 	WHERE j.id = ANY($2::bigint[]) AND j.state NOT IN ('paused', 'success') AND j.next_run <= $1
 		AND (j.lease_owner IS NULL OR j.lease_until <= $1)
+		AND NOT EXISTS (SELECT 1 FROM {{schema}}.jobs o WHERE o.provider = j.provider AND o.stream = j.stream
+			AND o.id <> j.id AND o.lease_owner IS NOT NULL AND o.lease_until > $1)
 	FOR UPDATE SKIP LOCKED
 )
 UPDATE {{schema}}.jobs SET state = 'running', lease_owner = $3, lease_until = $4, updated = $1,

@@ -93,10 +93,15 @@ type Config struct {
 	// not paused, and its bulkhead saw no new saturation since the last
 	// check; without Budget, always.
 	Spare func(provider string) bool
-	// Budget is the host's registry of providers, if any: the admin API
-	// and status page show each provider's budget snapshot, and the
-	// default Spare reads it. Nil means none.
+	// Budget is the host's registry of providers, if any: declared streams
+	// ([AddStream]) take their provider from it, the admin API and status
+	// page show each provider's budget snapshot, and the default Spare
+	// reads it. Nil means none (and no streams).
 	Budget *budget.Registry
+	// Checkpoints keeps the checkpoints, leases, gap records and coverage
+	// of the streams declared with [AddStream]. Required to declare one;
+	// unused otherwise.
+	Checkpoints checkpoint.Store
 	// Logger receives one structured line per store error and lost lease,
 	// its error with every URL redacted (query values, userinfo). Nil
 	// means silent.

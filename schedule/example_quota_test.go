@@ -25,7 +25,7 @@ func Example_spentQuota() {
 	api, _ := budget.NewLocal("api", budget.Config{Limits: []budget.Limit{{Count: 3, Per: time.Hour}}})
 	stream, _ := slice.New(slice.Config[int]{Stream: "history", Mode: checkpoint.CatchUp, Provider: api,
 		Store: checkpoint.NewMemoryStore(checkpoint.Config{}), Source: &pages{n: 4}, Sink: discard}) // setup: a Source of 4 pages
-	runner := schedule.RunnerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+	runner := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 		rep, err := stream.Run(ctx, nil)
 		if err == nil && rep.Reason != "" { // a planned stop: the scheduler decides when to go on
 			fmt.Printf("run stopped after cursor %s: %s\n", rep.Cursor, rep.Reason)

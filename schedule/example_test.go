@@ -17,7 +17,7 @@ import (
 
 func ExampleNew() {
 	ctx := context.Background()
-	runner := schedule.RunnerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+	runner := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 		// Run one stream: fetch pages through the provider's budget, write
 		// them, commit the cursor; stop when ctx ends.
 		return schedule.Result{}, nil
@@ -39,7 +39,7 @@ func ExampleScheduler_ClaimAt() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	s, _ := schedule.New(schedule.Config{MaxRunning: 4, MaxPerProvider: 2}, schedule.NewMemoryStore(),
-		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	for _, spec := range []schedule.Spec{
 		{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1h"},
 		{Provider: "binance", Kind: schedule.KindIncremental, Stream: "BTC-USDT/1h", Interval: time.Hour},
@@ -51,14 +51,15 @@ func ExampleScheduler_ClaimAt() {
 		_, _ = s.UpsertAt(ctx, now, spec)
 	}
 	// One decision: gap fills first, then fresh data, at most two per
-	// provider; backfills only for providers with no head work left.
+	// provider, never two jobs of one stream at once (the gap fill holds
+	// BTC-USDT/1h); backfills only for providers with no head work left.
 	jobs, _ := s.ClaimAt(ctx, now)
 	for _, j := range jobs {
 		fmt.Println(j.Provider, j.Kind, j.Stream)
 	}
 	// Output:
 	// binance gap_fill BTC-USDT/1h
-	// binance incremental BTC-USDT/1h
+	// binance incremental ETH-USDT/1h
 	// kraken refresh markets
 }
 
@@ -66,7 +67,7 @@ func ExampleScheduler_FinishAt() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(),
-		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1m"})
 	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "ETH-USDT/1m"})
 	jobs, _ := s.ClaimAt(ctx, now)
@@ -118,7 +119,7 @@ func ExampleMemoryStore_Claim() {
 
 func ExampleScheduler_Handler() {
 	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(),
-		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	srv := httptest.NewServer(http.StripPrefix("/api/v1", s.Handler()))
 	defer srv.Close()
 
@@ -146,7 +147,7 @@ func ExampleScheduler_Handler() {
 // the viewer token may read, only the admin token may change state.
 func ExampleNewHandler() {
 	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), // setup
-		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	h, err := schedule.NewHandler(s, schedule.HandlerConfig{
 		Authorize: func(r *http.Request) error {
 			// Compare secrets with crypto/subtle.ConstantTimeCompare in real code.
@@ -203,7 +204,7 @@ func ExampleNewHandler() {
 // a job, is paused, or is in Config.Budget) can be paused.
 func ExampleHandler_providers() {
 	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), // setup
-		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	for _, p := range []string{"binance", "kraken", "okx"} { // setup

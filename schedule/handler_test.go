@@ -22,7 +22,7 @@ type api struct {
 	s *schedule.Scheduler
 }
 
-func newAPI(t *testing.T, cfg schedule.Config, r schedule.Runner) *api {
+func newAPI(t *testing.T, cfg schedule.Config, r schedule.Worker) *api {
 	t.Helper()
 	s, _ := newSched(t, cfg, r)
 	return &api{t: t, h: s.Handler(), s: s}

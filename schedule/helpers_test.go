@@ -23,12 +23,12 @@ type tb interface {
 func noJitter() float64 { return 0.5 }
 
 // idle is a runner that must not be called (explicit-time tests).
-var idle = schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) {
+var idle = schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) {
 	return schedule.Result{}, errors.New("not called")
 })
 
 // newSched returns a scheduler over a fresh memory store.
-func newSched(t tb, cfg schedule.Config, r schedule.Runner) (*schedule.Scheduler, *schedule.MemoryStore) {
+func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryStore) {
 	t.Helper()
 	store := schedule.NewMemoryStore()
 	if r == nil {

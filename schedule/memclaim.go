@@ -21,13 +21,24 @@ func (s *MemoryStore) Claim(ctx context.Context, now time.Time, owner string, tt
 	s.advance(now, f.Aging)
 	skip := skipper(f.Skip)
 	var aside []*prov // providers passed over in this claim
+	var held []*entry // jobs passed over: their stream is leased
 	var out []Job
 	lease := Lease{Owner: owner, Until: now.Add(ttl)}
 	for len(out) < limit && len(s.ready.items) > 0 {
 		p := s.ready.items[0]
 		e := p.best
-		if skip(p.name) || (f.PerProvider > 0 && p.leased >= f.PerProvider) ||
-			(!e.job.Kind.Head() && f.Tail != nil && !f.Tail(p.name)) {
+		if skip(p.name) || (f.PerProvider > 0 && p.leased >= f.PerProvider) {
+			s.ready.remove(p)
+			aside = append(aside, p)
+			continue
+		}
+		if p.busy[e.job.Stream] > 0 {
+			// Another job of the stream runs: never two at once.
+			s.unplace(e)
+			held = append(held, e)
+			continue
+		}
+		if !e.job.Kind.Head() && f.Tail != nil && !f.Tail(p.name) {
 			s.ready.remove(p)
 			aside = append(aside, p)
 			continue
@@ -38,6 +49,9 @@ func (s *MemoryStore) Claim(ctx context.Context, now time.Time, owner string, tt
 		j.Version++
 		s.place(e)
 		out = append(out, j.copy())
+	}
+	for _, e := range held {
+		s.promote(e)
 	}
 	for _, p := range aside {
 		s.fix(p)
@@ -87,7 +101,7 @@ func (s *MemoryStore) reindex(now time.Time) {
 	s.waiting.items, s.leased.items, s.ready.items = nil, nil, nil
 	for _, p := range s.provs {
 		p.head.items, p.tail.items = nil, nil
-		p.leased, p.headLeased, p.best, p.i = 0, 0, nil, -1
+		p.leased, p.headLeased, p.best, p.i, p.busy = 0, 0, nil, -1, nil
 	}
 	for _, e := range s.order {
 		if !e.gone {
@@ -106,6 +120,10 @@ func (s *MemoryStore) place(e *entry) {
 		s.leased.push(e)
 		p := e.prov
 		p.leased++
+		if p.busy == nil {
+			p.busy = map[string]int{}
+		}
+		p.busy[j.Stream]++
 		if j.Kind.Head() && j.State.Active() {
 			p.headLeased++
 			e.hl = true
@@ -129,6 +147,9 @@ func (s *MemoryStore) unplace(e *entry) {
 	switch h {
 	case &s.leased:
 		p.leased--
+		if p.busy[e.job.Stream]--; p.busy[e.job.Stream] == 0 {
+			delete(p.busy, e.job.Stream)
+		}
 		if e.hl {
 			p.headLeased--
 			e.hl = false

@@ -31,10 +31,11 @@ type entry struct {
 // prov is one provider's index.
 type prov struct {
 	name       string
-	head, tail heap // ready jobs by rank
-	leased     int  // entries of this provider in the leased heap
-	headLeased int  // of which active head jobs
-	jobs       int  // stored jobs of this provider
+	head, tail heap           // ready jobs by rank
+	leased     int            // entries of this provider in the leased heap
+	headLeased int            // of which active head jobs
+	busy       map[string]int // stream → its entries in the leased heap
+	jobs       int            // stored jobs of this provider
 	best       *entry
 	i          int // index in the provider heap, -1 if absent
 }

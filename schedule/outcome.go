@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/redact"
 )
 
@@ -22,12 +23,14 @@ const (
 	outPressure                       // source pressure: wait for the provider, cool it
 	outFailed                         // back off
 	outInterrupted                    // stopped by the scheduler: run again, not a failure
+	outContinue                       // a stream's turn is over: progress, due again at once
+	outYielded                        // another owner holds the stream: wait, neither success nor failure
 )
 
 // outcome is one run's end, classified.
 type outcome struct {
 	kind  outcomeKind
-	until time.Time // the end of the provider's pause (outPressure)
+	until time.Time // the end of the provider's pause (outPressure), of the holder's lease (outYielded)
 	err   error
 }
 
@@ -145,6 +148,17 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 		return outcome{kind: outDone}
 	case err == nil:
 		return outcome{kind: outSuccess}
+	case errors.Is(err, errTurnOver):
+		return outcome{kind: outContinue}
+	}
+	if held := (*checkpoint.LeaseHeldError)(nil); errors.As(err, &held) {
+		// Another owner runs the stream: look again when its lease would
+		// end, within [Requeue, Cooldown], as it may finish sooner.
+		until := maxTime(held.Lease.Expires, now.Add(s.cfg.Requeue))
+		if late := now.Add(max(s.cfg.Cooldown, s.cfg.Requeue)); until.After(late) {
+			until = late
+		}
+		return outcome{kind: outYielded, until: until, err: err}
 	}
 	if be := (*budget.Error)(nil); errors.As(err, &be) {
 		switch {
@@ -178,12 +192,14 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 	j.Lease, j.Updated = Lease{}, now
 	paused := j.State == StatePaused
 	switch o.kind {
-	case outSuccess, outDone:
+	case outSuccess, outDone, outContinue:
 		st.Successes++
 		st.LastSuccess, st.Streak = now, 0
 		switch {
 		case o.kind == outDone:
 			j.State = StateSuccess
+		case o.kind == outContinue:
+			j.State, j.NextRun = StateQueued, now
 		case j.Kind.Periodic():
 			j.State, j.NextRun = StateIdle, s.nextCycle(j, now)
 		default:
@@ -201,6 +217,9 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 		j.State, j.NextRun = StateFailed, now.Add(s.backoff(st.Streak))
 	case outInterrupted:
 		j.State = StateQueued // NextRun unchanged: due again at once
+	case outYielded: // not the job's failure, nor progress
+		st.LastError = lastError(o.err)
+		j.State, j.NextRun = StateQueued, o.until
 	}
 	if paused {
 		j.State = StatePaused
@@ -246,6 +265,7 @@ func (s *Scheduler) count(o outcome) {
 	c := [...]*atomicCounter{
 		outSuccess: &s.n.succeeded, outDone: &s.n.done, outRequeue: &s.n.requeued,
 		outPressure: &s.n.pressured, outFailed: &s.n.failed, outInterrupted: &s.n.interrupted,
+		outContinue: &s.n.succeeded, outYielded: &s.n.yielded,
 	}
 	c[o.kind].Add(1)
 }

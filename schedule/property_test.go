@@ -80,7 +80,7 @@ func TestPropertyRunLimits(t *testing.T) {
 			type pause struct{ from, until time.Time }
 			pauses := map[string][]pause{}
 			runs := map[string]int{}
-			runner := schedule.RunnerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			runner := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 				now := time.Now()
 				mu.Lock()
 				running++

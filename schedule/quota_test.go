@@ -49,7 +49,7 @@ func (p *pages) requests() ([]string, []time.Time) {
 // streamRunner runs r for the scheduler, each run with a deadline runFor
 // after its start (0: none): the host's glue from a slice report to a job
 // outcome (a stop is a *budget.Error; a finished run is done).
-func streamRunner[R any](r *slice.Runner[R], runFor time.Duration) schedule.RunnerFunc {
+func streamRunner[R any](r *slice.Runner[R], runFor time.Duration) schedule.WorkerFunc {
 	return func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 		var run *budget.Run
 		if runFor > 0 {

@@ -62,7 +62,7 @@ func TestSecretsNeverStoredOrServed(t *testing.T) {
 			"budget":   budget.FromHTTP(nil, reset).Err,
 			"pressure": &budget.Error{Provider: "q", Reason: budget.ReasonThrottled, Until: time.Now().Add(time.Hour), Err: reset},
 		}
-		runner := schedule.RunnerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+		runner := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 			return schedule.Result{}, errs[j.Stream]
 		})
 		var logs bytes.Buffer
@@ -143,7 +143,7 @@ func TestEchoedSecretsNotStored(t *testing.T) {
 			"token":  errors.New("auth failed: token=T0K-s3cr3t expired"),
 			"header": errors.New("sent Authorization: Bearer B-s3cr3t, got 401"),
 		}
-		runner := schedule.RunnerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+		runner := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 			return schedule.Result{}, errs[j.Stream]
 		})
 		s, _ := newSched(t, schedule.Config{}, runner)

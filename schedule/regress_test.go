@@ -135,7 +135,7 @@ func TestRenewFailureDoesNotRunJobTwice(t *testing.T) {
 		var mu sync.Mutex
 		running := map[int64]int{}
 		total, peakJob, peakTotal := 0, 0, 0
-		r := schedule.RunnerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+		r := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 			mu.Lock()
 			running[j.ID]++
 			total++
@@ -266,7 +266,7 @@ func TestRunTimeoutKeepsRunnerVerdict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				r := schedule.RunnerFunc(func(ctx context.Context, _ schedule.Job) (schedule.Result, error) {
+				r := schedule.WorkerFunc(func(ctx context.Context, _ schedule.Job) (schedule.Result, error) {
 					<-ctx.Done()
 					return schedule.Result{}, tc.err()
 				})

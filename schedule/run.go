@@ -89,14 +89,22 @@ func canceled(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrInterrupted)
 }
 
-// call runs the runner, turning a panic into a failure.
+// call runs job: through its declared stream, or the Worker. A panic
+// becomes a failure.
 func (s *Scheduler) call(ctx context.Context, job Job) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("schedule: runner panicked: %v", r)
+			err = fmt.Errorf("schedule: job %d panicked: %v", job.ID, r)
 		}
 	}()
-	return s.runner.Run(ctx, job)
+	if st := s.streamOf(&job); st != nil {
+		return st.work(ctx, job, time.Now())
+	}
+	if s.worker == nil {
+		return Result{}, fmt.Errorf("schedule: job %d (%s of stream %q, provider %q) is not a declared stream, and the scheduler has no Worker",
+			job.ID, job.Kind, job.Stream, job.Provider)
+	}
+	return s.worker.Run(ctx, job)
 }
 
 // stop interrupts every running job.

@@ -15,28 +15,32 @@ import (
 	"github.com/forage-go/forage/internal/redact"
 )
 
-// Runner runs one job once. The host adapts its stream runner to it (a
-// [github.com/forage-go/forage/slice] runner, or any fetch loop).
+// Worker runs one job that is not a declared stream (see [AddStream]): a
+// crawl, an export, any fetch loop the host writes itself. Jobs of a
+// declared stream are run by the scheduler itself, through the stream's
+// slice runner.
 //
 // Run returns when the job's work for this run is over: nil and a
 // [Result] when it succeeded; a [budget.Error] (or an error wrapping one)
 // when it stopped for a reason (budget exhaustion or source pressure, see
-// the package doc's outcome table); any other error when it failed. It must
-// return soon after ctx ends, at its next slice boundary: the scheduler
-// cancels ctx, with cause [ErrInterrupted], when the job or its provider is
-// paused, the job is deleted, its lease is lost, or Run is returning. The
-// error still decides the outcome then: returning the context's error
-// (or one wrapping it) makes the run interrupted, not a failure, while a
-// [budget.Error] of source pressure still cools the provider.
-type Runner interface {
+// the package doc's outcome table); a [checkpoint.LeaseHeldError] when
+// another owner holds what the job works on (a yield: the job waits and
+// runs again, it is not a success); any other error when it failed. It
+// must return soon after ctx ends: the scheduler cancels ctx, with cause
+// [ErrInterrupted], when the job or its provider is paused, the job is
+// deleted, its lease is lost, or Run is returning. The error still decides
+// the outcome then: returning the context's error (or one wrapping it)
+// makes the run interrupted, not a failure, while a [budget.Error] of
+// source pressure still cools the provider.
+type Worker interface {
 	Run(ctx context.Context, job Job) (Result, error)
 }
 
-// RunnerFunc adapts a function to [Runner].
-type RunnerFunc func(ctx context.Context, job Job) (Result, error)
+// WorkerFunc adapts a function to [Worker].
+type WorkerFunc func(ctx context.Context, job Job) (Result, error)
 
 // Run calls f(ctx, job).
-func (f RunnerFunc) Run(ctx context.Context, job Job) (Result, error) { return f(ctx, job) }
+func (f WorkerFunc) Run(ctx context.Context, job Job) (Result, error) { return f(ctx, job) }
 
 // Result is what a successful run reports.
 type Result struct {
@@ -57,7 +61,7 @@ type Result struct {
 type Scheduler struct {
 	cfg    Config
 	store  JobStore
-	runner Runner
+	worker Worker // nil when every job is a declared stream
 	rand   func() float64
 
 	claimMu sync.Mutex // serialises claims with control calls that must see them
@@ -69,6 +73,7 @@ type Scheduler struct {
 	// of runs with expired leases, so only a store breaking the Claim
 	// contract gets a job here.
 	draining map[*active]struct{}
+	streams  map[string]*stream   // declared streams, by name
 	paused   map[string]bool      // providers
 	cooling  map[string]time.Time // provider → end of its cool-down
 	wakes    timeHeap             // times a known job comes due
@@ -103,9 +108,11 @@ func (a *active) interrupt(cause error) {
 	}
 }
 
-// New returns a Scheduler over store that runs jobs with runner, or an
-// error naming the invalid field of cfg.
-func New(cfg Config, store JobStore, runner Runner) (*Scheduler, error) {
+// New returns a Scheduler over store, or an error naming the invalid field
+// of cfg. worker runs the jobs that are not declared streams; it may be nil
+// when every job is one (see [AddStream]): a job that is neither then fails
+// with an error that says so.
+func New(cfg Config, store JobStore, worker Worker) (*Scheduler, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -113,16 +120,14 @@ func New(cfg Config, store JobStore, runner Runner) (*Scheduler, error) {
 	if store == nil {
 		return nil, invalidConfig.Must("New's store", "not be nil: use schedule.NewMemoryStore() or a database store", "nil")
 	}
-	if runner == nil {
-		return nil, invalidConfig.Must("New's runner", "not be nil: wrap a func with schedule.RunnerFunc", "nil")
-	}
 	if cfg.Owner == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
 		cfg.Owner = fmt.Sprintf("schedule-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	s := &Scheduler{
-		cfg: cfg, store: store, runner: runner, rand: cfg.Random,
+		cfg: cfg, store: store, worker: worker, rand: cfg.Random,
+		streams:   make(map[string]*stream),
 		active:    make(map[int64]*active),
 		draining:  make(map[*active]struct{}),
 		paused:    make(map[string]bool),
@@ -338,7 +343,7 @@ func (s *Scheduler) log(msg string, j Job, err error) {
 // counters are the scheduler's decision counts.
 type counters struct {
 	claims, started, succeeded, done, requeued, pressured, failed,
-	interrupted, lost, storeErrors atomicCounter
+	interrupted, yielded, lost, storeErrors atomicCounter
 }
 
 type atomicCounter = atomic.Uint64

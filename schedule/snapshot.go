@@ -62,7 +62,8 @@ type Decisions struct {
 	// Started counts jobs claimed to run.
 	Started uint64 `json:"started"`
 	// Succeeded counts successful runs that left work to do (the next
-	// cycle, or more backfill).
+	// cycle, or more backfill, including a declared stream's run whose
+	// turn was over).
 	Succeeded uint64 `json:"succeeded"`
 	// Done counts backfills and gap fills that finished.
 	Done uint64 `json:"done"`
@@ -75,6 +76,9 @@ type Decisions struct {
 	// Interrupted counts runs the scheduler stopped (pause, delete,
 	// shutdown).
 	Interrupted uint64 `json:"interrupted"`
+	// Yielded counts runs that found their stream held by another owner
+	// (a [checkpoint.LeaseHeldError]): nothing done, the job waits.
+	Yielded uint64 `json:"yielded"`
 	// LeasesLost counts runs whose lease another scheduler took over.
 	LeasesLost uint64 `json:"leases_lost"`
 	// StoreErrors counts failed store calls.
@@ -176,7 +180,7 @@ func (s *Scheduler) decisions() Decisions {
 	return Decisions{
 		Claims: n.claims.Load(), Started: n.started.Load(), Succeeded: n.succeeded.Load(),
 		Done: n.done.Load(), Requeued: n.requeued.Load(), Pressured: n.pressured.Load(),
-		Failed: n.failed.Load(), Interrupted: n.interrupted.Load(), LeasesLost: n.lost.Load(),
+		Failed: n.failed.Load(), Interrupted: n.interrupted.Load(), Yielded: n.yielded.Load(), LeasesLost: n.lost.Load(),
 		StoreErrors: n.storeErrors.Load(),
 	}
 }

@@ -94,9 +94,13 @@ type JobStore interface {
 	//   - P is in f.Skip;
 	//   - f.PerProvider > 0 and P already has f.PerProvider jobs leased
 	//     (live leases held by anyone, in any state, counting this claim's);
+	//   - another job of P on the same Stream is leased with a live lease
+	//     (counting this claim's): jobs of one stream contend for its
+	//     checkpoint and lease, so they never run at once;
 	//   - it is a backfill and P has a head job (any other kind, State
-	//     active) that is claimable, or leased with a live lease
-	//     (counting this claim's): head first, tail only when P is idle;
+	//     active) that is claimable and not held back by the rule above,
+	//     or leased with a live lease (counting this claim's): head first,
+	//     tail only when P is idle;
 	//   - it is a backfill and f.Tail is non-nil and f.Tail(P) is false.
 	//
 	// Rank, best first: with f.Aging > 0, ascending NextRun + Priority ×

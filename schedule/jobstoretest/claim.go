@@ -20,6 +20,7 @@ var claimTests = []test{
 	{"SkipProviders", testClaimSkip},
 	{"HeadFirstTailWhenIdle", testClaimHeadFirst},
 	{"TailHook", testClaimTailHook},
+	{"OneJobPerStream", testClaimOneJobPerStream},
 	{"RescuesExpiredLeases", testClaimRescue},
 	{"RenewAndReleaseByUpdate", testClaimRenewRelease},
 	{"ConcurrentClaimsNeverShareAJob", testClaimRace},
@@ -161,7 +162,7 @@ func testClaimSkip(t *testing.T, e *env) {
 
 func testClaimHeadFirst(t *testing.T, e *env) {
 	back := e.insert(job("a", schedule.KindBackfill, "s", at(0)))
-	inc := e.insert(job("a", schedule.KindIncremental, "s", at(50)))
+	inc := e.insert(job("a", schedule.KindIncremental, "t", at(50)))
 	otherBack := e.insert(job("b", schedule.KindBackfill, "s", at(0)))
 	// 10s: a's incremental is not due yet: a is idle, its backfill runs.
 	diff(t, "head not due yet", []int64{back.ID, otherBack.ID}, e.claim(at(10), "o", 10, schedule.ClaimFilter{}))
@@ -190,6 +191,34 @@ func testClaimHeadFirst(t *testing.T, e *env) {
 	diff(t, "head before tail", []int64{inc.ID}, e.claim(at(64), "o", 10, schedule.ClaimFilter{PerProvider: 1}))
 	e.release(inc.ID, at(10000))
 	diff(t, "tail once the head is done", []int64{back.ID}, e.claim(at(65), "o", 10, schedule.ClaimFilter{PerProvider: 1}))
+}
+
+func testClaimOneJobPerStream(t *testing.T, e *env) {
+	// Jobs of provider a on stream s contend for its checkpoint: never two
+	// leased at once, in one claim or across claims. Stream t is free, and
+	// so is provider b's stream of the same name.
+	inc := e.insert(job("a", schedule.KindIncremental, "s", at(0)))
+	gap := e.insert(job("a", schedule.KindGapFill, "s", at(0)))
+	back := e.insert(job("a", schedule.KindBackfill, "s", at(0)))
+	other := e.insert(job("a", schedule.KindIncremental, "t", at(0)))
+	b := e.insert(job("b", schedule.KindIncremental, "s", at(0)))
+	diff(t, "one claim", []int64{gap.ID, other.ID, b.ID}, e.claim(at(1), "o", 10, schedule.ClaimFilter{}))
+	diff(t, "while the gap fill runs", []int64{}, e.claim(at(2), "o", 10, schedule.ClaimFilter{}))
+	e.release(gap.ID, at(10000))
+	diff(t, "the gap fill done", []int64{inc.ID}, e.claim(at(3), "o", 10, schedule.ClaimFilter{}))
+	e.release(inc.ID, at(10000))
+	e.release(other.ID, at(10000))
+	diff(t, "the head done", []int64{back.ID}, e.claim(at(4), "o", 10, schedule.ClaimFilter{}))
+	// A backfill's stream held: the incremental that comes due waits for
+	// it, and, not claimable, holds no other backfill back.
+	j := e.get(inc.ID)
+	j.NextRun = at(5)
+	e.update(j)
+	back2 := e.insert(job("a", schedule.KindBackfill, "u", at(0)))
+	diff(t, "the stream held by its backfill", []int64{back2.ID}, e.claim(at(6), "o", 10, schedule.ClaimFilter{}))
+	// Once the backfill's lease expires, the incremental goes first (with
+	// b's, whose lease expired too).
+	diff(t, "the backfill's lease expired", []int64{b.ID, inc.ID}, e.claim(at(4+61), "o", 10, schedule.ClaimFilter{}))
 }
 
 func testClaimTailHook(t *testing.T, e *env) {

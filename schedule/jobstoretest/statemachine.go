@@ -216,7 +216,7 @@ func (m *machine) claim(owner string, ttl time.Duration, limit int, f schedule.C
 }
 
 func (m *machine) eligible(j *schedule.Job, f schedule.ClaimFilter) bool {
-	if !j.Due(m.now) || slices.Contains(f.Skip, j.Provider) {
+	if !j.Due(m.now) || slices.Contains(f.Skip, j.Provider) || m.streamBusy(j) {
 		return false
 	}
 	leased, headBusy := 0, false
@@ -227,7 +227,7 @@ func (m *machine) eligible(j *schedule.Job, f schedule.ClaimFilter) bool {
 		if o.Lease.Held(m.now) {
 			leased++
 		}
-		if o.Kind.Head() && o.State.Active() && (o.Due(m.now) || o.Lease.Held(m.now)) {
+		if o.Kind.Head() && o.State.Active() && (o.Due(m.now) && !m.streamBusy(o) || o.Lease.Held(m.now)) {
 			headBusy = true
 		}
 	}
@@ -238,6 +238,17 @@ func (m *machine) eligible(j *schedule.Job, f schedule.ClaimFilter) bool {
 		return false
 	}
 	return true
+}
+
+// streamBusy reports whether another job of j's provider and stream holds
+// a live lease.
+func (m *machine) streamBusy(j *schedule.Job) bool {
+	for _, o := range m.jobs {
+		if o.ID != j.ID && o.Provider == j.Provider && o.Stream == j.Stream && o.Lease.Held(m.now) {
+			return true
+		}
+	}
+	return false
 }
 
 // ranksBefore restates the contract's order.

@@ -1,0 +1,238 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+)
+
+// Stream declares one stream the scheduler runs itself (see [AddStream]):
+// where its history and its new data come from, where they go, and how
+// often to look for new data. The scheduler turns it into jobs (a
+// backfill, an incremental job), maps each job's kind to the stream's
+// checkpoint mode, runs it through a [slice] runner under the job's lease,
+// and reads the run's report itself: a planned stop, source pressure, a
+// yield and the end of the history each move the job as the package doc's
+// outcome table says, with no code of the host in between.
+type Stream[R any] struct {
+	// Name names the stream, e.g. "binance/BTCUSDT/1m": its jobs' Stream,
+	// its checkpoint key and its lease. Required; a name is declared for
+	// one provider.
+	Name string
+	// Provider is the key of the provider every request of the stream
+	// passes, in [Config.Budget]. Required.
+	Provider string
+	// Backfill plans and fetches the stream's history in catch-up mode
+	// ([checkpoint.CatchUp]): from the earliest data wanted up to where
+	// Incremental begins. Its job runs while the provider has room for
+	// tail work, turn after turn (RunFor), until the source is caught up:
+	// then the job is done ([StateSuccess]). Nil means no backfill.
+	Backfill slice.Source[R]
+	// Incremental plans and fetches new data from the head in steady-state
+	// mode ([checkpoint.SteadyState]), every Every: head work, which runs
+	// before any backfill of its provider. Nil means no incremental job.
+	// At least one of Backfill and Incremental is required.
+	Incremental slice.Source[R]
+	// Every is the incremental job's cadence. Required (> 0) with
+	// Incremental.
+	Every time.Duration
+	// Sink makes pages durable; the run then commits the cursor with the
+	// checkpoint store ([Config.Checkpoints]). Exactly one of Sink and
+	// TxSink is required.
+	Sink slice.Sink[R]
+	// TxSink, instead of Sink, makes each page durable and commits the
+	// cursor in one transaction (exactly once; see [slice.TxSink]).
+	TxSink slice.TxSink[R]
+	// RunFor is the longest one run of the stream lasts: at the first
+	// slice boundary past it the run hands its slot back, its cursor
+	// committed (and a gap record marking where it stopped, which the next
+	// run resolves), and the job is due again at once. A backfill thereby
+	// never holds the stream for long: its incremental job, which may not
+	// run at the same time, waits at most about RunFor. Zero means Every,
+	// or one minute without Incremental.
+	RunFor time.Duration
+	// Priority orders the stream's jobs among due jobs, lower first, in
+	// [0, MaxPriority]. Zero means each kind's [Kind.DefaultPriority].
+	Priority int
+	// Options tunes every run of the stream: the fields of
+	// [slice.Config] the scheduler does not set (Prefetch, MaxBatch,
+	// Series, LeaseTTL, GapBatch, Logger, Now). The ones it sets must be
+	// left zero: Stream, Mode, Owner, Store, Provider, Source, Sink and
+	// TxSink.
+	Options slice.Config[R]
+}
+
+// stream is a declared stream, as the scheduler keeps it: its provider,
+// the length of one run, and one run function per checkpoint mode it has.
+type stream struct {
+	provider string
+	runFor   time.Duration
+	// run runs the stream once in mode (a Drain when drain is set) with
+	// the lease owner owner, within env. Nil for a mode not declared.
+	run map[checkpoint.Mode]func(ctx context.Context, owner string, env *budget.Run, drain bool) (slice.Report, error)
+}
+
+// defaultRunFor is a declared stream's RunFor without Every.
+const defaultRunFor = time.Minute
+
+// AddStream declares st to s and upserts its jobs: a backfill if
+// st.Backfill is set, an incremental job every st.Every if
+// st.Incremental is set. From then on s runs those jobs itself (and any
+// gap fill or refresh job upserted on the stream: a gap fill drains the
+// stream's gap records, a refresh runs it in steady-state mode), so no
+// [Worker] is needed for them. It needs [Config.Budget], which hands out
+// the stream's provider, and [Config.Checkpoints].
+//
+// AddStream is idempotent: declaring a stream again (at every start of
+// the host) replaces its sources and sinks and updates its jobs'
+// definition, keeping their schedule and state, so a restart resumes
+// where the last run committed. The error names the invalid field.
+func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
+	if err := st.validate(s); err != nil {
+		return err
+	}
+	provider, err := s.cfg.Budget.Get(st.Provider)
+	if err != nil {
+		return invalid("Stream.Provider", "must be a valid provider key: "+err.Error(), fmt.Sprintf("%q", st.Provider))
+	}
+	str := &stream{provider: st.Provider, runFor: st.RunFor,
+		run: map[checkpoint.Mode]func(context.Context, string, *budget.Run, bool) (slice.Report, error){}}
+	if str.runFor == 0 {
+		str.runFor = defaultRunFor
+		if st.Incremental != nil {
+			str.runFor = st.Every
+		}
+	}
+	for mode, src := range map[checkpoint.Mode]slice.Source[R]{checkpoint.CatchUp: st.Backfill, checkpoint.SteadyState: st.Incremental} {
+		if src == nil {
+			continue
+		}
+		cfg := st.Options
+		cfg.Stream, cfg.Mode, cfg.Store, cfg.Provider = st.Name, mode, s.cfg.Checkpoints, provider
+		cfg.Source, cfg.Sink, cfg.TxSink, cfg.Owner = src, st.Sink, st.TxSink, s.cfg.Owner
+		if _, err := slice.New(cfg); err != nil { // every mistake now, not at the first run
+			return fmt.Errorf("schedule: Stream %q: %w", st.Name, err)
+		}
+		str.run[mode] = func(ctx context.Context, owner string, env *budget.Run, drain bool) (slice.Report, error) {
+			c := cfg
+			c.Owner = owner // the job's lease owner: one name for both leases
+			r, err := slice.New(c)
+			if err != nil {
+				return slice.Report{}, err
+			}
+			if drain {
+				return r.Drain(ctx, env)
+			}
+			return r.Run(ctx, env)
+		}
+	}
+	s.mu.Lock()
+	if old := s.streams[st.Name]; old != nil && old.provider != st.Provider {
+		s.mu.Unlock()
+		return invalid("Stream.Provider", fmt.Sprintf("must be %q: stream %q is declared for that provider", old.provider, st.Name), fmt.Sprintf("%q", st.Provider))
+	}
+	s.streams[st.Name] = str
+	s.mu.Unlock()
+	specs := []Spec{{Provider: st.Provider, Kind: KindBackfill, Stream: st.Name, Priority: st.Priority},
+		{Provider: st.Provider, Kind: KindIncremental, Stream: st.Name, Priority: st.Priority, Interval: st.Every}}
+	for i, src := range []slice.Source[R]{st.Backfill, st.Incremental} {
+		if src == nil {
+			continue
+		}
+		if _, err := s.Upsert(ctx, specs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks st as AddStream accepts it on s.
+func (st *Stream[R]) validate(s *Scheduler) error {
+	o := &st.Options
+	switch {
+	case s.cfg.Budget == nil:
+		return invalidConfig.Must("Config.Budget", "be set to run streams: it hands out each stream's provider", "nil")
+	case s.cfg.Checkpoints == nil:
+		return invalidConfig.Must("Config.Checkpoints", "be set to run streams: it keeps their checkpoints, leases and gap records", "nil")
+	case st.Backfill == nil && st.Incremental == nil:
+		return invalid("Stream.Backfill", "must be set, or Stream.Incremental: a stream needs a source", "nil")
+	case st.Incremental != nil && st.Every <= 0:
+		return invalid("Stream.Every", "must be > 0 with Stream.Incremental", st.Every)
+	case st.Every < 0:
+		return invalid("Stream.Every", "must be >= 0", st.Every)
+	case st.RunFor < 0:
+		return invalid("Stream.RunFor", "must be >= 0", st.RunFor)
+	case o.Stream != "" || o.Mode != 0 || o.Owner != "" || o.Store != nil || o.Provider != nil ||
+		o.Source != nil || o.Sink != nil || o.TxSink != nil:
+		return invalid("Stream.Options", "must leave Stream, Mode, Owner, Store, Provider, Source, Sink and TxSink zero: the scheduler sets them", "a field set")
+	}
+	for _, spec := range []Spec{{Provider: st.Provider, Kind: KindBackfill, Stream: st.Name, Priority: st.Priority}} {
+		if err := spec.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// streamOf returns the declared stream that runs job, or nil when job is
+// not one (its stream is not declared, or for another provider).
+func (s *Scheduler) streamOf(job *Job) *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.streams[job.Stream]; st != nil && st.provider == job.Provider {
+		return st
+	}
+	return nil
+}
+
+// errTurnOver ends a stream run that used up its RunFor: progress, and
+// the job is due again at once.
+var errTurnOver = errors.New("schedule: the stream's turn is over")
+
+// work runs job, a job of the declared stream st, once: in the checkpoint
+// mode of its kind, for at most RunFor from now, and turns the run's
+// report into what the scheduler's outcome table reads.
+func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, error) {
+	env, err := budget.NewRun(budget.Envelope{Deadline: now.Add(st.runFor)})
+	if err != nil {
+		return Result{}, err
+	}
+	var modes []checkpoint.Mode
+	drain := false
+	switch job.Kind {
+	case KindBackfill:
+		modes = []checkpoint.Mode{checkpoint.CatchUp}
+	case KindIncremental, KindRefresh:
+		modes = []checkpoint.Mode{checkpoint.SteadyState}
+	case KindGapFill:
+		modes, drain = []checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState}, true
+	}
+	ran := false
+	for _, mode := range modes {
+		run := st.run[mode]
+		if run == nil {
+			continue
+		}
+		ran = true
+		rep, err := run(ctx, job.Lease.Owner, env, drain)
+		switch {
+		case err != nil:
+			return Result{}, err
+		case rep.Yielded:
+			return Result{}, &checkpoint.LeaseHeldError{Lease: checkpoint.Lease{Stream: job.Stream, Owner: rep.HeldBy, Expires: rep.HeldUntil}}
+		case rep.Reason == budget.ReasonDeadline:
+			return Result{}, errTurnOver
+		case rep.Reason != "":
+			return Result{}, &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}
+		}
+	}
+	if !ran {
+		return Result{}, fmt.Errorf("schedule: stream %q has no %s source for a %s job", job.Stream, modes[0], job.Kind)
+	}
+	return Result{Done: true}, nil
+}

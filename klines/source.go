@@ -51,7 +51,7 @@ type Source struct {
 	Base string
 	// Symbol and Interval name the series, e.g. "BTCUSDT" and "1m".
 	Symbol, Interval string
-	// Page is the candles per request (at most 1000).
+	// Page is the candles per request, at most 1000. Zero means 1000.
 	Page int
 	// From is the first open time to collect when the cursor is empty.
 	From time.Time
@@ -133,6 +133,9 @@ func (s *Source) lastBefore(t time.Time) time.Time { return s.floor(t.Add(-time.
 // an error wrapping [ErrInvalidConfig] that names it.
 func (s *Source) Init() error {
 	step, err := Step(s.Interval)
+	if s.Page == 0 {
+		s.Page = 1000
+	}
 	switch {
 	case err != nil:
 		return invalid.Must("Source.Interval", `be a count and a unit s, m, h, d or w, e.g. "1m"`, fmt.Sprintf("%q", s.Interval))
@@ -152,6 +155,33 @@ func (s *Source) Init() error {
 	nr.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	s.noRedirect = &nr
 	return nil
+}
+
+// Sources returns the two sources of one series' stream, as a scheduler's
+// stream takes them (github.com/forage-go/forage/schedule.Stream): backfill
+// collects history from base.From up to boundary (catch-up), incremental
+// the closed candles from boundary on (steady state). Both share base's
+// Client, Base, Symbol, Interval, Page and Now (its Until is not used),
+// and both are checked with [Source.Init]: the error names a bad field.
+//
+// boundary is where the head began when the stream was first collected,
+// e.g. the host's start time. A later start may pass a later boundary: the
+// steady-state cursor already committed is where the head resumes, and the
+// backfill then also covers the candles between, which the sink's upsert
+// absorbs. Nothing is skipped either way.
+func Sources(base *Source, boundary time.Time) (backfill, incremental *Source, err error) {
+	mk := func(from time.Time, until func() time.Time) (*Source, error) {
+		s := &Source{Client: base.Client, Base: base.Base, Symbol: base.Symbol, Interval: base.Interval,
+			Page: base.Page, From: from, Until: until, Now: base.Now}
+		return s, s.Init()
+	}
+	if backfill, err = mk(base.From, func() time.Time { return boundary }); err != nil {
+		return nil, nil, err
+	}
+	if incremental, err = mk(boundary, nil); err != nil {
+		return nil, nil, err
+	}
+	return backfill, incremental, nil
 }
 
 // Next plans the slice after cursor: the candles from the one after the

@@ -11,43 +11,32 @@ import (
 	"github.com/forage-go/forage/slice"
 )
 
-// Example_spentQuota: a backfill against a provider whose known quota (3
-// requests an hour: one every 30 minutes) is spent after the first page.
-// The run stops at once instead of blocking, the job waits in
-// waiting_rate_limit until the limit admits a request again, it is not
-// claimed before then, and the run claimed then resumes after the
-// committed cursor. Scheduler.Run makes the ClaimAt, Runner.Run and
-// FinishAt calls itself; they are spelled out at explicit times so the
-// example runs at once (TestSpentKnownQuotaWaitsForReset runs the same
-// under Run, in fake time, to the end of the stream).
+// Example_spentQuota: a declared stream's backfill against a provider whose
+// limit is known, one request a second, and who may not be made to wait
+// longer than MaxWait in a call. Each run fetches one page and finds the
+// quota spent: it stops at once, the job waits in waiting_rate_limit until
+// the limit admits a request again, and the next run resumes after the
+// committed cursor. TestSpentKnownQuotaWaitsForReset runs the same in fake
+// time, over hours.
 func Example_spentQuota() {
-	ctx := context.Background()
-	api, _ := budget.NewLocal("api", budget.Config{Limits: []budget.Limit{{Count: 3, Per: time.Hour}}})
-	stream, _ := slice.New(slice.Config[int]{Stream: "history", Mode: checkpoint.CatchUp, Provider: api,
-		Store: checkpoint.NewMemoryStore(checkpoint.Config{}), Source: &pages{n: 4}, Sink: discard}) // setup: a Source of 4 pages
-	runner := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
-		rep, err := stream.Run(ctx, nil)
-		if err == nil && rep.Reason != "" { // a planned stop: the scheduler decides when to go on
-			fmt.Printf("run stopped after cursor %s: %s\n", rep.Cursor, rep.Reason)
-			err = &budget.Error{Provider: j.Provider, Reason: rep.Reason, Until: rep.Until}
-		}
-		return schedule.Result{Done: err == nil}, err
-	})
-	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), runner)
-	now := time.Now()
-	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "api", Kind: schedule.KindBackfill, Stream: "history"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{Overrides: map[string]budget.Config{
+		"api": {Limits: []budget.Limit{{Count: 1, Per: time.Second}}, MaxWait: 10 * time.Millisecond},
+	}})
+	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})}, schedule.NewMemoryStore(), nil)
+	src := &pages{n: 3} // setup: a Source of 3 pages that logs each request
+	_ = schedule.AddStream(ctx, s, schedule.Stream[int]{Name: "history", Provider: "api", Backfill: src, Sink: discard})
+	go s.Run(ctx)
 
-	jobs, _ := s.ClaimAt(ctx, now)
-	res, err := runner.Run(ctx, jobs[0])
-	j, _ := s.FinishAt(ctx, now, jobs[0], res, err)
-	fmt.Println(j.State, "until +"+j.NextRun.Sub(now).Round(time.Minute).String())
-	fmt.Println("claimed at +10m:", len(must(s.ClaimAt(ctx, now.Add(10*time.Minute)))))
-	fmt.Println("claimed at +30m:", len(must(s.ClaimAt(ctx, j.NextRun))))
+	waitForBackfills(ctx, s, 1) // setup: until the history is in
+	jobs, _ := s.Jobs(ctx, schedule.Query{})
+	from, at := src.requests()
+	fmt.Println(jobs[0].State, "after", jobs[0].Stats.Runs, "runs; requests after cursors", from)
+	fmt.Println("one a second:", at[1].Sub(at[0]).Round(time.Second), at[2].Sub(at[1]).Round(time.Second))
 	// Output:
-	// run stopped after cursor 1: quota
-	// waiting_rate_limit until +30m0s
-	// claimed at +10m: 0
-	// claimed at +30m: 1
+	// success after 3 runs; requests after cursors [ 1 2]
+	// one a second: 1s 1s
 }
 
 // discard is a Sink that keeps nothing (setup).

@@ -46,37 +46,19 @@ func (p *pages) requests() ([]string, []time.Time) {
 	return slices.Clone(p.from), slices.Clone(p.at)
 }
 
-// streamRunner runs r for the scheduler, each run with a deadline runFor
-// after its start (0: none): the host's glue from a slice report to a job
-// outcome (a stop is a *budget.Error; a finished run is done).
-func streamRunner[R any](r *slice.Runner[R], runFor time.Duration) schedule.WorkerFunc {
-	return func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
-		var run *budget.Run
-		if runFor > 0 {
-			run, _ = budget.NewRun(budget.Envelope{Deadline: time.Now().Add(runFor)})
-		}
-		rep, err := r.Run(ctx, run)
-		switch {
-		case err != nil:
-			return schedule.Result{}, err
-		case rep.Reason != "":
-			return schedule.Result{}, &budget.Error{Provider: j.Provider, Reason: rep.Reason, Until: rep.Until}
-		}
-		return schedule.Result{Done: true}, nil
-	}
-}
-
 // TestSpentKnownQuotaWaitsForReset: a backfill against a provider whose
 // known quota (3 per hour, so one request every 30 minutes) is spent after
 // its first page goes to waiting_rate_limit with its next run at the
 // limit's next slot; it is not run again before then (one run, one request
 // in the first 30 minutes, not a run a second); and each later run resumes
 // from the committed cursor, so every page is requested once, 30 minutes
-// apart, until the stream is done. The same holds for runs with a deadline
-// (before, they stopped as deadline and were re-queued every second).
+// apart, until the stream is done. The stream is declared: the scheduler
+// reads the runs' reports itself. The same holds for runs with a short
+// RunFor (before, runs with a deadline stopped as deadline and were
+// re-queued every second).
 func TestSpentKnownQuotaWaitsForReset(t *testing.T) {
 	t.Parallel()
-	for _, runFor := range []time.Duration{0, 5 * time.Minute} {
+	for _, runFor := range []time.Duration{0, 5 * time.Minute} { // 0: the default, a minute
 		t.Run("deadline="+runFor.String(), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) { spentQuotaWaits(t, runFor) })
@@ -87,19 +69,16 @@ func TestSpentKnownQuotaWaitsForReset(t *testing.T) {
 // spentQuotaWaits is TestSpentKnownQuotaWaitsForReset for runs with a
 // deadline runFor after their start (0: none).
 func spentQuotaWaits(t *testing.T, runFor time.Duration) {
-	prov, err := budget.NewLocal("hourly", budget.Config{Limits: []budget.Limit{{Count: 3, Per: time.Hour}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store := streamSched(t, schedule.Config{}, budget.RegistryConfig{Overrides: map[string]budget.Config{
+		"hourly": {Limits: []budget.Limit{{Count: 3, Per: time.Hour}}},
+	}})
 	src := &pages{n: 4}
-	r, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
-		Provider: prov, Source: src, Sink: discard})
-	if err != nil {
+	begin := time.Now()
+	if err := schedule.AddStream(t.Context(), s, schedule.Stream[int]{Name: "s", Provider: "hourly", Backfill: src, Sink: discard, RunFor: runFor}); err != nil {
 		t.Fatal(err)
 	}
-	s, store := newSched(t, schedule.Config{}, streamRunner(r, runFor))
-	begin := time.Now()
-	job := upsert(t, s, begin, schedule.Spec{Provider: "hourly", Kind: schedule.KindBackfill, Stream: "s"})
+	jobs, _ := store.List(t.Context(), schedule.Query{})
+	job := jobs[0]
 	stop := start(t, s)
 	defer stop()
 

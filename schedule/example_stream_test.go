@@ -1,0 +1,79 @@
+package schedule_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
+	"github.com/forage-go/forage/schedule"
+)
+
+// Example_streams: many streams over many providers, resumable, head first,
+// backfill when a provider is idle. Two simulated exchanges list two
+// symbols each; every symbol is one declared stream, with a day of history
+// to backfill and the head to follow every minute. The scheduler runs
+// them all: no Worker, no glue. Checkpoints and candles are files, so
+// running the same code again resumes where this run committed.
+func Example_streams() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, _ := os.MkdirTemp("", "forage-example-") // setup: a place for the files
+	defer os.RemoveAll(dir)
+	start := time.Now()
+	exchanges := map[string]*providertest.Server{"binance": exchange(start), "bybit": exchange(start)} // setup: simulated providers
+
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+	cps, _ := checkpoint.OpenFileStore(dir, checkpoint.Config{})
+	defer cps.Close()
+	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: cps}, schedule.NewMemoryStore(), nil)
+	for name, ex := range exchanges {
+		for _, sym := range []string{"BTCUSDT", "ETHUSDT"} {
+			sink, _ := klines.OpenFileSink(dir, name+"-"+sym, "1m")
+			defer sink.Close()
+			back, head, _ := klines.Sources(&klines.Source{Client: ex.Client(), Base: "http://" + name, Symbol: sym, Interval: "1m",
+				From: start.Add(-24 * time.Hour)}, start)
+			_ = schedule.AddStream(ctx, s, schedule.Stream[klines.Candle]{Name: name + "/" + sym + "/1m", Provider: name,
+				Backfill: back, Incremental: head, Every: time.Minute, Sink: sink})
+		}
+	}
+	go s.Run(ctx)
+
+	waitForBackfills(ctx, s, 4) // setup: the example stops once the history is in
+	jobs, _ := s.Jobs(ctx, schedule.Query{Kind: schedule.KindBackfill})
+	for _, j := range jobs {
+		fmt.Println(j.Stream, j.State)
+	}
+	// Unordered output:
+	// binance/BTCUSDT/1m success
+	// binance/ETHUSDT/1m success
+	// bybit/BTCUSDT/1m success
+	// bybit/ETHUSDT/1m success
+}
+
+// exchange is a simulated exchange listing BTCUSDT and ETHUSDT since two
+// days before start, at a limit the collector is not told.
+func exchange(start time.Time) *providertest.Server {
+	listed := start.Add(-48 * time.Hour)
+	srv, err := providertest.New(providertest.Config{
+		Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}, {Name: "ETHUSDT", Listed: listed}},
+		Limit:   providertest.RateLimit(50, 5),
+	})
+	if err != nil {
+		panic(err)
+	}
+	return srv
+}
+
+// waitForBackfills waits until n backfills are done, for at most a minute.
+func waitForBackfills(ctx context.Context, s *schedule.Scheduler, n int) {
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if done, _ := s.Jobs(ctx, schedule.Query{Kind: schedule.KindBackfill, State: schedule.StateSuccess}); len(done) == n {
+			return
+		}
+	}
+}

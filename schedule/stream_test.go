@@ -1,0 +1,307 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/schedule"
+	"github.com/forage-go/forage/slice"
+)
+
+// timed is a Source of one-record pages, one per second of its time line,
+// from from up to until() (the head: now, or a fixed boundary). The cursor
+// is the next second to fetch, in Unix seconds. Fetch takes lat, and tracks
+// how many fetches of its stream (shared by the stream's two sources) are
+// in flight at once.
+type timed struct {
+	from  time.Time
+	until func() time.Time
+	page  int // seconds per page
+	lat   time.Duration
+	load  *load
+}
+
+// load tracks the fetches in flight of one stream, both modes together.
+type load struct {
+	mu       sync.Mutex
+	now, max int
+	seen     map[int64]int // second → times fetched
+}
+
+func (l *load) enter() {
+	l.mu.Lock()
+	l.now++
+	l.max = max(l.max, l.now)
+	l.mu.Unlock()
+}
+
+func (l *load) leave() {
+	l.mu.Lock()
+	l.now--
+	l.mu.Unlock()
+}
+
+func (s *timed) pos(cursor []byte) int64 {
+	if len(cursor) == 0 {
+		return s.from.Unix()
+	}
+	n, _ := strconv.ParseInt(string(cursor), 10, 64)
+	return n
+}
+
+func (s *timed) Next(_ context.Context, cursor []byte, _ checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{}, s.pos(cursor) < s.until().Unix(), nil
+}
+
+func (s *timed) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[int64], budget.Outcome) {
+	s.load.enter()
+	defer s.load.leave()
+	select {
+	case <-time.After(s.lat):
+	case <-ctx.Done():
+		return slice.Page[int64]{}, budget.Outcome{Err: ctx.Err()}
+	}
+	p := s.pos(sl.After)
+	end := min(p+int64(s.page), s.until().Unix())
+	var recs []int64
+	for x := p; x < end; x++ {
+		recs = append(recs, x)
+	}
+	return slice.Page[int64]{Records: recs, Next: []byte(strconv.FormatInt(end, 10))}, budget.Outcome{Status: 200}
+}
+
+// kept is a Sink that counts every record it is given.
+type kept struct {
+	mu   sync.Mutex
+	seen map[int64]int
+}
+
+func (k *kept) Write(_ context.Context, p slice.Page[int64]) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.seen == nil {
+		k.seen = map[int64]int{}
+	}
+	for _, r := range p.Records {
+		k.seen[r]++
+	}
+	return nil
+}
+
+// holes returns the seconds in [from, to) the sink never got.
+func (k *kept) holes(from, to int64) []int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []int64
+	for x := from; x < to; x++ {
+		if k.seen[x] == 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// streamSched is a scheduler over a fresh memory job store and checkpoint
+// store, with a registry for its providers.
+func streamSched(t *testing.T, cfg schedule.Config, reg budget.RegistryConfig) (*schedule.Scheduler, *schedule.MemoryStore) {
+	t.Helper()
+	r, err := budget.NewRegistry(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Budget, cfg.Checkpoints = r, checkpoint.NewMemoryStore(checkpoint.Config{})
+	store := schedule.NewMemoryStore()
+	s, err := schedule.New(cfg, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, store
+}
+
+// TestStreamsRunHeadFirstBackfillWhenIdle: three declared streams over one
+// provider, each with two hours of history and a live head, run by the
+// scheduler alone (no Worker, no glue). Every second of history and of the
+// head reaches the sink, the backfills end done, the incremental jobs keep
+// their cadence, and a backfill and an incremental job of one stream never
+// run at once: no run ever yields, and no two fetches of one stream are in
+// flight together.
+func TestStreamsRunHeadFirstBackfillWhenIdle(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, store := streamSched(t, schedule.Config{MaxRunning: 6, MaxPerProvider: 6}, budget.RegistryConfig{})
+		begin := time.Now()
+		boundary := begin
+		listed := begin.Add(-2 * time.Hour)
+		names := []string{"a", "b", "c"}
+		loads, sinks := map[string]*load{}, map[string]*kept{}
+		for _, name := range names {
+			l, k := &load{}, &kept{}
+			loads[name], sinks[name] = l, k
+			err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{
+				Name: name, Provider: "p", Sink: k, Every: 5 * time.Second,
+				Backfill:    &timed{from: listed, until: func() time.Time { return boundary }, page: 60, lat: 100 * time.Millisecond, load: l},
+				Incremental: &timed{from: boundary, until: time.Now, page: 60, lat: 100 * time.Millisecond, load: l},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop := start(t, s)
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		end := time.Now().Add(-10 * time.Second) // the head's last seconds may be in the next cycle
+		for _, name := range names {
+			if h := sinks[name].holes(listed.Unix(), end.Unix()); len(h) != 0 {
+				t.Errorf("stream %s: %d seconds never written, first %v", name, len(h), time.Unix(h[0], 0).Sub(listed))
+			}
+			if m := loads[name].max; m != 1 {
+				t.Errorf("stream %s: %d fetches in flight at once; want 1 (one job per stream)", name, m)
+			}
+		}
+		jobs, _ := store.List(t.Context(), schedule.Query{})
+		for _, j := range jobs {
+			switch {
+			case j.Kind == schedule.KindBackfill && j.State != schedule.StateSuccess:
+				t.Errorf("backfill of %s: %s after %d runs (last error %q); want success", j.Stream, j.State, j.Stats.Runs, j.Stats.LastError)
+			case j.Kind == schedule.KindIncremental && (j.Stats.Runs < 20 || j.Stats.Failures != 0):
+				t.Errorf("incremental of %s: %d runs, %d failures in 2 minutes every 5s; want >= 20 and none", j.Stream, j.Stats.Runs, j.Stats.Failures)
+			}
+		}
+		snap, _ := s.Snapshot(t.Context())
+		if d := snap.Decisions; d.Yielded != 0 || d.Failed != 0 {
+			t.Errorf("decisions %+v; want no yield and no failure", d)
+		}
+	})
+}
+
+// TestDeclaredStreamYieldIsNotSuccess: when another owner holds a declared
+// stream's lease, its run does nothing, and the job is neither a success
+// nor a failure: it waits (queued, the holder named in LastError) and runs
+// once the lease is free. Before the scheduler read reports itself, a
+// host's glue counted such a yield as a finished backfill.
+func TestDeclaredStreamYieldIsNotSuccess(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := budget.NewRegistry(budget.RegistryConfig{})
+		cps := checkpoint.NewMemoryStore(checkpoint.Config{})
+		store := schedule.NewMemoryStore()
+		s, err := schedule.New(schedule.Config{Budget: r, Checkpoints: cps, Cooldown: 10 * time.Second}, store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := cps.Acquire(t.Context(), "s", "another-process", 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &pages{n: 3}
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int]{Name: "s", Provider: "p", Backfill: src, Sink: discard}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		jobs, _ := store.List(t.Context(), schedule.Query{})
+		j := jobs[0]
+		if from, _ := src.requests(); j.State != schedule.StateQueued || !strings.Contains(j.Stats.LastError, "another-process") ||
+			j.Stats.Successes != 0 || j.Stats.Failures != 0 || len(from) != 0 {
+			t.Fatalf("while held: %s, last error %q, %d successes, %d failures, %d requests; want queued naming the holder, no success, no failure, no request",
+				j.State, j.Stats.LastError, j.Stats.Successes, j.Stats.Failures, len(from))
+		}
+		if err := cps.Release(t.Context(), held); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		j, _ = store.Get(t.Context(), j.ID)
+		if from, _ := src.requests(); j.State != schedule.StateSuccess || !slices.Equal(from, []string{"", "1", "2"}) {
+			t.Fatalf("after the release: %s, requests after %q; want success, every page once", j.State, from)
+		}
+		if snap, _ := s.Snapshot(t.Context()); snap.Decisions.Yielded == 0 {
+			t.Errorf("Decisions.Yielded = 0; want the yield counted")
+		}
+	})
+}
+
+// TestJobNeitherStreamNorWorkerFails: a scheduler without a Worker runs
+// its declared streams; a job of any other stream fails, saying why.
+func TestJobNeitherStreamNorWorkerFails(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, store := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		upsert(t, s, time.Now(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "undeclared"})
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		jobs, _ := store.List(t.Context(), schedule.Query{})
+		if j := jobs[0]; j.State != schedule.StateFailed || !strings.Contains(j.Stats.LastError, "not a declared stream") {
+			t.Fatalf("job %s, last error %q; want failed, saying it is not a declared stream", j.State, j.Stats.LastError)
+		}
+	})
+}
+
+// TestAddStreamValidates: AddStream names the field at fault, and checks
+// the slice configuration at once rather than at the first run.
+func TestAddStreamValidates(t *testing.T) {
+	t.Parallel()
+	r, _ := budget.NewRegistry(budget.RegistryConfig{})
+	cps := checkpoint.NewMemoryStore(checkpoint.Config{})
+	src := &pages{n: 1}
+	ok := schedule.Stream[int]{Name: "s", Provider: "p", Backfill: src, Sink: discard}
+	for _, tc := range []struct {
+		name  string
+		cfg   schedule.Config
+		st    func(*schedule.Stream[int])
+		field string
+	}{
+		{"no budget", schedule.Config{Checkpoints: cps}, nil, "Config.Budget"},
+		{"no checkpoints", schedule.Config{Budget: r}, nil, "Config.Checkpoints"},
+		{"no source", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Backfill = nil }, "Stream.Backfill"},
+		{"no every", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Incremental = src }, "Stream.Every"},
+		{"no name", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Name = "" }, "Spec.Stream"},
+		{"bad provider", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Provider = "a\nb" }, "Spec.Provider"},
+		{"no sink", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Sink = nil }, "Config.Sink"},
+		{"options set", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Stream = "x" }, "Stream.Options"},
+		{"bad options", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.MaxBatch = -1 }, "Config.MaxBatch"},
+		{"negative run", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.RunFor = -1 }, "Stream.RunFor"},
+	} {
+		s, err := schedule.New(tc.cfg, schedule.NewMemoryStore(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := ok
+		if tc.st != nil {
+			tc.st(&st)
+		}
+		err = schedule.AddStream(t.Context(), s, st)
+		if !errors.Is(err, schedule.ErrInvalidConfig) && !errors.Is(err, schedule.ErrInvalid) && !errors.Is(err, slice.ErrInvalidConfig) ||
+			!strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: AddStream = %v; want an invalid-config error naming %s", tc.name, err, tc.field)
+		}
+	}
+	// Declared for one provider, a name stays that provider's.
+	s, _ := schedule.New(schedule.Config{Budget: r, Checkpoints: cps}, schedule.NewMemoryStore(), nil)
+	if err := schedule.AddStream(t.Context(), s, ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := schedule.AddStream(t.Context(), s, ok); err != nil {
+		t.Fatalf("declaring a stream again = %v; want nil (idempotent)", err)
+	}
+	other := ok
+	other.Provider = "q"
+	if err := schedule.AddStream(t.Context(), s, other); err == nil || !strings.Contains(err.Error(), `"p"`) {
+		t.Errorf("the stream for another provider = %v; want an error naming its provider", err)
+	}
+}

@@ -1,4 +1,4 @@
-package schedule
+package admin
 
 import (
 	"bytes"
@@ -7,33 +7,35 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/forage-go/forage/schedule"
 )
 
 // This file holds the admin handler's bounds: the cap on the jobs it
 // creates and the paging of GET /jobs.
 
-// errTooManyJobs refuses a creation over HandlerConfig.MaxJobs.
-var errTooManyJobs = errors.New("schedule: the store holds HandlerConfig.MaxJobs jobs")
+// errTooManyJobs refuses a creation over Config.MaxJobs.
+var errTooManyJobs = errors.New("admin: the store holds Config.MaxJobs jobs")
 
 // upsert upserts spec unless it would create a job while the store holds
 // MaxJobs already.
-func (h *Handler) upsert(ctx context.Context, spec Spec) (Job, error) {
-	if err := spec.validate(); err != nil {
-		return Job{}, err
+func (h *Handler) upsert(ctx context.Context, spec schedule.Spec) (schedule.Job, error) {
+	if err := spec.Validate(); err != nil {
+		return schedule.Job{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	same, err := h.s.Jobs(ctx, Query{Provider: spec.Provider, Kind: spec.Kind, Stream: spec.Stream, Limit: 1})
+	same, err := h.s.Jobs(ctx, schedule.Query{Provider: spec.Provider, Kind: spec.Kind, Stream: spec.Stream, Limit: 1})
 	if err != nil {
-		return Job{}, err
+		return schedule.Job{}, err
 	}
 	if len(same) == 0 {
 		n, err := h.jobs(ctx)
 		if err != nil {
-			return Job{}, err
+			return schedule.Job{}, err
 		}
 		if n >= h.cfg.MaxJobs {
-			return Job{}, fmt.Errorf("%w (%d): delete some, or raise the cap", errTooManyJobs, h.cfg.MaxJobs)
+			return schedule.Job{}, fmt.Errorf("%w (%d): delete some, or raise the cap", errTooManyJobs, h.cfg.MaxJobs)
 		}
 	}
 	return h.s.Upsert(ctx, spec)
@@ -46,7 +48,7 @@ func (h *Handler) jobs(ctx context.Context) (int, error) {
 		return h.count.Count(ctx)
 	}
 	n := 0
-	for q := (Query{Limit: countBatch}); n < h.cfg.MaxJobs; {
+	for q := (schedule.Query{Limit: countBatch}); n < h.cfg.MaxJobs; {
 		page, err := h.s.Jobs(ctx, q)
 		if err != nil || len(page) == 0 {
 			return n, err
@@ -59,7 +61,7 @@ func (h *Handler) jobs(ctx context.Context) (int, error) {
 
 func (h *Handler) serveList(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q := Query{Provider: v.Get("provider"), Kind: Kind(v.Get("kind")), State: State(v.Get("state")), Stream: v.Get("stream")}
+	q := schedule.Query{Provider: v.Get("provider"), Kind: schedule.Kind(v.Get("kind")), State: schedule.State(v.Get("state")), Stream: v.Get("stream")}
 	var ok bool
 	if q.After, ok = queryInt(w, v.Get("after"), "after", 1<<63-1, 0); !ok {
 		return
@@ -72,10 +74,10 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request) {
 	buf.WriteString(`{"jobs":[`)
 	n, last := 0, q.After
 	var encErr error
-	more, err := h.s.page(r.Context(), q, int(limit), func(j Job) bool {
+	more, err := h.page(r.Context(), q, int(limit), func(j schedule.Job) bool {
 		enc, err := json.Marshal(toJSON(j))
 		if err != nil {
-			encErr = fmt.Errorf("schedule: job %d cannot be written as JSON: %w", j.ID, err)
+			encErr = fmt.Errorf("admin: job %d cannot be written as JSON: %w", j.ID, err)
 			return false
 		}
 		if n > 0 && buf.Len()+len(enc)+32 > h.cfg.MaxPageBytes { // 32: the tail and "next"
@@ -109,10 +111,10 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request) {
 // taken, take refuses one or none is left; it reports whether matching jobs
 // may be left. It reads the store listBatch jobs at a time, so the jobs it
 // holds in memory are bounded whatever limit is.
-func (s *Scheduler) page(ctx context.Context, q Query, limit int, take func(Job) bool) (more bool, err error) {
+func (h *Handler) page(ctx context.Context, q schedule.Query, limit int, take func(schedule.Job) bool) (more bool, err error) {
 	for n := 0; ; {
 		q.Limit = min(limit-n+1, listBatch) // one more than needed tells whether more are left
-		jobs, err := s.Jobs(ctx, q)
+		jobs, err := h.s.Jobs(ctx, q)
 		if err != nil {
 			return false, err
 		}

@@ -1,4 +1,4 @@
-package schedule
+package admin
 
 import (
 	"context"
@@ -12,25 +12,18 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/forage-go/forage/internal/argerr"
 	"github.com/forage-go/forage/internal/redact"
+	"github.com/forage-go/forage/schedule"
 )
 
-// Handler returns the admin API and status page of s with the zero
-// [HandlerConfig]: no authorization of its own, so mount it behind the
-// host's authentication, or use [NewHandler] with an Authorize hook. See
-// [NewHandler] for the routes and the rules every request meets.
-func (s *Scheduler) Handler() http.Handler {
-	h, _ := NewHandler(s, HandlerConfig{}) // the zero config is valid
-	return h
-}
-
-// HandlerConfig configures the admin handler of [NewHandler]. The zero value
-// is valid: every request is authorized (see Authorize), POST /jobs creates
+// Config configures the handler [New] returns. The zero value is valid: every request is authorized (see Authorize), POST /jobs creates
 // jobs while the store holds fewer than 100,000, at most 1,000 providers
 // are paused through it, and a GET /jobs or GET /providers page holds at
 // most 4 MiB of JSON.
-type HandlerConfig struct {
+type Config struct {
 	// Authorize decides, before anything else is read, whether r may be
 	// served: nil serves it; an error refuses it with its message, 401 if
 	// it wraps [ErrUnauthenticated] and 403 otherwise. A 401 carries
@@ -47,22 +40,22 @@ type HandlerConfig struct {
 	// MaxJobs caps the jobs the store may hold for POST /jobs to create one
 	// more: a creation beyond it answers 409, while updates of existing jobs
 	// still pass. It bounds what one client of the API can make the store
-	// hold; jobs the host adds with [Scheduler.Upsert] count but are not
-	// refused. A store with a Count(ctx) (int, error) method (as
-	// [MemoryStore]) is asked for the count; any other is listed page by
+	// hold; jobs the host adds with [schedule.Scheduler.Upsert] count but are not
+	// refused. A store ([schedule.Scheduler.Store]) with a Count(ctx)
+	// (int, error) method (as [schedule.MemoryStore]) is asked for the count; any other is listed page by
 	// page, up to MaxJobs. Defaults to 100,000.
 	MaxJobs int
 	// MaxPausedProviders caps the providers paused in the scheduler for
 	// POST /providers/{name}/pause to pause one more: a pause beyond it
 	// answers 409 (resuming, or pausing a paused provider, still passes).
-	// Only a provider the scheduler knows (it has a job, is paused, or is
-	// in [Config.Budget]) may be paused at all. Providers the host pauses
-	// with [Scheduler.PauseProvider] count but are not refused. Defaults to
+	// Only a provider the scheduler knows
+	// ([schedule.Scheduler.KnowsProvider]) may be paused at all. Providers
+	// the host pauses with [schedule.Scheduler.PauseProvider] count but are
+	// not refused. Defaults to
 	// 1,000.
 	MaxPausedProviders int
 	// MaxPageBytes caps the JSON of one GET /jobs or GET /providers page,
-	// in bytes. A page
-	// ends before the job that would pass it (its "next" says where to go
+	// in bytes. A page ends before the job that would pass it (its "next" says where to go
 	// on) but always holds at least one job, so a page may reach about
 	// 1.4 MiB (a job's payload is at most 1 MiB, base64 in JSON) whatever
 	// the cap. Defaults to 4 MiB.
@@ -79,29 +72,28 @@ const (
 	countBatch          = 256  // jobs per List when counting a store without Count
 )
 
-// Handler is the admin API and status page of a [Scheduler], an
+// Handler is the admin API and status page of a [schedule.Scheduler], an
 // [http.Handler] rooted at "/"; mount it under a prefix with
-// [http.StripPrefix]. Build it with [NewHandler]. It is safe for concurrent
-// use.
+// [http.StripPrefix]. Build it with [New]. It is safe for concurrent use.
 type Handler struct {
-	s     *Scheduler
-	cfg   HandlerConfig
+	s     *schedule.Scheduler
+	cfg   Config
 	mux   *http.ServeMux
 	cop   *http.CrossOriginProtection
-	mu    sync.Mutex    // serializes creations, so MaxJobs holds against this handler's own races
+	mu    sync.Mutex    // serializes creations and pauses, so MaxJobs and MaxPausedProviders hold against this handler's own races
 	count counter       // the store's Count, if it has one
 	scan  chan struct{} // one snapshot at a time: each holds a batch of payloads while it reads the store
 }
 
-// counter is a JobStore that can count its jobs cheaply.
+// counter is a [schedule.JobStore] that can count its jobs cheaply.
 type counter interface {
 	Count(ctx context.Context) (int, error)
 }
 
-// NewHandler returns the admin API and status page of s:
+// New returns the admin API and status page of s:
 //
 //	GET    /                        HTML status page (providers, rates, breakers, jobs by state)
-//	GET    /stats                   the Snapshot as JSON (at most MaxSnapshotProviders providers)
+//	GET    /stats                   the Snapshot as JSON (at most schedule.MaxSnapshotProviders providers)
 //	GET    /providers               a page of providers with their budget snapshot: ?after= &limit=
 //	POST   /providers/{name}/pause  pause a provider in this scheduler; 404 if unknown
 //	POST   /providers/{name}/resume resume it; 404 if unknown
@@ -113,7 +105,7 @@ type counter interface {
 //	POST   /jobs/{id}/resume        resume
 //	POST   /jobs/{id}/run           run now; 409 while it runs
 //
-// Every request is first authorized (see [HandlerConfig.Authorize]). A
+// Every request is first authorized (see [Config.Authorize]). A
 // request that changes state (any method but GET, HEAD and OPTIONS) must
 // carry "Content-Type: application/json", even without a body (curl -X POST
 // -H 'Content-Type: application/json' …), and must not come from another
@@ -124,22 +116,22 @@ type counter interface {
 //
 // GET /jobs answers {"jobs": […], "next": N}: at most ?limit= jobs
 // (default 100, at most 1000) with an ID above ?after= (default 0), in ID
-// order, within [HandlerConfig.MaxPageBytes]. "next", present when more
+// order, within [Config.MaxPageBytes]. "next", present when more
 // jobs may match, is the ?after= of the next page. GET /providers answers
 // {"providers": […], "next": "name"} the same way: at most ?limit=
 // providers (default 100, at most 1000) named after ?after= (default ""),
 // in name order. GET /stats and the status page show the first
-// [MaxSnapshotProviders] providers and how many more there are
-// ([Snapshot.MoreProviders]). These three read the whole store (see
-// [Scheduler.Snapshot]), so they take turns: one reads at a time, the
+// [schedule.MaxSnapshotProviders] providers and how many more there are
+// ([schedule.Snapshot.MoreProviders]). These three read the whole store
+// (see [schedule.Scheduler.SnapshotPage]), so they take turns: one reads at a time, the
 // others wait.
 //
 // A provider name in a path must meet the name rule of every store
 // ([checkpoint.CheckName]: valid UTF-8, no control character, at most
 // 1024 bytes), else 400; a provider is paused or resumed only if the
-// scheduler knows it (it has a job, is paused, or is in [Config.Budget]),
-// else 404, and at most [HandlerConfig.MaxPausedProviders] are paused,
-// else 409.
+// scheduler knows it ([schedule.Scheduler.KnowsProvider]: it has a job, is
+// paused, or is in [schedule.Config.Budget]), else 404, and at most
+// [Config.MaxPausedProviders] are paused, else 409.
 //
 // Errors are JSON, {"error": "...", "field": "..."}: 400 for invalid input,
 // naming the field; 401 (with a WWW-Authenticate challenge) or 403 when
@@ -150,18 +142,18 @@ type counter interface {
 // error it serves (and in the jobs' last errors) has its query values and
 // userinfo redacted.
 //
-// NewHandler fails, wrapping [ErrInvalidConfig], for a negative MaxJobs,
-// MaxPausedProviders or MaxPageBytes.
-func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
+// New fails, wrapping [ErrInvalidConfig], for a nil s or a negative
+// MaxJobs, MaxPausedProviders or MaxPageBytes.
+func New(s *schedule.Scheduler, cfg Config) (*Handler, error) {
 	switch {
 	case s == nil:
-		return nil, invalidConfig.Must("NewHandler's Scheduler", "not be nil: build one with New", "nil")
+		return nil, invalidConfig.Must("New's Scheduler", "not be nil: build one with schedule.New", "nil")
 	case cfg.MaxJobs < 0:
-		return nil, invalidConfig.Must("HandlerConfig.MaxJobs", "be >= 0", cfg.MaxJobs)
+		return nil, invalidConfig.Must("Config.MaxJobs", "be >= 0", cfg.MaxJobs)
 	case cfg.MaxPageBytes < 0:
-		return nil, invalidConfig.Must("HandlerConfig.MaxPageBytes", "be >= 0", cfg.MaxPageBytes)
+		return nil, invalidConfig.Must("Config.MaxPageBytes", "be >= 0", cfg.MaxPageBytes)
 	case cfg.MaxPausedProviders < 0:
-		return nil, invalidConfig.Must("HandlerConfig.MaxPausedProviders", "be >= 0", cfg.MaxPausedProviders)
+		return nil, invalidConfig.Must("Config.MaxPausedProviders", "be >= 0", cfg.MaxPausedProviders)
 	}
 	if cfg.MaxPausedProviders == 0 {
 		cfg.MaxPausedProviders = defaultMaxPaused
@@ -173,7 +165,7 @@ func NewHandler(s *Scheduler, cfg HandlerConfig) (*Handler, error) {
 		cfg.MaxPageBytes = defaultMaxPageBytes
 	}
 	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection(), scan: make(chan struct{}, 1)}
-	h.count, _ = s.store.(counter)
+	h.count, _ = s.Store().(counter)
 	h.routes()
 	return h, nil
 }
@@ -188,11 +180,11 @@ func (h *Handler) routes() {
 	mux.HandleFunc("POST /providers/{name}/resume", h.serveProviderPause(false))
 	mux.HandleFunc("GET /jobs", h.serveList)
 	mux.HandleFunc("POST /jobs", h.serveUpsert)
-	mux.HandleFunc("GET /jobs/{id}", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.Job(r.Context(), id) }))
-	mux.HandleFunc("DELETE /jobs/{id}", s.serveDelete)
-	mux.HandleFunc("POST /jobs/{id}/pause", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.Pause(r.Context(), id) }))
-	mux.HandleFunc("POST /jobs/{id}/resume", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.Resume(r.Context(), id) }))
-	mux.HandleFunc("POST /jobs/{id}/run", s.serveJob(func(r *http.Request, id int64) (Job, error) { return s.RunNow(r.Context(), id) }))
+	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Job))
+	mux.HandleFunc("DELETE /jobs/{id}", h.serveDelete)
+	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(s.Pause))
+	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(s.Resume))
+	mux.HandleFunc("POST /jobs/{id}/run", serveJob(s.RunNow))
 }
 
 // ServeHTTP authorizes r, refuses a state change a browser could have
@@ -211,17 +203,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !safeMethod(r.Method) {
 		if err := h.cop.Check(r); err != nil {
-			writeError(w, http.StatusForbidden, "", fmt.Errorf("schedule: refused a cross-origin %s: %w", r.Method, err))
+			writeError(w, http.StatusForbidden, "", fmt.Errorf("admin: refused a cross-origin %s: %w", r.Method, err))
 			return
 		}
 		if !isJSON(r.Header.Get("Content-Type")) {
 			writeError(w, http.StatusUnsupportedMediaType, "Content-Type", fmt.Errorf(
-				"schedule: a %s needs Content-Type: application/json (got %q)", r.Method, r.Header.Get("Content-Type")))
+				"admin: a %s needs Content-Type: application/json (got %q)", r.Method, r.Header.Get("Content-Type")))
 			return
 		}
 	}
 	if r.ContentLength > maxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, "body", fmt.Errorf("schedule: the body is %d bytes, over the %d allowed", r.ContentLength, maxBody))
+		writeError(w, http.StatusRequestEntityTooLarge, "body", fmt.Errorf("admin: the body is %d bytes, over the %d allowed", r.ContentLength, maxBody))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
@@ -248,20 +240,20 @@ const maxBody = 2 << 20
 
 // jobJSON is a job on the wire.
 type jobJSON struct {
-	ID         int64      `json:"id"`
-	Provider   string     `json:"provider"`
-	Kind       Kind       `json:"kind"`
-	Stream     string     `json:"stream"`
-	Priority   int        `json:"priority"`
-	IntervalMS int64      `json:"interval_ms"`
-	Payload    []byte     `json:"payload,omitempty"`
-	State      State      `json:"state"`
-	NextRun    time.Time  `json:"next_run,omitzero"`
-	Stats      statsJSON  `json:"stats"`
-	Lease      *leaseJSON `json:"lease,omitempty"`
-	Version    int64      `json:"version"`
-	Created    time.Time  `json:"created,omitzero"`
-	Updated    time.Time  `json:"updated,omitzero"`
+	ID         int64          `json:"id"`
+	Provider   string         `json:"provider"`
+	Kind       schedule.Kind  `json:"kind"`
+	Stream     string         `json:"stream"`
+	Priority   int            `json:"priority"`
+	IntervalMS int64          `json:"interval_ms"`
+	Payload    []byte         `json:"payload,omitempty"`
+	State      schedule.State `json:"state"`
+	NextRun    time.Time      `json:"next_run,omitzero"`
+	Stats      statsJSON      `json:"stats"`
+	Lease      *leaseJSON     `json:"lease,omitempty"`
+	Version    int64          `json:"version"`
+	Created    time.Time      `json:"created,omitzero"`
+	Updated    time.Time      `json:"updated,omitzero"`
 }
 
 // statsJSON is a job's Stats on the wire.
@@ -277,7 +269,7 @@ type statsJSON struct {
 
 // toJSON is j on the wire, its last error redacted again (a store may hold
 // one written before redaction existed).
-func toJSON(j Job) jobJSON {
+func toJSON(j schedule.Job) jobJSON {
 	j.Stats.LastError = cleanError(j.Stats.LastError)
 	out := jobJSON{
 		ID: j.ID, Provider: j.Provider, Kind: j.Kind, Stream: j.Stream, Priority: j.Priority,
@@ -299,13 +291,13 @@ type leaseJSON struct {
 
 // specJSON is the body of POST /jobs.
 type specJSON struct {
-	Provider   string    `json:"provider"`
-	Kind       Kind      `json:"kind"`
-	Stream     string    `json:"stream"`
-	Priority   int       `json:"priority"`
-	IntervalMS int64     `json:"interval_ms"`
-	Payload    string    `json:"payload"` // base64
-	NextRun    time.Time `json:"next_run"`
+	Provider   string        `json:"provider"`
+	Kind       schedule.Kind `json:"kind"`
+	Stream     string        `json:"stream"`
+	Priority   int           `json:"priority"`
+	IntervalMS int64         `json:"interval_ms"`
+	Payload    string        `json:"payload"` // base64
+	NextRun    time.Time     `json:"next_run"`
 }
 
 // wireField names, in the API's terms, the fields of argErrors.
@@ -325,7 +317,7 @@ func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
 		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
 			code = http.StatusRequestEntityTooLarge
 		}
-		writeError(w, code, decodeField(err), fmt.Errorf("schedule: invalid JSON body: %w", err))
+		writeError(w, code, decodeField(err), fmt.Errorf("admin: invalid JSON body: %w", err))
 		return
 	}
 	if in.IntervalMS < 0 || in.IntervalMS > int64(100*365*24*time.Hour/time.Millisecond) {
@@ -340,7 +332,7 @@ func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
 	if len(payload) == 0 {
 		payload = nil
 	}
-	j, err := h.upsert(r.Context(), Spec{
+	j, err := h.upsert(r.Context(), schedule.Spec{
 		Provider: in.Provider, Kind: in.Kind, Stream: in.Stream, Priority: in.Priority,
 		Interval: time.Duration(in.IntervalMS) * time.Millisecond, Payload: payload, NextRun: in.NextRun,
 	})
@@ -391,13 +383,13 @@ func queryInt(w http.ResponseWriter, raw, name string, max, def int64) (int64, b
 }
 
 // serveJob serves an endpoint that acts on the job named by {id}.
-func (s *Scheduler) serveJob(act func(r *http.Request, id int64) (Job, error)) http.HandlerFunc {
+func serveJob(act func(ctx context.Context, id int64) (schedule.Job, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := pathID(w, r)
 		if !ok {
 			return
 		}
-		j, err := act(r, id)
+		j, err := act(r.Context(), id)
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -406,12 +398,12 @@ func (s *Scheduler) serveJob(act func(r *http.Request, id int64) (Job, error)) h
 	}
 }
 
-func (s *Scheduler) serveDelete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r)
 	if !ok {
 		return
 	}
-	if err := s.Delete(r.Context(), id); err != nil {
+	if err := h.s.Delete(r.Context(), id); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -430,7 +422,7 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 }
 
 func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request) {
-	snap, err := h.snapshot(r.Context(), "", MaxSnapshotProviders)
+	snap, err := h.snapshot(r.Context(), "", schedule.MaxSnapshotProviders)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -440,16 +432,15 @@ func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request) {
 
 // writeErr answers err with the status its sentinel calls for.
 func writeErr(w http.ResponseWriter, err error) {
-	var ae *argError
+	field, named := argerr.Field(err)
 	switch {
-	case errors.As(err, &ae):
-		field := wireField[ae.field]
-		writeError(w, http.StatusBadRequest, field, err)
-	case errors.Is(err, ErrInvalid):
+	case named:
+		writeError(w, http.StatusBadRequest, wireField[field], err)
+	case errors.Is(err, schedule.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "", err)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, schedule.ErrNotFound):
 		writeError(w, http.StatusNotFound, "id", err)
-	case errors.Is(err, ErrRunning):
+	case errors.Is(err, schedule.ErrRunning):
 		writeError(w, http.StatusConflict, "", err)
 	default:
 		writeError(w, http.StatusInternalServerError, "", err)
@@ -459,6 +450,23 @@ func writeErr(w http.ResponseWriter, err error) {
 // cleanError is a stored error message as the handler serves it: every URL
 // redacted, at most maxLastError bytes.
 func cleanError(msg string) string { return clip(redact.String(msg), maxLastError) }
+
+// maxLastError caps a served last error, in bytes: the scheduler stores at
+// most 2 KiB, but a store may hold a longer one written by other means.
+const maxLastError = 2048
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
 
 // writeError answers {"error": err, "field": field} with code; URLs in the
 // message are redacted (a store's error may name its DSN).

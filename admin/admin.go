@@ -2,48 +2,41 @@ package admin
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
-	"unicode/utf8"
 
-	"github.com/forage-go/forage/internal/argerr"
-	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/schedule"
 )
 
-// Config configures the handler [New] returns. The zero value is valid: every request is authorized (see Authorize), POST /jobs creates
-// jobs while the store holds fewer than 100,000, at most 1,000 providers
-// are paused through it, and a GET /jobs or GET /providers page holds at
-// most 4 MiB of JSON.
+// Config configures the handler [New] returns. The zero value is valid:
+// every request is authorized (see Authorize), POST /jobs creates jobs
+// while the store holds fewer than 100,000, at most 1,000 providers are
+// paused through it, and a GET /jobs or GET /providers page holds at most
+// 4 MiB of JSON.
 type Config struct {
 	// Authorize decides, before anything else is read, whether r may be
 	// served: nil serves it; an error refuses it with its message, 401 if
 	// it wraps [ErrUnauthenticated] and 403 otherwise. A 401 carries
 	// `WWW-Authenticate: Bearer realm="forage"`, as RFC 9110 requires:
 	// clients send credentials in the Authorization header, which the hook
-	// reads from r. r.Method and
-	// r.URL.Path (relative to where the handler is mounted, after
-	// [http.StripPrefix]) say what is asked: GET and HEAD only read, POST
-	// and DELETE change state. It is called concurrently. Nil authorizes
-	// every request: then the handler must be reachable only by operators
-	// (behind the host's authentication, or on a private listener), since
-	// it pauses providers and creates and deletes jobs.
+	// reads from r. r.Method and r.URL.Path (relative to where the handler
+	// is mounted, after [http.StripPrefix]) say what is asked: GET and HEAD
+	// only read, POST and DELETE change state. It is called concurrently.
+	// Nil authorizes every request: then the handler must be reachable only
+	// by operators (behind the host's authentication, or on a private
+	// listener), since it pauses providers and creates and deletes jobs.
 	Authorize func(r *http.Request) error
 	// MaxJobs caps the jobs the store may hold for POST /jobs to create one
-	// more: a creation beyond it answers 409, while updates of existing jobs
-	// still pass. It bounds what one client of the API can make the store
-	// hold; jobs the host adds with [schedule.Scheduler.Upsert] count but are not
-	// refused. A store ([schedule.Scheduler.Store]) with a Count(ctx)
-	// (int, error) method (as [schedule.MemoryStore]) is asked for the count; any other is listed page by
-	// page, up to MaxJobs. Defaults to 100,000.
+	// more: a creation beyond it answers 409, while updates of existing
+	// jobs still pass. It bounds what one client of the API can make the
+	// store hold; jobs the host adds with [schedule.Scheduler.Upsert] count
+	// but are not refused. A store ([schedule.Scheduler.Store]) with a
+	// Count(ctx) (int, error) method (as [schedule.MemoryStore]) is asked
+	// for the count; any other is listed page by page, up to MaxJobs.
+	// Defaults to 100,000.
 	MaxJobs int
 	// MaxPausedProviders caps the providers paused in the scheduler for
 	// POST /providers/{name}/pause to pause one more: a pause beyond it
@@ -51,14 +44,13 @@ type Config struct {
 	// Only a provider the scheduler knows
 	// ([schedule.Scheduler.KnowsProvider]) may be paused at all. Providers
 	// the host pauses with [schedule.Scheduler.PauseProvider] count but are
-	// not refused. Defaults to
-	// 1,000.
+	// not refused. Defaults to 1,000.
 	MaxPausedProviders int
 	// MaxPageBytes caps the JSON of one GET /jobs or GET /providers page,
-	// in bytes. A page ends before the job that would pass it (its "next" says where to go
-	// on) but always holds at least one job, so a page may reach about
-	// 1.4 MiB (a job's payload is at most 1 MiB, base64 in JSON) whatever
-	// the cap. Defaults to 4 MiB.
+	// in bytes. A page ends before the job that would pass it (its "next"
+	// says where to go on) but always holds at least one job, so a page may
+	// reach about 1.4 MiB (a job's payload is at most 1 MiB, base64 in
+	// JSON) whatever the cap. Defaults to 4 MiB.
 	MaxPageBytes int
 }
 
@@ -237,250 +229,3 @@ func isJSON(ct string) bool {
 
 // maxBody caps a request body: a payload of 1 MiB, base64, plus the rest.
 const maxBody = 2 << 20
-
-// jobJSON is a job on the wire.
-type jobJSON struct {
-	ID         int64          `json:"id"`
-	Provider   string         `json:"provider"`
-	Kind       schedule.Kind  `json:"kind"`
-	Stream     string         `json:"stream"`
-	Priority   int            `json:"priority"`
-	IntervalMS int64          `json:"interval_ms"`
-	Payload    []byte         `json:"payload,omitempty"`
-	State      schedule.State `json:"state"`
-	NextRun    time.Time      `json:"next_run,omitzero"`
-	Stats      statsJSON      `json:"stats"`
-	Lease      *leaseJSON     `json:"lease,omitempty"`
-	Version    int64          `json:"version"`
-	Created    time.Time      `json:"created,omitzero"`
-	Updated    time.Time      `json:"updated,omitzero"`
-}
-
-// statsJSON is a job's Stats on the wire.
-type statsJSON struct {
-	Runs        int64     `json:"runs"`
-	Successes   int64     `json:"successes"`
-	Failures    int64     `json:"failures"`
-	Streak      int       `json:"streak"`
-	LastError   string    `json:"last_error,omitempty"`
-	LastRun     time.Time `json:"last_run,omitzero"`
-	LastSuccess time.Time `json:"last_success,omitzero"`
-}
-
-// toJSON is j on the wire, its last error redacted again (a store may hold
-// one written before redaction existed).
-func toJSON(j schedule.Job) jobJSON {
-	j.Stats.LastError = cleanError(j.Stats.LastError)
-	out := jobJSON{
-		ID: j.ID, Provider: j.Provider, Kind: j.Kind, Stream: j.Stream, Priority: j.Priority,
-		IntervalMS: j.Interval.Milliseconds(), Payload: j.Payload, State: j.State, NextRun: j.NextRun,
-		Stats:   statsJSON(j.Stats),
-		Version: j.Version, Created: j.Created, Updated: j.Updated,
-	}
-	if j.Lease.Owner != "" {
-		out.Lease = &leaseJSON{Owner: j.Lease.Owner, Until: j.Lease.Until}
-	}
-	return out
-}
-
-// leaseJSON is a job's Lease on the wire.
-type leaseJSON struct {
-	Owner string    `json:"owner"`
-	Until time.Time `json:"until"`
-}
-
-// specJSON is the body of POST /jobs.
-type specJSON struct {
-	Provider   string        `json:"provider"`
-	Kind       schedule.Kind `json:"kind"`
-	Stream     string        `json:"stream"`
-	Priority   int           `json:"priority"`
-	IntervalMS int64         `json:"interval_ms"`
-	Payload    string        `json:"payload"` // base64
-	NextRun    time.Time     `json:"next_run"`
-}
-
-// wireField names, in the API's terms, the fields of argErrors.
-var wireField = map[string]string{
-	"Spec.Provider": "provider", "Spec.Kind": "kind", "Spec.Stream": "stream",
-	"Spec.Priority": "priority", "Spec.Interval": "interval_ms", "Spec.Payload": "payload",
-	"Query.Kind": "kind", "Query.State": "state", "Query.After": "after", "Query.Limit": "limit",
-	"id": "id",
-}
-
-func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
-	dec := json.NewDecoder(r.Body) // bounded by ServeHTTP
-	dec.DisallowUnknownFields()
-	var in specJSON
-	if err := dec.Decode(&in); err != nil {
-		code := http.StatusBadRequest
-		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
-			code = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, code, decodeField(err), fmt.Errorf("admin: invalid JSON body: %w", err))
-		return
-	}
-	if in.IntervalMS < 0 || in.IntervalMS > int64(100*365*24*time.Hour/time.Millisecond) {
-		writeError(w, http.StatusBadRequest, "interval_ms", invalid("interval_ms", "must be in [0, 100 years]", in.IntervalMS))
-		return
-	}
-	payload, err := base64.StdEncoding.DecodeString(in.Payload)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "payload", invalid("payload", "must be base64", err))
-		return
-	}
-	if len(payload) == 0 {
-		payload = nil
-	}
-	j, err := h.upsert(r.Context(), schedule.Spec{
-		Provider: in.Provider, Kind: in.Kind, Stream: in.Stream, Priority: in.Priority,
-		Interval: time.Duration(in.IntervalMS) * time.Millisecond, Payload: payload, NextRun: in.NextRun,
-	})
-	if errors.Is(err, errTooManyJobs) {
-		writeError(w, http.StatusConflict, "", err)
-		return
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	code := http.StatusOK
-	if j.Version == 1 {
-		code = http.StatusCreated
-	}
-	writeJSON(w, code, toJSON(j))
-}
-
-// decodeField names the field a JSON decoding error is about, if any.
-func decodeField(err error) string {
-	var te *json.UnmarshalTypeError
-	var mb *http.MaxBytesError
-	switch {
-	case errors.As(err, &te):
-		return te.Field
-	case errors.As(err, &mb):
-		return "body"
-	}
-	const unknown = `json: unknown field "`
-	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
-		return strings.TrimSuffix(strings.TrimPrefix(msg, unknown), `"`)
-	}
-	return "body"
-}
-
-// queryInt parses the query parameter name (raw; def if empty) as an
-// integer in [0, max], answering 400 if it is not one.
-func queryInt(w http.ResponseWriter, raw, name string, max, def int64) (int64, bool) {
-	if raw == "" {
-		return def, true
-	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 || n > max {
-		writeError(w, http.StatusBadRequest, name, invalid(name, fmt.Sprintf("must be an integer in [0, %d]", max), strconv.Quote(raw)))
-		return 0, false
-	}
-	return n, true
-}
-
-// serveJob serves an endpoint that acts on the job named by {id}.
-func serveJob(act func(ctx context.Context, id int64) (schedule.Job, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathID(w, r)
-		if !ok {
-			return
-		}
-		j, err := act(r.Context(), id)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, toJSON(j))
-	}
-}
-
-func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
-	if !ok {
-		return
-	}
-	if err := h.s.Delete(r.Context(), id); err != nil {
-		writeErr(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// pathID parses {id}, answering 400 if it is not a positive integer.
-func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
-	raw := r.PathValue("id")
-	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || id <= 0 {
-		writeError(w, http.StatusBadRequest, "id", invalid("id", "must be a positive integer", strconv.Quote(raw)))
-		return 0, false
-	}
-	return id, true
-}
-
-func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request) {
-	snap, err := h.snapshot(r.Context(), "", schedule.MaxSnapshotProviders)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, snap)
-}
-
-// writeErr answers err with the status its sentinel calls for.
-func writeErr(w http.ResponseWriter, err error) {
-	field, named := argerr.Field(err)
-	switch {
-	case named:
-		writeError(w, http.StatusBadRequest, wireField[field], err)
-	case errors.Is(err, schedule.ErrInvalid):
-		writeError(w, http.StatusBadRequest, "", err)
-	case errors.Is(err, schedule.ErrNotFound):
-		writeError(w, http.StatusNotFound, "id", err)
-	case errors.Is(err, schedule.ErrRunning):
-		writeError(w, http.StatusConflict, "", err)
-	default:
-		writeError(w, http.StatusInternalServerError, "", err)
-	}
-}
-
-// cleanError is a stored error message as the handler serves it: every URL
-// redacted, at most maxLastError bytes.
-func cleanError(msg string) string { return clip(redact.String(msg), maxLastError) }
-
-// maxLastError caps a served last error, in bytes: the scheduler stores at
-// most 2 KiB, but a store may hold a longer one written by other means.
-const maxLastError = 2048
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " …"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-// writeError answers {"error": err, "field": field} with code; URLs in the
-// message are redacted (a store's error may name its DSN).
-func writeError(w http.ResponseWriter, code int, field string, err error) {
-	body := map[string]string{"error": redact.String(err.Error())}
-	if field != "" {
-		body["field"] = field
-	}
-	writeJSON(w, code, body)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}

@@ -3,16 +3,20 @@ package admin
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/forage-go/forage/schedule"
 )
 
-// This file holds the admin handler's bounds: the cap on the jobs it
-// creates and the paging of GET /jobs.
+// This file holds the job endpoints and their bounds: the cap on the jobs
+// POST /jobs creates and the paging of GET /jobs.
 
 // errTooManyJobs refuses a creation over Config.MaxJobs.
 var errTooManyJobs = errors.New("admin: the store holds Config.MaxJobs jobs")
@@ -129,4 +133,117 @@ func (h *Handler) page(ctx context.Context, q schedule.Query, limit int, take fu
 		}
 		q.After = jobs[len(jobs)-1].ID
 	}
+}
+
+func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
+	dec := json.NewDecoder(r.Body) // bounded by ServeHTTP
+	dec.DisallowUnknownFields()
+	var in specJSON
+	if err := dec.Decode(&in); err != nil {
+		code := http.StatusBadRequest
+		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, code, decodeField(err), fmt.Errorf("admin: invalid JSON body: %w", err))
+		return
+	}
+	if in.IntervalMS < 0 || in.IntervalMS > int64(100*365*24*time.Hour/time.Millisecond) {
+		writeError(w, http.StatusBadRequest, "interval_ms", invalid("interval_ms", "must be in [0, 100 years]", in.IntervalMS))
+		return
+	}
+	payload, err := base64.StdEncoding.DecodeString(in.Payload)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "payload", invalid("payload", "must be base64", err))
+		return
+	}
+	if len(payload) == 0 {
+		payload = nil
+	}
+	j, err := h.upsert(r.Context(), schedule.Spec{
+		Provider: in.Provider, Kind: in.Kind, Stream: in.Stream, Priority: in.Priority,
+		Interval: time.Duration(in.IntervalMS) * time.Millisecond, Payload: payload, NextRun: in.NextRun,
+	})
+	if errors.Is(err, errTooManyJobs) {
+		writeError(w, http.StatusConflict, "", err)
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	code := http.StatusOK
+	if j.Version == 1 {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, toJSON(j))
+}
+
+// decodeField names the field a JSON decoding error is about, if any.
+func decodeField(err error) string {
+	var te *json.UnmarshalTypeError
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &te):
+		return te.Field
+	case errors.As(err, &mb):
+		return "body"
+	}
+	const unknown = `json: unknown field "`
+	if msg := err.Error(); strings.HasPrefix(msg, unknown) {
+		return strings.TrimSuffix(strings.TrimPrefix(msg, unknown), `"`)
+	}
+	return "body"
+}
+
+// queryInt parses the query parameter name (raw; def if empty) as an
+// integer in [0, max], answering 400 if it is not one.
+func queryInt(w http.ResponseWriter, raw, name string, max, def int64) (int64, bool) {
+	if raw == "" {
+		return def, true
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 || n > max {
+		writeError(w, http.StatusBadRequest, name, invalid(name, fmt.Sprintf("must be an integer in [0, %d]", max), strconv.Quote(raw)))
+		return 0, false
+	}
+	return n, true
+}
+
+// serveJob serves an endpoint that acts on the job named by {id}.
+func serveJob(act func(ctx context.Context, id int64) (schedule.Job, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r)
+		if !ok {
+			return
+		}
+		j, err := act(r.Context(), id)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, toJSON(j))
+	}
+}
+
+func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if err := h.s.Delete(r.Context(), id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pathID parses {id}, answering 400 if it is not a positive integer.
+func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusBadRequest, "id", invalid("id", "must be a positive integer", strconv.Quote(raw)))
+		return 0, false
+	}
+	return id, true
 }

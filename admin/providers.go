@@ -16,7 +16,7 @@ import (
 
 // This file holds the admin handler's provider endpoints and their bounds:
 // a provider is paused only if the scheduler knows it, the paused set is
-// capped, and GET /providers is paged like GET /jobs.
+// capped, and GET /providers is paged like GET /jobs; GET /stats too.
 
 // The provider bounds of the admin handler.
 const (
@@ -161,4 +161,13 @@ func (h *Handler) serveProviders(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(buf.Bytes())
+}
+
+func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request) {
+	snap, err := h.snapshot(r.Context(), "", schedule.MaxSnapshotProviders)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, snap)
 }

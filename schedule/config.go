@@ -93,8 +93,10 @@ type Config struct {
 	// not paused, and its bulkhead saw no new saturation since the last
 	// check; without Budget, always.
 	Spare func(provider string) bool
-	// Budget is the host's registry of providers, if any: the admin API
-	// and status page show each provider's budget snapshot, and the
+	// Budget is the host's registry of providers, if any: a [Snapshot]
+	// (and so the admin API and status page of
+	// [github.com/forage-go/forage/admin]) shows each provider's budget
+	// snapshot, [Scheduler.KnowsProvider] knows its providers, and the
 	// default Spare reads it. Nil means none.
 	Budget *budget.Registry
 	// Logger receives one structured line per store error and lost lease,

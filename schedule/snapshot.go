@@ -25,8 +25,8 @@ type Snapshot struct {
 	// Providers has one entry per provider with jobs, paused, cooling or
 	// known to the budget registry, sorted by name: the first
 	// [MaxSnapshotProviders] of them, so a snapshot stays small however
-	// many providers there are. GET /providers of the admin handler pages
-	// through them all.
+	// many providers there are. [Scheduler.SnapshotPage] pages through
+	// them all.
 	Providers []ProviderSnapshot `json:"providers"`
 	// MoreProviders counts the providers left out of Providers (those
 	// after its last by name); zero when it holds them all.

@@ -101,7 +101,7 @@ func ExampleNew() {
 
 // ExampleHandler_providers pauses a provider through the admin API and
 // pages through the providers. Only a provider the scheduler knows (it has
-// a job, is paused, or is in Config.Budget) can be paused.
+// a job, is paused, or is in schedule.Config.Budget) can be paused.
 func ExampleHandler_providers() {
 	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), // setup
 		schedule.RunnerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))

@@ -321,3 +321,37 @@ func TestPropertyProviderPauses(t *testing.T) {
 		}
 	})
 }
+
+// TestHandlerMaxPausedProvidersConcurrent: concurrent pauses of distinct
+// known providers through one handler pass the cap together never: exactly
+// MaxPausedProviders of them answer 200, the rest 409.
+func TestHandlerMaxPausedProvidersConcurrent(t *testing.T) {
+	t.Parallel()
+	const n, limit = 40, 7
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+	for i := range n {
+		reg.Provider(fmt.Sprintf("p%d", i))
+	}
+	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
+	h, err := admin.New(s, admin.Config{MaxPausedProviders: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req := httptest.NewRequest("POST", fmt.Sprintf("/providers/p%d/pause", i), nil)
+			req.Header.Set("Content-Type", "application/json")
+			rec := send(h, req)
+			mu.Lock()
+			codes[rec.Code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[http.StatusOK] != limit || codes[http.StatusConflict] != n-limit || len(s.PausedProviders()) != limit {
+		t.Fatalf("answers %v, %d paused; want %d × 200, %d × 409 and %d paused", codes, len(s.PausedProviders()), limit, n-limit, limit)
+	}
+}

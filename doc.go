@@ -27,7 +27,8 @@
 //   - Many streams: [github.com/forage-go/forage/schedule] runs jobs by
 //     priority with fresh data first and backfill when a provider has room,
 //     within global and per-provider limits, waiting out each provider's
-//     reset; it has an admin http.Handler.
+//     reset. [github.com/forage-go/forage/admin] serves it to operators: an
+//     http.Handler with a JSON API and a status page.
 //   - Many processes: the nested module github.com/forage-go/forage/pgstore
 //     implements the stores on PostgreSQL and shares one provider's pacing
 //     across processes.

@@ -81,8 +81,8 @@ const (
 )
 
 // Count returns how many jobs the store holds: one statement, so that the
-// admin handler ([schedule.NewHandler]) checks its MaxJobs cap without
-// listing every job.
+// admin handler ([github.com/forage-go/forage/admin.New]) checks its
+// MaxJobs cap without listing every job.
 func (js *JobStore) Count(ctx context.Context) (int, error) {
 	if err := enter(ctx, nil); err != nil {
 		return 0, err

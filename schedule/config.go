@@ -94,9 +94,11 @@ type Config struct {
 	// check; without Budget, always.
 	Spare func(provider string) bool
 	// Budget is the host's registry of providers, if any: declared streams
-	// ([AddStream]) take their provider from it, the admin API and status
-	// page show each provider's budget snapshot, and the default Spare
-	// reads it. Nil means none (and no streams).
+	// ([AddStream]) take their provider from it, a [Snapshot] (and so the
+	// admin API and status page of [github.com/forage-go/forage/admin])
+	// shows each provider's budget snapshot, [Scheduler.KnowsProvider]
+	// knows its providers, and the default Spare reads it. Nil means none
+	// (and no streams).
 	Budget *budget.Registry
 	// Checkpoints keeps the checkpoints, leases, gap records and coverage
 	// of the streams declared with [AddStream]. Required to declare one;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -19,7 +20,7 @@ func (s *Scheduler) Upsert(ctx context.Context, spec Spec) (Job, error) {
 
 // UpsertAt is [Scheduler.Upsert] at now.
 func (s *Scheduler) UpsertAt(ctx context.Context, now time.Time, spec Spec) (Job, error) {
-	if err := spec.validate(); err != nil {
+	if err := spec.Validate(); err != nil {
 		return Job{}, err
 	}
 	prio := spec.Priority
@@ -54,6 +55,12 @@ func (s *Scheduler) Job(ctx context.Context, id int64) (Job, error) {
 func (s *Scheduler) Jobs(ctx context.Context, q Query) ([]Job, error) {
 	return s.store.List(ctx, q)
 }
+
+// Store returns the [JobStore] s was built with, for what the Scheduler
+// does not offer itself, such as a store's own Count method. Change jobs
+// through the Scheduler (Upsert, Pause, Delete …), not the store: it
+// interrupts the runs they concern and wakes up when new work is due.
+func (s *Scheduler) Store() JobStore { return s.store }
 
 // errNoChange aborts a mutation that has nothing to do.
 var errNoChange = errors.New("schedule: no change")
@@ -159,28 +166,51 @@ func (s *Scheduler) Delete(ctx context.Context, id int64) error {
 // boundary and are due again once the provider resumes). The pause lives
 // in this Scheduler, not in the store: a host running several re-applies
 // it to each. Each paused provider is kept (and listed in a [Snapshot])
-// until [Scheduler.ResumeProvider]: the host bounds the set it pauses; the
-// admin handler pauses only providers the scheduler knows, and at most
-// [HandlerConfig.MaxPausedProviders].
+// until [Scheduler.ResumeProvider]: the host bounds the set it pauses (see
+// [Scheduler.PausedProviders] and [Scheduler.KnowsProvider]).
 func (s *Scheduler) PauseProvider(provider string) {
-	s.pauseProvider(provider, 0)
-}
-
-// pauseProvider is [Scheduler.PauseProvider], refused (false) when max > 0
-// and max providers are paused already, provider not among them.
-func (s *Scheduler) pauseProvider(provider string, max int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if max > 0 && len(s.paused) >= max && !s.paused[provider] {
-		return false
-	}
 	s.paused[provider] = true
 	for _, a := range s.active {
 		if a.job.Provider == provider {
 			a.interrupt(fmt.Errorf("%w: provider %s paused", ErrInterrupted, provider))
 		}
 	}
-	return true
+}
+
+// PausedProviders returns the providers paused in this scheduler, sorted
+// by name: what a host re-applies to another scheduler sharing the store,
+// and what it counts to bound the set it pauses.
+func (s *Scheduler) PausedProviders() []string {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.paused))
+	for name := range s.paused {
+		names = append(names, name)
+	}
+	s.mu.Unlock()
+	slices.Sort(names)
+	return names
+}
+
+// KnowsProvider reports whether the scheduler knows provider: it is paused
+// here, it is in [Config.Budget], or the store holds a job of it. These are
+// the providers a [Snapshot] lists (with those cooling down, which have
+// jobs). A host taking provider names from outside, as an admin API does,
+// pauses only known ones, so that the paused set cannot grow without
+// bound. It reads the store (one List of at most one job). Errors: store
+// errors.
+func (s *Scheduler) KnowsProvider(ctx context.Context, provider string) (bool, error) {
+	if s.ProviderPaused(provider) {
+		return true, nil
+	}
+	if reg := s.cfg.Budget; reg != nil {
+		if _, ok := reg.Lookup(provider); ok {
+			return true, nil
+		}
+	}
+	jobs, err := s.Jobs(ctx, Query{Provider: provider, Limit: 1})
+	return len(jobs) > 0, err
 }
 
 // ResumeProvider lets provider's jobs start again.

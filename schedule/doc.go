@@ -95,15 +95,13 @@
 // resumed. A running job that is paused or deleted, or whose provider is
 // paused, has its runner's context cancelled with cause [ErrInterrupted]: a
 // slice runner stops at its next slice boundary and the run is not counted
-// as a failure. [NewHandler] serves all of it as JSON, plus an HTML status
-// page, behind an Authorize hook of the host's, refusing state changes a
-// browser could forge and bounding bodies, pages, the jobs it creates and
-// the providers it pauses (only known ones, at most
-// [HandlerConfig.MaxPausedProviders]); [Scheduler.Snapshot] gives the
-// metrics, with at most [MaxSnapshotProviders] providers. Errors it stores
-// or serves have their URLs' query values and userinfo, and the values of
-// well-known secret keys (apikey=…, token: …, Authorization: Bearer …),
-// redacted. Provider keys and stream names meet the name rule of every
+// as a failure. [Scheduler.Snapshot] gives the metrics, with at most
+// [MaxSnapshotProviders] providers ([Scheduler.SnapshotPage] pages through
+// the rest). Package [github.com/forage-go/forage/admin] serves all of it
+// as JSON, plus an HTML status page, behind an Authorize hook of the
+// host's. Errors the scheduler stores have their URLs' query values and
+// userinfo, and the values of well-known secret keys (apikey=…, token: …,
+// Authorization: Bearer …), redacted. Provider keys and stream names meet the name rule of every
 // store ([github.com/forage-go/forage/checkpoint.CheckName]).
 //
 // # Storage

@@ -32,11 +32,6 @@ var (
 	// change.
 	ErrConflict = errors.New("schedule: version conflict")
 
-	// ErrUnauthenticated, wrapped in the error a [HandlerConfig.Authorize]
-	// hook returns, makes the admin handler answer 401 (no or bad
-	// credentials) instead of 403 (known, but not allowed).
-	ErrUnauthenticated = errors.New("schedule: unauthenticated")
-
 	// ErrRunning means the operation needs a job that is not running, e.g.
 	// [Scheduler.RunNow] on a job whose run is in progress.
 	ErrRunning = errors.New("schedule: job is running")

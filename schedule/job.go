@@ -3,6 +3,8 @@ package schedule
 import (
 	"fmt"
 	"time"
+
+	"github.com/forage-go/forage/internal/argerr"
 )
 
 // Kind is what a job does. Backfill is tail work; every other kind is head
@@ -228,23 +230,11 @@ func (j *Job) Validate() error {
 	return nil
 }
 
-// invalid returns an [ErrInvalid] error naming field, rule and value.
+// invalid returns an [ErrInvalid] error naming field, rule and value. It
+// knows its field, so the admin API can name it in its own terms.
 func invalid(field, rule string, got any) error {
-	return &argError{field: field, rule: rule, got: got}
+	return argerr.New(ErrInvalid, field, rule, got)
 }
-
-// argError is an [ErrInvalid] error that knows its field, so the admin API
-// can name it in its own terms.
-type argError struct {
-	field, rule string
-	got         any
-}
-
-func (e *argError) Error() string {
-	return fmt.Sprintf("%s: %s %s (got %v)", ErrInvalid, e.field, e.rule, e.got)
-}
-
-func (e *argError) Is(target error) bool { return target == ErrInvalid }
 
 // Spec describes a job to add with [Scheduler.Upsert]: its identity and its
 // definition. The scheduler fills in the rest.
@@ -273,8 +263,11 @@ type Spec struct {
 // name rule ([checkpoint.MaxNameLen]).
 const maxPayloadLen = 1 << 20
 
-// validate checks s as the scheduler accepts it.
-func (s *Spec) validate() error {
+// Validate checks s as [Scheduler.Upsert] does, without the store: a host
+// checking a spec it takes from outside before doing more with it (as an
+// admin API checks its caps) gets the error Upsert would return. Errors:
+// [ErrInvalid], naming the field of s ("Spec.Interval") and the value.
+func (s *Spec) Validate() error {
 	if err := checkName("Spec.Provider", s.Provider); err != nil {
 		return err
 	}

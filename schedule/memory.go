@@ -117,8 +117,9 @@ func (s *MemoryStore) Get(ctx context.Context, id int64) (Job, error) {
 	return e.job.copy(), nil
 }
 
-// Count returns how many jobs the store holds. The admin handler asks it to
-// enforce [HandlerConfig.MaxJobs] without listing every job.
+// Count returns how many jobs the store holds. The admin handler
+// ([github.com/forage-go/forage/admin]) asks it to enforce its MaxJobs cap
+// without listing every job.
 func (s *MemoryStore) Count(ctx context.Context) (int, error) {
 	if err := ctxErr(ctx); err != nil {
 		return 0, err

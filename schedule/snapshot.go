@@ -25,8 +25,8 @@ type Snapshot struct {
 	// Providers has one entry per provider with jobs, paused, cooling or
 	// known to the budget registry, sorted by name: the first
 	// [MaxSnapshotProviders] of them, so a snapshot stays small however
-	// many providers there are. GET /providers of the admin handler pages
-	// through them all.
+	// many providers there are. [Scheduler.SnapshotPage] pages through
+	// them all.
 	Providers []ProviderSnapshot `json:"providers"`
 	// MoreProviders counts the providers left out of Providers (those
 	// after its last by name); zero when it holds them all.
@@ -97,12 +97,21 @@ const MaxSnapshotProviders = 100
 
 // SnapshotAt is [Scheduler.Snapshot] at now.
 func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, error) {
-	return s.snapshotAt(ctx, now, "", MaxSnapshotProviders)
+	return s.SnapshotPage(ctx, now, "", MaxSnapshotProviders)
 }
 
-// snapshotAt is the snapshot at now whose Providers are the first limit
-// providers named after after, MoreProviders counting the rest.
-func (s *Scheduler) snapshotAt(ctx context.Context, now time.Time, after string, limit int) (Snapshot, error) {
+// SnapshotPage is [Scheduler.SnapshotAt] with a page of providers: its
+// Providers are the first limit providers named after after (by byte-wise
+// name order; "" starts at the first), and MoreProviders counts the rest.
+// To list every provider, call it again with after the name of the last
+// provider of the page until MoreProviders is zero. The counts of jobs are
+// of the whole store whatever the page. Like Snapshot it reads every job:
+// meant for dashboards, not hot paths. Errors: [ErrInvalid] for a negative
+// limit; store errors.
+func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after string, limit int) (Snapshot, error) {
+	if limit < 0 {
+		return Snapshot{}, invalid("limit", "must be >= 0", limit)
+	}
 	snap := Snapshot{At: now, Jobs: make(map[State]int, len(States)), Decisions: s.decisions()}
 	provs := map[string]*ProviderSnapshot{}
 	get := func(name string) *ProviderSnapshot {

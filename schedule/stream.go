@@ -172,7 +172,7 @@ func (st *Stream[R]) validate(s *Scheduler) error {
 		return invalid("Stream.Options", "must leave Stream, Mode, Owner, Store, Provider, Source, Sink and TxSink zero: the scheduler sets them", "a field set")
 	}
 	for _, spec := range []Spec{{Provider: st.Provider, Kind: KindBackfill, Stream: st.Name, Priority: st.Priority}} {
-		if err := spec.validate(); err != nil {
+		if err := spec.Validate(); err != nil {
 			return err
 		}
 	}

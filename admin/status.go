@@ -1,10 +1,12 @@
-package schedule
+package admin
 
 import (
 	"bytes"
 	"html/template"
 	"net/http"
 	"time"
+
+	"github.com/forage-go/forage/schedule"
 )
 
 // statusJobs caps the jobs listed on the status page.
@@ -68,8 +70,7 @@ th{background:#f3f3f3}
 // serveStatus renders the status page; ?state= filters the job list. The
 // jobs' last errors are shown with their URLs redacted.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
-	s := h.s
-	state := State(r.URL.Query().Get("state"))
+	state := schedule.State(r.URL.Query().Get("state"))
 	if state != "" && !state.Valid() {
 		writeError(w, http.StatusBadRequest, "state", invalid("state", "must be empty or a valid state", state))
 		return
@@ -80,13 +81,13 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	snap, err := s.snapshotAt(r.Context(), time.Now(), "", MaxSnapshotProviders)
+	snap, err := h.s.SnapshotPage(r.Context(), time.Now(), "", schedule.MaxSnapshotProviders)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	var jobs []Job
-	more, err := s.page(r.Context(), Query{State: state}, statusJobs, func(j Job) bool {
+	var jobs []schedule.Job
+	more, err := h.page(r.Context(), schedule.Query{State: state}, statusJobs, func(j schedule.Job) bool {
 		j.Payload = nil // not shown: hold no more than a batch of payloads
 		j.Stats.LastError = cleanError(j.Stats.LastError)
 		jobs = append(jobs, j)
@@ -98,12 +99,12 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	data := struct {
-		Snap   Snapshot
-		States []State
-		State  State
-		Jobs   []Job
+		Snap   schedule.Snapshot
+		States []schedule.State
+		State  schedule.State
+		Jobs   []schedule.Job
 		More   bool
-	}{snap, States, state, jobs, more}
+	}{snap, schedule.States, state, jobs, more}
 	if err := statusPage.Execute(&buf, data); err != nil {
 		writeErr(w, err)
 		return

@@ -1,4 +1,4 @@
-package schedule
+package admin
 
 import (
 	"bytes"
@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/schedule"
 )
 
 // This file holds the admin handler's provider endpoints and their bounds:
 // a provider is paused only if the scheduler knows it, the paused set is
-// capped, and GET /providers is paged like GET /jobs.
+// capped, and GET /providers is paged like GET /jobs; GET /stats too.
 
 // The provider bounds of the admin handler.
 const (
@@ -21,8 +25,8 @@ const (
 	maxProviderListLimit     = 1000 // the largest ?limit=
 )
 
-// errTooManyPaused refuses a pause over HandlerConfig.MaxPausedProviders.
-var errTooManyPaused = errors.New("schedule: HandlerConfig.MaxPausedProviders providers are paused")
+// errTooManyPaused refuses a pause over Config.MaxPausedProviders.
+var errTooManyPaused = errors.New("admin: Config.MaxPausedProviders providers are paused")
 
 // serveProviderPause serves POST /providers/{name}/pause (pause true) and
 // /resume: 400 for a name that breaks the name rule, 404 for a provider
@@ -30,24 +34,24 @@ var errTooManyPaused = errors.New("schedule: HandlerConfig.MaxPausedProviders pr
 func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		if err := checkName("name", name); err != nil {
+		if err := checkName(name); err != nil {
 			writeError(w, http.StatusBadRequest, "name", err)
 			return
 		}
-		known, err := h.knownProvider(r.Context(), name)
+		known, err := h.s.KnowsProvider(r.Context(), name)
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
 		if !known {
 			writeError(w, http.StatusNotFound, "name", fmt.Errorf(
-				"schedule: provider %q is unknown: it has no job, is not paused and is not in the budget registry", clip(name, 64)))
+				"admin: provider %q is unknown: it has no job, is not paused and is not in the budget registry", clip(name, 64)))
 			return
 		}
 		switch {
 		case !pause:
 			h.s.ResumeProvider(name)
-		case !h.s.pauseProvider(name, h.cfg.MaxPausedProviders):
+		case !h.pauseProvider(name):
 			writeError(w, http.StatusConflict, "", fmt.Errorf("%w (%d): resume some, or raise the cap", errTooManyPaused, h.cfg.MaxPausedProviders))
 			return
 		}
@@ -55,30 +59,45 @@ func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
 	}
 }
 
-// knownProvider reports whether the scheduler knows provider: it is
-// paused, the budget registry holds it, or the store holds a job of it.
-func (h *Handler) knownProvider(ctx context.Context, provider string) (bool, error) {
-	if h.s.ProviderPaused(provider) {
-		return true, nil
+// checkName applies the name rule of every store
+// ([checkpoint.CheckName]) to the provider name of a path, answering in
+// this package's terms: "admin: invalid argument: name <why> (got <q>)".
+func checkName(name string) error {
+	err := checkpoint.CheckName("name", name)
+	if err == nil {
+		return nil
 	}
-	if reg := h.s.cfg.Budget; reg != nil {
-		if _, ok := reg.Lookup(provider); ok {
-			return true, nil
-		}
+	msg := strings.TrimPrefix(err.Error(), checkpoint.ErrInvalid.Error()+": name ")
+	rule, got, ok := strings.Cut(msg, " (got ")
+	if !ok {
+		return invalid("name", msg, "?")
 	}
-	jobs, err := h.s.Jobs(ctx, Query{Provider: provider, Limit: 1})
-	return len(jobs) > 0, err
+	return invalid("name", rule, strings.TrimSuffix(got, ")"))
+}
+
+// pauseProvider pauses provider unless that would make more than
+// MaxPausedProviders paused; it reports whether provider is paused. The
+// handler's mutex orders its own pauses, so concurrent requests cannot pass
+// the cap together.
+func (h *Handler) pauseProvider(provider string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.s.ProviderPaused(provider) && len(h.s.PausedProviders()) >= h.cfg.MaxPausedProviders {
+		return false
+	}
+	h.s.PauseProvider(provider)
+	return true
 }
 
 // snapshot is the scheduler's snapshot now, its providers the first limit
 // named after after, taken in turn (see [Handler.turn]).
-func (h *Handler) snapshot(ctx context.Context, after string, limit int) (Snapshot, error) {
+func (h *Handler) snapshot(ctx context.Context, after string, limit int) (schedule.Snapshot, error) {
 	release, err := h.turn(ctx)
 	if err != nil {
-		return Snapshot{}, err
+		return schedule.Snapshot{}, err
 	}
 	defer release()
-	return h.s.snapshotAt(ctx, time.Now(), after, limit)
+	return h.s.SnapshotPage(ctx, time.Now(), after, limit)
 }
 
 // turn waits for the turn to read the whole store, and returns the func
@@ -117,7 +136,7 @@ func (h *Handler) serveProviders(w http.ResponseWriter, r *http.Request) {
 	for _, p := range snap.Providers {
 		enc, err := json.Marshal(p)
 		if err != nil {
-			writeErr(w, fmt.Errorf("schedule: provider %q cannot be written as JSON: %w", clip(p.Provider, 64), err))
+			writeErr(w, fmt.Errorf("admin: provider %q cannot be written as JSON: %w", clip(p.Provider, 64), err))
 			return
 		}
 		if n > 0 && buf.Len()+len(enc)+len(p.Provider)*6+32 > h.cfg.MaxPageBytes { // the tail and "next", escaped
@@ -142,4 +161,13 @@ func (h *Handler) serveProviders(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(buf.Bytes())
+}
+
+func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request) {
+	snap, err := h.snapshot(r.Context(), "", schedule.MaxSnapshotProviders)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, snap)
 }

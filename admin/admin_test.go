@@ -1,4 +1,4 @@
-package schedule_test
+package admin_test
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type api struct {
 func newAPI(t *testing.T, cfg schedule.Config, r schedule.Worker) *api {
 	t.Helper()
 	s, _ := newSched(t, cfg, r)
-	return &api{t: t, h: s.Handler(), s: s}
+	return &api{t: t, h: handler(t, s), s: s}
 }
 
 // do sends method path body as a well-behaved client does (JSON content
@@ -57,12 +57,13 @@ func (a *api) want(method, path, body string, code int, out any) string {
 	return resp
 }
 
-// wantBad checks a 400 whose JSON error names field.
+// wantBad checks a 400 whose JSON error names field, its message that of
+// the handler ("admin: ") or of the scheduler ("schedule: ").
 func (a *api) wantBad(method, path, body, field string) {
 	a.t.Helper()
 	var e struct{ Error, Field string }
 	a.want(method, path, body, http.StatusBadRequest, &e)
-	if e.Field != field || !strings.HasPrefix(e.Error, "schedule: ") {
+	if e.Field != field || !(strings.HasPrefix(e.Error, "admin: ") || strings.HasPrefix(e.Error, "schedule: ")) {
 		a.t.Fatalf("%s %s %s: error %q naming field %q, want field %q", method, path, body, e.Error, e.Field, field)
 	}
 }

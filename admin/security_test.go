@@ -1,4 +1,4 @@
-package schedule_test
+package admin_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/forage-go/forage/admin"
 	"github.com/forage-go/forage/schedule"
 	"pgregory.net/rapid"
 )
@@ -139,7 +140,7 @@ func TestHandlerAuthorize(t *testing.T) {
 	s, _ := newSched(t, schedule.Config{}, nil)
 	var seen []string
 	var mu sync.Mutex
-	h, err := schedule.NewHandler(s, schedule.HandlerConfig{Authorize: func(r *http.Request) error {
+	h, err := admin.New(s, admin.Config{Authorize: func(r *http.Request) error {
 		mu.Lock()
 		seen = append(seen, r.Method+" "+r.URL.Path)
 		mu.Unlock()
@@ -149,9 +150,9 @@ func TestHandlerAuthorize(t *testing.T) {
 		case tok == "Bearer viewer" && (r.Method == "GET" || r.Method == "HEAD"):
 			return nil
 		case tok == "Bearer viewer":
-			return errors.New("schedule: viewers may only read")
+			return errors.New("admin: viewers may only read")
 		}
-		return fmt.Errorf("%w: a bearer token is required", schedule.ErrUnauthenticated)
+		return fmt.Errorf("%w: a bearer token is required", admin.ErrUnauthenticated)
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -201,24 +202,24 @@ func TestHandlerAuthorize(t *testing.T) {
 	}
 }
 
-// TestNewHandlerConfig: negative bounds are refused, naming the field.
-func TestNewHandlerConfig(t *testing.T) {
+// TestNewConfig: negative bounds are refused, naming the field.
+func TestNewConfig(t *testing.T) {
 	t.Parallel()
 	s, _ := newSched(t, schedule.Config{}, nil)
 	for _, tc := range []struct {
-		cfg   schedule.HandlerConfig
+		cfg   admin.Config
 		field string
 	}{
-		{schedule.HandlerConfig{MaxJobs: -1}, "HandlerConfig.MaxJobs"},
-		{schedule.HandlerConfig{MaxPageBytes: -1}, "HandlerConfig.MaxPageBytes"},
+		{admin.Config{MaxJobs: -1}, "Config.MaxJobs"},
+		{admin.Config{MaxPageBytes: -1}, "Config.MaxPageBytes"},
 	} {
-		_, err := schedule.NewHandler(s, tc.cfg)
-		if !errors.Is(err, schedule.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("NewHandler(%+v) = %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
+		_, err := admin.New(s, tc.cfg)
+		if !errors.Is(err, admin.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
 		}
 	}
-	if _, err := schedule.NewHandler(nil, schedule.HandlerConfig{}); !errors.Is(err, schedule.ErrInvalidConfig) {
-		t.Errorf("NewHandler(nil) = %v, want ErrInvalidConfig", err)
+	if _, err := admin.New(nil, admin.Config{}); !errors.Is(err, admin.ErrInvalidConfig) {
+		t.Errorf("New(nil) = %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -266,7 +267,7 @@ func TestHandlerListBounded(t *testing.T) {
 		upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: fmt.Sprint(i), Payload: make([]byte, payload)})
 	}
 	store.maxJobs, store.maxPayload = 0, 0
-	h := s.Handler()
+	h := handler(t, s)
 	seen := 0
 	for after, pages := int64(0), 0; ; pages++ {
 		rec := send(h, httptest.NewRequest("GET", fmt.Sprintf("/jobs?limit=1000&after=%d", after), nil))
@@ -319,7 +320,7 @@ func TestHandlerListManyJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := s.Handler()
+	h := handler(t, s)
 	for query, want := range map[string]int{"": 100, "?limit=1000": 1000} {
 		rec := send(h, httptest.NewRequest("GET", "/jobs"+query, nil))
 		var p listPage
@@ -351,9 +352,9 @@ func TestPropertyListPaging(t *testing.T) {
 		}
 		limit := rapid.IntRange(1, 20).Draw(rt, "limit")
 		maxBytes := rapid.IntRange(1, 20000).Draw(rt, "maxPageBytes")
-		h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPageBytes: maxBytes})
+		h, err := admin.New(s, admin.Config{MaxPageBytes: maxBytes})
 		if err != nil {
-			rt.Fatalf("NewHandler: %v", err)
+			rt.Fatalf("New: %v", err)
 		}
 		var got []int64
 		for after, page := int64(0), 0; ; page++ {
@@ -396,7 +397,7 @@ func TestHandlerMaxJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxJobs: 3})
+		h, err := admin.New(s, admin.Config{MaxJobs: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package schedule_test
+package admin_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage/admin"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 	"pgregory.net/rapid"
@@ -64,7 +65,7 @@ func TestHandlerMaxPausedProviders(t *testing.T) {
 		reg.Provider(fmt.Sprintf("p%d", i))
 	}
 	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
-	h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPausedProviders: 3})
+	h, err := admin.New(s, admin.Config{MaxPausedProviders: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,20 +80,20 @@ func TestHandlerMaxPausedProviders(t *testing.T) {
 	if s.ProviderPaused("p4") || !s.ProviderPaused("p3") || s.ProviderPaused("p0") {
 		t.Fatal("the paused set is not p1, p2, p3")
 	}
-	if _, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPausedProviders: -1}); err == nil || !strings.Contains(err.Error(), "HandlerConfig.MaxPausedProviders") {
-		t.Fatalf("NewHandler(MaxPausedProviders: -1) = %v, want an error naming the field", err)
+	if _, err := admin.New(s, admin.Config{MaxPausedProviders: -1}); err == nil || !strings.Contains(err.Error(), "Config.MaxPausedProviders") {
+		t.Fatalf("New(MaxPausedProviders: -1) = %v, want an error naming the field", err)
 	}
 }
 
 // manyProviders returns an API over a scheduler in which the host paused
 // n providers: more than a snapshot lists.
-func manyProviders(t *testing.T, n int, cfg schedule.HandlerConfig) *api {
+func manyProviders(t *testing.T, n int, cfg admin.Config) *api {
 	t.Helper()
 	s, _ := newSched(t, schedule.Config{}, nil)
 	for i := range n {
 		s.PauseProvider(fmt.Sprintf("%s-%05d", strings.Repeat("x", 900), i))
 	}
-	h, err := schedule.NewHandler(s, cfg)
+	h, err := admin.New(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func manyProviders(t *testing.T, n int, cfg schedule.HandlerConfig) *api {
 func TestSnapshotProvidersBounded(t *testing.T) {
 	t.Parallel()
 	const n = 3 * schedule.MaxSnapshotProviders
-	a := manyProviders(t, n, schedule.HandlerConfig{})
+	a := manyProviders(t, n, admin.Config{})
 	snap, err := a.s.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestPropertyProviderPaging(t *testing.T) {
 			s.PauseProvider(name)
 			want = append(want, name)
 		}
-		h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPageBytes: maxBytes})
+		h, err := admin.New(s, admin.Config{MaxPageBytes: maxBytes})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -193,11 +194,11 @@ func TestPropertyProviderPaging(t *testing.T) {
 func TestHandler401Challenge(t *testing.T) {
 	t.Parallel()
 	s, _ := newSched(t, schedule.Config{}, nil)
-	h, err := schedule.NewHandler(s, schedule.HandlerConfig{Authorize: func(r *http.Request) error {
+	h, err := admin.New(s, admin.Config{Authorize: func(r *http.Request) error {
 		if r.Header.Get("Authorization") == "" {
-			return fmt.Errorf("%w: a bearer token is required", schedule.ErrUnauthenticated)
+			return fmt.Errorf("%w: a bearer token is required", admin.ErrUnauthenticated)
 		}
-		return fmt.Errorf("schedule: not allowed")
+		return fmt.Errorf("admin: not allowed")
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +249,7 @@ func TestHandlerSnapshotsOneAtATime(t *testing.T) {
 			t.Fatal(err)
 		}
 		upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
-		h := s.Handler()
+		h := handler(t, s)
 		var wg sync.WaitGroup
 		for i := range 9 {
 			wg.Go(func() {
@@ -286,7 +287,7 @@ func TestPropertyProviderPauses(t *testing.T) {
 			known[name] = true
 		}
 		limit := rapid.IntRange(1, 4).Draw(rt, "MaxPausedProviders")
-		h, err := schedule.NewHandler(s, schedule.HandlerConfig{MaxPausedProviders: limit})
+		h, err := admin.New(s, admin.Config{MaxPausedProviders: limit})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -319,4 +320,38 @@ func TestPropertyProviderPauses(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHandlerMaxPausedProvidersConcurrent: concurrent pauses of distinct
+// known providers through one handler pass the cap together never: exactly
+// MaxPausedProviders of them answer 200, the rest 409.
+func TestHandlerMaxPausedProvidersConcurrent(t *testing.T) {
+	t.Parallel()
+	const n, limit = 40, 7
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+	for i := range n {
+		reg.Provider(fmt.Sprintf("p%d", i))
+	}
+	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
+	h, err := admin.New(s, admin.Config{MaxPausedProviders: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req := httptest.NewRequest("POST", fmt.Sprintf("/providers/p%d/pause", i), nil)
+			req.Header.Set("Content-Type", "application/json")
+			rec := send(h, req)
+			mu.Lock()
+			codes[rec.Code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[http.StatusOK] != limit || codes[http.StatusConflict] != n-limit || len(s.PausedProviders()) != limit {
+		t.Fatalf("answers %v, %d paused; want %d × 200, %d × 409 and %d paused", codes, len(s.PausedProviders()), limit, n-limit, limit)
+	}
 }

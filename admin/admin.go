@@ -1,0 +1,231 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/forage-go/forage/schedule"
+)
+
+// Config configures the handler [New] returns. The zero value is valid:
+// every request is authorized (see Authorize), POST /jobs creates jobs
+// while the store holds fewer than 100,000, at most 1,000 providers are
+// paused through it, and a GET /jobs or GET /providers page holds at most
+// 4 MiB of JSON.
+type Config struct {
+	// Authorize decides, before anything else is read, whether r may be
+	// served: nil serves it; an error refuses it with its message, 401 if
+	// it wraps [ErrUnauthenticated] and 403 otherwise. A 401 carries
+	// `WWW-Authenticate: Bearer realm="forage"`, as RFC 9110 requires:
+	// clients send credentials in the Authorization header, which the hook
+	// reads from r. r.Method and r.URL.Path (relative to where the handler
+	// is mounted, after [http.StripPrefix]) say what is asked: GET and HEAD
+	// only read, POST and DELETE change state. It is called concurrently.
+	// Nil authorizes every request: then the handler must be reachable only
+	// by operators (behind the host's authentication, or on a private
+	// listener), since it pauses providers and creates and deletes jobs.
+	Authorize func(r *http.Request) error
+	// MaxJobs caps the jobs the store may hold for POST /jobs to create one
+	// more: a creation beyond it answers 409, while updates of existing
+	// jobs still pass. It bounds what one client of the API can make the
+	// store hold; jobs the host adds with [schedule.Scheduler.Upsert] count
+	// but are not refused. A store ([schedule.Scheduler.Store]) with a
+	// Count(ctx) (int, error) method (as [schedule.MemoryStore]) is asked
+	// for the count; any other is listed page by page, up to MaxJobs.
+	// Defaults to 100,000.
+	MaxJobs int
+	// MaxPausedProviders caps the providers paused in the scheduler for
+	// POST /providers/{name}/pause to pause one more: a pause beyond it
+	// answers 409 (resuming, or pausing a paused provider, still passes).
+	// Only a provider the scheduler knows
+	// ([schedule.Scheduler.KnowsProvider]) may be paused at all. Providers
+	// the host pauses with [schedule.Scheduler.PauseProvider] count but are
+	// not refused. Defaults to 1,000.
+	MaxPausedProviders int
+	// MaxPageBytes caps the JSON of one GET /jobs or GET /providers page,
+	// in bytes. A page ends before the job that would pass it (its "next"
+	// says where to go on) but always holds at least one job, so a page may
+	// reach about 1.4 MiB (a job's payload is at most 1 MiB, base64 in
+	// JSON) whatever the cap. Defaults to 4 MiB.
+	MaxPageBytes int
+}
+
+// The defaults and bounds of the admin handler.
+const (
+	defaultMaxJobs      = 100_000
+	defaultMaxPageBytes = 4 << 20
+	defaultListLimit    = 100  // jobs per GET /jobs page when ?limit= is absent
+	maxListLimit        = 1000 // the largest ?limit=
+	listBatch           = 64   // jobs read from the store at once, so a page never holds more payloads in memory
+	countBatch          = 256  // jobs per List when counting a store without Count
+)
+
+// Handler is the admin API and status page of a [schedule.Scheduler], an
+// [http.Handler] rooted at "/"; mount it under a prefix with
+// [http.StripPrefix]. Build it with [New]. It is safe for concurrent use.
+type Handler struct {
+	s     *schedule.Scheduler
+	cfg   Config
+	mux   *http.ServeMux
+	cop   *http.CrossOriginProtection
+	mu    sync.Mutex    // serializes creations and pauses, so MaxJobs and MaxPausedProviders hold against this handler's own races
+	count counter       // the store's Count, if it has one
+	scan  chan struct{} // one snapshot at a time: each holds a batch of payloads while it reads the store
+}
+
+// counter is a [schedule.JobStore] that can count its jobs cheaply.
+type counter interface {
+	Count(ctx context.Context) (int, error)
+}
+
+// New returns the admin API and status page of s:
+//
+//	GET    /                        HTML status page (providers, rates, breakers, jobs by state)
+//	GET    /stats                   the Snapshot as JSON (at most schedule.MaxSnapshotProviders providers)
+//	GET    /providers               a page of providers with their budget snapshot: ?after= &limit=
+//	POST   /providers/{name}/pause  pause a provider in this scheduler; 404 if unknown
+//	POST   /providers/{name}/resume resume it; 404 if unknown
+//	GET    /jobs                    a page: ?provider= &kind= &state= &stream= &after= &limit=
+//	POST   /jobs                    upsert {"provider","kind","stream","priority","interval_ms","payload","next_run"}; 201 if created
+//	GET    /jobs/{id}               one job
+//	DELETE /jobs/{id}               delete; 204
+//	POST   /jobs/{id}/pause         pause
+//	POST   /jobs/{id}/resume        resume
+//	POST   /jobs/{id}/run           run now; 409 while it runs
+//
+// Every request is first authorized (see [Config.Authorize]). A
+// request that changes state (any method but GET, HEAD and OPTIONS) must
+// carry "Content-Type: application/json", even without a body (curl -X POST
+// -H 'Content-Type: application/json' …), and must not come from another
+// origin (see [http.CrossOriginProtection]): a browser cannot send such a
+// request from another site without a CORS preflight, which this handler
+// never grants, so a page the operator visits cannot forge one. Otherwise
+// the answer is 415 or 403. A request body over 2 MiB answers 413.
+//
+// GET /jobs answers {"jobs": […], "next": N}: at most ?limit= jobs
+// (default 100, at most 1000) with an ID above ?after= (default 0), in ID
+// order, within [Config.MaxPageBytes]. "next", present when more
+// jobs may match, is the ?after= of the next page. GET /providers answers
+// {"providers": […], "next": "name"} the same way: at most ?limit=
+// providers (default 100, at most 1000) named after ?after= (default ""),
+// in name order. GET /stats and the status page show the first
+// [schedule.MaxSnapshotProviders] providers and how many more there are
+// ([schedule.Snapshot.MoreProviders]). These three read the whole store
+// (see [schedule.Scheduler.SnapshotPage]), so they take turns: one reads at a time, the
+// others wait.
+//
+// A provider name in a path must meet the name rule of every store
+// ([checkpoint.CheckName]: valid UTF-8, no control character, at most
+// 1024 bytes), else 400; a provider is paused or resumed only if the
+// scheduler knows it ([schedule.Scheduler.KnowsProvider]: it has a job, is
+// paused, or is in [schedule.Config.Budget]), else 404, and at most
+// [Config.MaxPausedProviders] are paused, else 409.
+//
+// Errors are JSON, {"error": "...", "field": "..."}: 400 for invalid input,
+// naming the field; 401 (with a WWW-Authenticate challenge) or 403 when
+// refused; 404 for an unknown job or provider; 409 for run-now on a
+// running job, a creation over MaxJobs or a pause over
+// MaxPausedProviders; 413 for a body too large; 415 for a state change
+// without the JSON content type; 500 for a store failure. Every URL in an
+// error it serves (and in the jobs' last errors) has its query values and
+// userinfo redacted.
+//
+// New fails, wrapping [ErrInvalidConfig], for a nil s or a negative
+// MaxJobs, MaxPausedProviders or MaxPageBytes.
+func New(s *schedule.Scheduler, cfg Config) (*Handler, error) {
+	switch {
+	case s == nil:
+		return nil, invalidConfig.Must("New's Scheduler", "not be nil: build one with schedule.New", "nil")
+	case cfg.MaxJobs < 0:
+		return nil, invalidConfig.Must("Config.MaxJobs", "be >= 0", cfg.MaxJobs)
+	case cfg.MaxPageBytes < 0:
+		return nil, invalidConfig.Must("Config.MaxPageBytes", "be >= 0", cfg.MaxPageBytes)
+	case cfg.MaxPausedProviders < 0:
+		return nil, invalidConfig.Must("Config.MaxPausedProviders", "be >= 0", cfg.MaxPausedProviders)
+	}
+	if cfg.MaxPausedProviders == 0 {
+		cfg.MaxPausedProviders = defaultMaxPaused
+	}
+	if cfg.MaxJobs == 0 {
+		cfg.MaxJobs = defaultMaxJobs
+	}
+	if cfg.MaxPageBytes == 0 {
+		cfg.MaxPageBytes = defaultMaxPageBytes
+	}
+	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection(), scan: make(chan struct{}, 1)}
+	h.count, _ = s.Store().(counter)
+	h.routes()
+	return h, nil
+}
+
+// routes registers the endpoints.
+func (h *Handler) routes() {
+	s, mux := h.s, h.mux
+	mux.HandleFunc("GET /{$}", h.serveStatus)
+	mux.HandleFunc("GET /stats", h.serveStats)
+	mux.HandleFunc("GET /providers", h.serveProviders)
+	mux.HandleFunc("POST /providers/{name}/pause", h.serveProviderPause(true))
+	mux.HandleFunc("POST /providers/{name}/resume", h.serveProviderPause(false))
+	mux.HandleFunc("GET /jobs", h.serveList)
+	mux.HandleFunc("POST /jobs", h.serveUpsert)
+	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Job))
+	mux.HandleFunc("DELETE /jobs/{id}", h.serveDelete)
+	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(s.Pause))
+	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(s.Resume))
+	mux.HandleFunc("POST /jobs/{id}/run", serveJob(s.RunNow))
+}
+
+// ServeHTTP authorizes r, refuses a state change a browser could have
+// forged, bounds the body and serves the route.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Authorize != nil {
+		if err := h.cfg.Authorize(r); err != nil {
+			code := http.StatusForbidden
+			if errors.Is(err, ErrUnauthenticated) {
+				code = http.StatusUnauthorized
+				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+			}
+			writeError(w, code, "", err)
+			return
+		}
+	}
+	if !safeMethod(r.Method) {
+		if err := h.cop.Check(r); err != nil {
+			writeError(w, http.StatusForbidden, "", fmt.Errorf("admin: refused a cross-origin %s: %w", r.Method, err))
+			return
+		}
+		if !isJSON(r.Header.Get("Content-Type")) {
+			writeError(w, http.StatusUnsupportedMediaType, "Content-Type", fmt.Errorf(
+				"admin: a %s needs Content-Type: application/json (got %q)", r.Method, r.Header.Get("Content-Type")))
+			return
+		}
+	}
+	if r.ContentLength > maxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "body", fmt.Errorf("admin: the body is %d bytes, over the %d allowed", r.ContentLength, maxBody))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	h.mux.ServeHTTP(w, r)
+}
+
+// wwwAuthenticate is the challenge of a 401 (RFC 9110, section 11.6.1).
+const wwwAuthenticate = `Bearer realm="forage"`
+
+// safeMethod reports whether method only reads.
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// isJSON reports whether the Content-Type ct is application/json (any
+// parameters).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// maxBody caps a request body: a payload of 1 MiB, base64, plus the rest.
+const maxBody = 2 << 20

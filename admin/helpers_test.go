@@ -1,0 +1,92 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/admin"
+	"github.com/forage-go/forage/schedule"
+)
+
+// t0 is where the explicit-time tests start.
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// tb is what the helpers need of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// idle is a runner that must not be called (explicit-time tests).
+var idle = schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) {
+	return schedule.Result{}, errors.New("not called")
+})
+
+// newSched returns a scheduler over a fresh memory store.
+func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryStore) {
+	t.Helper()
+	store := schedule.NewMemoryStore()
+	if r == nil {
+		r = idle
+	}
+	s, err := schedule.New(cfg, store, r)
+	if err != nil {
+		t.Fatalf("schedule.New(%+v): %v", cfg, err)
+	}
+	return s, store
+}
+
+// handler returns the handler of s with the zero Config.
+func handler(t tb, s *schedule.Scheduler) *admin.Handler {
+	t.Helper()
+	h, err := admin.New(s, admin.Config{})
+	if err != nil {
+		t.Fatalf("New(zero Config): %v", err)
+	}
+	return h
+}
+
+// upsert adds spec at now.
+func upsert(t tb, s *schedule.Scheduler, now time.Time, spec schedule.Spec) schedule.Job {
+	t.Helper()
+	j, err := s.UpsertAt(context.Background(), now, spec)
+	if err != nil {
+		t.Fatalf("UpsertAt(%+v): %v", spec, err)
+	}
+	return j
+}
+
+// claim calls ClaimAt and returns the jobs claimed, in order.
+func claim(t tb, s *schedule.Scheduler, now time.Time) []schedule.Job {
+	t.Helper()
+	jobs, err := s.ClaimAt(context.Background(), now)
+	if err != nil {
+		t.Fatalf("ClaimAt(%v): %v", now, err)
+	}
+	return jobs
+}
+
+// streams returns the streams of jobs, in order.
+func streams(jobs []schedule.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Stream
+	}
+	return out
+}
+
+// runFor runs s in the bubble for d of fake time, then stops it and waits
+// for Run to return, failing if it returns anything but context.Canceled.
+func runFor(t *testing.T, s *schedule.Scheduler, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(d)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run returned %v, want context.Canceled", err)
+	}
+}

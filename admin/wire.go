@@ -1,0 +1,141 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/forage-go/forage/internal/argerr"
+	"github.com/forage-go/forage/internal/redact"
+	"github.com/forage-go/forage/schedule"
+)
+
+// This file holds the wire format: jobs as JSON, and errors as JSON with
+// their status and their secrets redacted.
+
+// jobJSON is a job on the wire.
+type jobJSON struct {
+	ID         int64          `json:"id"`
+	Provider   string         `json:"provider"`
+	Kind       schedule.Kind  `json:"kind"`
+	Stream     string         `json:"stream"`
+	Priority   int            `json:"priority"`
+	IntervalMS int64          `json:"interval_ms"`
+	Payload    []byte         `json:"payload,omitempty"`
+	State      schedule.State `json:"state"`
+	NextRun    time.Time      `json:"next_run,omitzero"`
+	Stats      statsJSON      `json:"stats"`
+	Lease      *leaseJSON     `json:"lease,omitempty"`
+	Version    int64          `json:"version"`
+	Created    time.Time      `json:"created,omitzero"`
+	Updated    time.Time      `json:"updated,omitzero"`
+}
+
+// statsJSON is a job's Stats on the wire.
+type statsJSON struct {
+	Runs        int64     `json:"runs"`
+	Successes   int64     `json:"successes"`
+	Failures    int64     `json:"failures"`
+	Streak      int       `json:"streak"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastRun     time.Time `json:"last_run,omitzero"`
+	LastSuccess time.Time `json:"last_success,omitzero"`
+}
+
+// toJSON is j on the wire, its last error redacted again (a store may hold
+// one written before redaction existed).
+func toJSON(j schedule.Job) jobJSON {
+	j.Stats.LastError = cleanError(j.Stats.LastError)
+	out := jobJSON{
+		ID: j.ID, Provider: j.Provider, Kind: j.Kind, Stream: j.Stream, Priority: j.Priority,
+		IntervalMS: j.Interval.Milliseconds(), Payload: j.Payload, State: j.State, NextRun: j.NextRun,
+		Stats:   statsJSON(j.Stats),
+		Version: j.Version, Created: j.Created, Updated: j.Updated,
+	}
+	if j.Lease.Owner != "" {
+		out.Lease = &leaseJSON{Owner: j.Lease.Owner, Until: j.Lease.Until}
+	}
+	return out
+}
+
+// leaseJSON is a job's Lease on the wire.
+type leaseJSON struct {
+	Owner string    `json:"owner"`
+	Until time.Time `json:"until"`
+}
+
+// specJSON is the body of POST /jobs.
+type specJSON struct {
+	Provider   string        `json:"provider"`
+	Kind       schedule.Kind `json:"kind"`
+	Stream     string        `json:"stream"`
+	Priority   int           `json:"priority"`
+	IntervalMS int64         `json:"interval_ms"`
+	Payload    string        `json:"payload"` // base64
+	NextRun    time.Time     `json:"next_run"`
+}
+
+// wireField names, in the API's terms, the fields of argErrors.
+var wireField = map[string]string{
+	"Spec.Provider": "provider", "Spec.Kind": "kind", "Spec.Stream": "stream",
+	"Spec.Priority": "priority", "Spec.Interval": "interval_ms", "Spec.Payload": "payload",
+	"Query.Kind": "kind", "Query.State": "state", "Query.After": "after", "Query.Limit": "limit",
+	"id": "id",
+}
+
+// writeErr answers err with the status its sentinel calls for.
+func writeErr(w http.ResponseWriter, err error) {
+	field, named := argerr.Field(err)
+	switch {
+	case named:
+		writeError(w, http.StatusBadRequest, wireField[field], err)
+	case errors.Is(err, schedule.ErrInvalid):
+		writeError(w, http.StatusBadRequest, "", err)
+	case errors.Is(err, schedule.ErrNotFound):
+		writeError(w, http.StatusNotFound, "id", err)
+	case errors.Is(err, schedule.ErrRunning):
+		writeError(w, http.StatusConflict, "", err)
+	default:
+		writeError(w, http.StatusInternalServerError, "", err)
+	}
+}
+
+// cleanError is a stored error message as the handler serves it: every URL
+// redacted, at most maxLastError bytes.
+func cleanError(msg string) string { return clip(redact.String(msg), maxLastError) }
+
+// maxLastError caps a served last error, in bytes: the scheduler stores at
+// most 2 KiB, but a store may hold a longer one written by other means.
+const maxLastError = 2048
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// writeError answers {"error": err, "field": field} with code; URLs in the
+// message are redacted (a store's error may name its DSN).
+func writeError(w http.ResponseWriter, code int, field string, err error) {
+	body := map[string]string{"error": redact.String(err.Error())}
+	if field != "" {
+		body["field"] = field
+	}
+	writeJSON(w, code, body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,160 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/schedule"
+	"pgregory.net/rapid"
+)
+
+// The calls a host (and package admin) builds an operator's view from:
+// snapshots a page of providers at a time, the paused set, which
+// providers the scheduler knows, its store, and a spec's validation.
+
+// TestPropertySnapshotPage: following SnapshotPage from "" with any limit
+// lists every provider once, in name order, each page at most limit long,
+// MoreProviders counting exactly those after the page, and the job counts
+// those of the whole store on every page.
+func TestPropertySnapshotPage(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		s, _ := newSched(rt, schedule.Config{}, nil)
+		n := rapid.IntRange(0, 12).Draw(rt, "providers")
+		var want []string
+		for i := range n {
+			name := fmt.Sprintf("p%02d", i)
+			if rapid.Bool().Draw(rt, "paused") {
+				s.PauseProvider(name)
+			} else {
+				upsert(rt, s, t0, schedule.Spec{Provider: name, Kind: schedule.KindBackfill, Stream: "s"})
+			}
+			want = append(want, name)
+		}
+		limit := rapid.IntRange(1, 5).Draw(rt, "limit")
+		total := len(want) - len(s.PausedProviders())
+		var got []string
+		for after, step := "", 0; ; step++ {
+			snap, err := s.SnapshotPage(context.Background(), t0, after, limit)
+			if err != nil {
+				rt.Fatalf("step %d: SnapshotPage(%q, %d): %v", step, after, limit, err)
+			}
+			if len(snap.Providers) > limit || snap.Total != total {
+				rt.Fatalf("step %d: %d providers (limit %d), Total %d (want %d)", step, len(snap.Providers), limit, snap.Total, total)
+			}
+			for _, p := range snap.Providers {
+				got = append(got, p.Provider)
+			}
+			if left := len(want) - len(got); snap.MoreProviders != left {
+				rt.Fatalf("step %d: MoreProviders %d, want %d", step, snap.MoreProviders, left)
+			}
+			if snap.MoreProviders == 0 {
+				break
+			}
+			after = got[len(got)-1]
+		}
+		if !slices.Equal(got, want) {
+			rt.Fatalf("paged %q, want %q", got, want)
+		}
+	})
+}
+
+// TestSnapshotPageLimits: SnapshotAt is the first page of
+// MaxSnapshotProviders; a zero limit lists none and counts them all; a
+// negative one is refused.
+func TestSnapshotPageLimits(t *testing.T) {
+	t.Parallel()
+	s, _ := newSched(t, schedule.Config{}, nil)
+	for i := range schedule.MaxSnapshotProviders + 2 {
+		s.PauseProvider(fmt.Sprintf("p%04d", i))
+	}
+	ctx := context.Background()
+	first, err := s.SnapshotAt(ctx, t0)
+	if err != nil || len(first.Providers) != schedule.MaxSnapshotProviders || first.MoreProviders != 2 {
+		t.Fatalf("SnapshotAt: %v, %d providers, %d more; want %d and 2", err, len(first.Providers), first.MoreProviders, schedule.MaxSnapshotProviders)
+	}
+	none, err := s.SnapshotPage(ctx, t0, "", 0)
+	if err != nil || len(none.Providers) != 0 || none.MoreProviders != schedule.MaxSnapshotProviders+2 {
+		t.Fatalf("SnapshotPage(limit 0): %v, %d providers, %d more", err, len(none.Providers), none.MoreProviders)
+	}
+	if _, err := s.SnapshotPage(ctx, t0, "", -1); !errors.Is(err, schedule.ErrInvalid) {
+		t.Fatalf("SnapshotPage(limit -1) = %v, want ErrInvalid", err)
+	}
+}
+
+// TestPausedProvidersAndKnowsProvider: PausedProviders lists the paused
+// set, sorted, as pauses and resumes change it; KnowsProvider is true for a
+// provider with a job, in the budget registry or paused, and false for
+// any other, which stays unknown once resumed.
+func TestPausedProvidersAndKnowsProvider(t *testing.T) {
+	t.Parallel()
+	reg, err := budget.NewRegistry(budget.RegistryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Provider("in-registry")
+	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
+	upsert(t, s, t0, schedule.Spec{Provider: "with-job", Kind: schedule.KindBackfill, Stream: "s"})
+	if got := s.PausedProviders(); len(got) != 0 {
+		t.Fatalf("PausedProviders of a new scheduler: %q", got)
+	}
+	s.PauseProvider("zeta")
+	s.PauseProvider("alpha")
+	s.PauseProvider("zeta") // twice: listed once
+	if got := s.PausedProviders(); !slices.Equal(got, []string{"alpha", "zeta"}) {
+		t.Fatalf("PausedProviders = %q, want [alpha zeta]", got)
+	}
+	ctx := context.Background()
+	for name, want := range map[string]bool{"with-job": true, "in-registry": true, "alpha": true, "unknown": false} {
+		if got, err := s.KnowsProvider(ctx, name); err != nil || got != want {
+			t.Errorf("KnowsProvider(%q) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	s.ResumeProvider("alpha")
+	if got := s.PausedProviders(); !slices.Equal(got, []string{"zeta"}) {
+		t.Fatalf("PausedProviders after resuming alpha = %q, want [zeta]", got)
+	}
+	if known, _ := s.KnowsProvider(ctx, "alpha"); known {
+		t.Error("alpha is still known once resumed, with no job and no budget")
+	}
+}
+
+// TestStoreIsTheOneGiven: Store returns the store the scheduler was built
+// with, so a host reaches its own methods (MemoryStore.Count).
+func TestStoreIsTheOneGiven(t *testing.T) {
+	t.Parallel()
+	s, store := newSched(t, schedule.Config{}, nil)
+	if got, ok := s.Store().(*schedule.MemoryStore); !ok || got != store {
+		t.Fatalf("Store() = %T %p, want the MemoryStore %p", s.Store(), got, store)
+	}
+	upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
+	if n, err := store.Count(context.Background()); err != nil || n != 1 {
+		t.Fatalf("Count through the store: %d, %v; want 1", n, err)
+	}
+}
+
+// TestSpecValidateAgreesWithUpsert: Validate refuses exactly the specs
+// Upsert refuses, with the same error.
+func TestSpecValidateAgreesWithUpsert(t *testing.T) {
+	t.Parallel()
+	s, _ := newSched(t, schedule.Config{}, nil)
+	rapid.Check(t, func(rt *rapid.T) {
+		spec := schedule.Spec{
+			Provider: rapid.SampledFrom([]string{"p", "", "p\x00"}).Draw(rt, "provider"),
+			Kind:     schedule.Kind(rapid.SampledFrom([]string{"backfill", "incremental", "gap_fill", "refresh", "sideways", ""}).Draw(rt, "kind")),
+			Stream:   rapid.SampledFrom([]string{"s", "", "t"}).Draw(rt, "stream"),
+			Priority: rapid.IntRange(-2, schedule.MaxPriority+2).Draw(rt, "priority"),
+			Interval: rapid.SampledFrom([]time.Duration{-time.Second, 0, time.Minute}).Draw(rt, "interval"),
+		}
+		verr := spec.Validate()
+		_, uerr := s.UpsertAt(context.Background(), t0, spec)
+		if fmt.Sprint(verr) != fmt.Sprint(uerr) || (verr != nil && !errors.Is(verr, schedule.ErrInvalid)) {
+			rt.Fatalf("Validate(%+v) = %v, Upsert = %v: want the same ErrInvalid or both nil", spec, verr, uerr)
+		}
+	})
+}

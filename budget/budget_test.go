@@ -130,6 +130,76 @@ func TestPropertyEnvelope(t *testing.T) {
 	})
 }
 
+// TestPropertyParentEnvelope: runs that are turns of one parent run (a
+// command's envelope) share its cap: concurrent calls through several
+// children never make more attempts than the parent allows nor than each
+// child allows, every attempt is counted in its child and in the parent,
+// and a child's deadline is the earlier of its own and its parent's.
+func TestPropertyParentEnvelope(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			now := time.Now()
+			parentCap := rapid.IntRange(1, 40).Draw(rt, "parentCap")
+			parentEnd := now.Add(rapid.SampledFrom([]time.Duration{0, time.Minute, time.Hour}).Draw(rt, "parentEnd"))
+			if parentEnd.Equal(now) {
+				parentEnd = time.Time{}
+			}
+			parent := newRun(rt, budget.Envelope{MaxRequests: parentCap, Deadline: parentEnd})
+			kids := rapid.IntRange(1, 4).Draw(rt, "children")
+			caps := make([]int, kids)
+			runs := make([]*budget.Run, kids)
+			for i := range runs {
+				caps[i] = rapid.IntRange(0, 30).Draw(rt, "childCap")
+				end := now.Add(rapid.SampledFrom([]time.Duration{30 * time.Second, 2 * time.Hour}).Draw(rt, "childEnd"))
+				runs[i] = newRun(rt, budget.Envelope{MaxRequests: caps[i], Deadline: end, Parent: parent})
+				want := end
+				if !parentEnd.IsZero() && parentEnd.Before(end) {
+					want = parentEnd
+				}
+				if d, ok := runs[i].Deadline(); !ok || !d.Equal(want) {
+					rt.Fatalf("child deadline %v, %v; want %v (own %v, parent %v)", d, ok, want, end, parentEnd)
+				}
+			}
+			p := newLocal(rt, fast())
+			made := make([]atomic.Int64, kids)
+			var wg sync.WaitGroup
+			for i := range kids {
+				for range 2 {
+					wg.Go(func() {
+						for range 15 {
+							_ = p.Do(context.Background(), runs[i], func(context.Context) budget.Outcome {
+								made[i].Add(1)
+								return budget.Outcome{Status: 200}
+							})
+						}
+					})
+				}
+			}
+			wg.Wait()
+			total := int64(0)
+			for i := range kids {
+				n := made[i].Load()
+				total += n
+				if caps[i] > 0 && n > int64(caps[i]) {
+					rt.Fatalf("child %d made %d attempts, its cap %d", i, n, caps[i])
+				}
+				if int64(runs[i].Attempts()) != n {
+					rt.Fatalf("child %d counted %d attempts, %d made", i, runs[i].Attempts(), n)
+				}
+			}
+			if total > int64(parentCap) || int64(parent.Attempts()) != total {
+				rt.Fatalf("%d attempts made, parent counted %d, parent cap %d", total, parent.Attempts(), parentCap)
+			}
+			if total == int64(parentCap) {
+				if why, spent := runs[0].ExhaustedAt(now); !spent || why != budget.ReasonRequestCap {
+					rt.Fatalf("parent spent, child ExhaustedAt = %v, %v; want request_cap", why, spent)
+				}
+			}
+		})
+	})
+}
+
 // TestPropertyPermanentAttemptedOnce: any 4xx but 408, 418 and 429 is
 // attempted exactly once and stops the call as permanent.
 func TestPropertyPermanentAttemptedOnce(t *testing.T) {

@@ -26,6 +26,12 @@ type Envelope struct {
 	// retry a transient failure or two. Zero means the default 3; use
 	// NoRetries (-1) for none at all.
 	MinRetries int
+	// Parent, if set, is a run this one is a part of: a command's whole
+	// envelope, of which this run is one turn. Every attempt counts against
+	// both, this run is spent as soon as either is (the parent's reason
+	// first), and its deadline is the earlier of the two. The retry budget
+	// is this run's own. Nil means none.
+	Parent *Run
 }
 
 // NoRetries, as [Envelope.MinRetries], gives the run no retry floor; as
@@ -36,6 +42,7 @@ const NoRetries = retry.NoRetries
 // [Provider] on its behalf, and answers whether the run's budget is spent. A
 // nil *Run is valid and unbounded. Run is safe for concurrent use.
 type Run struct {
+	parent      *Run
 	maxRequests int64
 	deadline    time.Time
 	attempts    atomic.Int64
@@ -57,7 +64,7 @@ func NewRun(env Envelope) (*Run, error) {
 	if err != nil {
 		return nil, invalid.Wrap("Envelope", err)
 	}
-	return &Run{maxRequests: int64(env.MaxRequests), deadline: env.Deadline, retries: rb}, nil
+	return &Run{parent: env.Parent, maxRequests: int64(env.MaxRequests), deadline: env.Deadline, retries: rb}, nil
 }
 
 // Unbounded returns a Run with no request cap, no deadline and the default
@@ -67,10 +74,18 @@ func Unbounded() *Run {
 	return r
 }
 
-// Deadline returns the run's deadline and whether it has one.
+// Deadline returns the run's deadline (the earlier of its own and its
+// parent's) and whether it has one.
 func (r *Run) Deadline() (time.Time, bool) {
-	if r == nil || r.deadline.IsZero() {
+	if r == nil {
 		return time.Time{}, false
+	}
+	pd, ok := r.parent.Deadline()
+	switch {
+	case r.deadline.IsZero():
+		return pd, ok
+	case ok && pd.Before(r.deadline):
+		return pd, true
 	}
 	return r.deadline, true
 }
@@ -99,6 +114,9 @@ func (r *Run) ExhaustedAt(now time.Time) (Reason, bool) {
 	if r == nil {
 		return "", false
 	}
+	if why, spent := r.parent.ExhaustedAt(now); spent {
+		return why, true
+	}
 	if r.maxRequests > 0 && r.attempts.Load() >= r.maxRequests {
 		return ReasonRequestCap, true
 	}
@@ -117,6 +135,18 @@ func (r *Run) admitAt(now time.Time) (Reason, bool) {
 	if r == nil {
 		return "", true
 	}
+	if why, ok := r.parent.admitAt(now); !ok {
+		return why, false
+	}
+	why, ok := r.admitOwn(now)
+	if !ok {
+		r.parent.unadmit()
+	}
+	return why, ok
+}
+
+// admitOwn is admitAt for r's own envelope.
+func (r *Run) admitOwn(now time.Time) (Reason, bool) {
 	if !r.deadline.IsZero() && !now.Before(r.deadline) {
 		return ReasonDeadline, false
 	}
@@ -140,14 +170,16 @@ func (r *Run) admitAt(now time.Time) (Reason, bool) {
 func (r *Run) unadmit() {
 	if r != nil {
 		r.attempts.Add(-1)
+		r.parent.unadmit()
 	}
 }
 
 // remaining returns the time left before the deadline at now, and false when
 // the run has no deadline.
 func (r *Run) remaining(now time.Time) (time.Duration, bool) {
-	if r == nil || r.deadline.IsZero() {
+	d, ok := r.Deadline()
+	if !ok {
 		return 0, false
 	}
-	return r.deadline.Sub(now), true
+	return d.Sub(now), true
 }

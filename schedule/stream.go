@@ -41,6 +41,13 @@ type Stream[R any] struct {
 	// Every is the incremental job's cadence. Required (> 0) with
 	// Incremental.
 	Every time.Duration
+	// At is when a new incremental job first runs; its cycles then follow
+	// every Every from it (each jittered by [Config.Jitter], unless that is
+	// [NoJitter]). A time aligned to the data's own cadence, such as a
+	// candle's close plus a moment for the provider to settle it, has
+	// every run start just after new data lands. Zero means at once.
+	// Ignored for a job that exists: declaring again never moves it.
+	At time.Time
 	// Sink makes pages durable; the run then commits the cursor with the
 	// checkpoint store ([Config.Checkpoints]). Exactly one of Sink and
 	// TxSink is required.
@@ -56,6 +63,18 @@ type Stream[R any] struct {
 	// run at the same time, waits at most about RunFor. Zero means Every,
 	// or one minute without Incremental.
 	RunFor time.Duration
+	// Run, if set, is the host's envelope every run of the stream counts
+	// against, e.g. a command's request cap and deadline, shared by all its
+	// streams: each run is one turn of it ([budget.Envelope.Parent]). Once
+	// it is spent, every run stops at once with its reason, leaving a gap
+	// record, and the job is re-queued: the host ends the scheduler then.
+	// Nil means none.
+	Run *budget.Run
+	// OnRun, if set, is called after each run of the stream with the job,
+	// the run's report and error, from the run's goroutine, before the
+	// scheduler applies the outcome: for a host's progress, tallies and
+	// logs. It must not block for long.
+	OnRun func(job Job, rep slice.Report, err error)
 	// Priority orders the stream's jobs among due jobs, lower first, in
 	// [0, MaxPriority]. Zero means each kind's [Kind.DefaultPriority].
 	Priority int
@@ -72,6 +91,8 @@ type Stream[R any] struct {
 type stream struct {
 	provider string
 	runFor   time.Duration
+	parent   *budget.Run                                // Stream.Run
+	onRun    func(job Job, rep slice.Report, err error) // Stream.OnRun
 	// run runs the stream once in mode (a Drain when drain is set) with
 	// the lease owner owner, within env. Nil for a mode not declared.
 	run map[checkpoint.Mode]func(ctx context.Context, owner string, env *budget.Run, drain bool) (slice.Report, error)
@@ -100,7 +121,7 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 	if err != nil {
 		return invalid("Stream.Provider", "must be a valid provider key: "+err.Error(), fmt.Sprintf("%q", st.Provider))
 	}
-	str := &stream{provider: st.Provider, runFor: st.RunFor,
+	str := &stream{provider: st.Provider, runFor: st.RunFor, parent: st.Run, onRun: st.OnRun,
 		run: map[checkpoint.Mode]func(context.Context, string, *budget.Run, bool) (slice.Report, error){}}
 	if str.runFor == 0 {
 		str.runFor = defaultRunFor
@@ -139,7 +160,7 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 	s.streams[st.Name] = str
 	s.mu.Unlock()
 	specs := []Spec{{Provider: st.Provider, Kind: KindBackfill, Stream: st.Name, Priority: st.Priority},
-		{Provider: st.Provider, Kind: KindIncremental, Stream: st.Name, Priority: st.Priority, Interval: st.Every}}
+		{Provider: st.Provider, Kind: KindIncremental, Stream: st.Name, Priority: st.Priority, Interval: st.Every, NextRun: st.At}}
 	for i, src := range []slice.Source[R]{st.Backfill, st.Incremental} {
 		if src == nil {
 			continue
@@ -198,7 +219,7 @@ var errTurnOver = errors.New("schedule: the stream's turn is over")
 // mode of its kind, for at most RunFor from now, and turns the run's
 // report into what the scheduler's outcome table reads.
 func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, error) {
-	env, err := budget.NewRun(budget.Envelope{Deadline: now.Add(st.runFor)})
+	env, err := budget.NewRun(budget.Envelope{Deadline: now.Add(st.runFor), Parent: st.parent})
 	if err != nil {
 		return Result{}, err
 	}
@@ -220,13 +241,17 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 		}
 		ran = true
 		rep, err := run(ctx, job.Lease.Owner, env, drain)
+		if st.onRun != nil {
+			st.onRun(job, rep, err)
+		}
+		_, hostSpent := st.parent.ExhaustedAt(time.Now())
 		switch {
 		case err != nil:
 			return Result{}, err
 		case rep.Yielded:
 			return Result{}, &checkpoint.LeaseHeldError{Lease: checkpoint.Lease{Stream: job.Stream, Owner: rep.HeldBy, Expires: rep.HeldUntil}}
-		case rep.Reason == budget.ReasonDeadline:
-			return Result{}, errTurnOver
+		case rep.Reason == budget.ReasonDeadline && !hostSpent:
+			return Result{}, errTurnOver // the turn, not the host's envelope
 		case rep.Reason != "":
 			return Result{}, &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/providertest"
+	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -41,7 +42,7 @@ const (
 const longWait = 5 * time.Second
 
 // pressureWait is how long a stream waits after source pressure that came
-// without a time to resume at.
+// without a time to resume at, and after a planned stop.
 const pressureWait = time.Second
 
 // collector runs every stream of one collect command and keeps the tally.
@@ -50,20 +51,33 @@ type collector struct {
 	base     string
 	client   *http.Client
 	be       backend
+	key      string // the provider key
+	reg      *budget.Registry
 	provider budget.Provider
 	run      *budget.Run
 	verbose  io.Writer // nil unless -v
 	stderr   io.Writer
+	changed  chan struct{} // a run ended: all looks again
 
 	mu      sync.Mutex
-	streams []*streamStats // in the order they started
+	streams []*streamStats          // in the order they started
+	states  map[string]*symbolState // by symbol
+	failure error                   // the first failure: the command ends with it
+}
+
+// symbolState is what the watch loop knows of one symbol's stream.
+type symbolState struct {
+	caughtUp bool // its catch-up reached until
+	yielded  bool // its last run found it held by another live process
+	spent    bool // a run stopped because the budget is spent
+	blips    int  // store failures in a row that may pass
 }
 
 // collect runs the collect command: it reaches the exchange, opens the
 // store, runs every symbol's streams, and prints the summary.
 func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) error {
 	start := time.Now()
-	c := &collector{o: o, base: o.baseURL, client: &http.Client{}, stderr: stderr}
+	c := &collector{o: o, base: o.baseURL, client: &http.Client{}, stderr: stderr, states: map[string]*symbolState{}}
 	key := "sim"
 	if c.base != "" {
 		u, _ := url.Parse(c.base) // validated by parseCollect
@@ -101,6 +115,7 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		}
 		defer stop()
 	}
+	c.key = key
 	reg, err := budget.NewRegistry(budget.RegistryConfig{
 		NewPacer: be.newPacer(), Pauses: be.pauses(),
 		// A pause longer than longWait comes back to loop, which says so.
@@ -109,6 +124,7 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	c.reg = reg
 	if c.provider, err = reg.Get(key); err != nil {
 		return err
 	}
@@ -150,143 +166,169 @@ func embeddedConfig() providertest.Config {
 	return providertest.Config{Symbols: syms, Limit: providertest.RateLimit(embeddedLimit, 5), Answer: providertest.Answer429}
 }
 
-// all runs every symbol at once and returns the first failure; a failure
-// stops the other symbols too.
+// all runs every symbol's stream on a scheduler until the collect command
+// is over, and returns the first failure. Each symbol is one declared
+// stream: its catch-up backfill over [since, until) and, with -follow, its
+// steady-state head from until on, every interval. The scheduler runs
+// them (the head first, never both of one stream at once) and this loop
+// only watches: it ends when every stream is caught up or held by another
+// process, when the budget is spent or a stream's next chance to run
+// falls after the deadline, on a failure, or when ctx ends.
 func (c *collector) all(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, len(c.o.symbols))
-	var wg sync.WaitGroup
-	for i, sym := range c.o.symbols {
-		wg.Go(func() {
-			if errs[i] = c.symbol(ctx, sym); errs[i] != nil {
-				cancel()
-			}
-		})
+	n := len(c.o.symbols)
+	sched, err := schedule.New(schedule.Config{
+		// No jitter: the head runs just after each candle closes.
+		MaxRunning: 2 * n, MaxPerProvider: 2 * n, Jitter: schedule.NoJitter, Budget: c.reg, Checkpoints: c.be.checkpoints(), Requeue: pressureWait, Cooldown: pressureWait,
+		// A stream that failed with a store error that may pass runs
+		// again after 0.5 s, 1 s, 2 s …; see onRun for when it gives up.
+		Backoff: storeRetryWait, MaxBackoff: storeRetryWait << (maxStoreRetries - 1),
+	}, schedule.NewMemoryStore(), nil)
+	if err != nil {
+		return err
 	}
-	wg.Wait()
-	for _, err := range errs {
+	c.changed = make(chan struct{}, 1)
+	for _, sym := range c.o.symbols {
+		back, head, err := klines.Sources(&klines.Source{Client: c.client, Base: c.base, Symbol: sym, Interval: c.o.interval,
+			Page: c.o.page, From: c.o.since}, c.o.until)
 		if err != nil {
 			return err
 		}
+		st := schedule.Stream[klines.Candle]{
+			Name: "ohlcv/" + sym + "/" + c.o.interval, Provider: c.key, Backfill: back,
+			Run: c.run, OnRun: c.onRun(sym), RunFor: time.Minute,
+		}
+		if err := c.be.sink(&st, sym, c.o.interval); err != nil {
+			return err
+		}
+		if c.o.follow {
+			st.Incremental, st.Every, st.At = head, c.o.step, c.nextClose(time.Now())
+		}
+		if err := schedule.AddStream(ctx, sched, st); err != nil {
+			return err
+		}
 	}
-	return nil
-}
-
-// symbol runs one symbol: catch-up over [since, until), then, with
-// -follow, steady-state from until on.
-func (c *collector) symbol(ctx context.Context, sym string) error {
-	catchUp := c.source(sym)
-	catchUp.Until = func() time.Time { return c.o.until }
-	more, err := c.loop(ctx, sym, checkpoint.CatchUp, catchUp)
-	if err != nil || !more || !c.o.follow {
-		return err
-	}
-	steady := c.source(sym)
-	steady.From = c.o.until
-	_, err = c.loop(ctx, sym, checkpoint.SteadyState, steady)
-	return err
-}
-
-// source returns the klines source of sym.
-func (c *collector) source(sym string) *klines.Source {
-	return &klines.Source{Client: c.client, Base: c.base, Symbol: sym, Interval: c.o.interval, Page: c.o.page, From: c.o.since}
-}
-
-// loop runs one stream until it is caught up (a catch-up stream), or until
-// the run's budget is spent or ctx ends (a steady-state stream, which runs
-// again after every candle closes). It waits out source pressure and runs
-// again. more is false when the whole run must stop: the budget is spent
-// or ctx ended.
-func (c *collector) loop(ctx context.Context, sym string, mode checkpoint.Mode, src *klines.Source) (more bool, err error) {
-	if err := src.Init(); err != nil {
-		return false, err
-	}
-	cfg := slice.Config[klines.Candle]{
-		Stream: "ohlcv/" + sym + "/" + c.o.interval, Mode: mode,
-		Provider: c.provider, Source: src,
-	}
-	if err := c.be.stream(&cfg, sym, c.o.interval); err != nil { // Store, and Sink or TxSink
-		return false, err
-	}
-	r, err := slice.New(cfg)
-	if err != nil {
-		return false, err
-	}
-	st := c.stats(sym, mode)
-	blips := 0 // store failures in a row
+	done := make(chan error, 1)
+	go func() { done <- sched.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		rep, err := r.Run(ctx, c.run)
-		c.record(st, rep, err)
+		select {
+		case <-ctx.Done():
+			return nil // interrupted: every checkpoint is the last commit
+		case <-c.changed:
+		case <-tick.C:
+		}
+		if over, err := c.over(ctx, sched); over || err != nil {
+			return err
+		}
+	}
+}
+
+// onRun returns the hook that tallies each run of sym's stream and
+// decides what it means for the command: a failure ends it (a store error
+// that may pass only after maxStoreRetries in a row), a long push-back is
+// reported, a yield or a spent budget is noted.
+func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
+	return func(job schedule.Job, rep slice.Report, err error) {
+		mode := checkpoint.CatchUp
+		if job.Kind != schedule.KindBackfill {
+			mode = checkpoint.SteadyState
+		}
+		c.record(c.stats(sym, mode), rep, err)
+		defer c.poke()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ss := c.states[sym]
+		if ss == nil {
+			ss = &symbolState{}
+			c.states[sym] = ss
+		}
+		ss.yielded = rep.Yielded
 		switch {
-		case ctx.Err() != nil:
-			return false, nil // interrupted: the checkpoint is the last commit
-		case err != nil && c.be.transient(err) && blips < maxStoreRetries:
+		case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, schedule.ErrInterrupted)):
+			return // the command is ending: the checkpoint is the last commit
+		case err != nil && c.be.transient(err) && ss.blips < maxStoreRetries:
 			// The store went away for a moment (PostgreSQL restarting, a
-			// dropped connection): run again from the checkpoint, which
-			// is the last commit, after a short wait.
-			blips++
-			wait := storeRetryWait << (blips - 1)
+			// dropped connection): the scheduler runs the stream again
+			// from the checkpoint, which is the last commit.
+			ss.blips++
 			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: store unavailable (%s); run again in %s (%d of %d)\n",
-				sym, c.o.interval, mode, oneLine(err), wait, blips, maxStoreRetries)
-			if !sleepUntil(ctx, time.Now().Add(wait)) {
-				return false, nil
-			}
-			continue
+				sym, c.o.interval, mode, oneLine(err), storeRetryWait<<(ss.blips-1), ss.blips, maxStoreRetries)
+			return
 		case err != nil:
-			return false, streamError(sym, c.o.interval, mode, err)
-		case rep.Reason.Exhausted():
-			return false, nil // the gap is recorded; the budget ends every stream
-		case rep.Yielded:
-			// Another live process holds the stream: this run did nothing
-			// for it, and says so (the summary's status "yielded", exit 3).
-			return false, nil
-		}
-		blips = 0
-		now := time.Now()
-		var wake time.Time
-		switch {
-		case rep.Reason.SourcePressure():
-			wake = rep.Until
-			if !wake.After(now) {
-				wake = now.Add(pressureWait)
+			if c.failure == nil {
+				c.failure = streamError(sym, c.o.interval, mode, err)
 			}
-		case mode == checkpoint.CatchUp:
-			return true, nil // caught up (or yielded to another process)
-		default:
-			wake = c.nextClose(now)
+			return
 		}
-		if d, ok := c.run.Deadline(); ok && !wake.Before(d) {
-			return false, nil // the budget ends before the next chance to run
-		}
-		if rep.Reason.SourcePressure() && wake.Sub(now) >= longWait {
+		ss.blips = 0
+		now := time.Now()
+		switch {
+		case rep.Reason.Exhausted():
+			if _, spent := c.run.ExhaustedAt(now); spent {
+				ss.spent = true // the gap is recorded; the budget ends every stream
+			}
+		case rep.Reason.SourcePressure() && rep.Until.Sub(now) >= longWait:
 			// Never silent: a provider's pause may be long.
 			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider pushed back (%s); waiting until %s (%s)\n",
-				sym, c.o.interval, mode, rep.Reason, wake.UTC().Format(time.RFC3339), wake.Sub(now).Round(time.Second))
+				sym, c.o.interval, mode, rep.Reason, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
+		case rep.Reason == "" && !rep.Yielded && mode == checkpoint.CatchUp:
+			ss.caughtUp = true
 		}
-		if !sleepUntil(ctx, wake) {
+	}
+}
+
+// poke wakes the watch loop.
+func (c *collector) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// over reports whether the collect command is over: a failure (returned),
+// the budget spent, every stream caught up (without -follow) or held by
+// another process, or no stream able to run again before the deadline.
+func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, error) {
+	c.mu.Lock()
+	failure, finished, spent := c.failure, true, false
+	for _, sym := range c.o.symbols {
+		ss := c.states[sym]
+		switch {
+		case ss == nil:
+			finished = false
+		case ss.spent:
+			spent = true
+		case !ss.yielded && (!ss.caughtUp || c.o.follow):
+			finished = false
+		}
+	}
+	c.mu.Unlock()
+	switch {
+	case failure != nil:
+		return true, failure
+	case spent || finished:
+		return true, nil
+	}
+	d, ok := c.run.Deadline()
+	if !ok {
+		return false, nil
+	}
+	// The budget ends before any stream's next chance to run: stop now
+	// rather than wait for the deadline.
+	jobs, err := sched.Jobs(ctx, schedule.Query{})
+	if err != nil {
+		return false, nil // the memory store fails only when ctx ended
+	}
+	for _, j := range jobs {
+		if j.State == schedule.StateRunning || j.State.Active() && j.NextRun.Before(d) {
 			return false, nil
 		}
 	}
-}
-
-// nextClose returns when the candle forming at now will have closed, plus
-// a moment for the provider to settle it.
-func (c *collector) nextClose(now time.Time) time.Time {
-	settle := min(c.o.step/10, 2*time.Second)
-	return now.Truncate(c.o.step).Add(c.o.step + settle)
-}
-
-// sleepUntil waits until t, and reports false if ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
+	return true, nil
 }
 
 // streamError names the stream a run failed on. A permanent provider error
@@ -297,4 +339,11 @@ func streamError(sym, interval string, mode checkpoint.Mode, err error) error {
 		err = be.Err
 	}
 	return fmt.Errorf("%s %s %s: %w", sym, interval, mode, err)
+}
+
+// nextClose returns when the candle forming at now will have closed, plus
+// a moment for the provider to settle it.
+func (c *collector) nextClose(now time.Time) time.Time {
+	settle := min(c.o.step/10, 2*time.Second)
+	return now.Truncate(c.o.step).Add(c.o.step + settle)
 }

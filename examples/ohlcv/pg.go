@@ -15,6 +15,7 @@ import (
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/pgstore"
+	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/slice"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -89,17 +90,19 @@ func openPG(ctx context.Context, dsn, schema string) (*pgBackend, error) {
 	return b, nil
 }
 
-// stream gives the runner pgstore's TxSink with the candle upsert: each
-// page's candles and the checkpoint after them commit in one transaction,
-// so a crash or a lost lease replays nothing and leaves nothing behind.
-func (b *pgBackend) stream(cfg *slice.Config[klines.Candle], symbol, interval string) error {
+// sink is pgstore's TxSink with the candle upsert: each page's candles
+// and the checkpoint after them commit in one transaction, so a crash or a
+// lost lease replays nothing and leaves nothing behind.
+func (b *pgBackend) sink(st *schedule.Stream[klines.Candle], symbol, interval string) error {
 	sink, err := pgstore.NewTxSink(b.store, b.upsert(symbol, interval))
 	if err != nil {
 		return err
 	}
-	cfg.Store, cfg.TxSink = b.store, sink
+	st.TxSink = sink
 	return nil
 }
+
+func (b *pgBackend) checkpoints() checkpoint.Store { return b.store }
 
 // upsert returns the write of a page of symbol's candles at interval in
 // tx: the candles not stored yet, in one statement.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/slice"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -173,13 +174,13 @@ func TestPostgresCandlesAndCheckpointCommitTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	var cfg slice.Config[klines.Candle]
-	if err := be.stream(&cfg, "BTCUSDT", "1m"); err != nil {
+	var st schedule.Stream[klines.Candle]
+	if err := be.sink(&st, "BTCUSDT", "1m"); err != nil {
 		t.Fatal(err)
 	}
-	store, sink := cfg.Store, cfg.TxSink
-	if sink == nil || cfg.Sink != nil {
-		t.Fatalf("the PostgreSQL backend set Sink %v and TxSink %v: want its TxSink alone", cfg.Sink, cfg.TxSink)
+	store, sink := be.checkpoints(), st.TxSink
+	if sink == nil || st.Sink != nil {
+		t.Fatalf("the PostgreSQL backend set Sink %v and TxSink %v: want its TxSink alone", st.Sink, st.TxSink)
 	}
 	key := checkpoint.Key{Stream: "ohlcv/BTCUSDT/1m", Mode: checkpoint.CatchUp}
 	lease, err := store.Acquire(ctx, key.Stream, "test", time.Minute)

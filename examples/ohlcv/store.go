@@ -12,15 +12,17 @@ import (
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
-	"github.com/forage-go/forage/slice"
+	"github.com/forage-go/forage/schedule"
 )
 
 // backend is where candles and checkpoints live: a directory or PostgreSQL.
 type backend interface {
-	// stream sets cfg's Store and its Sink, or its TxSink where the
-	// candles and the checkpoint commit in one transaction, for one stream
-	// run (symbol, interval, in one mode). Each runner gets its own.
-	stream(cfg *slice.Config[klines.Candle], symbol, interval string) error
+	// checkpoints is the store of the streams' checkpoints, leases and
+	// gap records.
+	checkpoints() checkpoint.Store
+	// sink sets st's Sink, or its TxSink where the candles and the
+	// checkpoint commit in one transaction, for symbol at interval.
+	sink(st *schedule.Stream[klines.Candle], symbol, interval string) error
 	// newPacer is the registry's pacer factory: nil for a local pacer per
 	// process, or a pacer shared by every process using the store.
 	newPacer() func(key string) (budget.Pacer, error)
@@ -54,7 +56,7 @@ type fileBackend struct {
 	dir   string
 	store *checkpoint.FileStore
 	mu    sync.Mutex
-	sinks map[string]*klines.FileSink // by file; catch-up and steady-state share one
+	sinks map[string]*klines.FileSink // by file
 }
 
 func openFiles(dir string) (*fileBackend, error) {
@@ -68,7 +70,7 @@ func openFiles(dir string) (*fileBackend, error) {
 	return &fileBackend{dir: dir, store: st, sinks: make(map[string]*klines.FileSink)}, nil
 }
 
-func (b *fileBackend) stream(cfg *slice.Config[klines.Candle], symbol, interval string) error {
+func (b *fileBackend) sink(st *schedule.Stream[klines.Candle], symbol, interval string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	name := symbol + "-" + interval
@@ -80,9 +82,11 @@ func (b *fileBackend) stream(cfg *slice.Config[klines.Candle], symbol, interval 
 		}
 		b.sinks[name] = s
 	}
-	cfg.Store, cfg.Sink = b.store, s
+	st.Sink = s
 	return nil
 }
+
+func (b *fileBackend) checkpoints() checkpoint.Store { return b.store }
 
 // transient is false: a local disk's errors (full, read-only, corrupt)
 // do not pass by themselves.

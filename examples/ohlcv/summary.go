@@ -90,10 +90,15 @@ type streamStats struct {
 	until time.Time        // the last run's time to resume after pressure
 }
 
-// stats returns a new tally for sym in mode.
+// stats returns the tally of sym in mode, made at its first run.
 func (c *collector) stats(sym string, mode checkpoint.Mode) *streamStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, st := range c.streams {
+		if st.Symbol == sym && st.Mode == mode.String() {
+			return st
+		}
+	}
 	st := &streamStats{Symbol: sym, Mode: mode.String()}
 	c.streams = append(c.streams, st)
 	return st

@@ -17,7 +17,7 @@ import (
 // Example mounts the admin API under a prefix and drives it as a client
 // does: JSON bodies, and the JSON content type on every state change.
 func Example() {
-	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(),
+	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(),
 		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	h, _ := admin.New(s, admin.Config{}) // no Authorize: mount it only where operators alone reach it
 	srv := httptest.NewServer(http.StripPrefix("/api/v1", h))
@@ -46,7 +46,7 @@ func Example() {
 // ExampleNew guards the admin API with a bearer token: anyone with the
 // viewer token may read, only the admin token may change state.
 func ExampleNew() {
-	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), // setup
+	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(), // setup
 		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	h, err := admin.New(s, admin.Config{
 		Authorize: func(r *http.Request) error {
@@ -103,7 +103,7 @@ func ExampleNew() {
 // pages through the providers. Only a provider the scheduler knows (it has
 // a job, is paused, or is in schedule.Config.Budget) can be paused.
 func ExampleHandler_providers() {
-	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), // setup
+	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(), // setup
 		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	h, _ := admin.New(s, admin.Config{}) // setup
 	srv := httptest.NewServer(h)

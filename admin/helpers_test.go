@@ -25,9 +25,9 @@ var idle = schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Res
 })
 
 // newSched returns a scheduler over a fresh memory store.
-func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryStore) {
+func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryJobStore) {
 	t.Helper()
-	store := schedule.NewMemoryStore()
+	store := schedule.NewMemoryJobStore()
 	if r == nil {
 		r = idle
 	}

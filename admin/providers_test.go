@@ -243,7 +243,7 @@ func (s *slowStore) List(ctx context.Context, q schedule.Query) ([]schedule.Job,
 func TestHandlerSnapshotsOneAtATime(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		store := &slowStore{JobStore: schedule.NewMemoryStore()}
+		store := &slowStore{JobStore: schedule.NewMemoryJobStore()}
 		s, err := schedule.New(schedule.Config{}, store, idle)
 		if err != nil {
 			t.Fatal(err)

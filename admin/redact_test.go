@@ -66,7 +66,7 @@ func TestSecretsNeverStoredOrServed(t *testing.T) {
 			return schedule.Result{}, errs[j.Stream]
 		})
 		var logs bytes.Buffer
-		store := &failOnce{JobStore: schedule.NewMemoryStore()}
+		store := &failOnce{JobStore: schedule.NewMemoryJobStore()}
 		s, err := schedule.New(schedule.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, store, runner)
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestSecretsNeverStoredOrServed(t *testing.T) {
 // served for a failed request is too.
 func TestStoredSecretsNotServed(t *testing.T) {
 	t.Parallel()
-	store := schedule.NewMemoryStore()
+	store := schedule.NewMemoryJobStore()
 	ctx := context.Background()
 	j, err := store.Upsert(ctx, schedule.Job{Provider: "p", Kind: schedule.KindBackfill, Stream: "s", State: schedule.StateIdle})
 	if err != nil {

@@ -257,7 +257,7 @@ type listPage struct {
 // job once.
 func TestHandlerListBounded(t *testing.T) {
 	t.Parallel()
-	store := &listingStore{JobStore: schedule.NewMemoryStore()}
+	store := &listingStore{JobStore: schedule.NewMemoryJobStore()}
 	s, err := schedule.New(schedule.Config{}, store, idle)
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +312,7 @@ func TestHandlerListManyJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 jobs")
 	}
-	store := schedule.NewMemoryStore()
+	store := schedule.NewMemoryJobStore()
 	s, _ := schedule.New(schedule.Config{}, store, idle)
 	ctx := context.Background()
 	for i := range 100_000 {
@@ -389,7 +389,7 @@ func TestPropertyListPaging(t *testing.T) {
 func TestHandlerMaxJobs(t *testing.T) {
 	t.Parallel()
 	for _, counts := range []bool{true, false} {
-		var store schedule.JobStore = schedule.NewMemoryStore()
+		var store schedule.JobStore = schedule.NewMemoryJobStore()
 		if !counts {
 			store = &listingStore{JobStore: store}
 		}

@@ -113,7 +113,7 @@ func BenchmarkJobClaim(b *testing.B) {
 				return
 			}
 			for _, j := range jobs {
-				j.State, j.Lease, j.Stats.Runs = schedule.StateIdle, schedule.Lease{}, j.Stats.Runs+1
+				j.State, j.Lease, j.Stats.Runs = schedule.StateIdle, schedule.JobLease{}, j.Stats.Runs+1
 				if _, err := js.Update(ctx, j); err != nil {
 					b.Error(err)
 					return

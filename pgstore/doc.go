@@ -91,7 +91,7 @@
 // process's next success would undo another's cut). [Pacer.SetRate]
 // applies each controller's step to the shared rate instead: a cut at
 // once, for every process, with the cuts several processes make for one
-// overshoot counted once; climbs by the others held for a cool-off after a
+// overshoot counted once; climbs by the others held for a hold after a cut after a
 // cut; and all climbs together bounded by one growth budget per second.
 // [Pacer.Rate] reads the shared rate; [Pacer.ForceRate] sets it outright.
 //

@@ -98,7 +98,7 @@ func rescueAfterKill(t *testing.T, js *pgstore.JobStore, held schedule.Job, now 
 		t.Fatalf("claim when the dead child's lease ends: %+v, %v; want job %d rescued at version %d", got, err, held.ID, held.Version+1)
 	}
 	late := held
-	late.State, late.Lease, late.Stats.Runs, late.Updated = schedule.StateIdle, schedule.Lease{}, 1, at
+	late.State, late.Lease, late.Stats.Runs, late.Updated = schedule.StateIdle, schedule.JobLease{}, 1, at
 	if _, err := js.Update(ctx, late); !errors.Is(err, schedule.ErrConflict) {
 		t.Fatalf("the dead child's late release: %v, want ErrConflict", err)
 	}
@@ -146,7 +146,7 @@ func claimAfterKilledClaim(t *testing.T, s *pgstore.Store, j schedule.Job, now t
 // finish releases a claimed job, due again at next.
 func finish(t testing.TB, js *pgstore.JobStore, j schedule.Job, next time.Time) {
 	t.Helper()
-	j.State, j.Lease, j.NextRun, j.Stats.Runs = schedule.StateIdle, schedule.Lease{}, next, j.Stats.Runs+1
+	j.State, j.Lease, j.NextRun, j.Stats.Runs = schedule.StateIdle, schedule.JobLease{}, next, j.Stats.Runs+1
 	if _, err := js.Update(context.Background(), j); err != nil {
 		t.Fatalf("release job %d: %v", j.ID, err)
 	}
@@ -313,7 +313,7 @@ func (r *poolRound) release(t *testing.T, js *pgstore.JobStore, owner string, jo
 		delete(r.holder, j.ID)
 		r.perProv[j.Provider]--
 		r.mu.Unlock()
-		j.State, j.Lease, j.Stats.Runs = schedule.StateIdle, schedule.Lease{}, j.Stats.Runs+1
+		j.State, j.Lease, j.Stats.Runs = schedule.StateIdle, schedule.JobLease{}, j.Stats.Runs+1
 		if _, err := js.Update(context.Background(), j); err != nil {
 			t.Errorf("%s: release job %d from the version its claim returned: %v", owner, j.ID, err)
 		}

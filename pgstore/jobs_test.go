@@ -137,10 +137,10 @@ func TestJobRoundTrip(t *testing.T) {
 			Created: stamp.Draw(rt, "created"), Updated: stamp.Draw(rt, "updated"),
 		}
 		if rapid.Bool().Draw(rt, "leased") {
-			j.Lease = schedule.Lease{Owner: text.Draw(rt, "owner"), Until: stamp.Draw(rt, "until")}
+			j.Lease = schedule.JobLease{Owner: text.Draw(rt, "owner"), Until: stamp.Draw(rt, "until")}
 		}
 		if j.Lease.Owner == "" || j.Lease.Until.IsZero() {
-			j.Lease = schedule.Lease{}
+			j.Lease = schedule.JobLease{}
 		}
 		fits := func(t time.Time) bool { y := t.UTC().Year(); return y >= -4712 && y <= 294275 }
 		isName := func(s string) bool { return checkpoint.CheckName("name", s) == nil }

@@ -43,12 +43,12 @@ type PacerConfig struct {
 	// give-back that could not reach the database. Nil means silent.
 	Logger *slog.Logger
 
-	// CoolOff is how long after a cut of the shared rate the climbs of
+	// HoldAfterCut is how long after a cut of the shared rate the climbs of
 	// other pacers are ignored, and within which cuts by other pacers
 	// count as the same overshoot (the deepest applies, they do not
 	// compound); see [Pacer.SetRate]. Processes sharing a key should agree
 	// on it. Negative is an error. Defaults to 2s.
-	CoolOff time.Duration
+	HoldAfterCut time.Duration
 
 	// MaxGrowth is the largest factor by which climbs may raise the shared
 	// rate per second, whatever the number of processes climbing at once
@@ -75,9 +75,9 @@ type PacerConfig struct {
 
 // Defaults of [PacerConfig].
 const (
-	DefaultCoolOff   = 2 * time.Second
-	DefaultMaxGrowth = 2.0
-	DefaultBookAhead = 100 * time.Millisecond
+	DefaultHoldAfterCut = 2 * time.Second
+	DefaultMaxGrowth    = 2.0
+	DefaultBookAhead    = 100 * time.Millisecond
 )
 
 // Pacer is a GCRA pacer whose state lives in one database row per key, so
@@ -113,17 +113,17 @@ const (
 // concurrent use, and many Pacers (in many processes) may share a key.
 // Give each rate controller a Pacer of its own.
 type Pacer struct {
-	s       *Store
-	key     string
-	id      int64 // this pacer's identity in the rate policy
-	iv      int64 // interval of a row this pacer creates
-	burst   int   // burst of a row this pacer creates
-	timeout time.Duration
-	log     *slog.Logger
-	cooloff time.Duration
-	growth  float64
-	ahead   time.Duration // BookAhead
-	head    chan struct{} // held by the one WaitN that books next
+	s            *Store
+	key          string
+	id           int64 // this pacer's identity in the rate policy
+	iv           int64 // interval of a row this pacer creates
+	burst        int   // burst of a row this pacer creates
+	timeout      time.Duration
+	log          *slog.Logger
+	holdAfterCut time.Duration
+	growth       float64
+	ahead        time.Duration // BookAhead
+	head         chan struct{} // held by the one WaitN that books next
 
 	rateMu sync.Mutex // serializes SetRate; guards lastIV
 	lastIV int64      // the interval this pacer last proposed; 0 before the first
@@ -171,12 +171,12 @@ func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
 	case timeout == 0:
 		timeout = 5 * time.Second
 	}
-	cooloff := cfg.CoolOff
+	holdAfterCut := cfg.HoldAfterCut
 	switch {
-	case cooloff < 0:
-		return nil, bad("CoolOff", ">= 0", cfg.CoolOff)
-	case cooloff == 0:
-		cooloff = DefaultCoolOff
+	case holdAfterCut < 0:
+		return nil, bad("HoldAfterCut", ">= 0", cfg.HoldAfterCut)
+	case holdAfterCut == 0:
+		holdAfterCut = DefaultHoldAfterCut
 	}
 	growth := cfg.MaxGrowth
 	switch {
@@ -193,7 +193,7 @@ func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
 		ahead = DefaultBookAhead
 	}
 	return &Pacer{s: s, key: key, id: rand.Int64(), iv: iv, burst: burst, timeout: timeout, log: cfg.Logger,
-		cooloff: cooloff, growth: growth, ahead: ahead, head: make(chan struct{}, 1)}, nil
+		holdAfterCut: holdAfterCut, growth: growth, ahead: ahead, head: make(chan struct{}, 1)}, nil
 }
 
 // intervalOf converts a rate in events per second to a whole number of

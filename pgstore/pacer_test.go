@@ -320,7 +320,7 @@ func TestNewPacerRejectsBadConfig(t *testing.T) {
 		{"negative burst", pgstore.PacerConfig{Burst: -1}, "Burst"},
 		{"overflowing burst", pgstore.PacerConfig{Rate: 1e-9, Burst: 1 << 40}, "Burst"},
 		{"negative timeout", pgstore.PacerConfig{Timeout: -time.Second}, "Timeout"},
-		{"negative cool-off", pgstore.PacerConfig{CoolOff: -time.Second}, "CoolOff"},
+		{"negative cool-off", pgstore.PacerConfig{HoldAfterCut: -time.Second}, "HoldAfterCut"},
 		{"growth 1", pgstore.PacerConfig{MaxGrowth: 1}, "MaxGrowth"},
 		{"growth NaN", pgstore.PacerConfig{MaxGrowth: math.NaN()}, "MaxGrowth"},
 		{"growth 1e4", pgstore.PacerConfig{MaxGrowth: 1e4}, "MaxGrowth"},

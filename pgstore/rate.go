@@ -13,7 +13,7 @@ import (
 const (
 	// adjustRateSQL applies a proposal with the rate policy. Parameters:
 	// key, now, the pacer's last proposed interval (0: none), the new
-	// one, the burst of a new row, the pacer's identity, the cool-off and
+	// one, the burst of a new row, the pacer's identity, the hold after a cut and
 	// the growth factor per second.
 	adjustRateSQL = `SELECT iv, verdict FROM {{schema}}.pacer_adjust($1, $2, $3, $4, $5, $6, $7, $8)`
 
@@ -37,13 +37,13 @@ const (
 //     changed (rate ÷ its last proposal) to the shared rate, in whole
 //     nanoseconds of interval rounded towards the slower rate, so each
 //     controller's steps count, whatever its absolute rate.
-//   - A cut (a lower proposal) applies at once and starts a cool-off of
-//     [PacerConfig.CoolOff]. Cuts by other pacers within the cool-off of
+//   - A cut (a lower proposal) applies at once and starts a hold after a cut of
+//     [PacerConfig.HoldAfterCut]. Cuts by other pacers within the hold after a cut of
 //     the first cut of an episode are the same overshoot seen elsewhere:
 //     the deepest applies, they do not compound. The first cutter's own
 //     later cuts do compound, as its controller means them to.
 //   - A climb (a higher proposal) by any pacer but the last cutter is
-//     ignored until the cool-off of the latest cut ends. A climb never
+//     ignored until the hold after a cut of the latest cut ends. A climb never
 //     lifts the shared rate above the proposal itself (a process still
 //     climbing from a low start cannot push a faster shared rate), and all
 //     climbs together spend one growth budget of [PacerConfig.MaxGrowth]
@@ -120,7 +120,7 @@ func (p *Pacer) adjust(ctx context.Context, now *int64, rate float64) (string, e
 		verdict string
 	)
 	err := p.s.pool.QueryRow(ctx, p.s.sql.adjustRate, p.key, now, last, iv, p.burst, p.id,
-		int64(p.cooloff), p.growth).Scan(&shared, &verdict)
+		int64(p.holdAfterCut), p.growth).Scan(&shared, &verdict)
 	if err != nil {
 		return "", p.fail("SetRate", err)
 	}

@@ -36,7 +36,7 @@ func TestSharedRateCutReachesEveryProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	cfg := pgstore.PacerConfig{Burst: 1, CoolOff: time.Hour} // no wall-clock race with the cool-off
+	cfg := pgstore.PacerConfig{Burst: 1, HoldAfterCut: time.Hour} // no wall-clock race with the cool-off
 	pa := newPacer(t, a, cfg)
 	pb, err := b.NewPacer(pa.Key(), cfg)
 	if err != nil {
@@ -109,7 +109,7 @@ func TestSharedRatePolicy(t *testing.T) {
 		growth  = 2.0
 	)
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := pgstore.PacerConfig{Burst: 1, CoolOff: coolOff, MaxGrowth: growth}
+		cfg := pgstore.PacerConfig{Burst: 1, HoldAfterCut: coolOff, MaxGrowth: growth}
 		ps := []*pgstore.Pacer{newPacer(rt, s, cfg)}
 		for range pacers - 1 {
 			p, err := s.NewPacer(ps[0].Key(), cfg)
@@ -241,7 +241,7 @@ func TestSharedRateFollowsALoneController(t *testing.T) {
 	s := newStore(t, nil)
 	ctx := t.Context()
 	rapid.Check(t, func(rt *rapid.T) {
-		p := newPacer(rt, s, pgstore.PacerConfig{CoolOff: time.Minute})
+		p := newPacer(rt, s, pgstore.PacerConfig{HoldAfterCut: time.Minute})
 		now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 		rate := rapid.Float64Range(0.1, 1000).Draw(rt, "initial rate")
 		var sent, minIV int64 = 0, math.MaxInt64

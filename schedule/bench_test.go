@@ -39,7 +39,7 @@ func fill(tb testing.TB, store schedule.JobStore, n, providers int) {
 func BenchmarkDecision(b *testing.B) {
 	for _, size := range []struct{ jobs, providers int }{{1_000, 10}, {100_000, 1_000}} {
 		b.Run(fmt.Sprintf("jobs=%d/providers=%d", size.jobs, size.providers), func(b *testing.B) {
-			store := schedule.NewMemoryStore()
+			store := schedule.NewMemoryJobStore()
 			fill(b, store, size.jobs, size.providers)
 			s, err := schedule.New(schedule.Config{MaxRunning: 1, MaxPerProvider: 1}, store, idle)
 			if err != nil {
@@ -66,7 +66,7 @@ func BenchmarkDecision(b *testing.B) {
 // BenchmarkStoreClaim is the memory store's part of a decision: Claim one
 // job out of 100k on 1k providers, and release it due a second later.
 func BenchmarkStoreClaim(b *testing.B) {
-	store := schedule.NewMemoryStore()
+	store := schedule.NewMemoryJobStore()
 	fill(b, store, 100_000, 1_000)
 	ctx := context.Background()
 	f := schedule.ClaimFilter{PerProvider: 2, Aging: time.Minute}
@@ -79,14 +79,14 @@ func BenchmarkStoreClaim(b *testing.B) {
 			b.Fatalf("Claim: %v, %d jobs", err, len(jobs))
 		}
 		j := jobs[0]
-		j.Lease, j.State, j.NextRun = schedule.Lease{}, schedule.StateQueued, now.Add(time.Second)
+		j.Lease, j.State, j.NextRun = schedule.JobLease{}, schedule.StateQueued, now.Add(time.Second)
 		if _, err := store.Update(ctx, j); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkMemoryPerJob measures the heap a MemoryStore holds per job,
+// BenchmarkMemoryPerJob measures the heap a MemoryJobStore holds per job,
 // indexes included, for 100k jobs on 1k providers: runtime.MemStats after
 // a GC, before and after filling it.
 func BenchmarkMemoryPerJob(b *testing.B) {
@@ -96,7 +96,7 @@ func BenchmarkMemoryPerJob(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		store := schedule.NewMemoryStore()
+		store := schedule.NewMemoryJobStore()
 		fill(b, store, n, 1_000)
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -51,11 +51,11 @@ type Config struct {
 	// after source pressure, so that a runner failing at once cannot spin.
 	// Defaults to 1 second.
 	Requeue time.Duration
-	// Cooldown is how long a provider cools after source pressure whose
+	// PressureWait is how long a provider cools after source pressure whose
 	// end is unknown (a [budget.Error] with a zero Until). The cool-down
 	// holds the provider's jobs back in this process only (see the
 	// [Config] doc). Defaults to 1 minute.
-	Cooldown time.Duration
+	PressureWait time.Duration
 	// Backoff is the wait after a job's first consecutive failure; each
 	// further failure doubles it, up to MaxBackoff. Defaults to 5 seconds.
 	Backoff time.Duration
@@ -123,16 +123,16 @@ const maxOwnerSuffix = "/18446744073709551615"
 
 // The defaults of [Config].
 const (
-	defaultMaxRunning = 8
-	defaultPerProv    = 2
-	defaultAging      = time.Minute
-	defaultJitter     = 0.05
-	defaultCooldown   = time.Minute
-	defaultRequeue    = time.Second
-	defaultBackoff    = 5 * time.Second
-	defaultMaxBackoff = time.Hour
-	defaultLeaseTTL   = time.Minute
-	defaultPoll       = time.Second
+	defaultMaxRunning   = 8
+	defaultPerProv      = 2
+	defaultAging        = time.Minute
+	defaultJitter       = 0.05
+	defaultPressureWait = time.Minute
+	defaultRequeue      = time.Second
+	defaultBackoff      = 5 * time.Second
+	defaultMaxBackoff   = time.Hour
+	defaultLeaseTTL     = time.Minute
+	defaultPoll         = time.Second
 )
 
 // withDefaults validates c and returns it with every zero field defaulted.
@@ -151,8 +151,8 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("Jitter", "in [0, 0.5] or NoJitter", c.Jitter)
 	case c.Requeue < 0:
 		return bad("Requeue", ">= 0", c.Requeue)
-	case c.Cooldown < 0:
-		return bad("Cooldown", ">= 0", c.Cooldown)
+	case c.PressureWait < 0:
+		return bad("PressureWait", ">= 0", c.PressureWait)
 	case c.Backoff < 0:
 		return bad("Backoff", ">= 0", c.Backoff)
 	case c.MaxBackoff < 0:
@@ -190,7 +190,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Aging = 0 // the store's "no aging"
 	}
 	def(&c.Requeue, defaultRequeue)
-	def(&c.Cooldown, defaultCooldown)
+	def(&c.PressureWait, defaultPressureWait)
 	def(&c.Backoff, defaultBackoff)
 	def(&c.MaxBackoff, max(defaultMaxBackoff, c.Backoff))
 	def(&c.LeaseTTL, max(defaultLeaseTTL, 3*c.Poll))

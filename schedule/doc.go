@@ -2,6 +2,38 @@
 // data first, history when a provider is idle, never more at once than the
 // limits allow, and never before a provider's rate-limit pause has ended.
 //
+// # Streams
+//
+// The usual job is a stream of records moved forward resumably: a host
+// declares each one with [AddStream] (a [Stream]: its name, its provider,
+// a Source for its history and one for its head, a Sink) and runs the
+// scheduler. The scheduler makes the stream's jobs (a backfill, an
+// incremental job every Every), maps each kind to the stream's checkpoint
+// mode (backfill to catch-up, incremental and refresh to steady state, gap
+// fill to draining the gap records), runs it through a
+// [github.com/forage-go/forage/slice] runner whose lease carries the job's
+// lease owner, and reads the run's report itself:
+//
+//	the run ...                         the job
+//	caught up (backfill)                success
+//	caught up (incremental)             idle until its next cycle
+//	used up its RunFor                  queued, due again at once (head first)
+//	stopped: budget or source pressure  as in the outcome table below
+//	found the stream held elsewhere     queued until the holder's lease ends
+//	                                    (within [Requeue, PressureWait]): a yield
+//	                                    is neither a success nor a failure
+//	failed                              failed, backed off
+//
+// Jobs of one stream never run at once: they would contend for its
+// checkpoint and lease ([JobStore.Claim] leases one job per stream). A
+// backfill therefore runs in turns of at most RunFor, so the stream's
+// incremental job, which goes first when due, waits at most one turn.
+// Example_streams is the whole host: many streams over many providers,
+// resumable, head first, backfill when idle.
+//
+// Jobs that are not streams (a crawl, an export) are run by the host's
+// [Worker], given to [New].
+//
 // # Jobs
 //
 // A [Job] is one stream's recurring or resumable work, identified by
@@ -16,9 +48,9 @@
 //
 // Refresh ranks after incremental work: a new listing matters less than a
 // late candle, and a refresh is one cheap request every few hours.
-// Backfills and gap fills run until the [Runner] reports [Result.Done]: the
-// runner, not the configuration, discovers where a provider's history
-// begins.
+// Backfills and gap fills run until their run reports them done (a stream
+// caught up, a [Worker]'s [Result.Done]): the run, not the configuration,
+// discovers where a provider's history begins.
 //
 // # Picking the next job
 //
@@ -44,7 +76,8 @@
 //
 // # Outcomes
 //
-// What a run returns decides what happens next:
+// What a run returns (a [Worker]'s result, or what the scheduler read
+// from a stream's report, see Streams) decides what happens next:
 //
 //	result                      state               next run                      provider
 //	nil, refresh / incremental  idle                last due + Interval ± Jitter  -
@@ -55,14 +88,17 @@
 //	source pressure             waiting_rate_limit  Error.Until (*)               cooled until then
 //	other error                 failed              now + Backoff × 2^(n-1) (**)  -
 //	interrupted (cancellation)  queued              unchanged: due at once        -
+//	turn over (a stream)        queued              now                           -
+//	yield (LeaseHeldError)      queued              holder's lease end (***)      -
 //
-// (*) now + Cooldown when the error names no end; never sooner than now +
-// Requeue, so that a runner failing at once cannot spin. (**) n is the
+// (*) now + PressureWait when the error names no end; never sooner than now +
+// Requeue, so that a run failing at once cannot spin. (***) within [now +
+// Requeue, now + PressureWait]: the holder may finish sooner. (**) n is the
 // number of consecutive failures; capped at MaxBackoff; only a success
 // resets n. A done gap fill that changed during its run (new work upserted
 // into it, paused, rescued elsewhere) is kept, as if unfinished.
 //
-// The runner's error decides the outcome even when the scheduler
+// The run's error decides the outcome even when the scheduler
 // interrupted the run: only a cancellation (context.Canceled,
 // [ErrInterrupted], a [budget.Error] with ReasonCanceled) counts as
 // interrupted, so source pressure met by a run being paused still cools
@@ -93,7 +129,7 @@
 //
 // Jobs can be paused, resumed, run now and deleted; providers paused and
 // resumed. A running job that is paused or deleted, or whose provider is
-// paused, has its runner's context cancelled with cause [ErrInterrupted]: a
+// paused, has its run's context cancelled with cause [ErrInterrupted]: a
 // slice runner stops at its next slice boundary and the run is not counted
 // as a failure. [Scheduler.Snapshot] gives the metrics, with at most
 // [MaxSnapshotProviders] providers ([Scheduler.SnapshotPage] pages through
@@ -109,7 +145,7 @@
 // [JobStore] has six methods, each a contract tested by
 // [github.com/forage-go/forage/schedule/jobstoretest]. Time is always an
 // argument, so the suite controls it and SQL stores take it as a
-// parameter. [MemoryStore] is the default; a PostgreSQL store claims with
+// parameter. [MemoryJobStore] is the default; a PostgreSQL store claims with
 // FOR UPDATE SKIP LOCKED, and a crashed scheduler's jobs are rescued when
 // their leases expire.
 package schedule

@@ -24,7 +24,7 @@ func Example_spentQuota() {
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{Overrides: map[string]budget.Config{
 		"api": {Limits: []budget.Limit{{Count: 1, Per: time.Second}}, MaxWait: 10 * time.Millisecond},
 	}})
-	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})}, schedule.NewMemoryStore(), nil)
+	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})}, schedule.NewMemoryJobStore(), nil)
 	src := &pages{n: 3} // setup: a Source of 3 pages that logs each request
 	_ = schedule.AddStream(ctx, s, schedule.Stream[int]{Name: "history", Provider: "api", Backfill: src, Sink: discard})
 	go s.Run(ctx)

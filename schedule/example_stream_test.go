@@ -30,7 +30,7 @@ func Example_streams() {
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
 	cps, _ := checkpoint.OpenFileStore(dir, checkpoint.Config{})
 	defer cps.Close()
-	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: cps}, schedule.NewMemoryStore(), nil)
+	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: cps}, schedule.NewMemoryJobStore(), nil)
 	for name, ex := range exchanges {
 		for _, sym := range []string{"BTCUSDT", "ETHUSDT"} {
 			sink, _ := klines.OpenFileSink(dir, name+"-"+sym, "1m")

@@ -16,7 +16,7 @@ func ExampleNew() {
 		// them, commit the cursor; stop when ctx ends.
 		return schedule.Result{}, nil
 	})
-	s, err := schedule.New(schedule.Config{MaxRunning: 16, MaxPerProvider: 2}, schedule.NewMemoryStore(), runner)
+	s, err := schedule.New(schedule.Config{MaxRunning: 16, MaxPerProvider: 2}, schedule.NewMemoryJobStore(), runner)
 	if err != nil {
 		panic(err)
 	}
@@ -32,7 +32,7 @@ func ExampleNew() {
 func ExampleScheduler_ClaimAt() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, _ := schedule.New(schedule.Config{MaxRunning: 4, MaxPerProvider: 2}, schedule.NewMemoryStore(),
+	s, _ := schedule.New(schedule.Config{MaxRunning: 4, MaxPerProvider: 2}, schedule.NewMemoryJobStore(),
 		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	for _, spec := range []schedule.Spec{
 		{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1h"},
@@ -60,7 +60,7 @@ func ExampleScheduler_ClaimAt() {
 func ExampleScheduler_FinishAt() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryStore(),
+	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(),
 		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1m"})
 	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "ETH-USDT/1m"})
@@ -85,10 +85,10 @@ func ExampleScheduler_FinishAt() {
 // must drops the error (setup for the examples).
 func must[T any](v T, _ error) T { return v }
 
-func ExampleMemoryStore_Claim() {
+func ExampleMemoryJobStore_Claim() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	store := schedule.NewMemoryStore()
+	store := schedule.NewMemoryJobStore()
 	add := func(k schedule.Kind, stream string, due time.Time) {
 		_, _ = store.Upsert(ctx, schedule.Job{Provider: "p", Kind: k, Stream: stream, Priority: k.DefaultPriority(),
 			Interval: time.Minute, State: schedule.StateIdle, NextRun: due})

@@ -144,7 +144,7 @@ type Job struct {
 	// Stats counts the job's runs.
 	Stats Stats
 	// Lease is the scheduler holding the job while it runs, if any.
-	Lease Lease
+	Lease JobLease
 
 	// Version increases by one with every write; stores compare it on
 	// [JobStore.Update]. 1 after the insert.
@@ -178,11 +178,11 @@ type Stats struct {
 	LastSuccess time.Time
 }
 
-// Lease is a scheduler's hold on a running job. A lease is live until
+// JobLease is a scheduler's hold on a running job. A lease is live until
 // Until; an expired lease lets another scheduler claim the job (a rescue of
 // a crashed run). Owner is unique per claim, so it also fences: a scheduler
 // that lost its lease sees another Owner and does not write.
-type Lease struct {
+type JobLease struct {
 	// Owner names the claim that holds the job; empty when not leased.
 	Owner string
 	// Until is when the lease expires unless renewed.
@@ -190,7 +190,7 @@ type Lease struct {
 }
 
 // Held reports whether the lease is live at now.
-func (l Lease) Held(now time.Time) bool { return l.Owner != "" && now.Before(l.Until) }
+func (l JobLease) Held(now time.Time) bool { return l.Owner != "" && now.Before(l.Until) }
 
 // Due reports whether j may be claimed at now: its state is active, NextRun
 // has come, and no live lease holds it.

@@ -9,7 +9,7 @@ import (
 // Claim implements [JobStore.Claim] in O((k + s) log p + k log n) for k
 // jobs taken and s providers skipped, after promoting the jobs that came
 // due since the last claim.
-func (s *MemoryStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f ClaimFilter) ([]Job, error) {
+func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f ClaimFilter) ([]Job, error) {
 	if err := validateClaim(owner, ttl, limit, &f); err != nil {
 		return nil, err
 	}
@@ -23,7 +23,7 @@ func (s *MemoryStore) Claim(ctx context.Context, now time.Time, owner string, tt
 	var aside []*prov // providers passed over in this claim
 	var held []*entry // jobs passed over: their stream is leased
 	var out []Job
-	lease := Lease{Owner: owner, Until: now.Add(ttl)}
+	lease := JobLease{Owner: owner, Until: now.Add(ttl)}
 	for len(out) < limit && len(s.ready.items) > 0 {
 		p := s.ready.items[0]
 		e := p.best
@@ -77,7 +77,7 @@ func skipper(list []string) func(string) bool {
 // advance brings the indexes to now: it rescues the jobs whose lease
 // expired and promotes the waiting jobs that came due. Time going back, or
 // a new aging, rebuilds the indexes.
-func (s *MemoryStore) advance(now time.Time, aging time.Duration) {
+func (s *MemoryJobStore) advance(now time.Time, aging time.Duration) {
 	if now.Before(s.last) || aging != s.aging {
 		s.aging = aging
 		s.reindex(now)
@@ -96,7 +96,7 @@ func (s *MemoryStore) advance(now time.Time, aging time.Duration) {
 }
 
 // reindex rebuilds every index from the stored jobs, as seen at now.
-func (s *MemoryStore) reindex(now time.Time) {
+func (s *MemoryJobStore) reindex(now time.Time) {
 	s.last = now
 	s.waiting.items, s.leased.items, s.ready.items = nil, nil, nil
 	for _, p := range s.provs {
@@ -114,7 +114,7 @@ func (s *MemoryStore) reindex(now time.Time) {
 // place indexes e by its job: leased if its lease was live at the last
 // claim, waiting if active, nowhere if inactive. Due waiting jobs are
 // promoted by the next claim.
-func (s *MemoryStore) place(e *entry) {
+func (s *MemoryJobStore) place(e *entry) {
 	j := &e.job
 	if j.Lease.Owner != "" && j.Lease.Until.After(s.last) {
 		s.leased.push(e)
@@ -137,7 +137,7 @@ func (s *MemoryStore) place(e *entry) {
 }
 
 // unplace takes e out of whichever index holds it.
-func (s *MemoryStore) unplace(e *entry) {
+func (s *MemoryJobStore) unplace(e *entry) {
 	h := e.heap
 	if h == nil {
 		return
@@ -161,7 +161,7 @@ func (s *MemoryStore) unplace(e *entry) {
 }
 
 // promote moves a due job into its provider's ready heap.
-func (s *MemoryStore) promote(e *entry) {
+func (s *MemoryJobStore) promote(e *entry) {
 	e.rank = time.Time{}
 	if s.aging > 0 {
 		e.rank = e.job.NextRun.Add(time.Duration(e.job.Priority) * s.aging)
@@ -177,7 +177,7 @@ func (s *MemoryStore) promote(e *entry) {
 // fix recomputes p's best job under the head-first rule (a head job if any
 // is ready; a backfill only if no head job is ready or leased) and p's
 // place in the provider heap.
-func (s *MemoryStore) fix(p *prov) {
+func (s *MemoryJobStore) fix(p *prov) {
 	best := p.head.min()
 	if best == nil && p.headLeased == 0 {
 		best = p.tail.min()

@@ -9,15 +9,15 @@ import (
 	"time"
 )
 
-// MemoryStore is the in-process [JobStore]: jobs in maps, due work in
+// MemoryJobStore is the in-process [JobStore]: jobs in maps, due work in
 // per-provider heaps, so a claim costs O(log n) per job taken rather than
 // a scan of every job. It is the embedded default for one process; it
-// keeps nothing across restarts. MemoryStore is safe for concurrent use.
+// keeps nothing across restarts. MemoryJobStore is safe for concurrent use.
 //
 // A claim at a time earlier than a previous claim's rebuilds the indexes
 // (O(n)); so does a claim with a different [ClaimFilter.Aging]. Both are
 // rare: one scheduler passes the clock's time and a fixed Aging.
-type MemoryStore struct {
+type MemoryJobStore struct {
 	mu      sync.Mutex
 	lastID  int64
 	byID    map[int64]*entry
@@ -39,11 +39,11 @@ type identity struct {
 	stream   string
 }
 
-var _ JobStore = (*MemoryStore)(nil)
+var _ JobStore = (*MemoryJobStore)(nil)
 
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore {
-	s := &MemoryStore{
+// NewMemoryJobStore returns an empty MemoryJobStore.
+func NewMemoryJobStore() *MemoryJobStore {
+	s := &MemoryJobStore{
 		byID:  make(map[int64]*entry),
 		byKey: make(map[identity]*entry),
 		provs: make(map[string]*prov),
@@ -55,14 +55,14 @@ func NewMemoryStore() *MemoryStore {
 }
 
 // Len returns the number of stored jobs.
-func (s *MemoryStore) Len() int {
+func (s *MemoryJobStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.byID)
 }
 
 // Upsert implements [JobStore.Upsert].
-func (s *MemoryStore) Upsert(ctx context.Context, job Job) (Job, error) {
+func (s *MemoryJobStore) Upsert(ctx context.Context, job Job) (Job, error) {
 	if err := job.Validate(); err != nil {
 		return Job{}, err
 	}
@@ -101,7 +101,7 @@ func (s *MemoryStore) Upsert(ctx context.Context, job Job) (Job, error) {
 }
 
 // Get implements [JobStore.Get].
-func (s *MemoryStore) Get(ctx context.Context, id int64) (Job, error) {
+func (s *MemoryJobStore) Get(ctx context.Context, id int64) (Job, error) {
 	if id <= 0 {
 		return Job{}, invalid("id", "must be > 0", id)
 	}
@@ -120,7 +120,7 @@ func (s *MemoryStore) Get(ctx context.Context, id int64) (Job, error) {
 // Count returns how many jobs the store holds. The admin handler
 // ([github.com/forage-go/forage/admin]) asks it to enforce its MaxJobs cap
 // without listing every job.
-func (s *MemoryStore) Count(ctx context.Context) (int, error) {
+func (s *MemoryJobStore) Count(ctx context.Context) (int, error) {
 	if err := ctxErr(ctx); err != nil {
 		return 0, err
 	}
@@ -130,7 +130,7 @@ func (s *MemoryStore) Count(ctx context.Context) (int, error) {
 }
 
 // List implements [JobStore.List].
-func (s *MemoryStore) List(ctx context.Context, q Query) ([]Job, error) {
+func (s *MemoryJobStore) List(ctx context.Context, q Query) ([]Job, error) {
 	if err := q.validate(); err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (s *MemoryStore) List(ctx context.Context, q Query) ([]Job, error) {
 }
 
 // Update implements [JobStore.Update].
-func (s *MemoryStore) Update(ctx context.Context, job Job) (Job, error) {
+func (s *MemoryJobStore) Update(ctx context.Context, job Job) (Job, error) {
 	if job.ID <= 0 {
 		return Job{}, invalid("Job.ID", "must be > 0", job.ID)
 	}
@@ -182,7 +182,7 @@ func (s *MemoryStore) Update(ctx context.Context, job Job) (Job, error) {
 }
 
 // Delete implements [JobStore.Delete].
-func (s *MemoryStore) Delete(ctx context.Context, id int64) error {
+func (s *MemoryJobStore) Delete(ctx context.Context, id int64) error {
 	if id <= 0 {
 		return invalid("id", "must be > 0", id)
 	}

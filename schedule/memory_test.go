@@ -9,5 +9,5 @@ import (
 
 func TestMemoryStore(t *testing.T) {
 	t.Parallel()
-	jobstoretest.Run(t, func(t *testing.T) schedule.JobStore { return schedule.NewMemoryStore() })
+	jobstoretest.Run(t, func(t *testing.T) schedule.JobStore { return schedule.NewMemoryJobStore() })
 }

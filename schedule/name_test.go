@@ -71,12 +71,12 @@ func TestPropertyJobNamesAgreeWithCheckpoint(t *testing.T) {
 func TestConfigOwnerName(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{"host\n", "h\xff", strings.Repeat("o", checkpoint.MaxNameLen)} {
-		_, err := schedule.New(schedule.Config{Owner: bad}, schedule.NewMemoryStore(), idle)
+		_, err := schedule.New(schedule.Config{Owner: bad}, schedule.NewMemoryJobStore(), idle)
 		if !errors.Is(err, schedule.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Owner") {
 			t.Errorf("New(Owner %q) = %v, want ErrInvalidConfig naming Config.Owner", bad, err)
 		}
 	}
-	if _, err := schedule.New(schedule.Config{Owner: "host-1 ü"}, schedule.NewMemoryStore(), idle); err != nil {
+	if _, err := schedule.New(schedule.Config{Owner: "host-1 ü"}, schedule.NewMemoryJobStore(), idle); err != nil {
 		t.Fatalf("New(Owner %q): %v", "host-1 ü", err)
 	}
 }

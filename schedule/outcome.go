@@ -76,7 +76,7 @@ func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Re
 		}
 		if deleted {
 			s.count(o)
-			job.State, job.Lease = StateSuccess, Lease{}
+			job.State, job.Lease = StateSuccess, JobLease{}
 			return job, nil
 		}
 		// Changed since the claim: new work upserted, paused, or rescued
@@ -153,9 +153,9 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 	}
 	if held := (*checkpoint.LeaseHeldError)(nil); errors.As(err, &held) {
 		// Another owner runs the stream: look again when its lease would
-		// end, within [Requeue, Cooldown], as it may finish sooner.
+		// end, within [Requeue, PressureWait], as it may finish sooner.
 		until := maxTime(held.Lease.Expires, now.Add(s.cfg.Requeue))
-		if late := now.Add(max(s.cfg.Cooldown, s.cfg.Requeue)); until.After(late) {
+		if late := now.Add(max(s.cfg.PressureWait, s.cfg.Requeue)); until.After(late) {
 			until = late
 		}
 		return outcome{kind: outYielded, until: until, err: err}
@@ -167,7 +167,7 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 		case be.Reason.SourcePressure():
 			until := be.Until
 			if until.IsZero() {
-				until = now.Add(s.cfg.Cooldown)
+				until = now.Add(s.cfg.PressureWait)
 			}
 			return outcome{kind: outPressure, until: maxTime(until, now.Add(s.cfg.Requeue)), err: err}
 		case be.Reason == budget.ReasonCanceled:
@@ -189,7 +189,7 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 	st := &j.Stats
 	st.Runs++
 	st.LastRun = start
-	j.Lease, j.Updated = Lease{}, now
+	j.Lease, j.Updated = JobLease{}, now
 	paused := j.State == StatePaused
 	switch o.kind {
 	case outSuccess, outDone, outContinue:

@@ -129,7 +129,7 @@ func TestPropertyRunLimits(t *testing.T) {
 				}
 				return res, runErr
 			})
-			store := schedule.NewMemoryStore()
+			store := schedule.NewMemoryJobStore()
 			s, err := schedule.New(schedule.Config{MaxRunning: maxRun, MaxPerProvider: perProv, Backoff: time.Second}, store, runner)
 			if err != nil {
 				rt.Fatal(err)

@@ -66,7 +66,7 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 			return schedule.Result{}, errs[j.Stream]
 		})
 		var logs bytes.Buffer
-		store := &failOnce{JobStore: schedule.NewMemoryStore()}
+		store := &failOnce{JobStore: schedule.NewMemoryJobStore()}
 		s, err := schedule.New(schedule.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, store, runner)
 		if err != nil {
 			t.Fatal(err)

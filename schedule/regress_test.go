@@ -131,7 +131,7 @@ func (f *flakyStore) Get(ctx context.Context, id int64) (schedule.Job, error) {
 func TestRenewFailureDoesNotRunJobTwice(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		store := &flakyStore{JobStore: schedule.NewMemoryStore()}
+		store := &flakyStore{JobStore: schedule.NewMemoryJobStore()}
 		var mu sync.Mutex
 		running := map[int64]int{}
 		total, peakJob, peakTotal := 0, 0, 0
@@ -176,7 +176,7 @@ func TestRenewFailureDoesNotRunJobTwice(t *testing.T) {
 func TestRenewFinishRaceIsNotALostLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := &flakyStore{JobStore: schedule.NewMemoryStore()}
+	store := &flakyStore{JobStore: schedule.NewMemoryJobStore()}
 	s, err := schedule.New(schedule.Config{LeaseTTL: 3 * time.Second, Poll: time.Second}, store, idle)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestDoneGapFillKeepsNewWork(t *testing.T) {
 func TestDoneGapFillRescuedElsewhereIsKept(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := schedule.NewMemoryStore()
+	store := schedule.NewMemoryJobStore()
 	cfg := schedule.Config{LeaseTTL: 3 * time.Second, Poll: time.Second}
 	s1, err := schedule.New(cfg, store, idle)
 	if err != nil {

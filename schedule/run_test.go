@@ -208,7 +208,7 @@ func TestRunStopsCleanly(t *testing.T) {
 func TestRunRescuesCrashedScheduler(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		store := schedule.NewMemoryStore()
+		store := schedule.NewMemoryJobStore()
 		cfg := schedule.Config{LeaseTTL: 30 * time.Second}
 		dead, _ := schedule.New(cfg, store, idle)
 		rec := newRecorder(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {

@@ -118,7 +118,7 @@ func New(cfg Config, store JobStore, worker Worker) (*Scheduler, error) {
 		return nil, err
 	}
 	if store == nil {
-		return nil, invalidConfig.Must("New's store", "not be nil: use schedule.NewMemoryStore() or a database store", "nil")
+		return nil, invalidConfig.Must("New's store", "not be nil: use schedule.NewMemoryJobStore() or a database store", "nil")
 	}
 	if cfg.Owner == "" {
 		var b [4]byte

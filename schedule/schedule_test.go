@@ -32,7 +32,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{schedule.Config{Jitter: -2}, "Jitter"},
 		{schedule.Config{Aging: -2}, "Aging"},
 		{schedule.Config{Requeue: -1}, "Requeue"},
-		{schedule.Config{Cooldown: -1}, "Cooldown"},
+		{schedule.Config{PressureWait: -1}, "PressureWait"},
 		{schedule.Config{Backoff: -1}, "Backoff"},
 		{schedule.Config{MaxBackoff: -1}, "MaxBackoff"},
 		{schedule.Config{Backoff: time.Hour, MaxBackoff: time.Minute}, "MaxBackoff"},
@@ -41,7 +41,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{schedule.Config{Poll: time.Minute, LeaseTTL: time.Minute}, "LeaseTTL"},
 		{schedule.Config{RunTimeout: -1}, "RunTimeout"},
 	} {
-		_, err := schedule.New(tc.cfg, schedule.NewMemoryStore(), idle)
+		_, err := schedule.New(tc.cfg, schedule.NewMemoryJobStore(), idle)
 		if !errors.Is(err, schedule.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config."+tc.field+" ") || !strings.HasPrefix(err.Error(), "schedule: ") {
 			t.Errorf("New(%+v) = %v, want ErrInvalidConfig naming Config.%s", tc.cfg, err, tc.field)
 		}
@@ -50,16 +50,16 @@ func TestNewValidatesConfig(t *testing.T) {
 		{}, {MaxRunning: 1}, {MaxRunning: 3, MaxPerProvider: 3}, {Jitter: 0.5}, {Aging: schedule.MaxAging},
 		{Poll: time.Minute}, {LeaseTTL: time.Second},
 	} {
-		if _, err := schedule.New(cfg, schedule.NewMemoryStore(), idle); err != nil {
+		if _, err := schedule.New(cfg, schedule.NewMemoryJobStore(), idle); err != nil {
 			t.Errorf("New(%+v) = %v, want valid", cfg, err)
 		}
 	}
-	if _, err := schedule.New(schedule.Config{}, nil, idle); !errors.Is(err, schedule.ErrInvalidConfig) || !strings.Contains(err.Error(), "NewMemoryStore") {
+	if _, err := schedule.New(schedule.Config{}, nil, idle); !errors.Is(err, schedule.ErrInvalidConfig) || !strings.Contains(err.Error(), "NewMemoryJobStore") {
 		t.Errorf("New with a nil store = %v, want ErrInvalidConfig saying how to fix it", err)
 	}
 	// A nil Worker is valid: every job may be a declared stream
 	// (TestJobNeitherStreamNorWorkerFails).
-	if _, err := schedule.New(schedule.Config{}, schedule.NewMemoryStore(), nil); err != nil {
+	if _, err := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(), nil); err != nil {
 		t.Errorf("New with a nil Worker = %v, want valid", err)
 	}
 }

@@ -125,12 +125,12 @@ func TestPausedProvidersAndKnowsProvider(t *testing.T) {
 }
 
 // TestStoreIsTheOneGiven: Store returns the store the scheduler was built
-// with, so a host reaches its own methods (MemoryStore.Count).
+// with, so a host reaches its own methods (MemoryJobStore.Count).
 func TestStoreIsTheOneGiven(t *testing.T) {
 	t.Parallel()
 	s, store := newSched(t, schedule.Config{}, nil)
-	if got, ok := s.Store().(*schedule.MemoryStore); !ok || got != store {
-		t.Fatalf("Store() = %T %p, want the MemoryStore %p", s.Store(), got, store)
+	if got, ok := s.Store().(*schedule.MemoryJobStore); !ok || got != store {
+		t.Fatalf("Store() = %T %p, want the MemoryJobStore %p", s.Store(), got, store)
 	}
 	upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
 	if n, err := store.Count(context.Background()); err != nil || n != 1 {

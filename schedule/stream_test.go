@@ -112,14 +112,14 @@ func (k *kept) holes(from, to int64) []int64 {
 
 // streamSched is a scheduler over a fresh memory job store and checkpoint
 // store, with a registry for its providers.
-func streamSched(t *testing.T, cfg schedule.Config, reg budget.RegistryConfig) (*schedule.Scheduler, *schedule.MemoryStore) {
+func streamSched(t *testing.T, cfg schedule.Config, reg budget.RegistryConfig) (*schedule.Scheduler, *schedule.MemoryJobStore) {
 	t.Helper()
 	r, err := budget.NewRegistry(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Budget, cfg.Checkpoints = r, checkpoint.NewMemoryStore(checkpoint.Config{})
-	store := schedule.NewMemoryStore()
+	store := schedule.NewMemoryJobStore()
 	s, err := schedule.New(cfg, store, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +195,8 @@ func TestDeclaredStreamYieldIsNotSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := budget.NewRegistry(budget.RegistryConfig{})
 		cps := checkpoint.NewMemoryStore(checkpoint.Config{})
-		store := schedule.NewMemoryStore()
-		s, err := schedule.New(schedule.Config{Budget: r, Checkpoints: cps, Cooldown: 10 * time.Second}, store, nil)
+		store := schedule.NewMemoryJobStore()
+		s, err := schedule.New(schedule.Config{Budget: r, Checkpoints: cps, PressureWait: 10 * time.Second}, store, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +277,7 @@ func TestAddStreamValidates(t *testing.T) {
 		{"bad options", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.MaxBatch = -1 }, "Config.MaxBatch"},
 		{"negative run", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.RunFor = -1 }, "Stream.RunFor"},
 	} {
-		s, err := schedule.New(tc.cfg, schedule.NewMemoryStore(), nil)
+		s, err := schedule.New(tc.cfg, schedule.NewMemoryJobStore(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,7 +292,7 @@ func TestAddStreamValidates(t *testing.T) {
 		}
 	}
 	// Declared for one provider, a name stays that provider's.
-	s, _ := schedule.New(schedule.Config{Budget: r, Checkpoints: cps}, schedule.NewMemoryStore(), nil)
+	s, _ := schedule.New(schedule.Config{Budget: r, Checkpoints: cps}, schedule.NewMemoryJobStore(), nil)
 	if err := schedule.AddStream(t.Context(), s, ok); err != nil {
 		t.Fatal(err)
 	}

@@ -180,11 +180,11 @@ func (c *collector) all(ctx context.Context) error {
 	n := len(c.o.symbols)
 	sched, err := schedule.New(schedule.Config{
 		// No jitter: the head runs just after each candle closes.
-		MaxRunning: 2 * n, MaxPerProvider: 2 * n, Jitter: schedule.NoJitter, Budget: c.reg, Checkpoints: c.be.checkpoints(), Requeue: pressureWait, Cooldown: pressureWait,
+		MaxRunning: 2 * n, MaxPerProvider: 2 * n, Jitter: schedule.NoJitter, Budget: c.reg, Checkpoints: c.be.checkpoints(), Requeue: pressureWait, PressureWait: pressureWait,
 		// A stream that failed with a store error that may pass runs
 		// again after 0.5 s, 1 s, 2 s …; see onRun for when it gives up.
 		Backoff: storeRetryWait, MaxBackoff: storeRetryWait << (maxStoreRetries - 1),
-	}, schedule.NewMemoryStore(), nil)
+	}, schedule.NewMemoryJobStore(), nil)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func run() error {
 	// the exchange has room, its head followed every few seconds (steady
 	// state, from that moment on), never both at once. The checkpoints and
 	// candles are files: a second run resumes where this one committed.
-	sched, err := schedule.New(schedule.Config{MaxRunning: 8, MaxPerProvider: 6, Budget: reg, Checkpoints: store}, schedule.NewMemoryStore(), nil)
+	sched, err := schedule.New(schedule.Config{MaxRunning: 8, MaxPerProvider: 6, Budget: reg, Checkpoints: store}, schedule.NewMemoryJobStore(), nil)
 	if err != nil {
 		return err
 	}

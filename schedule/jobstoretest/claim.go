@@ -36,7 +36,7 @@ func testClaimDue(t *testing.T, e *env) {
 	diff(t, "Claim at 30s", []int64{later.ID}, e.claim(at(30), "o", 10, schedule.ClaimFilter{}))
 	j := e.get(soon.ID)
 	want := soon
-	want.State, want.Lease, want.Updated, want.Version = schedule.StateRunning, schedule.Lease{Owner: "o", Until: at(70)}, at(10), 2
+	want.State, want.Lease, want.Updated, want.Version = schedule.StateRunning, schedule.JobLease{Owner: "o", Until: at(70)}, at(10), 2
 	diff(t, "claimed job", want, j)
 }
 
@@ -48,7 +48,7 @@ func testClaimSkipsInactive(t *testing.T, e *env) {
 	done.State = schedule.StateSuccess
 	e.update(done)
 	leased := e.insert(job("p", schedule.KindIncremental, "leased", at(0)))
-	leased.State, leased.Lease = schedule.StateRunning, schedule.Lease{Owner: "other", Until: at(100)}
+	leased.State, leased.Lease = schedule.StateRunning, schedule.JobLease{Owner: "other", Until: at(100)}
 	e.update(leased)
 	for _, s := range []schedule.State{schedule.StateIdle, schedule.StateQueued, schedule.StateWaitingRateLimit, schedule.StateFailed} {
 		j := job("q", schedule.KindIncremental, string(s), at(0))
@@ -183,7 +183,7 @@ func testClaimHeadFirst(t *testing.T, e *env) {
 	// A head job that is due but whose provider is at its cap holds the
 	// tail back too: nothing of a's runs until a slot frees.
 	j = e.get(inc.ID)
-	j.State, j.Lease, j.NextRun = schedule.StateIdle, schedule.Lease{}, at(62)
+	j.State, j.Lease, j.NextRun = schedule.StateIdle, schedule.JobLease{}, at(62)
 	e.update(j)
 	gap := e.insert(job("a", schedule.KindGapFill, "s", at(62)))
 	diff(t, "two heads, cap 1", []int64{gap.ID}, e.claim(at(63), "o", 10, schedule.ClaimFilter{PerProvider: 1}))
@@ -258,7 +258,7 @@ func testClaimRescue(t *testing.T, e *env) {
 	}
 	diff(t, "rescue at 60s", []int64{j.ID}, e.claim(at(60), "o2", 10, schedule.ClaimFilter{}))
 	// The first owner, waking up late, loses its compare-and-swap.
-	held.Lease, held.State = schedule.Lease{}, schedule.StateIdle
+	held.Lease, held.State = schedule.JobLease{}, schedule.StateIdle
 	_, err := e.s.Update(e.ctx, held)
 	wantErr(t, "Update by the owner whose lease was taken over", err, schedule.ErrConflict)
 	if got := e.get(j.ID).Lease.Owner; got != "o2" {

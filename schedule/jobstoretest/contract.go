@@ -30,7 +30,7 @@ func testUpsertValidates(t *testing.T, e *env) {
 		func(j *schedule.Job) { j.Priority = -1 },
 		func(j *schedule.Job) { j.Priority = schedule.MaxPriority + 1 },
 		func(j *schedule.Job) { j.Interval = -time.Second },
-		func(j *schedule.Job) { j.Lease = schedule.Lease{Owner: "o"} },
+		func(j *schedule.Job) { j.Lease = schedule.JobLease{Owner: "o"} },
 	} {
 		j := job("p", schedule.KindIncremental, "s", at(0))
 		change(&j)
@@ -121,7 +121,7 @@ func testNameRule(t *testing.T, e *env) {
 		for _, change := range []func(*schedule.Job){
 			func(j *schedule.Job) { j.Provider = bad },
 			func(j *schedule.Job) { j.Stream = bad },
-			func(j *schedule.Job) { j.Lease = schedule.Lease{Owner: bad, Until: at(60)} },
+			func(j *schedule.Job) { j.Lease = schedule.JobLease{Owner: bad, Until: at(60)} },
 		} {
 			j := job("p", schedule.KindIncremental, "s", at(0))
 			change(&j)
@@ -137,14 +137,14 @@ func testNameRule(t *testing.T, e *env) {
 	j := e.insert(job("p", schedule.KindIncremental, "s", at(0)))
 	for i, bad := range badNames {
 		c := j
-		c.Lease = schedule.Lease{Owner: bad, Until: at(60)}
+		c.Lease = schedule.JobLease{Owner: bad, Until: at(60)}
 		_, err := e.s.Update(e.ctx, c)
 		wantErr(t, fmt.Sprintf("name %d: Update(owner %q)", i, bad), err, schedule.ErrInvalid)
 	}
 	diff(t, "Get after the rejected Updates", j, e.get(j.ID))
 	for _, good := range []string{"börse/BTC €", "a b", "\uFFFD", strings.Repeat("n", checkpoint.MaxNameLen)} {
 		g := job(good, schedule.KindIncremental, good, at(0))
-		g.Lease = schedule.Lease{Owner: good, Until: at(60)}
+		g.Lease = schedule.JobLease{Owner: good, Until: at(60)}
 		got := e.insert(g)
 		if got.Provider != good || got.Stream != good || got.Lease.Owner != good {
 			t.Fatalf("Upsert(%q) stored %q, %q, owner %q", good, got.Provider, got.Stream, got.Lease.Owner)

@@ -164,7 +164,7 @@ func testUpdateCAS(t *testing.T, e *env) {
 	stale := j
 	j.State, j.NextRun, j.Priority, j.Interval = schedule.StateFailed, at(30), 5, time.Hour
 	j.Stats = schedule.Stats{Runs: 1, Failures: 1, Streak: 1, LastError: "e", LastRun: at(1)}
-	j.Lease, j.Updated, j.Payload = schedule.Lease{Owner: "o", Until: at(90)}, at(2), []byte("p")
+	j.Lease, j.Updated, j.Payload = schedule.JobLease{Owner: "o", Until: at(90)}, at(2), []byte("p")
 	j = e.update(j)
 	stale.State = schedule.StatePaused
 	_, err := e.s.Update(e.ctx, stale)

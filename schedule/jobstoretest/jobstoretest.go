@@ -4,7 +4,7 @@
 //
 //	func TestJobStore(t *testing.T) {
 //		jobstoretest.Run(t, func(t *testing.T) schedule.JobStore {
-//			return schedule.NewMemoryStore()
+//			return schedule.NewMemoryJobStore()
 //		})
 //	}
 //
@@ -184,7 +184,7 @@ func (e *env) claim(now time.Time, owner string, limit int, f schedule.ClaimFilt
 func (e *env) release(id int64, next time.Time) schedule.Job {
 	e.t.Helper()
 	j := e.get(id)
-	j.Lease, j.State, j.NextRun = schedule.Lease{}, schedule.StateIdle, next
+	j.Lease, j.State, j.NextRun = schedule.JobLease{}, schedule.StateIdle, next
 	return e.update(j)
 }
 

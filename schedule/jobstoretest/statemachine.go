@@ -124,9 +124,9 @@ func (m *machine) Update(t *rapid.T) {
 	j.Priority = rapid.SampledFrom(smPrios).Draw(t, "priority")
 	j.Stats.Runs++
 	j.Updated = m.now
-	j.Lease = schedule.Lease{}
+	j.Lease = schedule.JobLease{}
 	if rapid.Bool().Draw(t, "leased") {
-		j.Lease = schedule.Lease{Owner: rapid.SampledFrom(smOwners).Draw(t, "owner"), Until: m.now.Add(rapid.SampledFrom(smOffsets).Draw(t, "until"))}
+		j.Lease = schedule.JobLease{Owner: rapid.SampledFrom(smOwners).Draw(t, "owner"), Until: m.now.Add(rapid.SampledFrom(smOffsets).Draw(t, "until"))}
 	}
 	stale := cur.Version > 1 && rapid.IntRange(0, 4).Draw(t, "stale") == 0
 	if stale {
@@ -208,7 +208,7 @@ func (m *machine) claim(owner string, ttl time.Duration, limit int, f schedule.C
 		if best == nil {
 			break
 		}
-		best.State, best.Lease, best.Updated = schedule.StateRunning, schedule.Lease{Owner: owner, Until: m.now.Add(ttl)}, m.now
+		best.State, best.Lease, best.Updated = schedule.StateRunning, schedule.JobLease{Owner: owner, Until: m.now.Add(ttl)}, m.now
 		best.Version++
 		out = append(out, *best)
 	}

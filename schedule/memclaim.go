@@ -28,7 +28,7 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 		p := s.ready.items[0]
 		e := p.best
 		if skip(p.name) || (f.PerProvider > 0 && p.leased >= f.PerProvider) {
-			s.ready.remove(p)
+			s.ready.removeAt(p.i)
 			aside = append(aside, p)
 			continue
 		}
@@ -39,7 +39,7 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 			continue
 		}
 		if !e.job.Kind.Head() && f.Tail != nil && !f.Tail(p.name) {
-			s.ready.remove(p)
+			s.ready.removeAt(p.i)
 			aside = append(aside, p)
 			continue
 		}
@@ -185,7 +185,7 @@ func (s *MemoryJobStore) fix(p *prov) {
 	p.best = best
 	switch {
 	case best == nil && p.i >= 0:
-		s.ready.remove(p)
+		s.ready.removeAt(p.i)
 	case best != nil && p.i < 0:
 		s.ready.push(p)
 	case best != nil:

@@ -25,9 +25,9 @@ type MemoryJobStore struct {
 	order   []*entry // by ID, including deleted entries until compacted
 	dead    int      // deleted entries in order
 	provs   map[string]*prov
-	waiting heap
-	leased  heap
-	ready   provHeap
+	waiting entryHeap
+	leased  entryHeap
+	ready   heap[*prov]
 	aging   time.Duration
 	last    time.Time // the latest now a claim saw
 }
@@ -48,9 +48,7 @@ func NewMemoryJobStore() *MemoryJobStore {
 		byKey: make(map[identity]*entry),
 		provs: make(map[string]*prov),
 	}
-	s.waiting.less = byNextRun
-	s.leased.less = byLeaseEnd
-	s.ready.less = byRank
+	s.waiting, s.leased, s.ready = newEntryHeap(byNextRun), newEntryHeap(byLeaseEnd), newProvHeap()
 	return s
 }
 
@@ -84,7 +82,7 @@ func (s *MemoryJobStore) Upsert(ctx context.Context, job Job) (Job, error) {
 	p := s.provs[job.Provider]
 	if p == nil {
 		p = &prov{name: job.Provider, i: -1}
-		p.head.less, p.tail.less = byRank, byRank
+		p.head, p.tail = newEntryHeap(byRank), newEntryHeap(byRank)
 		s.provs[job.Provider] = p
 	}
 	s.lastID++

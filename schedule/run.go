@@ -125,12 +125,12 @@ func (s *Scheduler) stop(cause error) {
 func (s *Scheduler) sleep(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.wakes) > 0 && !s.wakes[0].After(now) {
-		s.wakes.pop()
+	for t, ok := s.wakes.min(); ok && !t.After(now); t, ok = s.wakes.min() {
+		s.wakes.removeAt(0)
 	}
 	at := now.Add(s.cfg.Poll)
-	if len(s.wakes) > 0 && s.wakes[0].Before(at) {
-		at = s.wakes[0]
+	if t, ok := s.wakes.min(); ok && t.Before(at) {
+		at = t
 	}
 	// A renewal that failed is retried soon, but not in a busy loop.
 	floor := now.Add(s.cfg.Poll / 16)
@@ -145,46 +145,8 @@ func (s *Scheduler) sleep(now time.Time) time.Duration {
 // addWake asks Run to wake at t.
 func (s *Scheduler) addWake(t time.Time) {
 	s.mu.Lock()
-	if len(s.wakes) < maxWakes {
+	if len(s.wakes.items) < maxWakes {
 		s.wakes.push(t)
 	}
 	s.mu.Unlock()
-}
-
-// timeHeap is a min-heap of times.
-type timeHeap []time.Time
-
-func (h *timeHeap) push(t time.Time) {
-	*h = append(*h, t)
-	x := *h
-	for i := len(x) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !x[i].Before(x[p]) {
-			break
-		}
-		x[i], x[p] = x[p], x[i]
-		i = p
-	}
-}
-
-func (h *timeHeap) pop() {
-	x := *h
-	n := len(x) - 1
-	x[0] = x[n]
-	x = x[:n]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && x[c+1].Before(x[c]) {
-			c++
-		}
-		if !x[c].Before(x[i]) {
-			break
-		}
-		x[i], x[c] = x[c], x[i]
-		i = c
-	}
-	*h = x
 }

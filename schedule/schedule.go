@@ -76,7 +76,7 @@ type Scheduler struct {
 	streams  map[string]*stream   // declared streams, by name
 	paused   map[string]bool      // providers
 	cooling  map[string]time.Time // provider → end of its cool-down
-	wakes    timeHeap             // times a known job comes due
+	wakes    heap[time.Time]      // times a known job comes due
 	seq      uint64               // claim sequence, for lease owners
 	wake     chan struct{}        // pokes Run's loop
 	inRun    atomic.Bool
@@ -133,6 +133,7 @@ func New(cfg Config, store JobStore, worker Worker) (*Scheduler, error) {
 		paused:    make(map[string]bool),
 		cooling:   make(map[string]time.Time),
 		wake:      make(chan struct{}, 1),
+		wakes:     heap[time.Time]{less: time.Time.Before},
 		saturated: make(map[string]int64),
 	}
 	if s.rand == nil {

@@ -42,13 +42,13 @@
 //
 //	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
 //	run, _ := budget.NewRun(budget.Envelope{MaxRequests: 500, Deadline: time.Now().Add(time.Minute)})
-//	err := reg.Provider("binance").Do(ctx, run, func(ctx context.Context) budget.Outcome {
+//	err := reg.Provider("binance").Do(ctx, run, func(ctx context.Context) forage.Outcome {
 //		resp, err := client.Do(req.WithContext(ctx)) // exactly one outbound request
 //		if err == nil {
 //			defer resp.Body.Close()
 //			// decode the page here, inside the attempt
 //		}
-//		return budget.FromHTTP(resp, err)
+//		return forage.FromHTTP(resp, err)
 //	})
 //	if reason, ok := budget.ReasonOf(err); ok && reason.Exhausted() {
 //		// the run's budget is spent: record a gap, resume next run

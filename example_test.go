@@ -28,6 +28,29 @@ func ExampleFromHTTP() {
 	// throttled true
 }
 
+// ExampleReason shows the two families of stop reasons.
+func ExampleReason() {
+	for _, r := range []forage.Reason{forage.ReasonRequestCap, forage.ReasonThrottled, forage.ReasonPermanent} {
+		fmt.Printf("%-12s exhausted=%-5v source_pressure=%v\n", r, r.Exhausted(), r.SourcePressure())
+	}
+	// Output:
+	// request_cap  exhausted=true  source_pressure=false
+	// throttled    exhausted=false source_pressure=true
+	// permanent    exhausted=false source_pressure=false
+}
+
+// ExampleFromHTTP_usedWeight builds an Outcome from a response: status, Retry-After and
+// rate-limit headers.
+func ExampleFromHTTP_usedWeight() {
+	resp := &http.Response{StatusCode: 429, Header: http.Header{}, Body: http.NoBody} // setup
+	resp.Header.Set("Retry-After", "2")
+	resp.Header.Set("X-MBX-USED-WEIGHT-1M", "1180")
+	out := forage.FromHTTP(resp, nil)
+	fmt.Println(out.Status, out.RetryAfter, out.Quota.Used, out.Quota.Window)
+	// Output:
+	// 429 2s 1180 1m0s
+}
+
 // A host marks an error it found in a 200 body with the class it means.
 func ExampleMark() {
 	truncated := forage.Mark(errors.New("unexpected end of JSON input"), forage.Transient)

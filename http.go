@@ -37,8 +37,8 @@ const MaxRetryAfter = 72 * time.Hour
 // A response that comes with an error is a redirect the client stopped
 // following: net/http returns the last 3xx and "stopped after 10
 // redirects" for a loop, or the error of a CheckRedirect. It is never a
-// success: Err says so and is marked [Permanent] ([Mark]) (following the same
-// redirects again meets the same loop).
+// success: Err says so and is marked [Permanent] with [Mark] (following
+// the same redirects again meets the same loop).
 func FromHTTP(resp *http.Response, err error) Outcome {
 	o := Outcome{Err: redact.Error(err)}
 	if resp == nil {

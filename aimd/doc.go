@@ -9,9 +9,9 @@
 // refusal (429, 418, 503) or a sustained rise in latency cuts it. Three
 // rules make it safe:
 //
-//   - One-way ratchet: only a [Success] raises the rate. A fast 429 is not a
+//   - One-way ratchet: only a [forage.Success] raises the rate. A fast 429 is not a
 //     healthy provider, a Retry-After pause only ever moves forward, and a
-//     [Permanent] error (a broken request) never moves the rate at all.
+//     [forage.Permanent] error (a broken request) never moves the rate at all.
 //   - One cut per overshoot, not per refusal: the requests already in flight
 //     when the first 429 arrives all come back refused, and cutting for each
 //     collapses the rate (AWS SDK's adaptive mode falls to a few percent of

@@ -3,7 +3,6 @@ package budget_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,37 +22,6 @@ const secretQuery = "?symbol=BTCUSDT&apikey=K3Y-s3cr3t&signature=S1G-s3cr3t"
 
 // leaks reports whether msg holds a credential of secretQuery.
 func leaks(msg string) bool { return strings.Contains(msg, "s3cr3t") }
-
-// TestFromHTTPRedactsTheURL: a connection reset by the server makes
-// net/http return a *url.Error whose message holds the whole URL; the
-// Outcome keeps the *url.Error, its cause and its class, but not the
-// credentials.
-func TestFromHTTPRedactsTheURL(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			_ = conn.Close() // no answer at all: the client sees EOF
-		}
-	}))
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + "/api/v3/klines" + secretQuery)
-	if err == nil {
-		_ = resp.Body.Close()
-		t.Fatal("the hijacked request succeeded")
-	}
-	if !leaks(err.Error()) {
-		t.Fatalf("net/http's error %q holds no URL: the test proves nothing", err)
-	}
-	o := forage.FromHTTP(resp, err)
-	var ue *url.Error
-	if leaks(o.Err.Error()) || !errors.As(o.Err, &ue) || leaks(ue.URL) || !errors.Is(o.Err, io.EOF) {
-		t.Fatalf("FromHTTP's Err %q (as *url.Error: %v): a credential left, or the chain lost", o.Err, ue)
-	}
-	if !strings.Contains(o.Err.Error(), "/api/v3/klines?symbol=REDACTED&apikey=REDACTED") {
-		t.Fatalf("FromHTTP's Err %q lost the path or the parameter names", o.Err)
-	}
-}
 
 // TestStopMessageHoldsNoSecret: the *Error a provider returns after a
 // network failure quotes the attempt's error with its URL redacted, and the

@@ -215,7 +215,8 @@ func ClassifyStatus(code int) Class {
 //   - any other [*net.OpError] (connection refused, reset, unreachable):
 //     Transient.
 //   - anything else, a non-network error: Permanent. A host whose fetcher
-//     returns its own retryable errors should classify them itself.
+//     returns its own retryable errors should classify them itself, with
+//     [Mark], which [Outcome.Class] honours.
 func Classify(resp *http.Response, err error) Class {
 	if err != nil {
 		return classifyError(err)

@@ -17,7 +17,7 @@ import (
 // fixed window (Reset is the end of the window) and a token bucket (Reset
 // is the time to refill the whole burst):
 //
-//   - Remaining == 0 with Reset > 0 on a refusal or a Permanent response:
+//   - Nothing left with Reset > 0 on a refusal or a Permanent response:
 //     the quota is spent; pause until now + Reset.
 //   - Limit and Window both set: a windowed quota. Limit/Window becomes a
 //     ceiling the rate never exceeds from then on, and on a Success the rate

@@ -89,13 +89,13 @@ type Config struct {
 	// keeps pauses in memory only.
 	Pauses PauseStore
 	// Classify, if set, reads each attempt's outcome for this provider
-	// instead of the default rules (see [forage.Outcome]): a provider whose 503s
-	// come from a flaky gateway rather than from load shedding returns
-	// [forage.Transient] for them, so they are retried but never slow the
-	// provider down; one that signals its limit with 420 returns
+	// instead of the default rules ([forage.Outcome.Class]): a provider
+	// whose 503s come from a flaky gateway rather than from load shedding
+	// returns [forage.Transient] for them, so they are retried but never
+	// slow the provider down; one that signals its limit with 420 returns
 	// [forage.Throttled]. It must be safe for concurrent use and fast (it
-	// runs once per attempt). A class other than the six retry classes is
-	// read as Permanent. Nil means the default rules, which also tell
+	// runs once per attempt). A class other than the six of
+	// [forage.Class] is read as Permanent. Nil means the default rules, which also tell
 	// noise from pressure by themselves: a provider that has refused with
 	// 429 names its limit that way, so its 503s count as failures; and 503s
 	// that a cut does not stop are read as noise (see the aimd package).

@@ -31,7 +31,8 @@ type Quota struct {
 	Known QuotaFields
 }
 
-// QuotaFields is a set of [Quota] fields, used in [Quota.Known].
+// QuotaFields is a set of [Quota] fields, used in [Quota.Known]. It is a
+// plain value, safe for concurrent use.
 type QuotaFields uint8
 
 // The [Quota] fields a header can give.

@@ -16,6 +16,8 @@ package forage
 //   - failure ([ReasonPermanent], [ReasonCanceled], [ReasonPacer]): the
 //     request itself was refused (a 4xx other than 408/429), the caller gave
 //     up, or the host's pacer failed.
+//
+// Reason is a plain value, safe for concurrent use.
 type Reason string
 
 // The reasons a call or a run stops.

@@ -3,15 +3,37 @@
 // known, as fast as the provider allows, never banned, never losing or
 // duplicating data, and resuming exactly where a run stopped.
 //
-// The root package holds no code; it is the tutorial. forage is a set of small
-// packages that compose, each usable on its own. Which one to reach for:
+// The root package is the vocabulary every other package speaks, and the
+// tutorial. forage is a set of small packages that compose, each usable on
+// its own.
+//
+// # The vocabulary
+//
+// What one request attempt told us is an [Outcome]: its status, its error,
+// the provider's Retry-After and its account of its quota ([Quota]).
+// [FromHTTP] reads one from an HTTP exchange (redacting the URL's secrets
+// from the error), and [Outcome.Class] gives its [Class]: Success,
+// Throttled (429, 418), Overloaded (503), Transient (other 5xx, 408,
+// timeouts, resets), Permanent (other 4xx, non-network errors) or Canceled.
+// The policies read the class directly: retry spends tokens only on
+// [Class.Retryable] classes, aimd moves the rate on it and on the Quota,
+// the breaker counts pressure and transient failures as failures. When a
+// call stops, its [Reason] says why, in three families: budget exhaustion
+// ([Reason.Exhausted]), source pressure ([Reason.SourcePressure]) and
+// failure. A host that finds garbage in a 200 body classifies it itself
+// with [Mark]. [ClassifyStatus], [Classify], [ParseRetryAfter] and
+// [ParseQuota] are the pieces FromHTTP is made of, for a host that reads
+// its responses another way.
+//
+// # Which package to reach for
 //
 //   - You know the rate and must hold it: [github.com/forage-go/forage/gcra],
 //     a lock-free GCRA limiter with an explicit-time API.
 //   - You do not know the rate: [github.com/forage-go/forage/aimd] discovers
 //     the ceiling from a conservative start, decreasing once per overshoot.
 //   - Retries must not amplify an outage: [github.com/forage-go/forage/retry]
-//     gives a ratio retry budget, full-jitter backoff and Retry-After parsing.
+//     gives a ratio retry budget and full-jitter backoff with Retry-After as
+//     its floor.
 //   - Stop calling a provider that is down: [github.com/forage-go/forage/breaker].
 //   - All of it, per provider, for every request:
 //     [github.com/forage-go/forage/budget]. Its Provider is the one gate every
@@ -39,17 +61,19 @@
 //     rate-limited provider, like net/http/httptest, that enforces a limit
 //     your client is not told and counts what it did.
 //
-// The composition, in a dozen lines:
+// # The composition
+//
+// In a dozen lines:
 //
 //	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
 //	run, _ := budget.NewRun(budget.Envelope{MaxRequests: 500, Deadline: time.Now().Add(time.Minute)})
-//	err := reg.Provider("binance").Do(ctx, run, func(ctx context.Context) budget.Outcome {
+//	err := reg.Provider("binance").Do(ctx, run, func(ctx context.Context) forage.Outcome {
 //		resp, err := client.Do(req.WithContext(ctx)) // exactly one outbound request
 //		if err == nil {
 //			defer resp.Body.Close()
 //			// decode the page here, inside the attempt
 //		}
-//		return budget.FromHTTP(resp, err)
+//		return forage.FromHTTP(resp, err)
 //	})
 //	if reason, ok := budget.ReasonOf(err); ok && reason.Exhausted() {
 //		// the run's budget is spent: record a gap, resume next run

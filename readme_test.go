@@ -17,7 +17,8 @@ import (
 // snippetImports are the packages a README snippet may use without
 // importing them: the test adds the import of each one it names.
 var snippetImports = map[string]string{
-	"admin": "github.com/forage-go/forage/admin", "aimd": "github.com/forage-go/forage/aimd", "breaker": "github.com/forage-go/forage/breaker",
+	"admin": "github.com/forage-go/forage/admin", "forage": "github.com/forage-go/forage",
+	"aimd": "github.com/forage-go/forage/aimd", "breaker": "github.com/forage-go/forage/breaker",
 	"budget": "github.com/forage-go/forage/budget", "checkpoint": "github.com/forage-go/forage/checkpoint",
 	"gcra": "github.com/forage-go/forage/gcra", "klines": "github.com/forage-go/forage/klines",
 	"providertest": "github.com/forage-go/forage/providertest", "retry": "github.com/forage-go/forage/retry",

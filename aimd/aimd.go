@@ -176,7 +176,7 @@ type Controller struct {
 	confirmed   bool          // the ceiling was met twice, or declared: the slow cycle
 	postCut     float64       // the rate the last cut set
 	kUp         float64       // climb coefficient below the ceiling, requests/s per s^3
-	declared    float64       // Limit/Window from a Hint; 0 = none
+	declared    float64       // Limit/Window from a Quota; 0 = none
 	pausedUntil time.Time     // no request before it
 	heldUntil   time.Time     // the pause as set by responses that were not echoes
 	lastCut     time.Time     // last decrease; zero = none yet
@@ -231,7 +231,7 @@ func (c *Controller) RateAt(now time.Time) float64 {
 }
 
 // PausedUntil returns the time before which no request should be sent, set
-// by a Retry-After or a spent quota (see [Hint]); the zero Time means no
+// by a Retry-After or a spent quota (see [Signal.Quota]); the zero Time means no
 // pause was ever requested. It only ever moves forward.
 func (c *Controller) PausedUntil() time.Time {
 	c.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -17,6 +18,10 @@ import (
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const ms = time.Millisecond
+
+// known marks the fields a test's Quota gives: those that the headers of a
+// windowed quota carry.
+const known = forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow
 
 // mustNew returns a Controller for cfg or fails the test.
 func mustNew(tb testing.TB, cfg aimd.Config) *aimd.Controller {
@@ -33,7 +38,7 @@ func mustNew(tb testing.TB, cfg aimd.Config) *aimd.Controller {
 func succeed(c *aimd.Controller, now time.Time, d, step time.Duration) time.Time {
 	for end := now.Add(d); now.Before(end); {
 		now = now.Add(step)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-step / 2)})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-step / 2)})
 	}
 	return now
 }
@@ -95,7 +100,7 @@ func TestSlowStartDoublesPerSecondOfSuccess(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{Initial: 1, SlowStart: time.Second})
 	now := t0
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success}) // the first response earns nothing
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success}) // the first response earns nothing
 	for i, want := range []float64{2, 4, 8} {
 		now = succeed(c, now, time.Second, 10*ms)
 		if got := c.RateAt(now); !near(got, want, 1e-9) {
@@ -105,7 +110,7 @@ func TestSlowStartDoublesPerSecondOfSuccess(t *testing.T) {
 	// Idle time earns nothing: one success an hour later credits at most two
 	// intervals at the current rate (2/8 s: x2^0.25).
 	now = now.Add(time.Hour)
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	if got, want := c.RateAt(now), 8*math.Pow(2, 0.25); !near(got, want, 1e-9) {
 		t.Errorf("after an idle hour: rate %g, want %g", got, want)
 	}
@@ -115,7 +120,7 @@ func TestAdditiveIncreaseWithoutSlowStart(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{DisableSlowStart: true, Initial: 10, Increase: 2})
 	now := t0
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	now = succeed(c, now, 3*time.Second, 10*ms)
 	if got := c.RateAt(now); !near(got, 16, 1e-9) {
 		t.Errorf("rate after 3s at +2/s per s = %g, want 16", got)
@@ -131,22 +136,22 @@ func TestOneCutPerOvershoot(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{Initial: 40})
 	now := t0
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	for i := range 10 {
 		at := now.Add(time.Duration(i+1) * ms)
-		c.ObserveAt(at, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-time.Duration(i) * ms)})
+		c.ObserveAt(at, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-time.Duration(i) * ms)})
 	}
 	s := c.Snapshot()
 	if s.Decreases != 1 || s.Rate != 24 || s.Ceiling != 38 {
 		t.Errorf("after 10 echoes: %+v, want 1 decrease, rate 24 (slow-start exit x0.6), ceiling 38 (just under 40)", s)
 	}
 	// Without Sent, Latency dates the request; without either, CoolOff.
-	c.ObserveAt(now.Add(50*ms), aimd.Signal{Kind: aimd.Throttled, Latency: 100 * ms})
-	c.ObserveAt(now.Add(500*ms), aimd.Signal{Kind: aimd.Throttled})
+	c.ObserveAt(now.Add(50*ms), aimd.Signal{Class: forage.Throttled, Latency: 100 * ms})
+	c.ObserveAt(now.Add(500*ms), aimd.Signal{Class: forage.Throttled})
 	if got := c.Snapshot().Decreases; got != 1 {
 		t.Errorf("echoes dated by Latency or within CoolOff: %d decreases, want 1", got)
 	}
-	c.ObserveAt(now.Add(1500*ms), aimd.Signal{Kind: aimd.Throttled})
+	c.ObserveAt(now.Add(1500*ms), aimd.Signal{Class: forage.Throttled})
 	if got := c.Snapshot().Decreases; got != 2 {
 		t.Errorf("a refusal after CoolOff: %d decreases, want 2", got)
 	}
@@ -162,7 +167,7 @@ func TestCutsAndClimb(t *testing.T) {
 	refuse := func(name string, wantRate, wantCeiling float64) {
 		t.Helper()
 		now = now.Add(10 * ms)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-5 * ms)})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms)})
 		if s := c.Snapshot(); !near(s.Rate, wantRate, 1e-3) || !near(s.Ceiling, wantCeiling, 1e-3) {
 			t.Fatalf("%s: rate %.4g ceiling %.4g, want %.4g and %.4g", name, s.Rate, s.Ceiling, wantRate, wantCeiling)
 		}
@@ -176,12 +181,12 @@ func TestCutsAndClimb(t *testing.T) {
 	}
 	echo := func(name string, wantRate, wantCeiling float64) {
 		t.Helper()
-		c.ObserveAt(now.Add(ms), aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-6 * ms)})
+		c.ObserveAt(now.Add(ms), aimd.Signal{Class: forage.Throttled, Sent: now.Add(-6 * ms)})
 		if s := c.Snapshot(); !near(s.Rate, wantRate, 1e-3) || !near(s.Ceiling, wantCeiling, 1e-3) {
 			t.Fatalf("%s: rate %.4g ceiling %.4g, want %.4g and %.4g", name, s.Rate, s.Ceiling, wantRate, wantCeiling)
 		}
 	}
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	refuse("slow-start exit: x0.6, the ceiling just under the rate it refused at, unconfirmed", 60, 95)
 	echo("an echo confirms the overshoot; the ceiling stays just under it", 60, 95)
 	climb("back at the ceiling after Recovery", 10*time.Second+10*ms, 95, aimd.PhaseProbe)
@@ -205,44 +210,44 @@ func TestSpentWindowSetsDeliveredRate(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{Initial: 300})
 	now := t0
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	for range 2999 {
 		now = now.Add(time.Second / 300)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-ms)})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-ms)})
 	}
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-ms), RetryAfter: 50 * time.Second})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-ms), RetryAfter: 50 * time.Second})
 	s := c.Snapshot()
 	if !near(s.Rate, 50, 0.01) || !near(s.Ceiling, 50, 0.01) || !s.PausedUntil.Equal(now.Add(50*time.Second)) {
 		t.Errorf("after a spent window: %+v, want rate and ceiling ~50/s (3000 per 60s), paused 50s", s)
 	}
 }
 
-func TestHints(t *testing.T) {
+func TestQuotaHeaders(t *testing.T) {
 	t.Parallel()
-	window := func(remaining float64, reset time.Duration) aimd.Hint {
-		return aimd.Hint{Limit: 600, Remaining: remaining, Reset: reset, Window: time.Minute}
+	window := func(remaining float64, reset time.Duration) forage.Quota {
+		return forage.Quota{Limit: 600, Remaining: remaining, Reset: reset, Window: time.Minute, Known: known}
 	}
 	for _, tc := range []struct {
 		name      string
-		kind      aimd.Kind
-		hint      aimd.Hint
+		kind      forage.Class
+		hint      forage.Quota
 		wantRate  float64
 		wantPause time.Duration
 	}{
-		{"windowed success spreads Remaining over Reset (rounded up: less half a second)", aimd.Success, window(300, 60*time.Second), 300 / 59.5, 0},
-		{"never above Limit/Window", aimd.Success, window(300, 10*time.Second), 10, 0},
-		{"spent: pause until Reset", aimd.Success, window(0, 7*time.Second), 10, 7 * time.Second},
-		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", aimd.Throttled, window(300, 10*time.Second), 9, 0},
-		{"a permanent error ignores the ceiling", aimd.Permanent, aimd.Hint{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute}, 40, 0},
-		{"a permanent error still pauses", aimd.Permanent, aimd.Hint{Limit: 1, Reset: 3 * time.Second}, 40, 3 * time.Second},
-		{"no Window, not disproved: Remaining/Reset spends the window evenly", aimd.Success, aimd.Hint{Limit: 600, Remaining: 590, Reset: 30 * time.Second}, 590.0 / 29.5, 0},
-		{"no Window, spent, Reset over a second: pause", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: 2 * time.Second}, 40, 2 * time.Second},
-		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", aimd.Success, aimd.Hint{Limit: 10, Remaining: 0, Reset: time.Second}, 40, 0},
-		{"a bucket of one says 0 left after every request: no pause", aimd.Success, aimd.Hint{Limit: 1, Remaining: 0, Reset: time.Second}, 40, 0},
-		{"spent, on a refusal: pause until Reset", aimd.Throttled, aimd.Hint{Limit: 1, Remaining: 0, Reset: time.Second}, 24, time.Second},
+		{"windowed success spreads Remaining over Reset (rounded up: less half a second)", forage.Success, window(300, 60*time.Second), 300 / 59.5, 0},
+		{"never above Limit/Window", forage.Success, window(300, 10*time.Second), 10, 0},
+		{"spent: pause until Reset", forage.Success, window(0, 7*time.Second), 10, 7 * time.Second},
+		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", forage.Throttled, window(300, 10*time.Second), 9, 0},
+		{"a permanent error ignores the ceiling", forage.Permanent, forage.Quota{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute, Known: known}, 40, 0},
+		{"a permanent error still pauses", forage.Permanent, forage.Quota{Limit: 1, Reset: 3 * time.Second, Known: known}, 40, 3 * time.Second},
+		{"no Window, not disproved: Remaining/Reset spends the window evenly", forage.Success, forage.Quota{Limit: 600, Remaining: 590, Reset: 30 * time.Second, Known: known}, 590.0 / 29.5, 0},
+		{"no Window, spent, Reset over a second: pause", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: 2 * time.Second, Known: known}, 40, 2 * time.Second},
+		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
+		{"a bucket of one says 0 left after every request: no pause", forage.Success, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
+		{"spent, on a refusal: pause until Reset", forage.Throttled, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 24, time.Second},
 	} {
 		c := mustNew(t, aimd.Config{Initial: 40})
-		c.ObserveAt(t0, aimd.Signal{Kind: tc.kind, Hint: tc.hint})
+		c.ObserveAt(t0, aimd.Signal{Class: tc.kind, Quota: tc.hint})
 		rate, pause := c.RateAt(t0), c.PausedUntil()
 		if !near(rate, tc.wantRate, 1e-9) {
 			t.Errorf("%s: rate %g, want %g", tc.name, rate, tc.wantRate)
@@ -256,8 +261,8 @@ func TestHints(t *testing.T) {
 func TestTransientAndPermanentHold(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{Initial: 40})
-	for i, k := range []aimd.Kind{aimd.Transient, aimd.Permanent, aimd.Transient, aimd.Kind(99)} {
-		c.ObserveAt(t0.Add(time.Duration(i)*time.Second), aimd.Signal{Kind: k, Latency: 5 * time.Second})
+	for i, k := range []forage.Class{forage.Transient, forage.Permanent, forage.Transient, forage.Class(99)} {
+		c.ObserveAt(t0.Add(time.Duration(i)*time.Second), aimd.Signal{Class: k, Latency: 5 * time.Second})
 		if s := c.Snapshot(); s.Rate != 40 || s.Decreases != 0 || s.Ceiling != 0 {
 			t.Fatalf("step %d (%v): %+v, want rate 40, no decrease, no ceiling", i, k, s)
 		}
@@ -273,7 +278,7 @@ func TestLatencySignal(t *testing.T) {
 	now := t0
 	observe := func(lat time.Duration) {
 		now = now.Add(20 * ms)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: lat})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: lat})
 	}
 	for range 50 {
 		observe(20 * ms)
@@ -315,7 +320,7 @@ func TestLatencyStillGrowingCutsAgain(t *testing.T) {
 	for range 100 {
 		now = now.Add(20 * ms)
 		lat += 5 * ms
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: lat})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: lat})
 	}
 	if got := c.Snapshot().Decreases; got < 2 {
 		t.Errorf("latency growing for 2s: %d decreases, want >= 2", got)
@@ -330,17 +335,17 @@ func TestRegressionLateSuccessDoesNotEndRefusal(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{Initial: 100})
 	now := t0
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	for range 1000 {
 		now = now.Add(10 * ms)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-50 * ms)})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-50 * ms)})
 	}
 	first := now.Add(-30 * ms)
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: first, RetryAfter: 50 * time.Second})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: first, RetryAfter: 50 * time.Second})
 	for i := range 20 { // late answers, then more refusals of the same burst
 		at := now.Add(time.Duration(i) * ms)
-		c.ObserveAt(at, aimd.Signal{Kind: aimd.Success, Sent: first.Add(-10 * ms)})
-		c.ObserveAt(at, aimd.Signal{Kind: aimd.Throttled, Sent: first.Add(time.Duration(i) * ms), RetryAfter: 50 * time.Second})
+		c.ObserveAt(at, aimd.Signal{Class: forage.Success, Sent: first.Add(-10 * ms)})
+		c.ObserveAt(at, aimd.Signal{Class: forage.Throttled, Sent: first.Add(time.Duration(i) * ms), RetryAfter: 50 * time.Second})
 	}
 	if got := c.RateAt(now); got < 10 {
 		t.Errorf("rate %g after a reordered burst, want the delivered rate (~16/s), not a collapse", got)
@@ -349,13 +354,6 @@ func TestRegressionLateSuccessDoesNotEndRefusal(t *testing.T) {
 
 func TestStrings(t *testing.T) {
 	t.Parallel()
-	kinds := map[aimd.Kind]string{aimd.Success: "success", aimd.Throttled: "throttled", aimd.Overloaded: "overloaded",
-		aimd.Transient: "transient", aimd.Permanent: "permanent", aimd.Kind(9): "Kind(9)"}
-	for k, want := range kinds {
-		if got := k.String(); got != want {
-			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, want)
-		}
-	}
 	phases := map[aimd.Phase]string{aimd.PhaseStart: "start", aimd.PhaseSlowStart: "slow-start", aimd.PhaseAdditive: "additive",
 		aimd.PhaseRecover: "recover", aimd.PhaseProbe: "probe", aimd.Phase(9): "Phase(9)"}
 	for p, want := range phases {
@@ -373,12 +371,12 @@ func TestClockWrappers(t *testing.T) {
 		if got := c.Rate(); got != 4 {
 			t.Fatalf("Rate() before any response = %g, want 4", got)
 		}
-		c.Observe(aimd.Signal{Kind: aimd.Throttled, RetryAfter: 3 * time.Second})
+		c.Observe(aimd.Signal{Class: forage.Throttled, RetryAfter: 3 * time.Second})
 		if got, want := c.PausedUntil(), time.Now().Add(3*time.Second); !got.Equal(want) {
 			t.Fatalf("PausedUntil() = %v, want now+3s = %v", got, want)
 		}
 		time.Sleep(time.Minute)
-		c.Observe(aimd.Signal{Kind: aimd.Success})
+		c.Observe(aimd.Signal{Class: forage.Success})
 		if s := c.Snapshot(); s.Decreases != 1 || s.Ceiling != 3.8 || s.Rate <= 2.4 || s.Rate >= 3.8 {
 			t.Errorf("Snapshot() = %+v, want one decrease from 4/s to 2.4/s, the ceiling just under 4/s, climbing", s)
 		}
@@ -394,7 +392,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range 500 {
 				now := t0.Add(time.Duration(i) * ms)
-				c.ObserveAt(now, aimd.Signal{Kind: aimd.Kind(i % 5), Latency: time.Duration(g) * ms, RetryAfter: time.Duration(i%7) * ms})
+				c.ObserveAt(now, aimd.Signal{Class: forage.Class(i % 5), Latency: time.Duration(g) * ms, RetryAfter: time.Duration(i%7) * ms})
 				if r := c.RateAt(now); !(r >= 0.05 && r <= 10000) {
 					t.Errorf("rate %g out of bounds", r)
 				}

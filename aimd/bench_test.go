@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -16,9 +17,9 @@ func BenchmarkObserveAt(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Millisecond)
-		s := aimd.Signal{Kind: aimd.Success, Latency: 30 * time.Millisecond}
+		s := aimd.Signal{Class: forage.Success, Latency: 30 * time.Millisecond}
 		if i++; i%100 == 0 {
-			s.Kind = aimd.Throttled
+			s.Class = forage.Throttled
 		}
 		c.ObserveAt(now, s)
 	}
@@ -42,7 +43,7 @@ func BenchmarkObserveParallel(b *testing.B) {
 		now := t0
 		for pb.Next() {
 			now = now.Add(time.Millisecond)
-			c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-time.Millisecond)})
+			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-time.Millisecond)})
 			_ = c.RateAt(now)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -27,11 +28,11 @@ func TestLoneRefusalProbesFast(t *testing.T) {
 	} {
 		c := mustNew(t, aimd.Config{Initial: 16, SlowStart: time.Hour})
 		now := t0
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 		now = now.Add(time.Second)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-50 * ms)})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-50 * ms)})
 		if tc.echo {
-			c.ObserveAt(now.Add(5*ms), aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-10 * ms)})
+			c.ObserveAt(now.Add(5*ms), aimd.Signal{Class: forage.Throttled, Sent: now.Add(-10 * ms)})
 		}
 		succeed(c, now, tc.after, 10*ms)
 		s := c.Snapshot()
@@ -48,14 +49,14 @@ func TestCutFromRateAtSend(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{Initial: 10, SlowStart: time.Second})
 	now := t0
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	now = succeed(c, now, 2*time.Second, 10*ms) // slow start: 10 -> 40/s
 	sent := now
 	atSend := c.RateAt(sent)
 	now = succeed(c, now, 500*ms, 10*ms) // a slow answer: 40 -> ~57/s meanwhile
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: sent})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: sent})
 	// An echo confirms the overshoot; the rate at send is dated to 50ms.
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: sent.Add(ms)})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: sent.Add(ms)})
 	if s := c.Snapshot(); !near(s.Rate, 0.6*atSend, 0.04) || !near(s.Ceiling, 0.95*atSend, 0.04) {
 		t.Errorf("refusal of a request sent at %.1f/s, answered at %.1f/s: %+v, want rate %.1f, ceiling %.1f", atSend, c.RateAt(now), s, 0.6*atSend, 0.95*atSend)
 	}
@@ -70,20 +71,20 @@ func TestRefusalDuringPauseIsAnEcho(t *testing.T) {
 	t.Parallel()
 	c := mustNew(t, aimd.Config{Initial: 40})
 	now := t0
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	now = succeed(c, now, time.Second, 10*ms)
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(-20 * ms), RetryAfter: time.Second})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-20 * ms), RetryAfter: time.Second})
 	cut := c.Snapshot()
 	for i := range 10 { // sent during the pause, after the cut; each with its own Retry-After
 		sent := now.Add(time.Duration(i+1) * 90 * ms)
-		c.ObserveAt(sent.Add(30*ms), aimd.Signal{Kind: aimd.Throttled, Sent: sent, RetryAfter: time.Second})
-		c.ObserveAt(sent.Add(30*ms), aimd.Signal{Kind: aimd.Success, Sent: sent})
+		c.ObserveAt(sent.Add(30*ms), aimd.Signal{Class: forage.Throttled, Sent: sent, RetryAfter: time.Second})
+		c.ObserveAt(sent.Add(30*ms), aimd.Signal{Class: forage.Success, Sent: sent})
 	}
 	if s := c.Snapshot(); s.Decreases != cut.Decreases || !s.PausedUntil.After(cut.PausedUntil) {
 		t.Fatalf("refusals sent during the pause: %+v, want no decrease from %+v and the pause extended", s, cut)
 	}
 	sent := now.Add(1100 * ms) // after the first pause, within the extended one
-	c.ObserveAt(sent.Add(30*ms), aimd.Signal{Kind: aimd.Throttled, Sent: sent, RetryAfter: time.Second})
+	c.ObserveAt(sent.Add(30*ms), aimd.Signal{Class: forage.Throttled, Sent: sent, RetryAfter: time.Second})
 	if s := c.Snapshot(); s.Decreases != cut.Decreases+1 {
 		t.Errorf("a refusal sent after the pause the cut set: %d decreases, want %d", s.Decreases, cut.Decreases+1)
 	}

@@ -9,9 +9,9 @@
 // refusal (429, 418, 503) or a sustained rise in latency cuts it. Three
 // rules make it safe:
 //
-//   - One-way ratchet: only a [Success] raises the rate. A fast 429 is not a
+//   - One-way ratchet: only a [forage.Success] raises the rate. A fast 429 is not a
 //     healthy provider, a Retry-After pause only ever moves forward, and a
-//     [Permanent] error (a broken request) never moves the rate at all.
+//     [forage.Permanent] error (a broken request) never moves the rate at all.
 //   - One cut per overshoot, not per refusal: the requests already in flight
 //     when the first 429 arrives all come back refused, and cutting for each
 //     collapses the rate (AWS SDK's adaptive mode falls to a few percent of
@@ -20,7 +20,7 @@
 //     with neither, [Config.CoolOff] is the fallback. So is a refusal for a
 //     request sent while a pause was in force (a pacer that had booked it
 //     before the pause): the provider said it would refuse it.
-//   - Retry-After and a spent quota ([Hint] Remaining == 0) pause the
+//   - Retry-After and a spent quota ([Signal.Quota] with nothing left) pause the
 //     provider: see [Controller.PausedUntil].
 //
 // The climb is time-based (per second of successful traffic, not per
@@ -73,7 +73,7 @@
 //   - After a long refusal (a spent fixed window, a ban) the rate and
 //     ceiling drop to what the provider actually delivered over the cycle.
 //
-// A [Hint] parsed from rate-limit headers paces directly. A windowed quota
+// A [Signal.Quota] parsed from rate-limit headers paces directly. A windowed quota
 // (Limit per Window) caps the rate at Limit/Window and sets it to
 // Remaining/Reset on each success, which spends a fixed window evenly with
 // no refusal at all; without a Window the same is done while the successes
@@ -90,10 +90,10 @@
 //
 // # How each response moves the controller
 //
-//	Kind        examples          rate                            ceiling
+//	Class       examples          rate                            ceiling
 //	Success     2xx, 3xx          climbs: slow start, then the    -
-//	                              cubic; a windowed Hint sets it
-//	                              to Remaining/Reset
+//	                              cubic; a windowed Quota sets
+//	                              it to Remaining/Reset
 //	Throttled   429, 418          cut once per overshoot (see     0.95 x the rate the
 //	                              the episode estimate): x0.97    overshoot began at
 //	                              for jitter, to the delivered    (kept for jitter;
@@ -105,12 +105,13 @@
 //	Transient   other 5xx, 408,   holds                           -
 //	            timeout, reset
 //	Permanent   other 4xx         never moves                     never moves
+//	Canceled    caller gave up    never moves                     never moves
 //	(latency)   Success or        holds; cut once per episode,    set, as for a
 //	            Transient slower  again while the queue still     refusal
 //	            than the target   grows
 //
-// Pause, for every Kind: a Retry-After pauses until now + RetryAfter, and a
-// Hint with Remaining == 0 until now + Reset; a pause never moves back.
+// Pause, for every Class: a Retry-After pauses until now + RetryAfter, and
+// a Quota with nothing left until now + Reset; a pause never moves back.
 // The rate always stays in [Config.Min, Config.Max] (and under a declared
 // Limit/Window). [Controller.Snapshot] reports rate, ceiling, pause,
 // decreases and phase for metrics.

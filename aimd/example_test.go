@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -39,7 +40,7 @@ func ExampleController_ObserveAt() {
 	now := start
 	for now.Before(start.Add(time.Second)) {
 		now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: 30 * time.Millisecond})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 30 * time.Millisecond})
 	}
 	fmt.Printf("after 1s of success: %.1f/s (%s)\n", c.RateAt(now), c.Snapshot().Phase)
 
@@ -50,7 +51,7 @@ func ExampleController_ObserveAt() {
 	sent := now.Add(-30 * time.Millisecond)
 	for i := range 4 {
 		at := now.Add(time.Duration(i) * 10 * time.Millisecond)
-		c.ObserveAt(at, aimd.Signal{Kind: aimd.Throttled, Sent: sent.Add(time.Duration(i) * 10 * time.Millisecond)})
+		c.ObserveAt(at, aimd.Signal{Class: forage.Throttled, Sent: sent.Add(time.Duration(i) * 10 * time.Millisecond)})
 	}
 	s := c.Snapshot()
 	fmt.Printf("after the burst: %.1f/s, ceiling %.1f/s, %d decrease (%s)\n", s.Rate, s.Ceiling, s.Decreases, s.Phase)
@@ -66,10 +67,10 @@ func ExampleController_PausedUntil() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, _ := aimd.New(aimd.Config{})
 
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled, RetryAfter: 30 * time.Second})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, RetryAfter: 30 * time.Second})
 	fmt.Println("paused for", c.PausedUntil().Sub(now))
 
-	c.ObserveAt(now.Add(time.Second), aimd.Signal{Kind: aimd.Throttled, RetryAfter: 5 * time.Second})
+	c.ObserveAt(now.Add(time.Second), aimd.Signal{Class: forage.Throttled, RetryAfter: 5 * time.Second})
 	fmt.Println("still paused for", c.PausedUntil().Sub(now))
 	// Output:
 	// paused for 30s
@@ -78,22 +79,25 @@ func ExampleController_PausedUntil() {
 
 // Rate-limit headers of a fixed window pace directly: the rest of the window
 // spread evenly, never above Limit/Window, and a pause when it is spent.
-func ExampleHint() {
+func ExampleSignal_quota() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, _ := aimd.New(aimd.Config{})
 
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Hint: aimd.Hint{
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 600, Reset: 40 * time.Second, Window: time.Minute,
+		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
 	}})
 	fmt.Printf("%.0f/s\n", c.RateAt(now)) // 600 left over 40s
 
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Hint: aimd.Hint{
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 600, Reset: 10 * time.Second, Window: time.Minute,
+		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
 	}})
 	fmt.Printf("%.0f/s\n", c.RateAt(now)) // capped at 1200/min
 
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Hint: aimd.Hint{
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 0, Reset: 7 * time.Second, Window: time.Minute,
+		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
 	}})
 	fmt.Println("paused for", c.PausedUntil().Sub(now))
 	// Output:
@@ -112,15 +116,15 @@ func ExampleController_Snapshot() {
 	c, _ := aimd.New(aimd.Config{Initial: 10})
 	fmt.Println(c.Snapshot().Phase)
 
-	c.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	fmt.Println(c.Snapshot().Phase)
 
 	sent := now.Add(time.Second)
-	c.ObserveAt(sent.Add(50*time.Millisecond), aimd.Signal{Kind: aimd.Overloaded, Sent: sent})
+	c.ObserveAt(sent.Add(50*time.Millisecond), aimd.Signal{Class: forage.Overloaded, Sent: sent})
 	s := c.Snapshot()
 	fmt.Printf("%s rate=%.0f ceiling=%.0f decreases=%d\n", s.Phase, s.Rate, s.Ceiling, s.Decreases)
 
-	c.ObserveAt(sent.Add(60*time.Millisecond), aimd.Signal{Kind: aimd.Overloaded, Sent: sent.Add(time.Millisecond)})
+	c.ObserveAt(sent.Add(60*time.Millisecond), aimd.Signal{Class: forage.Overloaded, Sent: sent.Add(time.Millisecond)})
 	s = c.Snapshot()
 	fmt.Printf("%s rate=%.0f ceiling=%.0f decreases=%d\n", s.Phase, s.Rate, s.Ceiling, s.Decreases)
 	// Output:
@@ -137,8 +141,8 @@ func ExampleController_Snapshot() {
 func ExampleController_Restore() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	before, _ := aimd.New(aimd.Config{Initial: 40})
-	before.ObserveAt(now, aimd.Signal{Kind: aimd.Success})
-	before.ObserveAt(now.Add(time.Second), aimd.Signal{Kind: aimd.Throttled, Sent: now.Add(990 * time.Millisecond)})
+	before.ObserveAt(now, aimd.Signal{Class: forage.Success})
+	before.ObserveAt(now.Add(time.Second), aimd.Signal{Class: forage.Throttled, Sent: now.Add(990 * time.Millisecond)})
 	saved := before.State()
 	fmt.Printf("saved: rate %.1f/s, ceiling %.1f/s\n", saved.Rate, saved.Ceiling)
 

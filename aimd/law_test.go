@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -30,7 +31,7 @@ func TestPropertyClimbIsLogarithmic(t *testing.T) {
 			}
 			sent := now
 			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
-			c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: sent})
+			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: sent})
 		}
 	})
 }
@@ -48,7 +49,7 @@ func TestPropertyNoiseNeverCollapses(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		limit := rapid.Float64Range(5, 200).Draw(t, "limit")
 		share := rapid.Float64Range(0, 0.1).Draw(t, "share")
-		noise := rapid.SampledFrom([]aimd.Kind{aimd.Overloaded, aimd.Transient}).Draw(t, "noise")
+		noise := rapid.SampledFrom([]forage.Class{forage.Overloaded, forage.Transient}).Draw(t, "noise")
 		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
 		c, err := aimd.New(aimd.Config{})
 		if err != nil {
@@ -63,18 +64,18 @@ func TestPropertyNoiseNeverCollapses(t *testing.T) {
 				now = pu
 			}
 			sent := now
-			kind := aimd.Success
+			kind := forage.Success
 			var retry time.Duration
 			switch {
 			case sent.Before(tat):
-				kind, retry, seen429 = aimd.Throttled, time.Second, true
-			case rng.Float64() < share && (noise == aimd.Transient || seen429):
+				kind, retry, seen429 = forage.Throttled, time.Second, true
+			case rng.Float64() < share && (noise == forage.Transient || seen429):
 				kind, tat = noise, sent.Add(interval)
 			default:
 				tat = sent.Add(interval)
 			}
 			at := sent.Add(5 * time.Millisecond)
-			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: sent, RetryAfter: retry})
+			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: sent, RetryAfter: retry})
 			if r := c.RateAt(at); at.Sub(t0) > 10*time.Second && r < limit/2 {
 				t.Fatalf("at %v: rate %.2f under half the limit %.1f (noise %v at %.0f%%)", at.Sub(t0), r, limit, noise, 100*share)
 			}
@@ -109,9 +110,9 @@ func TestPropertyDeclaredQuotaNeverOverspent(t *testing.T) {
 			if ws := now.Truncate(w); ws != window {
 				window, used = ws, 0
 			}
-			kind := aimd.Success
+			kind := forage.Success
 			if used >= n {
-				kind, refused = aimd.Throttled, refused+1
+				kind, refused = forage.Throttled, refused+1
 			} else {
 				used++
 				full[window]++
@@ -119,7 +120,7 @@ func TestPropertyDeclaredQuotaNeverOverspent(t *testing.T) {
 			reset := window.Add(w).Sub(now)
 			reset = (reset + time.Second - 1).Truncate(time.Second)
 			at := now.Add(latency)
-			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: now, Hint: aimd.Hint{Limit: float64(n), Remaining: float64(n - used), Reset: reset}})
+			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: now, Quota: forage.Quota{Limit: float64(n), Remaining: float64(n - used), Reset: reset, Known: known}})
 			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
 		}
 		if refused > 0 {
@@ -156,9 +157,9 @@ func TestPropertyBanNeverTriggered(t *testing.T) {
 			if pu := c.PausedUntil(); pu.After(now) {
 				now = pu
 			}
-			kind, retry := aimd.Success, time.Duration(0)
+			kind, retry := forage.Success, time.Duration(0)
 			if now.Before(tat) {
-				kind, retry = aimd.Throttled, time.Second
+				kind, retry = forage.Throttled, time.Second
 				refusals = append(refusals, now)
 				if len(refusals) >= 5 && now.Sub(refusals[len(refusals)-5]) < time.Minute {
 					t.Fatalf("limit %.1f/s, latency %v: 5 refusals within a minute by %v", limit, latency, now.Sub(t0))
@@ -167,7 +168,7 @@ func TestPropertyBanNeverTriggered(t *testing.T) {
 				tat = now.Add(interval)
 			}
 			at := now.Add(latency)
-			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: now, RetryAfter: retry})
+			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: now, RetryAfter: retry})
 			next := now.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
 			if next.Before(at) {
 				next = at // one request in flight

@@ -1,6 +1,10 @@
 package aimd
 
-import "time"
+import (
+	"time"
+
+	"github.com/forage-go/forage"
+)
 
 // latencyWeight is the weight of one sample in the smoothed latency: about
 // the last ten responses count.
@@ -17,7 +21,7 @@ func (c *Controller) Observe(s Signal) { c.ObserveAt(time.Now(), s) }
 
 // ObserveAt feeds one response, received at now, to the controller. Call it
 // once per response, from any goroutine; the package documentation tabulates
-// what each [Kind] does to the rate, the pause and the ceiling. Whatever the
+// what each [forage.Class] does to the rate, the pause and the ceiling. Whatever the
 // Signal, the rate stays in [Config.Min, Config.Max], only a Success raises
 // it, and the pause only moves forward.
 func (c *Controller) ObserveAt(now time.Time, s Signal) {
@@ -28,28 +32,29 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	if sent.IsZero() && s.Latency > 0 {
 		sent = now.Add(-s.Latency)
 	}
-	if s.Kind == Permanent || s.Kind < Success || s.Kind > Permanent {
-		c.pause(c.retryAfter(now, s)) // the provider's word on when to come back holds
-		return                        // a broken request says nothing about the rate
+	h := hintOf(s.Quota)
+	if s.Class >= forage.Permanent {
+		c.pause(c.retryAfter(now, s, h)) // the provider's word on when to come back holds
+		return                           // a broken or canceled request says nothing about the rate
 	}
-	kind := s.Kind
-	c.noise.observe(kind == Overloaded)
+	kind := s.Class
+	c.noise.observe(kind == forage.Overloaded)
 	switch kind {
-	case Throttled:
+	case forage.Throttled:
 		c.throttled = true
-	case Overloaded:
+	case forage.Overloaded:
 		kind = c.readOverload(now, sent)
 	}
 	// A refusal of a request sent during a pause the provider asked for is
 	// an echo of the overshoot that set the pause; its own pause still
 	// counts, but does not make later refusals echoes too.
-	refusal := kind == Throttled || kind == Overloaded
+	refusal := kind == forage.Throttled || kind == forage.Overloaded
 	echo := refusal && !sent.IsZero() && sent.Before(c.heldUntil)
-	until := c.retryAfter(now, s)
-	if kind == Success {
-		c.watchQuota(now, s.Hint)
+	until := c.retryAfter(now, s, h)
+	if kind == forage.Success {
+		c.watchQuota(now, h)
 	}
-	if kind == Success && s.Hint.exhausted() && !c.spentWindow(s.Hint) {
+	if kind == forage.Success && h.exhausted() && !c.spentWindow(h) {
 		until = now.Add(s.RetryAfter) // a bucket at the limit, not a spent window
 		if s.RetryAfter <= 0 {
 			until = time.Time{}
@@ -60,33 +65,33 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		c.heldUntil = until
 	}
 	c.smooth(s)
-	c.declare(s.Hint)
+	c.declare(h)
 	switch kind {
-	case Success:
-		c.success(now, sent, s)
-	case Throttled, Overloaded:
+	case forage.Success:
+		c.success(now, sent, s, h)
+	case forage.Throttled, forage.Overloaded:
 		c.refused(now, sent, echo, kind)
-	case Transient:
+	case forage.Transient:
 		c.latencyPressure(now, sent, s.Latency)
 	}
 	c.hist.note(now, c.rate)
 }
 
 // retryAfter returns the end of the pause s asks for: its Retry-After, or
-// the reset of a quota its Hint says is spent, whichever is later; zero for
+// the reset of a quota its Quota says is spent, whichever is later; zero for
 // none.
-func (c *Controller) retryAfter(now time.Time, s Signal) time.Time {
+func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 	var until time.Time
 	if s.RetryAfter > 0 {
 		until = now.Add(s.RetryAfter)
 	}
-	if s.Hint.exhausted() && now.Add(s.Hint.Reset).After(until) {
-		until = now.Add(s.Hint.Reset)
+	if h.exhausted() && now.Add(h.reset).After(until) {
+		until = now.Add(h.reset)
 	}
 	return until
 }
 
-// spentWindow reports whether a served response's Hint that says the quota
+// spentWindow reports whether a served response's Quota that says the quota
 // is spent (Remaining 0, Reset > 0) should pause the provider until Reset:
 // whether it describes a window that refills at its reset, rather than a
 // token bucket at its limit that refills as it goes. A bucket's headers say
@@ -95,14 +100,14 @@ func (c *Controller) retryAfter(now time.Time, s Signal) time.Time {
 // at 1/s. So a provider known to be a bucket never pauses on it, and one
 // not yet known to be a window pauses only for a Reset over a second (the
 // rounding hides the true wait of a shorter one). The rate holds instead.
-func (c *Controller) spentWindow(h Hint) bool {
+func (c *Controller) spentWindow(h hint) bool {
 	switch c.quotaMode {
 	case quotaBucket:
 		return false
 	case quotaWindow:
 		return true
 	}
-	return h.Reset > time.Second
+	return h.reset > time.Second
 }
 
 // windowHint reports whether h describes the current state of a quota
@@ -111,11 +116,11 @@ func (c *Controller) spentWindow(h Hint) bool {
 // declared, or the provider is not known to be a bucket and either was seen
 // to keep to its word over a whole window or the Reset is long enough (2s)
 // that its rounding cannot mislead.
-func (c *Controller) windowHint(h Hint) bool {
-	if h.Limit <= 0 || h.Remaining <= 0 || h.Reset <= 0 || c.quotaMode == quotaBucket {
+func (c *Controller) windowHint(h hint) bool {
+	if h.limit <= 0 || h.left <= 0 || h.reset <= 0 || c.quotaMode == quotaBucket {
 		return false
 	}
-	return h.Window > 0 || c.quotaMode == quotaWindow || h.Reset >= 2*time.Second
+	return h.window > 0 || c.quotaMode == quotaWindow || h.reset >= 2*time.Second
 }
 
 // watchQuota follows a provider's word on its quota to tell a window from
@@ -123,10 +128,10 @@ func (c *Controller) windowHint(h Hint) bool {
 // r+1 successes before that reset (less a second for rounding) show a quota
 // that refills as it goes, a bucket; a window never admits more than it
 // said was left. A watch that runs to its end without that marks a window.
-// Called for every served response with a Hint.
-func (c *Controller) watchQuota(now time.Time, h Hint) {
+// Called for every served response with a Quota.
+func (c *Controller) watchQuota(now time.Time, h hint) {
 	w := &c.quotaWatch
-	if c.quotaMode == quotaBucket || h.Limit <= 0 || h.Reset <= 0 {
+	if c.quotaMode == quotaBucket || h.limit <= 0 || h.reset <= 0 {
 		return
 	}
 	if !w.end.IsZero() && now.Before(w.end) {
@@ -139,8 +144,8 @@ func (c *Controller) watchQuota(now time.Time, h Hint) {
 		c.quotaMode = quotaWindow
 	}
 	w.end, w.left, w.count = time.Time{}, 0, 0
-	if h.Reset >= 2*time.Second {
-		w.end, w.left = now.Add(h.Reset-time.Second), h.Remaining
+	if h.reset >= 2*time.Second {
+		w.end, w.left = now.Add(h.reset-time.Second), h.left
 	}
 }
 
@@ -168,16 +173,16 @@ func spendOver(reset time.Duration) time.Duration {
 // rate. Those cuts are then undone (at the next success) and the provider
 // marked noisy; from then on a 503 counts as pressure only while the recent
 // 503 share rises well above the share measured then.
-func (c *Controller) readOverload(now, sent time.Time) Kind {
+func (c *Controller) readOverload(now, sent time.Time) forage.Class {
 	m := &c.noise
 	switch {
 	case c.throttled:
-		return Transient
+		return forage.Transient
 	case m.noisy:
 		if m.pressure() {
-			return Overloaded
+			return forage.Overloaded
 		}
-		return Transient
+		return forage.Transient
 	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter < noiseProof:
 		// The cut did not stop them. A cut may simply not have been enough
 		// (the rate is still over the limit), but when most of the recent
@@ -185,13 +190,13 @@ func (c *Controller) readOverload(now, sent time.Time) Kind {
 		// rate.
 		m.cutAt = time.Time{}
 		if !m.record(false) {
-			return Overloaded
+			return forage.Overloaded
 		}
 		m.noisy, m.restore = true, true // undone at the next success: only a success raises the rate
 		m.floor = max(m.slow, m.fast)   // at least the share that just proved itself noise
-		return Transient
+		return forage.Transient
 	}
-	return Overloaded
+	return forage.Overloaded
 }
 
 // undo restores the controller to what it was before a cut that noise
@@ -211,7 +216,7 @@ func (c *Controller) undo(now time.Time, b snapshot) {
 
 // success handles a served response: the end of a refusal episode, the
 // latency check, then a rate set by a windowed hint, or the climb.
-func (c *Controller) success(now, sent time.Time, s Signal) {
+func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 	if sent.IsZero() || sent.After(c.lastCut) {
 		c.okSinceCut++ // a late answer to a request sent before the cut is no news
 	}
@@ -237,12 +242,12 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 	if c.latencyPressure(now, sent, s.Latency) {
 		return
 	}
-	if c.windowHint(s.Hint) {
-		c.rate = c.clamp(s.Hint.Remaining / spendOver(s.Hint.Reset).Seconds())
+	if c.windowHint(h) {
+		c.rate = c.clamp(h.left / spendOver(h.reset).Seconds())
 		c.fitClimb()
 		return
 	}
-	if s.Hint.exhausted() && s.Hint.Limit > 1 {
+	if h.exhausted() && h.limit > 1 {
 		return // at the limit of a bucket: hold (a bucket of one is always at it)
 	}
 	c.climb(now, dt)
@@ -254,7 +259,7 @@ func (c *Controller) success(now, sent time.Time, s Signal) {
 // quota, from an earlier response) was sent against the provider's word,
 // by a pacer that had booked it before the pause; its refusal is an echo
 // of the overshoot that set the pause, not a new one.
-func (c *Controller) refused(now, sent time.Time, echo bool, kind Kind) {
+func (c *Controller) refused(now, sent time.Time, echo bool, kind forage.Class) {
 	c.quota.refuse(now, sent)
 	c.lastCredit = now // time spent refused is not successful traffic
 	before := c.state()
@@ -268,7 +273,7 @@ func (c *Controller) refused(now, sent time.Time, echo bool, kind Kind) {
 	default:
 		cut = c.cut(now, sent, cutRefusing)
 	}
-	if m := &c.noise; cut && kind == Overloaded {
+	if m := &c.noise; cut && kind == forage.Overloaded {
 		m.cut(now, before)
 	}
 	if c.pausedUntil.After(now) {
@@ -305,9 +310,9 @@ func (c *Controller) pause(until time.Time) {
 	}
 }
 
-// declare applies a Hint's declared quota, Limit/Window, as a ceiling the
+// declare applies a Quota's declared quota, Limit/Window, as a ceiling the
 // rate never exceeds.
-func (c *Controller) declare(h Hint) {
+func (c *Controller) declare(h hint) {
 	d := h.ceiling()
 	if d <= 0 {
 		return
@@ -344,13 +349,13 @@ func (c *Controller) smooth(s Signal) {
 		return
 	}
 	x := s.Latency.Seconds()
-	if s.Kind == Success && (c.latencyMin == 0 || x < c.latencyMin) {
+	if s.Class == forage.Success && (c.latencyMin == 0 || x < c.latencyMin) {
 		c.latencyMin = x
 	}
 	switch {
 	case c.latency == 0:
 		c.latency = x
-	case s.Kind == Success || x > c.latency:
+	case s.Class == forage.Success || x > c.latency:
 		c.latency += latencyWeight * (x - c.latency)
 	}
 }

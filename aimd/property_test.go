@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -34,11 +35,11 @@ func genDuration(t *rapid.T, label string, max time.Duration) time.Duration {
 	return time.Duration(rapid.Int64Range(0, int64(max)).Draw(t, label))
 }
 
-// genSignal draws any Signal for a response observed at now: every Kind
+// genSignal draws any Signal for a response observed at now: every Class
 // (and an unknown one), with or without latency, Retry-After, send time
-// (possibly far in the past) and a Hint.
+// (possibly far in the past) and a Quota.
 func genSignal(t *rapid.T, now time.Time) aimd.Signal {
-	s := aimd.Signal{Kind: aimd.Kind(rapid.IntRange(0, 5).Draw(t, "kind"))}
+	s := aimd.Signal{Class: forage.Class(rapid.IntRange(0, 6).Draw(t, "class"))}
 	if rapid.Bool().Draw(t, "hasLatency") {
 		s.Latency = genDuration(t, "latency", 3*time.Second)
 	}
@@ -48,12 +49,13 @@ func genSignal(t *rapid.T, now time.Time) aimd.Signal {
 	if rapid.Bool().Draw(t, "hasSent") {
 		s.Sent = now.Add(-genDuration(t, "age", 10*time.Second))
 	}
-	if rapid.IntRange(0, 3).Draw(t, "hasHint") == 0 {
-		s.Hint = aimd.Hint{
+	if rapid.IntRange(0, 3).Draw(t, "hasQuota") == 0 {
+		s.Quota = forage.Quota{
 			Limit:     rapid.Float64Range(0, 1e4).Draw(t, "limit"),
 			Remaining: rapid.SampledFrom([]float64{0, 1, 50, 1e4}).Draw(t, "remaining"),
 			Reset:     genDuration(t, "reset", time.Minute),
 			Window:    rapid.SampledFrom([]time.Duration{0, time.Second, time.Minute}).Draw(t, "window"),
+			Known:     known,
 		}
 	}
 	return s
@@ -80,10 +82,10 @@ func checkInvariants(t *rapid.T, c *aimd.Controller, i int, now time.Time, befor
 	if s.RetryAfter > 0 && after.PausedUntil.Before(now.Add(s.RetryAfter)) {
 		t.Fatalf("step %d (%+v): paused until %v, want at least now+RetryAfter %v", i, s, after.PausedUntil, now.Add(s.RetryAfter))
 	}
-	if s.Kind != aimd.Success && after.Rate > before.Rate {
-		t.Fatalf("step %d (%+v): a %v raised the rate from %g to %g", i, s, s.Kind, before.Rate, after.Rate)
+	if s.Class != forage.Success && after.Rate > before.Rate {
+		t.Fatalf("step %d (%+v): a %v raised the rate from %g to %g", i, s, s.Class, before.Rate, after.Rate)
 	}
-	if s.Kind == aimd.Permanent && (after.Rate != before.Rate || after.Ceiling != before.Ceiling || after.Decreases != before.Decreases) {
+	if s.Class == forage.Permanent && (after.Rate != before.Rate || after.Ceiling != before.Ceiling || after.Decreases != before.Decreases) {
 		t.Fatalf("step %d (%+v): a permanent error moved %+v to %+v", i, s, before, after)
 	}
 	if after.Decreases < before.Decreases || after.Decreases > before.Decreases+1 {
@@ -115,7 +117,7 @@ func TestPropertyInvariants(t *testing.T) {
 
 // TestPropertyStateMachine runs the same invariants as a rapid state
 // machine, whose actions shrink to the shortest failing sequence: one
-// action per Kind plus idle time, with a model of the time and the last
+// action per Class plus idle time, with a model of the time and the last
 // snapshot.
 func TestPropertyStateMachine(t *testing.T) {
 	t.Parallel()
@@ -125,11 +127,11 @@ func TestPropertyStateMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 		now, i := t0, 0
-		observe := func(k aimd.Kind) func(*rapid.T) {
+		observe := func(k forage.Class) func(*rapid.T) {
 			return func(t *rapid.T) {
 				now = now.Add(genDuration(t, "gap", time.Second))
 				s := genSignal(t, now)
-				s.Kind = k
+				s.Class = k
 				before := c.Snapshot()
 				c.ObserveAt(now, s)
 				checkInvariants(t, c, i, now, before, s)
@@ -137,11 +139,11 @@ func TestPropertyStateMachine(t *testing.T) {
 			}
 		}
 		t.Repeat(map[string]func(*rapid.T){
-			"success":    observe(aimd.Success),
-			"throttled":  observe(aimd.Throttled),
-			"overloaded": observe(aimd.Overloaded),
-			"transient":  observe(aimd.Transient),
-			"permanent":  observe(aimd.Permanent),
+			"success":    observe(forage.Success),
+			"throttled":  observe(forage.Throttled),
+			"overloaded": observe(forage.Overloaded),
+			"transient":  observe(forage.Transient),
+			"permanent":  observe(forage.Permanent),
 			"idle": func(t *rapid.T) {
 				now = now.Add(genDuration(t, "idle", time.Hour))
 			},
@@ -192,18 +194,18 @@ func TestPropertyOneDecreasePerOvershoot(t *testing.T) {
 		// Well after anything before, one success, then the first refusal
 		// of a new overshoot.
 		now = now.Add(time.Hour)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-time.Millisecond)})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-time.Millisecond)})
 		now = now.Add(time.Second)
 		// 429s only: how a 503 reads depends on the provider's history (a
 		// provider that throttles with 429, or whose 503s a cut did not
 		// stop, is noisy: see TestPropertyNoiseNeverCollapses).
-		kind := aimd.Throttled
-		c.ObserveAt(now, aimd.Signal{Kind: kind, Sent: now.Add(-time.Millisecond)})
+		kind := forage.Throttled
+		c.ObserveAt(now, aimd.Signal{Class: kind, Sent: now.Add(-time.Millisecond)})
 		first := c.Snapshot()
 		for i := range rapid.IntRange(1, 100).Draw(t, "burst") {
 			at := now.Add(genDuration(t, "arrival", 5*time.Second))
 			sent := now.Add(-genDuration(t, "sentBefore", 5*time.Second))
-			c.ObserveAt(at, aimd.Signal{Kind: kind, Sent: sent})
+			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: sent})
 			if s := c.Snapshot(); s.Decreases != first.Decreases || s.Rate != first.Rate {
 				t.Fatalf("echo %d (sent %v before the first refusal): %+v, want it unchanged from %+v", i, now.Sub(sent), s, first)
 			}
@@ -233,21 +235,21 @@ func TestPropertyRefusalDuringPauseNeverCuts(t *testing.T) {
 			now = p
 		}
 		now = now.Add(time.Hour)
-		c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Sent: now.Add(-time.Millisecond)})
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-time.Millisecond)})
 		now = now.Add(time.Second)
 		// 429s only: how a 503 reads depends on the provider's history (a
 		// provider that throttles with 429, or whose 503s a cut did not
 		// stop, is noisy: see TestPropertyNoiseNeverCollapses).
-		kind := aimd.Throttled
+		kind := forage.Throttled
 		pause := time.Millisecond + genDuration(t, "pause", time.Minute)
-		c.ObserveAt(now, aimd.Signal{Kind: kind, Sent: now.Add(-time.Millisecond), RetryAfter: pause})
+		c.ObserveAt(now, aimd.Signal{Class: kind, Sent: now.Add(-time.Millisecond), RetryAfter: pause})
 		first := c.Snapshot()
 		for i := range rapid.IntRange(1, 50).Draw(t, "during") {
 			sent := now.Add(genDuration(t, "sentAfter", pause-1))
 			at := sent.Add(genDuration(t, "latency", 2*time.Second))
-			s := aimd.Signal{Kind: kind, Sent: sent, RetryAfter: genDuration(t, "retryAfter", time.Minute)}
+			s := aimd.Signal{Class: kind, Sent: sent, RetryAfter: genDuration(t, "retryAfter", time.Minute)}
 			if rapid.Bool().Draw(t, "success") {
-				s = aimd.Signal{Kind: aimd.Success, Sent: sent}
+				s = aimd.Signal{Class: forage.Success, Sent: sent}
 			}
 			before := c.Snapshot()
 			c.ObserveAt(at, s)
@@ -273,7 +275,7 @@ func TestPropertyCoolOffWithoutSendTime(t *testing.T) {
 		now, lastCut, cuts := t0, time.Time{}, uint64(0)
 		for i := range rapid.IntRange(1, 100).Draw(t, "refusals") {
 			now = now.Add(genDuration(t, "gap", cfg.CoolOff/2))
-			c.ObserveAt(now, aimd.Signal{Kind: aimd.Throttled})
+			c.ObserveAt(now, aimd.Signal{Class: forage.Throttled})
 			d := c.Snapshot().Decreases
 			if d > cuts {
 				if !lastCut.IsZero() && now.Sub(lastCut) < cfg.CoolOff {
@@ -285,9 +287,9 @@ func TestPropertyCoolOffWithoutSendTime(t *testing.T) {
 	})
 }
 
-// TestPropertyHintPausesAndCaps: a spent quota pauses until its reset, and
+// TestPropertyQuotaPausesAndCaps: a spent quota pauses until its reset, and
 // a declared Limit/Window caps the rate from then on.
-func TestPropertyHintPausesAndCaps(t *testing.T) {
+func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := genConfig(t)
@@ -301,16 +303,16 @@ func TestPropertyHintPausesAndCaps(t *testing.T) {
 			var s aimd.Signal
 			now, s = step(t, now)
 			c.ObserveAt(now, s)
-			h := s.Hint
+			h := s.Quota
 			// A served response's spent quota pauses unless it is a bucket
 			// at its limit (a Reset of a second or less, rounded up, hides
 			// the true wait; see the package documentation); any other
 			// response's always does.
-			spent := h.Remaining == 0 && h.Reset > 0 && (s.Kind != aimd.Success || h.Reset > time.Second && h.Limit == 0)
+			spent := h.Remaining == 0 && h.Reset > 0 && (s.Class != forage.Success || h.Reset > time.Second && h.Limit == 0)
 			if spent && c.PausedUntil().Before(now.Add(h.Reset)) {
 				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.PausedUntil())
 			}
-			if s.Kind != aimd.Permanent && s.Kind >= aimd.Success && s.Kind <= aimd.Permanent && h.Limit > 0 && h.Window > 0 {
+			if s.Class < forage.Permanent && h.Limit > 0 && h.Window > 0 {
 				capRate = max(h.Limit/h.Window.Seconds(), c.Config().Min)
 			}
 			if r := c.RateAt(now); capRate > 0 && r > capRate*(1+1e-12) {
@@ -336,7 +338,7 @@ func TestPropertyLatencyAboveTargetNeverRaises(t *testing.T) {
 		for i := range rapid.IntRange(1, 100).Draw(t, "steps") {
 			now = now.Add(genDuration(t, "gap", time.Second))
 			lat := cfg.LatencyTarget + 1 + genDuration(t, "over", 5*time.Second)
-			c.ObserveAt(now, aimd.Signal{Kind: aimd.Success, Latency: lat})
+			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: lat})
 			if r := c.RateAt(now); r > prev {
 				t.Fatalf("step %d: latency %v over target %v raised the rate %g -> %g", i, lat, cfg.LatencyTarget, prev, r)
 			}

@@ -1,57 +1,47 @@
 package aimd
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/forage-go/forage"
 )
 
-// Kind classifies one response for the controller. The zero Kind is
-// [Success]. Kind is a value; it is safe for concurrent use.
-type Kind int
-
-const (
-	// Success is a response the provider served (2xx, 3xx): evidence that the
-	// current rate is sustainable, so the rate may grow.
-	Success Kind = iota
-	// Throttled is an explicit rate-limit refusal: 429 Too Many Requests, or
-	// 418 as some providers use for a ban. Pressure: the rate decreases once
-	// per overshoot.
-	Throttled
-	// Overloaded is 503 Service Unavailable: the provider is shedding load.
-	// Pressure, handled like Throttled.
-	Overloaded
-	// Transient is a failure that says little about the rate: other 5xx, 408,
-	// a timeout, a connection reset. The rate holds (never grows on it); only
-	// its latency can count as pressure.
-	Transient
-	// Permanent is a client error (4xx other than 408, 418 and 429): a broken
-	// request, not a rate problem. It never moves the rate.
-	Permanent
-)
-
-// String returns the kind's name, e.g. "throttled".
-func (k Kind) String() string {
-	switch k {
-	case Success:
-		return "success"
-	case Throttled:
-		return "throttled"
-	case Overloaded:
-		return "overloaded"
-	case Transient:
-		return "transient"
-	case Permanent:
-		return "permanent"
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
-
-// Signal is what the controller learns from one response. Only Kind is
+// Signal is what the controller learns from one response. Only Class is
 // required; every other field is optional and zero means "not known".
 // Signal is a value; it is safe for concurrent use.
+//
+// The Quota (IETF RateLimit-*, X-RateLimit-*, X-MBX-USED-WEIGHT-1M
+// and the like) counts only when what is left of it is known
+// ([forage.Quota.Left]): Remaining, or Limit and Used. The controller reads
+// it conservatively, because the same headers mean different things for a
+// fixed window (Reset is the end of the window) and a token bucket (Reset
+// is the time to refill the whole burst):
+//
+//   - Nothing left with Reset > 0 on a refusal or a Permanent response:
+//     the quota is spent; pause until now + Reset.
+//   - Limit and Window both set: a windowed quota. Limit/Window becomes a
+//     ceiling the rate never exceeds from then on, and on a Success the rate
+//     is set to what is left over Reset (less half a second when Reset is in
+//     whole seconds, as providers round it up), which spends the rest of
+//     the window evenly. A Permanent response's Quota sets neither.
+//   - Without Window, the controller watches whether the provider keeps to
+//     its word: a provider that admits more than it said was left before
+//     its reset is a token bucket, whose Remaining/Reset is no rate (far
+//     below the refill rate when the bucket is low) and whose "0 left"
+//     after every request sent at its rate is no pause; the rate holds at
+//     it instead. Until it shows itself a bucket, a Quota with a Reset of 2s
+//     or more paces like a window, and a served response saying the quota
+//     is spent pauses until Reset when that is over a second.
 type Signal struct {
-	// Kind classifies the response.
-	Kind Kind
+	// Class classifies the response (see [forage.Class]): a Success is
+	// evidence that the current rate is sustainable, so the rate may grow;
+	// Throttled (429, or 418 as some providers use for a ban) and
+	// Overloaded (503: the provider sheds load) are pressure, and the rate
+	// decreases once per overshoot; a Transient failure (other 5xx, 408, a
+	// timeout, a reset) says little about the rate, which holds (only its
+	// latency can count as pressure); a Permanent one (a broken request,
+	// not a rate problem) and a Canceled one never move the rate.
+	Class forage.Class
 
 	// Latency is the time from sending the request to receiving the
 	// response. It feeds the latency signal (see [Config.LatencyTarget]) and,
@@ -70,58 +60,45 @@ type Signal struct {
 	// is zero too.
 	Sent time.Time
 
-	// Hint is the provider's rate-limit headers, parsed by the caller. The
-	// zero Hint means none.
-	Hint Hint
+	// Quota is the provider's rate-limit headers, parsed by the caller
+	// (e.g. with [forage.ParseQuota]). The zero Quota means none. The
+	// controller reads it as the type [Signal] documents.
+	Quota forage.Quota
 }
 
-// Hint is rate-limit header information (IETF RateLimit-*, X-RateLimit-*,
-// X-MBX-USED-WEIGHT-1M and the like) parsed by the caller. The zero Hint
-// means no headers. Hint is a value; it is safe for concurrent use.
-//
-// The controller reads a Hint conservatively, because the same headers mean
-// different things for a fixed window (Reset is the end of the window) and a
-// token bucket (Reset is the time to refill the whole burst):
-//
-//   - Remaining == 0 with Reset > 0 on a refusal or a Permanent response:
-//     the quota is spent; pause until now + Reset.
-//   - Limit and Window both set: a windowed quota. Limit/Window becomes a
-//     ceiling the rate never exceeds from then on, and on a Success the rate
-//     is set to Remaining over Reset (less half a second when Reset is in
-//     whole seconds, as providers round it up), which spends the rest of
-//     the window evenly. A Permanent response's Hint sets neither.
-//   - Without Window, the controller watches whether the provider keeps to
-//     its word: a provider that admits more than it said was left before
-//     its reset is a token bucket, whose Remaining/Reset is no rate (far
-//     below the refill rate when the bucket is low) and whose "0 left"
-//     after every request sent at its rate is no pause; the rate holds at
-//     it instead. Until it shows itself a bucket, a Hint with a Reset of 2s
-//     or more paces like a window, and a served response saying the quota
-//     is spent pauses until Reset when that is over a second.
-type Hint struct {
-	// Limit is the quota per Window, in requests (or the provider's weight
-	// units, if the caller paces weights). Zero means unknown.
-	Limit float64
-	// Remaining is what is left of the quota now. Zero (or less) together
-	// with Reset > 0 means spent: send only a Hint whose Remaining is known.
-	Remaining float64
-	// Reset is the time until the quota resets. Zero means unknown.
-	Reset time.Duration
-	// Window is the length of the quota window, when the provider tells it
-	// (e.g. RateLimit-Policy "w=60", or the "1M" of X-MBX-USED-WEIGHT-1M).
-	// Zero means unknown.
-	Window time.Duration
+// hint is the controller's reading of a Signal's Quota: zero fields are
+// unknown, and the zero hint means none.
+type hint struct {
+	// limit is the quota per window, in requests (or the provider's weight
+	// units, if the caller paces weights).
+	limit float64
+	// left is what is left of the quota now; 0 with reset > 0 means spent.
+	left float64
+	// reset is the time until the quota resets.
+	reset time.Duration
+	// window is the length of the quota window, when the provider tells it.
+	window time.Duration
 }
 
-// exhausted reports whether h says the quota is spent until Reset.
-func (h Hint) exhausted() bool {
-	return h.Remaining <= 0 && h.Reset > 0
+// hintOf reads q: nothing unless what is left of it is known (usage
+// without a limit gives nothing to pace by).
+func hintOf(q forage.Quota) hint {
+	left, ok := q.Left()
+	if !ok {
+		return hint{}
+	}
+	return hint{limit: q.Limit, left: left, reset: q.Reset, window: q.Window}
 }
 
-// ceiling returns Limit/Window in requests per second, or 0 without both.
-func (h Hint) ceiling() float64 {
-	if h.Limit <= 0 || h.Window <= 0 {
+// exhausted reports whether h says the quota is spent until reset.
+func (h hint) exhausted() bool {
+	return h.left <= 0 && h.reset > 0
+}
+
+// ceiling returns limit/window in requests per second, or 0 without both.
+func (h hint) ceiling() float64 {
+	if h.limit <= 0 || h.window <= 0 {
 		return 0
 	}
-	return h.Limit / h.Window.Seconds()
+	return h.limit / h.window.Seconds()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -85,10 +86,10 @@ func simulate(c rateController, s *simServer, dur, latency, jitter time.Duration
 			f := heap.Pop(&flights).(inFlight)
 			now = f.at
 			c.ObserveAt(at(now), aimd.Signal{
-				Kind: f.r.kind, Latency: f.at - f.sent, RetryAfter: f.r.retryAfter,
-				Sent: at(f.sent), Hint: f.r.hint,
+				Class: f.r.kind, Latency: f.at - f.sent, RetryAfter: f.r.retryAfter,
+				Sent: at(f.sent), Quota: f.r.hint,
 			})
-			if f.r.kind == aimd.Success {
+			if f.r.kind == forage.Success {
 				res.ok++
 				delays += f.r.delay
 				res.maxDelay = max(res.maxDelay, f.r.delay)
@@ -146,13 +147,13 @@ func (p *plainAIMD) ObserveAt(now time.Time, s aimd.Signal) {
 	if until := now.Add(s.RetryAfter); until.After(p.paused) {
 		p.paused = until
 	}
-	switch s.Kind {
-	case aimd.Success:
+	switch s.Class {
+	case forage.Success:
 		if !p.last.IsZero() {
 			p.rate += min(now.Sub(p.last).Seconds(), 2/p.rate)
 		}
 		p.last = now
-	case aimd.Throttled, aimd.Overloaded:
+	case forage.Throttled, forage.Overloaded:
 		if s.Sent.After(p.cut) {
 			p.rate, p.cut = max(p.rate/2, 0.05), now
 		}
@@ -204,7 +205,7 @@ func halving(rate float64, burst int, a answer, at time.Duration) func() *simSer
 }
 
 // window returns a fixed-window server of n requests per w, sending a
-// windowed Hint when hints is set.
+// windowed Quota when hints is set.
 func window(n int, w time.Duration, a answer, hints bool) func() *simServer {
 	return func() *simServer {
 		return &simServer{rate: func(time.Duration) float64 { return float64(n) / w.Seconds() },
@@ -334,7 +335,7 @@ func (tr *tracer) ObserveAt(now time.Time, s aimd.Signal) {
 	sn := tr.c.Snapshot()
 	if sn.Decreases != tr.last.Decreases || now.After(tr.next) {
 		tr.t.Logf("t=%7.3fs %-10s rate=%8.2f ceiling=%8.2f cuts=%-3d latency=%-6v %s",
-			now.Sub(simEpoch).Seconds(), s.Kind, sn.Rate, sn.Ceiling, sn.Decreases,
+			now.Sub(simEpoch).Seconds(), s.Class, sn.Rate, sn.Ceiling, sn.Decreases,
 			sn.Latency.Round(time.Millisecond), sn.Phase)
 		tr.next = now.Add(5 * time.Second)
 	}

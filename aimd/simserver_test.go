@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage"
 )
 
 // The server model of the goodput simulation (sim_test.go). It mirrors
@@ -35,7 +35,7 @@ type simServer struct {
 	burst   int                            // GCRA burst; 0 = fixed window
 	window  time.Duration                  // fixed window length
 	answer  answer
-	hints   bool // send a windowed Hint (fixed window only)
+	hints   bool // send a windowed Quota (fixed window only)
 	banN    int  // violations within banWin that start a ban
 	banWin  time.Duration
 	banFor  time.Duration
@@ -53,27 +53,27 @@ type simServer struct {
 
 // reply is the server's answer to one request.
 type reply struct {
-	kind       aimd.Kind
+	kind       forage.Class
 	delay      time.Duration // extra latency (slow-down)
 	retryAfter time.Duration
-	hint       aimd.Hint
+	hint       forage.Quota
 }
 
 // take decides the request sent at at.
 func (s *simServer) take(at time.Duration) reply {
 	if at < s.banTill {
-		return reply{kind: aimd.Throttled, retryAfter: wholeSeconds(s.banTill - at)}
+		return reply{kind: forage.Throttled, retryAfter: wholeSeconds(s.banTill - at)}
 	}
 	if len(s.spurious) > 0 && at >= s.spurious[0] {
 		s.spurious = s.spurious[1:]
-		r := reply{kind: aimd.Throttled, retryAfter: time.Second}
+		r := reply{kind: forage.Throttled, retryAfter: time.Second}
 		switch s.answer {
 		case answerBare429:
 			r.retryAfter = 0
 		case answer503:
-			r.kind, r.retryAfter = aimd.Overloaded, 0
+			r.kind, r.retryAfter = forage.Overloaded, 0
 		case answerSlowDown:
-			r.kind, r.retryAfter, r.delay = aimd.Success, 0, time.Second
+			r.kind, r.retryAfter, r.delay = forage.Success, 0, time.Second
 		}
 		return r
 	}
@@ -84,17 +84,17 @@ func (s *simServer) take(at time.Duration) reply {
 	}
 	switch s.answer {
 	case answer429:
-		r.kind, r.retryAfter = aimd.Throttled, wholeSeconds(wait)
+		r.kind, r.retryAfter = forage.Throttled, wholeSeconds(wait)
 	case answer429ms:
-		r.kind, r.retryAfter = aimd.Throttled, wait
+		r.kind, r.retryAfter = forage.Throttled, wait
 	case answerBare429:
-		r.kind = aimd.Throttled
+		r.kind = forage.Throttled
 	case answer503:
-		r.kind = aimd.Overloaded
+		r.kind = forage.Overloaded
 	case answerSlowDown:
 		r.delay = wait
 	case answerBan:
-		r.kind, r.retryAfter = aimd.Throttled, wholeSeconds(wait)
+		r.kind, r.retryAfter = forage.Throttled, wholeSeconds(wait)
 		if s.violate(at) {
 			r.retryAfter = wholeSeconds(s.banTill - at)
 		}
@@ -133,16 +133,17 @@ func (s *simServer) limit(at time.Duration) (bool, time.Duration) {
 }
 
 // hint returns the IETF-style usage of a fixed window, when enabled.
-func (s *simServer) hint(at time.Duration) aimd.Hint {
+func (s *simServer) hint(at time.Duration) forage.Quota {
 	if !s.hints || s.burst > 0 {
-		return aimd.Hint{}
+		return forage.Quota{}
 	}
 	n := s.rate(at) * s.window.Seconds()
-	return aimd.Hint{
+	return forage.Quota{
 		Limit:     n,
 		Remaining: max(n-float64(s.count), 0),
 		Reset:     time.Duration(s.winIdx+1)*s.window - at,
 		Window:    s.window,
+		Known:     known,
 	}
 }
 

@@ -21,7 +21,7 @@ const (
 	// PhaseRecover is below the learned ceiling: the concave climb back.
 	PhaseRecover
 	// PhaseProbe is at or above the learned ceiling: the slow convex probe
-	// for a grown limit (or holding at a ceiling declared by a Hint).
+	// for a grown limit (or holding at a ceiling declared by a Quota).
 	PhaseProbe
 )
 
@@ -50,7 +50,7 @@ type Snapshot struct {
 	// Ceiling is the learned ceiling, requests/s: the rate at which the last
 	// overshoot began (or a declared or measured quota; after a lone refusal
 	// leaving slow start, the halved rate). Zero until the first pressure or
-	// hint.
+	// Quota.
 	Ceiling float64
 	// PausedUntil is the pause end; see [Controller.PausedUntil].
 	PausedUntil time.Time

@@ -3,6 +3,7 @@ package breaker_test
 import (
 	"testing"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 )
 
@@ -16,7 +17,7 @@ func BenchmarkAllowDone(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		done(breaker.Success)
+		done(forage.Success)
 	}
 }
 
@@ -31,7 +32,7 @@ func BenchmarkAllowDoneParallel(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			done(breaker.Success)
+			done(forage.Success)
 		}
 	})
 }
@@ -39,7 +40,7 @@ func BenchmarkAllowDoneParallel(b *testing.B) {
 // BenchmarkAllowOpen is the fast-fail path of an open breaker.
 func BenchmarkAllowOpen(b *testing.B) {
 	br := mustNew(b, breaker.Config{MinRequests: 1}, nil)
-	report(b, br, breaker.Failure)
+	report(b, br, forage.Transient)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := br.Allow(); err != breaker.ErrOpen {

@@ -3,7 +3,6 @@ package breaker
 import (
 	"errors"
 	"fmt"
-	"github.com/forage-go/forage/internal/cfgerr"
 	"log/slog"
 	"math"
 	"sync"
@@ -11,6 +10,9 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/internal/cfgerr"
 )
 
 // Errors returned by this package. Allow and Do return ErrOpen and
@@ -69,8 +71,8 @@ type Config struct {
 	FailureRatio float64
 
 	// MinRequests is the amount of evidence the breaker needs, in counted
-	// outcomes (Success or Failure; Ignored and in-flight requests do not
-	// count):
+	// outcomes (successes or failures; ignored and in-flight requests do
+	// not count):
 	//
 	//   - the breaker never opens while the window holds fewer than
 	//     MinRequests outcomes: a cold start whose first requests fail
@@ -299,12 +301,13 @@ func (b *Breaker) Counts() Counts {
 }
 
 // Allow asks to send one request. If the breaker admits it, Allow returns a
-// done func that the caller must call once with the request's Outcome: later
-// calls are ignored, an Outcome other than Success, Failure or Ignored
-// panics, and a probe that never reports keeps its half-open slot forever
-// (so defer it). Otherwise Allow returns ErrOpen or ErrTooManyProbes and a
-// nil done. done may be called from any goroutine.
-func (b *Breaker) Allow() (done func(Outcome), err error) {
+// done func that the caller must call once with the request's class, which
+// the breaker counts as the package documentation says: later calls are
+// ignored, a class other than the six of [forage.Class] panics, and a probe
+// that never reports keeps its half-open slot forever (so defer it).
+// Otherwise Allow returns ErrOpen or ErrTooManyProbes and a nil done. done
+// may be called from any goroutine.
+func (b *Breaker) Allow() (done func(forage.Class), err error) {
 	report, err := b.cb.Allow()
 	b.flush()
 	switch {
@@ -319,19 +322,19 @@ func (b *Breaker) Allow() (done func(Outcome), err error) {
 	return nil, fmt.Errorf("breaker: %w", err) // gobreaker v2.4.0 returns no other error
 }
 
-// Do runs fn if the breaker admits a request and reports the Outcome fn
+// Do runs fn if the breaker admits a request and reports the class fn
 // returns. It returns ErrOpen or ErrTooManyProbes without running fn, and
 // nil otherwise; fn's own result travels through its closure. If fn panics,
-// the request is reported Ignored (a panic is a bug in the caller, not
-// evidence about the provider) and the panic continues.
-func (b *Breaker) Do(fn func() Outcome) error {
+// the request is ignored, as for Canceled (a panic is a bug in the caller,
+// not evidence about the provider), and the panic continues.
+func (b *Breaker) Do(fn func() forage.Class) error {
 	done, err := b.Allow()
 	if err != nil {
 		return err
 	}
-	outcome := Ignored
-	defer func() { done(outcome) }()
-	outcome = fn()
+	class := forage.Canceled
+	defer func() { done(class) }()
+	class = fn()
 	return nil
 }
 
@@ -342,22 +345,26 @@ type ticket struct {
 	used   atomic.Bool
 }
 
-// Sentinel errors handed to gobreaker to carry an Outcome; never returned.
+// Sentinel errors handed to gobreaker to carry what a class counts as;
+// never returned.
 var (
 	errFailure = errors.New("breaker: failure")
 	errIgnored = errors.New("breaker: ignored")
 )
 
-func (t *ticket) done(o Outcome) {
+// done reports the request's class: source pressure and transient failures
+// are failures, Success and Permanent (the provider answered) successes,
+// and Canceled says nothing about the provider.
+func (t *ticket) done(c forage.Class) {
 	var err error
-	switch o {
-	case Success:
-	case Failure:
+	switch c {
+	case forage.Success, forage.Permanent:
+	case forage.Throttled, forage.Overloaded, forage.Transient:
 		err = errFailure
-	case Ignored:
+	case forage.Canceled:
 		err = errIgnored
 	default:
-		panic(fmt.Sprintf("breaker: done called with invalid %v", o))
+		panic(fmt.Sprintf("breaker: done called with invalid %v", c))
 	}
 	if t.used.Swap(true) {
 		return
@@ -366,7 +373,7 @@ func (t *ticket) done(o Outcome) {
 	t.b.flush()
 }
 
-// isExcluded tells gobreaker not to count Ignored outcomes at all.
+// isExcluded tells gobreaker not to count ignored (Canceled) outcomes at all.
 func isExcluded(err error) bool { return err == errIgnored }
 
 // isSuccessful is called by gobreaker, under its mutex, for every outcome it
@@ -379,7 +386,7 @@ func (b *Breaker) isSuccessful(err error) bool {
 	return true
 }
 
-// readyToTrip is called by gobreaker, under its mutex, after every Failure
+// readyToTrip is called by gobreaker, under its mutex, after every failure
 // reported in the closed state, with the window's counts. It is the trip
 // rule of the package doc; when it trips it keeps the counts and the rule
 // for the transition, since gobreaker clears the counts before calling

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
@@ -86,7 +87,7 @@ func mustNew(tb rapid.TB, cfg breaker.Config, got *[]breaker.Transition) *breake
 
 // report admits one request and reports o, failing the test if it is not
 // admitted.
-func report(tb rapid.TB, b *breaker.Breaker, o breaker.Outcome) {
+func report(tb rapid.TB, b *breaker.Breaker, o forage.Class) {
 	tb.Helper()
 	done, err := b.Allow()
 	if err != nil {
@@ -112,12 +113,12 @@ func TestZeroConfigDefaults(t *testing.T) {
 		b := mustNew(t, breaker.Config{Name: "p"}, &got)
 		start := time.Now()
 		for i := range 8 {
-			report(t, b, breaker.Failure)
+			report(t, b, forage.Transient)
 			if s := b.State(); s != breaker.StateClosed {
 				t.Fatalf("after %d failures: State() = %v, want closed (MinRequests defaults to 9)", i+1, s)
 			}
 		}
-		report(t, b, breaker.Failure)
+		report(t, b, forage.Transient)
 		wantState(t, b, breaker.StateOpen)
 		if _, err := b.Allow(); err != breaker.ErrOpen {
 			t.Fatalf("Allow() while open = %v, want ErrOpen", err)
@@ -134,7 +135,7 @@ func TestZeroConfigDefaults(t *testing.T) {
 		if _, err := b.Allow(); err != breaker.ErrTooManyProbes {
 			t.Fatalf("second probe = %v, want ErrTooManyProbes (HalfOpenProbes defaults to 1)", err)
 		}
-		done(breaker.Success)
+		done(forage.Success)
 		wantState(t, b, breaker.StateClosed)
 
 		want := []breaker.Transition{
@@ -158,10 +159,10 @@ func TestDefaultWindowRollsBucketByBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Config{}, nil)
 		time.Sleep(500 * time.Millisecond)
-		report(t, b, breaker.Failure) // bucket 0, [0s, 1s)
-		report(t, b, breaker.Failure)
+		report(t, b, forage.Transient) // bucket 0, [0s, 1s)
+		report(t, b, forage.Transient)
 		time.Sleep(4 * time.Second)
-		report(t, b, breaker.Success) // bucket 4, [4s, 5s)
+		report(t, b, forage.Success) // bucket 4, [4s, 5s)
 		steps := []struct {
 			at   time.Duration // since the breaker was made
 			want breaker.Counts
@@ -188,10 +189,10 @@ func TestFailuresInARowAcrossBucketsStayInARow(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 100}, nil)
-		report(t, b, breaker.Success)
+		report(t, b, forage.Success)
 		for range 3 { // two failures in each of buckets 0, 1 and 2
-			report(t, b, breaker.Failure)
-			report(t, b, breaker.Failure)
+			report(t, b, forage.Transient)
+			report(t, b, forage.Transient)
 			time.Sleep(time.Second)
 		}
 		if c := b.Counts(); c.ConsecutiveFailures != 6 || c.Failures != 6 {
@@ -211,7 +212,7 @@ func TestFixedWindowClearsCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 4, Window: time.Minute, BucketPeriod: time.Minute}, nil)
 		for range 3 {
-			report(t, b, breaker.Failure)
+			report(t, b, forage.Transient)
 		}
 		time.Sleep(time.Minute) // the Window, not yet strictly elapsed
 		if c := b.Counts(); c.Failures != 3 {
@@ -221,7 +222,7 @@ func TestFixedWindowClearsCounts(t *testing.T) {
 		if c := b.Counts(); c != (breaker.Counts{}) {
 			t.Fatalf("after the window: Counts() = %v, want zero", c)
 		}
-		report(t, b, breaker.Failure) // 1 of a new window: below the guard
+		report(t, b, forage.Transient) // 1 of a new window: below the guard
 		wantState(t, b, breaker.StateClosed)
 	})
 }
@@ -235,7 +236,7 @@ func TestOutcomeOfBucketThatLeftTheWindowIsDropped(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 1, Window: time.Second}, nil)
 		done, _ := b.Allow()
 		time.Sleep(time.Second)
-		done(breaker.Failure)
+		done(forage.Transient)
 		wantState(t, b, breaker.StateClosed)
 		if c := b.Counts(); c != (breaker.Counts{}) {
 			t.Fatalf("Counts() = %v, want zero: the failure belongs to a bucket that left the window", c)
@@ -252,8 +253,8 @@ func TestLateOutcomeCountsWhileItsBucketIsInTheWindow(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 2}, nil)
 		done, _ := b.Allow()
 		time.Sleep(9 * time.Second)
-		report(t, b, breaker.Success) // bucket 9
-		done(breaker.Failure)         // bucket 0
+		report(t, b, forage.Success) // bucket 9
+		done(forage.Transient)       // bucket 0
 		if c, want := b.Counts(), (breaker.Counts{Requests: 2, Successes: 1, Failures: 1, ConsecutiveFailures: 1}); c != want {
 			t.Fatalf("at 9s: Counts() = %v, want %v", c, want)
 		}
@@ -268,7 +269,7 @@ func TestLateOutcomeCountsWhileItsBucketIsInTheWindow(t *testing.T) {
 func tripToHalfOpen(tb rapid.TB, b *breaker.Breaker, minRequests int, openTimeout time.Duration) {
 	tb.Helper()
 	for range minRequests {
-		report(tb, b, breaker.Failure)
+		report(tb, b, forage.Transient)
 	}
 	wantState(tb, b, breaker.StateOpen)
 	time.Sleep(openTimeout + time.Nanosecond)
@@ -282,7 +283,7 @@ func TestHalfOpenProbes(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 2, OpenTimeout: time.Second, HalfOpenProbes: 3}, &got)
 		tripToHalfOpen(t, b, 2, time.Second)
 
-		var probes []func(breaker.Outcome)
+		var probes []func(forage.Class)
 		for range 3 {
 			done, err := b.Allow()
 			if err != nil {
@@ -293,16 +294,16 @@ func TestHalfOpenProbes(t *testing.T) {
 		if _, err := b.Allow(); err != breaker.ErrTooManyProbes {
 			t.Fatalf("fourth probe = %v, want ErrTooManyProbes", err)
 		}
-		probes[0](breaker.Ignored) // frees its slot
+		probes[0](forage.Canceled) // frees its slot
 		done, err := b.Allow()
 		if err != nil {
 			t.Fatalf("probe after an ignored one: %v", err)
 		}
 		probes[0] = done
-		probes[0](breaker.Success)
-		probes[1](breaker.Success)
+		probes[0](forage.Success)
+		probes[1](forage.Success)
 		wantState(t, b, breaker.StateHalfOpen)
-		probes[2](breaker.Success)
+		probes[2](forage.Success)
 		wantState(t, b, breaker.StateClosed)
 
 		last := got[len(got)-1]
@@ -320,10 +321,10 @@ func TestProbeFailedReopens(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 2, OpenTimeout: time.Second, HalfOpenProbes: 3}, &got)
 		tripToHalfOpen(t, b, 2, time.Second)
 		late, _ := b.Allow()
-		report(t, b, breaker.Success)
-		report(t, b, breaker.Failure)
+		report(t, b, forage.Success)
+		report(t, b, forage.Transient)
 		wantState(t, b, breaker.StateOpen)
-		late(breaker.Success) // its half-open generation is over: dropped
+		late(forage.Success) // its half-open generation is over: dropped
 		if c := b.Counts(); c != (breaker.Counts{}) {
 			t.Errorf("Counts() while open = %v, want zero", c)
 		}
@@ -339,28 +340,45 @@ func TestDoneIsIdempotent(t *testing.T) {
 	t.Parallel()
 	b := mustNew(t, breaker.Config{}, nil)
 	done, _ := b.Allow()
-	done(breaker.Failure)
-	done(breaker.Failure)
-	done(breaker.Success)
+	done(forage.Transient)
+	done(forage.Transient)
+	done(forage.Success)
 	if c, want := b.Counts(), (breaker.Counts{Requests: 1, Failures: 1, ConsecutiveFailures: 1}); c != want {
 		t.Errorf("Counts() = %v, want %v", c, want)
 	}
 }
 
-func TestDoneRejectsInvalidOutcome(t *testing.T) {
+// TestDoneCountsClasses: pressure and transient failures count as
+// failures, Success and Permanent as successes, Canceled not at all.
+func TestDoneCountsClasses(t *testing.T) {
+	t.Parallel()
+	b := mustNew(t, breaker.Config{MinRequests: 100}, nil)
+	for _, c := range []forage.Class{forage.Success, forage.Throttled, forage.Overloaded, forage.Transient, forage.Permanent, forage.Canceled} {
+		done, err := b.Allow()
+		if err != nil {
+			t.Fatalf("Allow before %v: %v", c, err)
+		}
+		done(c)
+	}
+	if c := b.Counts(); c.Requests != 5 || c.Successes != 2 || c.Failures != 3 {
+		t.Errorf("Counts() = %v, want requests=5 successes=2 failures=3", c)
+	}
+}
+
+func TestDoneRejectsInvalidClass(t *testing.T) {
 	t.Parallel()
 	b := mustNew(t, breaker.Config{}, nil)
 	done, _ := b.Allow()
 	defer func() {
 		if r := recover(); r == nil {
-			t.Error("done(Outcome(0)) did not panic")
+			t.Error("done(Class(99)) did not panic")
 		}
-		done(breaker.Success) // the request can still be reported
+		done(forage.Success) // the request can still be reported
 		if c := b.Counts(); c.Successes != 1 {
 			t.Errorf("Counts() = %v, want 1 success", c)
 		}
 	}()
-	done(breaker.Outcome(0))
+	done(forage.Class(99))
 }
 
 func TestDoReportsIgnoredWhenFnPanics(t *testing.T) {
@@ -368,7 +386,7 @@ func TestDoReportsIgnoredWhenFnPanics(t *testing.T) {
 	b := mustNew(t, breaker.Config{HalfOpenProbes: 1}, nil)
 	func() {
 		defer func() { _ = recover() }()
-		_ = b.Do(func() breaker.Outcome { panic("bug") })
+		_ = b.Do(func() forage.Class { panic("bug") })
 	}()
 	if c := b.Counts(); c != (breaker.Counts{}) {
 		t.Errorf("Counts() = %v, want zero", c)
@@ -378,9 +396,9 @@ func TestDoReportsIgnoredWhenFnPanics(t *testing.T) {
 func TestDoFailsFastWhenOpen(t *testing.T) {
 	t.Parallel()
 	b := mustNew(t, breaker.Config{MinRequests: 1}, nil)
-	_ = b.Do(func() breaker.Outcome { return breaker.Failure })
+	_ = b.Do(func() forage.Class { return forage.Transient })
 	ran := false
-	if err := b.Do(func() breaker.Outcome { ran = true; return breaker.Success }); err != breaker.ErrOpen || ran {
+	if err := b.Do(func() forage.Class { ran = true; return forage.Success }); err != breaker.ErrOpen || ran {
 		t.Errorf("Do() while open = %v (fn ran: %v), want ErrOpen without running fn", err, ran)
 	}
 }
@@ -390,9 +408,9 @@ func TestLoggerAttributes(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	b := mustNew(t, breaker.Config{Name: "exchange-x", MinRequests: 2, Logger: logger}, nil)
-	report(t, b, breaker.Success)
-	report(t, b, breaker.Failure)
-	report(t, b, breaker.Failure)
+	report(t, b, forage.Success)
+	report(t, b, forage.Transient)
+	report(t, b, forage.Transient)
 
 	var rec map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
@@ -425,7 +443,6 @@ func TestStrings(t *testing.T) {
 	t.Parallel()
 	for v, want := range map[fmtStringer]string{
 		breaker.StateClosed: "closed", breaker.StateHalfOpen: "half-open", breaker.StateOpen: "open", breaker.State(9): "State(9)",
-		breaker.Success: "success", breaker.Failure: "failure", breaker.Ignored: "ignored", breaker.Outcome(0): "Outcome(0)",
 	} {
 		if got := v.String(); got != want {
 			t.Errorf("%#v.String() = %q, want %q", v, got, want)
@@ -457,7 +474,7 @@ func TestOpenUntil(t *testing.T) {
 			t.Fatal(err)
 		}
 		opened := time.Now()
-		done(breaker.Failure)
+		done(forage.Transient)
 		until := b.OpenUntil()
 		if want := opened.Add(5 * time.Second); !until.Equal(want) {
 			t.Fatalf("OpenUntil = %v, want %v", until, want)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage"
 )
 
 // guard fails the test if f does not return within a generous wall-clock
@@ -49,14 +51,14 @@ func TestHookMayCallBackIntoBreaker(t *testing.T) {
 				}
 				_ = b.Counts()
 				if done, err := b.Allow(); err == nil {
-					done(Success) // from half-open this probe closes the breaker
+					done(forage.Success) // from half-open this probe closes the breaker
 				}
 			}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			done, _ := b.Allow()
-			done(Failure) // closed → open
+			done(forage.Transient) // closed → open
 			time.Sleep(2 * time.Second)
 			b.State() // open → half-open, then the hook's probe: half-open → closed
 			want := []string{ReasonConsecutiveFailures, ReasonOpenTimeout, ReasonProbesSucceeded}
@@ -92,7 +94,7 @@ func TestHookPanicDoesNotStopDelivery(t *testing.T) {
 				}
 			}()
 			done, _ := b.Allow()
-			done(Failure)
+			done(forage.Transient)
 		}()
 		time.Sleep(2 * time.Second)
 		if s := b.State(); s != StateHalfOpen {
@@ -180,6 +182,6 @@ func work(b *Breaker, rng *rand.Rand, ops int) {
 		if rng.IntN(4) == 0 {
 			time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 		}
-		done([]Outcome{Success, Failure, Failure, Ignored}[rng.IntN(4)])
+		done([]forage.Class{forage.Success, forage.Transient, forage.Transient, forage.Canceled}[rng.IntN(4)])
 	}
 }

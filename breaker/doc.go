@@ -17,7 +17,7 @@
 // The window is 10 s by default and rolls in steps of [Config.BucketPeriod]
 // (1 s): it holds only the last ten seconds or so, so an outage after an
 // hour of success is caught as fast as one on a cold start. After every
-// Failure reported in the closed state the breaker takes the window's n
+// failure reported in the closed state the breaker takes the window's n
 // counted outcomes (Successes + Failures), its F failures and its run of C
 // consecutive failures, and with M = [Config.MinRequests] opens if n ≥ M
 // and either
@@ -50,20 +50,21 @@
 //
 // # Outcomes
 //
-// The caller classifies each attempt into an [Outcome] and reports it
-// through the done func that [Breaker.Allow] returns (or returns it from the
-// func given to [Breaker.Do]):
+// The caller reports each attempt's [forage.Class] through the done func
+// that [Breaker.Allow] returns (or returns it from the func given to
+// [Breaker.Do]), and the breaker counts it:
 //
-//   - [Failure]: source pressure and transient failures — 429, 418, 503,
-//     other 5xx, 408, a per-request timeout, a connection reset, a ban.
-//   - [Success]: the provider answered, including permanent client errors
-//     (400, 404, other 4xx). A provider that answers 404 is up; counting it
-//     as a failure would let one bad request stream open the breaker for
-//     every stream of that provider.
-//   - [Ignored]: the attempt says nothing about the provider — the caller
-//     cancelled it, or the run's own deadline ended it. Ignored outcomes do
-//     not change [Counts] at all, and an ignored probe frees its half-open
-//     slot.
+//   - a failure: source pressure and transient failures (Throttled,
+//     Overloaded, Transient) — 429, 418, 503, other 5xx, 408, a
+//     per-request timeout, a connection reset, a ban.
+//   - a success: Success, and Permanent — the provider answered, including
+//     permanent client errors (400, 404, other 4xx). A provider that
+//     answers 404 is up; counting it as a failure would let one bad request
+//     stream open the breaker for every stream of that provider.
+//   - ignored: Canceled — the attempt says nothing about the provider: the
+//     caller cancelled it, or the run's own deadline ended it. Ignored
+//     outcomes do not change [Counts] at all, and an ignored probe frees
+//     its half-open slot.
 //
 // # Transitions
 //
@@ -81,5 +82,5 @@
 // (…At) forms, and its time-based behaviour is tested under
 // testing/synctest. Call [Breaker.State] to have a pending timeout take
 // effect. A window that rolled does not open the breaker by itself: the
-// rule is checked when a Failure is reported.
+// rule is checked when a failure is reported.
 package breaker

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 )
 
@@ -20,14 +21,14 @@ func ExampleNew() {
 		if err != nil {
 			panic(err)
 		}
-		done(breaker.Failure)
+		done(forage.Transient)
 	}
 	fmt.Println(b.State(), b.Counts())
 
 	// The fourth failure in a row meets the floor, and four failures are at
 	// least a sixth of the window's four outcomes: the burst rule opens it.
 	done, _ := b.Allow()
-	done(breaker.Failure)
+	done(forage.Transient)
 	_, err = b.Allow()
 	fmt.Println(b.State(), errors.Is(err, breaker.ErrOpen))
 	// Output:
@@ -46,9 +47,9 @@ func ExampleBreaker_Allow() {
 	status := 404 // what the provider answered
 	switch {
 	case status == 429 || status >= 500:
-		done(breaker.Failure) // source pressure or transient
+		done(forage.Transient) // source pressure or transient
 	default:
-		done(breaker.Success) // 2xx, and permanent 4xx: the provider is up
+		done(forage.Success) // 2xx, and permanent 4xx: the provider is up
 	}
 	fmt.Println(b.Counts())
 	// Output:
@@ -59,14 +60,14 @@ func ExampleBreaker_Do() {
 	b, _ := breaker.New(breaker.Config{})
 
 	var body string
-	err := b.Do(func() breaker.Outcome {
+	err := b.Do(func() forage.Class {
 		body = "page 1" // one request attempt through the host's fetcher
-		return breaker.Success
+		return forage.Success
 	})
 	fmt.Println(body, err)
 
 	// A cancelled attempt says nothing about the provider: it is not counted.
-	_ = b.Do(func() breaker.Outcome { return breaker.Ignored })
+	_ = b.Do(func() forage.Class { return forage.Canceled })
 	fmt.Println(b.Counts().Requests)
 	// Output:
 	// page 1 <nil>
@@ -86,11 +87,11 @@ func ExampleConfig_onTransition() {
 	// ratio rule opens the breaker once the window holds 6 × MinRequests
 	// outcomes, half of them failures.
 	for i := range 20 {
-		o := breaker.Success
+		o := forage.Success
 		if i%2 == 1 {
-			o = breaker.Failure
+			o = forage.Transient
 		}
-		_ = b.Do(func() breaker.Outcome { return o })
+		_ = b.Do(func() forage.Class { return o })
 	}
 	// Output:
 	// exchange-x: closed -> open (failure_ratio; requests=12 successes=6 failures=6 consecutive_successes=0 consecutive_failures=1)
@@ -108,7 +109,7 @@ func ExampleConfig_logger() {
 	}))
 
 	b, _ := breaker.New(breaker.Config{Name: "exchange-x", MinRequests: 1, Logger: logger})
-	_ = b.Do(func() breaker.Outcome { return breaker.Failure })
+	_ = b.Do(func() forage.Class { return forage.Transient })
 	// Output:
 	// level=WARN msg="breaker transition" breaker=exchange-x from=closed to=open reason=consecutive_failures requests=1 successes=0 failures=1 consecutive_failures=1
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
@@ -147,7 +148,7 @@ func (m *model) allow(now time.Time) (ticket, error) {
 // done reports the outcome of the request admitted with tk: dropped if its
 // generation is over, left out of the counts if its bucket has left the
 // window.
-func (m *model) done(now time.Time, tk ticket, o breaker.Outcome) {
+func (m *model) done(now time.Time, tk ticket, o forage.Class) {
 	m.advance(now)
 	if tk.gen != m.gen {
 		return
@@ -155,20 +156,20 @@ func (m *model) done(now time.Time, tk ticket, o breaker.Outcome) {
 	counted := m.age-tk.age < m.buckets
 	b, t := &m.ring[tk.age%m.buckets], &m.total
 	switch {
-	case o == breaker.Ignored && counted:
+	case o == forage.Canceled && counted:
 		b.exclusions++
 		t.exclusions++
-	case o == breaker.Success && counted:
+	case o == forage.Success && counted:
 		b.success()
 		t.success()
 		if m.state == breaker.StateHalfOpen && t.runS >= uint32(m.cfg.HalfOpenProbes) {
 			m.transition(now, breaker.StateClosed, breaker.ReasonProbesSucceeded, m.counts())
 		}
-	case o == breaker.Failure && m.state == breaker.StateHalfOpen:
+	case o == forage.Transient && m.state == breaker.StateHalfOpen:
 		m.transition(now, breaker.StateOpen, breaker.ReasonProbeFailed, breaker.Counts{
 			Requests: t.successes + 1, Successes: t.successes, Failures: 1, ConsecutiveFailures: 1,
 		})
-	case o == breaker.Failure:
+	case o == forage.Transient:
 		if counted {
 			b.failure()
 			t.failure()
@@ -198,7 +199,7 @@ func (m *model) tripReason() string {
 
 // inflight is an admitted request not yet reported.
 type inflight struct {
-	done func(breaker.Outcome)
+	done func(forage.Class)
 	tk   ticket
 }
 
@@ -221,8 +222,8 @@ func drawConfig(t *rapid.T) (breaker.Config, uint64) {
 // outcomes draws outcomes, failures twice as often so that breakers trip.
 // A fresh generator per use: rapid generators shared between parallel tests
 // race on their lazy initialisation.
-func outcomes() *rapid.Generator[breaker.Outcome] {
-	return rapid.SampledFrom([]breaker.Outcome{breaker.Success, breaker.Failure, breaker.Failure, breaker.Ignored})
+func outcomes() *rapid.Generator[forage.Class] {
+	return rapid.SampledFrom([]forage.Class{forage.Success, forage.Transient, forage.Transient, forage.Canceled})
 }
 
 // TestStateMachine runs random sequences of Allow, done, State, Counts and
@@ -246,7 +247,7 @@ func TestStateMachine(t *testing.T) {
 			}
 			m := newModel(cfg, ratio, time.Now())
 			var open []inflight
-			var reported []func(breaker.Outcome)
+			var reported []func(forage.Class)
 			step := 0
 
 			allow := func(rt *rapid.T) (inflight, bool) {
@@ -320,7 +321,7 @@ func TestStateMachine(t *testing.T) {
 				},
 			})
 			for _, r := range open { // leave nothing dangling in the bubble
-				r.done(breaker.Ignored)
+				r.done(forage.Canceled)
 			}
 		})
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 	"pgregory.net/rapid"
 )
@@ -29,7 +30,7 @@ func TestPropertyNeverOpensBeforeMinRequests(t *testing.T) {
 					return // the next counted outcome may legitimately open it
 				}
 				report(rt, b, o)
-				if o != breaker.Ignored {
+				if o != forage.Canceled {
 					counted++
 				}
 				if s := b.State(); s != breaker.StateClosed {
@@ -61,15 +62,15 @@ func TestPropertyOpensExactlyWhenTripRuleHolds(t *testing.T) {
 			for i, o := range seq {
 				report(rt, b, o)
 				switch o {
-				case breaker.Success:
+				case forage.Success:
 					successes, run = successes+1, 0
-				case breaker.Failure:
+				case forage.Transient:
 					failures, run = failures+1, run+1
 				}
 				n := successes + failures
 				reason := ""
 				switch {
-				case o != breaker.Failure || n < m:
+				case o != forage.Transient || n < m:
 				case n >= 6*m && 100*failures >= ratio*n:
 					reason = breaker.ReasonFailureRatio
 				case run >= m && 6*run >= n:
@@ -116,7 +117,7 @@ func TestPropertyIgnoredNeverChangesCounts(t *testing.T) {
 			if err != nil {
 				rt.Skipf("Allow() in state %v: %v", state, err)
 			}
-			done(breaker.Ignored)
+			done(forage.Canceled)
 			if after := b.Counts(); after != before {
 				rt.Fatalf("Counts() = %v after an Ignored request, want %v (state %v)", after, before, state)
 			}
@@ -142,9 +143,9 @@ func noise(rt *rapid.T, cfg breaker.Config, perTenSeconds, minutes int, failed f
 		if err != nil {
 			rt.Fatalf("request %d at %v: Allow() = %v", i, time.Since(start), err)
 		}
-		o := breaker.Success
+		o := forage.Success
 		if failed(i) {
-			o = breaker.Failure
+			o = forage.Transient
 		}
 		done(o)
 		if len(got) > 0 {

@@ -47,42 +47,10 @@ func stateOf(s gobreaker.State) State {
 	return StateClosed
 }
 
-// Outcome classifies one admitted request for the breaker. The zero Outcome
-// is invalid, so a forgotten classification is a loud bug rather than a
-// silent success. It is a plain value, safe for concurrent use.
-type Outcome uint8
-
-// The outcomes a caller reports. See the package documentation for which
-// provider responses map to which.
-const (
-	// Success: the provider answered, including a permanent client error
-	// (404 and other non-retryable 4xx): the provider is up.
-	Success Outcome = iota + 1
-	// Failure: source pressure (429, 418, 503, a ban) or a transient
-	// failure (5xx, 408, a per-request timeout, a connection reset).
-	Failure
-	// Ignored: the attempt says nothing about the provider's health, e.g.
-	// the caller cancelled it. It changes no counts; an ignored probe frees
-	// its half-open slot.
-	Ignored
-)
-
-// String returns "success", "failure" or "ignored".
-func (o Outcome) String() string {
-	switch o {
-	case Success:
-		return "success"
-	case Failure:
-		return "failure"
-	case Ignored:
-		return "ignored"
-	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
-}
-
 // Counts are the request counters of the breaker's current state (in the
 // closed state: of the window, see Config.BucketPeriod). They mirror
-// gobreaker's Counts, except that Ignored requests are not in them at all.
+// gobreaker's Counts, except that ignored (Canceled) requests are not in
+// them at all.
 // It is a plain value, safe for concurrent use.
 //
 // In the closed state each bucket of the window keeps its own counts, and
@@ -95,17 +63,17 @@ func (o Outcome) String() string {
 // requests were admitted, and an approximation (gobreaker's) otherwise.
 type Counts struct {
 	// Requests is the number of admitted requests whose outcome is not
-	// Ignored, including those still in flight.
+	// ignored, including those still in flight.
 	Requests uint32
-	// Successes is the number of Success outcomes.
+	// Successes is the number of outcomes counted as successes.
 	Successes uint32
-	// Failures is the number of Failure outcomes.
+	// Failures is the number of outcomes counted as failures.
 	Failures uint32
-	// ConsecutiveSuccesses is the number of Success outcomes since the
-	// last Failure.
+	// ConsecutiveSuccesses is the number of successes since the last
+	// failure.
 	ConsecutiveSuccesses uint32
-	// ConsecutiveFailures is the number of Failure outcomes since the last
-	// Success.
+	// ConsecutiveFailures is the number of failures since the last
+	// success.
 	ConsecutiveFailures uint32
 }
 

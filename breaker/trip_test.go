@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 )
 
@@ -18,7 +19,7 @@ import (
 // breaker opens or limit has passed. It returns when, since the call, the
 // request whose report opened the breaker was sent, or -1 if it stayed
 // closed.
-func traffic(tb testing.TB, b *breaker.Breaker, rate int, limit time.Duration, outcome func(at time.Duration) breaker.Outcome) time.Duration {
+func traffic(tb testing.TB, b *breaker.Breaker, rate int, limit time.Duration, outcome func(at time.Duration) forage.Class) time.Duration {
 	tb.Helper()
 	start := time.Now()
 	for i := int64(0); ; i++ {
@@ -66,11 +67,11 @@ func TestOutageAfterWarmTrafficOpensWithinFiveSeconds(t *testing.T) {
 					var got []breaker.Transition
 					b := mustNew(t, breaker.Config{Name: "p"}, &got)
 					outage := time.Minute + phase
-					opened := traffic(t, b, tt.rate, outage+time.Minute, func(at time.Duration) breaker.Outcome {
+					opened := traffic(t, b, tt.rate, outage+time.Minute, func(at time.Duration) forage.Class {
 						if at < outage {
-							return breaker.Success
+							return forage.Success
 						}
-						return breaker.Failure
+						return forage.Transient
 					})
 					took := opened - outage
 					switch {
@@ -101,15 +102,15 @@ func TestPartialOutageAfterWarmTrafficOpensOnFailureRatio(t *testing.T) {
 		b := mustNew(t, breaker.Config{Name: "p"}, &got)
 		const pattern = "FFSFFSFFSF" // 7 of 10 fail
 		i := 0
-		opened := traffic(t, b, 20, 2*time.Minute, func(at time.Duration) breaker.Outcome {
+		opened := traffic(t, b, 20, 2*time.Minute, func(at time.Duration) forage.Class {
 			if at < time.Minute {
-				return breaker.Success
+				return forage.Success
 			}
 			i++
 			if pattern[(i-1)%len(pattern)] == 'F' {
-				return breaker.Failure
+				return forage.Transient
 			}
-			return breaker.Success
+			return forage.Success
 		})
 		took := opened - time.Minute
 		if opened < 0 || took < 0 || took > 10*time.Second || got[0].Reason != breaker.ReasonFailureRatio {
@@ -130,14 +131,14 @@ func TestRolledWindowOpensAtTheNextReportedFailure(t *testing.T) {
 		b := mustNew(t, breaker.Config{MinRequests: 1, FailureRatio: 1, Window: 2 * time.Second, BucketPeriod: time.Second}, &got)
 		late, _ := b.Allow() // bucket 0
 		for range 6 {
-			report(t, b, breaker.Success) // bucket 0
+			report(t, b, forage.Success) // bucket 0
 		}
 		time.Sleep(time.Second)
-		report(t, b, breaker.Failure) // bucket 1: 1 of 7 failed, below both rules
+		report(t, b, forage.Transient) // bucket 1: 1 of 7 failed, below both rules
 		wantState(t, b, breaker.StateClosed)
 		time.Sleep(time.Second) // bucket 0 leaves: the window is that one failure
 		wantState(t, b, breaker.StateClosed)
-		late(breaker.Failure) // not counted (bucket 0 left), but the rule is checked
+		late(forage.Transient) // not counted (bucket 0 left), but the rule is checked
 		wantState(t, b, breaker.StateOpen)
 		want := breaker.Counts{Requests: 1, Failures: 1, ConsecutiveFailures: 1}
 		if len(got) != 1 || got[0].Reason != breaker.ReasonConsecutiveFailures || got[0].Counts != want {

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"pgregory.net/rapid"
@@ -32,13 +33,13 @@ func TestBanWithoutRetryAfterPauses(t *testing.T) {
 		want := start.Add(time.Minute)
 		run := newRun(t, budget.Envelope{Deadline: start.Add(10 * time.Second)})
 		calls := 0
-		banned := func(ctx context.Context) budget.Outcome {
+		banned := func(ctx context.Context) forage.Outcome {
 			calls++
 			return fromHeaders(418)(ctx)
 		}
 		for i := range 6 { // the stream re-runs within the run
 			stop := stopOf(t, p.Do(context.Background(), run, banned))
-			if stop.Reason != budget.ReasonBanned || !stop.Until.Equal(want) {
+			if stop.Reason != forage.ReasonBanned || !stop.Until.Equal(want) {
 				t.Fatalf("call %d: %v (%s) until +%v, want banned until +1m", i, stop, stop.Reason, stop.Until.Sub(start))
 			}
 		}
@@ -51,7 +52,7 @@ func TestBanWithoutRetryAfterPauses(t *testing.T) {
 		restarted := newLocal(t, cfg)
 		run = newRun(t, budget.Envelope{Deadline: time.Now().Add(10 * time.Second)})
 		stop := stopOf(t, restarted.Do(context.Background(), run, banned))
-		if stop.Reason != budget.ReasonBanned || !stop.Until.Equal(want) || calls != 1 {
+		if stop.Reason != forage.ReasonBanned || !stop.Until.Equal(want) || calls != 1 {
 			t.Fatalf("after a restart: %v (%s) until +%v, %d requests; want banned until +1m, none sent", stop, stop.Reason, stop.Until.Sub(start), calls-1)
 		}
 	})
@@ -64,14 +65,14 @@ func TestBanPauseDoubles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newLocal(t, fast())
 		var at time.Time // when the request was sent
-		banned := func(context.Context) budget.Outcome {
+		banned := func(context.Context) forage.Outcome {
 			at = time.Now()
-			return budget.Outcome{Status: 418}
+			return forage.Outcome{Status: 418}
 		}
 		want := []time.Duration{1, 2, 4, 8, 16, 32, 60, 60}
 		for i, w := range want {
 			stop := stopOf(t, p.Do(context.Background(), nil, banned))
-			if got := stop.Until.Sub(at); stop.Reason != budget.ReasonBanned || got != w*time.Minute {
+			if got := stop.Until.Sub(at); stop.Reason != forage.ReasonBanned || got != w*time.Minute {
 				t.Fatalf("ban %d: %s for %v, want banned for %v", i+1, stop.Reason, got, w*time.Minute)
 			}
 			time.Sleep(time.Until(stop.Until))
@@ -138,9 +139,9 @@ func TestPropertyBanPause(t *testing.T) {
 					ra = time.Duration(rapid.SampledFrom([]int64{0, 0, 1, 30, 7200}).Draw(rt, "retryAfterSecs")) * time.Second
 				}
 				var at time.Time
-				err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+				err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 					at = time.Now()
-					return budget.Outcome{Status: code, RetryAfter: ra}
+					return forage.Outcome{Status: code, RetryAfter: ra}
 				}, budget.NoRetry())
 				if code == 200 {
 					if err != nil {
@@ -150,10 +151,10 @@ func TestPropertyBanPause(t *testing.T) {
 					continue
 				}
 				stop := stopOf(rt, err)
-				want, reason := at.Add(min(ra, cfg.MaxPause)), budget.ReasonThrottled
+				want, reason := at.Add(min(ra, cfg.MaxPause)), forage.ReasonThrottled
 				if code == 418 {
 					bans++
-					reason = budget.ReasonBanned
+					reason = forage.ReasonBanned
 					if ra == 0 {
 						d := cfg.BanPause
 						for range bans - 1 {

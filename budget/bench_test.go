@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
@@ -21,7 +22,7 @@ func unlimited() budget.Config {
 	}
 }
 
-func ok(context.Context) budget.Outcome { return budget.Outcome{Status: 200} }
+func ok(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }
 
 // BenchmarkDo is the overhead of Provider.Do on the success path: admit,
 // breaker, bulkhead, pacing, classification and feedback around an attempt

@@ -10,10 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/retry"
 	"pgregory.net/rapid"
 )
 
@@ -53,13 +53,13 @@ func newRun(tb tb, env budget.Envelope) *budget.Run {
 }
 
 // status returns an attempt that answers code with the given Retry-After.
-func status(code int, retryAfter time.Duration) func(context.Context) budget.Outcome {
-	return func(context.Context) budget.Outcome {
-		return budget.Outcome{Status: code, RetryAfter: retryAfter}
+func status(code int, retryAfter time.Duration) func(context.Context) forage.Outcome {
+	return func(context.Context) forage.Outcome {
+		return forage.Outcome{Status: code, RetryAfter: retryAfter}
 	}
 }
 
-func reasonOf(t tb, err error) budget.Reason {
+func reasonOf(t tb, err error) forage.Reason {
 	t.Helper()
 	r, ok := budget.ReasonOf(err)
 	if !ok {
@@ -96,7 +96,7 @@ func TestPropertyEnvelope(t *testing.T) {
 					for range calls {
 						n := 0
 						permanent := false
-						_ = p.Do(context.Background(), run, func(context.Context) budget.Outcome {
+						_ = p.Do(context.Background(), run, func(context.Context) forage.Outcome {
 							if permanent {
 								permanentTwice.Add(1)
 							}
@@ -104,7 +104,7 @@ func TestPropertyEnvelope(t *testing.T) {
 							made.Add(1)
 							code := codes[int(next.Add(1))%len(codes)]
 							permanent = code == 404
-							return budget.Outcome{Status: code}
+							return forage.Outcome{Status: code}
 						})
 						if n > 0 {
 							firsts.Add(1)
@@ -168,9 +168,9 @@ func TestPropertyParentEnvelope(t *testing.T) {
 				for range 2 {
 					wg.Go(func() {
 						for range 15 {
-							_ = p.Do(context.Background(), runs[i], func(context.Context) budget.Outcome {
+							_ = p.Do(context.Background(), runs[i], func(context.Context) forage.Outcome {
 								made[i].Add(1)
-								return budget.Outcome{Status: 200}
+								return forage.Outcome{Status: 200}
 							})
 						}
 					})
@@ -192,7 +192,7 @@ func TestPropertyParentEnvelope(t *testing.T) {
 				rt.Fatalf("%d attempts made, parent counted %d, parent cap %d", total, parent.Attempts(), parentCap)
 			}
 			if total == int64(parentCap) {
-				if why, spent := runs[0].ExhaustedAt(now); !spent || why != budget.ReasonRequestCap {
+				if why, spent := runs[0].ExhaustedAt(now); !spent || why != forage.ReasonRequestCap {
 					rt.Fatalf("parent spent, child ExhaustedAt = %v, %v; want request_cap", why, spent)
 				}
 			}
@@ -208,14 +208,14 @@ func TestPropertyPermanentAttemptedOnce(t *testing.T) {
 		code := rapid.IntRange(400, 499).Filter(func(c int) bool { return c != 408 && c != 418 && c != 429 }).Draw(rt, "code")
 		p := newLocal(rt, fast())
 		n := 0
-		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			n++
-			return budget.Outcome{Status: code}
+			return forage.Outcome{Status: code}
 		})
 		if n != 1 {
 			rt.Fatalf("status %d attempted %d times, want 1", code, n)
 		}
-		if r := reasonOf(rt, err); r != budget.ReasonPermanent {
+		if r := reasonOf(rt, err); r != forage.ReasonPermanent {
 			rt.Fatalf("status %d stopped with %q, want permanent", code, r)
 		}
 	})
@@ -234,12 +234,12 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 		run := newRun(t, budget.Envelope{MaxRequests: 10})
 		tokens := run.Retries().Tokens()
 		called := false
-		err := p.Do(context.Background(), run, func(context.Context) budget.Outcome {
+		err := p.Do(context.Background(), run, func(context.Context) forage.Outcome {
 			called = true
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 		var stop *budget.Error
-		if !errors.As(err, &stop) || stop.Reason != budget.ReasonCircuitOpen {
+		if !errors.As(err, &stop) || stop.Reason != forage.ReasonCircuitOpen {
 			t.Fatalf("Do = %v, want circuit_open", err)
 		}
 		if called {
@@ -265,21 +265,21 @@ func TestReasons(t *testing.T) {
 		env     budget.Envelope
 		left    time.Duration // deadline relative to the bubble's start, if any
 		cfg     func(*budget.Config)
-		attempt func(context.Context) budget.Outcome
-		want    budget.Reason
+		attempt func(context.Context) forage.Outcome
+		want    forage.Reason
 	}{
-		{"request cap", budget.Envelope{MaxRequests: 2}, 0, nil, status(500, 0), budget.ReasonRequestCap},
-		{"deadline", budget.Envelope{}, -time.Second, nil, status(200, 0), budget.ReasonDeadline},
-		{"retry budget", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(503, 0), budget.ReasonRetryBudget},
-		{"throttled after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 3 }, status(429, 0), budget.ReasonThrottled},
-		{"unavailable after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 2 }, status(503, 0), budget.ReasonUnavailable},
-		{"banned", budget.Envelope{}, 0, nil, status(418, time.Minute), budget.ReasonBanned},
-		{"retry-after past the deadline", budget.Envelope{}, 10 * time.Second, nil, status(429, time.Hour), budget.ReasonThrottled},
-		{"retry-after past MaxWait", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxWait = time.Second }, status(429, time.Minute), budget.ReasonThrottled},
-		{"permanent", budget.Envelope{}, 0, nil, status(404, 0), budget.ReasonPermanent},
-		{"marked permanent", budget.Envelope{}, 0, nil, func(context.Context) budget.Outcome {
-			return budget.Outcome{Status: 200, Err: budget.Permanent(errors.New("bad schema"))}
-		}, budget.ReasonPermanent},
+		{"request cap", budget.Envelope{MaxRequests: 2}, 0, nil, status(500, 0), forage.ReasonRequestCap},
+		{"deadline", budget.Envelope{}, -time.Second, nil, status(200, 0), forage.ReasonDeadline},
+		{"retry budget", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(503, 0), forage.ReasonRetryBudget},
+		{"throttled after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 3 }, status(429, 0), forage.ReasonThrottled},
+		{"unavailable after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 2 }, status(503, 0), forage.ReasonUnavailable},
+		{"banned", budget.Envelope{}, 0, nil, status(418, time.Minute), forage.ReasonBanned},
+		{"retry-after past the deadline", budget.Envelope{}, 10 * time.Second, nil, status(429, time.Hour), forage.ReasonThrottled},
+		{"retry-after past MaxWait", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxWait = time.Second }, status(429, time.Minute), forage.ReasonThrottled},
+		{"permanent", budget.Envelope{}, 0, nil, status(404, 0), forage.ReasonPermanent},
+		{"marked permanent", budget.Envelope{}, 0, nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 200, Err: forage.Mark(errors.New("bad schema"), forage.Permanent)}
+		}, forage.ReasonPermanent},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,12 +312,12 @@ func TestRetryAfterFloorsTheSleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newLocal(t, fast())
 		var times []time.Time
-		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			times = append(times, time.Now())
 			if len(times) == 1 {
-				return budget.Outcome{Status: http.StatusTooManyRequests, RetryAfter: 3 * time.Second}
+				return forage.Outcome{Status: http.StatusTooManyRequests, RetryAfter: 3 * time.Second}
 			}
-			return budget.Outcome{Status: http.StatusOK}
+			return forage.Outcome{Status: http.StatusOK}
 		})
 		if err != nil {
 			t.Fatalf("Do: %v", err)
@@ -337,13 +337,13 @@ func TestAttemptTimeoutIsTransient(t *testing.T) {
 		cfg.AttemptTimeout = time.Second
 		p := newLocal(t, cfg)
 		n := 0
-		err := p.Do(context.Background(), nil, func(ctx context.Context) budget.Outcome {
+		err := p.Do(context.Background(), nil, func(ctx context.Context) forage.Outcome {
 			n++
 			if n == 1 {
 				<-ctx.Done()
-				return budget.Outcome{Err: ctx.Err()}
+				return forage.Outcome{Err: ctx.Err()}
 			}
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 		if err != nil || n != 2 {
 			t.Fatalf("Do = %v after %d attempts, want success on the 2nd", err, n)
@@ -361,7 +361,7 @@ func TestCancelStopsWithoutCharge(t *testing.T) {
 	cancel()
 	run := newRun(t, budget.Envelope{})
 	err := newLocal(t, fast()).Do(ctx, run, status(200, 0))
-	if reasonOf(t, err) != budget.ReasonCanceled || !errors.Is(err, context.Canceled) {
+	if reasonOf(t, err) != forage.ReasonCanceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Do = %v, want canceled wrapping context.Canceled", err)
 	}
 	if run.Attempts() != 0 {
@@ -380,7 +380,7 @@ func TestBulkheadCapsInFlight(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 12 {
 			wg.Go(func() {
-				_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+				_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 					n := cur.Add(1)
 					for {
 						old := peak.Load()
@@ -390,7 +390,7 @@ func TestBulkheadCapsInFlight(t *testing.T) {
 					}
 					time.Sleep(100 * time.Millisecond)
 					cur.Add(-1)
-					return budget.Outcome{Status: 200}
+					return forage.Outcome{Status: 200}
 				})
 			})
 		}
@@ -429,11 +429,11 @@ func TestWeightAboveBurstRefused(t *testing.T) {
 	cfg := fast()
 	cfg.Limits = []budget.Limit{{Count: 100, Per: time.Minute, Weighted: true, Burst: 5}}
 	called := false
-	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) budget.Outcome {
+	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		called = true
-		return budget.Outcome{}
+		return forage.Outcome{}
 	}, budget.Weight(6))
-	if called || !errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != budget.ReasonPermanent {
+	if called || !errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != forage.ReasonPermanent {
 		t.Fatalf("Do = %v (attempted %v), want permanent ErrWeight and no attempt", err, called)
 	}
 }
@@ -457,11 +457,11 @@ func TestKnownLimitHolds(t *testing.T) {
 			wg.Go(func() {
 				for range 10 {
 					w := 1 + i%2
-					_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+					_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 						mu.Lock()
 						log = append(log, sent{time.Now(), w})
 						mu.Unlock()
-						return budget.Outcome{Status: 200}
+						return forage.Outcome{Status: 200}
 					}, budget.Weight(w))
 				}
 			})
@@ -486,13 +486,13 @@ func TestReconcileWithProviderUsage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
-		reported retry.RateLimit
+		reported forage.Quota
 		want     int // calls that go at once after the first
 	}{
-		{"no headers", retry.RateLimit{}, 9},
-		{"binance used weight", retry.RateLimit{Used: 95, Window: time.Minute, Known: retry.FieldUsed | retry.FieldWindow}, 5},
-		{"ietf remaining", retry.RateLimit{Limit: 100, Remaining: 2, Window: time.Minute, Known: retry.FieldLimit | retry.FieldRemaining | retry.FieldWindow}, 2},
-		{"other window ignored", retry.RateLimit{Used: 95, Window: time.Second, Known: retry.FieldUsed | retry.FieldWindow}, 9},
+		{"no headers", forage.Quota{}, 9},
+		{"binance used weight", forage.Quota{Used: 95, Window: time.Minute, Known: forage.QuotaUsed | forage.QuotaWindow}, 5},
+		{"ietf remaining", forage.Quota{Limit: 100, Remaining: 2, Window: time.Minute, Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaWindow}, 2},
+		{"other window ignored", forage.Quota{Used: 95, Window: time.Second, Known: forage.QuotaUsed | forage.QuotaWindow}, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -502,10 +502,10 @@ func TestReconcileWithProviderUsage(t *testing.T) {
 				cfg.Burst = 50                                                                                 // the adaptive pacer is not what is tested
 				p := newLocal(t, cfg)
 				first := true
-				err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
-					out := budget.Outcome{Status: 200}
+				err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+					out := forage.Outcome{Status: 200}
 					if first {
-						out.Limit = tc.reported
+						out.Quota = tc.reported
 						first = false
 					}
 					return out
@@ -538,12 +538,12 @@ func TestStatusDecidesOverExplainingError(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		n := 0
-		err := newLocal(t, fast()).Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		err := newLocal(t, fast()).Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			n++
 			if n == 1 {
-				return budget.Outcome{Status: 429, Err: errors.New("too much request weight used")}
+				return forage.Outcome{Status: 429, Err: errors.New("too much request weight used")}
 			}
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 		if err != nil || n != 2 {
 			t.Fatalf("Do = %v after %d attempts, want success after a retry", err, n)
@@ -560,11 +560,11 @@ func TestCallerCancelIsNotTheProvidersFault(t *testing.T) {
 		p := newLocal(t, fast())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		err := p.Do(ctx, nil, func(actx context.Context) budget.Outcome {
+		err := p.Do(ctx, nil, func(actx context.Context) forage.Outcome {
 			<-actx.Done()
-			return budget.Outcome{Err: actx.Err()}
+			return forage.Outcome{Err: actx.Err()}
 		})
-		if r := reasonOf(t, err); r != budget.ReasonCanceled {
+		if r := reasonOf(t, err); r != forage.ReasonCanceled {
 			t.Fatalf("reason %q, want canceled", r)
 		}
 		if s := p.Snapshot(); s.Transient != 0 || s.Requests != 1 {
@@ -586,19 +586,19 @@ func TestBreakerOpeningDuringPacingStopsTheAttempt(t *testing.T) {
 		})
 		inFlight := make(chan struct{})
 		go func() {
-			_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 				close(inFlight)
 				time.Sleep(100 * time.Millisecond)
-				return budget.Outcome{Status: 500}
+				return forage.Outcome{Status: 500}
 			}, budget.NoRetry())
 		}()
 		<-inFlight
 		called := false
-		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			called = true
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
-		if called || reasonOf(t, err) != budget.ReasonCircuitOpen {
+		if called || reasonOf(t, err) != forage.ReasonCircuitOpen {
 			t.Fatalf("Do = %v (attempted: %v), want circuit_open and no attempt", err, called)
 		}
 	})
@@ -618,7 +618,7 @@ func TestHeldPauseLongerThanMaxWait(t *testing.T) {
 		start := time.Now()
 		var stop *budget.Error
 		err := p.Do(context.Background(), nil, status(200, 0))
-		if !errors.As(err, &stop) || stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(start.Add(3*time.Hour)) {
+		if !errors.As(err, &stop) || stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(start.Add(3*time.Hour)) {
 			t.Fatalf("Do = %v, want throttled until +3h", err)
 		}
 		if waited := time.Since(start); waited != 0 {
@@ -637,7 +637,7 @@ func TestPanickingAttemptReleasesItsSlot(t *testing.T) {
 		p := newLocal(t, cfg)
 		func() {
 			defer func() { _ = recover() }()
-			_ = p.Do(context.Background(), nil, func(context.Context) budget.Outcome { panic("fetcher bug") })
+			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { panic("fetcher bug") })
 		}()
 		if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
 			t.Fatalf("Do after a panicking attempt: %v", err)
@@ -655,12 +655,12 @@ func TestMarkedThrottleStillThrottles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newLocal(t, fast())
 		n := 0
-		err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			n++
 			if n == 1 {
-				return budget.Outcome{Status: 429, Err: budget.Permanent(errors.New("cannot decode the error body"))}
+				return forage.Outcome{Status: 429, Err: forage.Mark(errors.New("cannot decode the error body"), forage.Permanent)}
 			}
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 		if err != nil || n != 2 || p.Snapshot().Throttled != 1 {
 			t.Fatalf("Do = %v after %d attempts, throttled %d; want a retried 429", err, n, p.Snapshot().Throttled)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/gcra"
@@ -30,7 +31,7 @@ type Config struct {
 	// request weight per minute and 61,000 raw requests per 5 minutes). Each
 	// is enforced on its own; a call draws from every one. The adaptive rate
 	// never exceeds the tightest of them. A call that would wait for them
-	// longer than MaxWait stops at once with [ReasonQuota] (see MaxWait).
+	// longer than MaxWait stops at once with [forage.ReasonQuota] (see MaxWait).
 	Limits []Limit
 	// Breaker configures the provider's circuit breaker. Its Name defaults to
 	// the provider key. Its OnTransition and Logger are the one place to
@@ -53,7 +54,7 @@ type Config struct {
 	// waits for the next slot of the known Limits (with the pacing at
 	// their rate); a longer one ends the call at once as source pressure
 	// with [Error.Until] set, for the scheduler to wait out: the pause's
-	// reason, or [ReasonQuota] for a known limit, which books nothing and
+	// reason, or [forage.ReasonQuota] for a known limit, which books nothing and
 	// sends no request. So does a wait that would end at or after the
 	// run's or the caller's deadline. Defaults to 1 minute.
 	MaxWait time.Duration
@@ -88,17 +89,17 @@ type Config struct {
 	// keeps pauses in memory only.
 	Pauses PauseStore
 	// Classify, if set, reads each attempt's outcome for this provider
-	// instead of the default rules (see [Outcome]): a provider whose 503s
-	// come from a flaky gateway rather than from load shedding returns
-	// [retry.Transient] for them, so they are retried but never slow the
-	// provider down; one that signals its limit with 420 returns
-	// [retry.Throttled]. It must be safe for concurrent use and fast (it
-	// runs once per attempt). A class other than the six retry classes is
-	// read as Permanent. Nil means the default rules, which also tell
+	// instead of the default rules ([forage.Outcome.Class]): a provider
+	// whose 503s come from a flaky gateway rather than from load shedding
+	// returns [forage.Transient] for them, so they are retried but never
+	// slow the provider down; one that signals its limit with 420 returns
+	// [forage.Throttled]. It must be safe for concurrent use and fast (it
+	// runs once per attempt). A class other than the six of
+	// [forage.Class] is read as Permanent. Nil means the default rules, which also tell
 	// noise from pressure by themselves: a provider that has refused with
 	// 429 names its limit that way, so its 503s count as failures; and 503s
 	// that a cut does not stop are read as noise (see the aimd package).
-	Classify func(Outcome) retry.Class
+	Classify func(forage.Outcome) forage.Class
 	// Pacer, if set, paces the provider instead of a local [gcra.Limiter],
 	// e.g. one shared through a database by many processes. It is paced at
 	// the adaptive rate. A pacer paces one provider: in a [Registry] supply
@@ -175,10 +176,10 @@ type PauseStore interface {
 	// reason saved with it, or the zero Time when none was saved. A pause
 	// that has ended may be returned or not; callers ignore it. The reason
 	// may be "" (a pause saved before reasons were kept); callers read it
-	// as [ReasonThrottled].
+	// as [forage.ReasonThrottled].
 	LoadPause(ctx context.Context, provider string) (until time.Time, reason string, err error)
 	// SavePause records that provider must not be called before until,
-	// for reason (a [Reason]'s wire name: "banned" or "throttled"),
+	// for reason (a [forage.Reason]'s wire name: "banned" or "throttled"),
 	// durably before it returns nil. It never shortens a saved pause: the
 	// store keeps the later of the saved and the new end, with the reason
 	// saved with that end (for an equal end, the new reason), so

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
@@ -57,9 +58,9 @@ func TestMaxAttemptsOneTurnsRetriesOff(t *testing.T) {
 	cfg := fast()
 	cfg.MaxAttempts = 1
 	n := 0
-	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) budget.Outcome {
+	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		n++
-		return budget.Outcome{Status: 503}
+		return forage.Outcome{Status: 503}
 	})
 	if err == nil || n != 1 {
 		t.Fatalf("Do with MaxAttempts 1 against 503s: %d attempts, err %v; want 1 attempt and an error", n, err)

@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/retry"
 )
 
 // Do runs one logical request through the gate; see [Provider.Do].
-func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) Outcome, opts ...CallOption) error {
+func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
 	var o CallOption
 	for _, opt := range opts {
 		o.weight = max(o.weight, opt.weight)
@@ -25,8 +27,8 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 	if err := p.checkWeight(o.weight); err != nil {
 		return err // before any admit or pacing: such a call can never be sent
 	}
-	var bo *retry.Backoff // made on the first retry: the success path needs none
-	var last Outcome      // the previous attempt's outcome, for the stop error
+	var bo *retry.Backoff   // made on the first retry: the success path needs none
+	var last forage.Outcome // the previous attempt's outcome, for the stop error
 	for try := 0; ; try++ {
 		out, class, err := p.once(ctx, run, attempt, o, try == 0)
 		if err != nil {
@@ -36,12 +38,15 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 			}
 			return err
 		}
-		if class == retry.Success {
+		if class == forage.Success {
 			return nil
 		}
 		last = out
-		stop := &Error{Provider: p.key, Reason: reasonOf(class, out.Status), Status: out.Status, Err: out.Err}
-		if !class.Retryable() || stop.Reason == ReasonBanned || o.noRetry || try+1 >= p.cfg.MaxAttempts {
+		stop := &Error{Provider: p.key, Reason: class.Reason(), Status: out.Status, Err: out.Err}
+		if banned(class, out) {
+			stop.Reason = forage.ReasonBanned
+		}
+		if !class.Retryable() || stop.Reason == forage.ReasonBanned || o.noRetry || try+1 >= p.cfg.MaxAttempts {
 			stop.Until = p.until(stop.Reason)
 			return stop
 		}
@@ -63,23 +68,23 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 				stop.Until = wake // the provider's pause outlasts the run
 				return stop
 			}
-			return &Error{Provider: p.key, Reason: ReasonDeadline, Status: out.Status, Err: out.Err}
+			return &Error{Provider: p.key, Reason: forage.ReasonDeadline, Status: out.Status, Err: out.Err}
 		}
 		if d, ok := ctx.Deadline(); ok && wake.After(d) {
 			if forced {
 				stop.Until = wake // the pause outlasts the caller's deadline
 				return stop
 			}
-			return &Error{Provider: p.key, Reason: ReasonCanceled, Status: out.Status, Err: context.DeadlineExceeded}
+			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: context.DeadlineExceeded}
 		}
 		// The token is taken before the sleep, so a retry that is then
 		// refused (breaker, run, deadline) has spent it: conservative, the
 		// budget is never exceeded.
 		if !p.retryBudget(run).Withdraw() {
-			return &Error{Provider: p.key, Reason: ReasonRetryBudget, Status: out.Status, Err: out.Err}
+			return &Error{Provider: p.key, Reason: forage.ReasonRetryBudget, Status: out.Status, Err: out.Err}
 		}
 		if err := sleepUntil(ctx, wake); err != nil {
-			return &Error{Provider: p.key, Reason: ReasonCanceled, Status: out.Status, Err: err}
+			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: err}
 		}
 	}
 }
@@ -88,7 +93,7 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 func (p *Local) checkWeight(weight int) error {
 	for i, l := range p.cfg.Limits {
 		if l.Weighted && weight > p.limits[i].Burst() {
-			return &Error{Provider: p.key, Reason: ReasonPermanent,
+			return &Error{Provider: p.key, Reason: forage.ReasonPermanent,
 				Err: fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, weight, p.limits[i].Burst(), l.Name)}
 		}
 	}
@@ -98,27 +103,27 @@ func (p *Local) checkWeight(weight int) error {
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the
 // attempt itself, and the feedback. A non-nil error means no attempt was
 // made (or the caller gave up) and the call must stop with it.
-func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context) Outcome, o CallOption, first bool) (Outcome, retry.Class, error) {
+func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, o CallOption, first bool) (forage.Outcome, forage.Class, error) {
 	if err := ctx.Err(); err != nil {
-		return Outcome{}, 0, &Error{Provider: p.key, Reason: ReasonCanceled, Err: err}
+		return forage.Outcome{}, 0, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
 	}
 	if reason, ok := run.admitAt(time.Now()); !ok {
-		return Outcome{}, 0, &Error{Provider: p.key, Reason: reason}
+		return forage.Outcome{}, 0, &Error{Provider: p.key, Reason: reason}
 	}
 	// Fail fast before waiting for a slot when the breaker is open; the
 	// ticket itself is taken after pacing, so a breaker that opened during
 	// the wait still stops the attempt.
 	if p.brk.State() == breaker.StateOpen {
-		return Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
+		return forage.Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
 	}
 	if err := p.acquire(ctx, run, o.weight); err != nil {
 		run.unadmit()
-		return Outcome{}, 0, err
+		return forage.Outcome{}, 0, err
 	}
 	done, err := p.brk.Allow()
 	if err != nil {
 		p.release()
-		return Outcome{}, 0, p.fastFail(run, err)
+		return forage.Outcome{}, 0, p.fastFail(run, err)
 	}
 	if first {
 		p.retryBudget(run).Deposit()
@@ -130,28 +135,28 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	class := p.classify(&out)
 	switch {
 	case out.Err != nil && ctx.Err() != nil:
-		class = retry.Canceled // the caller gave up mid-attempt: not the provider's fault
-	case class == retry.Canceled && timedOut:
-		class = retry.Transient // our attempt timeout, not the caller's cancel
+		class = forage.Canceled // the caller gave up mid-attempt: not the provider's fault
+	case class == forage.Canceled && timedOut:
+		class = forage.Transient // our attempt timeout, not the caller's cancel
 	}
 	switch {
-	case reasonOf(class, out.Status) == ReasonBanned:
+	case banned(class, out):
 		p.ban(end, &out)
-	case class == retry.Success && p.bans.Load() != 0:
+	case class == forage.Success && p.bans.Load() != 0:
 		p.bans.Store(0) // a ban in a row needs no success in between
 	}
 	p.feedback(start, end, &out, class)
-	done(breakerOutcome(class))
-	if class == retry.Canceled {
-		return out, class, &Error{Provider: p.key, Reason: ReasonCanceled, Status: out.Status, Err: out.Err}
+	done(class)
+	if class == forage.Canceled {
+		return out, class, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: out.Err}
 	}
 	return out, class, nil
 }
 
 // call runs the attempt under its timeout and releases the bulkhead slot.
 // If the attempt panics, the slot is released, the breaker ticket reported
-// as ignored, and the panic goes on up.
-func (p *Local) call(ctx context.Context, attempt func(context.Context) Outcome, o CallOption, done func(breaker.Outcome)) (out Outcome, start, end time.Time, timedOut bool) {
+// as canceled (ignored), and the panic goes on up.
+func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.Outcome, o CallOption, done func(forage.Class)) (out forage.Outcome, start, end time.Time, timedOut bool) {
 	actx, cancel := ctx, context.CancelFunc(nil)
 	if p.cfg.AttemptTimeout > 0 && !o.keepContext {
 		actx, cancel = context.WithTimeout(ctx, p.cfg.AttemptTimeout)
@@ -163,7 +168,7 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) Outcome,
 		}
 		p.release()
 		if !finished {
-			done(breaker.Ignored)
+			done(forage.Canceled)
 		}
 	}()
 	start = time.Now()
@@ -176,13 +181,13 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) Outcome,
 
 // classify reads an attempt's outcome: the host's Config.Classify, or the
 // default rules.
-func (p *Local) classify(out *Outcome) retry.Class {
+func (p *Local) classify(out *forage.Outcome) forage.Class {
 	if p.cfg.Classify == nil {
-		return out.class()
+		return out.Class()
 	}
 	c := p.cfg.Classify(*out)
-	if c > retry.Canceled {
-		c = retry.Permanent
+	if c > forage.Canceled {
+		c = forage.Permanent
 	}
 	return c
 }
@@ -192,7 +197,7 @@ func (p *Local) classify(out *Outcome) retry.Class {
 func (p *Local) fastFail(run *Run, err error) error {
 	run.unadmit()
 	p.n.fastFails.Add(1)
-	return &Error{Provider: p.key, Reason: ReasonCircuitOpen, Until: p.until(ReasonCircuitOpen), Err: err}
+	return &Error{Provider: p.key, Reason: forage.ReasonCircuitOpen, Until: p.until(forage.ReasonCircuitOpen), Err: err}
 }
 
 // release gives back a bulkhead slot.
@@ -242,10 +247,10 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		if ctx.Err() != nil || (!runBound && errors.Is(err, context.DeadlineExceeded)) {
 			// The caller's own context ended, or its deadline comes before
 			// the slot: the caller gives up, the run is not spent.
-			return &Error{Provider: p.key, Reason: ReasonCanceled, Err: err}
+			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			reason := ReasonDeadline
+			reason := forage.ReasonDeadline
 			if now := time.Now(); p.ctl.PausedUntil().After(now) {
 				reason = p.pauseReason(now) // the provider's pause outlasts the run
 			}
@@ -253,7 +258,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		}
 		// The pacer failed by itself (a shared pacer's database went
 		// away): not the provider's verdict.
-		return &Error{Provider: p.key, Reason: ReasonPacer, Err: err}
+		return &Error{Provider: p.key, Reason: forage.ReasonPacer, Err: err}
 	}
 	select {
 	case p.slots <- struct{}{}:
@@ -268,7 +273,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 	p.n.inFlight.Add(1)
 	if err := p.pace(wctx, run, weight, now); err != nil {
 		p.release()
-		if r, _ := ReasonOf(err); r == ReasonQuota {
+		if r, _ := ReasonOf(err); r == forage.ReasonQuota {
 			return err
 		}
 		return fail(err)
@@ -294,7 +299,7 @@ func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool 
 // pace waits for the adaptive pacer (one unit per request) and then for each
 // known limit (one unit, or weight when the limit is weighted). With limits
 // known, the wait from start is bounded as [Local.outlasts] says: a longer
-// one stops the call with [ReasonQuota], its limit slots given back (a
+// one stops the call with [forage.ReasonQuota], its limit slots given back (a
 // pacer slot already taken stays spent: conservative). acquire has already
 // refused, booking nothing, a call whose wait it could foresee; this bound
 // catches the calls that lost a race for the same slots.
@@ -323,7 +328,7 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 // waitPacer waits for the adaptive pacer. When a known limit sets its
 // ceiling, the pacer runs at that limit's rate (for a limit slower than
 // aimd's floor, at exactly it), so its wait is the quota's: it is bounded
-// by MaxWait from start, past which the call stops with [ReasonQuota].
+// by MaxWait from start, past which the call stops with [forage.ReasonQuota].
 func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) error {
 	limitBy := start.Add(p.cfg.MaxWait)
 	if d, ok := ctx.Deadline(); p.ceiling == 0 || (ok && !limitBy.Before(d)) {
@@ -389,40 +394,34 @@ func (p *Local) pacerWait(now time.Time) time.Duration {
 // until, later than the call may wait: source pressure the scheduler waits
 // out. Nothing is booked and the run's admit is given back by the caller.
 func (p *Local) quotaSpent(until time.Time) error {
-	return &Error{Provider: p.key, Reason: ReasonQuota, Until: until}
+	return &Error{Provider: p.key, Reason: forage.ReasonQuota, Until: until}
 }
 
 // feedback reports one attempt to the controller and moves the pacer to the
 // controller's new rate and pause.
-func (p *Local) feedback(start, end time.Time, out *Outcome, class retry.Class) {
+func (p *Local) feedback(start, end time.Time, out *forage.Outcome, class forage.Class) {
 	p.n.requests.Add(1)
-	var kind aimd.Kind
 	switch class {
-	case retry.Success:
+	case forage.Success:
 		p.n.ok.Add(1)
-		kind = aimd.Success
-	case retry.Throttled:
+	case forage.Throttled:
 		p.n.throttled.Add(1)
-		kind = aimd.Throttled
-	case retry.Overloaded:
+	case forage.Overloaded:
 		p.n.overloaded.Add(1)
-		kind = aimd.Overloaded
-	case retry.Transient:
+	case forage.Transient:
 		p.n.transient.Add(1)
-		kind = aimd.Transient
-	case retry.Permanent:
+	case forage.Permanent:
 		p.n.permanent.Add(1)
-		kind = aimd.Permanent
 	default:
 		return // cancelled: says nothing about the provider
 	}
-	hint := hintOf(out.Limit)
-	if hint.Remaining <= 0 {
-		hint.Reset = min(hint.Reset, p.cfg.MaxPause) // a spent quota pauses until Reset
+	q := out.Quota
+	if left, ok := q.Left(); ok && left <= 0 {
+		q.Reset = min(q.Reset, p.cfg.MaxPause) // a spent quota pauses until Reset
 	}
-	sig := aimd.Signal{Kind: kind, Latency: out.Latency, RetryAfter: out.RetryAfter, Sent: start, Hint: hint}
+	sig := aimd.Signal{Class: class, Latency: out.Latency, RetryAfter: out.RetryAfter, Sent: start, Quota: q}
 	p.ctl.ObserveAt(end, sig) // the controller locks itself
-	p.reconcile(end, out.Limit)
+	p.reconcile(end, out.Quota)
 	p.follow(end)
 }
 
@@ -460,7 +459,7 @@ const pauseSaveTimeout = 10 * time.Second
 // p.mu is held. A failure is logged and counted, and the save is tried
 // again on the next response or the next call the pause refuses: the pause
 // holds in memory either way.
-func (p *Local) savePause(until time.Time, reason Reason) {
+func (p *Local) savePause(until time.Time, reason forage.Reason) {
 	if p.cfg.Pauses == nil {
 		return
 	}
@@ -481,7 +480,7 @@ func (p *Local) savePause(until time.Time, reason Reason) {
 // that came with it, or, when it came with none, for BanPause doubled for
 // each earlier ban in a row (see [Config.BanPause]). It sets out.RetryAfter
 // so the controller pauses as for a provider that named the time itself.
-func (p *Local) ban(end time.Time, out *Outcome) {
+func (p *Local) ban(end time.Time, out *forage.Outcome) {
 	n := p.bans.Add(1)
 	if out.RetryAfter <= 0 {
 		out.RetryAfter = p.banPause(int(n))
@@ -505,19 +504,19 @@ func (p *Local) banPause(n int) time.Duration {
 
 // pauseReason names the pause in force at now: banned while a ban's pause
 // lasts, throttled otherwise (a Retry-After on a 429, a spent quota).
-func (p *Local) pauseReason(now time.Time) Reason {
+func (p *Local) pauseReason(now time.Time) forage.Reason {
 	p.banMu.Lock()
 	defer p.banMu.Unlock()
 	if p.banUntil.After(now) {
-		return ReasonBanned
+		return forage.ReasonBanned
 	}
-	return ReasonThrottled
+	return forage.ReasonThrottled
 }
 
 // reconcile tightens a known limit to the usage the provider reports: when
 // the provider says less is left than the local count believes (other
 // clients share the quota, or the count drifted), the difference is booked.
-func (p *Local) reconcile(now time.Time, rl retry.RateLimit) {
+func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 	if rl.Known == 0 {
 		return
 	}
@@ -530,9 +529,9 @@ func (p *Local) reconcile(now time.Time, rl retry.RateLimit) {
 		}
 		left := -1.0
 		switch {
-		case rl.Known&retry.FieldRemaining != 0:
+		case rl.Has(forage.QuotaRemaining):
 			left = rl.Remaining
-		case rl.Known&retry.FieldUsed != 0:
+		case rl.Has(forage.QuotaUsed):
 			left = float64(l.Count) - rl.Used
 		}
 		if left < 0 {
@@ -547,66 +546,24 @@ func (p *Local) reconcile(now time.Time, rl retry.RateLimit) {
 
 // until returns when the provider may be called again after a stop for
 // reason: the end of the pause for source pressure, zero otherwise.
-func (p *Local) until(reason Reason) time.Time {
+func (p *Local) until(reason forage.Reason) time.Time {
 	if !reason.SourcePressure() {
 		return time.Time{}
 	}
 	if pu := p.ctl.PausedUntil(); pu.After(time.Now()) {
 		return pu
 	}
-	if reason == ReasonCircuitOpen {
+	if reason == forage.ReasonCircuitOpen {
 		return p.brk.OpenUntil()
 	}
 	return time.Time{}
 }
 
-// hintOf converts parsed rate-limit headers to the controller's hint.
-func hintOf(rl retry.RateLimit) aimd.Hint {
-	if rl.Known == 0 {
-		return aimd.Hint{}
-	}
-	h := aimd.Hint{Reset: rl.Reset, Window: rl.Window}
-	if rl.Known&retry.FieldLimit != 0 {
-		h.Limit = rl.Limit
-	}
-	switch {
-	case rl.Known&retry.FieldRemaining != 0:
-		h.Remaining = rl.Remaining
-	case rl.Known&(retry.FieldUsed|retry.FieldLimit) == retry.FieldUsed|retry.FieldLimit:
-		h.Remaining = max(rl.Limit-rl.Used, 0)
-	default:
-		return aimd.Hint{} // usage without a limit: nothing to pace by
-	}
-	return h
-}
-
-// reasonOf names the stop for a retryable or permanent class.
-func reasonOf(class retry.Class, status int) Reason {
-	switch class {
-	case retry.Throttled:
-		if status == 418 {
-			return ReasonBanned
-		}
-		return ReasonThrottled
-	case retry.Overloaded, retry.Transient:
-		return ReasonUnavailable
-	case retry.Canceled:
-		return ReasonCanceled
-	}
-	return ReasonPermanent
-}
-
-// breakerOutcome maps a class to what the breaker counts: pressure and
-// transient failures are failures, a permanent 4xx shows the provider is up,
-// a cancellation says nothing.
-func breakerOutcome(class retry.Class) breaker.Outcome {
-	switch class {
-	case retry.Throttled, retry.Overloaded, retry.Transient:
-		return breaker.Failure
-	case retry.Canceled:
-		return breaker.Ignored
-	}
-	return breaker.Success
+// banned reports whether an attempt of class is a ban: a throttling 418
+// (Binance's IP ban), which pauses the provider (see [Config.BanPause]) and
+// stops the call with [forage.ReasonBanned].
+func banned(class forage.Class, out forage.Outcome) bool {
+	return class == forage.Throttled && out.Status == http.StatusTeapot
 }
 
 // sleepUntil blocks until t or until ctx ends.

@@ -23,7 +23,7 @@
 //
 // # Reasons
 //
-// A call that does not succeed returns an [*Error] naming its [Reason].
+// A call that does not succeed returns an [*Error] naming its [forage.Reason].
 // Budget exhaustion (request_cap, deadline, retry_budget) is a planned
 // defer: the owner's envelope ran out and the provider is fine. Source
 // pressure (throttled, quota, unavailable, circuit_open, banned) means the
@@ -37,7 +37,7 @@
 // not a block: when the next slot of the known limits (and of the pacing at
 // their rate) is further off than [Config.MaxWait], or at or after the
 // run's or the caller's deadline, the call stops at once with
-// [ReasonQuota] and [Error.Until] set to when the limits admit the call's
+// [forage.ReasonQuota] and [Error.Until] set to when the limits admit the call's
 // weight again. No request is sent, nothing is booked, and the run's
 // request cap is not charged; a scheduler parks the job until Until and the
 // next run resumes from its cursor. A shorter wait is slept through inside
@@ -53,7 +53,7 @@
 // ends the call at once with [Error.Until] for the scheduler to wait out.
 // A ban (418) without a usable Retry-After still pauses: for
 // [Config.BanPause] (1 minute by default), doubled for each further ban in
-// a row, up to MaxPause; the calls it stops say [ReasonBanned].
+// a row, up to MaxPause; the calls it stops say [forage.ReasonBanned].
 // With a [PauseStore] ([Config.Pauses], [RegistryConfig.Pauses]) the pause in
 // force outlives the process: a restart honours it instead of calling again
 // at once, which would only extend a ban, and a ban stays a ban. The

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"pgregory.net/rapid"
 )
@@ -60,11 +61,11 @@ func TestPropertyEvictionKeepsKnownLimits(t *testing.T) {
 			held := reg.Provider("limited")
 			var mu sync.Mutex
 			var sent []time.Time
-			attempt := func(context.Context) budget.Outcome {
+			attempt := func(context.Context) forage.Outcome {
 				mu.Lock()
 				sent = append(sent, time.Now())
 				mu.Unlock()
-				return budget.Outcome{Status: 200}
+				return forage.Outcome{Status: 200}
 			}
 			var wg sync.WaitGroup
 			for g, plan := range plans {

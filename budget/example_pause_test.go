@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 )
@@ -20,13 +21,13 @@ func ExamplePauseStore() {
 
 	first, _ := budget.NewRegistry(cfg)
 	start := time.Now()
-	_ = first.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) budget.Outcome {
-		return budget.Outcome{Status: 429, RetryAfter: 120 * time.Second}
+	_ = first.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) forage.Outcome {
+		return forage.Outcome{Status: 429, RetryAfter: 120 * time.Second}
 	})
 
 	// The process restarts: a new registry, the same store.
 	next, _ := budget.NewRegistry(cfg)
-	err := next.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) budget.Outcome {
+	err := next.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		panic("never called during the pause")
 	})
 	var stop *budget.Error
@@ -41,8 +42,8 @@ func ExamplePauseStore() {
 func ExampleConfig_maxPause() {
 	p, _ := budget.NewLocal("api.example.com", budget.Config{MaxPause: 10 * time.Minute})
 	start := time.Now()
-	err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
-		return budget.Outcome{Status: 429, RetryAfter: 72 * time.Hour} // "Retry-After: 99999999999999999999"
+	err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+		return forage.Outcome{Status: 429, RetryAfter: 72 * time.Hour} // "Retry-After: 99999999999999999999"
 	})
 	var stop *budget.Error
 	if errors.As(err, &stop) {
@@ -58,14 +59,14 @@ func ExampleConfig_maxPause() {
 func ExampleConfig_banPause() {
 	p, _ := budget.NewLocal("api.example.com", budget.Config{MaxWait: time.Second})
 	start := time.Now()
-	err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
-		return budget.Outcome{Status: 418} // no Retry-After
+	err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+		return forage.Outcome{Status: 418} // no Retry-After
 	})
 	var stop *budget.Error
 	if errors.As(err, &stop) {
 		fmt.Println(stop.Reason, "for", stop.Until.Sub(start).Round(time.Minute))
 	}
-	err = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+	err = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		panic("never called during the ban")
 	})
 	if errors.As(err, &stop) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 )
 
@@ -18,7 +19,7 @@ func ExampleLimit() {
 	p, _ := budget.NewLocal("api.example.com", budget.Config{
 		Limits: []budget.Limit{{Name: "3/h", Count: 3, Per: time.Hour}},
 	})
-	send := func(context.Context) budget.Outcome { return budget.Outcome{Status: 200} }
+	send := func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }
 	start := time.Now()
 	fmt.Println("first call:", p.Do(context.Background(), nil, send))
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 )
@@ -26,15 +26,15 @@ func Example_composition() {
 
 	answers := []int{503, 200} // the provider fails once, then answers
 	calls := 0
-	err := reg.Provider("kraken").Do(context.Background(), run, func(ctx context.Context) budget.Outcome {
+	err := reg.Provider("kraken").Do(context.Background(), run, func(ctx context.Context) forage.Outcome {
 		calls++
-		return budget.Outcome{Status: answers[calls-1]} // one outbound request here
+		return forage.Outcome{Status: answers[calls-1]} // one outbound request here
 	})
 	fmt.Println("err:", err, "attempts:", calls, "run attempts:", run.Attempts())
 
 	// The run allows one more attempt; the one after that stops the run.
-	_ = reg.Provider("kraken").Do(context.Background(), run, func(context.Context) budget.Outcome { return budget.Outcome{Status: 200} })
-	err = reg.Provider("kraken").Do(context.Background(), run, func(context.Context) budget.Outcome { return budget.Outcome{Status: 200} })
+	_ = reg.Provider("kraken").Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} })
+	err = reg.Provider("kraken").Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} })
 	var stop *budget.Error
 	if errors.As(err, &stop) {
 		fmt.Println("stopped:", stop.Reason, "exhausted:", stop.Reason.Exhausted(), "source pressure:", stop.Reason.SourcePressure())
@@ -59,35 +59,4 @@ func ExampleNewRun() {
 	// Output:
 	// spent=false reason=""
 	// spent=true reason="deadline"
-}
-
-// ExampleReason shows the two families of stop reasons.
-func ExampleReason() {
-	for _, r := range []budget.Reason{budget.ReasonRequestCap, budget.ReasonThrottled, budget.ReasonPermanent} {
-		fmt.Printf("%-12s exhausted=%-5v source_pressure=%v\n", r, r.Exhausted(), r.SourcePressure())
-	}
-	// Output:
-	// request_cap  exhausted=true  source_pressure=false
-	// throttled    exhausted=false source_pressure=true
-	// permanent    exhausted=false source_pressure=false
-}
-
-// ExampleFromHTTP builds an Outcome from a response: status, Retry-After and
-// rate-limit headers.
-func ExampleFromHTTP() {
-	resp := httpResponse(429, map[string]string{"Retry-After": "2", "X-MBX-USED-WEIGHT-1M": "1180"})
-	out := budget.FromHTTP(resp, nil)
-	fmt.Println(out.Status, out.RetryAfter, out.Limit.Used, out.Limit.Window)
-	// Output:
-	// 429 2s 1180 1m0s
-}
-
-// httpResponse is example setup: a response with the given status and
-// headers and an empty body.
-func httpResponse(code int, headers map[string]string) *http.Response {
-	h := http.Header{}
-	for k, v := range headers {
-		h.Set(k, v)
-	}
-	return &http.Response{StatusCode: code, Header: h, Body: http.NoBody}
 }

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/providertest"
 )
@@ -96,11 +97,11 @@ func runGoodput(t *testing.T, pol providertest.Scenario, s goodputSetup, newPace
 
 // simAttempt returns an attempt that asks the simulated exchange behind rt
 // for one candle, reads the body, and calls ok (if not nil) for each 200.
-func simAttempt(rt http.RoundTripper, ok func()) func(context.Context) budget.Outcome {
-	return func(ctx context.Context) budget.Outcome {
+func simAttempt(rt http.RoundTripper, ok func()) func(context.Context) forage.Outcome {
+	return func(ctx context.Context) forage.Outcome {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://sim/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1", nil)
 		resp, err := rt.RoundTrip(req)
-		out := budget.FromHTTP(resp, err)
+		out := forage.FromHTTP(resp, err)
 		if resp != nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
@@ -114,13 +115,13 @@ func simAttempt(rt http.RoundTripper, ok func()) func(context.Context) budget.Ou
 
 // drive calls p.Do from workers goroutines until ctx ends, waiting out
 // source pressure the way a scheduler does: until the stop's Until.
-func drive(ctx context.Context, p budget.Provider, workers int, attempt func(context.Context) budget.Outcome) {
+func drive(ctx context.Context, p budget.Provider, workers int, attempt func(context.Context) forage.Outcome) {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				err := p.Do(ctx, nil, attempt)
-				if r, _ := budget.ReasonOf(err); r == budget.ReasonCanceled {
+				if r, _ := budget.ReasonOf(err); r == forage.ReasonCanceled {
 					return // the run is over
 				}
 				var stop *budget.Error

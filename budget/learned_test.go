@@ -7,9 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/retry"
 )
 
 // TestClassifyReadsTheProvidersStatuses: a host's Config.Classify decides
@@ -20,22 +20,22 @@ func TestClassifyReadsTheProvidersStatuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, err := budget.NewLocal("gw", budget.Config{
 			Adaptive: aimd.Config{Initial: 20},
-			Classify: func(o budget.Outcome) retry.Class {
+			Classify: func(o forage.Outcome) forage.Class {
 				if o.Status == 503 {
-					return retry.Transient
+					return forage.Transient
 				}
-				return retry.ClassifyStatus(o.Status)
+				return forage.ClassifyStatus(o.Status)
 			},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		calls := 0
-		err = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		err = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			if calls++; calls == 1 {
-				return budget.Outcome{Status: 503}
+				return forage.Outcome{Status: 503}
 			}
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 		if err != nil || calls != 2 {
 			t.Fatalf("Do = %v after %d attempts, want a retried 503 and success", err, calls)
@@ -68,8 +68,8 @@ func TestStateSurvivesARestart(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		first, _ := budget.NewLocal("x", budget.Config{})
-		_ = first.Do(context.Background(), nil, func(context.Context) budget.Outcome {
-			return budget.Outcome{Status: 429, RetryAfter: 30 * time.Second}
+		_ = first.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 429, RetryAfter: 30 * time.Second}
 		}, budget.NoRetry())
 		saved := first.State()
 		if saved.PausedUntil.IsZero() || saved.Rate == 0 {
@@ -88,9 +88,9 @@ func TestStateSurvivesARestart(t *testing.T) {
 		}
 		start := time.Now()
 		sent := time.Time{}
-		if err := second.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		if err := second.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			sent = time.Now()
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 )
 
@@ -29,12 +30,12 @@ func TestFailingPacerIsNotAProviderVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	err = p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+	err = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		calls++
-		return budget.Outcome{Status: 200}
+		return forage.Outcome{Status: 200}
 	})
 	r, ok := budget.ReasonOf(err)
-	if !ok || r != budget.ReasonPacer || !errors.Is(err, down) || calls != 0 {
+	if !ok || r != forage.ReasonPacer || !errors.Is(err, down) || calls != 0 {
 		t.Fatalf("Do = %v (reason %q) after %d attempts; want reason pacer wrapping the pacer's error, none sent", err, r, calls)
 	}
 	if r.SourcePressure() || r.Exhausted() {

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"pgregory.net/rapid"
@@ -66,14 +67,14 @@ func (f *fakePauses) reason(p string) string {
 }
 
 // fromHeaders is an attempt answering code with the given headers, read by
-// budget.FromHTTP as a real response would be.
-func fromHeaders(code int, kv ...string) func(context.Context) budget.Outcome {
-	return func(context.Context) budget.Outcome {
+// forage.FromHTTP as a real response would be.
+func fromHeaders(code int, kv ...string) func(context.Context) forage.Outcome {
+	return func(context.Context) forage.Outcome {
 		h := http.Header{}
 		for i := 0; i+1 < len(kv); i += 2 {
 			h.Set(kv[i], kv[i+1])
 		}
-		return budget.FromHTTP(&http.Response{StatusCode: code, Header: h}, nil)
+		return forage.FromHTTP(&http.Response{StatusCode: code, Header: h}, nil)
 	}
 }
 
@@ -88,10 +89,10 @@ func stopOf(t tb, err error) *budget.Error {
 }
 
 // countingAttempt answers 200 and counts its calls.
-func countingAttempt(n *int) func(context.Context) budget.Outcome {
-	return func(context.Context) budget.Outcome {
+func countingAttempt(n *int) func(context.Context) forage.Outcome {
+	return func(context.Context) forage.Outcome {
 		*n++
-		return budget.Outcome{Status: 200}
+		return forage.Outcome{Status: 200}
 	}
 }
 
@@ -101,7 +102,7 @@ func countingAttempt(n *int) func(context.Context) budget.Outcome {
 // hours the parsers allow (issue 12 item 6).
 func TestMaxPauseClampsHostileHeaders(t *testing.T) {
 	t.Parallel()
-	for name, attempt := range map[string]func(context.Context) budget.Outcome{
+	for name, attempt := range map[string]func(context.Context) forage.Outcome{
 		"retry-after":  fromHeaders(429, "Retry-After", "99999999999999999999"),
 		"spent-quota":  fromHeaders(200, "RateLimit-Remaining", "0", "RateLimit-Reset", "999999"),
 		"x-ratelimit":  fromHeaders(200, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "999999"),
@@ -138,7 +139,7 @@ func TestMaxPauseIsConfigurable(t *testing.T) {
 		p := newLocal(t, cfg)
 		start := time.Now()
 		stop := stopOf(t, p.Do(context.Background(), nil, status(418, 48*time.Hour)))
-		if stop.Reason != budget.ReasonBanned || !stop.Until.Equal(start.Add(48*time.Hour)) {
+		if stop.Reason != forage.ReasonBanned || !stop.Until.Equal(start.Add(48*time.Hour)) {
 			t.Fatalf("Do = %v until +%v, want banned until +48h", stop, stop.Until.Sub(start))
 		}
 	})
@@ -217,7 +218,7 @@ func TestPauseBeyondDeadlineStopsAtOnce(t *testing.T) {
 				}
 				calls := 0
 				stop := stopOf(t, p.Do(ctx, run, countingAttempt(&calls)))
-				if stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(start.Add(5*time.Minute)) {
+				if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(start.Add(5*time.Minute)) {
 					t.Fatalf("Do = %v (%s) until +%v, want throttled until +5m", stop, stop.Reason, stop.Until.Sub(start))
 				}
 				if waited := time.Since(start); waited != 0 || calls != 0 {
@@ -254,7 +255,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
 		calls := 0
 		stop := stopOf(t, reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
-		if stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(until) || calls != 0 {
+		if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(until) || calls != 0 {
 			t.Fatalf("after a restart: %v until +%v with %d attempts, want throttled until +2m and none", stop, stop.Until.Sub(start), calls)
 		}
 		time.Sleep(120 * time.Second)
@@ -292,7 +293,7 @@ func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 	reg = newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
 	calls := 0
 	stop := stopOf(t, reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
-	if stop.Reason != budget.ReasonThrottled || !stop.Until.Equal(saved) || calls != 0 {
+	if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(saved) || calls != 0 {
 		t.Fatalf("after reopening: %v until %v with %d attempts, want throttled until %v and none", stop, stop.Until, calls, saved)
 	}
 }

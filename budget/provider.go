@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/gcra"
@@ -26,9 +27,9 @@ type Provider interface {
 	// full-jitter backoff floored by Retry-After.
 	//
 	// Do returns nil when an attempt succeeded, and otherwise a *[Error]
-	// whose [Reason] says why it stopped. The attempt's context is cancelled
+	// whose [forage.Reason] says why it stopped. The attempt's context is cancelled
 	// when the attempt returns: read the response body inside it.
-	Do(ctx context.Context, run *Run, attempt func(ctx context.Context) Outcome, opts ...CallOption) error
+	Do(ctx context.Context, run *Run, attempt func(ctx context.Context) forage.Outcome, opts ...CallOption) error
 	// Snapshot returns the provider's counters and state.
 	Snapshot() Snapshot
 }
@@ -63,12 +64,12 @@ type Local struct {
 	ceiling float64       // the tightest known limit, requests/s; 0 if none
 	retries *retry.Budget // for calls made without a Run
 
-	mu        sync.Mutex  // held by the one goroutine moving the pacer (see follow)
-	dirty     atomic.Bool // the controller changed since the pacer last followed
-	rate      float64     // the rate last given to the pacer
-	pausedTil time.Time   // the pause last given to the pacer
-	savedTil  time.Time   // the pause last saved to cfg.Pauses
-	savedWhy  Reason      // the reason saved with savedTil
+	mu        sync.Mutex    // held by the one goroutine moving the pacer (see follow)
+	dirty     atomic.Bool   // the controller changed since the pacer last followed
+	rate      float64       // the rate last given to the pacer
+	pausedTil time.Time     // the pause last given to the pacer
+	savedTil  time.Time     // the pause last saved to cfg.Pauses
+	savedWhy  forage.Reason // the reason saved with savedTil
 
 	bans     atomic.Int32 // bans in a row since the last success (see Config.BanPause)
 	banMu    sync.Mutex   // guards banUntil
@@ -196,9 +197,9 @@ func (p *Local) loadPause(ctx context.Context) error {
 	if !until.After(now) {
 		return nil
 	}
-	reason := ReasonThrottled // also for a pause saved without a reason
-	if Reason(why) == ReasonBanned {
-		reason = ReasonBanned
+	reason := forage.ReasonThrottled // also for a pause saved without a reason
+	if forage.Reason(why) == forage.ReasonBanned {
+		reason = forage.ReasonBanned
 		p.bans.Store(1)
 		p.banMu.Lock()
 		p.banUntil = until

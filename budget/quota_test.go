@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/gcra"
 	"pgregory.net/rapid"
@@ -29,7 +30,7 @@ func hourly() budget.Config {
 func quotaStop(t tb, err error) *budget.Error {
 	t.Helper()
 	var e *budget.Error
-	if !errors.As(err, &e) || e.Reason != budget.ReasonQuota || !e.Reason.SourcePressure() || e.Until.IsZero() {
+	if !errors.As(err, &e) || e.Reason != forage.ReasonQuota || !e.Reason.SourcePressure() || e.Until.IsZero() {
 		t.Fatalf("Do = %v, want a quota stop (source pressure) with Until", err)
 	}
 	return e
@@ -49,9 +50,9 @@ func TestSpentQuotaStopsAtOnce(t *testing.T) {
 			t.Fatalf("first call: %v", err)
 		}
 		attempted := false
-		err := p.Do(t.Context(), run, func(context.Context) budget.Outcome {
+		err := p.Do(t.Context(), run, func(context.Context) forage.Outcome {
 			attempted = true
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 		e := quotaStop(t, err)
 		switch {
@@ -173,12 +174,12 @@ func TestPropertyQuotaBounded(t *testing.T) {
 					for i, sleep := range sleeps {
 						time.Sleep(time.Duration(sleep) / time.Duration(w+1))
 						start, made := time.Now(), false
-						err := p.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+						err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 							made = true
 							mu.Lock()
 							sent = append(sent, send{time.Now(), weights[i]})
 							mu.Unlock()
-							return budget.Outcome{Status: 200}
+							return forage.Outcome{Status: 200}
 						}, budget.Weight(weights[i]))
 						if took := time.Since(start); took > cfg.MaxWait {
 							rt.Errorf("worker %d call %d blocked %v, MaxWait %v", w, i, took, cfg.MaxWait)

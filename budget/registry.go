@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/forage-go/forage"
 )
 
 // RegistryConfig configures a [Registry]. The zero value is valid: every
@@ -327,7 +329,7 @@ func (e *entry) tryEvict(now time.Time) bool {
 }
 
 // Do forwards to the key's provider, or to its successor if e was evicted.
-func (e *entry) Do(ctx context.Context, run *Run, attempt func(context.Context) Outcome, opts ...CallOption) error {
+func (e *entry) Do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
 	e.inflight.Add(1)
 	if e.evicted.Load() {
 		e.inflight.Add(-1)

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/gcra"
@@ -106,10 +107,10 @@ func TestRegistryEvictsIdleNeverBusy(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	go func() {
-		_ = busy.Do(context.Background(), nil, func(context.Context) budget.Outcome {
+		_ = busy.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			close(started)
 			<-release
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 	}()
 	<-started

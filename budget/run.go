@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/retry"
 )
 
@@ -107,10 +108,10 @@ func (r *Run) Retries() *retry.Budget {
 }
 
 // ExhaustedAt reports whether the run's budget is spent at now, and why:
-// [ReasonRequestCap] when every allowed attempt was made, [ReasonDeadline]
+// [forage.ReasonRequestCap] when every allowed attempt was made, [forage.ReasonDeadline]
 // when now is at or past the deadline. Slice runners call it at slice
 // boundaries.
-func (r *Run) ExhaustedAt(now time.Time) (Reason, bool) {
+func (r *Run) ExhaustedAt(now time.Time) (forage.Reason, bool) {
 	if r == nil {
 		return "", false
 	}
@@ -118,20 +119,20 @@ func (r *Run) ExhaustedAt(now time.Time) (Reason, bool) {
 		return why, true
 	}
 	if r.maxRequests > 0 && r.attempts.Load() >= r.maxRequests {
-		return ReasonRequestCap, true
+		return forage.ReasonRequestCap, true
 	}
 	if !r.deadline.IsZero() && !now.Before(r.deadline) {
-		return ReasonDeadline, true
+		return forage.ReasonDeadline, true
 	}
 	return "", false
 }
 
 // Exhausted is [Run.ExhaustedAt] with the current time.
-func (r *Run) Exhausted() (Reason, bool) { return r.ExhaustedAt(time.Now()) }
+func (r *Run) Exhausted() (forage.Reason, bool) { return r.ExhaustedAt(time.Now()) }
 
 // admitAt counts one attempt if the envelope allows it at now, and otherwise
 // says why not. It never over-admits under concurrency.
-func (r *Run) admitAt(now time.Time) (Reason, bool) {
+func (r *Run) admitAt(now time.Time) (forage.Reason, bool) {
 	if r == nil {
 		return "", true
 	}
@@ -146,9 +147,9 @@ func (r *Run) admitAt(now time.Time) (Reason, bool) {
 }
 
 // admitOwn is admitAt for r's own envelope.
-func (r *Run) admitOwn(now time.Time) (Reason, bool) {
+func (r *Run) admitOwn(now time.Time) (forage.Reason, bool) {
 	if !r.deadline.IsZero() && !now.Before(r.deadline) {
-		return ReasonDeadline, false
+		return forage.ReasonDeadline, false
 	}
 	if r.maxRequests == 0 {
 		r.attempts.Add(1)
@@ -157,7 +158,7 @@ func (r *Run) admitOwn(now time.Time) (Reason, bool) {
 	for {
 		n := r.attempts.Load()
 		if n >= r.maxRequests {
-			return ReasonRequestCap, false
+			return forage.ReasonRequestCap, false
 		}
 		if r.attempts.CompareAndSwap(n, n+1) {
 			return "", true

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/forage-go/forage"
 )
 
 // Transport is an [http.RoundTripper] that sends every request through the
@@ -69,9 +71,9 @@ func HostKey(req *http.Request) string {
 // response whenever one was received, even when the call stopped (a final
 // 429 or 503), and an error only when no response came back; that error is
 // a *[Error] when the budget stopped the call. The attempts' errors are
-// redacted as [FromHTTP] redacts them, so the *Error names no credential of
+// redacted as [forage.FromHTTP] redacts them, so the *Error names no credential of
 // the request's URL (the http.Client still wraps it in a *url.Error with the
-// whole URL: pass its answer through FromHTTP before storing or logging it).
+// whole URL: pass its answer through forage.FromHTTP before storing or logging it).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, err := t.reg.Get(HostKey(req))
 	if err != nil {
@@ -85,7 +87,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var last *http.Response
 	tries := 0
-	attempt := func(ctx context.Context) Outcome {
+	attempt := func(ctx context.Context) forage.Outcome {
 		if last != nil { // the previous answer is being retried: discard it
 			discard(last)
 			last = nil
@@ -94,14 +96,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if tries > 0 && req.GetBody != nil {
 			body, err := req.GetBody()
 			if err != nil {
-				return Outcome{Err: Permanent(err)}
+				return forage.Outcome{Err: forage.Mark(err, forage.Permanent)}
 			}
 			r.Body = body
 		}
 		tries++
 		resp, err := t.base.RoundTrip(r)
 		last = resp
-		return FromHTTP(resp, err)
+		return forage.FromHTTP(resp, err)
 	}
 	// The response body is read after RoundTrip returns, so the attempt's
 	// context must outlive the attempt: no per-attempt timeout here (the

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 )
 
@@ -150,7 +151,7 @@ func TestTransportRunFromContext(t *testing.T) {
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.example/", nil)
 		_, err := client.Do(req)
-		if r, ok := budget.ReasonOf(err); !ok || r != budget.ReasonRequestCap {
+		if r, ok := budget.ReasonOf(err); !ok || r != forage.ReasonRequestCap {
 			t.Fatalf("third request: %v, want request_cap", err)
 		}
 		if run.Attempts() != 2 {

@@ -32,7 +32,7 @@ const kindPauses byte = 4
 type pauseBook map[string]pause
 
 // pause is one provider's pause: its end, and why the provider asked for it
-// (a budget.Reason such as "banned" or "throttled"; "" when not known, as in
+// (a forage.Reason such as "banned" or "throttled"; "" when not known, as in
 // a file written before reasons were kept).
 type pause struct {
 	until  time.Time
@@ -63,7 +63,7 @@ func (s *FileStore) LoadPause(ctx context.Context, provider string) (time.Time, 
 }
 
 // SavePause records that provider must not be called before until, for
-// reason (a budget.Reason such as "banned"; "" for none). The file is on
+// reason (a forage.Reason such as "banned"; "" for none). The file is on
 // disk (written to a temporary file, synced, renamed, the directory
 // synced) before SavePause returns nil. It never shortens a saved pause:
 // the later end is kept with the reason saved with it, and for an equal end

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
@@ -18,9 +19,9 @@ import (
 // no pacing: the fetches cost only what the simulated exchange takes.
 type direct struct{}
 
-func (direct) Do(ctx context.Context, _ *budget.Run, attempt func(context.Context) budget.Outcome, _ ...budget.CallOption) error {
+func (direct) Do(ctx context.Context, _ *budget.Run, attempt func(context.Context) forage.Outcome, _ ...budget.CallOption) error {
 	if out := attempt(ctx); out.Err != nil || out.Status != http.StatusOK {
-		return &budget.Error{Reason: budget.ReasonPermanent, Status: out.Status, Err: out.Err}
+		return &budget.Error{Reason: forage.ReasonPermanent, Status: out.Status, Err: out.Err}
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
 )
@@ -48,13 +48,13 @@ import (
 // requests per page. If not, nothing is kept and the next slice asks again
 // from the first hole. A provider that hides the same candles from both
 // paths cannot be told from one that has none.
-func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle], budget.Outcome) {
+func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle], forage.Outcome) {
 	if s.step == 0 {
-		return slice.Page[Candle]{}, budget.Outcome{Err: budget.Permanent(errors.New("klines: Source used before Init"))}
+		return slice.Page[Candle]{}, forage.Outcome{Err: forage.Mark(errors.New("klines: Source used before Init"), forage.Permanent)}
 	}
 	c, err := parseCursor(sl.After)
 	if err != nil {
-		return slice.Page[Candle]{}, budget.Outcome{Err: budget.Permanent(err)}
+		return slice.Page[Candle]{}, forage.Outcome{Err: forage.Mark(err, forage.Permanent)}
 	}
 	switch {
 	case s.confirming(c, sl.After):
@@ -66,7 +66,7 @@ func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle],
 }
 
 // ranged fetches the first Page candles of sl's span; c is its cursor.
-func (s *Source) ranged(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], budget.Outcome) {
+func (s *Source) ranged(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], forage.Outcome) {
 	r := sl.Range
 	rows, out := s.get(ctx, url.Values{
 		"startTime": {strconv.FormatInt(r.Start.UnixMilli(), 10)},
@@ -142,7 +142,7 @@ func (s *Source) accepted(r checkpoint.Range, rows []Candle) int {
 // cursor's candle and the rows the ranged answer held after it. Then they
 // are kept, holes and all; otherwise nothing is, and the next slice asks
 // again from the first hole.
-func (s *Source) verify(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], budget.Outcome) {
+func (s *Source) verify(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], forage.Outcome) {
 	seen := msTime(c.seen)
 	rows, out := s.get(ctx, url.Values{
 		"endTime": {strconv.FormatInt(c.seen, 10)},
@@ -171,7 +171,7 @@ func digest(rows []Candle) uint64 {
 
 // confirm makes the confirmation c asks for (see [Source.Fetch]): the
 // stretch from sl's start to c.confirm.
-func (s *Source) confirm(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], budget.Outcome) {
+func (s *Source) confirm(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], forage.Outcome) {
 	start, end := sl.Range.Start, msTime(c.confirm)
 	rows, out := s.get(ctx, url.Values{
 		"endTime": {strconv.FormatInt(c.confirm-1, 10)},
@@ -201,8 +201,8 @@ func (s *Source) confirm(ctx context.Context, sl slice.Slice, c cursor) (slice.P
 
 // lie returns out failed with a permanent provider error saying what the
 // provider's answers contradict.
-func lie(out budget.Outcome, format string, args ...any) (slice.Page[Candle], budget.Outcome) {
-	out.Err = budget.Permanent(fmt.Errorf("klines: the provider "+format+": an answer that leaves out candles", args...))
+func lie(out forage.Outcome, format string, args ...any) (slice.Page[Candle], forage.Outcome) {
+	out.Err = forage.Mark(fmt.Errorf("klines: the provider "+format+": an answer that leaves out candles", args...), forage.Permanent)
 	return slice.Page[Candle]{}, out
 }
 

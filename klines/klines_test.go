@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -99,8 +100,8 @@ func TestProviderErrorsAreClassified(t *testing.T) {
 	_ = garbage.Init()
 	_, out = garbage.Fetch(context.Background(), sl)
 	p, _ := budget.NewLocal("x", budget.Config{})
-	err = p.Do(context.Background(), nil, func(context.Context) budget.Outcome { return out })
-	if r, _ := budget.ReasonOf(err); r != budget.ReasonPermanent || !errors.Is(err, out.Err) {
+	err = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return out })
+	if r, _ := budget.ReasonOf(err); r != forage.ReasonPermanent || !errors.Is(err, out.Err) {
 		t.Fatalf("garbage: %v, want permanent", err)
 	}
 }

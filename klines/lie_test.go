@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -97,7 +98,7 @@ func TestLiesStopTheRunAndTheNextRunFillsTheHole(t *testing.T) {
 				listed := time.Now().Add(-5 * time.Hour).Truncate(time.Minute)
 				store := checkpoint.NewMemoryStore(checkpoint.Config{})
 				rep, first, err := liar(t, providertest.Config{Lie: tc.lie, LieAfter: 2, LieShift: tc.shift}, listed, 100, store)
-				if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), tc.want) {
+				if !errors.Is(err, budget.ErrStopped) || rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Run = %+v, %v: want a permanent provider error saying %q", rep, err, tc.want)
 				}
 				if rep.Slices > 3 || len(first) != 200 {
@@ -147,11 +148,11 @@ func TestRedirectLoopIsAPermanentError(t *testing.T) {
 		}
 		sl, _, _ := src.Next(context.Background(), nil, checkpoint.Range{})
 		p, _ := budget.NewLocal("sim", budget.Config{})
-		err := p.Do(context.Background(), nil, func(ctx context.Context) budget.Outcome {
+		err := p.Do(context.Background(), nil, func(ctx context.Context) forage.Outcome {
 			_, out := src.Fetch(ctx, sl)
 			return out
 		})
-		if reason, _ := budget.ReasonOf(err); reason != budget.ReasonPermanent || !strings.Contains(err.Error(), "redirects") || p.Snapshot().OK != 0 {
+		if reason, _ := budget.ReasonOf(err); reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "redirects") || p.Snapshot().OK != 0 {
 			t.Fatalf("Do = %v (reason %s, %d ok): want a permanent error about the redirects, no success", err, reason, p.Snapshot().OK)
 		}
 	})
@@ -169,7 +170,7 @@ func TestEmptyToEveryRequestAfterACandleIsALie(t *testing.T) {
 		listed := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
 		rep, first, err := liar(t, providertest.Config{Lie: providertest.LieEmptyAll, LieAfter: 1}, listed, 60, store)
-		if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), "but sent one at") {
+		if !errors.Is(err, budget.ErrStopped) || rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "but sent one at") {
 			t.Fatalf("Run = %+v, %v: want a permanent error saying the candle it sent is gone", rep, err)
 		}
 		if len(first) != 60 {
@@ -253,7 +254,7 @@ func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
 					t.Fatalf("the exchange saw %d requests, the budget counted %d: want equal, at most %d (report %+v, %v)", seen, counted, tc.most, rep, err)
 				}
 				if tc.want != "" {
-					if reason, _ := budget.ReasonOf(err); reason != budget.ReasonPermanent || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "startTime="+strconv.FormatInt(listed.UnixMilli(), 10)) {
+					if reason, _ := budget.ReasonOf(err); reason != forage.ReasonPermanent || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "startTime="+strconv.FormatInt(listed.UnixMilli(), 10)) {
 						t.Fatalf("Run = %+v, %v: want a permanent error saying %q, the URL redacted", rep, err, tc.want)
 					}
 					return

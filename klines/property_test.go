@@ -14,6 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -185,7 +186,7 @@ func TestPropDroppedRowsNeverLeaveASilentHole(t *testing.T) {
 			return r.Run(context.Background(), nil)
 		}
 		rep, err := run(b)
-		if err != nil && (rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), "leaves out candles")) {
+		if err != nil && (rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "leaves out candles")) {
 			t.Fatalf("Run = %+v, %v: want success or a permanent error about left-out candles", rep, err)
 		}
 		if len(got) > len(minutes) || !slices.Equal(got, minutes[:len(got)]) {

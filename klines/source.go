@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/cfgerr"
 	"github.com/forage-go/forage/internal/redact"
@@ -277,15 +277,15 @@ func (s *Source) concluded(after []byte) {
 // get sends one klines request with the query q (symbol and interval
 // added) and returns its rows, checked against the window w and at most
 // limit of them. A failure is in the Outcome's Err, classified.
-func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limit int) ([]Candle, budget.Outcome) {
+func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limit int) ([]Candle, forage.Outcome) {
 	q.Set("symbol", s.Symbol)
 	q.Set("interval", s.Interval)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Base+"/api/v3/klines?"+q.Encode(), nil)
 	if err != nil {
-		return nil, budget.Outcome{Err: budget.Permanent(err)}
+		return nil, forage.Outcome{Err: forage.Mark(err, forage.Permanent)}
 	}
 	resp, err := s.noRedirect.Do(req)
-	out := budget.FromHTTP(resp, err)
+	out := forage.FromHTTP(resp, err)
 	if err != nil {
 		return nil, out // classified by FromHTTP
 	}
@@ -295,14 +295,14 @@ func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limi
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		// The klines API never redirects: following would be requests the
 		// budget never counted, and a loop would end as something else.
-		out.Err = budget.Permanent(fmt.Errorf("klines: provider redirected to %q (HTTP %d): the klines API never redirects",
-			redact.URL(resp.Header.Get("Location")), resp.StatusCode))
+		out.Err = forage.Mark(fmt.Errorf("klines: provider redirected to %q (HTTP %d): the klines API never redirects",
+			redact.URL(resp.Header.Get("Location")), resp.StatusCode), forage.Permanent)
 		return nil, out
 	case errors.Is(err, errTooLarge):
-		out.Err = budget.Permanent(err) // the same answer next time
+		out.Err = forage.Mark(err, forage.Permanent) // the same answer next time
 		return nil, out
 	case err != nil:
-		out.Err = budget.Transient(err) // a truncated body: worth a retry
+		out.Err = forage.Mark(err, forage.Transient) // a truncated body: worth a retry
 		return nil, out
 	case resp.StatusCode != http.StatusOK:
 		out.Err = apiError(resp.StatusCode, body)
@@ -310,7 +310,7 @@ func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limi
 	}
 	rows, err := s.decode(body, w, limit)
 	if err != nil {
-		out.Err = budget.Permanent(err) // garbage or a broken contract: classified, never a panic
+		out.Err = forage.Mark(err, forage.Permanent) // garbage or a broken contract: classified, never a panic
 		return nil, out
 	}
 	return rows, out

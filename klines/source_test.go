@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -251,7 +252,7 @@ func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 			}
 			p, _ := budget.NewLocal("x", budget.Config{})
 			var attempts int
-			err = p.Do(context.Background(), nil, func(ctx context.Context) budget.Outcome {
+			err = p.Do(context.Background(), nil, func(ctx context.Context) forage.Outcome {
 				attempts++
 				page, out := src.Fetch(ctx, sl)
 				if out.Err != nil && len(page.Records) > 0 {
@@ -262,7 +263,7 @@ func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("%s: Do = %v, want an error on one line saying %q", tc.name, err, tc.want)
 			}
-			if reason, _ := budget.ReasonOf(err); reason != budget.ReasonPermanent || attempts != 1 {
+			if reason, _ := budget.ReasonOf(err); reason != forage.ReasonPermanent || attempts != 1 {
 				t.Fatalf("%s: reason %s after %d attempts, want permanent after 1", tc.name, reason, attempts)
 			}
 		})
@@ -302,7 +303,7 @@ func TestNewestFirstStopsTheRun(t *testing.T) {
 			Sink: slice.SinkFunc[klines.Candle](func(context.Context, slice.Page[klines.Candle]) error { writes++; return nil }),
 		})
 		rep, err := r.Run(context.Background(), nil)
-		if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent || !strings.Contains(err.Error(), "oldest first") {
+		if !errors.Is(err, budget.ErrStopped) || rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "oldest first") {
 			t.Fatalf("Run = %+v, %v: want a permanent provider error about the order", rep, err)
 		}
 		if cp, _ := store.Load(context.Background(), r.Key()); writes != 0 || cp.Version != 0 {
@@ -504,7 +505,7 @@ func TestInitNamesTheBadField(t *testing.T) {
 		field string
 	}{
 		{func(s *klines.Source) { s.Interval = "1M" }, "Interval"},
-		{func(s *klines.Source) { s.Page = 0 }, "Page"},
+		{func(s *klines.Source) { s.Page = -1 }, "Page"},
 		{func(s *klines.Source) { s.Page = 1001 }, "Page"},
 		{func(s *klines.Source) { s.Symbol = "" }, "Symbol"},
 		{func(s *klines.Source) { s.Base = "" }, "Base"},
@@ -520,5 +521,8 @@ func TestInitNamesTheBadField(t *testing.T) {
 	src := valid()
 	if err := src.Init(); err != nil {
 		t.Fatalf("Init(valid) = %v", err)
+	}
+	if def := (klines.Source{Base: "http://x", Symbol: "BTCUSDT", Interval: "1m"}); def.Init() != nil || def.Page != 1000 {
+		t.Errorf("Init with Page 0: Page %d; want the default, 1000", def.Page)
 	}
 }

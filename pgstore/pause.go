@@ -26,7 +26,7 @@ ON CONFLICT (provider) DO UPDATE SET
 )
 
 // LoadPause returns the end of the pause saved for provider and the reason
-// saved with it (a budget.Reason's wire name, "" for a pause saved before
+// saved with it (a forage.Reason's wire name, "" for a pause saved before
 // reasons were kept), or the zero Time and "" when none is saved or it has
 // ended. It implements
 // budget.PauseStore, so a provider created by any process, at any time,
@@ -53,7 +53,7 @@ func (s *Store) LoadPause(ctx context.Context, provider string) (time.Time, stri
 }
 
 // SavePause records that provider must not be called before until, for
-// reason (a budget.Reason's wire name such as "banned"; "" for none). It
+// reason (a forage.Reason's wire name such as "banned"; "" for none). It
 // never shortens a saved pause: the later end is kept with the reason
 // saved with it, and for an equal end the new reason replaces the old. It
 // is idempotent; pauses that have ended are dropped on the way. A provider

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/pgstore"
@@ -38,17 +39,17 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		return reg
 	}
 	a := open()
-	_ = a.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) budget.Outcome {
-		return budget.Outcome{Status: 429, RetryAfter: 120 * time.Second}
+	_ = a.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) forage.Outcome {
+		return forage.Outcome{Status: 429, RetryAfter: 120 * time.Second}
 	})
 
 	b := open()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start, calls := time.Now(), 0
-	err := b.Provider("api.example.com").Do(ctx, nil, func(context.Context) budget.Outcome {
+	err := b.Provider("api.example.com").Do(ctx, nil, func(context.Context) forage.Outcome {
 		calls++
-		return budget.Outcome{Status: 200}
+		return forage.Outcome{Status: 200}
 	})
 	if err == nil || calls != 0 {
 		t.Fatalf("process B: Do = %v with %d attempts, want a stop and none during the pause", err, calls)
@@ -121,10 +122,10 @@ func TestPauseStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start, calls := time.Now(), 0
-	for provider, want := range map[string]budget.Reason{"api.example.com": budget.ReasonBanned, "old.example.com": budget.ReasonThrottled} {
-		err = reg.Provider(provider).Do(ctx, nil, func(context.Context) budget.Outcome {
+	for provider, want := range map[string]forage.Reason{"api.example.com": forage.ReasonBanned, "old.example.com": forage.ReasonThrottled} {
+		err = reg.Provider(provider).Do(ctx, nil, func(context.Context) forage.Outcome {
 			calls++
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		})
 		var be *budget.Error
 		if !errors.As(err, &be) || be.Reason != want || !be.Until.Equal(until) || calls != 0 {

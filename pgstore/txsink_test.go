@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -24,14 +25,14 @@ func (s seqSource) Next(_ context.Context, cursor []byte, _ checkpoint.Range) (s
 	return slice.Slice{}, seqAt(cursor) < s.n, nil
 }
 
-func (s seqSource) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], budget.Outcome) {
+func (s seqSource) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
 	from := seqAt(sl.After)
 	to := min(from+s.page, s.n)
 	p := slice.Page[int64]{Next: []byte(strconv.FormatInt(to, 10))}
 	for i := from + 1; i <= to; i++ {
 		p.Records = append(p.Records, i)
 	}
-	return p, budget.Outcome{Status: 200}
+	return p, forage.Outcome{Status: 200}
 }
 
 func seqAt(cursor []byte) int64 {

@@ -1,6 +1,8 @@
 // Package retry decides whether and when to retry a request to a rate-limited
-// provider: a ratio retry budget for the run, full-jitter exponential backoff,
-// outcome classes, and the parsing of Retry-After and rate-limit headers.
+// provider: a ratio retry budget for the run and full-jitter exponential
+// backoff. Which outcomes deserve a retry, and what the provider's headers
+// say, is the root package's vocabulary: [github.com/forage-go/forage.Class] and
+// [github.com/forage-go/forage.ParseRetryAfter].
 //
 // # The idea
 //
@@ -19,25 +21,18 @@
 // blog): clients that failed together spread out instead of retrying in
 // synchronized waves. Backoff implements [backoff.BackOff] of
 // github.com/cenkalti/backoff/v4, so it composes with [backoff.Retry] and
-// [backoff.WithMaxRetries]. A server's Retry-After ([ParseRetryAfter]) is a
+// [backoff.WithMaxRetries]. A server's Retry-After ([github.com/forage-go/forage.ParseRetryAfter]) is a
 // floor on the sleep ([Backoff.NextAfter], [Floor]), never a replacement for
 // the jitter.
 //
-// Only some outcomes deserve a retry. [Classify] maps a response or an error
-// to a [Class]: throttled (429, and 418 which Binance uses for an IP ban),
-// overloaded (503), transient (other 5xx, 408, timeouts, resets, EOF),
-// permanent (other 4xx, non-network errors) or canceled (the caller gave up).
-// [Class.Retryable] says which ones may spend a retry token.
-//
-// [ParseRateLimit] reads the provider's own account of its quota from the
-// IETF RateLimit headers, the common X-RateLimit-* headers and Binance's
-// X-MBX-USED-WEIGHT-* headers, so a pacer can slow down before the 429.
+// Only some outcomes deserve a retry: [github.com/forage-go/forage.Class.Retryable] says which
+// classes ([github.com/forage-go/forage.Classify]) may spend a retry token.
 //
 // # Composition
 //
-//	class := retry.Classify(resp, err)
+//	class := forage.Classify(resp, err)
 //	if class.Retryable() && budget.Withdraw() {
-//		ra, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+//		ra, _ := forage.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 //		sleep := bo.NextAfter(ra) // max(full jitter, Retry-After)
 //		...
 //	}

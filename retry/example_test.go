@@ -1,7 +1,6 @@
 package retry_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/retry"
 )
 
@@ -100,57 +100,6 @@ func (instantTimer) C() <-chan time.Time {
 	return c
 }
 
-func ExampleParseRetryAfter() {
-	now := time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
-	for _, v := range []string{"120", "Fri, 01 Mar 2024 12:00:30 GMT", "Fri, 01 Mar 2024 11:00:00 GMT", "1.5", "999999999"} {
-		d, ok := retry.ParseRetryAfter(v, now)
-		fmt.Printf("%q: %v %v\n", v, d, ok)
-	}
-	// Output:
-	// "120": 2m0s true
-	// "Fri, 01 Mar 2024 12:00:30 GMT": 30s true
-	// "Fri, 01 Mar 2024 11:00:00 GMT": 0s true
-	// "1.5": 0s false
-	// "999999999": 72h0m0s true
-}
-
-func ExampleParseRateLimit() {
-	now := time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
-	h := http.Header{}
-	h.Set("X-MBX-USED-WEIGHT-1M", "1150") // Binance: weight used this minute
-	rl, _ := retry.ParseRateLimit(h, now)
-	fmt.Println(rl.Used, rl.Window, rl.Has(retry.FieldLimit))
-
-	h = http.Header{}
-	h.Set("RateLimit", "limit=100, remaining=3, reset=12")
-	rl, _ = retry.ParseRateLimit(h, now)
-	fmt.Println(rl.Limit, rl.Remaining, rl.Reset)
-	// Output:
-	// 1150 1m0s false
-	// 100 3 12s
-}
-
-func ExampleClassify() {
-	fmt.Println(retry.Classify(&http.Response{StatusCode: http.StatusTooManyRequests}, nil))
-	fmt.Println(retry.Classify(&http.Response{StatusCode: http.StatusTeapot}, nil)) // Binance IP ban
-	fmt.Println(retry.Classify(&http.Response{StatusCode: http.StatusServiceUnavailable}, nil))
-	fmt.Println(retry.Classify(&http.Response{StatusCode: http.StatusBadGateway}, nil))
-	fmt.Println(retry.Classify(&http.Response{StatusCode: http.StatusNotFound}, nil))
-	fmt.Println(retry.Classify(nil, context.DeadlineExceeded)) // the attempt's own timeout
-	fmt.Println(retry.Classify(nil, context.Canceled))
-	c := retry.Classify(nil, errors.New("bad json"))
-	fmt.Println(c, c.Retryable())
-	// Output:
-	// throttled
-	// throttled
-	// overloaded
-	// transient
-	// permanent
-	// transient
-	// canceled
-	// permanent false
-}
-
 // One attempt's retry decision: classify, take a token, sleep the larger of
 // full jitter and Retry-After.
 func Example() {
@@ -161,8 +110,8 @@ func Example() {
 	budget.Deposit() // a first attempt...
 	resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"3"}}}
 
-	if c := retry.Classify(resp, nil); c.Retryable() && budget.Withdraw() {
-		ra, _ := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+	if c := forage.Classify(resp, nil); c.Retryable() && budget.Withdraw() {
+		ra, _ := forage.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 		fmt.Println(c, "retry in", bo.NextAfter(ra))
 	}
 	// Output:

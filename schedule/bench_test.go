@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
@@ -46,7 +47,7 @@ func BenchmarkDecision(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			spent := &budget.Error{Reason: budget.ReasonRequestCap}
+			spent := &budget.Error{Reason: forage.ReasonRequestCap}
 			now := t0
 			b.ReportAllocs()
 			for b.Loop() {

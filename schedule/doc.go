@@ -106,13 +106,13 @@
 // outcome, which still sets its stats and next run. Every outcome releases
 // the lease and counts the run.
 //
-// Budget exhaustion ([budget.Reason.Exhausted]: request cap, deadline,
+// Budget exhaustion ([forage.Reason.Exhausted]: request cap, deadline,
 // retry budget, or RunTimeout) is a planned hand-off: the remainder is due
 // again soon and nothing cools. Source pressure
-// ([budget.Reason.SourcePressure]: throttled, quota, unavailable, circuit
+// ([forage.Reason.SourcePressure]: throttled, quota, unavailable, circuit
 // open, banned) cools that provider only: none of its jobs starts before the
 // pause ends, and the job that met it resumes exactly then. A known quota
-// that is spent ([budget.ReasonQuota]: a [budget.Limit] whose next slot is
+// that is spent ([forage.ReasonQuota]: a [budget.Limit] whose next slot is
 // further off than the call may wait) is such a planned wait: the run
 // stops at once, before any request, and the job waits in
 // waiting_rate_limit until the limit admits a request again, then resumes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
@@ -67,11 +68,11 @@ func ExampleScheduler_FinishAt() {
 	jobs, _ := s.ClaimAt(ctx, now)
 
 	// The first run spent its request cap: re-queued, no cool-down.
-	j, _ := s.FinishAt(ctx, now, jobs[0], schedule.Result{}, &budget.Error{Reason: budget.ReasonRequestCap})
+	j, _ := s.FinishAt(ctx, now, jobs[0], schedule.Result{}, &budget.Error{Reason: forage.ReasonRequestCap})
 	fmt.Println(j.Stream, j.State, "again in", j.NextRun.Sub(now))
 	// The second met a 429 with Retry-After: 30s: it waits for the reset,
 	// and so does every other job of binance.
-	j, _ = s.FinishAt(ctx, now, jobs[1], schedule.Result{}, &budget.Error{Reason: budget.ReasonThrottled, Until: now.Add(30 * time.Second)})
+	j, _ = s.FinishAt(ctx, now, jobs[1], schedule.Result{}, &budget.Error{Reason: forage.ReasonThrottled, Until: now.Add(30 * time.Second)})
 	fmt.Println(j.Stream, j.State, "again in", j.NextRun.Sub(now))
 	fmt.Println("claimed at +10s:", len(must(s.ClaimAt(ctx, now.Add(10*time.Second)))))
 	fmt.Println("claimed at +30s:", len(must(s.ClaimAt(ctx, now.Add(30*time.Second)))))

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/redact"
@@ -170,7 +171,7 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 				until = now.Add(s.cfg.PressureWait)
 			}
 			return outcome{kind: outPressure, until: maxTime(until, now.Add(s.cfg.Requeue)), err: err}
-		case be.Reason == budget.ReasonCanceled:
+		case be.Reason == forage.ReasonCanceled:
 			return outcome{kind: outInterrupted}
 		}
 		return outcome{kind: outFailed, err: err}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 	"pgregory.net/rapid"
@@ -20,7 +21,7 @@ func TestOutcomeTable(t *testing.T) {
 	t.Parallel()
 	const requeue = 3 * time.Second
 	finish := t0.Add(10 * time.Second) // every run ends 10s after it was due
-	throttle := &budget.Error{Reason: budget.ReasonThrottled, Provider: "p", Status: 429, Until: finish.Add(90 * time.Second)}
+	throttle := &budget.Error{Reason: forage.ReasonThrottled, Provider: "p", Status: 429, Until: finish.Add(90 * time.Second)}
 	rows := []struct {
 		name     string
 		kind     schedule.Kind
@@ -39,16 +40,16 @@ func TestOutcomeTable(t *testing.T) {
 		{"backfill done", schedule.KindBackfill, schedule.Result{Done: true}, nil, schedule.StateSuccess, t0, time.Time{}, 1, 0},
 		{"gap fill unfinished", schedule.KindGapFill, schedule.Result{}, nil, schedule.StateQueued, finish.Add(requeue), time.Time{}, 1, 0},
 		{"gap fill done is deleted", schedule.KindGapFill, schedule.Result{Done: true}, nil, "", time.Time{}, time.Time{}, 0, 0},
-		{"request cap", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: budget.ReasonRequestCap}, schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
-		{"retry budget", schedule.KindIncremental, schedule.Result{}, fmt.Errorf("page 3: %w", &budget.Error{Reason: budget.ReasonRetryBudget}), schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
+		{"request cap", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonRequestCap}, schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
+		{"retry budget", schedule.KindIncremental, schedule.Result{}, fmt.Errorf("page 3: %w", &budget.Error{Reason: forage.ReasonRetryBudget}), schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
 		{"run deadline", schedule.KindIncremental, schedule.Result{}, context.DeadlineExceeded, schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
 		{"throttled until reset", schedule.KindIncremental, schedule.Result{}, throttle, schedule.StateWaitingRateLimit, throttle.Until, throttle.Until, 0, 0},
-		{"unavailable, end unknown", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: budget.ReasonUnavailable}, schedule.StateWaitingRateLimit, finish.Add(time.Minute), finish.Add(time.Minute), 0, 0},
-		{"circuit open", schedule.KindGapFill, schedule.Result{}, &budget.Error{Reason: budget.ReasonCircuitOpen, Until: finish.Add(30 * time.Second)}, schedule.StateWaitingRateLimit, finish.Add(30 * time.Second), finish.Add(30 * time.Second), 0, 0},
-		{"permanent", schedule.KindIncremental, schedule.Result{}, &budget.Error{Reason: budget.ReasonPermanent, Status: 400}, schedule.StateFailed, finish.Add(5 * time.Second), time.Time{}, 0, 1},
+		{"unavailable, end unknown", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonUnavailable}, schedule.StateWaitingRateLimit, finish.Add(time.Minute), finish.Add(time.Minute), 0, 0},
+		{"circuit open", schedule.KindGapFill, schedule.Result{}, &budget.Error{Reason: forage.ReasonCircuitOpen, Until: finish.Add(30 * time.Second)}, schedule.StateWaitingRateLimit, finish.Add(30 * time.Second), finish.Add(30 * time.Second), 0, 0},
+		{"permanent", schedule.KindIncremental, schedule.Result{}, &budget.Error{Reason: forage.ReasonPermanent, Status: 400}, schedule.StateFailed, finish.Add(5 * time.Second), time.Time{}, 0, 1},
 		{"other error", schedule.KindBackfill, schedule.Result{}, errors.New("sink: disk full"), schedule.StateFailed, finish.Add(5 * time.Second), time.Time{}, 0, 1},
 		{"canceled", schedule.KindIncremental, schedule.Result{}, context.Canceled, schedule.StateQueued, t0, time.Time{}, 0, 0},
-		{"budget canceled", schedule.KindIncremental, schedule.Result{}, &budget.Error{Reason: budget.ReasonCanceled}, schedule.StateQueued, t0, time.Time{}, 0, 0},
+		{"budget canceled", schedule.KindIncremental, schedule.Result{}, &budget.Error{Reason: forage.ReasonCanceled}, schedule.StateQueued, t0, time.Time{}, 0, 0},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 	"pgregory.net/rapid"
@@ -23,9 +24,9 @@ type step struct {
 func scriptedResult(o int, now time.Time) (schedule.Result, error) {
 	switch o {
 	case 1:
-		return schedule.Result{}, &budget.Error{Reason: budget.ReasonRequestCap}
+		return schedule.Result{}, &budget.Error{Reason: forage.ReasonRequestCap}
 	case 2:
-		return schedule.Result{}, &budget.Error{Reason: budget.ReasonThrottled, Until: now.Add(45 * time.Second)}
+		return schedule.Result{}, &budget.Error{Reason: forage.ReasonThrottled, Until: now.Add(45 * time.Second)}
 	case 3:
 		return schedule.Result{}, errors.New("boom")
 	case 4:

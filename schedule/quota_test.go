@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
@@ -31,12 +32,12 @@ func (p *pages) Next(_ context.Context, cursor []byte, _ checkpoint.Range) (slic
 }
 
 // Fetch "requests" the page after s.After.
-func (p *pages) Fetch(_ context.Context, s slice.Slice) (slice.Page[int], budget.Outcome) {
+func (p *pages) Fetch(_ context.Context, s slice.Slice) (slice.Page[int], forage.Outcome) {
 	p.mu.Lock()
 	p.from, p.at = append(p.from, string(s.After)), append(p.at, time.Now())
 	p.mu.Unlock()
 	i, _ := strconv.Atoi(string(s.After))
-	return slice.Page[int]{Records: []int{i + 1}, Next: []byte(strconv.Itoa(i + 1))}, budget.Outcome{Status: 200}
+	return slice.Page[int]{Records: []int{i + 1}, Next: []byte(strconv.Itoa(i + 1))}, forage.Outcome{Status: 200}
 }
 
 // requests returns the cursors the requests started after, and when.

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
@@ -59,8 +60,8 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 		errs := map[string]error{
 			"raw":      reset,
 			"wrapped":  fmt.Errorf("slice: binance BTCUSDT 1m: fetch: %w", reset),
-			"budget":   budget.FromHTTP(nil, reset).Err,
-			"pressure": &budget.Error{Provider: "q", Reason: budget.ReasonThrottled, Until: time.Now().Add(time.Hour), Err: reset},
+			"budget":   forage.FromHTTP(nil, reset).Err,
+			"pressure": &budget.Error{Provider: "q", Reason: forage.ReasonThrottled, Until: time.Now().Add(time.Hour), Err: reset},
 		}
 		runner := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 			return schedule.Result{}, errs[j.Stream]

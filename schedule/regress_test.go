@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
@@ -21,7 +22,7 @@ import (
 func TestPausedRunKeepsSourcePressure(t *testing.T) {
 	t.Parallel()
 	finish := t0.Add(10 * time.Second)
-	ban := &budget.Error{Reason: budget.ReasonBanned, Provider: "p", Until: finish.Add(time.Hour)}
+	ban := &budget.Error{Reason: forage.ReasonBanned, Provider: "p", Until: finish.Add(time.Hour)}
 	for _, by := range []string{"job", "provider"} {
 		t.Run(by, func(t *testing.T) {
 			t.Parallel()
@@ -67,7 +68,7 @@ func TestPausedRunKeepsSourcePressure(t *testing.T) {
 func TestPausedRunCancellationIsInterrupted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for i, err := range []error{context.Canceled, schedule.ErrInterrupted, &budget.Error{Reason: budget.ReasonCanceled}} {
+	for i, err := range []error{context.Canceled, schedule.ErrInterrupted, &budget.Error{Reason: forage.ReasonCanceled}} {
 		s, _ := newSched(t, schedule.Config{Random: noJitter}, nil)
 		j := upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: "main", Interval: time.Minute})
 		got := claim(t, s, t0)
@@ -259,7 +260,7 @@ func TestRunTimeoutKeepsRunnerVerdict(t *testing.T) {
 		want schedule.State
 	}{
 		{"pressure", func() error {
-			return &budget.Error{Reason: budget.ReasonThrottled, Until: time.Now().Add(time.Hour)}
+			return &budget.Error{Reason: forage.ReasonThrottled, Until: time.Now().Add(time.Hour)}
 		}, schedule.StateWaitingRateLimit},
 		{"failure", func() error { return errors.New("parse: bad page") }, schedule.StateFailed},
 	} {
@@ -289,7 +290,7 @@ func TestExhaustionKeepsFailureStreak(t *testing.T) {
 	s, _ := newSched(t, schedule.Config{Random: noJitter, Backoff: 5 * time.Second, Requeue: time.Second}, nil)
 	j := upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
 	now := t0
-	for i, err := range []error{errors.New("boom"), &budget.Error{Reason: budget.ReasonRequestCap}, errors.New("boom")} {
+	for i, err := range []error{errors.New("boom"), &budget.Error{Reason: forage.ReasonRequestCap}, errors.New("boom")} {
 		got := claim(t, s, now)
 		if len(got) != 1 {
 			t.Fatalf("step %d: ClaimAt(%v) = %v, want [s]", i, now, streams(got))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 )
 
@@ -72,7 +73,7 @@ func (s *Scheduler) run(parent context.Context, wg *sync.WaitGroup, a *active, j
 	// Only RunTimeout ended it, and the runner stopped because of that: a
 	// spent budget. Any other error is the runner's own verdict.
 	if err != nil && ctx.Err() != nil && a.ctx.Err() == nil && canceled(err) {
-		err = &budget.Error{Reason: budget.ReasonDeadline, Provider: job.Provider, Err: err}
+		err = &budget.Error{Reason: forage.ReasonDeadline, Provider: job.Provider, Err: err}
 	}
 	// The outcome is written even when Run is returning.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.cfg.LeaseTTL)
@@ -83,7 +84,7 @@ func (s *Scheduler) run(parent context.Context, wg *sync.WaitGroup, a *active, j
 // canceled reports whether err says a context ended: a context error,
 // [ErrInterrupted], or a [budget.Error] with ReasonCanceled.
 func canceled(err error) bool {
-	if be := (*budget.Error)(nil); errors.As(err, &be) && be.Reason == budget.ReasonCanceled {
+	if be := (*budget.Error)(nil); errors.As(err, &be) && be.Reason == forage.ReasonCanceled {
 		return true
 	}
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrInterrupted)

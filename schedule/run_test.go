@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
@@ -91,7 +92,7 @@ func TestRunWaitsForRateLimitReset(t *testing.T) {
 		reset := begin.Add(90 * time.Second)
 		rec := newRecorder(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
 			if j.Stream == "a" && j.Stats.Runs == 0 {
-				return schedule.Result{}, &budget.Error{Reason: budget.ReasonThrottled, Provider: "p", Status: 429, Until: reset}
+				return schedule.Result{}, &budget.Error{Reason: forage.ReasonThrottled, Provider: "p", Status: 429, Until: reset}
 			}
 			return schedule.Result{}, nil
 		})

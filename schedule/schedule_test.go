@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
@@ -144,8 +145,8 @@ func TestDefaultSpareReadsBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = reg.Provider("hot").Do(context.Background(), nil, func(context.Context) budget.Outcome {
-		return budget.Outcome{Status: 429, RetryAfter: time.Hour}
+	err = reg.Provider("hot").Do(context.Background(), nil, func(context.Context) forage.Outcome {
+		return forage.Outcome{Status: 429, RetryAfter: time.Hour}
 	}, budget.NoRetry())
 	if r, _ := budget.ReasonOf(err); !r.SourcePressure() {
 		t.Fatalf("the 429 ended with %v, want source pressure", err)

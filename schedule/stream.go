@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -250,7 +251,7 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 			return Result{}, err
 		case rep.Yielded:
 			return Result{}, &checkpoint.LeaseHeldError{Lease: checkpoint.Lease{Stream: job.Stream, Owner: rep.HeldBy, Expires: rep.HeldUntil}}
-		case rep.Reason == budget.ReasonDeadline && !hostSpent:
+		case rep.Reason == forage.ReasonDeadline && !hostSpent:
 			return Result{}, errTurnOver // the turn, not the host's envelope
 		case rep.Reason != "":
 			return Result{}, &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
@@ -34,7 +35,6 @@ type timed struct {
 type load struct {
 	mu       sync.Mutex
 	now, max int
-	seen     map[int64]int // second → times fetched
 }
 
 func (l *load) enter() {
@@ -62,13 +62,13 @@ func (s *timed) Next(_ context.Context, cursor []byte, _ checkpoint.Range) (slic
 	return slice.Slice{}, s.pos(cursor) < s.until().Unix(), nil
 }
 
-func (s *timed) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[int64], budget.Outcome) {
+func (s *timed) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
 	s.load.enter()
 	defer s.load.leave()
 	select {
 	case <-time.After(s.lat):
 	case <-ctx.Done():
-		return slice.Page[int64]{}, budget.Outcome{Err: ctx.Err()}
+		return slice.Page[int64]{}, forage.Outcome{Err: ctx.Err()}
 	}
 	p := s.pos(sl.After)
 	end := min(p+int64(s.page), s.until().Unix())
@@ -76,7 +76,7 @@ func (s *timed) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[int64], b
 	for x := p; x < end; x++ {
 		recs = append(recs, x)
 	}
-	return slice.Page[int64]{Records: recs, Next: []byte(strconv.FormatInt(end, 10))}, budget.Outcome{Status: 200}
+	return slice.Page[int64]{Records: recs, Next: []byte(strconv.FormatInt(end, 10))}, forage.Outcome{Status: 200}
 }
 
 // kept is a Sink that counts every record it is given.

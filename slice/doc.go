@@ -105,9 +105,9 @@
 // boundaries, when a fetch starts, never inside one: an in-flight slice is
 // finished, not torn, and with fetching ahead every slice before the one
 // that stopped is still written and committed before the gap is recorded. When the
-// budget is spent ([budget.Reason.Exhausted]: request_cap, deadline,
+// budget is spent ([forage.Reason.Exhausted]: request_cap, deadline,
 // retry_budget) or the provider pushes back
-// ([budget.Reason.SourcePressure]: throttled, unavailable, circuit_open,
+// ([forage.Reason.SourcePressure]: throttled, unavailable, circuit_open,
 // banned), the run stops, records a [checkpoint.Gap] at the last committed
 // cursor with the reason, and returns a [Report] saying why: a planned
 // hand-off, not an error. For source pressure the Report carries Until, when

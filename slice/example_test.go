@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -50,14 +51,14 @@ func (e exchange) Next(_ context.Context, cursor []byte, within checkpoint.Range
 }
 
 // Fetch "requests" the window: one outbound call per attempt.
-func (e exchange) Fetch(_ context.Context, s slice.Slice) (slice.Page[candle], budget.Outcome) {
+func (e exchange) Fetch(_ context.Context, s slice.Slice) (slice.Page[candle], forage.Outcome) {
 	var p slice.Page[candle]
 	for t := s.Range.Start; t.Before(s.Range.End); t = t.Add(time.Minute) {
 		p.Records = append(p.Records, candle{Open: t, Close: 100 + float64(t.Minute())})
 	}
 	p.Next = []byte(s.Range.End.Format(time.RFC3339))
 	p.Covered = s.Range // the exchange answered for the whole window
-	return p, budget.Outcome{Status: 200}
+	return p, forage.Outcome{Status: 200}
 }
 
 // at returns 2030-01-01 h:m UTC.

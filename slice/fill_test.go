@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -73,10 +74,10 @@ func TestFillSkipsWhatIsCovered(t *testing.T) {
 func TestFillStopLeavesRangeGapsThatDrainFinishes(t *testing.T) {
 	t.Parallel()
 	g := newRig(100, 10)
-	g.prov.stop = stopAfter(2, budget.ReasonRequestCap, time.Time{})
+	g.prov.stop = stopAfter(2, forage.ReasonRequestCap, time.Time{})
 	r := g.runner(t, checkpoint.CatchUp)
 	rep, err := r.Fill(context.Background(), nil, []checkpoint.Range{g.span(0, 30), g.span(50, 60), g.span(80, 85)})
-	if err != nil || rep.Reason != budget.ReasonRequestCap || rep.Slices != 2 || len(rep.Gaps) != 3 {
+	if err != nil || rep.Reason != forage.ReasonRequestCap || rep.Slices != 2 || len(rep.Gaps) != 3 {
 		t.Fatalf("Fill = %+v, %v: want request_cap after 2 slices and 3 range gaps", rep, err)
 	}
 	if g0 := rep.Gaps[0]; g0.Range != g.span(0, 30) || string(g0.Cursor) != "20" || g0.Reason != "request_cap" {
@@ -136,10 +137,10 @@ func TestDrainStopsOnSourcePressure(t *testing.T) {
 		}
 	}
 	until := t0.Add(time.Minute)
-	g.prov.stop = stopAfter(2, budget.ReasonCircuitOpen, until)
+	g.prov.stop = stopAfter(2, forage.ReasonCircuitOpen, until)
 	r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.GapBatch = 1 })
 	rep, err := r.Drain(context.Background(), nil)
-	if err != nil || rep.Reason != budget.ReasonCircuitOpen || !rep.Until.Equal(until) || rep.Resolved != 3 {
+	if err != nil || rep.Reason != forage.ReasonCircuitOpen || !rep.Until.Equal(until) || rep.Resolved != 3 {
 		t.Fatalf("Drain = %+v, %v: want circuit_open until %v after 2 gaps filled (and the third superseded)", rep, err, until)
 	}
 	// Left: the third gap's remainder (re-recorded) and the two untouched.
@@ -151,7 +152,7 @@ func TestDrainStopsOnSourcePressure(t *testing.T) {
 func TestDrainRunsTheStreamForCursorGaps(t *testing.T) {
 	t.Parallel()
 	g := newRig(40, 10)
-	g.prov.stop = stopAfter(1, budget.ReasonDeadline, time.Time{})
+	g.prov.stop = stopAfter(1, forage.ReasonDeadline, time.Time{})
 	r := g.runner(t, checkpoint.SteadyState)
 	if rep := run(t, r); len(rep.Gaps) != 1 {
 		t.Fatalf("first run %+v: want a deadline gap", rep)

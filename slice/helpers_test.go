@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -91,7 +92,7 @@ type memSource struct {
 	chaos    atomic.Pointer[chaos] // Next errors, Fetch 503s
 	fetches  atomic.Int64
 	// outcome, if set, replaces the outcome of a fetch (the page is kept).
-	outcome func(s slice.Slice) budget.Outcome
+	outcome func(s slice.Slice) forage.Outcome
 	// badNext, if set, makes every page carry this Next.
 	badNext []byte
 }
@@ -129,10 +130,10 @@ func (m *memSource) Next(_ context.Context, c []byte, within checkpoint.Range) (
 	return slice.Slice{Range: checkpoint.Range{Start: m.at(i), End: m.at(j)}}, true, nil
 }
 
-func (m *memSource) Fetch(_ context.Context, s slice.Slice) (slice.Page[rec], budget.Outcome) {
+func (m *memSource) Fetch(_ context.Context, s slice.Slice) (slice.Page[rec], forage.Outcome) {
 	m.fetches.Add(1)
 	if m.chaos.Load().hit() {
-		return slice.Page[rec]{}, budget.Outcome{Status: 503}
+		return slice.Page[rec]{}, forage.Outcome{Status: 503}
 	}
 	i, j := max(position(s.After), m.index(s.Range.Start)), m.index(s.Range.End)
 	p := slice.Page[rec]{Next: cursor(j), Covered: s.Range}
@@ -145,7 +146,7 @@ func (m *memSource) Fetch(_ context.Context, s slice.Slice) (slice.Page[rec], bu
 	if m.outcome != nil {
 		return p, m.outcome(s)
 	}
-	return p, budget.Outcome{Status: 200}
+	return p, forage.Outcome{Status: 200}
 }
 
 // memSink upserts records by key. A fault fails a write either before it
@@ -227,9 +228,9 @@ type fakeProvider struct {
 
 var _ budget.Provider = (*fakeProvider)(nil)
 
-func (p *fakeProvider) Do(ctx context.Context, _ *budget.Run, attempt func(context.Context) budget.Outcome, _ ...budget.CallOption) error {
+func (p *fakeProvider) Do(ctx context.Context, _ *budget.Run, attempt func(context.Context) forage.Outcome, _ ...budget.CallOption) error {
 	if err := ctx.Err(); err != nil {
-		return &budget.Error{Reason: budget.ReasonCanceled, Err: err}
+		return &budget.Error{Reason: forage.ReasonCanceled, Err: err}
 	}
 	if p.stop != nil {
 		if e := p.stop(); e != nil {
@@ -247,20 +248,20 @@ func (p *fakeProvider) Do(ctx context.Context, _ *budget.Run, attempt func(conte
 	case out.Err == nil && (out.Status == 0 || out.Status/100 == 2):
 		return nil
 	case out.Status == 429:
-		return &budget.Error{Reason: budget.ReasonThrottled, Status: 429, Until: time.Now().Add(out.RetryAfter)}
+		return &budget.Error{Reason: forage.ReasonThrottled, Status: 429, Until: time.Now().Add(out.RetryAfter)}
 	case out.Status == 418:
-		return &budget.Error{Reason: budget.ReasonBanned, Status: 418, Until: time.Now().Add(out.RetryAfter)}
+		return &budget.Error{Reason: forage.ReasonBanned, Status: 418, Until: time.Now().Add(out.RetryAfter)}
 	case out.Status >= 500 || out.Err != nil:
-		return &budget.Error{Reason: budget.ReasonUnavailable, Status: out.Status, Err: out.Err}
+		return &budget.Error{Reason: forage.ReasonUnavailable, Status: out.Status, Err: out.Err}
 	}
-	return &budget.Error{Reason: budget.ReasonPermanent, Status: out.Status, Err: out.Err}
+	return &budget.Error{Reason: forage.ReasonPermanent, Status: out.Status, Err: out.Err}
 }
 
 func (p *fakeProvider) Snapshot() budget.Snapshot { return budget.Snapshot{Key: "fake"} }
 
 // stopAfter returns a stop hook that lets n calls through and then stops
 // every call with reason (and until).
-func stopAfter(n int, reason budget.Reason, until time.Time) func() *budget.Error {
+func stopAfter(n int, reason forage.Reason, until time.Time) func() *budget.Error {
 	var calls atomic.Int64
 	return func() *budget.Error {
 		if calls.Add(1) > int64(n) {

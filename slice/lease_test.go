@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
@@ -117,7 +118,7 @@ func TestRunWithLocalProviderStopsAtRequestCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := r.Run(context.Background(), b)
-		if err != nil || rep.Reason != budget.ReasonRequestCap || rep.Slices != 3 || string(rep.Cursor) != "30" {
+		if err != nil || rep.Reason != forage.ReasonRequestCap || rep.Slices != 3 || string(rep.Cursor) != "30" {
 			t.Fatalf("Run = %+v, %v: want request_cap after 3 slices at cursor 30", rep, err)
 		}
 		if b.Attempts() != 3 {
@@ -132,19 +133,19 @@ func TestRunWithLocalProviderRetriesAndDefersLongPauses(t *testing.T) {
 		g := newRig(50, 10)
 		start := time.Now()
 		fetches := 0
-		g.src.outcome = func(s slice.Slice) budget.Outcome {
+		g.src.outcome = func(s slice.Slice) forage.Outcome {
 			fetches++
 			switch fetches {
 			case 1: // a short Retry-After: slept through inside Do, retried
-				return budget.Outcome{Status: 429, RetryAfter: 2 * time.Second}
+				return forage.Outcome{Status: 429, RetryAfter: 2 * time.Second}
 			case 4: // a pause longer than MaxWait: the run defers
-				return budget.Outcome{Status: 429, RetryAfter: time.Hour}
+				return forage.Outcome{Status: 429, RetryAfter: time.Hour}
 			}
-			return budget.Outcome{Status: 200}
+			return forage.Outcome{Status: 200}
 		}
 		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Provider = newLocal(t, fast()) })
 		rep, err := r.Run(context.Background(), budget.Unbounded())
-		if err != nil || rep.Reason != budget.ReasonThrottled || rep.Slices != 2 || string(rep.Cursor) != "20" {
+		if err != nil || rep.Reason != forage.ReasonThrottled || rep.Slices != 2 || string(rep.Cursor) != "20" {
 			t.Fatalf("Run = %+v, %v: want throttled after 2 slices (the first retried) at cursor 20", rep, err)
 		}
 		if rep.Until.Before(start.Add(59*time.Minute)) || len(rep.Gaps) != 1 || rep.Gaps[0].Reason != "throttled" {
@@ -191,7 +192,7 @@ func TestStaleLeaseHolderWritesAndResolvesNoGaps(t *testing.T) {
 			c.Source = &stallSource{memSource: g.src, stall: 2, d: 30 * time.Second}
 		})
 		b := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
-			c.Owner, c.Provider = "b", &fakeProvider{stop: stopAfter(1, budget.ReasonRequestCap, time.Time{})}
+			c.Owner, c.Provider = "b", &fakeProvider{stop: stopAfter(1, forage.ReasonRequestCap, time.Time{})}
 		})
 		budgetA, err := budget.NewRun(budget.Envelope{Deadline: time.Now().Add(15 * time.Second)})
 		if err != nil {
@@ -209,7 +210,7 @@ func TestStaleLeaseHolderWritesAndResolvesNoGaps(t *testing.T) {
 
 		time.Sleep(20 * time.Second) // a's lease expired at 10s; a is asleep until 30s
 		brep := run(t, b)
-		if brep.Yielded || brep.Reason != budget.ReasonRequestCap || len(brep.Gaps) != 1 || brep.Resolved != 1 {
+		if brep.Yielded || brep.Reason != forage.ReasonRequestCap || len(brep.Gaps) != 1 || brep.Resolved != 1 {
 			t.Fatalf("b after the takeover: %+v, want one slice, a request_cap gap, the old gap resolved", brep)
 		}
 		newGap := brep.Gaps[0]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 )
@@ -39,7 +40,7 @@ func (s *session[R]) stream(ctx context.Context) error {
 		f := p.pop()
 		page, stop, err := s.land(f.sl, f.wait())
 		if err != nil {
-			if s.rep.Reason == budget.ReasonPermanent {
+			if s.rep.Reason == forage.ReasonPermanent {
 				p.abandon()
 				return s.refused(ctx, cp.Cursor, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -101,7 +102,7 @@ func (a *aheadSource) flights() (now, most int) {
 	return now, most
 }
 
-func (a *aheadSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec], budget.Outcome) {
+func (a *aheadSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec], forage.Outcome) {
 	i, j := max(position(s.After), a.index(s.Range.Start)), a.index(s.Range.End)
 	try := a.enter(i)
 	defer a.leave()
@@ -121,7 +122,7 @@ func (a *aheadSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec]
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
-			return slice.Page[rec]{}, budget.Outcome{Err: ctx.Err()}
+			return slice.Page[rec]{}, forage.Outcome{Err: ctx.Err()}
 		}
 	}
 	end, stop := 0, (*budget.Error)(nil)
@@ -136,7 +137,7 @@ func (a *aheadSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec]
 		}
 	}
 	if stop != nil {
-		return slice.Page[rec]{}, budget.Outcome{Err: stop}
+		return slice.Page[rec]{}, forage.Outcome{Err: stop}
 	}
 	if end > 0 {
 		j = end
@@ -152,7 +153,7 @@ func (a *aheadSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec]
 	a.mu.Lock()
 	a.served = append(a.served, served{first: i, next: j, predicted: a.index(s.Range.End), covered: cov})
 	a.mu.Unlock()
-	return p, budget.Outcome{Status: 200}
+	return p, forage.Outcome{Status: 200}
 }
 
 // cover returns the Covered of the page [i, j) in record positions: [i,
@@ -482,7 +483,7 @@ func TestRunPrefetchStopLandsInOrder(t *testing.T) {
 					t.Fatalf("%s, max batch %d: report %+v: want 3 slices at cursor 30, the reason, the 4 slices in flight after it (40..70) discarded", reason, tc.maxBatch, rep)
 				}
 				gaps := pending(t, g.store, catchUp)
-				if reason == budget.ReasonPermanent {
+				if reason == forage.ReasonPermanent {
 					if !errors.Is(err, budget.ErrStopped) || len(gaps) != 1 || string(gaps[0].Cursor) != "30" || !strings.HasPrefix(gaps[0].Reason, "permanent: ") {
 						t.Fatalf("%s: Run error %v with gaps %+v: want the error and a gap naming it at cursor 30", reason, err, gaps)
 					}
@@ -520,7 +521,7 @@ func TestRunPrefetchStartsNoFetchPastTheBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink = 1, w }).Run(context.Background(), b)
-		if err != nil || rep.Reason != budget.ReasonDeadline || len(late) != 0 {
+		if err != nil || rep.Reason != forage.ReasonDeadline || len(late) != 0 {
 			t.Fatalf("Run = %+v, %v with fetches started past the deadline after %v: want a deadline stop, none late", rep, err, late)
 		}
 		// Two fetches start at 0, 10 and 20 ms each; the six land.

@@ -9,16 +9,17 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
 )
 
 // stopReasons are the stops a provider may return besides success.
-var stopReasons = []budget.Reason{
-	budget.ReasonRequestCap, budget.ReasonDeadline, budget.ReasonRetryBudget,
-	budget.ReasonThrottled, budget.ReasonUnavailable, budget.ReasonCircuitOpen, budget.ReasonBanned,
-	budget.ReasonPermanent,
+var stopReasons = []forage.Reason{
+	forage.ReasonRequestCap, forage.ReasonDeadline, forage.ReasonRetryBudget,
+	forage.ReasonThrottled, forage.ReasonUnavailable, forage.ReasonCircuitOpen, forage.ReasonBanned,
+	forage.ReasonPermanent,
 }
 
 // chaosStops returns a provider stop hook that stops a call with a random

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -23,20 +24,20 @@ type failingExchange struct {
 	err error
 }
 
-func (e failingExchange) Fetch(context.Context, slice.Slice) (slice.Page[candle], budget.Outcome) {
-	return slice.Page[candle]{}, budget.Outcome{Err: e.err}
+func (e failingExchange) Fetch(context.Context, slice.Slice) (slice.Page[candle], forage.Outcome) {
+	return slice.Page[candle]{}, forage.Outcome{Err: e.err}
 }
 
 // TestRunLogHoldsNoSecret: a run that fails with net/http's *url.Error
 // (whose message holds the signed request's URL) logs the failure with the
 // URL's query values redacted, whether the host's source returned the
-// error as it came or through budget.FromHTTP (which also keeps it out of
+// error as it came or through forage.FromHTTP (which also keeps it out of
 // the error Run returns).
 func TestRunLogHoldsNoSecret(t *testing.T) {
 	t.Parallel()
 	const signed = "https://api.example.com/api/v3/klines?symbol=BTCUSDT&apikey=K3Y-s3cr3t&signature=S1G-s3cr3t"
 	raw := &url.Error{Op: "Get", URL: signed, Err: errors.New("tls: handshake failure")}
-	for name, err := range map[string]error{"raw": raw, "FromHTTP": budget.FromHTTP(nil, raw).Err} {
+	for name, err := range map[string]error{"raw": raw, "FromHTTP": forage.FromHTTP(nil, raw).Err} {
 		provider, perr := budget.NewLocal("exchange", budget.Config{Burst: 100, Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
 		if perr != nil {
 			t.Fatal(perr)

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/redact"
@@ -67,7 +68,7 @@ type session[R any] struct {
 // Budget exhaustion and source pressure are not errors: Run writes a gap
 // record at the last committed cursor and returns a Report whose Reason (and,
 // for pressure, Until) says why. Every other stop returns an error and
-// writes no gap, except a permanent provider error ([budget.ReasonPermanent],
+// writes no gap, except a permanent provider error ([forage.ReasonPermanent],
 // with Report.Reason set): retrying cannot help, but the hole after the
 // last commit must not pass for the end of the data, so it records a gap at
 // that cursor whose Reason is "permanent: " and the error's message
@@ -176,8 +177,8 @@ type fetched[R any] struct {
 // concurrently; [session.land] judges the result.
 func (s *session[R]) fetch(ctx context.Context, sl Slice) fetched[R] {
 	var page Page[R]
-	err := s.r.cfg.Provider.Do(ctx, s.run, func(actx context.Context) budget.Outcome {
-		var out budget.Outcome
+	err := s.r.cfg.Provider.Do(ctx, s.run, func(actx context.Context) forage.Outcome {
+		var out forage.Outcome
 		page, out = s.r.cfg.Source.Fetch(actx, sl)
 		return out
 	})
@@ -202,8 +203,8 @@ func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error
 	if errors.As(f.err, &be) && (be.Reason.Exhausted() || be.Reason.SourcePressure()) {
 		return Page[R]{}, be, nil
 	}
-	if errors.As(f.err, &be) && be.Reason == budget.ReasonPermanent {
-		s.rep.Reason = budget.ReasonPermanent
+	if errors.As(f.err, &be) && be.Reason == forage.ReasonPermanent {
+		s.rep.Reason = forage.ReasonPermanent
 	}
 	return Page[R]{}, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, sl.After, f.err)
 }
@@ -269,7 +270,7 @@ func (s *session[R]) deferStream(ctx context.Context, cursor []byte, stop *budge
 // err. The gaps pending at the start stay pending: the run did not pass
 // them. A run that later passes the cursor resolves the gap.
 func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) error {
-	stop := &budget.Error{Reason: budget.ReasonPermanent}
+	stop := &budget.Error{Reason: forage.ReasonPermanent}
 	if ferr := s.fence(ctx); ferr != nil {
 		return errors.Join(err, ferr)
 	}
@@ -278,7 +279,7 @@ func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) erro
 	if errors.As(err, &be) && be.Err != nil {
 		why = be.Err
 	}
-	g := checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: gapReason(budget.ReasonPermanent, why)}
+	g := checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: gapReason(forage.ReasonPermanent, why)}
 	if _, gerr := s.addGap(ctx, g, stop); gerr != nil {
 		return errors.Join(err, gerr)
 	}
@@ -290,7 +291,7 @@ func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) erro
 // characters and line separators (what [checkpoint.CheckName] refuses) made
 // spaces and the whole cut to maxGapReason bytes of valid UTF-8, so a
 // provider's text can neither leak a secret nor break the record.
-func gapReason(r budget.Reason, err error) string {
+func gapReason(r forage.Reason, err error) string {
 	msg := strings.Map(func(c rune) rune {
 		if unicode.IsControl(c) || unicode.In(c, unicode.Cf, unicode.Zl, unicode.Zp) || c == utf8.RuneError {
 			return ' '

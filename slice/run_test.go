@@ -10,6 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -84,7 +85,7 @@ func TestRunYieldsWhenLeased(t *testing.T) {
 
 func TestRunDefersOnBudgetExhaustion(t *testing.T) {
 	t.Parallel()
-	for _, reason := range []budget.Reason{budget.ReasonRequestCap, budget.ReasonDeadline, budget.ReasonRetryBudget} {
+	for _, reason := range []forage.Reason{forage.ReasonRequestCap, forage.ReasonDeadline, forage.ReasonRetryBudget} {
 		g := newRig(50, 10)
 		g.prov.stop = stopAfter(2, reason, time.Time{})
 		rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
@@ -118,7 +119,7 @@ func TestRunChecksTheBudgetAtSliceBoundaries(t *testing.T) {
 	g.sink.delay = func() time.Duration { now = now.Add(25 * time.Second); return 0 }
 	r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Now = func() time.Time { return now } })
 	rep, err := r.Run(context.Background(), b)
-	if err != nil || rep.Reason != budget.ReasonDeadline || rep.Slices != 3 || string(rep.Cursor) != "30" {
+	if err != nil || rep.Reason != forage.ReasonDeadline || rep.Slices != 3 || string(rep.Cursor) != "30" {
 		t.Fatalf("Run = %+v, %v: want a deadline stop after 3 whole slices at cursor 30", rep, err)
 	}
 }
@@ -126,7 +127,7 @@ func TestRunChecksTheBudgetAtSliceBoundaries(t *testing.T) {
 func TestRunDefersOnSourcePressure(t *testing.T) {
 	t.Parallel()
 	until := t0.Add(time.Hour)
-	for _, reason := range []budget.Reason{budget.ReasonThrottled, budget.ReasonUnavailable, budget.ReasonCircuitOpen, budget.ReasonBanned} {
+	for _, reason := range []forage.Reason{forage.ReasonThrottled, forage.ReasonUnavailable, forage.ReasonCircuitOpen, forage.ReasonBanned} {
 		g := newRig(50, 10)
 		g.prov.stop = stopAfter(1, reason, until)
 		rep, err := g.runner(t, checkpoint.SteadyState).Run(context.Background(), nil)
@@ -150,9 +151,9 @@ func TestRunDefersOnSourcePressure(t *testing.T) {
 func TestRunPermanentErrorIsAnError(t *testing.T) {
 	t.Parallel()
 	g := newRig(50, 10)
-	g.prov.stop = stopAfter(1, budget.ReasonPermanent, time.Time{})
+	g.prov.stop = stopAfter(1, forage.ReasonPermanent, time.Time{})
 	rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
-	if !errors.Is(err, budget.ErrStopped) || rep.Reason != budget.ReasonPermanent {
+	if !errors.Is(err, budget.ErrStopped) || rep.Reason != forage.ReasonPermanent {
 		t.Fatalf("Run = %+v, %v: want an error wrapping budget.ErrStopped and reason permanent", rep, err)
 	}
 	gaps := pending(t, g.store, catchUp)
@@ -176,7 +177,7 @@ func TestGapReasonIsSafe(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		msg := rapid.String().Draw(rt, "msg") + " https://x.example/api?apikey=SECRET&sig=1 " + rapid.StringN(0, 2000, -1).Draw(rt, "tail")
-		r := slice.GapReasonForTest(budget.ReasonPermanent, errors.New(msg))
+		r := slice.GapReasonForTest(forage.ReasonPermanent, errors.New(msg))
 		if err := checkpoint.CheckName("Gap.Reason", r); err != nil {
 			rt.Fatalf("reason %q: %v", r, err)
 		}
@@ -240,9 +241,9 @@ func TestRunStopsWhenSourceMakesNoProgress(t *testing.T) {
 func TestRunResolvesCursorGapsItPasses(t *testing.T) {
 	t.Parallel()
 	g := newRig(50, 10)
-	g.prov.stop = stopAfter(1, budget.ReasonRequestCap, time.Time{})
+	g.prov.stop = stopAfter(1, forage.ReasonRequestCap, time.Time{})
 	first := run(t, g.runner(t, checkpoint.CatchUp))
-	g.prov.stop = stopAfter(1, budget.ReasonThrottled, time.Time{})
+	g.prov.stop = stopAfter(1, forage.ReasonThrottled, time.Time{})
 	second := run(t, g.runner(t, checkpoint.CatchUp))
 	gaps := pending(t, g.store, catchUp)
 	if len(gaps) != 1 || gaps[0].ID != second.Gaps[0].ID || second.Resolved != 1 {
@@ -290,11 +291,11 @@ func TestRunReleasesLeaseWhenCancelled(t *testing.T) {
 	t.Parallel()
 	g := newRig(50, 10)
 	ctx, cancel := context.WithCancel(context.Background())
-	g.src.outcome = func(s slice.Slice) budget.Outcome {
+	g.src.outcome = func(s slice.Slice) forage.Outcome {
 		if bytes.Equal(s.After, cursor(20)) {
 			cancel()
 		}
-		return budget.Outcome{Status: 200}
+		return forage.Outcome{Status: 200}
 	}
 	_, err := g.runner(t, checkpoint.CatchUp).Run(ctx, nil)
 	if !errors.Is(err, context.Canceled) {

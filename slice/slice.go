@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 
@@ -74,11 +75,11 @@ type Source[R any] interface {
 	// makes no request to the provider; an error stops the run.
 	Next(ctx context.Context, cursor []byte, within checkpoint.Range) (Slice, bool, error)
 	// Fetch makes exactly one outbound request for s and returns the page
-	// and the attempt's [budget.Outcome]. The runner calls it inside
+	// and the attempt's [forage.Outcome]. The runner calls it inside
 	// [budget.Provider.Do], so it may be called again for the same slice
 	// (retries); only the page of the successful attempt is kept. ctx is
 	// cancelled when Fetch returns: read the whole response inside it.
-	Fetch(ctx context.Context, s Slice) (Page[R], budget.Outcome)
+	Fetch(ctx context.Context, s Slice) (Page[R], forage.Outcome)
 }
 
 // Predictor is an optional interface a [Source] implements to let a stream
@@ -414,12 +415,12 @@ type Report struct {
 	// yield, a fill).
 	Cursor []byte
 	// Reason is why the run stopped early: budget exhaustion
-	// ([budget.Reason.Exhausted]) or source pressure
-	// ([budget.Reason.SourcePressure]), each with a gap record, or
-	// [budget.ReasonPermanent] with an error. Empty when the run finished
+	// ([forage.Reason.Exhausted]) or source pressure
+	// ([forage.Reason.SourcePressure]), each with a gap record, or
+	// [forage.ReasonPermanent] with an error. Empty when the run finished
 	// its work (caught up, every range filled) or failed for another reason
 	// (see the error).
-	Reason budget.Reason
+	Reason forage.Reason
 	// Until is when the provider may be called again after a stop for
 	// source pressure (a Retry-After, a ban, the breaker's open state), from
 	// [budget.Error.Until]. Zero when unknown or irrelevant.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
 )
@@ -209,14 +209,14 @@ func takeOverAfterFirstCommit(g *rig) {
 	clock := func() time.Time { return now }
 	g.store = newStore(clock)
 	g.now = clock
-	g.src.outcome = func(s slice.Slice) budget.Outcome {
+	g.src.outcome = func(s slice.Slice) forage.Outcome {
 		if position(s.After) == 10 {
 			now = now.Add(time.Hour)
 			if _, err := g.store.Store.Acquire(context.Background(), stream, "thief", time.Hour); err != nil {
 				panic(err)
 			}
 		}
-		return budget.Outcome{Status: 200}
+		return forage.Outcome{Status: 200}
 	}
 }
 

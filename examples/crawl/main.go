@@ -39,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/providertest"
@@ -270,7 +271,7 @@ func fetch(ctx context.Context, client *http.Client, run *budget.Run, q *queue, 
 			if why, spent := run.Exhausted(); spent {
 				return fetched{stop: why.String()}
 			}
-			if stop.Reason == budget.ReasonDeadline {
+			if stop.Reason == forage.ReasonDeadline {
 				// This host's next slot comes after the run's end, so no
 				// request was sent; the other hosts carry on.
 				d, _ := run.Deadline()
@@ -278,7 +279,7 @@ func fetch(ctx context.Context, client *http.Client, run *budget.Run, q *queue, 
 			}
 			q.fail.Add(1) // retry_budget: the host kept failing
 			return fetched{}
-		case errors.As(err, &stop) && stop.Reason == budget.ReasonCircuitOpen:
+		case errors.As(err, &stop) && stop.Reason == forage.ReasonCircuitOpen:
 			// No request was sent: put the URL back and leave the host
 			// alone until its breaker admits a probe (half-open with its
 			// probe out, the breaker names no end: look again shortly).

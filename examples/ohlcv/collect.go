@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
@@ -335,7 +336,7 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 // is reduced to the provider's own message (e.g. "Invalid symbol.").
 func streamError(sym, interval string, mode checkpoint.Mode, err error) error {
 	var be *budget.Error
-	if errors.As(err, &be) && be.Reason == budget.ReasonPermanent && be.Err != nil {
+	if errors.As(err, &be) && be.Reason == forage.ReasonPermanent && be.Err != nil {
 		err = be.Err
 	}
 	return fmt.Errorf("%s %s %s: %w", sym, interval, mode, err)

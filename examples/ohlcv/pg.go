@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
@@ -154,7 +155,7 @@ func pgTransient(err error) bool {
 	if errors.As(err, &be) {
 		// A provider's verdict, unless the shared pacer (in PostgreSQL)
 		// failed: then the error is the database's.
-		return be.Reason == budget.ReasonPacer && be.Err != nil && pgTransient(be.Err)
+		return be.Reason == forage.ReasonPacer && be.Err != nil && pgTransient(be.Err)
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

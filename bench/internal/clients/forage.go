@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 )
 
@@ -18,13 +19,13 @@ func Forage(ctx context.Context, rt http.RoundTripper, url string, workers int) 
 	if err != nil {
 		panic(err) // the zero Config is valid
 	}
-	attempt := func(ctx context.Context) budget.Outcome {
-		return budget.FromHTTP(Get(ctx, rt, url))
+	attempt := func(ctx context.Context) forage.Outcome {
+		return forage.FromHTTP(Get(ctx, rt, url))
 	}
 	each(workers, func(limit int) {
 		for n := 0; n < limit && ctx.Err() == nil; n++ {
 			err := p.Do(ctx, nil, attempt)
-			if r, _ := budget.ReasonOf(err); r == budget.ReasonCanceled {
+			if r, _ := budget.ReasonOf(err); r == forage.ReasonCanceled {
 				return
 			}
 			var stop *budget.Error

@@ -1,11 +1,11 @@
-package retry_test
+package forage_test
 
 import (
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/retry"
+	"github.com/forage-go/forage"
 )
 
 // FuzzParseRetryAfter: for any value and any now, ParseRetryAfter never
@@ -24,9 +24,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 	f.Add("Fri, 31 Dec 9999 23:59:59 GMT", int64(1<<62), int64(1))
 	f.Fuzz(func(t *testing.T, value string, unix, nanos int64) {
 		at := time.Unix(unix, nanos)
-		d, ok := retry.ParseRetryAfter(value, at)
-		if d < 0 || d > retry.MaxRetryAfter {
-			t.Fatalf("ParseRetryAfter(%q, %v) = %v outside [0, %v]", value, at, d, retry.MaxRetryAfter)
+		d, ok := forage.ParseRetryAfter(value, at)
+		if d < 0 || d > forage.MaxRetryAfter {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v outside [0, %v]", value, at, d, forage.MaxRetryAfter)
 		}
 		if !ok && d != 0 {
 			t.Fatalf("ParseRetryAfter(%q, %v) = %v, false; want 0 when not ok", value, at, d)
@@ -34,11 +34,11 @@ func FuzzParseRetryAfter(f *testing.F) {
 	})
 }
 
-// FuzzParseRateLimit: for any header values, ParseRateLimit never panics,
+// FuzzParseQuota: for any header values, ParseQuota never panics,
 // reports only non-negative finite counts, a reset in [0, MaxRetryAfter] and
 // a window in [0, 1 year], zero fields it does not know, and ok exactly when
 // it knows a field.
-func FuzzParseRateLimit(f *testing.F) {
+func FuzzParseQuota(f *testing.F) {
 	f.Add("limit=100, remaining=50, reset=5", "100;w=60", "100", "7", "1700000000", "12")
 	f.Add(`"default";r=50;t=30`, `"default";q=100;w=60`, "100, 100;w=60", "598.0", "1700000000000", "1200")
 	f.Add("r=;t=-1;w=1e9", "w=99999999999", "-1", "nan", "inf", "0x10")
@@ -52,29 +52,29 @@ func FuzzParseRateLimit(f *testing.F) {
 		h.Set("X-RateLimit-Reset", reset)
 		h.Set("X-MBX-USED-WEIGHT-1M", weight)
 		h.Set("X-Mbx-Used-Weight-"+remaining, weight)
-		checkRateLimit(t, h)
+		checkQuota(t, h)
 	})
 }
 
-func checkRateLimit(t *testing.T, h http.Header) {
+func checkQuota(t *testing.T, h http.Header) {
 	t.Helper()
-	r, ok := retry.ParseRateLimit(h, rlNow)
+	r, ok := forage.ParseQuota(h, rlNow)
 	if ok != (r.Known != 0) {
-		t.Fatalf("ParseRateLimit(%v): ok = %v with Known %b", h, ok, r.Known)
+		t.Fatalf("ParseQuota(%v): ok = %v with Known %b", h, ok, r.Known)
 	}
 	counts := []struct {
-		f retry.Fields
+		f forage.QuotaFields
 		v float64
-	}{{retry.FieldLimit, r.Limit}, {retry.FieldRemaining, r.Remaining}, {retry.FieldUsed, r.Used}}
+	}{{forage.QuotaLimit, r.Limit}, {forage.QuotaRemaining, r.Remaining}, {forage.QuotaUsed, r.Used}}
 	for _, c := range counts {
 		if c.v < 0 || c.v != c.v || c.v > 1e308 || (!r.Has(c.f) && c.v != 0) {
-			t.Fatalf("ParseRateLimit(%v) = %+v: bad count %v for field %b", h, r, c.v, c.f)
+			t.Fatalf("ParseQuota(%v) = %+v: bad count %v for field %b", h, r, c.v, c.f)
 		}
 	}
-	if r.Reset < 0 || r.Reset > retry.MaxRetryAfter || (!r.Has(retry.FieldReset) && r.Reset != 0) {
-		t.Fatalf("ParseRateLimit(%v) = %+v: bad Reset", h, r)
+	if r.Reset < 0 || r.Reset > forage.MaxRetryAfter || (!r.Has(forage.QuotaReset) && r.Reset != 0) {
+		t.Fatalf("ParseQuota(%v) = %+v: bad Reset", h, r)
 	}
-	if r.Window < 0 || r.Window > 366*24*time.Hour || (!r.Has(retry.FieldWindow) && r.Window != 0) {
-		t.Fatalf("ParseRateLimit(%v) = %+v: bad Window", h, r)
+	if r.Window < 0 || r.Window > 366*24*time.Hour || (!r.Has(forage.QuotaWindow) && r.Window != 0) {
+		t.Fatalf("ParseQuota(%v) = %+v: bad Window", h, r)
 	}
 }

@@ -1,4 +1,4 @@
-package retry_test
+package forage_test
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
-	"github.com/forage-go/forage/retry"
+	"github.com/forage-go/forage"
 )
 
 func header(kv ...string) http.Header {
@@ -24,108 +24,108 @@ func header(kv ...string) http.Header {
 // Unix times in reset headers are above the 1e9 epoch threshold.
 var rlNow = time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
 
-func TestParseRateLimit(t *testing.T) {
+func TestParseQuota(t *testing.T) {
 	t.Parallel()
 	const (
-		L = retry.FieldLimit
-		R = retry.FieldRemaining
-		U = retry.FieldUsed
-		T = retry.FieldReset
-		W = retry.FieldWindow
+		L = forage.QuotaLimit
+		R = forage.QuotaRemaining
+		U = forage.QuotaUsed
+		T = forage.QuotaReset
+		W = forage.QuotaWindow
 	)
 	epoch := strconv.FormatInt(rlNow.Unix()+30, 10)
 	tests := []struct {
 		name string
 		h    http.Header
-		want retry.RateLimit
+		want forage.Quota
 	}{
-		{"none", header("Content-Type", "text/plain"), retry.RateLimit{}},
+		{"none", header("Content-Type", "text/plain"), forage.Quota{}},
 		{"IETF structured, older draft",
 			header("RateLimit", "limit=100, remaining=50, reset=5", "RateLimit-Policy", "100;w=60"),
-			retry.RateLimit{Limit: 100, Remaining: 50, Reset: 5 * time.Second, Window: time.Minute, Known: L | R | T | W}},
+			forage.Quota{Limit: 100, Remaining: 50, Reset: 5 * time.Second, Window: time.Minute, Known: L | R | T | W}},
 		{"IETF structured, current draft",
 			header("RateLimit", `"default";r=50;t=30`, "RateLimit-Policy", `"default";q=100;w=60`),
-			retry.RateLimit{Limit: 100, Remaining: 50, Reset: 30 * time.Second, Window: time.Minute, Known: L | R | T | W}},
+			forage.Quota{Limit: 100, Remaining: 50, Reset: 30 * time.Second, Window: time.Minute, Known: L | R | T | W}},
 		{"IETF structured, first policy wins",
 			header("RateLimit", `"burst";r=1;t=2, "day";r=900;t=3600`),
-			retry.RateLimit{Remaining: 1, Reset: 2 * time.Second, Known: R | T}},
+			forage.Quota{Remaining: 1, Reset: 2 * time.Second, Known: R | T}},
 		{"policy ignores state keys",
 			header("RateLimit-Policy", `"p";q=10;w=1;r=5;t=9`),
-			retry.RateLimit{Limit: 10, Window: time.Second, Known: L | W}},
+			forage.Quota{Limit: 10, Window: time.Second, Known: L | W}},
 		{"IETF separate headers with policy list",
 			header("RateLimit-Limit", "100, 100;w=60, 1000;w=3600", "RateLimit-Remaining", "0", "RateLimit-Reset", "17"),
-			retry.RateLimit{Limit: 100, Remaining: 0, Reset: 17 * time.Second, Window: time.Minute, Known: L | R | T | W}},
+			forage.Quota{Limit: 100, Remaining: 0, Reset: 17 * time.Second, Window: time.Minute, Known: L | R | T | W}},
 		{"X-RateLimit delta reset",
 			header("X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "59", "X-RateLimit-Reset", "42"),
-			retry.RateLimit{Limit: 60, Remaining: 59, Reset: 42 * time.Second, Known: L | R | T}},
+			forage.Quota{Limit: 60, Remaining: 59, Reset: 42 * time.Second, Known: L | R | T}},
 		{"X-RateLimit epoch reset (GitHub)",
 			header("X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Used", "1", "X-RateLimit-Reset", epoch),
-			retry.RateLimit{Limit: 5000, Remaining: 4999, Used: 1, Reset: 30 * time.Second, Known: L | R | U | T}},
+			forage.Quota{Limit: 5000, Remaining: 4999, Used: 1, Reset: 30 * time.Second, Known: L | R | U | T}},
 		{"X-RateLimit epoch milliseconds",
 			header("X-RateLimit-Reset", epoch+"500"),
-			retry.RateLimit{Reset: 30*time.Second + 500*time.Millisecond, Known: T}},
+			forage.Quota{Reset: 30*time.Second + 500*time.Millisecond, Known: T}},
 		{"X-RateLimit epoch in the past",
 			header("X-RateLimit-Reset", strconv.FormatInt(rlNow.Unix()-100, 10)),
-			retry.RateLimit{Reset: 0, Known: T}},
+			forage.Quota{Reset: 0, Known: T}},
 		{"X-RateLimit float counts (Reddit)",
 			header("X-Ratelimit-Remaining", "598.0", "X-Ratelimit-Used", "2", "X-Ratelimit-Reset", "349"),
-			retry.RateLimit{Remaining: 598, Used: 2, Reset: 349 * time.Second, Known: R | U | T}},
+			forage.Quota{Remaining: 598, Used: 2, Reset: 349 * time.Second, Known: R | U | T}},
 		{"Reset-After wins over epoch Reset (Discord)",
 			header("X-RateLimit-Reset", epoch, "X-RateLimit-Reset-After", "1.25"),
-			retry.RateLimit{Reset: 1250 * time.Millisecond, Known: T}},
+			forage.Quota{Reset: 1250 * time.Millisecond, Known: T}},
 		{"X-Rate-Limit (Twitter)",
 			header("X-Rate-Limit-Limit", "15", "X-Rate-Limit-Remaining", "14"),
-			retry.RateLimit{Limit: 15, Remaining: 14, Known: L | R}},
+			forage.Quota{Limit: 15, Remaining: 14, Known: L | R}},
 		{"IETF wins over X-RateLimit, whole: no field is borrowed",
 			header("RateLimit-Remaining", "5", "X-RateLimit-Remaining", "9", "X-RateLimit-Limit", "10"),
-			retry.RateLimit{Remaining: 5, Known: R}},
+			forage.Quota{Remaining: 5, Known: R}},
 		{"families read apart: no window from an unrelated Binance header",
 			header("RateLimit-Limit", "600", "RateLimit-Remaining", "599", "RateLimit-Reset", "30", "X-MBX-USED-WEIGHT-1M", "1"),
-			retry.RateLimit{Limit: 600, Remaining: 599, Reset: 30 * time.Second, Known: L | R | T}},
+			forage.Quota{Limit: 600, Remaining: 599, Reset: 30 * time.Second, Known: L | R | T}},
 		{"Binance only when no other family",
 			header("X-RateLimit-Limit", "60", "X-MBX-USED-WEIGHT-1M", "7"),
-			retry.RateLimit{Limit: 60, Known: L}},
+			forage.Quota{Limit: 60, Known: L}},
 		{"reset capped",
 			header("X-RateLimit-Reset", "999999999"),
-			retry.RateLimit{Reset: retry.MaxRetryAfter, Known: T}},
+			forage.Quota{Reset: forage.MaxRetryAfter, Known: T}},
 		{"Binance 1m",
 			header("X-MBX-USED-WEIGHT-1M", "1200", "X-MBX-USED-WEIGHT", "1200"),
-			retry.RateLimit{Used: 1200, Window: time.Minute, Known: U | W}},
+			forage.Quota{Used: 1200, Window: time.Minute, Known: U | W}},
 		{"Binance shortest interval wins",
 			header("X-MBX-USED-WEIGHT-1D", "50000", "X-MBX-USED-WEIGHT-10S", "30", "X-MBX-USED-WEIGHT-1M", "900"),
-			retry.RateLimit{Used: 30, Window: 10 * time.Second, Known: U | W}},
+			forage.Quota{Used: 30, Window: 10 * time.Second, Known: U | W}},
 		{"Binance bare header only",
 			header("X-MBX-USED-WEIGHT", "7"),
-			retry.RateLimit{Used: 7, Known: U}},
+			forage.Quota{Used: 7, Known: U}},
 		{"Binance non-canonical key",
 			http.Header{"x-mbx-used-weight-2h": {"3"}},
-			retry.RateLimit{Used: 3, Window: 2 * time.Hour, Known: U | W}},
+			forage.Quota{Used: 3, Window: 2 * time.Hour, Known: U | W}},
 		{"Binance bad suffixes ignored",
 			header("X-MBX-USED-WEIGHT-1Y", "1", "X-MBX-USED-WEIGHT-M", "2", "X-MBX-USED-WEIGHT-0M", "3", "X-MBX-USED-WEIGHTS", "4", "X-MBX-USED-WEIGHT-99999999D", "5"),
-			retry.RateLimit{}},
+			forage.Quota{}},
 		{"garbage ignored",
 			header("RateLimit", "limit=-1, remaining=nan, reset=inf, w=1e3", "X-RateLimit-Limit", "0x10", "X-RateLimit-Remaining", "+5",
 				"X-RateLimit-Reset", "soon", "RateLimit-Policy", "1.2.3;w=-60", "X-MBX-USED-WEIGHT-1M", "lots"),
-			retry.RateLimit{}},
+			forage.Quota{}},
 		{"window over a year ignored",
 			header("RateLimit-Policy", "100;w=99999999"),
-			retry.RateLimit{Limit: 100, Known: L}},
+			forage.Quota{Limit: 100, Known: L}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := retry.ParseRateLimit(tt.h, rlNow)
+			got, ok := forage.ParseQuota(tt.h, rlNow)
 			if diff := cmp.Diff(tt.want, got); diff != "" || ok != (tt.want.Known != 0) {
-				t.Fatalf("ParseRateLimit(%v) ok=%v (-want +got):\n%s", tt.h, ok, diff)
+				t.Fatalf("ParseQuota(%v) ok=%v (-want +got):\n%s", tt.h, ok, diff)
 			}
 		})
 	}
 }
 
-// TestParseRateLimitInvariants: for headers assembled from random pieces of
+// TestParseQuotaInvariants: for headers assembled from random pieces of
 // valid and invalid syntax, the result keeps its invariants (see
 // checkRateLimit).
-func TestParseRateLimitInvariants(t *testing.T) {
+func TestParseQuotaInvariants(t *testing.T) {
 	t.Parallel()
 	piece := rapid.SampledFrom([]string{
 		"limit=", "remaining=", "reset=", "q=", "r=", "t=", "w=", `"p"`, ",", ";", " ", "=", "\"",
@@ -148,26 +148,26 @@ func TestParseRateLimitInvariants(t *testing.T) {
 		for range rapid.IntRange(0, 8).Draw(rt, "headers") {
 			h.Add(keys.Draw(rt, "key"), value.Draw(rt, "value"))
 		}
-		r, ok := retry.ParseRateLimit(h, rlNow)
+		r, ok := forage.ParseQuota(h, rlNow)
 		if ok != (r.Known != 0) || r.Limit < 0 || r.Remaining < 0 || r.Used < 0 ||
-			r.Reset < 0 || r.Reset > retry.MaxRetryAfter || r.Window < 0 || r.Window > 366*24*time.Hour {
-			rt.Fatalf("ParseRateLimit(%v) = %+v, %v", h, r, ok)
+			r.Reset < 0 || r.Reset > forage.MaxRetryAfter || r.Window < 0 || r.Window > 366*24*time.Hour {
+			rt.Fatalf("ParseQuota(%v) = %+v, %v", h, r, ok)
 		}
 	})
 }
 
-func TestParseRateLimitAllocs(t *testing.T) {
+func TestParseQuotaAllocs(t *testing.T) {
 	h := header("X-MBX-USED-WEIGHT-1M", "1200", "RateLimit", "limit=100, remaining=50, reset=5")
-	if n := testing.AllocsPerRun(100, func() { retry.ParseRateLimit(h, rlNow) }); n != 0 {
-		t.Fatalf("ParseRateLimit allocates %v times; want 0", n)
+	if n := testing.AllocsPerRun(100, func() { forage.ParseQuota(h, rlNow) }); n != 0 {
+		t.Fatalf("ParseQuota allocates %v times; want 0", n)
 	}
 }
 
-func BenchmarkParseRateLimit(b *testing.B) {
+func BenchmarkParseQuota(b *testing.B) {
 	h := header("X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", "1700000000",
 		"X-MBX-USED-WEIGHT-1M", "1200", "Content-Type", "application/json")
 	b.ReportAllocs()
 	for b.Loop() {
-		retry.ParseRateLimit(h, rlNow)
+		forage.ParseQuota(h, rlNow)
 	}
 }

@@ -1,4 +1,4 @@
-package retry
+package forage
 
 import (
 	"math"
@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// RateLimit is a provider's own account of its quota, read from response
-// headers by [ParseRateLimit]. Counts are in the provider's quota units
+// Quota is a provider's own account of its quota, read from response
+// headers by [ParseQuota]. Counts are in the provider's quota units
 // (requests, or request weight for Binance), as float64 because some
 // providers send "598.0". Only the fields named in Known were present; the
-// others are zero. RateLimit is a plain value, safe to copy and share.
-type RateLimit struct {
+// others are zero. Quota is a plain value, safe to copy and share.
+type Quota struct {
 	// Limit is the quota per Window.
 	Limit float64
 	// Remaining is the quota left in the current window.
@@ -28,23 +28,37 @@ type RateLimit struct {
 	// the interval in a Binance header name such as 1m).
 	Window time.Duration
 	// Known says which of the fields above the headers gave.
-	Known Fields
+	Known QuotaFields
 }
 
-// Fields is a set of [RateLimit] fields, used in [RateLimit.Known].
-type Fields uint8
+// QuotaFields is a set of [Quota] fields, used in [Quota.Known]. It is a
+// plain value, safe for concurrent use.
+type QuotaFields uint8
 
-// The [RateLimit] fields a header can give.
+// The [Quota] fields a header can give.
 const (
-	FieldLimit     Fields = 1 << iota // RateLimit.Limit is known
-	FieldRemaining                    // RateLimit.Remaining is known
-	FieldUsed                         // RateLimit.Used is known
-	FieldReset                        // RateLimit.Reset is known
-	FieldWindow                       // RateLimit.Window is known
+	QuotaLimit     QuotaFields = 1 << iota // Quota.Limit is known
+	QuotaRemaining                         // Quota.Remaining is known
+	QuotaUsed                              // Quota.Used is known
+	QuotaReset                             // Quota.Reset is known
+	QuotaWindow                            // Quota.Window is known
 )
 
 // Has reports whether every field in f is known.
-func (r RateLimit) Has(f Fields) bool { return r.Known&f == f }
+func (q Quota) Has(f QuotaFields) bool { return q.Known&f == f }
+
+// Left returns what is left of the quota: Remaining when the headers gave
+// it, else Limit − Used (at least 0) when they gave both, and false when
+// they gave neither (usage without a limit says nothing to pace by).
+func (q Quota) Left() (float64, bool) {
+	switch {
+	case q.Has(QuotaRemaining):
+		return q.Remaining, true
+	case q.Has(QuotaUsed | QuotaLimit):
+		return max(q.Limit-q.Used, 0), true
+	}
+	return 0, false
+}
 
 // epochSeconds and epochMillis are the thresholds above which a reset
 // value is an absolute Unix time rather than delta seconds: 1e9 seconds is
@@ -57,54 +71,12 @@ const (
 	maxWindow = 366 * 24 * time.Hour
 )
 
-// ParseRateLimit reads the rate-limit headers of a response received at
-// now, and reports whether it found any. It understands these families, in
-// this order of precedence:
-//
-//   - the IETF httpapi drafts: the structured RateLimit header, both
-//     "limit=100, remaining=50, reset=5" and "default";r=50;t=30, with
-//     RateLimit-Policy ("100;w=60" or "default";q=100;w=60), and the older
-//     separate RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset;
-//   - X-RateLimit-Limit, -Remaining, -Used, -Reset and -Reset-After, and
-//     Twitter's X-Rate-Limit-* spelling. A Reset above 1e9 is a Unix time
-//     in seconds (above 1e12, in milliseconds); below, delta seconds.
-//     Reset-After (always delta seconds) wins over Reset, as a delta does
-//     not depend on the two clocks agreeing;
-//   - Binance's X-MBX-USED-WEIGHT-<n><unit> (unit s, m, h or d): the weight
-//     used in that interval, as Used and Window. Binance does not send the
-//     limit. With several intervals, the shortest one is reported; a bare
-//     X-MBX-USED-WEIGHT is used only when no interval is given.
-//
-// Values must be non-negative decimal numbers; anything else is ignored, as
-// is a window over a year. Resets in the past are 0; resets are capped at
-// [MaxRetryAfter]. It never panics.
-//
-// Each family is read on its own, and the first one that gives anything is
-// the answer: a limit from RateLimit-Limit is never paired with the window
-// in the name of an unrelated X-MBX-USED-WEIGHT-1M, which would describe a
-// quota the provider never announced.
-func ParseRateLimit(h http.Header, now time.Time) (RateLimit, bool) {
-	var r RateLimit
-	for _, v := range h["Ratelimit"] {
-		r.parseParams(v, now, false)
-	}
-	r.parsePolicy(h.Get("Ratelimit-Policy"))
-	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family
-	for i := 1; i < len(separateFamilies) && r.Known == 0; i++ {
-		r.parseSeparate(h, &separateFamilies[i], now)
-	}
-	if r.Known == 0 {
-		r.parseBinance(h)
-	}
-	return r, r.Known != 0
-}
-
 // parseParams reads a structured RateLimit value: key=value pairs separated
 // by commas or semicolons, with the current (q, r, t, w) or older (limit,
 // remaining, reset) keys. Bare items (policy names) are skipped. For a
 // policy (policy true) only the quota and the window count: a policy
 // states the rules, not the current state.
-func (r *RateLimit) parseParams(v string, now time.Time, policy bool) {
+func (r *Quota) parseParams(v string, now time.Time, policy bool) {
 	for v != "" {
 		var item string
 		if i := strings.IndexAny(v, ",;"); i >= 0 {
@@ -119,12 +91,12 @@ func (r *RateLimit) parseParams(v string, now time.Time, policy bool) {
 		key, val = strings.TrimSpace(key), strings.Trim(strings.TrimSpace(val), `"`)
 		switch {
 		case strings.EqualFold(key, "q"), strings.EqualFold(key, "limit") && !policy:
-			r.setCount(FieldLimit, &r.Limit, val)
+			r.setCount(QuotaLimit, &r.Limit, val)
 		case strings.EqualFold(key, "w"):
 			r.setWindow(val)
 		case policy:
 		case strings.EqualFold(key, "remaining"), strings.EqualFold(key, "r"):
-			r.setCount(FieldRemaining, &r.Remaining, val)
+			r.setCount(QuotaRemaining, &r.Remaining, val)
 		case strings.EqualFold(key, "reset"), strings.EqualFold(key, "t"):
 			r.setReset(val, now)
 		}
@@ -133,10 +105,10 @@ func (r *RateLimit) parseParams(v string, now time.Time, policy bool) {
 
 // parsePolicy reads the first policy of a RateLimit-Policy value: an
 // optional bare quota ("100;w=60", the older draft) and its parameters.
-func (r *RateLimit) parsePolicy(v string) {
+func (r *Quota) parsePolicy(v string) {
 	first, _, _ := strings.Cut(v, ",")
 	quota, params, _ := strings.Cut(first, ";")
-	r.setCount(FieldLimit, &r.Limit, strings.TrimSpace(quota))
+	r.setCount(QuotaLimit, &r.Limit, strings.TrimSpace(quota))
 	r.parseParams(params, time.Time{}, true)
 }
 
@@ -144,11 +116,11 @@ func (r *RateLimit) parsePolicy(v string) {
 // X-RateLimit-Limit. A limit may list policies after it (the IETF draft's
 // "100, 100;w=60, 1000;w=3600"): the first number is the limit, and the
 // window is that of the first policy with the same quota.
-func (r *RateLimit) parseSeparate(h http.Header, keys *separateKeys, now time.Time) {
+func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) {
 	if v := h.Get(keys.limit); v != "" {
 		limit := firstNumber(v)
-		r.setCount(FieldLimit, &r.Limit, limit)
-		for v != "" && r.Known&FieldWindow == 0 {
+		r.setCount(QuotaLimit, &r.Limit, limit)
+		for v != "" && r.Known&QuotaWindow == 0 {
 			var member string
 			member, v, _ = strings.Cut(v, ",")
 			quota, params, _ := strings.Cut(member, ";")
@@ -157,12 +129,12 @@ func (r *RateLimit) parseSeparate(h http.Header, keys *separateKeys, now time.Ti
 			}
 		}
 	}
-	r.setCount(FieldRemaining, &r.Remaining, firstNumber(h.Get(keys.remaining)))
-	r.setCount(FieldUsed, &r.Used, firstNumber(h.Get(keys.used)))
+	r.setCount(QuotaRemaining, &r.Remaining, firstNumber(h.Get(keys.remaining)))
+	r.setCount(QuotaUsed, &r.Used, firstNumber(h.Get(keys.used)))
 	// Reset-After (always delta seconds) before Reset: a delta does not
 	// depend on the two clocks agreeing.
-	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && r.Known&FieldReset == 0 {
-		r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|FieldReset
+	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && r.Known&QuotaReset == 0 {
+		r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|QuotaReset
 	}
 	r.setReset(firstNumber(h.Get(keys.reset)), now)
 }
@@ -184,8 +156,8 @@ const binancePrefix = "X-Mbx-Used-Weight"
 // parseBinance reads X-MBX-USED-WEIGHT-<n><unit> headers, keeping the
 // shortest interval (and the larger count for equal intervals), so the
 // result does not depend on map order.
-func (r *RateLimit) parseBinance(h http.Header) {
-	if r.Known&FieldUsed != 0 {
+func (r *Quota) parseBinance(h http.Header) {
+	if r.Known&QuotaUsed != 0 {
 		return
 	}
 	var used float64
@@ -209,9 +181,9 @@ func (r *RateLimit) parseBinance(h http.Header) {
 	if window < 0 {
 		return
 	}
-	r.Used, r.Known = used, r.Known|FieldUsed
-	if window > 0 && r.Known&FieldWindow == 0 {
-		r.Window, r.Known = window, r.Known|FieldWindow
+	r.Used, r.Known = used, r.Known|QuotaUsed
+	if window > 0 && r.Known&QuotaWindow == 0 {
+		r.Window, r.Known = window, r.Known|QuotaWindow
 	}
 }
 
@@ -249,7 +221,7 @@ func binanceWindow(s string) (time.Duration, bool) {
 
 // setCount sets a count field from a number, unless it is already known or
 // val is not a non-negative decimal number.
-func (r *RateLimit) setCount(f Fields, dst *float64, val string) {
+func (r *Quota) setCount(f QuotaFields, dst *float64, val string) {
 	if r.Known&f != 0 {
 		return
 	}
@@ -258,10 +230,10 @@ func (r *RateLimit) setCount(f Fields, dst *float64, val string) {
 	}
 }
 
-// setReset sets Reset from delta seconds or a Unix time (see ParseRateLimit),
+// setReset sets Reset from delta seconds or a Unix time (see ParseQuota),
 // unless it is already known or val is not a number.
-func (r *RateLimit) setReset(val string, now time.Time) {
-	if r.Known&FieldReset != 0 {
+func (r *Quota) setReset(val string, now time.Time) {
+	if r.Known&QuotaReset != 0 {
 		return
 	}
 	secs, ok := parseNumber(val)
@@ -275,20 +247,20 @@ func (r *RateLimit) setReset(val string, now time.Time) {
 	case secs > epochSeconds:
 		secs = secs - float64(now.Unix()) - float64(now.Nanosecond())/1e9
 	}
-	r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|FieldReset
+	r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|QuotaReset
 }
 
 // setWindow sets Window from seconds, unless it is already known, val is
 // not a number, or the window is longer than a year.
-func (r *RateLimit) setWindow(val string) {
-	if r.Known&FieldWindow != 0 {
+func (r *Quota) setWindow(val string) {
+	if r.Known&QuotaWindow != 0 {
 		return
 	}
 	secs, ok := parseNumber(val)
 	if !ok || secs <= 0 || secs > maxWindow.Seconds() {
 		return
 	}
-	r.Window, r.Known = secondsDuration(secs, maxWindow), r.Known|FieldWindow
+	r.Window, r.Known = secondsDuration(secs, maxWindow), r.Known|QuotaWindow
 }
 
 // firstNumber returns the first member of a list value ("100, 100;w=60" →

@@ -1,4 +1,4 @@
-package retry_test
+package forage_test
 
 import (
 	"net/http"
@@ -8,7 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/forage-go/forage/retry"
+	"github.com/forage-go/forage"
 )
 
 // now is the reference time of the header tests: the RFC 9110 example date.
@@ -26,19 +26,19 @@ func TestParseRetryAfter(t *testing.T) {
 		{"120", 2 * time.Minute, true},
 		{"  120\t", 2 * time.Minute, true},
 		{"007", 7 * time.Second, true},
-		{"259200", retry.MaxRetryAfter, true},
-		{"259201", retry.MaxRetryAfter, true},
-		{"99999999999999999999999999999999", retry.MaxRetryAfter, true},
+		{"259200", forage.MaxRetryAfter, true},
+		{"259201", forage.MaxRetryAfter, true},
+		{"99999999999999999999999999999999", forage.MaxRetryAfter, true},
 		// HTTP-date, all three forms
-		{"Sun, 06 Nov 1994 08:51:37 GMT", 2 * time.Minute, true},     // IMF-fixdate
-		{"Sunday, 06-Nov-94 08:51:37 GMT", 2 * time.Minute, true},    // RFC 850
-		{"Sun Nov  6 08:51:37 1994", 2 * time.Minute, true},          // asctime
-		{" Sun, 06 Nov 1994 08:49:38 GMT ", time.Second, true},       // trimmed
-		{"Sun, 06 Nov 1994 08:49:37 GMT", 0, true},                   // now
-		{"Sun, 06 Nov 1994 08:00:00 GMT", 0, true},                   // past: retry now
-		{"Thu, 01 Jan 1970 00:00:00 GMT", 0, true},                   // long past
-		{"Fri, 31 Dec 9999 23:59:59 GMT", retry.MaxRetryAfter, true}, // far future
-		{"Wed, 09 Nov 1994 08:49:37 GMT", 72 * time.Hour, true},      // exactly the cap
+		{"Sun, 06 Nov 1994 08:51:37 GMT", 2 * time.Minute, true},      // IMF-fixdate
+		{"Sunday, 06-Nov-94 08:51:37 GMT", 2 * time.Minute, true},     // RFC 850
+		{"Sun Nov  6 08:51:37 1994", 2 * time.Minute, true},           // asctime
+		{" Sun, 06 Nov 1994 08:49:38 GMT ", time.Second, true},        // trimmed
+		{"Sun, 06 Nov 1994 08:49:37 GMT", 0, true},                    // now
+		{"Sun, 06 Nov 1994 08:00:00 GMT", 0, true},                    // past: retry now
+		{"Thu, 01 Jan 1970 00:00:00 GMT", 0, true},                    // long past
+		{"Fri, 31 Dec 9999 23:59:59 GMT", forage.MaxRetryAfter, true}, // far future
+		{"Wed, 09 Nov 1994 08:49:37 GMT", 72 * time.Hour, true},       // exactly the cap
 		{"Wed, 09 Nov 1994 08:49:36 GMT", 72*time.Hour - time.Second, true},
 		// invalid
 		{"", 0, false},
@@ -56,7 +56,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"2024-01-01T00:00:00Z", 0, false}, // RFC 3339 is not an HTTP-date
 	}
 	for _, tt := range tests {
-		got, ok := retry.ParseRetryAfter(tt.value, now)
+		got, ok := forage.ParseRetryAfter(tt.value, now)
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.wantOK)
 		}
@@ -69,9 +69,9 @@ func TestParseRetryAfterSeconds(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		secs := rapid.Uint64().Draw(rt, "secs")
-		got, ok := retry.ParseRetryAfter(strconv.FormatUint(secs, 10), now)
-		want := retry.MaxRetryAfter
-		if secs < uint64(retry.MaxRetryAfter/time.Second) {
+		got, ok := forage.ParseRetryAfter(strconv.FormatUint(secs, 10), now)
+		want := forage.MaxRetryAfter
+		if secs < uint64(forage.MaxRetryAfter/time.Second) {
 			want = time.Duration(secs) * time.Second
 		}
 		if !ok || got != want {
@@ -88,8 +88,8 @@ func TestParseRetryAfterDate(t *testing.T) {
 		base := time.Unix(rapid.Int64Range(0, 1<<35).Draw(rt, "unix"), 0).UTC()
 		at := base.Add(time.Duration(rapid.Int64Range(-1e6, 1e6).Draw(rt, "delta")) * time.Second)
 		nowish := base.Add(time.Duration(rapid.Int64Range(0, 999_999_999).Draw(rt, "nanos")))
-		got, ok := retry.ParseRetryAfter(at.Format(http.TimeFormat), nowish)
-		want := min(max(at.Sub(nowish), 0), retry.MaxRetryAfter)
+		got, ok := forage.ParseRetryAfter(at.Format(http.TimeFormat), nowish)
+		want := min(max(at.Sub(nowish), 0), forage.MaxRetryAfter)
 		if !ok || got != want {
 			rt.Fatalf("ParseRetryAfter(%q) at %v = %v, %v; want %v, true", at.Format(http.TimeFormat), nowish, got, ok, want)
 		}
@@ -101,7 +101,7 @@ func BenchmarkParseRetryAfter(b *testing.B) {
 		b.Run(v, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				retry.ParseRetryAfter(v, now)
+				forage.ParseRetryAfter(v, now)
 			}
 		})
 	}

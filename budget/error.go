@@ -1,0 +1,77 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/internal/cfgerr"
+)
+
+// ErrStopped is the sentinel every [*Error] matches with [errors.Is]: the call
+// stopped for a [forage.Reason] rather than succeeding.
+var ErrStopped = errors.New("budget: stopped")
+
+// ErrWeight is wrapped by the error of a call whose [Weight] exceeds the
+// Burst of a weighted [Limit]: such a call could never be sent without
+// breaking the limit, so it stops as permanent, with no attempt made.
+var ErrWeight = errors.New("budget: weight exceeds a limit's burst")
+
+// ErrInvalidConfig is wrapped by every configuration error of this package.
+var ErrInvalidConfig = errors.New("budget: invalid config")
+
+// invalid builds this package's configuration errors.
+var invalid = cfgerr.For("budget", ErrInvalidConfig)
+
+// Error is returned by [Provider.Do] and carries why the call stopped. Use
+// [errors.As] to read it, or [ReasonOf] for the reason alone.
+type Error struct {
+	// Reason is why the call stopped.
+	Reason forage.Reason
+	// Provider is the key of the provider the call went to, if known.
+	Provider string
+	// Status is the HTTP status of the last attempt, 0 if none was made or it
+	// ended without a response.
+	Status int
+	// Until is when the provider may be called again: the end of a pause
+	// (Retry-After, a ban), of the breaker's open state, or, for
+	// [forage.ReasonQuota], when the known limits admit the call's weight again.
+	// Zero when unknown or irrelevant (budget exhaustion).
+	Until time.Time
+	// Err is the last attempt's error, if any.
+	Err error
+}
+
+// Error formats the stop as "budget: <provider>: <reason>[ (status N)][: err]".
+func (e *Error) Error() string {
+	msg := "budget: "
+	if e.Provider != "" {
+		msg += e.Provider + ": "
+	}
+	msg += string(e.Reason)
+	if e.Status != 0 {
+		msg += fmt.Sprintf(" (status %d)", e.Status)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the last attempt's error, so errors.Is sees through a stop
+// to, e.g., context.Canceled.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrStopped].
+func (e *Error) Is(target error) bool { return target == ErrStopped }
+
+// ReasonOf returns the [forage.Reason] carried by err, and false when err is
+// nil or carries none.
+func ReasonOf(err error) (forage.Reason, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason, true
+	}
+	return "", false
+}

@@ -1,0 +1,114 @@
+package forage_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/forage-go/forage"
+)
+
+// One HTTP exchange read into an Outcome, and what its Class says.
+func ExampleFromHTTP() {
+	resp := &http.Response{ // setup: a 429 as a client would return it
+		StatusCode: http.StatusTooManyRequests,
+		Header:     http.Header{"Retry-After": {"30"}, "X-Ratelimit-Limit": {"600"}, "X-Ratelimit-Remaining": {"0"}},
+	}
+	o := forage.FromHTTP(resp, nil)
+	c := o.Class()
+	fmt.Println(o.Status, o.RetryAfter, c, c.Retryable())
+	left, _ := o.Quota.Left()
+	fmt.Println(o.Quota.Limit, left)
+	fmt.Println(c.Reason(), c.Reason().SourcePressure())
+	// Output:
+	// 429 30s throttled true
+	// 600 0
+	// throttled true
+}
+
+// ExampleReason shows the two families of stop reasons.
+func ExampleReason() {
+	for _, r := range []forage.Reason{forage.ReasonRequestCap, forage.ReasonThrottled, forage.ReasonPermanent} {
+		fmt.Printf("%-12s exhausted=%-5v source_pressure=%v\n", r, r.Exhausted(), r.SourcePressure())
+	}
+	// Output:
+	// request_cap  exhausted=true  source_pressure=false
+	// throttled    exhausted=false source_pressure=true
+	// permanent    exhausted=false source_pressure=false
+}
+
+// ExampleFromHTTP_usedWeight builds an Outcome from a response: status, Retry-After and
+// rate-limit headers.
+func ExampleFromHTTP_usedWeight() {
+	resp := &http.Response{StatusCode: 429, Header: http.Header{}, Body: http.NoBody} // setup
+	resp.Header.Set("Retry-After", "2")
+	resp.Header.Set("X-MBX-USED-WEIGHT-1M", "1180")
+	out := forage.FromHTTP(resp, nil)
+	fmt.Println(out.Status, out.RetryAfter, out.Quota.Used, out.Quota.Window)
+	// Output:
+	// 429 2s 1180 1m0s
+}
+
+// A host marks an error it found in a 200 body with the class it means.
+func ExampleMark() {
+	truncated := forage.Mark(errors.New("unexpected end of JSON input"), forage.Transient)
+	fmt.Println(forage.Outcome{Status: http.StatusOK, Err: truncated}.Class())
+	unreadable := forage.Mark(errors.New("unknown schema v3"), forage.Permanent)
+	fmt.Println(forage.Outcome{Status: http.StatusOK, Err: unreadable}.Class())
+	// Output:
+	// transient
+	// permanent
+}
+
+func ExampleParseRetryAfter() {
+	now := time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{"120", "Fri, 01 Mar 2024 12:00:30 GMT", "Fri, 01 Mar 2024 11:00:00 GMT", "1.5", "999999999"} {
+		d, ok := forage.ParseRetryAfter(v, now)
+		fmt.Printf("%q: %v %v\n", v, d, ok)
+	}
+	// Output:
+	// "120": 2m0s true
+	// "Fri, 01 Mar 2024 12:00:30 GMT": 30s true
+	// "Fri, 01 Mar 2024 11:00:00 GMT": 0s true
+	// "1.5": 0s false
+	// "999999999": 72h0m0s true
+}
+
+func ExampleParseQuota() {
+	now := time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
+	h := http.Header{}
+	h.Set("X-MBX-USED-WEIGHT-1M", "1150") // Binance: weight used this minute
+	rl, _ := forage.ParseQuota(h, now)
+	fmt.Println(rl.Used, rl.Window, rl.Has(forage.QuotaLimit))
+
+	h = http.Header{}
+	h.Set("RateLimit", "limit=100, remaining=3, reset=12")
+	rl, _ = forage.ParseQuota(h, now)
+	fmt.Println(rl.Limit, rl.Remaining, rl.Reset)
+	// Output:
+	// 1150 1m0s false
+	// 100 3 12s
+}
+
+func ExampleClassify() {
+	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusTooManyRequests}, nil))
+	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusTeapot}, nil)) // Binance IP ban
+	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusServiceUnavailable}, nil))
+	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusBadGateway}, nil))
+	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusNotFound}, nil))
+	fmt.Println(forage.Classify(nil, context.DeadlineExceeded)) // the attempt's own timeout
+	fmt.Println(forage.Classify(nil, context.Canceled))
+	c := forage.Classify(nil, errors.New("bad json"))
+	fmt.Println(c, c.Retryable())
+	// Output:
+	// throttled
+	// throttled
+	// overloaded
+	// transient
+	// permanent
+	// transient
+	// canceled
+	// permanent false
+}

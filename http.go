@@ -1,0 +1,300 @@
+package forage
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/forage-go/forage/internal/redact"
+)
+
+// MaxRetryAfter caps the pause [ParseRetryAfter] and [ParseQuota]
+// report, so a garbage or hostile header cannot park a stream for years. It
+// is 72 hours because real bans are that long: Binance escalates repeated
+// IP bans (418 with Retry-After) from 2 minutes up to 3 days, and coming back
+// before a ban ends only extends it. A run normally ends long before; the
+// pause then tells the scheduler when to resume.
+const MaxRetryAfter = 72 * time.Hour
+
+// FromHTTP builds an Outcome from a response and error as an
+// [http.RoundTripper] or [http.Client.Do] returns them: the status, the
+// Retry-After and rate-limit headers. It does not read or close the body.
+//
+// The error's message is redacted: net/http writes the whole request URL
+// into it, query included (apikey=…&signature=…), and Outcome.Err ends up
+// in stop errors, logs and stored job stats. Query values, userinfo
+// and fragments become "REDACTED"; the scheme, host and path stay, and
+// [errors.Is] and [errors.As] still reach the original error (a
+// [*url.Error] stays one, with its URL redacted).
+//
+// A response that comes with an error is a redirect the client stopped
+// following: net/http returns the last 3xx and "stopped after 10
+// redirects" for a loop, or the error of a CheckRedirect. It is never a
+// success: Err says so and is marked [Permanent] with [Mark] (following
+// the same redirects again meets the same loop).
+func FromHTTP(resp *http.Response, err error) Outcome {
+	o := Outcome{Err: redact.Error(err)}
+	if resp == nil {
+		return o
+	}
+	o.Status = resp.StatusCode
+	if err != nil {
+		o.Err = Mark(fmt.Errorf("forage: a redirect (HTTP %d) the client stopped following: %w", resp.StatusCode, o.Err), Permanent)
+	}
+	now := time.Now()
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if d, ok := ParseRetryAfter(v, now); ok {
+			o.RetryAfter = d
+		}
+	}
+	if rl, ok := ParseQuota(resp.Header, now); ok {
+		o.Quota = rl
+	}
+	return o
+}
+
+// ParseRetryAfter parses the value of a Retry-After header (RFC 9110
+// §10.2.3) received at now, and returns how long to wait from now and
+// whether the value was valid.
+//
+// It accepts both forms, after trimming surrounding white space:
+//   - delta-seconds: a non-negative decimal integer ("120"). A sign, a
+//     fraction ("1.5") or an exponent is invalid, as the RFC's 1*DIGIT
+//     grammar says; a server that sends "1.5" is broken, and guessing would
+//     hide it.
+//   - HTTP-date: the IMF-fixdate form ("Sun, 06 Nov 1994 08:49:37 GMT") and
+//     the obsolete RFC 850 and asctime forms, as [http.ParseTime] accepts
+//     them. A date at or before now means "retry now": (0, true).
+//
+// Empty, negative or unparsable values return (0, false). Valid values
+// longer than [MaxRetryAfter], including delta-seconds too long for any
+// integer type, return MaxRetryAfter. So the result is always in
+// [0, MaxRetryAfter], and 0 whenever ok is false. It never panics.
+func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return 0, false
+	}
+	if secs, ok := parseDigits(value); ok {
+		return secondsCapped(secs), true
+	}
+	t, err := http.ParseTime(value)
+	if err != nil {
+		return 0, false
+	}
+	return untilCapped(t, now), true
+}
+
+// ParseQuota reads the rate-limit headers of a response received at
+// now, and reports whether it found any. It understands these families, in
+// this order of precedence:
+//
+//   - the IETF httpapi drafts: the structured RateLimit header, both
+//     "limit=100, remaining=50, reset=5" and "default";r=50;t=30, with
+//     RateLimit-Policy ("100;w=60" or "default";q=100;w=60), and the older
+//     separate RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset;
+//   - X-RateLimit-Limit, -Remaining, -Used, -Reset and -Reset-After, and
+//     Twitter's X-Rate-Limit-* spelling. A Reset above 1e9 is a Unix time
+//     in seconds (above 1e12, in milliseconds); below, delta seconds.
+//     Reset-After (always delta seconds) wins over Reset, as a delta does
+//     not depend on the two clocks agreeing;
+//   - Binance's X-MBX-USED-WEIGHT-<n><unit> (unit s, m, h or d): the weight
+//     used in that interval, as Used and Window. Binance does not send the
+//     limit. With several intervals, the shortest one is reported; a bare
+//     X-MBX-USED-WEIGHT is used only when no interval is given.
+//
+// Values must be non-negative decimal numbers; anything else is ignored, as
+// is a window over a year. Resets in the past are 0; resets are capped at
+// [MaxRetryAfter]. It never panics.
+//
+// Each family is read on its own, and the first one that gives anything is
+// the answer: a limit from RateLimit-Limit is never paired with the window
+// in the name of an unrelated X-MBX-USED-WEIGHT-1M, which would describe a
+// quota the provider never announced.
+func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
+	var r Quota
+	for _, v := range h["Ratelimit"] {
+		r.parseParams(v, now, false)
+	}
+	r.parsePolicy(h.Get("Ratelimit-Policy"))
+	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family
+	for i := 1; i < len(separateFamilies) && r.Known == 0; i++ {
+		r.parseSeparate(h, &separateFamilies[i], now)
+	}
+	if r.Known == 0 {
+		r.parseBinance(h)
+	}
+	return r, r.Known != 0
+}
+
+// maxRetryAfterSeconds is MaxRetryAfter in whole seconds.
+const maxRetryAfterSeconds = uint64(MaxRetryAfter / time.Second)
+
+// parseDigits parses s as a non-empty run of ASCII digits. Values too large
+// for a uint64 saturate, which is fine: anything above maxRetryAfterSeconds
+// is capped anyway.
+func parseDigits(s string) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n <= maxRetryAfterSeconds { // beyond it the exact value no longer matters
+			n = n*10 + uint64(c-'0')
+		}
+	}
+	return n, true
+}
+
+// secondsCapped converts whole seconds to a duration capped at
+// MaxRetryAfter.
+func secondsCapped(secs uint64) time.Duration {
+	if secs >= maxRetryAfterSeconds {
+		return MaxRetryAfter
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// untilCapped returns t - now clamped into [0, MaxRetryAfter]: a moment in
+// the past means now.
+func untilCapped(t, now time.Time) time.Duration {
+	d := t.Sub(now) // saturates instead of overflowing
+	return min(max(d, 0), MaxRetryAfter)
+}
+
+// ClassifyStatus returns the class of an HTTP status code: 1xx–3xx Success;
+// 429 and 418 Throttled; 503 Overloaded; 408 and other 5xx Transient; other
+// 4xx Permanent. A code outside 100–599 is not HTTP and is Permanent.
+func ClassifyStatus(code int) Class {
+	switch {
+	case code == http.StatusTooManyRequests, code == http.StatusTeapot:
+		return Throttled
+	case code == http.StatusServiceUnavailable:
+		return Overloaded
+	case code == http.StatusRequestTimeout:
+		return Transient
+	case code >= 100 && code < 400:
+		return Success
+	case code >= 400 && code < 500:
+		return Permanent
+	case code >= 500 && code < 600:
+		return Transient
+	}
+	return Permanent
+}
+
+// Classify returns the class of one attempt's result. A non-nil err takes
+// precedence over resp (the Go HTTP client returns one or the other);
+// otherwise the class is that of resp.StatusCode. No response and no error
+// is a broken fetcher: Permanent.
+//
+// Errors are classified by their whole Unwrap tree, as [errors.Is] and
+// [errors.As] see it:
+//   - [context.Canceled]: Canceled.
+//   - [context.DeadlineExceeded] or any [net.Error] whose Timeout is true:
+//     Transient, taken as the per-attempt timeout. Classify cannot tell it
+//     from the caller's own deadline: check the caller's ctx.Err() before
+//     retrying.
+//   - TLS certificate and record errors: Permanent (retrying meets the same
+//     certificate).
+//   - [io.EOF], [io.ErrUnexpectedEOF], [net.ErrClosed]: Transient (the
+//     server closed the connection mid-exchange).
+//   - [*net.DNSError]: Permanent when the name does not exist, otherwise
+//     Transient.
+//   - any other [*net.OpError] (connection refused, reset, unreachable):
+//     Transient.
+//   - anything else, a non-network error: Permanent. A host whose fetcher
+//     returns its own retryable errors should classify them itself, with
+//     [Mark], which [Outcome.Class] honours.
+func Classify(resp *http.Response, err error) Class {
+	if err != nil {
+		return classifyError(err)
+	}
+	if resp == nil {
+		return Permanent
+	}
+	return ClassifyStatus(resp.StatusCode)
+}
+
+// classifyError implements the error half of Classify.
+func classifyError(err error) Class {
+	if errors.Is(err, context.Canceled) {
+		return Canceled
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Transient
+	}
+	f := scanError(err, 0)
+	switch {
+	case f&errTimeout != 0:
+		return Transient
+	case f&errTLS != 0:
+		return Permanent
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return Transient
+	case f&errDNSNotFound != 0:
+		return Permanent
+	case f&errNetwork != 0:
+		return Transient
+	}
+	return Permanent
+}
+
+// errKinds is what scanError found in an error tree.
+type errKinds uint8
+
+const (
+	errTimeout     errKinds = 1 << iota // a net.Error whose Timeout is true
+	errTLS                              // a TLS failure a retry would meet again
+	errDNSNotFound                      // a *net.DNSError for a name that does not exist
+	errNetwork                          // a *net.OpError or another *net.DNSError
+)
+
+// scanError walks the tree of err (Unwrap() error and Unwrap() []error, as
+// errors.As does) and returns the kinds of errors in it. It is errors.As for
+// several types in one pass, without errors.As's allocations.
+func scanError(err error, depth int) (f errKinds) {
+	for ; err != nil && depth < 100; depth++ {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			f |= errTimeout
+		}
+		switch e := err.(type) {
+		case *tls.CertificateVerificationError, tls.RecordHeaderError, *tls.RecordHeaderError,
+			x509.UnknownAuthorityError, x509.CertificateInvalidError, x509.HostnameError:
+			// An untrusted, invalid or mismatched certificate, or a server
+			// that does not speak TLS.
+			f |= errTLS
+		case *net.DNSError:
+			if e.IsNotFound {
+				f |= errDNSNotFound
+			} else {
+				f |= errNetwork
+			}
+		case *net.OpError:
+			f |= errNetwork
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				f |= scanError(e, depth+1)
+			}
+			return f
+		default:
+			return f
+		}
+	}
+	return f
+}

@@ -1,0 +1,98 @@
+package forage
+
+import (
+	"errors"
+	"time"
+)
+
+// Outcome is what one request attempt produced: the status, the error, the
+// provider's Retry-After and quota headers, and the time it took. A host's
+// fetcher returns it from the attempt func it gives the budget package's
+// Provider.Do. Build it by hand, or from an HTTP exchange with [FromHTTP].
+// Outcome is a plain value, safe to copy and share.
+//
+// [Outcome.Class] classifies the attempt from Status and Err: a status of
+// 400 or more decides by itself (Err then only explains it, e.g. the
+// provider's message); a 3xx with an Err is a failure (a redirect the
+// client did not follow to the end, e.g. a loop), classified by the host's
+// mark or else permanent; otherwise a nil Err is a success and an error is
+// classified by its kind ([Classify]). A host that finds garbage in a 200
+// body says what it means by marking the error with [Mark]: [Transient] (a
+// truncated body: retry) or [Permanent] (a schema the code cannot read: do
+// not retry). An unmarked error that is not a network error counts as
+// permanent.
+type Outcome struct {
+	// Status is the HTTP status code, 0 when there was no response or the
+	// attempt is not HTTP.
+	Status int
+	// Err is the attempt's error, nil on success.
+	Err error
+	// Latency is the attempt's duration. The budget package's Provider.Do
+	// measures and sets it; any value the attempt sets is overwritten.
+	Latency time.Duration
+	// RetryAfter is the provider's Retry-After, zero when absent.
+	RetryAfter time.Duration
+	// Quota is the provider's account of its quota from the rate-limit
+	// headers (IETF RateLimit-*, X-RateLimit-*, Binance
+	// X-MBX-USED-WEIGHT-*); the zero value means none.
+	Quota Quota
+}
+
+// Class classifies the attempt, as the [Outcome] type documents, honouring
+// the host's marks ([Mark]).
+func (o Outcome) Class() Class {
+	switch {
+	case o.Status >= 400 || (o.Status >= 300 && o.Err == nil):
+		// The status decides: a host's mark on an error that explains a
+		// 429 must not hide the throttling from the controller.
+		return ClassifyStatus(o.Status)
+	case o.Status >= 300: // a 3xx the host calls an error: never a success
+		if c, ok := marked(o.Err); ok {
+			return c
+		}
+		return Permanent
+	case o.Err != nil:
+		if c, ok := marked(o.Err); ok {
+			return c
+		}
+		return classifyError(o.Err)
+	}
+	return Success
+}
+
+// Mark marks err as a failure of class c whatever its type, for
+// [Outcome.Class] to read: Mark(err, Transient) for a failure worth
+// retrying (e.g. a truncated body), Mark(err, Permanent) for one that
+// retrying cannot fix (e.g. a body in a format the host cannot decode). An
+// error is never a success: a mark of Success, or of an unknown class,
+// reads as Permanent. [errors.Is] and [errors.As] see through the mark. It
+// returns nil for a nil err.
+func Mark(err error, c Class) error {
+	if err == nil {
+		return nil
+	}
+	if c == Success || c > Canceled {
+		c = Permanent
+	}
+	return &markedError{err: err, class: c}
+}
+
+// marked returns the class a host gave err with [Mark]. It is a function
+// of its own so the success path does not allocate the target errors.As
+// needs.
+func marked(err error) (Class, bool) {
+	var m *markedError
+	if errors.As(err, &m) {
+		return m.class, true
+	}
+	return 0, false
+}
+
+// markedError is an error the host classified itself.
+type markedError struct {
+	err   error
+	class Class
+}
+
+func (e *markedError) Error() string { return e.err.Error() }
+func (e *markedError) Unwrap() error { return e.err }

@@ -1,0 +1,95 @@
+package forage
+
+// Reason names why a call or a run stopped. Every stop has exactly one; the
+// budget package reports it in its Error, with the provider and the time
+// the provider may be called again (Until).
+//
+// Reasons fall in three families, and callers act on the family:
+//
+//   - budget exhaustion ([ReasonRequestCap], [ReasonDeadline],
+//     [ReasonRetryBudget]): a planned hand-off. The run's envelope ran out;
+//     the provider is fine. Re-queue the remainder soon and arm no cool-down.
+//   - source pressure ([ReasonThrottled], [ReasonQuota], [ReasonUnavailable],
+//     [ReasonCircuitOpen], [ReasonBanned]): the provider pushed back, or its
+//     known quota is spent. Wait until it allows calls again (the stop's
+//     Until) and cool this provider only.
+//   - failure ([ReasonPermanent], [ReasonCanceled], [ReasonPacer]): the
+//     request itself was refused (a 4xx other than 408/429), the caller gave
+//     up, or the host's pacer failed.
+//
+// Reason is a plain value, safe for concurrent use.
+type Reason string
+
+// The reasons a call or a run stops.
+const (
+	// ReasonRequestCap: the run's MaxRequests attempts were used.
+	ReasonRequestCap Reason = "request_cap"
+	// ReasonDeadline: the run's wall clock ran out, or the next attempt
+	// could not start before it (this provider's next pacing slot, or a
+	// retry's backoff, falls after the deadline; another provider may still
+	// have room: check the run's Exhausted before ending the whole run).
+	ReasonDeadline Reason = "deadline"
+	// ReasonRetryBudget: the run's retry budget had no token for a retry.
+	ReasonRetryBudget Reason = "retry_budget"
+
+	// ReasonThrottled: the provider answered 429 (or asked for a pause longer
+	// than the call may wait, or longer than the run has left, other than a
+	// ban's).
+	ReasonThrottled Reason = "throttled"
+	// ReasonQuota: a known limit of the provider (the budget Config's
+	// Limits) is spent: the next request would wait for it longer than the
+	// call may (MaxWait), or until at or after the run's or the caller's
+	// deadline. No request was sent and nothing was booked or counted
+	// against the run; the stop's Until is when the limits admit the call
+	// again. It is source pressure that forage foresaw rather than a
+	// refusal the provider answered (that is [ReasonThrottled]): a
+	// scheduler waits until Until instead of calling again at once.
+	ReasonQuota Reason = "quota"
+	// ReasonUnavailable: the provider kept failing with 503, other 5xx,
+	// timeouts or resets until the call gave up.
+	ReasonUnavailable Reason = "unavailable"
+	// ReasonCircuitOpen: the provider's circuit breaker is open; no request
+	// was sent.
+	ReasonCircuitOpen Reason = "circuit_open"
+	// ReasonBanned: the provider answered 418 (Binance's IP ban) or otherwise
+	// said the client is banned for a while, or the call came during the
+	// pause such a ban imposed (see the budget Config's BanPause), in this
+	// process or, through a stored pause, an earlier one.
+	ReasonBanned Reason = "banned"
+
+	// ReasonPermanent: the provider refused the request itself (a 4xx other
+	// than 408 and 429, or an error the attempt marked permanent). Retrying
+	// cannot help.
+	ReasonPermanent Reason = "permanent"
+	// ReasonCanceled: the caller's context ended.
+	ReasonCanceled Reason = "canceled"
+	// ReasonPacer: the host's pacer (e.g. one shared through a database)
+	// failed with an error of its own: no request was sent, and it is
+	// neither the provider's verdict nor the run's budget. Call again once
+	// the pacer is back.
+	ReasonPacer Reason = "pacer"
+)
+
+// SourcePressure reports whether r means the provider pushed back, or its
+// known quota is spent: throttled, quota, unavailable, circuit_open or
+// banned.
+func (r Reason) SourcePressure() bool {
+	switch r {
+	case ReasonThrottled, ReasonQuota, ReasonUnavailable, ReasonCircuitOpen, ReasonBanned:
+		return true
+	}
+	return false
+}
+
+// Exhausted reports whether r is budget exhaustion: request_cap, deadline or
+// retry_budget. Exhaustion is a planned defer, never a provider failure.
+func (r Reason) Exhausted() bool {
+	switch r {
+	case ReasonRequestCap, ReasonDeadline, ReasonRetryBudget:
+		return true
+	}
+	return false
+}
+
+// String returns the reason's wire name, e.g. "request_cap".
+func (r Reason) String() string { return string(r) }

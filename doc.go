@@ -66,8 +66,9 @@
 // In a dozen lines:
 //
 //	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+//	binance, _ := reg.Get("binance") // one Provider per key, made on first use
 //	run, _ := budget.NewRun(budget.Envelope{MaxRequests: 500, Deadline: time.Now().Add(time.Minute)})
-//	err := reg.Provider("binance").Do(ctx, run, func(ctx context.Context) forage.Outcome {
+//	err := binance.Do(ctx, run, func(ctx context.Context) forage.Outcome {
 //		resp, err := client.Do(req.WithContext(ctx)) // exactly one outbound request
 //		if err == nil {
 //			defer resp.Body.Close()

@@ -222,7 +222,7 @@ func TestHandlerProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Provider("binance") // known to the registry, no job yet
+	provider(reg, "binance") // known to the registry, no job yet
 	a := newAPI(t, schedule.Config{Budget: reg}, nil)
 	a.want("POST", "/jobs", `{"provider":"kraken","kind":"backfill","stream":"s"}`, http.StatusCreated, nil)
 	var pr struct {
@@ -277,7 +277,7 @@ func TestHandlerStats(t *testing.T) {
 func TestHandlerStatusPageEscapes(t *testing.T) {
 	t.Parallel()
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
-	reg.Provider("binance")
+	provider(reg, "binance")
 	a := newAPI(t, schedule.Config{Budget: reg}, nil)
 	evil := `<script>alert(1)</script>`
 	_, err := a.s.Upsert(context.Background(), schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: evil})

@@ -30,7 +30,7 @@ func TestHandlerPausesOnlyKnownProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Provider("binance")
+	provider(reg, "binance")
 	a := newAPI(t, schedule.Config{Budget: reg}, nil)
 	for i := range 50 {
 		a.want("POST", fmt.Sprintf("/providers/nosuch-%d/pause", i), "", http.StatusNotFound, nil)
@@ -62,7 +62,7 @@ func TestHandlerMaxPausedProviders(t *testing.T) {
 	t.Parallel()
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
 	for i := range 5 {
-		reg.Provider(fmt.Sprintf("p%d", i))
+		provider(reg, fmt.Sprintf("p%d", i))
 	}
 	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
 	h, err := admin.New(s, admin.Config{MaxPausedProviders: 3})
@@ -282,7 +282,7 @@ func TestPropertyProviderPauses(t *testing.T) {
 			if rapid.Bool().Draw(rt, "by job") {
 				upsert(rt, s, t0, schedule.Spec{Provider: name, Kind: schedule.KindBackfill, Stream: "s"})
 			} else {
-				reg.Provider(name)
+				provider(reg, name)
 			}
 			known[name] = true
 		}
@@ -330,7 +330,7 @@ func TestHandlerMaxPausedProvidersConcurrent(t *testing.T) {
 	const n, limit = 40, 7
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
 	for i := range n {
-		reg.Provider(fmt.Sprintf("p%d", i))
+		provider(reg, fmt.Sprintf("p%d", i))
 	}
 	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
 	h, err := admin.New(s, admin.Config{MaxPausedProviders: limit})

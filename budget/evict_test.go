@@ -58,7 +58,7 @@ func TestPropertyEvictionKeepsKnownLimits(t *testing.T) {
 			})
 			plans := rapid.SliceOfN(rapid.SliceOfN(genOp, 1, 25), 1, 3).Draw(rt, "plans")
 
-			held := reg.Provider("limited")
+			held := provider(reg, "limited")
 			var mu sync.Mutex
 			var sent []time.Time
 			attempt := func(context.Context) forage.Outcome {
@@ -74,14 +74,14 @@ func TestPropertyEvictionKeepsKnownLimits(t *testing.T) {
 						time.Sleep(op.Sleep)
 						switch op.Kind {
 						case 0:
-							_ = reg.Provider("limited").Do(context.Background(), nil, attempt)
+							_ = provider(reg, "limited").Do(context.Background(), nil, attempt)
 						case 1:
 							_ = held.Do(context.Background(), nil, attempt)
 						case 2:
 							reg.EvictAt(time.Now())
 						case 3:
 							for i := range op.Filler {
-								reg.Provider(fmt.Sprintf("filler-%d-%d", g, i))
+								provider(reg, fmt.Sprintf("filler-%d-%d", g, i))
 							}
 						}
 					}
@@ -112,7 +112,7 @@ func TestEvictionWaitsForTheLimitToRecover(t *testing.T) {
 		cfg := fast()
 		cfg.Limits = []budget.Limit{{Name: "10/min", Count: 10, Per: time.Minute}}
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, IdleTTL: time.Millisecond})
-		p := reg.Provider("limited")
+		p := provider(reg, "limited")
 		for range 3 {
 			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
 				t.Fatal(err)

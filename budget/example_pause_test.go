@@ -21,13 +21,15 @@ func ExamplePauseStore() {
 
 	first, _ := budget.NewRegistry(cfg)
 	start := time.Now()
-	_ = first.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) forage.Outcome {
+	api, _ := first.Get("api.example.com")
+	_ = api.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		return forage.Outcome{Status: 429, RetryAfter: 120 * time.Second}
 	})
 
 	// The process restarts: a new registry, the same store.
 	next, _ := budget.NewRegistry(cfg)
-	err := next.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) forage.Outcome {
+	api, _ = next.Get("api.example.com")
+	err := api.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		panic("never called during the pause")
 	})
 	var stop *budget.Error

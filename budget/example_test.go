@@ -24,17 +24,18 @@ func Example_composition() {
 	})
 	run, _ := budget.NewRun(budget.Envelope{MaxRequests: 3})
 
-	answers := []int{503, 200} // the provider fails once, then answers
+	kraken, _ := reg.Get("kraken") // made on first use, the same Provider ever after
+	answers := []int{503, 200}     // the provider fails once, then answers
 	calls := 0
-	err := reg.Provider("kraken").Do(context.Background(), run, func(ctx context.Context) forage.Outcome {
+	err := kraken.Do(context.Background(), run, func(ctx context.Context) forage.Outcome {
 		calls++
 		return forage.Outcome{Status: answers[calls-1]} // one outbound request here
 	})
 	fmt.Println("err:", err, "attempts:", calls, "run attempts:", run.Attempts())
 
 	// The run allows one more attempt; the one after that stops the run.
-	_ = reg.Provider("kraken").Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} })
-	err = reg.Provider("kraken").Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} })
+	_ = kraken.Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} })
+	err = kraken.Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} })
 	var stop *budget.Error
 	if errors.As(err, &stop) {
 		fmt.Println("stopped:", stop.Reason, "exhausted:", stop.Reason.Exhausted(), "source pressure:", stop.Reason.SourcePressure())

@@ -254,12 +254,12 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		cfg.Pauses = nil // the registry's store serves every provider
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
 		calls := 0
-		stop := stopOf(t, reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
+		stop := stopOf(t, provider(reg, "api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
 		if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(until) || calls != 0 {
 			t.Fatalf("after a restart: %v until +%v with %d attempts, want throttled until +2m and none", stop, stop.Until.Sub(start), calls)
 		}
 		time.Sleep(120 * time.Second)
-		if err := reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)); err != nil || calls != 1 {
+		if err := provider(reg, "api.example.com").Do(context.Background(), nil, countingAttempt(&calls)); err != nil || calls != 1 {
 			t.Fatalf("after the pause: %v with %d attempts, want one success", err, calls)
 		}
 	})
@@ -278,7 +278,7 @@ func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 	cfg := fast()
 	cfg.MaxWait = time.Minute
 	reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
-	_ = reg.Provider("api.example.com").Do(context.Background(), nil, status(429, 120*time.Second))
+	_ = provider(reg, "api.example.com").Do(context.Background(), nil, status(429, 120*time.Second))
 	saved, _, err := store.LoadPause(context.Background(), "api.example.com")
 	if err != nil || time.Until(saved) < 100*time.Second {
 		t.Fatalf("saved pause %v (in %v), %v; want about 2 minutes ahead", saved, time.Until(saved), err)
@@ -292,7 +292,7 @@ func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 	defer store.Close()
 	reg = newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
 	calls := 0
-	stop := stopOf(t, reg.Provider("api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
+	stop := stopOf(t, provider(reg, "api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
 	if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(saved) || calls != 0 {
 		t.Fatalf("after reopening: %v until %v with %d attempts, want throttled until %v and none", stop, stop.Until, calls, saved)
 	}

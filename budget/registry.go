@@ -88,8 +88,8 @@ type entry struct {
 var _ Provider = (*entry)(nil)
 
 // NewRegistry returns a Registry for cfg, or an error naming the invalid
-// field; every override is validated up front so [Registry.Provider] cannot
-// fail later. A Pacer in cfg.Defaults is an error (see
+// field; every override is validated up front so [Registry.Get] cannot
+// fail later for a bad one. A Pacer in cfg.Defaults is an error (see
 // [RegistryConfig.Defaults]).
 func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	if cfg.IdleTTL < 0 {
@@ -134,22 +134,12 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	return r, nil
 }
 
-// Provider returns the one Provider for key, creating it on first use. Two
-// callers asking for the same key get the same Provider. It panics only if a
-// [RegistryConfig.NewPacer] fails or a [PauseStore] cannot load the key's
-// pause, which is why Provider has no error; use [Registry.Get] to handle
-// those cases.
-func (r *Registry) Provider(key string) Provider {
-	p, err := r.Get(key)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
-// Get is [Registry.Provider] with an error instead of a panic when the
-// provider cannot be created (a failing [RegistryConfig.NewPacer], or a
-// [PauseStore] that cannot load the provider's pause).
+// Get returns the one Provider for key, creating it on first use: two
+// callers asking for the same key get the same Provider. The error says
+// why a provider could not be created: a failing
+// [RegistryConfig.NewPacer], or a [PauseStore] that cannot load the
+// provider's pause. [Registry.Lookup] finds a Provider without creating
+// one.
 func (r *Registry) Get(key string) (Provider, error) {
 	s := &r.shards[hash(key)&r.mask]
 	s.mu.RLock()

@@ -39,7 +39,7 @@ func TestRegistryOneProviderPerKey(t *testing.T) {
 		for c := range callers {
 			wg.Go(func() {
 				for _, k := range keys {
-					got[c] = append(got[c], reg.Provider(k))
+					got[c] = append(got[c], provider(reg, k))
 				}
 			})
 		}
@@ -65,10 +65,10 @@ func TestRegistryOverrides(t *testing.T) {
 		Defaults:  budget.Config{Adaptive: aimd.Config{Initial: 2}},
 		Overrides: map[string]budget.Config{"binance": {Adaptive: aimd.Config{Initial: 20}}},
 	})
-	if got := reg.Provider("binance").Snapshot().Rate; got != 20 {
+	if got := provider(reg, "binance").Snapshot().Rate; got != 20 {
 		t.Fatalf("override rate %v, want 20", got)
 	}
-	if got := reg.Provider("kraken").Snapshot().Rate; got != 2 {
+	if got := provider(reg, "kraken").Snapshot().Rate; got != 2 {
 		t.Fatalf("default rate %v, want 2", got)
 	}
 }
@@ -102,8 +102,8 @@ func TestRegistryRejectsBadConfig(t *testing.T) {
 func TestRegistryEvictsIdleNeverBusy(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, budget.RegistryConfig{IdleTTL: time.Minute, Defaults: fast()})
-	idle := reg.Provider("idle")
-	busy := reg.Provider("busy")
+	idle := provider(reg, "idle")
+	busy := provider(reg, "busy")
 	release := make(chan struct{})
 	started := make(chan struct{})
 	go func() {
@@ -140,7 +140,7 @@ func TestRegistryCap(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, budget.RegistryConfig{MaxProviders: 100})
 	for i := range 1000 {
-		reg.Provider(fmt.Sprint("host-", i))
+		provider(reg, fmt.Sprint("host-", i))
 	}
 	if n := reg.Len(); n > 100 {
 		t.Fatalf("registry holds %d providers, cap 100", n)
@@ -155,7 +155,7 @@ func TestRegistrySnapshot(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, budget.RegistryConfig{Defaults: fast()})
 	for _, k := range []string{"b", "a", "c"} {
-		_ = reg.Provider(k).Do(context.Background(), nil, status(200, 0))
+		_ = provider(reg, k).Do(context.Background(), nil, status(200, 0))
 	}
 	snaps := reg.Snapshot()
 	if len(snaps) != 3 || snaps[0].Key != "a" || snaps[2].Key != "c" {
@@ -176,7 +176,7 @@ func TestRegistryKeepsPausedProviders(t *testing.T) {
 		cfg := fast()
 		cfg.MaxWait = time.Minute
 		reg := newRegistry(t, budget.RegistryConfig{IdleTTL: time.Minute, Defaults: cfg})
-		_ = reg.Provider("banned").Do(context.Background(), nil, status(418, time.Hour))
+		_ = provider(reg, "banned").Do(context.Background(), nil, status(418, time.Hour))
 		if n := reg.EvictAt(time.Now().Add(10 * time.Minute)); n != 0 {
 			t.Fatalf("evicted %d providers, want the paused one kept", n)
 		}

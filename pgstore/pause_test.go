@@ -39,7 +39,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		return reg
 	}
 	a := open()
-	_ = a.Provider("api.example.com").Do(context.Background(), nil, func(context.Context) forage.Outcome {
+	_ = provider(a, "api.example.com").Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		return forage.Outcome{Status: 429, RetryAfter: 120 * time.Second}
 	})
 
@@ -47,7 +47,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start, calls := time.Now(), 0
-	err := b.Provider("api.example.com").Do(ctx, nil, func(context.Context) forage.Outcome {
+	err := provider(b, "api.example.com").Do(ctx, nil, func(context.Context) forage.Outcome {
 		calls++
 		return forage.Outcome{Status: 200}
 	})
@@ -122,14 +122,14 @@ func TestPauseStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start, calls := time.Now(), 0
-	for provider, want := range map[string]forage.Reason{"api.example.com": forage.ReasonBanned, "old.example.com": forage.ReasonThrottled} {
-		err = reg.Provider(provider).Do(ctx, nil, func(context.Context) forage.Outcome {
+	for key, want := range map[string]forage.Reason{"api.example.com": forage.ReasonBanned, "old.example.com": forage.ReasonThrottled} {
+		err = provider(reg, key).Do(ctx, nil, func(context.Context) forage.Outcome {
 			calls++
 			return forage.Outcome{Status: 200}
 		})
 		var be *budget.Error
 		if !errors.As(err, &be) || be.Reason != want || !be.Until.Equal(until) || calls != 0 {
-			t.Fatalf("%s: Do = %v with %d attempts; want %s until %v, none sent", provider, err, calls, want, until)
+			t.Fatalf("%s: Do = %v with %d attempts; want %s until %v, none sent", key, err, calls, want, until)
 		}
 	}
 	if waited := time.Since(start); waited > time.Second {

@@ -145,13 +145,13 @@ func TestDefaultSpareReadsBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = reg.Provider("hot").Do(context.Background(), nil, func(context.Context) forage.Outcome {
+	err = provider(reg, "hot").Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		return forage.Outcome{Status: 429, RetryAfter: time.Hour}
 	}, budget.NoRetry())
 	if r, _ := budget.ReasonOf(err); !r.SourcePressure() {
 		t.Fatalf("the 429 ended with %v, want source pressure", err)
 	}
-	reg.Provider("cool")
+	provider(reg, "cool")
 	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
 	now := time.Now()
 	for _, p := range []string{"hot", "cool", "unknown"} {

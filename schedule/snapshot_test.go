@@ -97,7 +97,7 @@ func TestPausedProvidersAndKnowsProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Provider("in-registry")
+	provider(reg, "in-registry")
 	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
 	upsert(t, s, t0, schedule.Spec{Provider: "with-job", Kind: schedule.KindBackfill, Stream: "s"})
 	if got := s.PausedProviders(); len(got) != 0 {

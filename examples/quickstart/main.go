@@ -89,7 +89,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	provider := reg.Provider("sim-exchange") // for the progress line and the summary
+	provider, err := reg.Get("sim-exchange") // for the progress line and the summary
+	if err != nil {
+		return err
+	}
 	client := &http.Client{Timeout: 10 * time.Second}
 
 	fmt.Fprintf(os.Stderr, "exchange on %s (limit %d req/s, not told); data in %s\n", lb.URL, trueLimit, dir)

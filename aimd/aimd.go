@@ -19,14 +19,14 @@ var invalid = cfgerr.For("aimd", ErrInvalidConfig)
 
 // Defaults applied by [New] to zero Config fields.
 const (
-	DefaultInitial   = 4.0                    // requests/s before the first response
+	defaultInitial   = 4.0                    // requests/s before the first response
 	DefaultMin       = 0.05                   // requests/s: one request every 20s
-	DefaultMax       = 10000.0                // requests/s
-	DefaultIncrease  = 1.0                    // requests/s gained per second of success
-	DefaultDecrease  = 0.9                    // multiplier applied on pressure
-	DefaultRecovery  = 45 * time.Second       // climb from a decrease back to the ceiling
-	DefaultSlowStart = 250 * time.Millisecond // doubling time before the first pressure
-	DefaultCoolOff   = time.Second            // refusals within it decrease once
+	defaultMax       = 10000.0                // requests/s
+	defaultIncrease  = 1.0                    // requests/s gained per second of success
+	defaultDecrease  = 0.9                    // multiplier applied on pressure
+	defaultRecovery  = 45 * time.Second       // climb from a decrease back to the ceiling
+	defaultSlowStart = 250 * time.Millisecond // doubling time before the first pressure
+	defaultCoolOff   = time.Second            // refusals within it decrease once
 	minRate          = 1e-6                   // requests/s; below, one request per 11 days, is absurd
 	maxRate          = 1e9                    // requests/s; anything above is absurd
 )
@@ -136,21 +136,21 @@ func (c Config) resolve() (Config, error) {
 		return c, invalid.Must("Config.Decrease", "be in (0, 1)", c.Decrease)
 	}
 	c.Min = orDefault(c.Min, DefaultMin)
-	c.Max = orDefault(c.Max, DefaultMax)
+	c.Max = orDefault(c.Max, defaultMax)
 	if c.Max < c.Min {
 		return c, invalid.Must("Config.Max", fmt.Sprintf("be >= Min (%g)", c.Min), c.Max)
 	}
 	if c.Initial == 0 {
-		c.Initial = min(max(DefaultInitial, c.Min), c.Max)
+		c.Initial = min(max(defaultInitial, c.Min), c.Max)
 	}
 	if c.Initial < c.Min || c.Initial > c.Max {
 		return c, invalid.Must("Config.Initial", fmt.Sprintf("be in [Min, Max] = [%g, %g]", c.Min, c.Max), c.Initial)
 	}
-	c.Increase = orDefault(c.Increase, DefaultIncrease)
-	c.Decrease = orDefault(c.Decrease, DefaultDecrease)
-	c.Recovery = orDefault(c.Recovery, DefaultRecovery)
-	c.SlowStart = orDefault(c.SlowStart, DefaultSlowStart)
-	c.CoolOff = orDefault(c.CoolOff, DefaultCoolOff)
+	c.Increase = orDefault(c.Increase, defaultIncrease)
+	c.Decrease = orDefault(c.Decrease, defaultDecrease)
+	c.Recovery = orDefault(c.Recovery, defaultRecovery)
+	c.SlowStart = orDefault(c.SlowStart, defaultSlowStart)
+	c.CoolOff = orDefault(c.CoolOff, defaultCoolOff)
 	return c, nil
 }
 

@@ -24,7 +24,7 @@ func TestPropertyClimbIsLogarithmic(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := t0
-		budget := time.Duration((0.25*math.Log2(limit/aimd.DefaultInitial) + 0.5) * float64(time.Second))
+		budget := time.Duration((0.25*math.Log2(limit/4 /* the default Initial */) + 0.5) * float64(time.Second))
 		for c.RateAt(now) < limit {
 			if now.Sub(t0) > budget {
 				t.Fatalf("rate %.1f after %v, want %.1f within %v", c.RateAt(now), now.Sub(t0), limit, budget)

@@ -60,7 +60,7 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxPause is the longest pause a provider may impose by one answer
 	// (a Retry-After, a spent quota's reset); a longer one is clamped to it.
-	// Defaults to 1 hour (DefaultMaxPause). Headers are untrusted input:
+	// Defaults to 1 hour. Headers are untrusted input:
 	// "Retry-After: 99999999999999999999" would otherwise park every
 	// caller for the 72 hours the header parsers allow. An hour covers
 	// every pause a provider means for a client that backs off (seconds to
@@ -76,7 +76,7 @@ type Config struct {
 	// to MaxPause: 1, 2, 4, … minutes by default, so a provider that bans
 	// again as soon as the pause ends is left alone longer each time, and
 	// one refused request per pause is all it sees. A Retry-After that
-	// comes with the ban wins. Defaults to 1 minute (DefaultBanPause), or
+	// comes with the ban wins. Defaults to 1 minute, or
 	// MaxPause if that is shorter; a BanPause set longer than MaxPause is
 	// an error. Calling a banned provider before its ban
 	// ends only extends the ban, which is why a ban never leaves the
@@ -113,12 +113,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultMaxPause is the default [Config.MaxPause].
-const DefaultMaxPause = time.Hour
+// defaultMaxPause is the default [Config.MaxPause].
+const defaultMaxPause = time.Hour
 
-// DefaultBanPause is the default [Config.BanPause]: the pause of the first
+// defaultBanPause is the default [Config.BanPause]: the pause of the first
 // ban in a row that comes without a usable Retry-After.
-const DefaultBanPause = time.Minute
+const defaultBanPause = time.Minute
 
 // NoTimeout, as [Config.AttemptTimeout], sets no per-attempt timeout.
 const NoTimeout = time.Duration(-1)
@@ -254,10 +254,10 @@ func (c Config) withDefaults() Config {
 		c.MaxWait = time.Minute
 	}
 	if c.MaxPause == 0 {
-		c.MaxPause = DefaultMaxPause
+		c.MaxPause = defaultMaxPause
 	}
 	if c.BanPause == 0 {
-		c.BanPause = min(DefaultBanPause, c.MaxPause)
+		c.BanPause = min(defaultBanPause, c.MaxPause)
 	}
 	return c
 }

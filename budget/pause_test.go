@@ -116,13 +116,13 @@ func TestMaxPauseClampsHostileHeaders(t *testing.T) {
 				p := newLocal(t, cfg)
 				start := time.Now()
 				_ = p.Do(context.Background(), nil, attempt)
-				want := start.Add(budget.DefaultMaxPause)
+				want := start.Add(time.Hour)
 				if got := p.Snapshot().PausedUntil; !got.Equal(want) {
-					t.Fatalf("paused until %v after start, want %v", got.Sub(start), budget.DefaultMaxPause)
+					t.Fatalf("paused until %v after start, want %v", got.Sub(start), time.Hour)
 				}
 				stop := stopOf(t, p.Do(context.Background(), nil, status(200, 0)))
 				if !stop.Reason.SourcePressure() || !stop.Until.Equal(want) {
-					t.Fatalf("next call: %v until +%v, want source pressure until +%v", stop, stop.Until.Sub(start), budget.DefaultMaxPause)
+					t.Fatalf("next call: %v until +%v, want source pressure until +%v", stop, stop.Until.Sub(start), time.Hour)
 				}
 			})
 		})
@@ -342,8 +342,8 @@ func TestPauseLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Snapshot().PausedUntil; !got.Equal(start.Add(budget.DefaultMaxPause)) {
-			t.Fatalf("loaded pause ends at +%v, want +%v", got.Sub(start), budget.DefaultMaxPause)
+		if got := p.Snapshot().PausedUntil; !got.Equal(start.Add(time.Hour)) {
+			t.Fatalf("loaded pause ends at +%v, want +%v", got.Sub(start), time.Hour)
 		}
 		if store.saves != 0 {
 			t.Fatalf("loading saved the pause back %d times", store.saves)
@@ -375,7 +375,7 @@ func TestPropertyPauseDurableAndBounded(t *testing.T) {
 			cfg.Pauses = store
 			maxPause := cfg.MaxPause
 			if maxPause == 0 {
-				maxPause = budget.DefaultMaxPause
+				maxPause = time.Hour
 			}
 			p, err := budget.NewLocal("p", cfg)
 			if err != nil {

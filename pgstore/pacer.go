@@ -68,16 +68,15 @@ type PacerConfig struct {
 	// however many of its callers were waiting. The callers of one Pacer
 	// take turns to book, so they do not poll the database together. Too
 	// short and a slot may pass while its booking travels to the
-	// database. Negative is an error. Defaults to 100ms
-	// ([DefaultBookAhead]).
+	// database. Negative is an error. Defaults to 100ms.
 	BookAhead time.Duration
 }
 
 // Defaults of [PacerConfig].
 const (
-	DefaultHoldAfterCut = 2 * time.Second
-	DefaultMaxGrowth    = 2.0
-	DefaultBookAhead    = 100 * time.Millisecond
+	defaultHoldAfterCut = 2 * time.Second
+	defaultMaxGrowth    = 2.0
+	defaultBookAhead    = 100 * time.Millisecond
 )
 
 // Pacer is a GCRA pacer whose state lives in one database row per key, so
@@ -176,12 +175,12 @@ func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
 	case holdAfterCut < 0:
 		return nil, bad("HoldAfterCut", ">= 0", cfg.HoldAfterCut)
 	case holdAfterCut == 0:
-		holdAfterCut = DefaultHoldAfterCut
+		holdAfterCut = defaultHoldAfterCut
 	}
 	growth := cfg.MaxGrowth
 	switch {
 	case growth == 0:
-		growth = DefaultMaxGrowth
+		growth = defaultMaxGrowth
 	case !(growth > 1 && growth <= 1000):
 		return nil, bad("MaxGrowth", "in (1, 1000]", cfg.MaxGrowth)
 	}
@@ -190,7 +189,7 @@ func (s *Store) NewPacer(key string, cfg PacerConfig) (*Pacer, error) {
 	case ahead < 0:
 		return nil, bad("BookAhead", ">= 0", cfg.BookAhead)
 	case ahead == 0:
-		ahead = DefaultBookAhead
+		ahead = defaultBookAhead
 	}
 	return &Pacer{s: s, key: key, id: rand.Int64(), iv: iv, burst: burst, timeout: timeout, log: cfg.Logger,
 		holdAfterCut: holdAfterCut, growth: growth, ahead: ahead, head: make(chan struct{}, 1)}, nil

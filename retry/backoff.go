@@ -10,11 +10,11 @@ import (
 
 // Backoff defaults and limits.
 const (
-	// DefaultBase is the default [BackoffConfig.Base]: the ceiling of the
+	// defaultBase is the default [BackoffConfig.Base]: the ceiling of the
 	// first retry's sleep.
-	DefaultBase = 100 * time.Millisecond
-	// DefaultCap is the default [BackoffConfig.Cap]: the largest sleep.
-	DefaultCap = 20 * time.Second
+	defaultBase = 100 * time.Millisecond
+	// defaultCap is the default [BackoffConfig.Cap]: the largest sleep.
+	defaultCap = 20 * time.Second
 	// maxBackoffCap bounds Base and Cap: a retry sleep longer than a day is a
 	// misconfiguration (a provider that needs that long says so with
 	// Retry-After, and the run should end rather than sleep).
@@ -82,14 +82,14 @@ func NewBackoff(cfg BackoffConfig) (*Backoff, error) {
 	base := cfg.Base
 	switch {
 	case base == 0:
-		base = DefaultBase
+		base = defaultBase
 	case base < 0 || base > maxBackoffCap:
 		return nil, invalid.Must("BackoffConfig.Base", "be in [0, 24h]", cfg.Base)
 	}
 	ceiling := cfg.Cap
 	switch {
 	case ceiling == 0:
-		ceiling = max(DefaultCap, base)
+		ceiling = max(defaultCap, base)
 	case ceiling < 0 || ceiling > maxBackoffCap:
 		return nil, invalid.Must("BackoffConfig.Cap", "be in [0, 24h]", cfg.Cap)
 	case ceiling < base:

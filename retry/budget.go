@@ -8,17 +8,17 @@ import (
 
 // Budget defaults and limits.
 const (
-	// DefaultRatio is the default [BudgetConfig.Ratio]: one retry token per
+	// defaultRatio is the default [BudgetConfig.Ratio]: one retry token per
 	// five first attempts, the Linkerd default and the share of the AWS SDK
 	// retry quota.
-	DefaultRatio = 0.2
-	// DefaultMinRetries is the default [BudgetConfig.MinRetries]: enough for
+	defaultRatio = 0.2
+	// defaultMinRetries is the default [BudgetConfig.MinRetries]: enough for
 	// a run of a handful of requests to ride out one short blip.
-	DefaultMinRetries = 3
-	// DefaultMaxTokens is the default [BudgetConfig.Max] (or MinRetries if
+	defaultMinRetries = 3
+	// defaultMaxTokens is the default [BudgetConfig.Max] (or MinRetries if
 	// that is larger). It is the largest retry burst a long healthy run can
 	// bank: 100, like the AWS SDK's 500-token quota at 5 tokens a retry.
-	DefaultMaxTokens = 100
+	defaultMaxTokens = 100
 	// NoRetries, as [BudgetConfig.Ratio], makes first attempts deposit
 	// nothing; as [BudgetConfig.MinRetries], starts the budget empty. Zero
 	// cannot say "none" because a zero field means its default.
@@ -84,14 +84,14 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	case floor == NoRetries:
 		floor = 0
 	case floor == 0:
-		floor = DefaultMinRetries
+		floor = defaultMinRetries
 	case floor < 0 || floor > maxBudgetTokens:
 		return nil, invalid.Must("BudgetConfig.MinRetries", fmt.Sprintf("be in [0, %d] or NoRetries", maxBudgetTokens), cfg.MinRetries)
 	}
 	maxTokens := cfg.Max
 	switch {
 	case maxTokens == 0:
-		maxTokens = max(DefaultMaxTokens, floor)
+		maxTokens = max(defaultMaxTokens, floor)
 	case maxTokens < 1 || maxTokens > maxBudgetTokens:
 		return nil, invalid.Must("BudgetConfig.Max", fmt.Sprintf("be in [1, %d]", maxBudgetTokens), cfg.Max)
 	case maxTokens < floor:
@@ -109,7 +109,7 @@ func budgetRatio(r float64) (int64, error) {
 	case r == NoRetries:
 		return 0, nil
 	case r == 0:
-		r = DefaultRatio
+		r = defaultRatio
 	case math.IsNaN(r) || r < 1.0/tokenUnit || r > 1:
 		return 0, invalid.Must("BudgetConfig.Ratio", "be in [1e-9, 1], 0 or NoRetries", r)
 	}

@@ -55,17 +55,17 @@ func TestNewBudgetValidation(t *testing.T) {
 func TestBudgetDefaults(t *testing.T) {
 	t.Parallel()
 	b := mustBudget(t, retry.BudgetConfig{})
-	if got := b.Tokens(); got != retry.DefaultMinRetries {
-		t.Fatalf("fresh budget holds %v tokens; want the floor %d", got, retry.DefaultMinRetries)
+	if got := b.Tokens(); got != 3 {
+		t.Fatalf("fresh budget holds %v tokens; want the floor %d", got, 3)
 	}
 	for i := range 10_000 {
 		b.Deposit()
-		if b.Tokens() > retry.DefaultMaxTokens {
-			t.Fatalf("after %d deposits the budget holds %v tokens; want <= %d", i+1, b.Tokens(), retry.DefaultMaxTokens)
+		if b.Tokens() > 100 {
+			t.Fatalf("after %d deposits the budget holds %v tokens; want <= %d", i+1, b.Tokens(), 100)
 		}
 	}
-	if got := b.Tokens(); got != retry.DefaultMaxTokens {
-		t.Fatalf("after 10000 deposits the budget holds %v tokens; want the cap %d", got, retry.DefaultMaxTokens)
+	if got := b.Tokens(); got != 100 {
+		t.Fatalf("after 10000 deposits the budget holds %v tokens; want the cap %d", got, 100)
 	}
 	// Five first attempts at the default ratio 0.2 earn exactly one retry.
 	b = mustBudget(t, retry.BudgetConfig{MinRetries: retry.NoRetries})

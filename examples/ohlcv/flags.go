@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/klines"
 )
 
@@ -99,7 +98,7 @@ func parseCollect(args []string) (options, error) {
 	fs.StringVar(&o.schema, "pg-schema", "forage", "")
 	fs.IntVar(&o.maxRequests, "max-requests", 0, "")
 	fs.DurationVar(&o.timeout, "timeout", 0, "")
-	fs.DurationVar(&o.maxPause, "max-pause", budget.DefaultMaxPause, "")
+	fs.DurationVar(&o.maxPause, "max-pause", time.Hour, "") // budget.Config.MaxPause's default
 	fs.BoolVar(&o.follow, "follow", false, "")
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")

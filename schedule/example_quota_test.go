@@ -26,12 +26,17 @@ func Example_spentQuota() {
 	}})
 	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{}),
 		Requeue: 10 * time.Millisecond}, schedule.NewMemoryJobStore(), nil) // setup: Requeue, the shortest wait, cut to keep the example fast
-	src := &pages{n: 3} // setup: a Source of 3 pages that logs each request
-	_ = schedule.AddStream(ctx, s, schedule.Stream[int]{Name: "history", Provider: "api", Backfill: src, Sink: discard})
-	go s.Run(ctx)
+	src := &pages{n: 3}              // setup: a Source of 3 pages that logs each request
+	caughtUp := make(chan string, 1) // setup: until the history is in
+	_ = schedule.AddStream(ctx, s, schedule.Stream[int]{Name: "history", Provider: "api", Backfill: src, Sink: discard,
+		OnRun: backfilled(caughtUp)})
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
 
-	waitForBackfills(ctx, s, 1) // setup: until the history is in
-	jobs, _ := s.Jobs(ctx, schedule.Query{})
+	<-caughtUp
+	cancel()
+	<-ran // Run returns once every run ended and its outcome is written
+	jobs, _ := s.Jobs(context.Background(), schedule.Query{})
 	from, at := src.requests()
 	fmt.Println(jobs[0].State, "after", jobs[0].Stats.Runs, "runs; requests after cursors", from)
 	fmt.Println("never sooner than the limit allows:", at[1].Sub(at[0]) >= 200*time.Millisecond, at[2].Sub(at[1]) >= 200*time.Millisecond)

@@ -2,11 +2,13 @@
 // REST API into a file store or PostgreSQL, within a budget, exactly once,
 // resuming where the last run stopped.
 //
-// Each symbol is one stream, run by a [slice.Runner] through one
-// [budget.Provider] per exchange: a catch-up run fills [since, until) (until
-// is fixed when the run starts), then, with -follow, a steady-state run
-// collects from where catch-up ended, once per interval, until SIGINT or
-// SIGTERM. Catch-up and steady-state keep separate checkpoints. Only closed
+// Each symbol is one stream declared to a [schedule.Scheduler], which runs
+// it through one [budget.Provider] per exchange: its backfill fills
+// [since, until) in catch-up mode (until is fixed when the run starts) and,
+// with -follow, its incremental job collects from until on in steady-state
+// mode, just after each candle closes, first whenever both are due and
+// never at the same time as the backfill, until SIGINT or SIGTERM.
+// Catch-up and steady-state keep separate checkpoints. Only closed
 // candles are stored, each once (upsert on the open time), and the
 // checkpoint never runs ahead of the data: with a file store a crash replays
 // at most one page, which the upsert absorbs; with PostgreSQL the candles

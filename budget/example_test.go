@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -60,4 +65,48 @@ func ExampleNewRun() {
 	// Output:
 	// spent=false reason=""
 	// spent=true reason="deadline"
+}
+
+// ExampleNewTransport puts the gate under an http.Client: every host is
+// paced at its learned rate, with its own breaker, and a request that is
+// safe to replay is retried within the retry budget. A POST without an
+// Idempotency-Key is sent once, whatever the answer.
+func ExampleNewTransport() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable) // setup: the provider sheds load once
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+	client := &http.Client{Transport: budget.NewTransport(reg, nil)}
+	// Bound requests with their context, not http.Client.Timeout (which
+	// also counts the wait for a pacing slot).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/ticker", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(body), "after", hits.Load(), "requests")
+
+	hits.Store(0)
+	post, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/orders", strings.NewReader("buy 1"))
+	resp, err = client.Do(post)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "after", hits.Load(), "request")
+	// Output:
+	// 200 ok after 2 requests
+	// 503 after 1 request
 }

@@ -14,12 +14,24 @@ import (
 // Transport is an [http.RoundTripper] that sends every request through the
 // [Provider] of its host, taken from a [Registry]: per-host pacing at the
 // learned rate, a breaker per host, retries within the run's retry budget.
-// It retries only requests that are safe to replay (GET, HEAD, OPTIONS,
-// TRACE, or any request with GetBody), drains and closes the bodies of the
-// responses it discards, and returns the last response when it gives up, so
-// the caller sees the provider's final answer (e.g. the last 429). Config's
-// AttemptTimeout does not apply (the body is read after RoundTrip returns):
-// set the http.Client's Timeout instead.
+// It retries only what net/http itself would replay: a GET, HEAD, OPTIONS
+// or TRACE, or a request with an Idempotency-Key or X-Idempotency-Key
+// header, and only when its body can be sent again (no body, or GetBody
+// set). Any other request (a POST without an idempotency key, whatever its
+// body) is sent at most once, whatever the answer. The Transport drains
+// and closes the bodies of the responses it discards, and returns the last
+// response when it gives up, so the caller sees the provider's final
+// answer (e.g. the last 429).
+//
+// A request waits for its host's pacing slot before it is sent. When the
+// request's context has a deadline that the wait would pass, or the host
+// is paused past it, the request is not sent at all: RoundTrip returns a
+// *[Error] at once. Config's AttemptTimeout does not apply (the body is
+// read after RoundTrip returns). Bound each request with its context
+// (context.WithTimeout around client.Do, or a deadline per run), not with
+// http.Client.Timeout: the client's Timeout also counts the time spent
+// waiting for a slot, so under a slow provider it cancels requests that
+// were never sent.
 //
 // The run a request belongs to is taken from its context ([WithRun]); a
 // request without one is unbounded. Transport is safe for concurrent use.
@@ -79,12 +91,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-	default:
-		replayable = replayable && req.GetBody != nil
-	}
+	replayable := replayable(req)
 	var last *http.Response
 	tries := 0
 	attempt := func(ctx context.Context) forage.Outcome {
@@ -123,6 +130,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		err = errors.New("budget: transport: attempt returned no response")
 	}
 	return nil, err
+}
+
+// replayable reports whether req may be sent again after an answer: the
+// rule of net/http's own retries. Its body can be sent again (none, or
+// GetBody), and its method is idempotent or it carries an idempotency key.
+func replayable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
 }
 
 // discard drains a bounded amount of a response body, so the connection can

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 )
 
@@ -101,7 +103,8 @@ func TestTransportReturnsLastResponse(t *testing.T) {
 }
 
 // TestTransportNeverReplaysUnsafeBodies: a POST whose body cannot be
-// replayed is sent once; one with GetBody is retried with its body.
+// replayed is sent once; one with GetBody and an idempotency key is
+// retried with its body.
 func TestTransportNeverReplaysUnsafeBodies(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -121,6 +124,7 @@ func TestTransportNeverReplaysUnsafeBodies(t *testing.T) {
 		base2 := &scripted{codes: []int{503, 200}}
 		client2, _ := transportClient(t, base2)
 		req2, _ := http.NewRequest(http.MethodPost, "http://api.example.com/orders", bytes.NewReader([]byte("again")))
+		req2.Header.Set("Idempotency-Key", "order-7")
 		resp2, err := client2.Do(req2)
 		if err != nil {
 			t.Fatal(err)
@@ -130,6 +134,65 @@ func TestTransportNeverReplaysUnsafeBodies(t *testing.T) {
 			t.Fatalf("replayable POST: status %d, seen %q", resp2.StatusCode, base2.seen)
 		}
 	})
+}
+
+// TestTransportSendsAPostWithoutIdempotencyKeyOnce: a POST whose body
+// http.NewRequest can replay (GetBody set) but that carries no idempotency
+// key is sent exactly once, whatever the answer, as net/http itself would:
+// the provider may have acted on it. Before, two 502s made three orders.
+func TestTransportSendsAPostWithoutIdempotencyKeyOnce(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{200, 429, 500, 502, 503, 504, 404} {
+		synctest.Test(t, func(t *testing.T) {
+			base := &scripted{codes: []int{code, 200}}
+			client, _ := transportClient(t, base)
+			req, _ := http.NewRequest(http.MethodPost, "http://api.example.com/orders", strings.NewReader("buy 1"))
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if len(base.seen) != 1 || resp.StatusCode != code {
+				t.Fatalf("answer %d: sent %d times, status %d; want once, %d", code, len(base.seen), resp.StatusCode, code)
+			}
+		})
+	}
+}
+
+// TestTransportDoesNotSendWhatItCannotPaceInTime: a request whose context
+// deadline comes before its host's next pacing slot is not sent: RoundTrip
+// fails at once with a budget stop, rather than waiting out the deadline
+// or sending late.
+func TestTransportDoesNotSendWhatItCannotPaceInTime(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]budget.Config{
+		"known limit":   {Limits: []budget.Limit{{Count: 1, Per: 10 * time.Second}}},
+		"learned pacer": {Adaptive: aimd.Config{Initial: 0.1}}, // one request per 10 s
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			base := &scripted{codes: []int{200}}
+			reg := newRegistry(t, budget.RegistryConfig{Overrides: map[string]budget.Config{"slow.example.com": cfg}})
+			client := &http.Client{Transport: budget.NewTransport(reg, base)}
+			resp, err := client.Get("http://slow.example.com/a") // takes the slot of the next 10 s
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			start := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://slow.example.com/b", nil)
+			resp, err = client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			var stop *budget.Error
+			if !errors.As(err, &stop) || len(base.seen) != 1 || time.Since(start) != 0 {
+				t.Fatalf("%s: GET with 1 s left before a 10 s slot: err %v after %v, %d sent; want a budget stop at once, 1 sent",
+					name, err, time.Since(start), len(base.seen))
+			}
+		})
+	}
 }
 
 // TestTransportRunFromContext: attempts count against the run carried by

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/schedule"
 )
 
@@ -45,7 +46,7 @@ func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
 		}
 		if !known {
 			writeError(w, http.StatusNotFound, "name", fmt.Errorf(
-				"admin: provider %q is unknown: it has no job, is not paused and is not in the budget registry", clip(name, 64)))
+				"admin: provider %q is unknown: it has no job, is not paused and is not in the budget registry", redact.Clip(name, 64)))
 			return
 		}
 		switch {
@@ -136,7 +137,7 @@ func (h *Handler) serveProviders(w http.ResponseWriter, r *http.Request) {
 	for _, p := range snap.Providers {
 		enc, err := json.Marshal(p)
 		if err != nil {
-			writeErr(w, fmt.Errorf("admin: provider %q cannot be written as JSON: %w", clip(p.Provider, 64), err))
+			writeErr(w, fmt.Errorf("admin: provider %q cannot be written as JSON: %w", redact.Clip(p.Provider, 64), err))
 			return
 		}
 		if n > 0 && buf.Len()+len(enc)+len(p.Provider)*6+32 > h.cfg.MaxPageBytes { // the tail and "next", escaped

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/forage-go/forage/internal/argerr"
 	"github.com/forage-go/forage/internal/redact"
@@ -104,24 +103,11 @@ func writeErr(w http.ResponseWriter, err error) {
 
 // cleanError is a stored error message as the handler serves it: every URL
 // redacted, at most maxLastError bytes.
-func cleanError(msg string) string { return clip(redact.String(msg), maxLastError) }
+func cleanError(msg string) string { return redact.Clip(redact.String(msg), maxLastError) }
 
 // maxLastError caps a served last error, in bytes: the scheduler stores at
 // most 2 KiB, but a store may hold a longer one written by other means.
 const maxLastError = 2048
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " …"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
 
 // writeError answers {"error": err, "field": field} with code; URLs in the
 // message are redacted (a store's error may name its DSN).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // Config configures a [Scheduler]. The zero value is valid: eight jobs at
@@ -164,7 +165,7 @@ func (c Config) withDefaults() (Config, error) {
 	case c.RunTimeout < 0:
 		return bad("RunTimeout", ">= 0", c.RunTimeout)
 	case c.Owner != "" && checkName("Owner", c.Owner+maxOwnerSuffix) != nil:
-		return bad("Owner", fmt.Sprintf("valid UTF-8 without control characters, at most %d bytes", checkpoint.MaxNameLen-len(maxOwnerSuffix)), fmt.Sprintf("%q", clip(c.Owner, 64)))
+		return bad("Owner", fmt.Sprintf("valid UTF-8 without control characters, at most %d bytes", checkpoint.MaxNameLen-len(maxOwnerSuffix)), fmt.Sprintf("%q", redact.Clip(c.Owner, 64)))
 	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
@@ -317,18 +316,5 @@ const maxLastError = 2048
 // failing request's query often holds the provider's credentials, and
 // the message is persisted and served) and at most maxLastError bytes.
 func lastError(err error) string {
-	return clip(redact.String(err.Error()), maxLastError)
-}
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " …"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return redact.Clip(redact.String(err.Error()), maxLastError)
 }

@@ -3,6 +3,7 @@ package redact
 import (
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // Mask replaces every redacted part.
@@ -379,3 +380,17 @@ func isSchemeByte(c byte) bool { return isAlnum(c) || c == '+' || c == '-' || c 
 
 // isKeyByte reports whether c may be part of a query parameter name.
 func isKeyByte(c byte) bool { return isAlnum(c) || strings.IndexByte("_-.[]%", c) >= 0 }
+
+// Clip cuts s to at most n bytes on a rune boundary, marking the cut with
+// " …": for messages that are stored and served, not logs.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}

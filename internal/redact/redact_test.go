@@ -297,3 +297,24 @@ func ExampleString() {
 	fmt.Println(redact.String(`Get "https://bob:pw@api.example.com/v3/klines?symbol=BTCUSDT&apikey=k&signature=s": EOF`))
 	// Output: Get "https://REDACTED@api.example.com/v3/klines?symbol=REDACTED&apikey=REDACTED&signature=REDACTED": EOF
 }
+
+// TestClip: a message longer than n is cut to at most n bytes on a rune
+// boundary and marked; a shorter one is left alone.
+func TestClip(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly ten", 11, "exactly ten"},
+		{"a longer message", 10, "a long …"},
+		{"ééééé", 8, "éé …"},
+	} {
+		got := redact.Clip(tc.s, tc.n)
+		if got != tc.want || len(got) > max(tc.n, len(tc.s)) {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"errors"
-	"testing"
 	"time"
 
 	"github.com/forage-go/forage/admin"
@@ -75,18 +74,4 @@ func streams(jobs []schedule.Job) []string {
 		out[i] = j.Stream
 	}
 	return out
-}
-
-// runFor runs s in the bubble for d of fake time, then stops it and waits
-// for Run to return, failing if it returns anything but context.Canceled.
-func runFor(t *testing.T, s *schedule.Scheduler, d time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	time.Sleep(d)
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run returned %v, want context.Canceled", err)
-	}
 }

@@ -1,5 +1,9 @@
 # forage: the commands a developer and CI use.
-#   make test     lint + race tests in every module of the repo (what .ci/run calls)
+#   make test     lint + race tests in every module of the repo + release-check
+#                 (what .ci/run calls)
+#   make release-check  every nested module built as a user would get it:
+#                 GOWORK=off, the core served at the release version from a
+#                 file-based module proxy made from the tree
 #   make bench    the hot-path benchmarks, with allocations
 #   make lint     gofmt check + vet + staticcheck (pinned; scripts/staticcheck.sh
 #                 installs it on first use) in every module
@@ -15,11 +19,11 @@ GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput goodput-http vet
+.PHONY: test bench lint goodput goodput-http vet release-check
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
-test: lint
+test: lint release-check
 	@set -e; for m in $(MODULES); do \
 		echo "== go test -race $$m"; \
 		case $$m in \
@@ -27,6 +31,9 @@ test: lint
 		*) (cd $$m && $(GO) test -race -count=1 ./...) ;; \
 		esac; \
 	done
+
+release-check:
+	@bash scripts/release-check.sh
 
 vet:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done

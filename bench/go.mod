@@ -2,12 +2,11 @@ module github.com/forage-go/forage/bench
 
 go 1.25.0
 
-replace github.com/forage-go/forage => ../
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.47.7
 	github.com/aws/smithy-go v1.28.8
-	github.com/forage-go/forage v0.0.0
+	github.com/forage-go/forage v0.1.0
 	golang.org/x/time v0.15.0
 )
 

@@ -3,7 +3,7 @@ module github.com/forage-go/forage/pgstore
 go 1.25.0
 
 require (
-	github.com/forage-go/forage v0.0.0
+	github.com/forage-go/forage v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	pgregory.net/rapid v1.3.0
@@ -19,4 +19,3 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 )
 
-replace github.com/forage-go/forage => ../

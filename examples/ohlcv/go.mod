@@ -3,8 +3,8 @@ module github.com/forage-go/forage/examples/ohlcv
 go 1.25.0
 
 require (
-	github.com/forage-go/forage v0.0.0
-	github.com/forage-go/forage/pgstore v0.0.0
+	github.com/forage-go/forage v0.1.0
+	github.com/forage-go/forage/pgstore v0.1.0
 	github.com/jackc/pgx/v5 v5.12.0
 	pgregory.net/rapid v1.3.0
 )
@@ -17,9 +17,4 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-)
-
-replace (
-	github.com/forage-go/forage => ../..
-	github.com/forage-go/forage/pgstore => ../../pgstore
 )

@@ -50,130 +50,172 @@ func main() {
 	}
 }
 
+// run is the whole host: an exchange to collect from, a file store, one
+// budget.Provider per exchange, and one declared stream per symbol, run by
+// the scheduler until every backfill reached the listing and the head has
+// been followed for a few more seconds.
 func run() error {
-	listed := time.Now().Add(-days * 24 * time.Hour).Truncate(time.Minute)
-	var syms []providertest.Symbol
-	for _, s := range symbols {
-		syms = append(syms, providertest.Symbol{Name: s, Listed: listed})
-	}
-	exchange, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.RateLimit(trueLimit, 1), Answer: providertest.Answer429})
+	start := time.Now()
+	listed := start.Add(-days * 24 * time.Hour).Truncate(time.Minute)
+	exchange, url, stop, err := simulatedExchange(listed)
 	if err != nil {
 		return err
 	}
-	lb, err := exchange.Listen()
-	if err != nil {
-		return err
-	}
-	defer lb.Close()
-
+	defer stop()
 	dir, err := os.MkdirTemp("", "forage-quickstart-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	fmt.Fprintf(os.Stderr, "exchange on %s (limit %d req/s, not told); data in %s\n", url, trueLimit, dir)
+
 	store, err := checkpoint.OpenFileStore(dir+"/state", checkpoint.Config{})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-
-	var transitions []string
-	var tmu sync.Mutex
-	reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: budget.Config{
-		Breaker: breaker.Config{OnTransition: func(t breaker.Transition) {
-			tmu.Lock()
-			transitions = append(transitions, t.String())
-			tmu.Unlock()
-		}},
-	}})
+	var t tally
+	reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: budget.Config{Breaker: breaker.Config{OnTransition: t.transition}}})
 	if err != nil {
 		return err
 	}
-	provider, err := reg.Get("sim-exchange") // for the progress line and the summary
-	if err != nil {
-		return err
-	}
-	client := &http.Client{Timeout: 10 * time.Second}
-
-	fmt.Fprintf(os.Stderr, "exchange on %s (limit %d req/s, not told); data in %s\n", lb.URL, trueLimit, dir)
-	start := time.Now()
-	var candles, slices atomic.Int64
-	done := make(chan struct{})
-	go progress(done, start, provider, &candles, &slices)
-
-	// The scheduler runs the streams: one per symbol, its history
-	// backfilled (catch-up, up to the moment the collector started) when
-	// the exchange has room, its head followed every few seconds (steady
-	// state, from that moment on), never both at once. The checkpoints and
-	// candles are files: a second run resumes where this one committed.
 	sched, err := schedule.New(schedule.Config{MaxRunning: 8, MaxPerProvider: 6, Budget: reg, Checkpoints: store}, schedule.NewMemoryJobStore(), nil)
 	if err != nil {
 		return err
 	}
+
+	// One stream per symbol: its history backfilled (catch-up, up to the
+	// moment the collector started) when the exchange has room, its head
+	// followed every few seconds (steady state, from that moment on),
+	// never both at once. The checkpoints and candles are files: a second
+	// run resumes where this one committed.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	client := &http.Client{}
 	for _, symbol := range symbols {
 		sink, err := klines.OpenFileSink(dir, symbol, "1m")
 		if err != nil {
 			return err
 		}
 		defer sink.Close()
-		backfill, head, err := klines.Sources(&klines.Source{Client: client, Base: lb.URL, Symbol: symbol, Interval: "1m", Page: page, From: listed}, start)
+		backfill, head, err := klines.Sources(&klines.Source{Client: client, Base: url, Symbol: symbol, Interval: "1m", Page: page, From: listed}, start)
 		if err != nil {
 			return err
 		}
-		err = schedule.AddStream(ctx, sched, schedule.Stream[klines.Candle]{
-			Name: "sim/" + symbol + "/1m", Provider: "sim-exchange", Backfill: backfill, Incremental: head,
-			Every: 5 * time.Second, Sink: counting{sink, &candles, &slices},
-		})
+		err = schedule.AddStream(ctx, sched, schedule.Stream[klines.Candle]{Name: "sim/" + symbol + "/1m", Provider: "sim-exchange",
+			Backfill: backfill, Incremental: head, Every: 5 * time.Second, Sink: sink, OnRun: t.run})
 		if err != nil {
 			return err
 		}
 	}
-	schedErr := make(chan error, 1)
-	go func() { schedErr <- sched.Run(ctx) }()
-	// Stop once every backfill reached the listing and the head has run a
-	// few more cycles.
-	var backfilled time.Time
-	var okAtBackfill int64
-	giveUp := time.Now().Add(3 * time.Minute) // a backstop: the run takes about 30s
-	for ; ; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(giveUp) {
-			return fmt.Errorf("quickstart: backfills not done after 3 minutes: %s", jobStates(ctx, sched))
-		}
-		jobs, err := sched.Jobs(ctx, schedule.Query{Kind: schedule.KindBackfill})
-		if err != nil {
-			return err
-		}
-		all := true
-		for _, j := range jobs {
-			all = all && j.State == schedule.StateSuccess
-		}
-		if all && backfilled.IsZero() {
-			backfilled, okAtBackfill = time.Now(), exchange.Stats().OK
-		}
-		if !backfilled.IsZero() && time.Since(backfilled) > 6*time.Second {
-			break
-		}
-	}
-	cancel()
-	if err := <-schedErr; err != nil && !errors.Is(err, context.Canceled) {
+	provider, err := reg.Get("sim-exchange")
+	if err != nil {
 		return err
 	}
-	close(done)
+	go t.progress(ctx, start, provider)
+	backfilled := t.backfilled(len(symbols))
+	ran := make(chan error, 1)
+	go func() { ran <- sched.Run(ctx) }()
 
-	elapsed := time.Since(start)
-	snap := provider.Snapshot()
-	st := exchange.Stats()
-	fmt.Printf("\ncollected %d candles of %d symbols in %d slices, %.1fs\n\n", candles.Load(), len(symbols), slices.Load(), elapsed.Seconds())
-	fmt.Printf("%-28s %s\n", "requests sent", fmt.Sprint(st.Requests))
-	fmt.Printf("%-28s %d (%.2f%%)\n", "refused by the exchange", st.Throttled+st.Unavailable+st.Banned, 100*float64(st.Throttled+st.Unavailable+st.Banned)/float64(max(st.Requests, 1)))
-	fmt.Printf("%-28s %.1f req/s of a true %d (%.0f%%)\n", "learned rate", snap.Rate, trueLimit, 100*snap.Rate/trueLimit)
+	select { // every backfill caught up, or a backstop: the run takes about 30 s
+	case <-backfilled:
+	case <-time.After(3 * time.Minute):
+		return fmt.Errorf("quickstart: the backfills are not done after 3 minutes")
+	}
+	caughtUp, okAtBackfill := time.Now(), exchange.Stats().OK
+	time.Sleep(6 * time.Second) // the head, followed a little longer
+	cancel()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return t.report(start, caughtUp, okAtBackfill, exchange.Stats(), provider.Snapshot(), store)
+}
+
+// simulatedExchange starts a Binance-compatible exchange on loopback that
+// lists every symbol since listed, at a limit the collector is not told.
+func simulatedExchange(listed time.Time) (*providertest.Server, string, func(), error) {
+	var syms []providertest.Symbol
+	for _, s := range symbols {
+		syms = append(syms, providertest.Symbol{Name: s, Listed: listed})
+	}
+	exchange, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.RateLimit(trueLimit, 1), Answer: providertest.Answer429})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	lb, err := exchange.Listen()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return exchange, lb.URL, func() { lb.Close() }, nil
+}
+
+// tally counts what the streams made durable, from each run's report, and
+// the breaker's transitions.
+type tally struct {
+	candles, slices atomic.Int64
+	mu              sync.Mutex
+	caughtUp        map[string]bool // streams whose backfill caught up
+	done            chan struct{}   // closed once want streams caught up
+	want            int
+	transitions     []string
+}
+
+// run is every stream's OnRun hook.
+func (t *tally) run(job schedule.Job, rep slice.Report, err error) {
+	t.candles.Add(int64(rep.Records))
+	t.slices.Add(int64(rep.Slices))
+	if job.Kind != schedule.KindBackfill || err != nil || rep.Reason != "" || rep.Yielded {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.caughtUp == nil {
+		t.caughtUp = map[string]bool{}
+	}
+	t.caughtUp[job.Stream] = true
+	if len(t.caughtUp) == t.want && t.done != nil {
+		close(t.done)
+		t.done = nil
+	}
+}
+
+// backfilled returns a channel closed once n streams' backfills caught up.
+func (t *tally) backfilled(n int) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch := make(chan struct{})
+	t.want, t.done = n, ch
+	if t.caughtUp == nil {
+		t.caughtUp = map[string]bool{}
+	}
+	if len(t.caughtUp) >= n {
+		close(ch)
+		t.done = nil
+	}
+	return ch
+}
+
+// transition is the breaker's OnTransition hook.
+func (t *tally) transition(tr breaker.Transition) {
+	t.mu.Lock()
+	t.transitions = append(t.transitions, tr.String())
+	t.mu.Unlock()
+}
+
+// report prints the summary: goodput against the exchange's true limit,
+// refusals, the unresolved gap records (none may be left) and the breaker's
+// transitions.
+func (t *tally) report(start, backfilled time.Time, okAtBackfill int64, st providertest.Stats, snap budget.Snapshot, store *checkpoint.FileStore) error {
+	refused := st.Throttled + st.Unavailable + st.Banned
 	catchUp := backfilled.Sub(start).Seconds()
+	fmt.Printf("\ncollected %d candles of %d symbols in %d slices, %.1fs\n\n", t.candles.Load(), len(symbols), t.slices.Load(), time.Since(start).Seconds())
+	fmt.Printf("%-28s %d\n", "requests sent", st.Requests)
+	fmt.Printf("%-28s %d (%.2f%%)\n", "refused by the exchange", refused, 100*float64(refused)/float64(max(st.Requests, 1)))
+	fmt.Printf("%-28s %.1f req/s of a true %d (%.0f%%)\n", "learned rate", snap.Rate, trueLimit, 100*snap.Rate/trueLimit)
 	fmt.Printf("%-28s %.1f req/s over %.1fs (%.0f%% of the true limit, the climb from 4 req/s included)\n",
 		"goodput during the backfill", float64(okAtBackfill)/catchUp, catchUp, 100*float64(okAtBackfill)/catchUp/trueLimit)
 	// Every planned stop (a run's turn over, a 429) left a gap record at
-	// its cursor, resolved by the run that went past it: none may be left.
+	// its cursor, resolved by the run that went past it.
 	open, err := store.ListGaps(context.Background(), checkpoint.GapQuery{})
 	if err != nil {
 		return err
@@ -182,31 +224,18 @@ func run() error {
 	for _, g := range open {
 		fmt.Printf("  %s: %s\n", g.Key, g.Reason)
 	}
-	fmt.Printf("%-28s %d\n", "breaker transitions", len(transitions))
-	for _, t := range transitions {
-		fmt.Printf("  %s\n", t)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Printf("%-28s %d\n", "breaker transitions", len(t.transitions))
+	for _, tr := range t.transitions {
+		fmt.Printf("  %s\n", tr)
 	}
 	return nil
 }
 
-// counting is a Sink that counts the slices and candles it makes durable.
-type counting struct {
-	*klines.FileSink
-	n, slices *atomic.Int64
-}
-
-func (c counting) Write(ctx context.Context, p slice.Page[klines.Candle]) error {
-	if err := c.FileSink.Write(ctx, p); err != nil {
-		return err
-	}
-	c.n.Add(int64(len(p.Records)))
-	c.slices.Add(1)
-	return nil
-}
-
-// progress prints one live line on stderr until done: rewritten in place on
-// a terminal, a plain line every few seconds otherwise.
-func progress(done <-chan struct{}, start time.Time, p budget.Provider, candles, slices *atomic.Int64) {
+// progress prints one live line on stderr until ctx ends: rewritten in
+// place on a terminal, a plain line every few seconds otherwise.
+func (t *tally) progress(ctx context.Context, start time.Time, p budget.Provider) {
 	fi, _ := os.Stderr.Stat()
 	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
 	every := 3 * time.Second
@@ -214,43 +243,29 @@ func progress(done <-chan struct{}, start time.Time, p budget.Provider, candles,
 		every = 200 * time.Millisecond
 	}
 	total := int64(len(symbols) * days * 24 * 60)
-	t := time.NewTicker(every)
-	defer t.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
 	for {
 		select {
-		case <-done:
+		case <-ctx.Done():
 			if tty {
 				fmt.Fprintln(os.Stderr)
 			}
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
 		s := p.Snapshot()
-		n := candles.Load()
+		n := t.candles.Load()
 		eta := "-"
 		if el := time.Since(start); n > 0 && n < total {
 			eta = (time.Duration(float64(el) * float64(total-n) / float64(n))).Round(time.Second).String()
 		}
 		line := fmt.Sprintf("rate %5.1f/s (learned ceiling %5.1f)  requests %5d  throttled %3d  candles %6d/%d  slices %4d  eta %s",
-			s.Rate, s.Ceiling, s.Requests, s.Throttled, n, total, slices.Load(), eta)
+			s.Rate, s.Ceiling, s.Requests, s.Throttled, n, total, t.slices.Load(), eta)
 		if tty {
 			fmt.Fprintf(os.Stderr, "\r%s%s", line, strings.Repeat(" ", 4))
 		} else {
 			fmt.Fprintln(os.Stderr, line)
 		}
 	}
-}
-
-// jobStates describes every job's state and last error, for a run that did
-// not finish in time.
-func jobStates(ctx context.Context, s *schedule.Scheduler) string {
-	jobs, err := s.Jobs(ctx, schedule.Query{})
-	if err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, j := range jobs {
-		fmt.Fprintf(&b, "%s %s %s (last error: %q); ", j.Stream, j.Kind, j.State, j.Stats.LastError)
-	}
-	return b.String()
 }

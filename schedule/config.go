@@ -105,9 +105,11 @@ type Config struct {
 	// of the streams declared with [AddStream]. Required to declare one;
 	// unused otherwise.
 	Checkpoints checkpoint.Store
-	// Logger receives one structured line per store error and lost lease,
-	// its error with every URL redacted (query values, userinfo). Nil
-	// means silent.
+	// Logger receives one structured record per run's end (a failure at
+	// Warn; the provider's pushback, a yield, a deferral and a backfill
+	// done at Info, with the reason and the next run; an ordinary cycle at
+	// Debug) and one per store error and lost lease (Warn), every error
+	// with its URLs and secrets redacted. Nil means silent.
 	Logger *slog.Logger
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -112,7 +113,44 @@ func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Re
 		return job, s.storeError("finish", job, err)
 	}
 	s.addWake(stored.NextRun)
+	s.logOutcome(stored, o)
 	return stored, nil
+}
+
+// logOutcome writes one structured record for what a run's end did to
+// its job, at a level an operator would want: a failure at Warn; a wait
+// the provider imposed, a yield, a deferral and a backfill done at Info;
+// an ordinary cycle at Debug. Errors are redacted. A nil Logger is silent.
+func (s *Scheduler) logOutcome(j Job, o outcome) {
+	l := s.cfg.Logger
+	if l == nil {
+		return
+	}
+	level, msg := slog.LevelDebug, "schedule: run ended"
+	switch o.kind {
+	case outFailed:
+		level, msg = slog.LevelWarn, "schedule: run failed; backing off"
+	case outPressure:
+		level, msg = slog.LevelInfo, "schedule: the provider pushed back; the job waits"
+	case outYielded:
+		level, msg = slog.LevelInfo, "schedule: the stream is held by another owner; the job waits"
+	case outRequeue:
+		level, msg = slog.LevelInfo, "schedule: run deferred: its budget is spent"
+	case outDone:
+		level, msg = slog.LevelInfo, "schedule: done"
+	}
+	if !l.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := []slog.Attr{slog.Int64("job", j.ID), slog.String("provider", j.Provider), slog.String("kind", string(j.Kind)),
+		slog.String("stream", j.Stream), slog.String("state", string(j.State)), slog.Time("next_run", j.NextRun)}
+	if o.err != nil {
+		if why, ok := budget.ReasonOf(o.err); ok {
+			attrs = append(attrs, slog.String("reason", string(why)))
+		}
+		attrs = append(attrs, slog.String("err", redact.String(o.err.Error())))
+	}
+	l.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
 // deleteDone deletes a gap fill that finished, if it is still as this

@@ -1,0 +1,62 @@
+package schedule_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/schedule"
+)
+
+// TestOutcomesAreLogged: what a run's end did to its job is one structured
+// record at an operator's level: a failure at Warn (its error redacted),
+// the provider's pushback and a deferral at Info with the reason and the
+// next run, an ordinary cycle only at Debug. A nil Logger stays silent.
+func TestOutcomesAreLogged(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		errs := map[string]error{
+			"fails":    errors.New("decode: unexpected EOF from https://api.example.com/x?apikey=K3Y-s3cr3t"),
+			"pressure": &budget.Error{Provider: "q", Reason: forage.ReasonThrottled, Until: time.Now().Add(time.Hour)},
+			"deferred": &budget.Error{Provider: "p", Reason: forage.ReasonRequestCap},
+			"fine":     nil,
+		}
+		worker := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			return schedule.Result{}, errs[j.Stream]
+		})
+		var out bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		s, _ := newSched(t, schedule.Config{Logger: log}, worker)
+		for stream := range errs {
+			provider := "p"
+			if stream == "pressure" {
+				provider = "q"
+			}
+			upsert(t, s, time.Now(), schedule.Spec{Provider: provider, Kind: schedule.KindIncremental, Stream: stream, Interval: time.Hour})
+		}
+		runFor(t, s, 500*time.Millisecond)
+		logs := out.String()
+		for _, want := range []string{
+			`level=WARN msg="schedule: run failed; backing off"`,
+			`stream=fails`,
+			`level=INFO msg="schedule: the provider pushed back; the job waits"`,
+			`reason=throttled`,
+			`level=INFO msg="schedule: run deferred: its budget is spent"`,
+			`reason=request_cap`,
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("logs lack %s:\n%s", want, logs)
+			}
+		}
+		if strings.Contains(logs, "s3cr3t") || strings.Contains(logs, "stream=fine") {
+			t.Errorf("logs show a secret or an ordinary cycle at Info:\n%s", logs)
+		}
+	})
+}

@@ -113,7 +113,9 @@ const defaultRunFor = time.Minute
 // AddStream is idempotent: declaring a stream again (at every start of
 // the host) replaces its sources and sinks and updates its jobs'
 // definition, keeping their schedule and state, so a restart resumes
-// where the last run committed. The error names the invalid field.
+// where the last run committed; a kind declared no more (Backfill or
+// Incremental now nil) has its job deleted. The error names the invalid
+// field.
 func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 	if err := st.validate(s); err != nil {
 		return err
@@ -163,11 +165,22 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 	specs := []Spec{{Provider: st.Provider, Kind: KindBackfill, Stream: st.Name, Priority: st.Priority},
 		{Provider: st.Provider, Kind: KindIncremental, Stream: st.Name, Priority: st.Priority, Interval: st.Every, NextRun: st.At}}
 	for i, src := range []slice.Source[R]{st.Backfill, st.Incremental} {
-		if src == nil {
+		if src != nil {
+			if _, err := s.Upsert(ctx, specs[i]); err != nil {
+				return err
+			}
 			continue
 		}
-		if _, err := s.Upsert(ctx, specs[i]); err != nil {
+		// The declaration is the truth: a kind it no longer has (a
+		// source dropped since the last start) loses its job.
+		old, err := s.Jobs(ctx, Query{Provider: st.Provider, Stream: st.Name, Kind: specs[i].Kind})
+		if err != nil {
 			return err
+		}
+		for _, j := range old {
+			if err := s.Delete(ctx, j.ID); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
 		}
 	}
 	return nil

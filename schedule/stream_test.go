@@ -299,6 +299,18 @@ func TestAddStreamValidates(t *testing.T) {
 	if err := schedule.AddStream(t.Context(), s, ok); err != nil {
 		t.Fatalf("declaring a stream again = %v; want nil (idempotent)", err)
 	}
+	// Declared again without a source it had, the stream loses that job.
+	both := ok
+	both.Incremental, both.Every = src, time.Minute
+	if err := schedule.AddStream(t.Context(), s, both); err != nil {
+		t.Fatal(err)
+	}
+	if err := schedule.AddStream(t.Context(), s, ok); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, _ := s.Jobs(t.Context(), schedule.Query{}); len(jobs) != 1 || jobs[0].Kind != schedule.KindBackfill {
+		t.Errorf("after dropping the Incremental source: jobs %v; want the backfill alone", jobs)
+	}
 	other := ok
 	other.Provider = "q"
 	if err := schedule.AddStream(t.Context(), s, other); err == nil || !strings.Contains(err.Error(), `"p"`) {

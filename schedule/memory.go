@@ -52,13 +52,6 @@ func NewMemoryJobStore() *MemoryJobStore {
 	return s
 }
 
-// Len returns the number of stored jobs.
-func (s *MemoryJobStore) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byID)
-}
-
 // Upsert implements [JobStore.Upsert].
 func (s *MemoryJobStore) Upsert(ctx context.Context, job Job) (Job, error) {
 	if err := job.Validate(); err != nil {

@@ -285,8 +285,8 @@ func TestPropertyUpsertDedups(t *testing.T) {
 			}
 			ids[key] = j.ID
 		}
-		if store.Len() != len(ids) {
-			rt.Fatalf("store holds %d jobs for %d identities", store.Len(), len(ids))
+		if must(store.Count(context.Background())) != len(ids) {
+			rt.Fatalf("store holds %d jobs for %d identities", must(store.Count(context.Background())), len(ids))
 		}
 		snap, err := s.SnapshotAt(context.Background(), t0.Add(time.Hour))
 		if err != nil {

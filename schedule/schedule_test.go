@@ -85,8 +85,8 @@ func TestUpsertValidatesSpec(t *testing.T) {
 			t.Errorf("UpsertAt(%+v) = %v, want ErrInvalid naming %s", tc.spec, err, tc.field)
 		}
 	}
-	if store.Len() != 0 {
-		t.Fatalf("%d jobs stored after only invalid specs", store.Len())
+	if must(store.Count(context.Background())) != 0 {
+		t.Fatalf("%d jobs stored after only invalid specs", must(store.Count(context.Background())))
 	}
 }
 

@@ -68,8 +68,11 @@ type Local struct {
 	dirty     atomic.Bool   // the controller changed since the pacer last followed
 	rate      float64       // the rate last given to the pacer
 	pausedTil time.Time     // the pause last given to the pacer
-	savedTil  time.Time     // the pause last saved to cfg.Pauses
+	savedTil  time.Time     // the pause last saved to cfg.Records
 	savedWhy  forage.Reason // the reason saved with savedTil
+	nextSave  time.Time     // when follow may next save the learned state
+
+	rec recorder // the provider's record in cfg.Records (see record.go)
 
 	bans     atomic.Int32 // bans in a row since the last success (see Config.BanPause)
 	banMu    sync.Mutex   // guards banUntil
@@ -81,15 +84,16 @@ type Local struct {
 type counters struct {
 	requests, ok, throttled, overloaded, transient, permanent atomic.Uint64
 	retries, fastFails, saturated, inFlight                   atomic.Int64
-	pauseSaveErrs                                             atomic.Int64
+	saveErrs                                                  atomic.Int64
 }
 
 var _ Provider = (*Local)(nil)
 
 // NewLocal returns a Local provider for key, or an error naming the invalid
-// field of cfg. With [Config.Pauses] set, it loads the pause saved for key
-// and holds every call until it ends; a failing load is an error (a
-// provider that forgot a ban would call into it).
+// field of cfg. With [Config.Records] set, it loads the record saved for
+// key: it starts at the learned rate and holds every call until the pause
+// in force ends; a failing load is an error (a provider that forgot a ban
+// would call into it).
 func NewLocal(key string, cfg Config) (*Local, error) {
 	if err := cfg.validate("Config"); err != nil {
 		return nil, err
@@ -98,7 +102,7 @@ func NewLocal(key string, cfg Config) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.loadPause(context.Background()); err != nil {
+	if err := p.load(context.Background()); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -149,6 +153,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	}
 	p.retries, _ = retry.NewBudget(retry.BudgetConfig{}) // the defaults are valid
 	p.rate = p.ctl.Rate()
+	p.nextSave = time.Now().Add(recordEvery)
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
 		if p.pacer, err = newLocalPacer(p.rate, cfg.Burst); err != nil {
@@ -177,42 +182,6 @@ func (p *Local) holding(now time.Time) bool {
 		}
 	}
 	return false
-}
-
-// loadPause holds the provider until the pause saved in cfg.Pauses ends,
-// clamped to MaxPause from now. A saved ban stays a ban: calls it refuses
-// say banned, and the next ban in a row pauses twice as long.
-func (p *Local) loadPause(ctx context.Context) error {
-	if p.cfg.Pauses == nil {
-		return nil
-	}
-	until, why, err := p.cfg.Pauses.LoadPause(ctx, p.key)
-	if err != nil {
-		return fmt.Errorf("budget: loading the pause of %q: %w", p.key, err)
-	}
-	now := time.Now()
-	if cap := now.Add(p.cfg.MaxPause); until.After(cap) {
-		until = cap
-	}
-	if !until.After(now) {
-		return nil
-	}
-	reason := forage.ReasonThrottled // also for a pause saved without a reason
-	if forage.Reason(why) == forage.ReasonBanned {
-		reason = forage.ReasonBanned
-		p.bans.Store(1)
-		p.banMu.Lock()
-		p.banUntil = until
-		p.banMu.Unlock()
-	}
-	p.mu.Lock()
-	p.savedTil, p.savedWhy = until, reason // already saved: follow need not write it back
-	p.mu.Unlock()
-	if err := p.ctl.Restore(aimd.State{PausedUntil: until}); err != nil {
-		return fmt.Errorf("budget: restoring the pause of %q: %w", p.key, err)
-	}
-	p.follow(now)
-	return nil
 }
 
 // Key returns the provider key.

@@ -98,18 +98,12 @@ func NewLocal(key string, cfg Config) (*Local, error) {
 	if err := cfg.validate("Config"); err != nil {
 		return nil, err
 	}
-	p, err := newLocal(key, cfg, "Config")
-	if err != nil {
-		return nil, err
-	}
-	if err := p.load(context.Background()); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return newLocal(key, cfg, "Config")
 }
 
-// newLocal builds the provider for key; its errors name cfg's fields from
-// path (see [Config.validate]).
+// newLocal builds the provider for key, restored from its record in
+// cfg.Records if any; its errors name cfg's fields from path (see
+// [Config.validate]).
 func newLocal(key string, cfg Config, path string) (*Local, error) {
 	cfg = cfg.withDefaults()
 	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
@@ -152,6 +146,13 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		return nil, invalid.Wrap(path+".Breaker", err)
 	}
 	p.retries, _ = retry.NewBudget(retry.BudgetConfig{}) // the defaults are valid
+	// The record is restored before the pacer first hears of a rate: a
+	// shared pacer takes a process's first rate as it joining, and any
+	// later one as a step (a restored rate below the start would cut the
+	// rate of every process).
+	if err := p.load(context.Background()); err != nil {
+		return nil, err
+	}
 	p.rate = p.ctl.Rate()
 	p.nextSave = time.Now().Add(recordEvery)
 	p.pacer = cfg.Pacer
@@ -162,6 +163,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	} else if err := p.pacer.SetRate(p.rate); err != nil {
 		return nil, fmt.Errorf("budget: %s.Pacer: SetRate(%v): %w", path, p.rate, err)
 	}
+	p.follow(time.Now()) // hands a restored pause to the pacer
 	return p, nil
 }
 

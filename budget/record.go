@@ -34,9 +34,9 @@ type recorder struct {
 	active atomic.Bool           // a background save is under way
 }
 
-// load restores the provider from its record in cfg.Records, if any: the
-// learned rate and ceiling, and the pause in force, clamped to MaxPause
-// from now. A saved ban stays a ban: calls it refuses say banned, and the
+// load restores the provider's controller from its record in cfg.Records,
+// if any, before the pacer is made: the learned rate and ceiling, and the
+// pause in force, clamped to MaxPause from now. A saved ban stays a ban: calls it refuses say banned, and the
 // next ban in a row pauses twice as long.
 func (p *Local) load(ctx context.Context) error {
 	if p.cfg.Records == nil {
@@ -73,7 +73,6 @@ func (p *Local) load(ctx context.Context) error {
 	if err := p.ctl.Restore(st); err != nil {
 		return fmt.Errorf("budget: restoring the record of %q: %w", p.key, err)
 	}
-	p.follow(now)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package budget_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -187,6 +188,53 @@ func TestRecordKeepsOperatorStatus(t *testing.T) {
 		rec, _, err := store.LoadRecord(ctx, "test")
 		if err != nil || rec.Status != "paused" || rec.Why != "audit" || rec.PausedUntil.IsZero() {
 			t.Fatalf("after the provider saved: %+v, %v; want its pause saved and the operator's status kept", rec, err)
+		}
+	})
+}
+
+// ratesPacer records the rates it is given; it never waits.
+type ratesPacer struct {
+	mu    sync.Mutex
+	rates []float64
+	until time.Time
+}
+
+func (r *ratesPacer) WaitN(context.Context, int) error { return nil }
+
+func (r *ratesPacer) SetRate(rate float64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rates = append(r.rates, rate)
+	return nil
+}
+
+func (r *ratesPacer) PauseUntil(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.until = t
+}
+
+// TestRestoredRateIsThePacersFirstRate: a provider restored from its record
+// gives its pacer the learned rate as the first rate it hears, and the
+// pause in force. A shared pacer (PostgreSQL's) takes the first rate as a
+// process joining and every later one as a step: a restart that first
+// said the conservative start and then the learned rate would have cut, or
+// climbed, the rate of every process sharing the provider.
+func TestRestoredRateIsThePacersFirstRate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		until := time.Now().Add(time.Minute)
+		store := &fakeRecords{m: map[string]forage.ProviderRecord{
+			"api.example.com": {Key: "api.example.com", Rate: 3, Ceiling: 5, PausedUntil: until, PauseReason: forage.ReasonThrottled},
+		}}
+		pacer := &ratesPacer{}
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store,
+			NewPacer: func(string) (budget.Pacer, error) { return pacer, nil }})
+		provider(reg, "api.example.com")
+		pacer.mu.Lock()
+		defer pacer.mu.Unlock()
+		if len(pacer.rates) != 1 || pacer.rates[0] != 3 || !pacer.until.Equal(until) {
+			t.Fatalf("the pacer was given rates %v and the pause %v; want only the learned 3/s, and the pause until %v", pacer.rates, pacer.until, until)
 		}
 	})
 }

@@ -187,9 +187,6 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.load(context.Background()); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	if e, ok := s.m[key]; ok { // lost the race to another creator
 		s.mu.Unlock()

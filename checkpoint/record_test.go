@@ -36,7 +36,7 @@ func TestRecordStore(t *testing.T) {
 	t.Run("File", func(t *testing.T) {
 		t.Parallel()
 		budgettest.RunRecordStore(t, func(t *testing.T) budget.RecordStore {
-			s := openRecords(t, t.TempDir())
+			s := openRecords(t, suiteDir(t))
 			t.Cleanup(func() { s.Close() })
 			return s
 		})
@@ -88,7 +88,7 @@ func TestPropertyRecordsSurviveReopen(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
-		dir, err := os.MkdirTemp("", "records")
+		dir, err := os.MkdirTemp(shmOrTemp(t), "records-*")
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -87,6 +87,7 @@
 //		NewPacer: func(key string) (budget.Pacer, error) {
 //			return store.NewPacer(key, pgstore.PacerConfig{Burst: 5})
 //		},
+//		Records: store, // the learned rate and the pause in force, for every process
 //	})
 //
 // The rate is shared as well, but each process runs its own rate

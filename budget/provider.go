@@ -52,7 +52,10 @@ func NoRetry() CallOption { return CallOption{noRetry: true} }
 // Local is the in-process [Provider]: an [aimd.Controller] discovering the
 // ceiling, a [Pacer] (by default a [gcra.Limiter]) holding the rate, a
 // [breaker.Breaker], the known [Limit]s, and a bulkhead. Local is safe for
-// concurrent use.
+// concurrent use. It starts no goroutine of its own but one: with
+// [Config.Records] set, a call may start a short-lived one that saves the
+// record (at most one at a time, at most every few seconds), so the call
+// never waits for the store.
 type Local struct {
 	key     string
 	cfg     Config

@@ -36,8 +36,9 @@ type recorder struct {
 
 // load restores the provider's controller from its record in cfg.Records,
 // if any, before the pacer is made: the learned rate and ceiling, and the
-// pause in force, clamped to MaxPause from now. A saved ban stays a ban: calls it refuses say banned, and the
-// next ban in a row pauses twice as long.
+// pause in force, clamped to MaxPause from now. A saved ban stays a ban:
+// calls it refuses say banned, and the next ban in a row pauses twice as
+// long.
 func (p *Local) load(ctx context.Context) error {
 	if p.cfg.Records == nil {
 		return nil

@@ -239,7 +239,7 @@ func (c *Config) validate(path string) error {
 	// bounded by the known limits, the pacer, the breaker) is validated
 	// here, so a Registry never fails later on a key it accepted.
 	probe := *c
-	probe.Pacer = nil
+	probe.Pacer, probe.Records = nil, nil // no I/O: a probe has no record
 	_, err := newLocal("", probe, path)
 	return err
 }

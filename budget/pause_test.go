@@ -24,6 +24,7 @@ type fakeRecords struct {
 	failSave  error
 	failLoads error
 	block     chan struct{} // if set, a save waits for it to close (or for its ctx)
+	onSave    func()        // if set, runs at the start of each save, outside the lock
 }
 
 func (f *fakeRecords) LoadRecord(_ context.Context, key string) (forage.ProviderRecord, bool, error) {
@@ -35,8 +36,11 @@ func (f *fakeRecords) LoadRecord(_ context.Context, key string) (forage.Provider
 
 func (f *fakeRecords) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
 	f.mu.Lock()
-	block := f.block
+	block, onSave := f.block, f.onSave
 	f.mu.Unlock()
+	if onSave != nil {
+		onSave()
+	}
 	if block != nil {
 		select {
 		case <-block:

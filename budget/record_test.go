@@ -238,3 +238,36 @@ func TestRestoredRateIsThePacersFirstRate(t *testing.T) {
 		}
 	})
 }
+
+// TestEvictionSavesBeforeDropping: a Get that comes while an evicted
+// provider's record is being saved finds the provider itself, not a
+// successor built from the record as it was before the save (the
+// regression: EvictAt dropped the provider, then saved it, so a Get in
+// between started again from the conservative rate).
+func TestEvictionSavesBeforeDropping(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const key = "api.example.com"
+		store := &fakeRecords{}
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store, IdleTTL: time.Minute})
+		p := provider(reg, key)
+		for range 50 {
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		learned := p.Snapshot().Rate
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		var during []float64
+		store.mu.Lock()
+		store.onSave = func() { during = append(during, provider(reg, key).Snapshot().Rate) }
+		store.mu.Unlock()
+		if n := reg.EvictAt(time.Now()); n != 1 {
+			t.Fatalf("EvictAt = %d, want 1", n)
+		}
+		if len(during) != 1 || during[0] != learned {
+			t.Fatalf("a Get during the eviction's save saw rates %v, want the learned %v once", during, learned)
+		}
+	})
+}

@@ -213,27 +213,40 @@ func (r *Registry) Len() int { return int(r.count.Load()) }
 // dropped. A caller still holding a dropped Provider is redirected to the
 // key's current one on its next call. now is the current time (the clock
 // the limits book on); a later one would find debts paid that are not.
-// With a [RecordStore], each dropped provider's record is saved before
-// EvictAt returns, so its successor starts where it left off.
+// With a [RecordStore], each provider to drop has its record saved first,
+// so its successor starts where it left off: a provider called after its
+// save has been used since the cutoff and is not dropped.
 func (r *Registry) EvictAt(now time.Time) int {
 	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
-	var gone []*Local
+	idle := func(e *entry) bool { return e.lastUsed.Load() < cutoff && !e.p.holding(now) }
+	var flush []*Local
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.RLock()
+		for _, e := range s.m {
+			if e.p.cfg.Records != nil && idle(e) {
+				flush = append(flush, e.p)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	for _, p := range flush {
+		p.flush() // outside the shard locks: a store may be a round trip away
+	}
+	n := 0
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
 		for key, e := range s.m {
-			if e.lastUsed.Load() < cutoff && !e.p.holding(now) && e.tryEvict(now) {
+			if idle(e) && e.tryEvict(now) {
 				delete(s.m, key)
-				gone = append(gone, e.p)
+				n++
 			}
 		}
 		s.mu.Unlock()
 	}
-	r.count.Add(int64(-len(gone)))
-	for _, p := range gone {
-		p.flush() // outside the shard locks: a store may be a round trip away
-	}
-	return len(gone)
+	r.count.Add(int64(-n))
+	return n
 }
 
 // Run evicts idle providers every IdleTTL/2 until ctx ends, then returns

@@ -66,9 +66,11 @@
 // so a restarted process starts at the rate the last one learned instead of
 // climbing again from the conservative start, and saves it when a pause is
 // set, in the background at most every few seconds while its rate moves
-// (never a store call per request), and when a [Registry] evicts it. The
-// checkpoint package's memory and file stores implement RecordStore, and so
-// does the PostgreSQL store.
+// (never a store call per request), and when a [Registry] evicts it. A
+// provider never changes the operator's Status and Why (it saves with
+// Status ""), and Do does not act on them: they are for an operator's
+// tools to set and read. The checkpoint package's memory and file stores
+// implement RecordStore, and so does the PostgreSQL store.
 //
 // # Many providers
 //

@@ -25,6 +25,11 @@
 // [ParseQuota] are the pieces FromHTTP is made of, for a host that reads
 // its responses another way.
 //
+// What a collector keeps about a provider between runs is a
+// [ProviderRecord]: the learned rate and ceiling, the pause in force and
+// its reason, an operator's status, counters; the budget package saves it
+// and every store keeps it.
+//
 // # Which package to reach for
 //
 //   - You know the rate and must hold it: [github.com/forage-go/forage/gcra],

@@ -24,10 +24,10 @@ import (
 func TestBanWithoutRetryAfterPauses(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		store := &fakePauses{}
+		store := &fakeRecords{}
 		cfg := fast()
 		cfg.MaxWait = time.Minute
-		cfg.Pauses = store
+		cfg.Records = store
 		p := newLocal(t, cfg)
 		start := time.Now()
 		want := start.Add(time.Minute)
@@ -128,7 +128,7 @@ func TestPropertyBanPause(t *testing.T) {
 			cfg.BanPause = time.Duration(rapid.Int64Range(1, 600).Draw(rt, "banPauseSecs")) * time.Second
 			cfg.MaxPause = cfg.BanPause + time.Duration(rapid.Int64Range(0, 7200).Draw(rt, "maxPauseExtraSecs"))*time.Second
 			cfg.MaxWait = time.Duration(rapid.Int64Range(0, 600).Draw(rt, "maxWaitSecs")) * time.Second
-			cfg.Pauses = store
+			cfg.Records = store
 			p := newLocal(rt, cfg)
 			bans := 0
 			steps := rapid.IntRange(1, 15).Draw(rt, "steps")
@@ -171,8 +171,8 @@ func TestPropertyBanPause(t *testing.T) {
 					rt.Fatalf("step %d: %d with Retry-After %v after %d bans: %s until +%v, want %s until +%v",
 						i, code, ra, bans, stop.Reason, stop.Until.Sub(at), reason, want.Sub(at))
 				}
-				saved, why, err := store.LoadPause(context.Background(), "test")
-				if err != nil || !saved.Equal(want) || why != string(reason) {
+				rec, _, err := store.LoadRecord(context.Background(), "test")
+				if saved, why := rec.PausedUntil, rec.PauseReason; err != nil || !saved.Equal(want) || why != reason {
 					rt.Fatalf("step %d: store holds %v, %q, %v; want +%v, %s", i, saved.Sub(at), why, err, want.Sub(at), reason)
 				}
 				// A call refused by the pause (its deadline comes first) and

@@ -9,6 +9,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 )
 
 // unlimited is a provider config whose pacer never waits, so a benchmark
@@ -29,6 +30,23 @@ func ok(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }
 // that does nothing.
 func BenchmarkDo(b *testing.B) {
 	p, _ := budget.NewLocal("bench", unlimited())
+	run := budget.Unbounded()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Do(ctx, run, ok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDoWithRecords is BenchmarkDo for a provider that keeps its
+// record in a store: the success path makes no store call (a save runs in
+// the background at most every few seconds), so it costs what Do costs.
+func BenchmarkDoWithRecords(b *testing.B) {
+	cfg := unlimited()
+	cfg.Records = checkpoint.NewMemoryStore(checkpoint.Config{})
+	p, _ := budget.NewLocal("bench", cfg)
 	run := budget.Unbounded()
 	ctx := context.Background()
 	b.ReportAllocs()

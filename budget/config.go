@@ -82,12 +82,15 @@ type Config struct {
 	// ends only extends the ban, which is why a ban never leaves the
 	// provider unpaused.
 	BanPause time.Duration
-	// Pauses, if set, keeps the provider's pause where a later process
-	// finds it (see [PauseStore]): a provider loads the pause in force when
-	// it is created and saves it whenever a pause is set or extended, so a
-	// restart does not call a provider that asked to be left alone. Nil
-	// keeps pauses in memory only.
-	Pauses PauseStore
+	// Records, if set, keeps the provider's record where a later process
+	// finds it (see [RecordStore]): a provider loads its record when it is
+	// created, restoring the learned rate and ceiling and the pause in
+	// force, so a restart neither climbs again from the conservative start
+	// nor calls a provider that asked to be left alone. It saves the record
+	// whenever a pause is set or extended, in the background at most every
+	// few seconds while what it learned changes, and when a [Registry]
+	// evicts it. Nil keeps it all in memory only.
+	Records RecordStore
 	// Classify, if set, reads each attempt's outcome for this provider
 	// instead of the default rules ([forage.Outcome.Class]): a provider
 	// whose 503s come from a flaky gateway rather than from load shedding
@@ -106,8 +109,8 @@ type Config struct {
 	// pacers through [RegistryConfig.NewPacer] (or an override's Pacer for
 	// that key alone); a Pacer in [RegistryConfig.Defaults] is rejected.
 	Pacer Pacer
-	// Logger receives the provider's own records: a pause that could not
-	// be saved to Pauses (Warn). Breaker transitions are the breaker's:
+	// Logger receives the provider's own log records: a provider record
+	// that could not be saved to Records (Warn). Breaker transitions are the breaker's:
 	// watch them with Breaker.OnTransition and log them with
 	// Breaker.Logger. Nil means silent.
 	Logger *slog.Logger
@@ -159,33 +162,38 @@ type Pacer interface {
 
 var _ Pacer = (*gcra.Limiter)(nil)
 
-// PauseStore keeps providers' pauses across restarts. A provider asked to
-// wait (a 429 with Retry-After, a ban, a spent quota) must not be called
-// again before the pause ends, by this process or the next one: retrying
-// during a ban only extends it. Each pause keeps its reason, so a call
-// refused after a restart says banned rather than throttled.
-// checkpoint.FileStore and checkpoint.MemoryStore implement it, and so does
-// the PostgreSQL store; the interface is structural (plain strings, no type
-// of this package) so stores need not import this package.
+// RecordStore keeps one [forage.ProviderRecord] per provider key across
+// restarts: the learned rate and ceiling, so a restart starts where the last
+// process left off, and the pause in force with its reason, so a provider
+// that asked to be left alone (a 429 with Retry-After, a ban, a spent
+// quota) is not called again before the pause ends, by this process or the
+// next one (retrying during a ban only extends it), and a call refused
+// after a restart says banned rather than throttled. The checkpoint
+// package's FileStore and MemoryStore implement it, and so does the
+// PostgreSQL store; the record is a type of the root package, so stores
+// need not import this one. [github.com/forage-go/forage/budget/budgettest]
+// is the contract as a test suite.
 //
 // Implementations must be safe for concurrent use. Saves are rare (one per
-// pause set or extended, or whose reason changed), so a store may write
-// synchronously.
-type PauseStore interface {
-	// LoadPause returns the end of the pause saved for provider and the
-	// reason saved with it, or the zero Time when none was saved. A pause
-	// that has ended may be returned or not; callers ignore it. The reason
-	// may be "" (a pause saved before reasons were kept); callers read it
-	// as [forage.ReasonThrottled].
-	LoadPause(ctx context.Context, provider string) (until time.Time, reason string, err error)
-	// SavePause records that provider must not be called before until,
-	// for reason (a [forage.Reason]'s wire name: "banned" or "throttled"),
-	// durably before it returns nil. It never shortens a saved pause: the
-	// store keeps the later of the saved and the new end, with the reason
-	// saved with that end (for an equal end, the new reason), so
-	// concurrent saves in any order leave the latest end. It is
-	// idempotent.
-	SavePause(ctx context.Context, provider string, until time.Time, reason string) error
+// pause set or extended, one every few seconds per provider while its rate
+// moves, one per eviction), so a store may write synchronously.
+type RecordStore interface {
+	// LoadRecord returns the record saved for key and true, or the zero
+	// record and false when none was saved. A key that is not a valid
+	// name ([github.com/forage-go/forage/checkpoint.CheckName]) is an
+	// error, and so is a ctx that has ended.
+	LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error)
+	// SaveRecord upserts r under r.Key, durably before it returns nil. It
+	// is idempotent, and saves of different keys are independent. Every
+	// field takes r's value except two, merged so that saves from many
+	// processes, in any order, lose neither a pause nor an operator's
+	// word: PausedUntil keeps the later of the saved and the new end, and
+	// PauseReason the reason saved with that end (for an equal end, r's);
+	// Status and Why keep the saved ones when r.Status is "". A key, a
+	// non-empty Status, Why or PauseReason that is not a valid name, a
+	// Rate or Ceiling that is negative, NaN or infinite, or a ctx that has
+	// ended is an error, and nothing changes.
+	SaveRecord(ctx context.Context, r forage.ProviderRecord) error
 }
 
 // validate checks c, naming its fields from path: "Config" for a
@@ -231,7 +239,7 @@ func (c *Config) validate(path string) error {
 	// bounded by the known limits, the pacer, the breaker) is validated
 	// here, so a Registry never fails later on a key it accepted.
 	probe := *c
-	probe.Pacer = nil
+	probe.Pacer, probe.Records = nil, nil // no I/O: a probe has no record
 	_, err := newLocal("", probe, path)
 	return err
 }

@@ -429,7 +429,10 @@ func (p *Local) feedback(start, end time.Time, out *forage.Outcome, class forage
 // goroutine at a time applies them, reading the controller under p.mu so
 // the latest state is applied last; the others only mark the state dirty and
 // go on, so a pacer that is slow to update (a database round trip) never
-// holds up responses. A follower loops until no one marked it dirty.
+// holds up responses. A follower loops until no one marked it dirty. It
+// saves the record when the pause in force is not yet saved, at once (see
+// [Local.savePause]), and otherwise at most every recordEvery, in the
+// background (see [Local.saveSoon]).
 func (p *Local) follow(now time.Time) {
 	p.dirty.Store(true)
 	for p.dirty.Load() && p.mu.TryLock() {
@@ -445,35 +448,14 @@ func (p *Local) follow(now time.Time) {
 			p.pausedTil = pu
 		}
 		if why := p.pauseReason(now); pu.After(now) && (pu.After(p.savedTil) || why != p.savedWhy) {
-			p.savePause(pu, why)
+			p.savePause(now)
+		}
+		if p.cfg.Records != nil && !now.Before(p.nextSave) {
+			p.nextSave = now.Add(recordEvery)
+			p.saveSoon()
 		}
 		p.mu.Unlock()
 	}
-}
-
-// pauseSaveTimeout bounds one save of a pause, so a store that hangs does
-// not hold up the response that set the pause for long.
-const pauseSaveTimeout = 10 * time.Second
-
-// savePause writes the pause until, for reason, to cfg.Pauses, if set;
-// p.mu is held. A failure is logged and counted, and the save is tried
-// again on the next response or the next call the pause refuses: the pause
-// holds in memory either way.
-func (p *Local) savePause(until time.Time, reason forage.Reason) {
-	if p.cfg.Pauses == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), pauseSaveTimeout)
-	defer cancel()
-	if err := p.cfg.Pauses.SavePause(ctx, p.key, until, string(reason)); err != nil {
-		p.n.pauseSaveErrs.Add(1)
-		if p.cfg.Logger != nil {
-			p.cfg.Logger.Warn("budget: saving the pause failed; it holds in this process only",
-				"provider", p.key, "until", until, "reason", reason, "err", err)
-		}
-		return
-	}
-	p.savedTil, p.savedWhy = until, reason
 }
 
 // ban pauses the provider for a ban answered at end: for the Retry-After

@@ -54,10 +54,23 @@
 // A ban (418) without a usable Retry-After still pauses: for
 // [Config.BanPause] (1 minute by default), doubled for each further ban in
 // a row, up to MaxPause; the calls it stops say [forage.ReasonBanned].
-// With a [PauseStore] ([Config.Pauses], [RegistryConfig.Pauses]) the pause in
-// force outlives the process: a restart honours it instead of calling again
-// at once, which would only extend a ban, and a ban stays a ban. The
-// checkpoint package's stores implement PauseStore.
+// With a [RecordStore] ([Config.Records], [RegistryConfig.Records]) the pause
+// in force outlives the process: a restart honours it instead of calling
+// again at once, which would only extend a ban, and a ban stays a ban.
+//
+// # The provider's record
+//
+// A RecordStore keeps one [forage.ProviderRecord] per provider key: the
+// learned rate and ceiling, the pause in force and its reason, an
+// operator's status, and counters. A provider loads it when it is created,
+// so a restarted process starts at the rate the last one learned instead of
+// climbing again from the conservative start, and saves it when a pause is
+// set, in the background at most every few seconds while its rate moves
+// (never a store call per request), and when a [Registry] evicts it. A
+// provider never changes the operator's Status and Why (it saves with
+// Status ""), and Do does not act on them: they are for an operator's
+// tools to set and read. The checkpoint package's memory and file stores
+// implement RecordStore, and so does the PostgreSQL store.
 //
 // # Many providers
 //

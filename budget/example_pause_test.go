@@ -11,13 +11,14 @@ import (
 	"github.com/forage-go/forage/checkpoint"
 )
 
-// ExamplePauseStore keeps a provider's pause across a restart: the first
-// process is told "429, Retry-After: 120"; the next one, built on the same
-// store (a checkpoint.FileStore in production), does not call the provider
-// until the two minutes are over.
-func ExamplePauseStore() {
+// ExampleRecordStore keeps a provider's record across a restart: the
+// first process learns a rate and is told "429, Retry-After: 120"; the
+// next one, built on the same store (a checkpoint.FileStore in production),
+// starts at the learned rate rather than the conservative start, and does
+// not call the provider until the two minutes are over.
+func ExampleRecordStore() {
 	store := checkpoint.NewMemoryStore(checkpoint.Config{}) // setup: a FileStore survives a real restart
-	cfg := budget.RegistryConfig{Pauses: store}
+	cfg := budget.RegistryConfig{Records: store}
 
 	first, _ := budget.NewRegistry(cfg)
 	start := time.Now()
@@ -25,10 +26,13 @@ func ExamplePauseStore() {
 	_ = api.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		return forage.Outcome{Status: 429, RetryAfter: 120 * time.Second}
 	})
+	learned := api.Snapshot()
 
 	// The process restarts: a new registry, the same store.
 	next, _ := budget.NewRegistry(cfg)
 	api, _ = next.Get("api.example.com")
+	restarted := api.Snapshot()
+	fmt.Println("same rate and ceiling:", restarted.Rate == learned.Rate && restarted.Ceiling == learned.Ceiling)
 	err := api.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		panic("never called during the pause")
 	})
@@ -36,7 +40,9 @@ func ExamplePauseStore() {
 	if errors.As(err, &stop) {
 		fmt.Println(stop.Reason, "for", stop.Until.Sub(start).Round(time.Minute))
 	}
-	// Output: throttled for 2m0s
+	// Output:
+	// same rate and ceiling: true
+	// throttled for 2m0s
 }
 
 // ExampleConfig_maxPause: a hostile or garbled header cannot park a caller

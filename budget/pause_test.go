@@ -15,30 +15,39 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The checkpoint stores keep pauses (issue 12 item 5).
-var (
-	_ budget.PauseStore = (*checkpoint.FileStore)(nil)
-	_ budget.PauseStore = (*checkpoint.MemoryStore)(nil)
-)
-
-// fakePauses is an in-memory PauseStore whose saves and loads can be made
-// to fail, and which counts them.
-type fakePauses struct {
+// fakeRecords is an in-memory RecordStore whose saves and loads can be
+// made to fail or to wait, and which counts them.
+type fakeRecords struct {
 	mu        sync.Mutex
-	m         map[string]time.Time
-	why       map[string]string
+	m         map[string]forage.ProviderRecord
 	saves     int
 	failSave  error
 	failLoads error
+	block     chan struct{} // if set, a save waits for it to close (or for its ctx)
+	onSave    func()        // if set, runs at the start of each save, outside the lock
 }
 
-func (f *fakePauses) LoadPause(_ context.Context, p string) (time.Time, string, error) {
+func (f *fakeRecords) LoadRecord(_ context.Context, key string) (forage.ProviderRecord, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.m[p], f.why[p], f.failLoads
+	r, ok := f.m[key]
+	return r, ok, f.failLoads
 }
 
-func (f *fakePauses) SavePause(_ context.Context, p string, until time.Time, reason string) error {
+func (f *fakeRecords) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
+	f.mu.Lock()
+	block, onSave := f.block, f.onSave
+	f.mu.Unlock()
+	if onSave != nil {
+		onSave()
+	}
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.saves++
@@ -46,24 +55,32 @@ func (f *fakePauses) SavePause(_ context.Context, p string, until time.Time, rea
 		return f.failSave
 	}
 	if f.m == nil {
-		f.m, f.why = map[string]time.Time{}, map[string]string{}
+		f.m = map[string]forage.ProviderRecord{}
 	}
-	if !until.Before(f.m[p]) {
-		f.m[p], f.why[p] = until, reason
+	if old, ok := f.m[r.Key]; ok && r.PausedUntil.Before(old.PausedUntil) {
+		r.PausedUntil, r.PauseReason = old.PausedUntil, old.PauseReason
 	}
+	f.m[r.Key] = r
 	return nil
 }
 
-func (f *fakePauses) get(p string) time.Time {
+func (f *fakeRecords) get(key string) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.m[p]
+	return f.m[key].PausedUntil
 }
 
-func (f *fakePauses) reason(p string) string {
+func (f *fakeRecords) reason(key string) forage.Reason {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.why[p]
+	return f.m[key].PauseReason
+}
+
+// record returns the record saved for key and how many saves were made.
+func (f *fakeRecords) record(key string) (forage.ProviderRecord, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[key], f.saves
 }
 
 // fromHeaders is an attempt answering code with the given headers, read by
@@ -233,7 +250,7 @@ func TestPauseBeyondDeadlineStopsAtOnce(t *testing.T) {
 }
 
 // TestPauseSurvivesRestart: a 429 with Retry-After: 120 saved in the
-// PauseStore holds a provider created later on the same store (a restart):
+// RecordStore holds a provider created later on the same store (a restart):
 // its first call stops at once with the pause's end, no request sent
 // (issue 12 item 5).
 func TestPauseSurvivesRestart(t *testing.T) {
@@ -242,7 +259,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
 		cfg := fast()
 		cfg.MaxWait = time.Minute
-		cfg.Pauses = store
+		cfg.Records = store
 		first, err := budget.NewLocal("api.example.com", cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -251,8 +268,8 @@ func TestPauseSurvivesRestart(t *testing.T) {
 		_ = first.Do(context.Background(), nil, status(429, 120*time.Second))
 		until := start.Add(120 * time.Second)
 
-		cfg.Pauses = nil // the registry's store serves every provider
-		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
+		cfg.Records = nil // the registry's store serves every provider
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Records: store})
 		calls := 0
 		stop := stopOf(t, provider(reg, "api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
 		if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(until) || calls != 0 {
@@ -277,9 +294,10 @@ func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 	}
 	cfg := fast()
 	cfg.MaxWait = time.Minute
-	reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg, Records: store})
 	_ = provider(reg, "api.example.com").Do(context.Background(), nil, status(429, 120*time.Second))
-	saved, _, err := store.LoadPause(context.Background(), "api.example.com")
+	rec, _, err := store.LoadRecord(context.Background(), "api.example.com")
+	saved := rec.PausedUntil
 	if err != nil || time.Until(saved) < 100*time.Second {
 		t.Fatalf("saved pause %v (in %v), %v; want about 2 minutes ahead", saved, time.Until(saved), err)
 	}
@@ -290,7 +308,7 @@ func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	reg = newRegistry(t, budget.RegistryConfig{Defaults: cfg, Pauses: store})
+	reg = newRegistry(t, budget.RegistryConfig{Defaults: cfg, Records: store})
 	calls := 0
 	stop := stopOf(t, provider(reg, "api.example.com").Do(context.Background(), nil, countingAttempt(&calls)))
 	if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(saved) || calls != 0 {
@@ -304,15 +322,15 @@ func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 func TestPauseSaveFailure(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		store := &fakePauses{failSave: errors.New("disk full")}
+		store := &fakeRecords{failSave: errors.New("disk full")}
 		cfg := fast()
 		cfg.MaxWait = time.Minute
-		cfg.Pauses = store
+		cfg.Records = store
 		p := newLocal(t, cfg)
 		start := time.Now()
 		_ = p.Do(context.Background(), nil, status(429, 120*time.Second))
-		if n := p.Snapshot().PauseSaveErrors; n < 1 {
-			t.Fatalf("PauseSaveErrors = %d, want at least 1", n)
+		if n := p.Snapshot().SaveErrors; n < 1 {
+			t.Fatalf("SaveErrors = %d, want at least 1", n)
 		}
 		stop := stopOf(t, p.Do(context.Background(), nil, status(200, 0)))
 		if !stop.Until.Equal(start.Add(120 * time.Second)) {
@@ -335,9 +353,9 @@ func TestPauseLoad(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		store := &fakePauses{m: map[string]time.Time{"p": start.Add(5 * time.Hour)}}
+		store := &fakeRecords{m: map[string]forage.ProviderRecord{"p": {Key: "p", PausedUntil: start.Add(5 * time.Hour)}}}
 		cfg := fast()
-		cfg.Pauses = store
+		cfg.Records = store
 		p, err := budget.NewLocal("p", cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -350,11 +368,11 @@ func TestPauseLoad(t *testing.T) {
 		}
 		store.failLoads = errors.New("unreadable")
 		if _, err := budget.NewLocal("p", cfg); err == nil {
-			t.Fatal("NewLocal with a failing PauseStore = nil error")
+			t.Fatal("NewLocal with a failing RecordStore = nil error")
 		}
-		reg := newRegistry(t, budget.RegistryConfig{Pauses: store})
+		reg := newRegistry(t, budget.RegistryConfig{Records: store})
 		if _, err := reg.Get("q"); err == nil {
-			t.Fatal("Registry.Get with a failing PauseStore = nil error")
+			t.Fatal("Registry.Get with a failing RecordStore = nil error")
 		}
 	})
 }
@@ -372,7 +390,7 @@ func TestPropertyPauseDurableAndBounded(t *testing.T) {
 			cfg := fast()
 			cfg.MaxWait = time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(rt, "maxWait"))
 			cfg.MaxPause = time.Duration(rapid.Int64Range(0, int64(80*time.Hour)).Draw(rt, "maxPause"))
-			cfg.Pauses = store
+			cfg.Records = store
 			maxPause := cfg.MaxPause
 			if maxPause == 0 {
 				maxPause = time.Hour
@@ -396,8 +414,8 @@ func TestPropertyPauseDurableAndBounded(t *testing.T) {
 				if !pu.After(now) {
 					continue
 				}
-				saved, _, err := store.LoadPause(context.Background(), "p")
-				if err != nil || !saved.Equal(pu) {
+				rec, _, err := store.LoadRecord(context.Background(), "p")
+				if saved := rec.PausedUntil; err != nil || !saved.Equal(pu) {
 					rt.Fatalf("step %d: store holds %v, %v; the pause in force ends %v", i, saved, err, pu)
 				}
 				restarted, err := budget.NewLocal("p", cfg)

@@ -52,7 +52,10 @@ func NoRetry() CallOption { return CallOption{noRetry: true} }
 // Local is the in-process [Provider]: an [aimd.Controller] discovering the
 // ceiling, a [Pacer] (by default a [gcra.Limiter]) holding the rate, a
 // [breaker.Breaker], the known [Limit]s, and a bulkhead. Local is safe for
-// concurrent use.
+// concurrent use. It starts no goroutine of its own but one: with
+// [Config.Records] set, a call may start a short-lived one that saves the
+// record (at most one at a time, at most every few seconds), so the call
+// never waits for the store.
 type Local struct {
 	key     string
 	cfg     Config
@@ -68,8 +71,11 @@ type Local struct {
 	dirty     atomic.Bool   // the controller changed since the pacer last followed
 	rate      float64       // the rate last given to the pacer
 	pausedTil time.Time     // the pause last given to the pacer
-	savedTil  time.Time     // the pause last saved to cfg.Pauses
+	savedTil  time.Time     // the pause last saved to cfg.Records
 	savedWhy  forage.Reason // the reason saved with savedTil
+	nextSave  time.Time     // when follow may next save the learned state
+
+	rec recorder // the provider's record in cfg.Records (see record.go)
 
 	bans     atomic.Int32 // bans in a row since the last success (see Config.BanPause)
 	banMu    sync.Mutex   // guards banUntil
@@ -81,31 +87,26 @@ type Local struct {
 type counters struct {
 	requests, ok, throttled, overloaded, transient, permanent atomic.Uint64
 	retries, fastFails, saturated, inFlight                   atomic.Int64
-	pauseSaveErrs                                             atomic.Int64
+	saveErrs                                                  atomic.Int64
 }
 
 var _ Provider = (*Local)(nil)
 
 // NewLocal returns a Local provider for key, or an error naming the invalid
-// field of cfg. With [Config.Pauses] set, it loads the pause saved for key
-// and holds every call until it ends; a failing load is an error (a
-// provider that forgot a ban would call into it).
+// field of cfg. With [Config.Records] set, it loads the record saved for
+// key: it starts at the learned rate and holds every call until the pause
+// in force ends; a failing load is an error (a provider that forgot a ban
+// would call into it).
 func NewLocal(key string, cfg Config) (*Local, error) {
 	if err := cfg.validate("Config"); err != nil {
 		return nil, err
 	}
-	p, err := newLocal(key, cfg, "Config")
-	if err != nil {
-		return nil, err
-	}
-	if err := p.loadPause(context.Background()); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return newLocal(key, cfg, "Config")
 }
 
-// newLocal builds the provider for key; its errors name cfg's fields from
-// path (see [Config.validate]).
+// newLocal builds the provider for key, restored from its record in
+// cfg.Records if any; its errors name cfg's fields from path (see
+// [Config.validate]).
 func newLocal(key string, cfg Config, path string) (*Local, error) {
 	cfg = cfg.withDefaults()
 	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
@@ -148,7 +149,15 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		return nil, invalid.Wrap(path+".Breaker", err)
 	}
 	p.retries, _ = retry.NewBudget(retry.BudgetConfig{}) // the defaults are valid
+	// The record is restored before the pacer first hears of a rate: a
+	// shared pacer takes a process's first rate as it joining, and any
+	// later one as a step (a restored rate below the start would cut the
+	// rate of every process).
+	if err := p.load(context.Background()); err != nil {
+		return nil, err
+	}
 	p.rate = p.ctl.Rate()
+	p.nextSave = time.Now().Add(recordEvery)
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
 		if p.pacer, err = newLocalPacer(p.rate, cfg.Burst); err != nil {
@@ -157,6 +166,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	} else if err := p.pacer.SetRate(p.rate); err != nil {
 		return nil, fmt.Errorf("budget: %s.Pacer: SetRate(%v): %w", path, p.rate, err)
 	}
+	p.follow(time.Now()) // hands a restored pause to the pacer
 	return p, nil
 }
 
@@ -177,42 +187,6 @@ func (p *Local) holding(now time.Time) bool {
 		}
 	}
 	return false
-}
-
-// loadPause holds the provider until the pause saved in cfg.Pauses ends,
-// clamped to MaxPause from now. A saved ban stays a ban: calls it refuses
-// say banned, and the next ban in a row pauses twice as long.
-func (p *Local) loadPause(ctx context.Context) error {
-	if p.cfg.Pauses == nil {
-		return nil
-	}
-	until, why, err := p.cfg.Pauses.LoadPause(ctx, p.key)
-	if err != nil {
-		return fmt.Errorf("budget: loading the pause of %q: %w", p.key, err)
-	}
-	now := time.Now()
-	if cap := now.Add(p.cfg.MaxPause); until.After(cap) {
-		until = cap
-	}
-	if !until.After(now) {
-		return nil
-	}
-	reason := forage.ReasonThrottled // also for a pause saved without a reason
-	if forage.Reason(why) == forage.ReasonBanned {
-		reason = forage.ReasonBanned
-		p.bans.Store(1)
-		p.banMu.Lock()
-		p.banUntil = until
-		p.banMu.Unlock()
-	}
-	p.mu.Lock()
-	p.savedTil, p.savedWhy = until, reason // already saved: follow need not write it back
-	p.mu.Unlock()
-	if err := p.ctl.Restore(aimd.State{PausedUntil: until}); err != nil {
-		return fmt.Errorf("budget: restoring the pause of %q: %w", p.key, err)
-	}
-	p.follow(now)
-	return nil
 }
 
 // Key returns the provider key.

@@ -32,12 +32,13 @@ type RegistryConfig struct {
 	// supply pacers for keys not known in advance. Nil means a local
 	// [gcra.Limiter] per provider.
 	NewPacer func(key string) (Pacer, error)
-	// Pauses, if set, keeps every provider's pause across restarts: it is
-	// the [Config.Pauses] of each provider whose Config (Defaults or its
-	// override) sets none. Nil means each Config's own.
-	Pauses PauseStore
+	// Records, if set, keeps every provider's record across restarts and
+	// evictions: it is the [Config.Records] of each provider whose Config
+	// (Defaults or its override) sets none. Nil means each Config's own.
+	Records RecordStore
 	// IdleTTL is how long a provider may go unused before [Registry.EvictAt]
-	// drops it (its learned rate with it). A provider that still holds
+	// drops it (its learned rate with it, unless a [RecordStore] keeps it
+	// for its successor). A provider that still holds
 	// something a successor would forget is kept however long it is idle:
 	// a pause, an open breaker, or a known [Limit] that still owes time.
 	// Defaults to 10 minutes.
@@ -137,8 +138,8 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 // Get returns the one Provider for key, creating it on first use: two
 // callers asking for the same key get the same Provider. The error says
 // why a provider could not be created: a failing
-// [RegistryConfig.NewPacer], or a [PauseStore] that cannot load the
-// provider's pause. [Registry.Lookup] finds a Provider without creating
+// [RegistryConfig.NewPacer], or a [RecordStore] that cannot load the
+// provider's record. [Registry.Lookup] finds a Provider without creating
 // one.
 func (r *Registry) Get(key string) (Provider, error) {
 	s := &r.shards[hash(key)&r.mask]
@@ -177,16 +178,13 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 		}
 		cfg.Pacer = pacer
 	}
-	if cfg.Pauses == nil {
-		cfg.Pauses = r.cfg.Pauses
+	if cfg.Records == nil {
+		cfg.Records = r.cfg.Records
 	}
-	// Built outside the shard lock: loading the pause may be a round trip
+	// Built outside the shard lock: loading the record may be a round trip
 	// to a database. A creator that loses the race drops its provider.
 	p, err := newLocal(key, cfg, "Config")
 	if err != nil {
-		return nil, err
-	}
-	if err := p.loadPause(context.Background()); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -215,14 +213,32 @@ func (r *Registry) Len() int { return int(r.count.Load()) }
 // dropped. A caller still holding a dropped Provider is redirected to the
 // key's current one on its next call. now is the current time (the clock
 // the limits book on); a later one would find debts paid that are not.
+// With a [RecordStore], each provider to drop has its record saved first,
+// so its successor starts where it left off: a provider called after its
+// save has been used since the cutoff and is not dropped.
 func (r *Registry) EvictAt(now time.Time) int {
 	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
+	idle := func(e *entry) bool { return e.lastUsed.Load() < cutoff && !e.p.holding(now) }
+	var flush []*Local
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.RLock()
+		for _, e := range s.m {
+			if e.p.cfg.Records != nil && idle(e) {
+				flush = append(flush, e.p)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	for _, p := range flush {
+		p.flush() // outside the shard locks: a store may be a round trip away
+	}
 	n := 0
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.Lock()
 		for key, e := range s.m {
-			if e.lastUsed.Load() < cutoff && !e.p.holding(now) && e.tryEvict(now) {
+			if idle(e) && e.tryEvict(now) {
 				delete(s.m, key)
 				n++
 			}
@@ -249,7 +265,8 @@ func (r *Registry) Run(ctx context.Context) error {
 }
 
 // shrink evicts the least recently used idle providers until the registry
-// is at 90% of MaxProviders, sparing keep (the one just created).
+// is at 90% of MaxProviders, sparing keep (the one just created). Their
+// records are saved in the background: shrink runs inside a [Registry.Get].
 func (r *Registry) shrink(keep *entry) {
 	if !r.evictMu.TryLock() {
 		return // another creator is already shrinking
@@ -273,17 +290,28 @@ func (r *Registry) shrink(keep *entry) {
 	}
 	slices.SortFunc(all, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
 	target := int64(r.cfg.MaxProviders) * 9 / 10
+	var gone []*Local
 	for _, c := range all {
 		if r.count.Load() <= target {
-			return
+			break
 		}
 		s := &r.shards[hash(c.e.key)&r.mask]
 		s.mu.Lock()
 		if s.m[c.e.key] == c.e && c.e.tryEvict(time.Now()) {
 			delete(s.m, c.e.key)
 			r.count.Add(-1)
+			if c.e.p.cfg.Records != nil {
+				gone = append(gone, c.e.p)
+			}
 		}
 		s.mu.Unlock()
+	}
+	if len(gone) > 0 {
+		go func() {
+			for _, p := range gone {
+				p.flush()
+			}
+		}()
 	}
 }
 

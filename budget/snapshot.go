@@ -40,32 +40,33 @@ type Snapshot struct {
 	// Saturated counts calls that found every bulkhead slot taken and had
 	// to queue: a sign the provider is the bottleneck.
 	Saturated int64 `json:"saturated"`
-	// PauseSaveErrors counts pauses that [Config.Pauses] failed to save:
-	// each held in this process, but a restart before the next successful
-	// save would not know it.
-	PauseSaveErrors int64 `json:"pause_save_errors,omitempty"`
+	// SaveErrors counts saves of the provider's record that
+	// [Config.Records] failed: the pause and the learned rate held in this
+	// process, but a restart before the next successful save would not
+	// know them.
+	SaveErrors int64 `json:"save_errors,omitempty"`
 }
 
 // Snapshot returns the provider's counters and state.
 func (p *Local) Snapshot() Snapshot {
 	a := p.ctl.Snapshot()
 	return Snapshot{
-		Key:             p.key,
-		Rate:            a.Rate,
-		Ceiling:         a.Ceiling,
-		Phase:           a.Phase.String(),
-		PausedUntil:     a.PausedUntil,
-		Breaker:         p.brk.State().String(),
-		InFlight:        p.n.inFlight.Load(),
-		Requests:        p.n.requests.Load(),
-		OK:              p.n.ok.Load(),
-		Throttled:       p.n.throttled.Load(),
-		Overloaded:      p.n.overloaded.Load(),
-		Transient:       p.n.transient.Load(),
-		Permanent:       p.n.permanent.Load(),
-		Retries:         p.n.retries.Load(),
-		FastFails:       p.n.fastFails.Load(),
-		Saturated:       p.n.saturated.Load(),
-		PauseSaveErrors: p.n.pauseSaveErrs.Load(),
+		Key:         p.key,
+		Rate:        a.Rate,
+		Ceiling:     a.Ceiling,
+		Phase:       a.Phase.String(),
+		PausedUntil: a.PausedUntil,
+		Breaker:     p.brk.State().String(),
+		InFlight:    p.n.inFlight.Load(),
+		Requests:    p.n.requests.Load(),
+		OK:          p.n.ok.Load(),
+		Throttled:   p.n.throttled.Load(),
+		Overloaded:  p.n.overloaded.Load(),
+		Transient:   p.n.transient.Load(),
+		Permanent:   p.n.permanent.Load(),
+		Retries:     p.n.retries.Load(),
+		FastFails:   p.n.fastFails.Load(),
+		Saturated:   p.n.saturated.Load(),
+		SaveErrors:  p.n.saveErrs.Load(),
 	}
 }

@@ -45,4 +45,10 @@
 // pgstore module. Names (streams, series, owners, reasons) follow one rule
 // in every store, [CheckName]. Stores read time from an injectable clock
 // ([Config.Now]), so lease expiry is tested without sleeping.
+//
+// Both stores also keep one [forage.ProviderRecord] per provider key (the
+// learned rate, the pause in force, an operator's status, counters) for the
+// budget package's RecordStore: [FileStore.LoadRecord] and
+// [FileStore.SaveRecord], whose contract is the
+// [github.com/forage-go/forage/budget/budgettest] suite.
 package checkpoint

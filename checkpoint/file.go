@@ -17,8 +17,9 @@ import (
 // without a database that must resume after a restart.
 //
 // Layout: one file per stream (both bookmarks, the lease and its token),
-// one file per coverage series, and one file for the unresolved gaps, so a
-// write rewrites only the record it changes. Every write goes to a temporary
+// one file per coverage series, one file for the unresolved gaps, and one
+// file per provider record (see [FileStore.SaveRecord]), so a write
+// rewrites only the record it changes. Every write goes to a temporary
 // file that is synced, renamed over the old file, and the directory synced:
 // after a crash each file holds either its old or its new content. Each file
 // carries a length and a CRC-32C; a torn or corrupt file makes
@@ -41,8 +42,8 @@ type FileStore struct {
 	c    *core
 	dir  string
 	lock *os.File
-	// pauses is guarded by c.mu; see pause.go.
-	pauses pauseBook
+	// records is guarded by c.mu; see record.go.
+	records recordBook
 }
 
 var _ Store = (*FileStore)(nil)
@@ -67,7 +68,7 @@ func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &FileStore{dir: dir, lock: lock}
+	s := &FileStore{dir: dir, lock: lock, records: recordBook{}}
 	s.c = newCore(cfg.Now, diskDir(dir))
 	if err := s.loadAll(); err != nil {
 		_ = lock.Close()
@@ -133,6 +134,8 @@ func (s *FileStore) loadFile(name string) error {
 		c.lastGap, c.gaps, err = decodeGaps(data)
 	case name == pausesFile:
 		err = s.loadPauses(data)
+	case strings.HasPrefix(name, providerPre):
+		err = s.loadRecordFile(name, data)
 	case strings.HasPrefix(name, streamPre):
 		var stream string
 		var st streamState
@@ -163,6 +166,9 @@ func recovery(name string) string {
 		return move + ": the store opens without its unresolved gap records, so the holes they describe are not refilled until found again, and gap IDs start over at 1"
 	case strings.HasPrefix(name, streamPre):
 		return move + ": the store opens without that stream's checkpoints and lease, so its next run starts from the beginning of the stream (an idempotent sink absorbs the replay; nothing is lost)"
+	case strings.HasPrefix(name, providerPre):
+		return move + ": the store opens without that provider's record, so the collector starts it again from the conservative rate and forgets a ban or Retry-After still in force, calling the provider at once; " +
+			"calling a banned provider before its ban ends only extends the ban, so before restarting wait out the pause (the \"paused_until\" time in the file set aside, if readable; at most the collector's maximum pause, 1 hour by default)"
 	case name == pausesFile:
 		return move + ": the store opens without the providers' pauses, so the collector forgets every ban and Retry-After still in force and calls those providers at once; " +
 			"calling a banned provider before its ban ends only extends the ban, so before restarting wait out the longest pause in force (the \"until\" times in the file set aside, if readable; at most the collector's maximum pause, 1 hour by default)"

@@ -14,7 +14,8 @@ import (
 //
 //	offset 0  magic "FGCK"
 //	offset 4  format version (1)
-//	offset 5  kind: 1 stream, 2 coverage, 3 gaps
+//	offset 5  kind: 1 stream, 2 coverage, 3 gaps, 4 pauses (an earlier
+//	          version's), 5 provider record
 //	offset 6  two reserved zero bytes
 //	offset 8  payload length, uint32 big-endian
 //	offset 12 CRC-32C (Castagnoli) of header bytes 0..11 and the payload

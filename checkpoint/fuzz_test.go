@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/checkpoint"
 )
 
@@ -66,6 +67,12 @@ func refused(t *testing.T, d, name string) {
 	_, errs["AddGap, reason"] = s.AddGap(ctx, checkpoint.Gap{Key: checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}, Reason: name})
 	errs["AddCoverage"] = s.AddCoverage(ctx, name, checkpoint.Range{Start: t0, End: t0.Add(time.Hour)})
 	_, errs["Coverage"] = s.Coverage(ctx, name)
+	errs["SaveRecord"] = s.SaveRecord(ctx, forage.ProviderRecord{Key: name})
+	_, _, errs["LoadRecord"] = s.LoadRecord(ctx, name)
+	if name != "" { // an empty Why or PauseReason means none
+		errs["SaveRecord, why"] = s.SaveRecord(ctx, forage.ProviderRecord{Key: "p", Status: "paused", Why: name})
+		errs["SaveRecord, reason"] = s.SaveRecord(ctx, forage.ProviderRecord{Key: "p", PauseReason: forage.Reason(name)})
+	}
 	for call, err := range errs {
 		if !errors.Is(err, checkpoint.ErrInvalid) {
 			t.Fatalf("%s(%q): %v, want ErrInvalid", call, name, err)
@@ -100,6 +107,10 @@ func roundTripsReopen(t *testing.T, d, name string) {
 	if err := s.AddCoverage(ctx, name, r); err != nil {
 		t.Fatal(err)
 	}
+	rec := forage.ProviderRecord{Key: name, Status: name, Why: name, PausedUntil: t0, PauseReason: forage.Reason(name)}
+	if err := s.SaveRecord(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +119,10 @@ func roundTripsReopen(t *testing.T, d, name string) {
 		t.Fatalf("reopening after accepting %q: %v", name, err)
 	}
 	defer s.Close()
+	if got, ok, err := s.LoadRecord(ctx, name); err != nil || !ok || got.Key != name || got.Why != name || got.Status != name ||
+		got.PauseReason != rec.PauseReason || !got.PausedUntil.Equal(t0) {
+		t.Fatalf("LoadRecord(%q) after reopening: %+v, %v, %v", name, got, ok, err)
+	}
 	cp := must[checkpoint.Checkpoint](t, "Load")(s.Load(ctx, key))
 	if cp.Version != 1 || !bytes.Equal(cp.Cursor, []byte(name)) {
 		t.Fatalf("Load(%q) after reopening: %+v", name, cp)

@@ -22,8 +22,8 @@ type Config struct {
 // MemoryStore is safe for concurrent use.
 type MemoryStore struct {
 	c *core
-	// pauses is guarded by c.mu; see pause.go.
-	pauses pauseBook
+	// records is guarded by c.mu; see record.go.
+	records recordBook
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -31,7 +31,7 @@ var _ Store = (*MemoryStore)(nil)
 // NewMemoryStore returns an empty MemoryStore. It cannot fail: no Config
 // value is invalid.
 func NewMemoryStore(cfg Config) *MemoryStore {
-	return &MemoryStore{c: newCore(cfg.Now, nil)}
+	return &MemoryStore{c: newCore(cfg.Now, nil), records: recordBook{}}
 }
 
 // Load implements [Checkpoints.Load].

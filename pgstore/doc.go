@@ -60,12 +60,15 @@
 // function into a [slice.TxSink] ([slice.Config.TxSink]) that does exactly
 // that for every page or batch the runner commits.
 //
-// # Pauses
+// # Provider records
 //
-// [Store] implements budget.PauseStore (table pauses): a pause a provider
-// imposed (a Retry-After, a ban, a spent quota's reset) is honoured by
-// every process, including ones started after it, which end a call at once
-// with the time to resume instead of waiting in the shared pacer.
+// [Store] implements budget.RecordStore (table provider_records, one row
+// per provider key): a provider created by any process, including one
+// started later, starts at the rate the collectors learned, and honours a
+// pause a provider imposed (a Retry-After, a ban, a spent quota's reset),
+// ending a call at once with the time to resume instead of waiting in the
+// shared pacer. A save never shortens a pause nor undoes an operator's
+// status, whatever the order of the processes' saves.
 //
 // # The shared pacer
 //
@@ -84,6 +87,7 @@
 //		NewPacer: func(key string) (budget.Pacer, error) {
 //			return store.NewPacer(key, pgstore.PacerConfig{Burst: 5})
 //		},
+//		Records: store, // the learned rate and the pause in force, for every process
 //	})
 //
 // The rate is shared as well, but each process runs its own rate

@@ -80,7 +80,8 @@ CREATE TABLE IF NOT EXISTS {{schema}}.migrations (
 // checkpoints, gaps, gap_ids, coverage), the shared pacers table with one
 // row per provider key, the SQL functions that restate the gcra
 // arithmetic, and the job store's tables (jobs, job_providers) and claim
-// function; a migrations table records what was applied.
+// function, and the provider records (provider_records); a migrations
+// table records what was applied.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := enter(ctx, nil); err != nil {
 		return err

@@ -261,7 +261,7 @@ type statements struct {
 	addCoverage, coverage                         string
 	reserve, decide, unreserve, forceRate, pause  string
 	reserveWithin                                 string
-	loadPause, savePause, dropPauses              string
+	loadRecord, saveRecord                        string
 	countJobs                                     string
 	adjustRate                                    string
 	ensurePacer, pacerState                       string
@@ -282,7 +282,7 @@ func expand(schema string) statements {
 		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
 		reserve: r.Replace(reserveSQL), decide: r.Replace(decideSQL), unreserve: r.Replace(unreserveSQL),
 		reserveWithin: r.Replace(reserveWithinSQL),
-		loadPause:     r.Replace(loadPauseSQL), savePause: r.Replace(savePauseSQL), dropPauses: r.Replace(dropPausesSQL),
+		loadRecord:    r.Replace(loadRecordSQL), saveRecord: r.Replace(saveRecordSQL),
 		countJobs: r.Replace(countJobsSQL),
 		forceRate: r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
 		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),

@@ -141,11 +141,11 @@ func (b *pgBackend) newPacer() func(string) (budget.Pacer, error) {
 // the committed checkpoint.
 func (b *pgBackend) transient(err error) bool { return pgTransient(err) }
 
-// pauses is the store's pauses table: every process, and every restart,
-// honours a pause any of them was given, and ends a stream's run with the
-// time to resume instead of waiting in the shared pacer (whose row holds
-// the pause too).
-func (b *pgBackend) pauses() budget.PauseStore { return b.store }
+// records is the store's provider_records table: every process, and every
+// restart, starts at the rate the collectors learned and honours a pause
+// any of them was given, ending a stream's run with the time to resume
+// instead of waiting in the shared pacer (whose row holds the pause too).
+func (b *pgBackend) records() budget.RecordStore { return b.store }
 
 func pgTransient(err error) bool {
 	if errors.Is(err, checkpoint.ErrInvalid) || errors.Is(err, checkpoint.ErrConflict) {

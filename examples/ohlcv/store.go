@@ -26,10 +26,10 @@ type backend interface {
 	// newPacer is the registry's pacer factory: nil for a local pacer per
 	// process, or a pacer shared by every process using the store.
 	newPacer() func(key string) (budget.Pacer, error)
-	// pauses is where the registry keeps the pause a provider asked for (a
-	// 429's Retry-After, a ban) so a restart honours it, or nil when the
-	// shared pacer already keeps it.
-	pauses() budget.PauseStore
+	// records is where the registry keeps each provider's record: the
+	// pause a provider asked for (a 429's Retry-After, a ban), so a restart
+	// honours it, and the rate it learned, so a restart starts there.
+	records() budget.RecordStore
 	// export writes symbol's candles at interval, ascending, one CSV line
 	// each, and returns how many.
 	export(ctx context.Context, symbol, interval string, w io.Writer) (int, error)
@@ -94,8 +94,8 @@ func (b *fileBackend) transient(error) bool { return false }
 
 func (b *fileBackend) newPacer() func(string) (budget.Pacer, error) { return nil }
 
-// pauses is the checkpoint store: its pauses file outlives the process.
-func (b *fileBackend) pauses() budget.PauseStore { return b.store }
+// records is the checkpoint store: its record files outlive the process.
+func (b *fileBackend) records() budget.RecordStore { return b.store }
 
 func (b *fileBackend) Close() error {
 	b.mu.Lock()

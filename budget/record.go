@@ -1,0 +1,163 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
+)
+
+// A provider's record (see [RecordStore]) is loaded once, when the provider
+// is created, and saved on three occasions: when a pause is set, extended
+// or changes its reason (at once, on the response that set it, as the
+// pause must outlive a crash that follows it); while the learned state
+// moves, at most every recordEvery and in the background, so the success
+// path never waits for a store; and when a [Registry] evicts the provider.
+
+// recordEvery is the least time between two background saves of a
+// provider's record while what it learned changes.
+const recordEvery = 5 * time.Second
+
+// recordSaveTimeout bounds one save of a record, so a store that hangs does
+// not hold up the response that set a pause for long.
+const recordSaveTimeout = 10 * time.Second
+
+// recorder is the provider's side of its record.
+type recorder struct {
+	mu     sync.Mutex            // serialises saves: the later one holds the later state
+	saved  forage.ProviderRecord // the record last saved or loaded; guarded by mu
+	base   forage.ProviderRecord // the counters loaded; set once, before any call
+	active atomic.Bool           // a background save is under way
+}
+
+// load restores the provider's controller from its record in cfg.Records,
+// if any, before the pacer is made: the learned rate and ceiling, and the
+// pause in force, clamped to MaxPause from now. A saved ban stays a ban:
+// calls it refuses say banned, and the next ban in a row pauses twice as
+// long.
+func (p *Local) load(ctx context.Context) error {
+	if p.cfg.Records == nil {
+		return nil
+	}
+	r, ok, err := p.cfg.Records.LoadRecord(ctx, p.key)
+	if err != nil {
+		return fmt.Errorf("budget: loading the record of %q: %w", p.key, err)
+	}
+	if !ok {
+		return nil
+	}
+	p.rec.base, p.rec.saved = r, r
+	now := time.Now()
+	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed}
+	until := r.PausedUntil
+	if cap := now.Add(p.cfg.MaxPause); until.After(cap) {
+		until = cap
+	}
+	if until.After(now) {
+		st.PausedUntil = until
+		reason := forage.ReasonThrottled // also for a pause saved without a reason
+		if r.PauseReason == forage.ReasonBanned {
+			reason = forage.ReasonBanned
+			p.bans.Store(1)
+			p.banMu.Lock()
+			p.banUntil = until
+			p.banMu.Unlock()
+		}
+		p.mu.Lock()
+		p.savedTil, p.savedWhy = until, reason // already saved: follow need not write it back
+		p.mu.Unlock()
+	}
+	if err := p.ctl.Restore(st); err != nil {
+		return fmt.Errorf("budget: restoring the record of %q: %w", p.key, err)
+	}
+	return nil
+}
+
+// record returns the provider's record as of now. Status is left "" so a
+// save keeps what an operator set.
+func (p *Local) record(now time.Time) forage.ProviderRecord {
+	st := p.ctl.State()
+	b := &p.rec.base
+	r := forage.ProviderRecord{
+		Key: p.key, Rate: st.Rate, Ceiling: st.Ceiling, Confirmed: st.Confirmed,
+		Requests:  b.Requests + int64(p.n.requests.Load()),
+		OK:        b.OK + int64(p.n.ok.Load()),
+		Throttled: b.Throttled + int64(p.n.throttled.Load()),
+		Updated:   now,
+	}
+	if st.PausedUntil.After(now) {
+		r.PausedUntil, r.PauseReason = st.PausedUntil, p.pauseReason(now)
+	}
+	return r
+}
+
+// savePause saves the record with the pause in force at now; p.mu is held.
+// A failure is logged and counted, and the save is tried again on the next
+// response or the next call the pause refuses: the pause holds in memory
+// either way.
+func (p *Local) savePause(now time.Time) {
+	if r, ok := p.saveRecord(now, nil); ok {
+		p.savedTil, p.savedWhy = r.PausedUntil, r.PauseReason
+	}
+}
+
+// saveSoon saves the record in the background if what the provider learned
+// changed since the last save, unless a background save is already under
+// way. The caller never waits for the store.
+func (p *Local) saveSoon() {
+	if !p.rec.active.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer p.rec.active.Store(false)
+		p.saveRecord(time.Now(), sameLearned)
+	}()
+}
+
+// saveRecord writes the record as of now to cfg.Records, and returns it and
+// whether it was saved. When skip says the record needs no save, given the
+// last one saved, it writes nothing. A failure is logged and counted.
+func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderRecord) bool) (forage.ProviderRecord, bool) {
+	if p.cfg.Records == nil {
+		return forage.ProviderRecord{}, false
+	}
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	r := p.record(now)
+	if skip != nil && skip(r, p.rec.saved) {
+		return r, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recordSaveTimeout)
+	defer cancel()
+	if err := p.cfg.Records.SaveRecord(ctx, r); err != nil {
+		p.n.saveErrs.Add(1)
+		if p.cfg.Logger != nil {
+			p.cfg.Logger.Warn("budget: saving the provider's record failed; its pause and learned rate hold in this process only",
+				"provider", p.key, "paused_until", r.PausedUntil, "reason", r.PauseReason, "rate", r.Rate, "err", err)
+		}
+		return r, false
+	}
+	p.rec.saved = r
+	return r, true
+}
+
+// sameLearned reports whether r holds what saved holds of the provider's
+// learned state: rate, ceiling and pause.
+func sameLearned(r, saved forage.ProviderRecord) bool {
+	return r.Rate == saved.Rate && r.Ceiling == saved.Ceiling && r.Confirmed == saved.Confirmed &&
+		r.PausedUntil.Equal(saved.PausedUntil) && r.PauseReason == saved.PauseReason
+}
+
+// sameAll reports whether r holds what saved holds but for when it was saved
+// and what an operator set: the learned state and the counters.
+func sameAll(r, saved forage.ProviderRecord) bool {
+	return sameLearned(r, saved) && r.Requests == saved.Requests && r.OK == saved.OK && r.Throttled == saved.Throttled
+}
+
+// flush saves the record if anything in it changed since the last save: for
+// a provider the registry evicts, whose successor loads it.
+func (p *Local) flush() { p.saveRecord(time.Now(), sameAll) }

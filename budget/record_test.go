@@ -1,0 +1,273 @@
+package budget_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+)
+
+// learning is a provider config whose rate climbs from a start of 20/s (so
+// a learned rate differs from the start), paced in fake time.
+func learning() budget.Config {
+	cfg := fast()
+	cfg.Adaptive = aimd.Config{Initial: 20, Max: 400}
+	cfg.MaxWait = time.Minute
+	return cfg
+}
+
+// TestRestartAtLearnedRateWithFileStore: a process with a file store
+// learns a rate and is told "429, Retry-After: 120"; the next process,
+// on the same directory after a close and reopen, starts at the learned
+// rate and ceiling (not the conservative start) and sends nothing until the
+// pause ends, then calls the provider again.
+func TestRestartAtLearnedRateWithFileStore(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		open := func() *checkpoint.FileStore {
+			s, err := checkpoint.OpenFileStore(dir, checkpoint.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		const key = "api.example.com"
+		ctx := context.Background()
+		store := open()
+		p := provider(newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store}), key)
+		for range 300 {
+			if err := p.Do(ctx, nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		until := stopOf(t, p.Do(ctx, nil, status(429, 120*time.Second))).Until
+		learned := p.Snapshot()
+		if learned.Rate == 20 || learned.Ceiling == 0 {
+			t.Fatalf("the first process learned rate %v, ceiling %v; want a rate other than the start (20/s) and a ceiling", learned.Rate, learned.Ceiling)
+		}
+		synctest.Wait() // any background save is over
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		store = open()
+		defer store.Close()
+		p = provider(newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store}), key)
+		if got := p.Snapshot(); got.Rate != learned.Rate || got.Ceiling != learned.Ceiling {
+			t.Fatalf("after a restart: rate %v, ceiling %v; want the learned %v, %v", got.Rate, got.Ceiling, learned.Rate, learned.Ceiling)
+		}
+		calls := 0
+		stop := stopOf(t, p.Do(ctx, nil, countingAttempt(&calls)))
+		if stop.Reason != forage.ReasonThrottled || !stop.Until.Equal(until) || until.Sub(start) < 120*time.Second || calls != 0 {
+			t.Fatalf("after a restart: %v until +%v with %d attempts; want throttled until +%v (the 429's pause) and none", stop, stop.Until.Sub(start), calls, until.Sub(start))
+		}
+		time.Sleep(time.Until(stop.Until))
+		if err := p.Do(ctx, nil, countingAttempt(&calls)); err != nil || calls != 1 {
+			t.Fatalf("after the pause: %v with %d attempts, want one success", err, calls)
+		}
+	})
+}
+
+// TestLearnedStateSavedInBackground: while the rate climbs, the record is
+// saved at most every few seconds (never once per request), in the
+// background, with the learned rate and the counters.
+func TestLearnedStateSavedInBackground(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakeRecords{}
+		cfg := learning()
+		cfg.Records = store
+		p := newLocal(t, cfg)
+		start, n := time.Now(), 0
+		for time.Since(start) < 30*time.Second {
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		synctest.Wait()
+		rec, saves := store.record("test")
+		if saves == 0 || saves > 30/5+1 {
+			t.Fatalf("%d saves for %d requests over 30s; want at least one and at most one per 5s", saves, n)
+		}
+		if rec.Rate <= 20 || rec.Requests <= 0 || rec.Requests > int64(n) || rec.OK <= 0 || rec.OK > int64(n) || rec.Updated.IsZero() {
+			t.Fatalf("saved %+v after %d requests; want a learned rate above the start and the counters", rec, n)
+		}
+	})
+}
+
+// TestSlowRecordStoreNeverSlowsDo: a store that hangs holds up no
+// successful call: the learned state is saved in the background, and a
+// save that times out is counted.
+func TestSlowRecordStoreNeverSlowsDo(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakeRecords{block: make(chan struct{})}
+		cfg := learning()
+		cfg.Records = store
+		p := newLocal(t, cfg)
+		start := time.Now()
+		for time.Since(start) < 30*time.Second {
+			before := time.Now()
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(before); took > time.Second/20 {
+				t.Fatalf("a successful call took %v at +%v with the store hanging; want no more than its pacing (1/20 s)", took, before.Sub(start))
+			}
+		}
+		synctest.Wait()
+		if p.Snapshot().SaveErrors == 0 {
+			t.Fatal("no save timed out against a hanging store")
+		}
+		close(store.block)
+	})
+}
+
+// TestEvictionSavesRecord: a provider the registry evicts saves its record,
+// so its successor starts at the learned rate and the counters go on from
+// where it left them.
+func TestEvictionSavesRecord(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const key = "api.example.com"
+		ctx := context.Background()
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store, IdleTTL: time.Minute})
+		calls := func(n int) budget.Snapshot {
+			p := provider(reg, key)
+			for range n {
+				if err := p.Do(ctx, nil, status(200, 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return p.Snapshot()
+		}
+		total := int64(0)
+		for i, n := range []int{3, 2} {
+			before := calls(n)
+			total += int64(n)
+			time.Sleep(2 * time.Minute)
+			synctest.Wait()
+			if got := reg.EvictAt(time.Now()); got != 1 {
+				t.Fatalf("round %d: EvictAt = %d, want 1", i, got)
+			}
+			rec, ok, err := store.LoadRecord(ctx, key)
+			if err != nil || !ok || rec.Rate != before.Rate || rec.Requests != total {
+				t.Fatalf("round %d: saved %+v, %v, %v; want rate %v and %d requests", i, rec, ok, err, before.Rate, total)
+			}
+			if got := provider(reg, key).Snapshot().Rate; got != before.Rate {
+				t.Fatalf("round %d: the successor starts at %v, want the learned %v", i, got, before.Rate)
+			}
+		}
+	})
+}
+
+// TestRecordKeepsOperatorStatus: a provider saving its record (here a
+// pause) never undoes what an operator set in the store.
+func TestRecordKeepsOperatorStatus(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		if err := store.SaveRecord(ctx, forage.ProviderRecord{Key: "test", Status: "paused", Why: "audit"}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := learning()
+		cfg.Records = store
+		p := newLocal(t, cfg)
+		_ = p.Do(ctx, nil, status(429, 2*time.Minute))
+		rec, _, err := store.LoadRecord(ctx, "test")
+		if err != nil || rec.Status != "paused" || rec.Why != "audit" || rec.PausedUntil.IsZero() {
+			t.Fatalf("after the provider saved: %+v, %v; want its pause saved and the operator's status kept", rec, err)
+		}
+	})
+}
+
+// ratesPacer records the rates it is given; it never waits.
+type ratesPacer struct {
+	mu    sync.Mutex
+	rates []float64
+	until time.Time
+}
+
+func (r *ratesPacer) WaitN(context.Context, int) error { return nil }
+
+func (r *ratesPacer) SetRate(rate float64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rates = append(r.rates, rate)
+	return nil
+}
+
+func (r *ratesPacer) PauseUntil(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.until = t
+}
+
+// TestRestoredRateIsThePacersFirstRate: a provider restored from its record
+// gives its pacer the learned rate as the first rate it hears, and the
+// pause in force. A shared pacer (PostgreSQL's) takes the first rate as a
+// process joining and every later one as a step: a restart that first
+// said the conservative start and then the learned rate would have cut, or
+// climbed, the rate of every process sharing the provider.
+func TestRestoredRateIsThePacersFirstRate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		until := time.Now().Add(time.Minute)
+		store := &fakeRecords{m: map[string]forage.ProviderRecord{
+			"api.example.com": {Key: "api.example.com", Rate: 3, Ceiling: 5, PausedUntil: until, PauseReason: forage.ReasonThrottled},
+		}}
+		pacer := &ratesPacer{}
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store,
+			NewPacer: func(string) (budget.Pacer, error) { return pacer, nil }})
+		provider(reg, "api.example.com")
+		pacer.mu.Lock()
+		defer pacer.mu.Unlock()
+		if len(pacer.rates) != 1 || pacer.rates[0] != 3 || !pacer.until.Equal(until) {
+			t.Fatalf("the pacer was given rates %v and the pause %v; want only the learned 3/s, and the pause until %v", pacer.rates, pacer.until, until)
+		}
+	})
+}
+
+// TestEvictionSavesBeforeDropping: a Get that comes while an evicted
+// provider's record is being saved finds the provider itself, not a
+// successor built from the record as it was before the save (the
+// regression: EvictAt dropped the provider, then saved it, so a Get in
+// between started again from the conservative rate).
+func TestEvictionSavesBeforeDropping(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const key = "api.example.com"
+		store := &fakeRecords{}
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store, IdleTTL: time.Minute})
+		p := provider(reg, key)
+		for range 50 {
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		learned := p.Snapshot().Rate
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		var during []float64
+		store.mu.Lock()
+		store.onSave = func() { during = append(during, provider(reg, key).Snapshot().Rate) }
+		store.mu.Unlock()
+		if n := reg.EvictAt(time.Now()); n != 1 {
+			t.Fatalf("EvictAt = %d, want 1", n)
+		}
+		if len(during) != 1 || during[0] != learned {
+			t.Fatalf("a Get during the eviction's save saw rates %v, want the learned %v once", during, learned)
+		}
+	})
+}

@@ -1,0 +1,223 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/forage-go/forage"
+)
+
+// Provider records: what the collector keeps about each provider between
+// runs (see [forage.ProviderRecord]): the learned rate and ceiling, so a
+// restarted process starts where the last one left off, and the pause in
+// force with its reason (a 429 with Retry-After, a ban, a spent quota), so
+// it does not call the provider before the pause ends (retrying during a
+// ban only extends it) and says banned rather than throttled. The budget
+// package reads and writes them through its RecordStore interface, which
+// FileStore and MemoryStore implement; the record is a type of the root
+// package, so this package does not import budget (dependencies point
+// down).
+//
+// A FileStore keeps each provider's record in a file of its own,
+// provider-<hash of the key>.ckpt, rewritten whole on each save. A
+// directory written by an earlier version holds the providers' pauses in
+// one file, pauses.ckpt: it is still read (each pause becomes its
+// provider's record, or merges into it), and never written again.
+
+// The files of provider records.
+const (
+	providerPre  = "provider-"
+	kindProvider = byte(5)
+	// pausesFile is the file of pauses an earlier version wrote.
+	pausesFile = "pauses" + fileExt
+	kindPauses = byte(4)
+)
+
+// recordBook is the provider records of one store, by key. The store's
+// core mutex guards it.
+type recordBook map[string]forage.ProviderRecord
+
+// LoadRecord returns the record saved for key and true, or the zero record
+// and false when none is saved. It fails with [ErrInvalid] for a key that
+// is not a valid name ([CheckName]), with the ctx's error once it has
+// ended, and with [ErrClosed] after Close. It implements
+// budget.RecordStore.
+func (s *FileStore) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
+	return loadRecord(ctx, s.c, s.records, key)
+}
+
+// SaveRecord upserts r under r.Key as budget.RecordStore says: every field
+// is r's, except that PausedUntil keeps the later of the saved and the new
+// end (with the reason saved with it; for an equal end, r's), and that
+// Status and Why keep the saved ones when r.Status is "". The record is on
+// disk (written to a temporary file, synced, renamed, the directory synced)
+// before SaveRecord returns nil. It is idempotent. A key, or a non-empty
+// Status, Why or PauseReason, that is not a valid name ([CheckName]), or a
+// Rate or Ceiling that is negative, NaN or infinite, fails with
+// [ErrInvalid]; on any error nothing changes. It implements
+// budget.RecordStore.
+func (s *FileStore) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
+	return saveRecord(ctx, s.c, s.records, r, diskDir(s.dir).saveRecord)
+}
+
+// LoadRecord is [FileStore.LoadRecord] for a store kept in memory.
+func (m *MemoryStore) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
+	return loadRecord(ctx, m.c, m.records, key)
+}
+
+// SaveRecord is [FileStore.SaveRecord] for a store kept in memory: the
+// record lasts as long as the process.
+func (m *MemoryStore) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
+	return saveRecord(ctx, m.c, m.records, r, nil)
+}
+
+func loadRecord(ctx context.Context, c *core, book recordBook, key string) (forage.ProviderRecord, bool, error) {
+	if err := c.enter(ctx, CheckName("provider key", key)); err != nil {
+		return forage.ProviderRecord{}, false, err
+	}
+	defer c.mu.Unlock()
+	r, ok := book[key]
+	return r, ok, nil
+}
+
+// saveRecord installs r merged into the saved record in book, after persist
+// (nil: none) has written it.
+func saveRecord(ctx context.Context, c *core, book recordBook, r forage.ProviderRecord, persist func(forage.ProviderRecord) error) error {
+	if err := c.enter(ctx, checkRecord(r)); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	saved, had := book[r.Key]
+	next := mergeRecord(saved, had, r)
+	if had && sameRecord(saved, next) {
+		return nil // idempotent: nothing to write
+	}
+	var err error
+	if persist != nil {
+		err = persist(next)
+	}
+	if persisted(err) { // written, even if not synced: memory matches disk
+		book[r.Key] = next
+	}
+	return err
+}
+
+// mergeRecord returns saved upserted with r (see [FileStore.SaveRecord]).
+// Times lose their monotonic reading, as a round trip through a file would.
+func mergeRecord(saved forage.ProviderRecord, had bool, r forage.ProviderRecord) forage.ProviderRecord {
+	r.PausedUntil, r.Updated = r.PausedUntil.Round(0), r.Updated.Round(0)
+	if !had {
+		return r
+	}
+	if r.PausedUntil.Before(saved.PausedUntil) {
+		r.PausedUntil, r.PauseReason = saved.PausedUntil, saved.PauseReason
+	}
+	if r.Status == "" {
+		r.Status, r.Why = saved.Status, saved.Why
+	}
+	return r
+}
+
+// sameRecord reports whether a and b hold the same record.
+func sameRecord(a, b forage.ProviderRecord) bool {
+	return a.PausedUntil.Equal(b.PausedUntil) && a.Updated.Equal(b.Updated) && a.Key == b.Key &&
+		a.Status == b.Status && a.Why == b.Why && a.Rate == b.Rate && a.Ceiling == b.Ceiling &&
+		a.Confirmed == b.Confirmed && a.PauseReason == b.PauseReason &&
+		a.Requests == b.Requests && a.OK == b.OK && a.Throttled == b.Throttled
+}
+
+// checkRecord validates SaveRecord's record.
+func checkRecord(r forage.ProviderRecord) error {
+	if err := CheckName("provider key", r.Key); err != nil {
+		return err
+	}
+	for _, f := range []struct{ what, v string }{{"Status", r.Status}, {"Why", r.Why}, {"PauseReason", string(r.PauseReason)}} {
+		if f.v != "" {
+			if err := CheckName(f.what, f.v); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range []struct {
+		what string
+		v    float64
+	}{{"Rate", r.Rate}, {"Ceiling", r.Ceiling}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%w: %s must be >= 0 and finite (got %v)", ErrInvalid, f.what, f.v)
+		}
+	}
+	return nil
+}
+
+// saveRecord writes the file of r's provider.
+func (d diskDir) saveRecord(r forage.ProviderRecord) error {
+	data, err := marshal(kindProvider, r)
+	if err != nil {
+		return err
+	}
+	return d.write(recordFile(providerPre, r.Key), data)
+}
+
+// decodeRecord reads the record in the file named file.
+func decodeRecord(file string, data []byte) (forage.ProviderRecord, error) {
+	var r forage.ProviderRecord
+	if err := unmarshal(kindProvider, data, &r); err != nil {
+		return r, err
+	}
+	if recordFile(providerPre, r.Key) != file {
+		return r, fmt.Errorf("provider %s does not belong in this file", quoteShort(r.Key))
+	}
+	if nameProblem(r.Key, false) != "" || !(r.Rate >= 0) || !(r.Ceiling >= 0) {
+		return r, fmt.Errorf("bad provider record (provider %s, rate %v, ceiling %v)", quoteShort(r.Key), r.Rate, r.Ceiling)
+	}
+	return r, nil
+}
+
+// loadRecordFile reads the file of one provider's record into the store;
+// loadFile calls it. A pause read from the pauses file merges into it.
+func (s *FileStore) loadRecordFile(name string, data []byte) error {
+	r, err := decodeRecord(name, data)
+	if err == nil {
+		saved, had := s.records[r.Key]
+		s.records[r.Key] = mergeRecord(saved, had, r)
+	}
+	return err
+}
+
+// pauseRec is one pause in the pauses file of an earlier version. Reason
+// is empty in a file written before reasons were kept.
+type pauseRec struct {
+	Provider string    `json:"provider"`
+	Until    time.Time `json:"until"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// loadPauses reads the pauses file of an earlier version into the store's
+// records: each pause becomes its provider's, or merges into the record
+// read from the provider's own file. loadFile calls it.
+func (s *FileStore) loadPauses(data []byte) error {
+	var rec struct {
+		Pauses []pauseRec `json:"pauses"`
+	}
+	if err := unmarshal(kindPauses, data, &rec); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, p := range rec.Pauses {
+		if seen[p.Provider] || nameProblem(p.Provider, false) != "" || p.Until.IsZero() ||
+			(p.Reason != "" && nameProblem(p.Reason, false) != "") {
+			return fmt.Errorf("bad pause record %d (provider %s)", i, quoteShort(p.Provider))
+		}
+		seen[p.Provider] = true
+		r := forage.ProviderRecord{Key: p.Provider, PausedUntil: p.Until, PauseReason: forage.Reason(p.Reason)}
+		if saved, had := s.records[p.Provider]; had {
+			// The provider's own file was read first: it wins but for a
+			// later pause.
+			r = mergeRecord(r, true, saved)
+		}
+		s.records[p.Provider] = r
+	}
+	return nil
+}

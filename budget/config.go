@@ -109,10 +109,14 @@ type Config struct {
 	// pacers through [RegistryConfig.NewPacer] (or an override's Pacer for
 	// that key alone); a Pacer in [RegistryConfig.Defaults] is rejected.
 	Pacer Pacer
-	// Logger receives the provider's own log records: a provider record
-	// that could not be saved to Records (Warn). Breaker transitions are the breaker's:
-	// watch them with Breaker.OnTransition and log them with
-	// Breaker.Logger. Nil means silent.
+	// Logger receives the provider's own structured records, each with its
+	// key: a pause the provider imposed (a Retry-After, a ban, a spent
+	// quota; Info, with its end and reason), a cut of the pacing rate
+	// (Info; a raise at Debug), a call stopped because its retry budget
+	// is spent (Warn), and a provider record that could not be saved to
+	// Records (Warn). Breaker transitions are the breaker's: watch them
+	// with Breaker.OnTransition and log them with Breaker.Logger. Nil
+	// means silent.
 	Logger *slog.Logger
 }
 

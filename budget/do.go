@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -81,6 +82,7 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 		// refused (breaker, run, deadline) has spent it: conservative, the
 		// budget is never exceeded.
 		if !p.retryBudget(run).Withdraw() {
+			p.event(slog.LevelWarn, "budget: retry budget spent; the call stops without retrying", slog.Int("status", out.Status))
 			return &Error{Provider: p.key, Reason: forage.ReasonRetryBudget, Status: out.Status, Err: out.Err}
 		}
 		if err := sleepUntil(ctx, wake); err != nil {
@@ -439,6 +441,7 @@ func (p *Local) follow(now time.Time) {
 		p.dirty.Store(false)
 		if r := p.ctl.RateAt(now); r != p.rate {
 			if p.pacer.SetRate(r) == nil {
+				p.logRate(p.rate, r)
 				p.rate = r
 			}
 		}
@@ -446,6 +449,8 @@ func (p *Local) follow(now time.Time) {
 		if pu.After(p.pausedTil) {
 			p.pacer.PauseUntil(pu)
 			p.pausedTil = pu
+			p.event(slog.LevelInfo, "budget: provider paused", slog.Time("until", pu),
+				slog.Duration("for", pu.Sub(now).Round(time.Millisecond)), slog.String("reason", string(p.pauseReason(now))))
 		}
 		if why := p.pauseReason(now); pu.After(now) && (pu.After(p.savedTil) || why != p.savedWhy) {
 			p.savePause(now)
@@ -456,6 +461,29 @@ func (p *Local) follow(now time.Time) {
 		}
 		p.mu.Unlock()
 	}
+}
+
+// event writes one record of the provider's own to cfg.Logger, if any,
+// with its key. The hot path pays one nil check.
+func (p *Local) event(level slog.Level, msg string, attrs ...slog.Attr) {
+	l := p.cfg.Logger
+	if l == nil || !l.Enabled(context.Background(), level) {
+		return
+	}
+	l.LogAttrs(context.Background(), level, msg, append([]slog.Attr{slog.String("provider", p.key)}, attrs...)...)
+}
+
+// logRate records a change of the pacing rate from old to rate: a cut
+// (pressure seen) at Info, a climb at Debug, as a climb moves it often.
+func (p *Local) logRate(old, rate float64) {
+	if p.cfg.Logger == nil {
+		return // no attributes to build
+	}
+	level, msg := slog.LevelDebug, "budget: rate raised"
+	if rate < old {
+		level, msg = slog.LevelInfo, "budget: rate cut"
+	}
+	p.event(level, msg, slog.Float64("from", old), slog.Float64("to", rate), slog.Float64("ceiling", p.ctl.Snapshot().Ceiling))
 }
 
 // ban pauses the provider for a ban answered at end: for the Retry-After

@@ -2,6 +2,7 @@ package budget_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -268,6 +269,40 @@ func TestEvictionSavesBeforeDropping(t *testing.T) {
 		}
 		if len(during) != 1 || during[0] != learned {
 			t.Fatalf("a Get during the eviction's save saw rates %v, want the learned %v once", during, learned)
+		}
+	})
+}
+
+// TestRunSavesEveryRecordAtShutdown: when the context of Registry.Run
+// ends, every provider's record that changed since its last save is saved
+// before Run returns, so a clean shutdown loses none of what was learned
+// in its last seconds (before, up to 5 s of it).
+func TestRunSavesEveryRecordAtShutdown(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakeRecords{}
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- reg.Run(ctx) }()
+		for _, key := range []string{"a.example.com", "b.example.com"} {
+			p := provider(reg, key)
+			for range 3 {
+				if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		synctest.Wait() // the first background saves are over; 3 requests each came within 5 s of them
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+		for _, key := range []string{"a.example.com", "b.example.com"} {
+			rec, ok, _ := store.LoadRecord(context.Background(), key)
+			if !ok || rec.Requests != 3 || rec.OK != 3 {
+				t.Errorf("%s: saved record %+v (found %v); want the 3 requests counted", key, rec, ok)
+			}
 		}
 	})
 }

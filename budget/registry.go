@@ -249,18 +249,40 @@ func (r *Registry) EvictAt(now time.Time) int {
 	return n
 }
 
-// Run evicts idle providers every IdleTTL/2 until ctx ends, then returns
-// ctx's error.
+// Run evicts idle providers every IdleTTL/2 until ctx ends. Then, with
+// [RegistryConfig.Records] set, it saves every provider's record that
+// changed since its last save (each save bounded by a timeout), so a clean
+// shutdown loses nothing that was learned, and returns ctx's error.
 func (r *Registry) Run(ctx context.Context) error {
 	t := time.NewTicker(r.cfg.IdleTTL / 2)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			r.flushAll()
 			return ctx.Err()
 		case now := <-t.C:
 			r.EvictAt(now)
 		}
+	}
+}
+
+// flushAll saves the record of every provider that changed since its last
+// save, one provider at a time.
+func (r *Registry) flushAll() {
+	var all []*Local
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.RLock()
+		for _, e := range s.m {
+			if e.p.cfg.Records != nil {
+				all = append(all, e.p)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	for _, p := range all {
+		p.flush()
 	}
 }
 

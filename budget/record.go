@@ -158,6 +158,11 @@ func sameAll(r, saved forage.ProviderRecord) bool {
 	return sameLearned(r, saved) && r.Requests == saved.Requests && r.OK == saved.OK && r.Throttled == saved.Throttled
 }
 
+// lastRecord returns the provider's record as of now, as a save would
+// write it. It does not wait for a save under way (record reads only the
+// controller, atomics and the base loaded before any call).
+func (p *Local) lastRecord() forage.ProviderRecord { return p.record(time.Now()) }
+
 // flush saves the record if anything in it changed since the last save: for
 // a provider the registry evicts, whose successor loads it.
 func (p *Local) flush() { p.saveRecord(time.Now(), sameAll) }

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -304,5 +305,39 @@ func TestRunSavesEveryRecordAtShutdown(t *testing.T) {
 				t.Errorf("%s: saved record %+v (found %v); want the 3 requests counted", key, rec, ok)
 			}
 		}
+	})
+}
+
+// TestCapacityEvictionHandsOverTheLearnedState: a provider dropped because
+// the registry is full is saved in the background; a Get of its key before
+// that save landed gets a provider that starts from the dropped one's
+// learned rate, not from the older record in the store (before, it started
+// at the conservative rate, and its later saves could overwrite what was
+// learned).
+func TestCapacityEvictionHandsOverTheLearnedState(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const key = "learner.example.com"
+		block := make(chan struct{})
+		store := &fakeRecords{block: block} // no save lands until block closes
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store, MaxProviders: 10})
+		p := provider(reg, key)
+		for range 50 {
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		learned := p.Snapshot().Rate
+		time.Sleep(time.Second)
+		for i := range 20 { // the learner, least recently used, is dropped
+			provider(reg, fmt.Sprintf("other-%d.example.com", i))
+		}
+		if _, ok := reg.Lookup(key); ok {
+			t.Fatal("the learner was not dropped: the test proves nothing")
+		}
+		if got := provider(reg, key).Snapshot().Rate; got != learned {
+			t.Errorf("made again while its record was being saved: rate %v, want the learned %v", got, learned)
+		}
+		close(block)
 	})
 }

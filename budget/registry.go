@@ -66,6 +66,12 @@ type Registry struct {
 	// evictMu serialises capacity evictions so concurrent creators do not
 	// all scan the registry at once.
 	evictMu sync.Mutex
+	// departing holds the providers a capacity eviction dropped whose
+	// record is still being saved in the background: a provider made for
+	// such a key starts from the departing one's state, not from the older
+	// record in the store.
+	departMu  sync.Mutex
+	departing map[string]*Local
 }
 
 type shard struct {
@@ -181,6 +187,9 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	if cfg.Records == nil {
 		cfg.Records = r.cfg.Records
 	}
+	if d := r.departed(key); d != nil && cfg.Records != nil {
+		cfg.Records = seeded{RecordStore: cfg.Records, rec: d.lastRecord()}
+	}
 	// Built outside the shard lock: loading the record may be a round trip
 	// to a database. A creator that loses the race drops its provider.
 	p, err := newLocal(key, cfg, "Config")
@@ -267,6 +276,56 @@ func (r *Registry) Run(ctx context.Context) error {
 	}
 }
 
+// depart records p, dropped for key, as departing until its record is saved.
+func (r *Registry) depart(key string, p *Local) {
+	r.departMu.Lock()
+	defer r.departMu.Unlock()
+	if r.departing == nil {
+		r.departing = map[string]*Local{}
+	}
+	r.departing[key] = p
+}
+
+// arrived ends p's departure: its record is saved.
+func (r *Registry) arrived(p *Local) {
+	r.departMu.Lock()
+	defer r.departMu.Unlock()
+	if r.departing[p.key] == p {
+		delete(r.departing, p.key)
+	}
+}
+
+// departed returns the provider for key whose record is still being saved,
+// or nil.
+func (r *Registry) departed(key string) *Local {
+	r.departMu.Lock()
+	defer r.departMu.Unlock()
+	return r.departing[key]
+}
+
+// seeded is a RecordStore whose record for its one key is a departing
+// provider's, still being saved: what an operator or another process
+// saved since (a status, a later pause) is laid over it.
+type seeded struct {
+	RecordStore
+	rec forage.ProviderRecord
+}
+
+func (s seeded) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
+	stored, ok, err := s.RecordStore.LoadRecord(ctx, key)
+	if err != nil {
+		return forage.ProviderRecord{}, false, err
+	}
+	r := s.rec
+	if ok {
+		r.Status, r.Why = stored.Status, stored.Why
+		if stored.PausedUntil.After(r.PausedUntil) {
+			r.PausedUntil, r.PauseReason = stored.PausedUntil, stored.PauseReason
+		}
+	}
+	return r, true, nil
+}
+
 // flushAll saves the record of every provider that changed since its last
 // save, one provider at a time.
 func (r *Registry) flushAll() {
@@ -289,6 +348,8 @@ func (r *Registry) flushAll() {
 // shrink evicts the least recently used idle providers until the registry
 // is at 90% of MaxProviders, sparing keep (the one just created). Their
 // records are saved in the background: shrink runs inside a [Registry.Get].
+// Until a record is saved its provider is departing, and a provider made
+// for its key meanwhile starts from its state.
 func (r *Registry) shrink(keep *entry) {
 	if !r.evictMu.TryLock() {
 		return // another creator is already shrinking
@@ -320,11 +381,12 @@ func (r *Registry) shrink(keep *entry) {
 		s := &r.shards[hash(c.e.key)&r.mask]
 		s.mu.Lock()
 		if s.m[c.e.key] == c.e && c.e.tryEvict(time.Now()) {
-			delete(s.m, c.e.key)
-			r.count.Add(-1)
 			if c.e.p.cfg.Records != nil {
 				gone = append(gone, c.e.p)
+				r.depart(c.e.key, c.e.p) // before the key is gone from the map
 			}
+			delete(s.m, c.e.key)
+			r.count.Add(-1)
 		}
 		s.mu.Unlock()
 	}
@@ -332,6 +394,7 @@ func (r *Registry) shrink(keep *entry) {
 		go func() {
 			for _, p := range gone {
 				p.flush()
+				r.arrived(p)
 			}
 		}()
 	}

@@ -68,6 +68,10 @@ const (
 	// neither the provider's verdict nor the run's budget. Call again once
 	// the pacer is back.
 	ReasonPacer Reason = "pacer"
+	// ReasonPaused: an operator took the provider out of service (its
+	// record's Status is "paused", see budget.Registry.SetStatus). Source
+	// pressure: no attempt is made until the operator puts it back.
+	ReasonPaused Reason = "paused"
 )
 
 // SourcePressure reports whether r means the provider pushed back, or its
@@ -75,7 +79,7 @@ const (
 // banned.
 func (r Reason) SourcePressure() bool {
 	switch r {
-	case ReasonThrottled, ReasonQuota, ReasonUnavailable, ReasonCircuitOpen, ReasonBanned:
+	case ReasonThrottled, ReasonQuota, ReasonUnavailable, ReasonCircuitOpen, ReasonBanned, ReasonPaused:
 		return true
 	}
 	return false

@@ -28,6 +28,9 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 	if err := p.checkWeight(o.weight); err != nil {
 		return err // before any admit or pacing: such a call can never be sent
 	}
+	if err := p.operatorPaused(); err != nil {
+		return err
+	}
 	var bo *retry.Backoff   // made on the first retry: the success path needs none
 	var last forage.Outcome // the previous attempt's outcome, for the stop error
 	for try := 0; ; try++ {

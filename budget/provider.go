@@ -76,6 +76,7 @@ type Local struct {
 	nextSave  time.Time     // when follow may next save the learned state
 
 	rec recorder // the provider's record in cfg.Records (see record.go)
+	op  operator // an operator's status, read from cfg.Records (see status.go)
 
 	bans     atomic.Int32 // bans in a row since the last success (see Config.BanPause)
 	banMu    sync.Mutex   // guards banUntil

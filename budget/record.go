@@ -51,6 +51,7 @@ func (p *Local) load(ctx context.Context) error {
 		return nil
 	}
 	p.rec.base, p.rec.saved = r, r
+	p.op.set(r.Status, r.Why)
 	now := time.Now()
 	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed}
 	until := r.PausedUntil

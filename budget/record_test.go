@@ -180,12 +180,16 @@ func TestRecordKeepsOperatorStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
-		if err := store.SaveRecord(ctx, forage.ProviderRecord{Key: "test", Status: "paused", Why: "audit"}); err != nil {
-			t.Fatal(err)
-		}
 		cfg := learning()
 		cfg.Records = store
 		p := newLocal(t, cfg)
+		_ = p.Do(ctx, nil, status(200, 0)) // its first read of the record
+		synctest.Wait()
+		// An operator pauses it in the store; before its next read (5 s),
+		// the provider meets a 429 and saves its pause.
+		if err := store.SaveRecord(ctx, forage.ProviderRecord{Key: "test", Status: "paused", Why: "audit"}); err != nil {
+			t.Fatal(err)
+		}
 		_ = p.Do(ctx, nil, status(429, 2*time.Minute))
 		rec, _, err := store.LoadRecord(ctx, "test")
 		if err != nil || rec.Status != "paused" || rec.Why != "audit" || rec.PausedUntil.IsZero() {

@@ -1,0 +1,103 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/forage-go/forage"
+)
+
+// operator is the status an operator gave a provider (see
+// [Registry.SetStatus]), as this process last read it from the provider's
+// record, and when to read it again.
+type operator struct {
+	paused  atomic.Bool
+	why     atomic.Pointer[string]
+	next    atomic.Int64 // unix nanoseconds: when Do may read the record again
+	reading atomic.Bool  // a read is under way
+}
+
+// set applies a record's Status and Why. An empty status leaves the one
+// in force (a record saved by a process, not an operator).
+func (o *operator) set(status, why string) {
+	switch status {
+	case StatusPaused:
+		o.why.Store(&why)
+		o.paused.Store(true)
+	case StatusActive:
+		o.paused.Store(false)
+	}
+}
+
+// The operator statuses of a provider record ([forage.ProviderRecord]).
+const (
+	// StatusActive puts a provider in service (the default).
+	StatusActive = "active"
+	// StatusPaused takes a provider out of service: every call stops at
+	// once with [forage.ReasonPaused].
+	StatusPaused = "paused"
+)
+
+// operatorPaused is Do's first check: the stop for a provider an operator
+// paused. With cfg.Records set, it reads the record again in the
+// background at most every recordEvery, so a pause or a resume set by any
+// process (or a restart's status) holds here within about that long.
+func (p *Local) operatorPaused() error {
+	if p.cfg.Records != nil {
+		p.readStatus(time.Now())
+	}
+	if !p.op.paused.Load() {
+		return nil
+	}
+	why := ""
+	if w := p.op.why.Load(); w != nil {
+		why = *w
+	}
+	return &Error{Provider: p.key, Reason: forage.ReasonPaused, Err: fmt.Errorf("budget: %q is paused by an operator: %q", p.key, why)}
+}
+
+// readStatus reads the provider's record in the background, if the last
+// read is recordEvery old and none is under way, and applies its status.
+func (p *Local) readStatus(now time.Time) {
+	if now.UnixNano() < p.op.next.Load() || !p.op.reading.CompareAndSwap(false, true) {
+		return
+	}
+	p.op.next.Store(now.Add(recordEvery).UnixNano())
+	go func() {
+		defer p.op.reading.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), recordSaveTimeout)
+		defer cancel()
+		if r, ok, err := p.cfg.Records.LoadRecord(ctx, p.key); err == nil && ok {
+			p.op.set(r.Status, r.Why)
+		}
+	}()
+}
+
+// SetStatus gives the provider for key an operator's status:
+// [StatusPaused] takes it out of service (every call stops at once, before
+// any attempt, with [forage.ReasonPaused]), [StatusActive] puts it back.
+// why says why, for people. With [RegistryConfig.Records] set the status
+// is saved in the provider's record first: a restart keeps it, and every
+// process sharing the records obeys it within about five seconds of its
+// next call. Direct [Provider.Do] calls and the [Transport] obey it alike.
+func (r *Registry) SetStatus(ctx context.Context, key, status, why string) error {
+	if status != StatusActive && status != StatusPaused {
+		return invalid.Must("SetStatus's status", `be "active" or "paused"`, fmt.Sprintf("%q", status))
+	}
+	pr, err := r.Get(key)
+	if err != nil {
+		return err
+	}
+	p := pr.(*entry).p
+	if rs := p.cfg.Records; rs != nil {
+		rec := p.lastRecord()
+		rec.Status, rec.Why = status, why
+		if err := rs.SaveRecord(ctx, rec); err != nil {
+			return fmt.Errorf("budget: saving the status of %q: %w", key, err)
+		}
+	}
+	p.op.set(status, why)
+	return nil
+}

@@ -458,9 +458,12 @@ func (p *Local) follow(now time.Time) {
 		if why := p.pauseReason(now); pu.After(now) && (pu.After(p.savedTil) || why != p.savedWhy) {
 			p.savePause(now)
 		}
-		if p.cfg.Records != nil && !now.Before(p.nextSave) {
-			p.nextSave = now.Add(recordEvery)
-			p.saveSoon()
+		if p.cfg.Records != nil {
+			p.readStatus(now) // an operator's status set elsewhere
+			if !now.Before(p.nextSave) {
+				p.nextSave = now.Add(recordEvery)
+				p.saveSoon()
+			}
 		}
 		p.mu.Unlock()
 	}

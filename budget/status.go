@@ -41,15 +41,17 @@ const (
 )
 
 // operatorPaused is Do's first check: the stop for a provider an operator
-// paused. With cfg.Records set, it reads the record again in the
-// background at most every recordEvery, so a pause or a resume set by any
-// process (or a restart's status) holds here within about that long.
+// paused. With cfg.Records set the record is read again in the background
+// at most every recordEvery (from follow after each response, from here
+// while paused), so a pause or a resume set by any process (or a restart's
+// status) holds here within about that long. A provider in service reads
+// no clock here.
 func (p *Local) operatorPaused() error {
-	if p.cfg.Records != nil {
-		p.readStatus(time.Now())
-	}
 	if !p.op.paused.Load() {
-		return nil
+		return nil // the record is read again from follow, which has the time
+	}
+	if p.cfg.Records != nil {
+		p.readStatus(time.Now()) // a paused provider gets no responses to follow
 	}
 	why := ""
 	if w := p.op.why.Load(); w != nil {

@@ -191,7 +191,9 @@ type Controller struct {
 	hist        rateHistory   // recent rates, to date a refused request's rate
 	exitTop     float64       // the rate slow start overshot at, until an echo confirms it
 	epStart     time.Time     // start of the episode: the last cut, or the end of its pause
-	epOK        int           // successes of requests sent since epStart
+	epOK        float64       // successes of requests sent since epStart (weighted, see SetShare)
+	epN         int           // the same successes, each counted once
+	weight      float64       // what one success counts for: 1/share (see SetShare)
 	prevEp      episodeRecord // the steady episode before this one, for the two-point estimate
 	shortCut    bool          // the last cut came too soon after the one before to measure an episode
 	refusals    refusalLog    // recent overshoots, for the refusal budget
@@ -208,7 +210,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, rate: cfg.Initial}, nil
+	return &Controller{cfg: cfg, rate: cfg.Initial, weight: 1}, nil
 }
 
 // Config returns the configuration in force, defaults filled in.

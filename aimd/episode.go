@@ -11,7 +11,9 @@ import (
 // why.
 const (
 	// episodeMinOK is the fewest successes an episode needs before its
-	// delivered rate says anything about the limit.
+	// delivered rate says anything about the limit; a controller that
+	// sees only a share of the traffic (see Controller.SetShare) needs
+	// as many more as it sees less.
 	episodeMinOK = 5
 	// episodeMargin places the rate after a cut just under the rate the
 	// provider delivered in the episode that ended with the refusal.
@@ -61,14 +63,14 @@ const (
 // the limit, slightly over for a provider with a large burst allowance. It
 // returns 0 when the episode is too short to tell.
 func (c *Controller) episode(sent time.Time) float64 {
-	if c.epStart.IsZero() || sent.IsZero() || c.epOK < episodeMinOK {
+	if c.epStart.IsZero() || sent.IsZero() || float64(c.epN) < episodeMinOK*c.weight {
 		return 0
 	}
 	t := sent.Sub(c.epStart).Seconds()
 	if t <= 0 {
 		return 0
 	}
-	return float64(c.epOK-1) / t
+	return (c.epOK - 1) / t
 }
 
 // twoPoint refines est, the episode's delivered rate up to a refusal of a
@@ -89,7 +91,7 @@ func (c *Controller) twoPoint(sent time.Time, est float64, steady bool) float64 
 	if est <= 0 || !steady {
 		return est
 	}
-	n, t := float64(c.epOK), sent.Sub(c.epStart).Seconds()
+	n, t := c.epOK, sent.Sub(c.epStart).Seconds()
 	c.prevEp = episodeRecord{n: n, t: t}
 	if prev.t <= 0 || max(t, prev.t) > twoPointSpan || c.latency*n/t >= 1 || math.Abs(t-prev.t) < twoPointSpread*max(t, prev.t) {
 		return est
@@ -108,7 +110,7 @@ type episodeRecord struct {
 // startEpisode starts a new episode at now, or at the end of the pause in
 // force: nothing is sent before it.
 func (c *Controller) startEpisode(now time.Time) {
-	c.epStart, c.epOK = now, 0
+	c.epStart, c.epOK, c.epN = now, 0, 0
 	if c.pausedUntil.After(now) {
 		c.epStart = c.pausedUntil
 	}
@@ -178,7 +180,7 @@ type noiseMeter struct {
 	noisy      bool      // cuts for 503s did not stop them
 	restore    bool      // undo those cuts at the next success
 	cutAt      time.Time // the last cut for a 503; zero = none pending proof
-	okAfter    int       // successes sent after cutAt
+	okAfter    float64   // successes sent after cutAt (weighted, see Controller.SetShare)
 	// The last noiseTrials cuts for 503s, oldest first: whether each
 	// stopped them, and the controller before it (to undo them).
 	worked [noiseTrials]bool

@@ -221,10 +221,11 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		c.okSinceCut++ // a late answer to a request sent before the cut is no news
 	}
 	if !c.epStart.IsZero() && !sent.IsZero() && !sent.Before(c.epStart) {
-		c.epOK++
+		c.epOK += c.weight
+		c.epN++
 	}
 	if m := &c.noise; !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) {
-		if m.okAfter++; m.okAfter >= noiseProof {
+		if m.okAfter += c.weight; m.okAfter >= noiseProof {
 			m.cutAt = time.Time{}
 			m.record(true) // the cut worked: the 503s were about the rate
 		}

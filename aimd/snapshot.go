@@ -148,5 +148,27 @@ func (c *Controller) Restore(s State) error {
 	}
 	c.postCut = c.rate
 	c.fitClimb()
+	// Requests sent from now on go at the restored rate: a refusal of one
+	// is measured against it, and so is what the provider delivers.
+	now := time.Now()
+	c.hist.note(now, c.rate)
+	c.startEpisode(now)
 	return nil
+}
+
+// SetShare tells the controller that it sees the responses of only share
+// of the provider's traffic (0 < share <= 1; 1 by default): one of several
+// processes that call the provider together, each pacing at its share of
+// the controller's rate. The rate and ceiling stay the provider's; each
+// success counts 1/share in the estimates of what the provider delivered
+// (the episode estimate, the noise meter), so a process holding a third of
+// the traffic does not read its own third as a shrunken limit. A share out
+// of range is ignored.
+func (c *Controller) SetShare(share float64) {
+	if !(share > 0 && share <= 1) {
+		return
+	}
+	c.mu.Lock()
+	c.weight = 1 / share
+	c.mu.Unlock()
 }

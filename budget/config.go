@@ -91,6 +91,23 @@ type Config struct {
 	// few seconds while what it learned changes, and when a [Registry]
 	// evicts it. Nil keeps it all in memory only.
 	Records RecordStore
+	// Shares, if set, shares the provider with the other processes that
+	// call it through the same store (see [ShareStore]): each holds a
+	// lease on a share of the provider's rate, renewed about every second
+	// in the background, and paces locally at it; what its controller
+	// learns (a cut, a climb, a pause) reaches the others at their next
+	// renewal. The provider's rate is split by demand: a process that uses
+	// less than its share gives the rest back. Each known Limit is split
+	// the same way, share of its pace and of its burst (at least one unit),
+	// so together the processes never send more than the Limit in any
+	// window (as long as each holds at least one unit of Burst: keep
+	// Burst at least the number of processes). A process that dies loses
+	// its share when its lease ends, 3 s after its last renewal. One that
+	// cannot reach the store keeps its share until its lease ends and then
+	// paces at half of it until the store answers again (and at a quarter
+	// of the whole if it never reached it). Nil: the provider is this
+	// process's alone.
+	Shares ShareStore
 	// Classify, if set, reads each attempt's outcome for this provider
 	// instead of the default rules ([forage.Outcome.Class]): a provider
 	// whose 503s come from a flaky gateway rather than from load shedding
@@ -274,23 +291,32 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// limiter builds the GCRA that enforces l: Burst back to back, then a pace
-// of (Count−Burst)/Per, so any window of length Per holds at most Count.
-func (l Limit) limiter() (*gcra.Limiter, error) {
-	burst := l.Burst
+// limiter builds the GCRA that enforces share of l (1: all of it): Burst
+// back to back, then a pace of (Count−Burst)/Per, so any window of length
+// Per holds at most Count. Processes that split l by shares (see
+// [Config.Shares]) each take their share of the burst (at least one unit)
+// and of the pace, so together they hold the same bound.
+func (l Limit) limiter(share float64) (*gcra.Limiter, error) {
+	burst, units := l.shape()
+	rate := share * units / l.Per.Seconds()
+	if math.IsInf(rate, 0) || !(rate > 0) {
+		return nil, invalid.Must(fmt.Sprintf("Limit %q", l.Name), "have a usable rate: (Count-Burst)/Per > 0 and finite", rate)
+	}
+	return gcra.New(gcra.Config{Rate: rate, Burst: max(1, int(share*float64(burst)))})
+}
+
+// shape returns l's burst and the units it paces per Per after it.
+func (l Limit) shape() (burst int, units float64) {
+	burst = l.Burst
 	if burst == 0 {
 		burst = max(1, l.Count/10)
 	}
 	if burst >= l.Count {
 		burst = max(1, l.Count-1)
 	}
-	units := float64(l.Count - burst)
+	units = float64(l.Count - burst)
 	if units <= 0 {
 		units = 1
 	}
-	rate := units / l.Per.Seconds()
-	if math.IsInf(rate, 0) || rate <= 0 {
-		return nil, invalid.Must(fmt.Sprintf("Limit %q", l.Name), "have a usable rate: (Count-Burst)/Per > 0 and finite", rate)
-	}
-	return gcra.New(gcra.Config{Rate: rate, Burst: burst})
+	return burst, units
 }

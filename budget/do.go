@@ -97,9 +97,9 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 // checkWeight refuses a weight above the burst of a weighted limit.
 func (p *Local) checkWeight(weight int) error {
 	for i, l := range p.cfg.Limits {
-		if l.Weighted && weight > p.limits[i].Burst() {
+		if l.Weighted && weight > p.lims()[i].Burst() {
 			return &Error{Provider: p.key, Reason: forage.ReasonPermanent,
-				Err: fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, weight, p.limits[i].Burst(), l.Name)}
+				Err: fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, weight, p.lims()[i].Burst(), l.Name)}
 		}
 	}
 	return nil
@@ -232,6 +232,9 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		// follow retries a save of the pause that failed: no response
 		// comes to do it.
 		p.follow(now)
+		if p.cfg.Shares != nil {
+			p.sh.waited.Add(1)
+		}
 		return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
 	}
 	if w := p.quotaWait(now, weight); w > 0 && p.outlasts(ctx, run, now.Add(w), now) {
@@ -309,10 +312,22 @@ func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool 
 // refused, booking nothing, a call whose wait it could foresee; this bound
 // catches the calls that lost a race for the same slots.
 func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
+	if p.cfg.Shares != nil {
+		p.shareTick(start)
+		if err := p.sh.waitShare(ctx); err != nil {
+			return err
+		}
+	}
 	if err := p.waitPacer(ctx, weight, start); err != nil {
 		return err
 	}
-	for i, lim := range p.limits {
+	if p.cfg.Shares != nil {
+		p.sh.used.Add(1)
+		if time.Since(start) > time.Millisecond {
+			p.sh.waited.Add(1) // the pacer held it: this process would use more
+		}
+	}
+	for i, lim := range p.lims() {
 		now := time.Now()
 		wait := lim.ReserveNAt(now, p.cost(i, weight))
 		if wait == 0 {
@@ -365,7 +380,7 @@ func (p *Local) cost(i, weight int) int {
 // unbook gives back the slots a call of weight booked in the first n known
 // limits, for a call that stops before its attempt.
 func (p *Local) unbook(now time.Time, weight, n int) {
-	for i, lim := range p.limits[:n] {
+	for i, lim := range p.lims()[:n] {
 		lim.UnreserveNAt(now, p.cost(i, weight))
 	}
 }
@@ -376,7 +391,7 @@ func (p *Local) unbook(now time.Time, weight, n int) {
 // Zero when no limit is known or all admit the call at once.
 func (p *Local) quotaWait(now time.Time, weight int) time.Duration {
 	var w time.Duration
-	for i, lim := range p.limits {
+	for i, lim := range p.lims() {
 		w = max(w, waitAt(lim, now, p.cost(i, weight)))
 	}
 	if lp, ok := p.pacer.(localPacer); ok && p.ceiling > 0 {
@@ -442,7 +457,11 @@ func (p *Local) follow(now time.Time) {
 	p.dirty.Store(true)
 	for p.dirty.Load() && p.mu.TryLock() {
 		p.dirty.Store(false)
-		if r := p.ctl.RateAt(now); r != p.rate {
+		r := p.ctl.RateAt(now)
+		if p.cfg.Shares != nil {
+			r *= p.sh.fraction() // this process's share of the provider's rate
+		}
+		if r > 0 && r != p.rate {
 			if p.pacer.SetRate(r) == nil {
 				p.logRate(p.rate, r)
 				p.rate = r
@@ -540,7 +559,7 @@ func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 		if rl.Window != 0 && rl.Window != l.Per {
 			continue
 		}
-		if rl.Window == 0 && len(p.limits) > 1 {
+		if rl.Window == 0 && len(p.cfg.Limits) > 1 {
 			continue // cannot tell which limit the headers describe
 		}
 		left := -1.0
@@ -553,7 +572,10 @@ func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 		if left < 0 {
 			left = 0
 		}
-		lim := p.limits[i]
+		if p.cfg.Shares != nil {
+			left *= p.sh.fraction() // what is left is every process's: this one holds its share
+		}
+		lim := p.lims()[i]
 		if have := lim.AllowNAt(now, 0).Remaining; float64(have) > left {
 			lim.ReserveNAt(now, have-int(left))
 		}

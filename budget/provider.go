@@ -61,7 +61,7 @@ type Local struct {
 	cfg     Config
 	ctl     *aimd.Controller
 	pacer   Pacer
-	limits  []*gcra.Limiter
+	limits  atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
 	brk     *breaker.Breaker
 	slots   chan struct{}
 	ceiling float64       // the tightest known limit, requests/s; 0 if none
@@ -76,6 +76,7 @@ type Local struct {
 	nextSave  time.Time     // when follow may next save the learned state
 
 	rec recorder // the provider's record in cfg.Records (see record.go)
+	sh  sharer   // the provider's lease in cfg.Shares (see share.go)
 	op  operator // an operator's status, read from cfg.Records (see status.go)
 
 	bans     atomic.Int32 // bans in a row since the last success (see Config.BanPause)
@@ -88,7 +89,7 @@ type Local struct {
 type counters struct {
 	requests, ok, throttled, overloaded, transient, permanent atomic.Uint64
 	retries, fastFails, saturated, inFlight                   atomic.Int64
-	saveErrs                                                  atomic.Int64
+	saveErrs, shareErrs                                       atomic.Int64
 }
 
 var _ Provider = (*Local)(nil)
@@ -111,12 +112,13 @@ func NewLocal(key string, cfg Config) (*Local, error) {
 func newLocal(key string, cfg Config, path string) (*Local, error) {
 	cfg = cfg.withDefaults()
 	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
+	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {
-		lim, err := l.limiter()
+		lim, err := l.limiter(1)
 		if err != nil {
 			return nil, invalid.Wrap(fmt.Sprintf("%s.Limits[%d]", path, i), err)
 		}
-		p.limits = append(p.limits, lim)
+		lims = append(lims, lim)
 		if !l.Weighted { // a weighted limit says nothing of requests/s
 			r := float64(l.Count) / l.Per.Seconds()
 			if p.ceiling == 0 || r < p.ceiling {
@@ -124,6 +126,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 			}
 		}
 	}
+	p.limits.Store(&lims)
 	ac := cfg.Adaptive
 	if p.ceiling > 0 && (ac.Max == 0 || ac.Max > p.ceiling) {
 		// A known limit bounds the discovered rate; a very slow one (100
@@ -167,7 +170,8 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	} else if err := p.pacer.SetRate(p.rate); err != nil {
 		return nil, fmt.Errorf("budget: %s.Pacer: SetRate(%v): %w", path, p.rate, err)
 	}
-	p.follow(time.Now()) // hands a restored pause to the pacer
+	p.joinShares(time.Now())
+	p.follow(time.Now()) // hands a restored pause, and the share, to the pacer
 	return p, nil
 }
 
@@ -182,13 +186,17 @@ func (p *Local) holding(now time.Time) bool {
 	if p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now) {
 		return true
 	}
-	for _, lim := range p.limits {
+	for _, lim := range p.lims() {
 		if lim.AllowNAt(now, 0).ResetAfter > 0 {
 			return true
 		}
 	}
 	return false
 }
+
+// lims returns the known Limits' limiters: this process's share of each
+// when the provider is shared (see [Config.Shares]).
+func (p *Local) lims() []*gcra.Limiter { return *p.limits.Load() }
 
 // Key returns the provider key.
 func (p *Local) Key() string { return p.key }

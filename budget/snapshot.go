@@ -45,6 +45,14 @@ type Snapshot struct {
 	// process, but a restart before the next successful save would not
 	// know them.
 	SaveErrors int64 `json:"save_errors,omitempty"`
+	// Share is the fraction of the provider's rate this process holds
+	// and paces at when the provider is shared through [Config.Shares]
+	// (Rate and Ceiling are the provider's, for every process together),
+	// and 1 when it is not.
+	Share float64 `json:"share"`
+	// Shares are the leases of every process sharing the provider, as of
+	// this process's last renewal; nil when it is not shared.
+	Shares []Share `json:"shares,omitempty"`
 }
 
 // Snapshot returns the provider's counters and state.
@@ -68,5 +76,7 @@ func (p *Local) Snapshot() Snapshot {
 		FastFails:   p.n.fastFails.Load(),
 		Saturated:   p.n.saturated.Load(),
 		SaveErrors:  p.n.saveErrs.Load(),
+		Share:       p.sh.fraction(),
+		Shares:      p.sh.snapshot(),
 	}
 }

@@ -24,6 +24,8 @@ type MemoryStore struct {
 	c *core
 	// records is guarded by c.mu; see record.go.
 	records recordBook
+	// shares is guarded by c.mu; see UpdateShares.
+	shares map[string][]byte
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -31,7 +33,7 @@ var _ Store = (*MemoryStore)(nil)
 // NewMemoryStore returns an empty MemoryStore. It cannot fail: no Config
 // value is invalid.
 func NewMemoryStore(cfg Config) *MemoryStore {
-	return &MemoryStore{c: newCore(cfg.Now, nil), records: recordBook{}}
+	return &MemoryStore{c: newCore(cfg.Now, nil), records: recordBook{}, shares: map[string][]byte{}}
 }
 
 // Load implements [Checkpoints.Load].

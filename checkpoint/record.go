@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -219,5 +220,26 @@ func (s *FileStore) loadPauses(data []byte) error {
 		}
 		s.records[p.Provider] = r
 	}
+	return nil
+}
+
+// UpdateShares implements budget.ShareStore for processes simulated in one
+// process (tests, examples): it reads the document kept under key (nil when
+// none is), calls f with it, and keeps what f returns, all under the
+// store's lock, so no other UpdateShares of key comes between. An error
+// from f is returned and nothing changes. It fails with [ErrInvalid] for a
+// key that is not a valid name ([CheckName]), with the ctx's error once it
+// has ended, and with [ErrClosed] after Close. The documents last as long
+// as the process.
+func (m *MemoryStore) UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error {
+	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
+		return err
+	}
+	defer m.c.mu.Unlock()
+	next, err := f(slices.Clone(m.shares[key]))
+	if err != nil {
+		return err
+	}
+	m.shares[key] = slices.Clone(next)
 	return nil
 }

@@ -1,0 +1,432 @@
+package budget
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/gcra"
+)
+
+// ShareStore is where the processes that call one provider meet, so that
+// together they stay under its limit without a database round trip per
+// request (see [Config.Shares]). Each process holds a lease on a share of
+// the provider's rate, renews it about every second, and paces locally at
+// its share: a refusal any process sees cuts the rate of every process
+// within one renewal, and a process that dies loses its share when its
+// lease ends. The store only keeps one small document per provider key and
+// updates it atomically; the policy (how the rate moves, how it is split)
+// is the budget package's, written in Go, so every store behaves the same.
+// The PostgreSQL store implements it, and so does the checkpoint package's
+// MemoryStore (for processes simulated in one test);
+// [github.com/forage-go/forage/budget/budgettest.RunShareStore] is the
+// contract as a test suite.
+//
+// Implementations must be safe for concurrent use.
+type ShareStore interface {
+	// UpdateShares reads the document saved under key (nil when none is),
+	// calls f with it, and saves what f returns, atomically: no other
+	// UpdateShares of key, in any process, saves between the read and the
+	// save. f may be called more than once (a store that detects a
+	// conflicting save retries), so it must depend on its argument only. An
+	// error from f is returned as is and nothing is saved; so is the error
+	// of a ctx that has ended. A key that is not a valid name
+	// ([github.com/forage-go/forage/checkpoint.CheckName]) is an error.
+	UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error
+}
+
+// The lease policy. A process renews its lease every shareEvery, or after
+// shareSoon while a share it is owed is still held by others or after its
+// controller cut the rate; a lease not renewed for shareTTL ends, and its
+// share goes to the others at their next renewal.
+const (
+	shareEvery = time.Second
+	shareSoon  = 250 * time.Millisecond
+	shareTTL   = 3 * time.Second
+	// shareTimeout bounds one renewal.
+	shareTimeout = 2 * time.Second
+	// safeShare is the part of its last share a process keeps once its
+	// lease has ended without renewal (the store is unreachable): the
+	// others may have taken what it held, so it steps back rather than
+	// guess. startShare is the share of a process that never reached the
+	// store.
+	safeShare  = 0.5
+	startShare = 0.25
+	// hungry is the share of its grant a process must have used over a
+	// renewal period to ask for more; under it, it asks for what it used,
+	// with headroom, and gives the rest back.
+	hungryUse    = 0.8
+	hungryWaited = 0.1 // or had a tenth of its calls held back by the pacer
+	demandMargin = 1.25
+	// minDemand is the least a live process asks for, requests/s, so one
+	// that was idle starts again without waiting a renewal for a share.
+	minDemand = 1.0
+	// rejoinShare is how far a share must move before the process's
+	// controller is moved with it (smaller moves are left to the next
+	// renewal), so the climb is not refitted every second.
+	rejoinShare = 0.05
+)
+
+// shareDoc is the document kept per provider key: the provider's rate as
+// the processes together learned it, and the leases.
+type shareDoc struct {
+	// Epoch counts the cuts taken in: a process whose view of the rate
+	// predates the latest cut may not raise it.
+	Epoch       uint64    `json:"epoch"`
+	Rate        float64   `json:"rate,omitempty"`
+	Ceiling     float64   `json:"ceiling,omitempty"`
+	Confirmed   bool      `json:"confirmed,omitempty"`
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Leases are the live leases, by holder.
+	Leases map[string]shareLease `json:"leases,omitempty"`
+}
+
+// shareLease is one process's lease.
+type shareLease struct {
+	// Share is the fraction of the provider's rate the holder may use.
+	Share float64 `json:"share"`
+	// Demand is what the holder would use, requests/s; Hungry says it
+	// would use more than it holds.
+	Demand float64 `json:"demand,omitempty"`
+	Hungry bool    `json:"hungry,omitempty"`
+	// Expires is when the lease ends unless renewed.
+	Expires time.Time `json:"expires"`
+}
+
+// Share is one process's lease on a provider shared through a
+// [ShareStore], as [Snapshot.Shares] reports it.
+type Share struct {
+	// Holder names the process: host, process id and a random suffix.
+	Holder string
+	// Share is the fraction of the provider's rate it holds.
+	Share float64
+	// Expires is when its lease ends unless renewed.
+	Expires time.Time
+}
+
+// sharer is a provider's side of its lease.
+type sharer struct {
+	id     string
+	share  atomic.Uint64 // math.Float64bits of the fraction this process paces at; 1 with no ShareStore
+	next   atomic.Int64  // unix nanoseconds: when the next renewal is due
+	active atomic.Bool   // a renewal is under way
+	used   atomic.Int64  // calls admitted by the pacer since the last renewal
+	waited atomic.Int64  // calls of those the pacer or a pause held back
+	timer  *time.Timer   // the next renewal while calls keep coming; guarded by mu
+	// gate, while this process holds no share (the others still hold it
+	// all), is a channel closed when a renewal grants one: calls wait on
+	// it before the pacer. Nil while it holds a share.
+	gate atomic.Pointer[chan struct{}]
+
+	mu      sync.Mutex              // held by the renewal; guards the rest
+	epoch   uint64                  // the document's epoch when last renewed
+	cuts    uint64                  // the controller's decreases when last renewed
+	since   time.Time               // the start of the period used counts
+	expires time.Time               // the end of the lease last granted
+	leases  atomic.Pointer[[]Share] // every lease, as of the last renewal
+}
+
+// setGate closes the gate when shut is false, and makes one when it is
+// true; s.mu is held.
+func (s *sharer) setGate(shut bool) {
+	g := s.gate.Load()
+	switch {
+	case shut && g == nil:
+		c := make(chan struct{})
+		s.gate.Store(&c)
+	case !shut && g != nil:
+		s.gate.Store(nil)
+		close(*g)
+	}
+}
+
+// waitShare waits until this process holds a share of the provider, or
+// ctx ends.
+func (s *sharer) waitShare(ctx context.Context) error {
+	g := s.gate.Load()
+	if g == nil {
+		return nil
+	}
+	select {
+	case <-*g:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// snapshot returns a copy of the leases as of the last renewal.
+func (s *sharer) snapshot() []Share {
+	if l := s.leases.Load(); l != nil {
+		return slices.Clone(*l)
+	}
+	return nil
+}
+
+// holderID names this process's lease of key.
+func holderID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// fraction returns the share of the provider's rate this process paces at.
+func (s *sharer) fraction() float64 { return math.Float64frombits(s.share.Load()) }
+
+// joinShares makes the provider's first renewal, in its constructor, so a
+// provider starts at its share. A store that cannot be reached leaves it
+// at startShare until a later renewal succeeds.
+func (p *Local) joinShares(now time.Time) {
+	p.sh.id = holderID()
+	p.sh.share.Store(math.Float64bits(1))
+	if p.cfg.Shares == nil {
+		return
+	}
+	if !p.renew(now) {
+		p.sh.share.Store(math.Float64bits(startShare))
+	}
+}
+
+// shareTick starts a renewal in the background when one is due. The caller
+// never waits for the store.
+func (p *Local) shareTick(now time.Time) {
+	if now.UnixNano() < p.sh.next.Load() || !p.sh.active.CompareAndSwap(false, true) {
+		return
+	}
+	p.sh.next.Store(now.Add(shareEvery).UnixNano())
+	go func() {
+		defer p.sh.active.Store(false)
+		p.renew(time.Now())
+		p.follow(time.Now())
+	}()
+}
+
+// renew renews the lease at now: it takes in what this process learned
+// since the last renewal, takes up what the others learned, and sets the
+// share this process paces at. It reports whether the store answered; when
+// it did not and the lease has ended, the share drops to safeShare of the
+// last one.
+func (p *Local) renew(now time.Time) bool {
+	s := &p.sh
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, cuts := p.ctl.State(), p.ctl.Snapshot().Decreases
+	share := s.fraction()
+	used, waited := float64(s.used.Swap(0)), float64(s.waited.Swap(0))
+	demand, hungry := minDemand, s.since.IsZero() // a process joining wants its share
+	if dt := now.Sub(s.since).Seconds(); !s.since.IsZero() && dt > 0 {
+		rate := used / dt
+		hungry = waited >= hungryWaited*used || rate >= hungryUse*share*st.Rate
+		demand = max(minDemand, rate*demandMargin)
+	}
+	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() // a provider joins to be called
+	s.since = now
+	var doc shareDoc
+	ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
+	defer cancel()
+	err := p.cfg.Shares.UpdateShares(ctx, p.key, func(old []byte) ([]byte, error) {
+		doc = shareDoc{}
+		if len(old) > 0 {
+			if err := json.Unmarshal(old, &doc); err != nil {
+				doc = shareDoc{} // a document this version cannot read is started again
+			}
+		}
+		mergeShares(&doc, s.id, now, st, cuts != s.cuts, s.epoch, demand, hungry)
+		return json.Marshal(doc)
+	})
+	if err != nil {
+		if now.After(s.expires) && !s.expires.IsZero() {
+			s.share.Store(math.Float64bits(share * safeShare))
+			s.expires = time.Time{} // once per outage: the safe share is not halved again
+		}
+		p.n.shareErrs.Add(1)
+		s.next.Store(now.Add(shareEvery).UnixNano())
+		s.arm(p, busy, shareEvery)
+		return false
+	}
+	l := doc.Leases[s.id]
+	s.epoch, s.cuts, s.expires = doc.Epoch, cuts, l.Expires
+	leases := make([]Share, 0, len(doc.Leases))
+	for h, x := range doc.Leases {
+		leases = append(leases, Share{Holder: h, Share: x.Share, Expires: x.Expires})
+	}
+	slices.SortFunc(leases, func(a, b Share) int { return cmp.Compare(a.Holder, b.Holder) })
+	s.leases.Store(&leases)
+	p.adopt(now, doc, st, share, l.Share)
+	next := shareEvery
+	if l.Share < fairShare(doc, s.id)*(1-rejoinShare) || cuts != p.ctl.Snapshot().Decreases {
+		next = shareSoon
+	}
+	s.next.Store(now.Add(next).UnixNano())
+	s.arm(p, busy, next)
+	return true
+}
+
+// arm schedules the next renewal in next while the provider is busy (calls
+// came since the last renewal, or are under way: they may all be waiting
+// for the pacer, and a waiting call renews nothing). An idle provider lets
+// its lease lapse, giving its share back, and renews on its next call. s.mu
+// is held.
+func (s *sharer) arm(p *Local, busy bool, next time.Duration) {
+	if !busy {
+		return
+	}
+	if s.timer == nil {
+		s.timer = time.AfterFunc(next, func() { p.shareTick(time.Now()) })
+		return
+	}
+	s.timer.Reset(next)
+}
+
+// adopt moves this process to what the document has: its controller to
+// the provider's rate and ceiling (when they moved by more than
+// rejoinShare), the pause in force, and its new share, at which the pacer
+// and the known limits pace.
+func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, old, share float64) {
+	if share > 0 {
+		p.ctl.SetShare(share)
+	}
+	if doc.Rate > 0 && (moved(st.Rate, doc.Rate) || moved(st.Ceiling, doc.Ceiling)) {
+		_ = p.ctl.Restore(aimd.State{Rate: doc.Rate, Ceiling: doc.Ceiling, Confirmed: doc.Confirmed})
+	}
+	if doc.PausedUntil.After(now) {
+		_ = p.ctl.Restore(aimd.State{PausedUntil: doc.PausedUntil})
+	}
+	if share != old {
+		p.splitLimits(now, share)
+	}
+	p.sh.share.Store(math.Float64bits(share))
+	p.follow(now) // the pacer at the new share before a call waiting for one goes
+	p.sh.setGate(share == 0)
+}
+
+// moved reports whether a differs from b by more than rejoinShare.
+func moved(a, b float64) bool { return math.Abs(a-b) > rejoinShare*max(a, b) }
+
+// mergeShares renews holder's lease in doc at now. st is the holder's
+// controller state (its own part of the rate, share of the whole), cut
+// whether it cut since its last renewal, and epoch the document's epoch
+// then. The rate policy:
+//
+//   - A cut by any process is taken in at once: the provider's rate and
+//     ceiling become the cutter's, and the epoch moves on; unless another
+//     process cut since the cutter last renewed: that is the same
+//     overshoot seen twice, and cuts do not compound.
+//   - A climb is taken in only from a process whose view is of the current
+//     epoch: one that has not yet seen the latest cut cannot undo it.
+//   - The longest pause wins.
+//
+// Then the leases: those that ended are dropped, and the holder is granted
+// its fair share (the provider's rate split by demand: nobody gets more
+// than it asked for, the rest is split evenly among those that want more),
+// but never more than what the others do not hold: a share one process
+// gives back is taken up by another only once the first has let it go, so
+// the shares in force never add up to more than the whole.
+func mergeShares(doc *shareDoc, holder string, now time.Time, st aimd.State, cut bool, epoch uint64, demand float64, hungry bool) {
+	if st.Rate > 0 && !math.IsInf(st.Rate, 0) && !math.IsInf(st.Ceiling, 0) {
+		switch {
+		case doc.Rate == 0 || cut && epoch == doc.Epoch:
+			doc.Rate, doc.Ceiling, doc.Confirmed = st.Rate, st.Ceiling, st.Confirmed
+			if cut {
+				doc.Epoch++
+			}
+		case !cut && epoch == doc.Epoch && st.Rate > doc.Rate:
+			doc.Rate, doc.Ceiling, doc.Confirmed = st.Rate, max(st.Ceiling, doc.Ceiling), st.Confirmed || doc.Confirmed
+		}
+	}
+	if st.PausedUntil.After(doc.PausedUntil) {
+		doc.PausedUntil = st.PausedUntil
+	}
+	if doc.Leases == nil {
+		doc.Leases = map[string]shareLease{}
+	}
+	for h, l := range doc.Leases {
+		if h != holder && !l.Expires.After(now) {
+			delete(doc.Leases, h)
+		}
+	}
+	l := doc.Leases[holder]
+	l.Demand, l.Hungry, l.Expires = demand, hungry, now.Add(shareTTL)
+	doc.Leases[holder] = l
+	others := 0.0
+	for h, x := range doc.Leases {
+		if h != holder {
+			others += x.Share
+		}
+	}
+	l.Share = max(0, min(fairShare(*doc, holder), 1-others))
+	doc.Leases[holder] = l
+}
+
+// fairShare returns holder's fair share of doc's rate: the rate split among
+// the live leases by demand (water-filling: a lease that asks for less than
+// an even split gets what it asked for, and the rest is split again among
+// the others; a hungry lease asks for everything).
+func fairShare(doc shareDoc, holder string) float64 {
+	type ask struct {
+		h string
+		d float64 // the fraction asked for
+	}
+	asks := make([]ask, 0, len(doc.Leases))
+	for h, l := range doc.Leases {
+		d := math.Inf(1)
+		if !l.Hungry && doc.Rate > 0 {
+			d = l.Demand / doc.Rate
+		}
+		asks = append(asks, ask{h, d})
+	}
+	slices.SortFunc(asks, func(a, b ask) int {
+		if c := cmp.Compare(a.d, b.d); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.h, b.h)
+	})
+	left := 1.0
+	for i, a := range asks {
+		give := min(a.d, left/float64(len(asks)-i))
+		if a.h == holder {
+			return give
+		}
+		left -= give
+	}
+	return 0
+}
+
+// splitLimits paces each known limit at this process's share of it: the
+// share of its rate, and the share of its burst (at least one unit), so
+// that the shares in force, which never add up to more than the whole,
+// never send more than the limit in any window. A limit whose burst share
+// changes is made again, empty: what the old one held is not carried over.
+func (p *Local) splitLimits(now time.Time, share float64) {
+	if len(p.cfg.Limits) == 0 || share <= 0 {
+		return
+	}
+	old := p.lims()
+	next := make([]*gcra.Limiter, len(old))
+	for i, l := range p.cfg.Limits {
+		burst, units := l.shape()
+		if max(1, int(share*float64(burst))) == old[i].Burst() && old[i].SetRateAt(now, share*units/l.Per.Seconds()) == nil {
+			next[i] = old[i]
+			continue
+		}
+		lim, err := l.limiter(share)
+		if err != nil {
+			next[i] = old[i] // a share too small to pace: keep the last
+			continue
+		}
+		lim.PauseUntil(now.Add(lim.Interval())) // empty: nothing conforms before one interval
+		next[i] = lim
+	}
+	p.limits.Store(&next)
+}

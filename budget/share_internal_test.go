@@ -1,0 +1,91 @@
+package budget
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"pgregory.net/rapid"
+)
+
+// TestSharesNeverAddUpToMoreThanTheWhole renews random leases in random
+// order, with random demands, deaths and cuts: the shares in force never add
+// up to more than the whole; nobody holds more than it asked for unless
+// everyone else has what they asked for; a process that has not seen the
+// latest cut never raises the rate; and a cut is always taken in from a
+// process that has seen every cut before it.
+func TestSharesNeverAddUpToMoreThanTheWhole(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var doc shareDoc
+		now := time.Unix(1e9, 0)
+		epochs := map[string]uint64{}
+		holders := rapid.SliceOfNDistinct(rapid.StringMatching(`p[0-9]`), 1, 6, rapid.ID[string]).Draw(t, "holders")
+		for i := range rapid.IntRange(1, 60).Draw(t, "steps") {
+			now = now.Add(time.Duration(rapid.IntRange(0, 2000).Draw(t, fmt.Sprint("dt", i))) * time.Millisecond)
+			h := rapid.SampledFrom(holders).Draw(t, fmt.Sprint("holder", i))
+			st := aimd.State{Rate: rapid.Float64Range(0.1, 500).Draw(t, fmt.Sprint("rate", i))}
+			st.Ceiling = st.Rate * rapid.Float64Range(0, 1.5).Draw(t, fmt.Sprint("ceiling", i))
+			cut := rapid.Bool().Draw(t, fmt.Sprint("cut", i))
+			demand := rapid.Float64Range(0, 300).Draw(t, fmt.Sprint("demand", i))
+			hungry := rapid.Bool().Draw(t, fmt.Sprint("hungry", i))
+			before, beforeEpoch := doc.Rate, doc.Epoch
+			mergeShares(&doc, h, now, st, cut, epochs[h], demand, hungry)
+			stale := epochs[h] != beforeEpoch
+			epochs[h] = doc.Epoch
+			if stale && doc.Rate > before && before > 0 {
+				t.Fatalf("a process that missed a cut raised the rate %v -> %v", before, doc.Rate)
+			}
+			if cut && !stale && before > 0 && doc.Rate != st.Rate {
+				t.Fatalf("a cut by a process that saw every cut was not taken in: %v, want %v", doc.Rate, st.Rate)
+			}
+			sum := 0.0
+			for _, l := range doc.Leases {
+				if l.Share < 0 || l.Share > 1 {
+					t.Fatalf("share %v out of [0, 1]", l.Share)
+				}
+				if l.Expires.After(now) {
+					sum += l.Share
+				}
+			}
+			if sum > 1+1e-9 {
+				t.Fatalf("live shares add up to %v > 1: %+v", sum, doc.Leases)
+			}
+		}
+	})
+}
+
+// TestFairShareSplitsByDemand checks the water-filling: shares add up to at
+// most the whole, nobody gets more than it asked for, and what is left
+// after the modest ones goes in equal parts to the hungry ones.
+func TestFairShareSplitsByDemand(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		doc := shareDoc{Rate: rapid.Float64Range(1, 1000).Draw(t, "rate"), Leases: map[string]shareLease{}}
+		n := rapid.IntRange(1, 8).Draw(t, "n")
+		for i := range n {
+			doc.Leases[fmt.Sprint("p", i)] = shareLease{
+				Demand: rapid.Float64Range(0, 2000).Draw(t, fmt.Sprint("demand", i)),
+				Hungry: rapid.Bool().Draw(t, fmt.Sprint("hungry", i)),
+			}
+		}
+		sum, hungryShare := 0.0, -1.0
+		for h, l := range doc.Leases {
+			f := fairShare(doc, h)
+			sum += f
+			if !l.Hungry && f > l.Demand/doc.Rate+1e-9 {
+				t.Fatalf("%s asked for %v of %v and got %v", h, l.Demand, doc.Rate, f)
+			}
+			if l.Hungry {
+				if hungryShare >= 0 && abs(f-hungryShare) > 1e-9 {
+					t.Fatalf("hungry leases got %v and %v", hungryShare, f)
+				}
+				hungryShare = f
+			}
+		}
+		if sum > 1+1e-9 {
+			t.Fatalf("fair shares add up to %v", sum)
+		}
+	})
+}
+
+func abs(x float64) float64 { return max(x, -x) }

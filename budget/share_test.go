@@ -1,0 +1,199 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/providertest"
+)
+
+// flakyShares is a ShareStore that fails while down is set: the database
+// gone.
+type flakyShares struct {
+	budget.ShareStore
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+var errDown = errors.New("store down")
+
+func (f *flakyShares) UpdateShares(ctx context.Context, key string, fn func([]byte) ([]byte, error)) error {
+	f.calls.Add(1)
+	if f.down.Load() {
+		return errDown
+	}
+	return f.ShareStore.UpdateShares(ctx, key, fn)
+}
+
+// sharedRun drives n processes (one Local each, every one with its own
+// workers) against srv through one share store, for d; stop[i], if
+// closed, ends process i's workers early (a process that died).
+type proc struct {
+	p      *budget.Local
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startProc(t *testing.T, key string, cfg budget.Config, srv *providertest.Server, workers int) *proc {
+	t.Helper()
+	p, err := budget.NewLocal(key, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr := &proc{p: p, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(pr.done)
+		drive(ctx, p, workers, simAttempt(srv.Transport(), nil))
+	}()
+	return pr
+}
+
+func (pr *proc) stop() { pr.cancel(); <-pr.done }
+
+// TestSharedProcessesStayUnderTheLimit runs three processes sharing one
+// provider they are not told the limit of, through one share store: they
+// find it together, serve most of it, draw few refusals, and their shares
+// add up to the whole. When one dies, the others take its share within a
+// lease.
+func TestSharedProcessesStayUnderTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.RateLimit(30, 5),
+			Latency: 3 * time.Millisecond, Jitter: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		cfg := budget.Config{Shares: store}
+		var procs []*proc
+		for range 3 {
+			procs = append(procs, startProc(t, "sim", cfg, srv, 3))
+		}
+		time.Sleep(30 * time.Second)
+		st := srv.Stats()
+		goodput := float64(st.OK) / (30 * 30)
+		refused := float64(st.Throttled) / float64(max(st.Requests, 1))
+		t.Logf("3 processes, 30 s: goodput %.1f%%, refused %.2f%% (%d of %d)", 100*goodput, 100*refused, st.Throttled, st.Requests)
+		if goodput < 0.6 || refused > 0.025 {
+			t.Errorf("goodput %.1f%%, refused %.2f%%; want >= 60%%, <= 2.5%%", 100*goodput, 100*refused)
+		}
+		sum := 0.0
+		for _, pr := range procs {
+			sum += pr.p.Snapshot().Share
+		}
+		if sum > 1+1e-9 || sum < 0.9 {
+			t.Errorf("shares add up to %v; want (0.9, 1]", sum)
+		}
+
+		procs[0].stop() // dies: its lease ends 3 s after its last renewal
+		time.Sleep(5 * time.Second)
+		a, b := procs[1].p.Snapshot().Share, procs[2].p.Snapshot().Share
+		if a+b < 0.9 || a+b > 1+1e-9 {
+			t.Errorf("after one died the other two hold %v + %v; want about the whole", a, b)
+		}
+		if n := len(procs[1].p.Snapshot().Shares); n != 2 {
+			t.Errorf("%d leases after one died; want 2", n)
+		}
+		procs[1].stop()
+		procs[2].stop()
+	})
+}
+
+// TestSharedKnownLimitNeverExceeded splits a known limit among four
+// processes: the provider, which enforces exactly that limit in fixed
+// windows, never refuses one request, and they use most of it.
+func TestSharedKnownLimitNeverExceeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := providertest.New(providertest.Config{Seed: 5, Limit: providertest.WindowLimit(100, 10*time.Second),
+			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		cfg := budget.Config{Shares: store, Limits: []budget.Limit{{Count: 100, Per: 10 * time.Second}}}
+		var procs []*proc
+		for range 4 {
+			procs = append(procs, startProc(t, "sim", cfg, srv, 2))
+		}
+		time.Sleep(60 * time.Second)
+		for _, pr := range procs {
+			pr.stop()
+		}
+		st := srv.Stats()
+		t.Logf("4 processes, known limit 100/10s, 60 s: %d served, %d refused", st.OK, st.Throttled)
+		if st.Throttled != 0 {
+			t.Errorf("%d refused; want none: the known limit is split, never exceeded", st.Throttled)
+		}
+		if st.OK < 400 {
+			t.Errorf("%d served in 60 s of a 100/10s limit; want at least 400", st.OK)
+		}
+	})
+}
+
+// TestSharesSurviveAStoreOutage takes the store away: each process keeps
+// its share until its lease ends, then paces at half of it (never more than
+// its last share), and takes its full share again once the store is back.
+func TestSharesSurviveAStoreOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := providertest.New(providertest.Config{Seed: 9, Limit: providertest.RateLimit(20, 1),
+			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		cfg := budget.Config{Shares: store}
+		a, b := startProc(t, "sim", cfg, srv, 2), startProc(t, "sim", cfg, srv, 2)
+		time.Sleep(10 * time.Second)
+		before := a.p.Snapshot().Share
+		store.down.Store(true)
+		time.Sleep(5 * time.Second)
+		during := a.p.Snapshot().Share
+		if during > before/2+1e-9 {
+			t.Errorf("share %v during the outage; want at most half of %v", during, before)
+		}
+		store.down.Store(false)
+		time.Sleep(3 * time.Second)
+		after := a.p.Snapshot().Share
+		if math.Abs(after-before) > 0.2 {
+			t.Errorf("share %v after the outage; want about %v again", after, before)
+		}
+		a.stop()
+		b.stop()
+	})
+}
+
+// TestShareRenewalsPerSecond counts the store's round trips: about one a
+// second per process, however fast the provider is.
+func TestShareRenewalsPerSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.RateLimit(200, 1),
+			Latency: 2 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		var procs []*proc
+		for range 2 {
+			procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 8))
+		}
+		time.Sleep(20 * time.Second)
+		var wg sync.WaitGroup
+		for _, pr := range procs {
+			wg.Go(pr.stop)
+		}
+		wg.Wait()
+		perProc := float64(store.calls.Load()) / 2 / 20
+		t.Logf("%.2f renewals per process per second, %d requests", perProc, srv.Stats().Requests)
+		if perProc > 5 {
+			t.Errorf("%.2f store round trips per process per second; want <= 5", perProc)
+		}
+	})
+}

@@ -120,11 +120,11 @@ type Config struct {
 	// 429 names its limit that way, so its 503s count as failures; and 503s
 	// that a cut does not stop are read as noise (see the aimd package).
 	Classify func(forage.Outcome) forage.Class
-	// Pacer, if set, paces the provider instead of a local [gcra.Limiter],
-	// e.g. one shared through a database by many processes. It is paced at
-	// the adaptive rate. A pacer paces one provider: in a [Registry] supply
-	// pacers through [RegistryConfig.NewPacer] (or an override's Pacer for
-	// that key alone); a Pacer in [RegistryConfig.Defaults] is rejected.
+	// Pacer, if set, paces the provider instead of a local [gcra.Limiter].
+	// It is paced at the adaptive rate (this process's share of it, with
+	// Shares). A pacer paces one provider: in a [Registry] set it in the
+	// override of that key; a Pacer in [RegistryConfig.Defaults] is
+	// rejected. To share a provider among processes, use Shares.
 	Pacer Pacer
 	// Logger receives the provider's own structured records, each with its
 	// key: a pause the provider imposed (a Retry-After, a ban, a spent

@@ -281,7 +281,8 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 	p.n.inFlight.Add(1)
 	if err := p.pace(wctx, run, weight, now); err != nil {
 		p.release()
-		if r, _ := ReasonOf(err); r == forage.ReasonQuota {
+		var stop *Error
+		if errors.As(err, &stop) { // a planned wait: a known quota, a pause learned from the others
 			return err
 		}
 		return fail(err)
@@ -313,8 +314,7 @@ func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool 
 // catches the calls that lost a race for the same slots.
 func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
 	if p.cfg.Shares != nil {
-		p.shareTick(start)
-		if err := p.sh.waitShare(ctx); err != nil {
+		if err := p.waitShare(ctx, run, start); err != nil {
 			return err
 		}
 	}
@@ -476,6 +476,9 @@ func (p *Local) follow(now time.Time) {
 		}
 		if why := p.pauseReason(now); pu.After(now) && (pu.After(p.savedTil) || why != p.savedWhy) {
 			p.savePause(now)
+		}
+		if p.cfg.Shares != nil {
+			p.shareNews(now, pu)
 		}
 		if p.cfg.Records != nil {
 			p.readStatus(now) // an operator's status set elsewhere

@@ -234,8 +234,9 @@ func TestRestoredRateIsThePacersFirstRate(t *testing.T) {
 			"api.example.com": {Key: "api.example.com", Rate: 3, Ceiling: 5, PausedUntil: until, PauseReason: forage.ReasonThrottled},
 		}}
 		pacer := &ratesPacer{}
-		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store,
-			NewPacer: func(string) (budget.Pacer, error) { return pacer, nil }})
+		cfg := learning()
+		cfg.Pacer = pacer
+		reg := newRegistry(t, budget.RegistryConfig{Overrides: map[string]budget.Config{"api.example.com": cfg}, Records: store})
 		provider(reg, "api.example.com")
 		pacer.mu.Lock()
 		defer pacer.mu.Unlock()

@@ -18,20 +18,14 @@ import (
 type RegistryConfig struct {
 	// Defaults configures every provider without an override. Its Pacer
 	// must be nil: one pacer would be shared by every key, so they would
-	// all draw on one budget; [NewRegistry] rejects it. Use NewPacer to
-	// give each key its own.
+	// all draw on one budget; [NewRegistry] rejects it. To share each
+	// provider with other processes, set its Shares.
 	Defaults Config
 	// Overrides configures named providers instead of Defaults, e.g. a known
 	// limit for one exchange while another's is discovered. Each entry
 	// replaces Defaults whole for its key. A Pacer set in an override paces
-	// that key only and takes precedence over NewPacer for it.
+	// that key only.
 	Overrides map[string]Config
-	// NewPacer, if set, makes the pacer of each new provider (each key
-	// without a Pacer in its override), e.g. a pacer shared through a
-	// database so many processes draw on one budget. It is the one way to
-	// supply pacers for keys not known in advance. Nil means a local
-	// [gcra.Limiter] per provider.
-	NewPacer func(key string) (Pacer, error)
 	// Records, if set, keeps every provider's record across restarts and
 	// evictions: it is the [Config.Records] of each provider whose Config
 	// (Defaults or its override) sets none. Nil means each Config's own.
@@ -110,7 +104,7 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	}
 	if cfg.Defaults.Pacer != nil {
 		return nil, invalid.Must("RegistryConfig.Defaults.Pacer",
-			"be nil: one pacer would be shared by every key; use RegistryConfig.NewPacer to make one per key",
+			"be nil: one pacer would be shared by every key; set a Pacer per key in Overrides, or Defaults.Shares to share providers among processes",
 			fmt.Sprintf("%T", cfg.Defaults.Pacer))
 	}
 	if err := cfg.Defaults.validate("RegistryConfig.Defaults"); err != nil {
@@ -143,9 +137,8 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 
 // Get returns the one Provider for key, creating it on first use: two
 // callers asking for the same key get the same Provider. The error says
-// why a provider could not be created: a failing
-// [RegistryConfig.NewPacer], or a [RecordStore] that cannot load the
-// provider's record. [Registry.Lookup] finds a Provider without creating
+// why a provider could not be created: a [RecordStore] that cannot load
+// the provider's record. [Registry.Lookup] finds a Provider without creating
 // one.
 func (r *Registry) Get(key string) (Provider, error) {
 	s := &r.shards[hash(key)&r.mask]
@@ -176,13 +169,6 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	cfg, ok := r.cfg.Overrides[key]
 	if !ok {
 		cfg = r.cfg.Defaults
-	}
-	if r.cfg.NewPacer != nil && cfg.Pacer == nil {
-		pacer, err := r.cfg.NewPacer(key)
-		if err != nil {
-			return nil, fmt.Errorf("budget: registry: pacer for %q: %w", key, err)
-		}
-		cfg.Pacer = pacer
 	}
 	if cfg.Records == nil {
 		cfg.Records = r.cfg.Records

@@ -202,15 +202,15 @@ func TestLookupOfAMissingKeyIsNil(t *testing.T) {
 
 // TestRegistryRejectsSharedDefaultsPacer: a Pacer in RegistryConfig.Defaults
 // would be shared silently by every key, so NewRegistry refuses it and points
-// at NewPacer; a Pacer in one key's override paces that key only and is kept.
+// at Overrides and Shares; a Pacer in one key's override paces that key only and is kept.
 func TestRegistryRejectsSharedDefaultsPacer(t *testing.T) {
 	t.Parallel()
 	shared := must(gcra.New(gcra.Config{Rate: 10}))
 	_, err := budget.NewRegistry(budget.RegistryConfig{Defaults: budget.Config{Pacer: shared}})
 	if err == nil || !errors.Is(err, budget.ErrInvalidConfig) ||
 		!strings.Contains(err.Error(), "RegistryConfig.Defaults.Pacer") ||
-		!strings.Contains(err.Error(), "RegistryConfig.NewPacer") {
-		t.Fatalf("NewRegistry with Defaults.Pacer = %v, want ErrInvalidConfig naming RegistryConfig.Defaults.Pacer and RegistryConfig.NewPacer", err)
+		!strings.Contains(err.Error(), "Overrides") || !strings.Contains(err.Error(), "Shares") {
+		t.Fatalf("NewRegistry with Defaults.Pacer = %v, want ErrInvalidConfig naming RegistryConfig.Defaults.Pacer, Overrides and Shares", err)
 	}
 	reg, err := budget.NewRegistry(budget.RegistryConfig{
 		Overrides: map[string]budget.Config{"one": {Pacer: shared}},

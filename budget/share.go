@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +125,10 @@ type sharer struct {
 	used   atomic.Int64  // calls admitted by the pacer since the last renewal
 	waited atomic.Int64  // calls of those the pacer or a pause held back
 	timer  *time.Timer   // the next renewal while calls keep coming; guarded by mu
+	// toldTil (unix nanoseconds) and toldCuts are the pause and the
+	// controller's decreases the document already has (see shareNews).
+	toldTil  atomic.Int64
+	toldCuts atomic.Uint64
 	// gate, while this process holds no share (the others still hold it
 	// all), is a channel closed when a renewal grants one: calls wait on
 	// it before the pacer. Nil while it holds a share.
@@ -150,18 +156,36 @@ func (s *sharer) setGate(shut bool) {
 	}
 }
 
-// waitShare waits until this process holds a share of the provider, or
-// ctx ends.
-func (s *sharer) waitShare(ctx context.Context) error {
-	g := s.gate.Load()
-	if g == nil {
-		return nil
-	}
-	select {
-	case <-*g:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// waitShare renews the lease if due, and waits until this process holds a
+// share of the provider, or ctx ends. A pause learned from the others
+// while it waits (the provider asked one of them to back off) stops the
+// call as acquire stops it for its own pauses: at once, with the pause's
+// end, when the call may not wait that long.
+func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error {
+	p.shareTick(start)
+	for {
+		if g := p.sh.gate.Load(); g != nil {
+			select {
+			case <-*g:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		now := time.Now()
+		if pu := p.ctl.PausedUntil(); pu.After(now) && p.outlasts(ctx, run, pu, start) {
+			return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
+		}
+		if p.sh.fraction() > 0 {
+			return nil
+		}
+		// Let through by a pause, with no share yet: wait for a renewal.
+		t := time.NewTimer(shareSoon)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -173,12 +197,31 @@ func (s *sharer) snapshot() []Share {
 	return nil
 }
 
-// holderID names this process's lease of key.
+// holderID names this process's lease of key: host-pid-random.
 func holderID() string {
-	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s-%d-%s", hostname, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// hostname is this machine's name, as holder names carry it.
+var hostname, _ = os.Hostname()
+
+// goneHere reports whether holder names a process of this machine that no
+// longer runs: a collector restarted after a crash takes its share at once
+// rather than after the dead process's lease ends. (A process id reused
+// since is taken for the holder alive: its lease then ends with its time.)
+func goneHere(holder string) bool {
+	i := strings.LastIndexByte(holder, '-')
+	if i < 0 {
+		return false
+	}
+	j := strings.LastIndexByte(holder[:i], '-')
+	if j < 0 || holder[:j] != hostname || hostname == "" {
+		return false
+	}
+	pid, err := strconv.Atoi(holder[j+1 : i])
+	return err == nil && pid > 0 && processGone(pid)
 }
 
 // fraction returns the share of the provider's rate this process paces at.
@@ -196,6 +239,28 @@ func (p *Local) joinShares(now time.Time) {
 	if !p.renew(now) {
 		p.sh.share.Store(math.Float64bits(startShare))
 	}
+}
+
+// shareNews renews the lease at once when this process learned what the
+// others must hear within one renewal: a cut of the rate, or a pause the
+// provider asked for ending at pu. What came from the others (see adopt)
+// is not news.
+func (p *Local) shareNews(now, pu time.Time) {
+	s := &p.sh
+	cuts := p.ctl.Snapshot().Decreases
+	if pu.UnixNano() > s.toldTil.Load() || cuts != s.toldCuts.Load() {
+		s.told(pu, cuts)
+		s.next.Store(0)
+		p.shareTick(now)
+	}
+}
+
+// told records that the document has the pause until pu and the
+// controller's decreases cuts.
+func (s *sharer) told(pu time.Time, cuts uint64) {
+	for t := s.toldTil.Load(); pu.UnixNano() > t && !s.toldTil.CompareAndSwap(t, pu.UnixNano()); t = s.toldTil.Load() {
+	}
+	s.toldCuts.Store(cuts)
 }
 
 // shareTick starts a renewal in the background when one is due. The caller
@@ -242,7 +307,15 @@ func (p *Local) renew(now time.Time) bool {
 				doc = shareDoc{} // a document this version cannot read is started again
 			}
 		}
+		for h := range doc.Leases {
+			if h != s.id && goneHere(h) {
+				delete(doc.Leases, h) // its process died on this machine: no need to wait for its lease to end
+			}
+		}
 		mergeShares(&doc, s.id, now, st, cuts != s.cuts, s.epoch, demand, hungry)
+		if !busy {
+			delete(doc.Leases, s.id) // idle: its share goes back to the others now
+		}
 		return json.Marshal(doc)
 	})
 	if err != nil {
@@ -269,6 +342,9 @@ func (p *Local) renew(now time.Time) bool {
 		next = shareSoon
 	}
 	s.next.Store(now.Add(next).UnixNano())
+	if !busy {
+		s.next.Store(0) // released: the next call joins again at once
+	}
 	s.arm(p, busy, next)
 	return true
 }
@@ -306,9 +382,12 @@ func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, old, share flo
 	if share != old {
 		p.splitLimits(now, share)
 	}
+	p.sh.told(doc.PausedUntil, p.ctl.Snapshot().Decreases) // what the document has is no news
 	p.sh.share.Store(math.Float64bits(share))
 	p.follow(now) // the pacer at the new share before a call waiting for one goes
-	p.sh.setGate(share == 0)
+	// A call waiting for a share goes once there is one, or once a pause
+	// is in force (to stop, if it may not wait that long; see waitShare).
+	p.sh.setGate(share == 0 && !doc.PausedUntil.After(now))
 }
 
 // moved reports whether a differs from b by more than rejoinShare.

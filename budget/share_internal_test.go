@@ -2,6 +2,8 @@ package budget
 
 import (
 	"fmt"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -89,3 +91,23 @@ func TestFairShareSplitsByDemand(t *testing.T) {
 }
 
 func abs(x float64) float64 { return max(x, -x) }
+
+// TestGoneHereSeesDeadProcesses: a holder of this machine whose process no
+// longer runs is gone; this process, another machine's holder, and names
+// that are not holder names are not.
+func TestGoneHereSeesDeadProcesses(t *testing.T) {
+	if goneHere(holderID()) {
+		t.Fatal("this process reads as gone")
+	}
+	for _, h := range []string{"other-host-1-ab", "x", "", hostname + "-notapid-ab", hostname + "-0-ab"} {
+		if goneHere(h) {
+			t.Errorf("goneHere(%q) = true; want false", h)
+		}
+	}
+	if processGone(os.Getpid()) {
+		t.Fatal("processGone(own pid) = true")
+	}
+	if runtime.GOOS != "windows" && !goneHere(fmt.Sprintf("%s-%d-ab", hostname, 1<<22+12345)) {
+		t.Error("a pid no process has reads as alive")
+	}
+}

@@ -100,7 +100,7 @@ func TestSharedProcessesStayUnderTheLimit(t *testing.T) {
 			t.Errorf("after one died the other two hold %v + %v; want about the whole", a, b)
 		}
 		if n := len(procs[1].p.Snapshot().Shares); n != 2 {
-			t.Errorf("%d leases after one died; want 2", n)
+			t.Errorf("%d leases after one died; want 2: now %v: %v / %v / dead %v", n, time.Now(), procs[1].p.Snapshot().Shares, procs[2].p.Snapshot().Shares, procs[0].p.Snapshot().Shares)
 		}
 		procs[1].stop()
 		procs[2].stop()

@@ -24,6 +24,14 @@ var (
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// TestShareStore runs the ShareStore contract against the memory store.
+func TestShareStore(t *testing.T) {
+	t.Parallel()
+	budgettest.RunShareStore(t, func(*testing.T) budget.ShareStore {
+		return checkpoint.NewMemoryStore(checkpoint.Config{})
+	})
+}
+
 // TestRecordStore runs the RecordStore contract against both stores.
 func TestRecordStore(t *testing.T) {
 	t.Parallel()

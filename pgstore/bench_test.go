@@ -13,35 +13,16 @@ import (
 	"github.com/forage-go/forage/schedule"
 )
 
-// BenchmarkPacerAdmit measures shared-pacer admissions per second: 8
-// concurrent callers (b.SetParallelism rounds up to a multiple of
-// GOMAXPROCS) WaitN on one key at a rate high enough never to wait, so
-// every admission is one locking statement on the shared row.
-func BenchmarkPacerAdmit(b *testing.B) {
+// BenchmarkUpdateShares is one lease renewal as a budget provider shared
+// through the store makes it, about once a second per process: a read and
+// a compare-and-swap write of a small document.
+func BenchmarkUpdateShares(b *testing.B) {
 	s := newStore(b, nil)
-	p := newPacer(b, s, pgstore.PacerConfig{Rate: 1e9, Burst: 1 << 30})
 	ctx := context.Background()
-	b.ReportAllocs()
-	b.SetParallelism((8 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := p.WaitN(ctx, 1); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admits/s")
-}
-
-// BenchmarkPacerAdmitSerial is one caller's admission latency.
-func BenchmarkPacerAdmitSerial(b *testing.B) {
-	s := newStore(b, nil)
-	p := newPacer(b, s, pgstore.PacerConfig{Rate: 1e9, Burst: 1 << 30})
-	ctx := context.Background()
+	doc := []byte(`{"epoch":3,"rate":42.5,"ceiling":44,"leases":{"host-1-ab":{"share":0.5,"expires":"2030-01-01T00:00:00Z"}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := p.WaitN(ctx, 1); err != nil {
+		if err := s.UpdateShares(ctx, "bench.example.com", func([]byte) ([]byte, error) { return doc, nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -69,27 +50,8 @@ func BenchmarkCommit(b *testing.B) {
 	}
 }
 
-// BenchmarkPacerSetRate is one proposal through the rate policy, as a
-// budget provider makes after a response that moved its controller: cuts
-// and climbs by 10% in turn (the cuts write the row; most climbs find the
-// growth budget spent and leave it).
-func BenchmarkPacerSetRate(b *testing.B) {
-	s := newStore(b, nil)
-	p := newPacer(b, s, pgstore.PacerConfig{Rate: 100})
-	b.ReportAllocs()
-	rates := [2]float64{100, 90}
-	i := 0
-	for b.Loop() {
-		if err := p.SetRate(rates[i%2]); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-}
-
 // BenchmarkJobClaim measures job claims per second: 10,000 due jobs over
-// 100 providers (a third of them backfills), 8 concurrent callers (as
-// BenchmarkPacerAdmit), each claiming one job at a time with the
+// 100 providers (a third of them backfills), 8 concurrent callers, each claiming one job at a time with the
 // scheduler's defaults (2 per provider, aging 1m) and finishing it with an
 // Update that releases the lease and leaves it due again, so the backlog
 // stays at 10,000 due jobs: every claim ranks the whole backlog.

@@ -1,9 +1,9 @@
 // Package pgstore runs forage's storage contracts on PostgreSQL (through
 // pgx/v5), so that many processes on many machines collect together: a
 // [checkpoint.Store] whose commits can share the host's transaction, a
-// shared [budget.Pacer] through which every process draws on one
-// provider's budget, and a [schedule.JobStore] from which many schedulers
-// claim jobs.
+// [budget.ShareStore] through which the processes calling one provider
+// share its rate and its known limits, the provider records, and a
+// [schedule.JobStore] from which many schedulers claim jobs.
 //
 // It is a module of its own (github.com/forage-go/forage/pgstore), so the
 // core module stays free of database drivers.
@@ -66,38 +66,25 @@
 // per provider key): a provider created by any process, including one
 // started later, starts at the rate the collectors learned, and honours a
 // pause a provider imposed (a Retry-After, a ban, a spent quota's reset),
-// ending a call at once with the time to resume instead of waiting in the
-// shared pacer. A save never shortens a pause nor undoes an operator's
+// ending a call at once with the time to resume instead of waiting for
+// it. A save never shortens a pause nor undoes an operator's
 // status, whatever the order of the processes' saves.
 //
-// # The shared pacer
+// # Sharing a provider among processes
 //
-// [Store.NewPacer] returns a [Pacer] for a provider key. Its state is one
-// row per key (the primary key is what makes all processes share it):
-// theoretical arrival time, interval and burst, updated by one locking
-// statement per admission that computes exactly what [gcra.Reserve] and
-// [gcra.Decide] compute, restated in SQL. Bookings live on the database
-// clock, so machines with skewed clocks share one schedule. A caller books
-// its slot only once it is within [PacerConfig.BookAhead] (100 ms) of the
-// database's now, so a process killed while its callers wait leaves almost
-// nothing booked for the others. Plug it into a
-// [budget.Registry]:
+// [Store] implements budget.ShareStore (table provider_shares, one row
+// per provider key): set it as [budget.Config.Shares] and every process
+// holds a lease on a share of each provider's rate, renewed about once a
+// second, and paces locally at it. The policy is the budget package's,
+// in Go; the store keeps its small document and updates it with a read
+// and a compare-and-swap write ([Store.UpdateShares]), so a process makes
+// about one round trip a second per provider it calls, however many
+// requests it sends:
 //
 //	reg, err := budget.NewRegistry(budget.RegistryConfig{
-//		NewPacer: func(key string) (budget.Pacer, error) {
-//			return store.NewPacer(key, pgstore.PacerConfig{Burst: 5})
-//		},
-//		Records: store, // the learned rate and the pause in force, for every process
+//		Defaults: budget.Config{Shares: store}, // one rate, split by leases, for every process
+//		Records:  store,                        // the learned rate and the pause in force, across restarts
 //	})
-//
-// The rate is shared as well, but each process runs its own rate
-// controller, so the row does not simply take the last rate written (one
-// process's next success would undo another's cut). [Pacer.SetRate]
-// applies each controller's step to the shared rate instead: a cut at
-// once, for every process, with the cuts several processes make for one
-// overshoot counted once; climbs by the others held for a hold after a cut after a
-// cut; and all climbs together bounded by one growth budget per second.
-// [Pacer.Rate] reads the shared rate; [Pacer.ForceRate] sets it outright.
 //
 // # Jobs
 //

@@ -38,10 +38,14 @@ func ExampleNew() {
 	// pgstore: Config.Schema must be 1 to 63 ASCII letters, digits or underscores, not starting with a digit (got "collector-eu")
 }
 
-// A budget registry whose providers all pace through the database, so every
-// process shares each provider's budget. Creating the pacer does no I/O; its
-// row is created on first use.
-func ExampleStore_NewPacer() {
+// A budget registry whose providers are shared with every other process
+// that uses the same database: each process holds a lease on a share of
+// each provider's rate, renewed about once a second, and paces locally at
+// it, so the processes together stay under the provider's limit with no
+// database round trip per request. The provider records (learned rate,
+// pauses, an operator's status) live in the same database. Making the
+// registry does no I/O; a provider joins the others when it is first used.
+func ExampleStore_UpdateShares() {
 	// Setup: a store on a lazily connecting pool.
 	pool, err := pgxpool.New(context.Background(), "postgres://collector@db.internal:5432/forage")
 	if err != nil {
@@ -54,20 +58,11 @@ func ExampleStore_NewPacer() {
 	}
 
 	_, err = budget.NewRegistry(budget.RegistryConfig{
-		NewPacer: func(key string) (budget.Pacer, error) {
-			return store.NewPacer(key, pgstore.PacerConfig{Burst: 5})
-		},
+		Defaults: budget.Config{Shares: store, Records: store},
 	})
-	fmt.Println(err)
-
-	p, err := store.NewPacer("binance", pgstore.PacerConfig{Rate: 20, Burst: 10})
-	fmt.Println(p.Key(), err)
-	_, err = store.NewPacer("binance", pgstore.PacerConfig{Burst: -1})
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// binance <nil>
-	// pgstore: PacerConfig.Burst must be >= 0 (got -1)
 }
 
 // One stream run that writes its records and its checkpoint in one

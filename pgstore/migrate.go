@@ -77,11 +77,12 @@ CREATE TABLE IF NOT EXISTS {{schema}}.migrations (
 // if the server is older than PostgreSQL 14.
 //
 // The migrations create the tables of the checkpoint store (streams,
-// checkpoints, gaps, gap_ids, coverage), the shared pacers table with one
-// row per provider key, the SQL functions that restate the gcra
-// arithmetic, and the job store's tables (jobs, job_providers) and claim
-// function, and the provider records (provider_records); a migrations
-// table records what was applied.
+// checkpoints, gaps, gap_ids, coverage), the job store's tables (jobs,
+// job_providers) and claim function, the provider records
+// (provider_records) and the providers' shares (provider_shares); a
+// migrations table records what was applied. (The shared pacer of
+// earlier versions, a pacers table with SQL functions restating the gcra
+// arithmetic, is dropped by migration 010.)
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := enter(ctx, nil); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -218,50 +217,37 @@ func ioRetried(f func() error) error {
 	return err
 }
 
-// TestPacerPauseSurvivesOutage: a pause that cannot be stored is logged
-// and kept, and the next WaitN stores it before booking; WaitN itself
-// fails cleanly while the server is gone.
-func TestPacerPauseSurvivesOutage(t *testing.T) {
+// TestSharesSurviveOutage: with the server gone, UpdateShares fails
+// cleanly (a pgstore error, f's document not saved), and once it is back
+// the document saved before the outage is still there.
+func TestSharesSurviveOutage(t *testing.T) {
 	t.Parallel()
 	direct := newStore(t, nil)
 	s, px := proxiedStore(t, direct)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
-	p, err := s.NewPacer("exchange", pgstore.PacerConfig{Rate: 100, Burst: 5, Timeout: 2 * time.Second, Logger: logger})
-	if err != nil {
+	put := func(doc string) error {
+		return s.UpdateShares(ctx, "exchange", func([]byte) ([]byte, error) { return []byte(doc), nil })
+	}
+	if err := put("before"); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.WaitN(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-
 	px.setCut(true)
-	p.PauseUntil(time.Now().Add(time.Hour))
-	logMu.Lock()
-	logged := logs.String()
-	logMu.Unlock()
-	if !strings.Contains(logged, "could not store a pause") || !strings.Contains(logged, "exchange") {
-		t.Fatalf("PauseUntil during the outage logged %q, want a warning naming the key", logged)
-	}
-	if err := p.WaitN(ctx, 1); err == nil || !strings.HasPrefix(err.Error(), "pgstore: ") {
-		t.Fatalf("WaitN with the server gone: %v, want a pgstore error", err)
-	}
-
-	px.setCut(false)
-	short, stop := context.WithTimeout(ctx, time.Minute)
+	short, stop := context.WithTimeout(ctx, 5*time.Second)
 	defer stop()
-	if err := p.WaitN(short, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("WaitN after the outage: %v, want the pending 1h pause to exceed a 1m deadline", err)
+	err := s.UpdateShares(short, "exchange", func([]byte) ([]byte, error) { return []byte("during"), nil })
+	if err == nil || !strings.HasPrefix(err.Error(), "pgstore: ") {
+		t.Fatalf("UpdateShares with the server gone: %v, want a pgstore error", err)
 	}
-	other, err := direct.NewPacer("exchange", pgstore.PacerConfig{})
-	if err != nil {
+	px.setCut(false)
+	var got []byte
+	if err := ioRetried(func() error {
+		return direct.UpdateShares(ctx, "exchange", func(doc []byte) ([]byte, error) { got = doc; return doc, nil })
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := other.State(ctx); err != nil || st.Backlog < 59*time.Minute {
-		t.Fatalf("shared state after the outage: %+v (%v), want the pause stored", st, err)
+	if string(got) != "before" {
+		t.Fatalf("after the outage the document reads %q, want %q", got, "before")
 	}
 }
 

@@ -7,17 +7,22 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/pgstore"
+	"github.com/forage-go/forage/providertest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -26,14 +31,14 @@ import (
 // again with -test.run=^TestHelperProcess$; these environment variables
 // tell them what to do (the DSN comes in FORAGE_PG_DSN as usual).
 const (
-	helperVar = "FORAGE_PGSTORE_HELPER" // the child's role: "pace", "crash", "claim" or "lease"
+	helperVar = "FORAGE_PGSTORE_HELPER" // the child's role: "share", "crash", "claim" or "lease"
 	schemaVar = "FORAGE_PGSTORE_SCHEMA"
-	keyVar    = "FORAGE_PGSTORE_KEY" // the pacer key, or the stream
+	keyVar    = "FORAGE_PGSTORE_KEY" // the provider key, or the stream
 	argsVar   = "FORAGE_PGSTORE_ARGS"
 )
 
 // TestHelperProcess is not a test: it is the body of the child processes
-// that TestPacerManyProcesses, TestCommitWithSurvivesKill and
+// that TestSharesManyProcesses, TestCommitWithSurvivesKill and
 // TestJobClaimSurvivesKill start. Run without helperVar, it does nothing.
 func TestHelperProcess(t *testing.T) {
 	role := os.Getenv(helperVar)
@@ -57,8 +62,8 @@ func TestHelperProcess(t *testing.T) {
 	}
 	args := strings.Fields(os.Getenv(argsVar))
 	switch role {
-	case "pace":
-		paceChild(t, s, os.Getenv(keyVar), args)
+	case "share":
+		shareChild(t, s, os.Getenv(keyVar), args)
 	case "crash":
 		crashChild(t, s, os.Getenv(keyVar), args)
 	case "claim":
@@ -88,140 +93,104 @@ func startChild(t *testing.T, role, schema, key string, args ...string) (*exec.C
 	return cmd, out
 }
 
-// The pacing run of TestPacerManyProcesses.
+// The sharing run of TestSharesManyProcesses: a provider with a known
+// limit of shareCount requests per sharePer, which the simulated provider
+// enforces in fixed windows.
 const (
-	paceProcs   = 4
-	paceWorkers = 4  // goroutines per process, each calling WaitN back to back
-	paceRate    = 50 // per second
-	paceBurst   = 3
-	paceFor     = 10 * time.Second
+	shareProcs   = 8
+	shareWorkers = 2 // goroutines per process, each calling Do back to back
+	shareCount   = 60
+	sharePer     = 2 * time.Second
+	shareBurst   = shareProcs // at least one unit of burst per process
+	shareFor     = 8 * time.Second
 )
 
-// TestPacerManyProcesses: four OS processes, each with four goroutines
-// calling WaitN back to back, share one provider's pacer at 50/s, burst 3,
-// for ten seconds. Every admission is logged at the database time its slot
-// conforms at (the database's clock_timestamp() at booking plus the wait
-// it returned); on that one clock no window [t, t+T] ever holds more than
-// Burst + ⌊T/I⌋ admissions, and together the processes use at least 95% of
-// the rate.
-func TestPacerManyProcesses(t *testing.T) {
+// TestSharesManyProcesses: eight OS processes, two goroutines each, call
+// one provider through budget providers shared by leases in the store
+// (budget.Config.Shares), with the provider's limit known to them. The
+// provider, which counts every request in its own windows, refuses none:
+// the known limit is split by the shares, never exceeded in any window;
+// and together the processes use most of it, with about one store round
+// trip a second each, not one per request.
+func TestSharesManyProcesses(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, nil)
-	ctx := t.Context()
-	var dbNow int64
-	if err := s.Pool().QueryRow(ctx, `SELECT "`+s.Schema()+`".clock_ns()`).Scan(&dbNow); err != nil {
+	srv, err := providertest.New(providertest.Config{Limit: providertest.WindowLimit(shareCount, sharePer),
+		Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	// All start at one database time, after a start-up allowance: a pause
-	// holds the pacer until then, so the children's first WaitN wait.
-	start := dbNow + int64(1500*time.Millisecond)
-	end := start + int64(paceFor)
-	p := newPacer(t, s, pgstore.PacerConfig{Rate: paceRate, Burst: paceBurst})
-	if err := p.PauseUntilAt(ctx, time.Unix(0, start)); err != nil {
-		t.Fatal(err)
-	}
-	key := p.Key()
-	type child struct {
-		cmd   *exec.Cmd
-		slots []int64
-		err   error
-	}
-	children := make([]*child, paceProcs)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
 	var wg sync.WaitGroup
-	for i := range children {
-		cmd, out := startChild(t, "pace", s.Schema(), key, strconv.FormatInt(end, 10))
-		c := &child{cmd: cmd}
-		children[i] = c
+	served := make([]int, shareProcs)
+	errs := make([]error, shareProcs)
+	for i := range shareProcs {
+		cmd, out := startChild(t, "share", s.Schema(), "exchange.example.com", hs.URL)
 		wg.Go(func() {
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), "slot "); ok {
-					n, err := strconv.ParseInt(v, 10, 64)
-					if err != nil {
-						c.err = err
-						return
-					}
-					c.slots = append(c.slots, n)
+				if v, ok := strings.CutPrefix(sc.Text(), "served "); ok {
+					served[i], errs[i] = strconv.Atoi(v)
 				}
 			}
-			c.err = errors.Join(sc.Err(), cmd.Wait())
+			errs[i] = errors.Join(errs[i], sc.Err(), cmd.Wait())
 		})
 	}
 	wg.Wait()
-	var all []int64
-	for i, c := range children {
-		if c.err != nil || len(c.slots) == 0 {
-			t.Fatalf("child %d: %d admissions, %v", i, len(c.slots), c.err)
+	total := 0
+	for i := range shareProcs {
+		if errs[i] != nil {
+			t.Fatalf("child %d: %v", i, errs[i])
 		}
-		all = append(all, c.slots...)
+		total += served[i]
 	}
-	slices.Sort(all)
-
-	iv := int64(time.Second / paceRate)
-	for i := range all { // every window from one admission to a later one
-		for j := i + 1; j < len(all); j++ {
-			if n, bound := int64(j-i+1), paceBurst+(all[j]-all[i])/iv; n > bound {
-				t.Fatalf("%d admissions in the %v from %d to %d (admissions %d to %d of %d): the GCRA bound is %d",
-					n, time.Duration(all[j]-all[i]), all[i], all[j], i, j, len(all), bound)
-			}
-		}
+	st := srv.Stats()
+	limit := shareCount * shareFor.Seconds() / sharePer.Seconds()
+	t.Logf("%d processes × %d goroutines, known limit %d per %v: %d served in %v (%.0f%% of %.0f), %d refused; per process %v",
+		shareProcs, shareWorkers, shareCount, sharePer, st.OK, shareFor, 100*float64(st.OK)/limit, limit, st.Throttled, served)
+	if st.Throttled != 0 {
+		t.Fatalf("the provider refused %d requests: the known limit was exceeded", st.Throttled)
 	}
-	admitted := 0
-	for _, at := range all {
-		if at >= start && at < end {
-			admitted++
-		}
-	}
-	want := int(0.95 * paceRate * paceFor.Seconds())
-	t.Logf("%d processes × %d goroutines: %d admissions in the %v run (%.1f%% of %d/s), %d in all",
-		paceProcs, paceWorkers, admitted, paceFor, 100*float64(admitted)/(paceRate*paceFor.Seconds()), paceRate, len(all))
-	if admitted < want {
-		t.Fatalf("%d admissions in %v at %d/s, want at least %d (95%%)", admitted, paceFor, paceRate, want)
+	if float64(st.OK) < 0.6*limit {
+		t.Fatalf("%d served of the %.0f the limit allows in %v; want at least 60%%", st.OK, limit, shareFor)
 	}
 }
 
-// paceChild runs paceWorkers goroutines that call WaitN back to back until
-// the slots reach args[0], and prints every slot.
-func paceChild(t *testing.T, s *pgstore.Store, key string, args []string) {
-	ctx := context.Background()
-	end, err := strconv.ParseInt(args[0], 10, 64)
+// shareChild calls the provider at args[0] from shareWorkers goroutines
+// through a budget provider shared by the store, for shareFor, and prints
+// how many calls succeeded.
+func shareChild(t *testing.T, s *pgstore.Store, key string, args []string) {
+	p, err := budget.NewLocal(key, budget.Config{Shares: s, MaxInFlight: shareWorkers,
+		Limits: []budget.Limit{{Count: shareCount, Per: sharePer, Burst: shareBurst}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.NewPacer(key, pgstore.PacerConfig{Rate: paceRate, Burst: paceBurst})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		slots []int64
-	)
-	pgstore.OnAdmit(p, func(slot int64) { mu.Lock(); slots = append(slots, slot); mu.Unlock() })
+	ctx, cancel := context.WithTimeout(context.Background(), shareFor)
+	defer cancel()
+	url := args[0] + "/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1"
+	var ok atomic.Int64
 	var wg sync.WaitGroup
-	for range paceWorkers {
+	for range shareWorkers {
 		wg.Go(func() {
-			for {
-				if err := p.WaitN(ctx, 1); err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				last := slots[len(slots)-1]
-				mu.Unlock()
-				if last >= end {
-					return
+			for ctx.Err() == nil {
+				err := p.Do(ctx, nil, func(ctx context.Context) forage.Outcome {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+					resp, err := http.DefaultClient.Do(req)
+					if resp != nil {
+						_, _ = io.Copy(io.Discard, resp.Body)
+						_ = resp.Body.Close()
+					}
+					return forage.FromHTTP(resp, err)
+				})
+				if err == nil {
+					ok.Add(1)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	w := bufio.NewWriter(os.Stdout)
-	for _, at := range slots {
-		fmt.Fprintln(w, "slot", at)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	fmt.Println("served", ok.Load())
 }
 
 // The crash run of TestCommitWithSurvivesKill.

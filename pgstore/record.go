@@ -46,7 +46,7 @@ ON CONFLICT (key) DO UPDATE SET
 // provider created by any process, at any time, starts at the rate the
 // collectors learned and honours a pause another process was given (a
 // ban, a Retry-After), ending a call at once with the time to resume
-// rather than waiting in the shared pacer. It fails with an error wrapping
+// rather than waiting for it. It fails with an error wrapping
 // [checkpoint.ErrInvalid] for a key that is not a valid name
 // ([checkpoint.CheckName]).
 func (s *Store) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {

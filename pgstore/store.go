@@ -21,9 +21,9 @@ const DefaultSchema = "forage"
 // The package's sentinel errors. Test with [errors.Is]; the checkpoint
 // methods also return the [checkpoint] sentinels their contract names.
 var (
-	// ErrInvalidConfig is wrapped by every error [New], [Open] and
-	// [Store.NewPacer] return for a configuration value out of range; the
-	// message names the field, the rule and the value.
+	// ErrInvalidConfig is wrapped by every error [New] and [Open] return
+	// for a configuration value out of range; the message names the
+	// field, the rule and the value.
 	ErrInvalidConfig = errors.New("pgstore: invalid config")
 
 	// invalid builds this package's configuration errors.
@@ -53,9 +53,6 @@ type Config struct {
 	// (NTP) to within a small fraction of the lease TTL: a clock running
 	// ahead takes leases over early, though fencing still stops the old
 	// holder's commits. Defaults to time.Now.
-	//
-	// The shared [Pacer] does not use Now: it reads the database clock, see
-	// [Pacer].
 	Now func() time.Time
 
 	// NoLeaseSession stops tying stream leases to this process's life. By
@@ -72,9 +69,9 @@ type Config struct {
 	NoLeaseSession bool
 }
 
-// Store keeps everything a [checkpoint.Store] persists, plus the state of
-// shared [Pacer]s, in one PostgreSQL schema, so that many processes on many
-// machines run streams and pace providers together. It also commits a
+// Store keeps everything a [checkpoint.Store] persists, plus the
+// providers' records and shares, in one PostgreSQL schema, so that many
+// processes on many machines run streams and pace providers together. It also commits a
 // checkpoint inside the host's own transaction ([Store.CommitTx],
 // [Store.CommitWith]), so that records and the cursor after them become
 // durable together: exactly once.
@@ -259,12 +256,9 @@ type statements struct {
 	acquire, renew, release, leaseOf              string
 	addGap, listGaps, resolveGap                  string
 	addCoverage, coverage                         string
-	reserve, decide, unreserve, forceRate, pause  string
-	reserveWithin                                 string
 	loadRecord, saveRecord                        string
+	loadShares, insertShares, updateShares        string
 	countJobs                                     string
-	adjustRate                                    string
-	ensurePacer, pacerState                       string
 	migrationsTable, migrationsApplied, recordMig string
 	upsertJob, getJob, listJobs, updateJob        string
 	jobOf, deleteJob                              string
@@ -280,12 +274,9 @@ func expand(schema string) statements {
 		leaseOf: r.Replace(leaseOfSQL),
 		addGap:  r.Replace(addGapSQL), listGaps: r.Replace(listGapsSQL), resolveGap: r.Replace(resolveGapSQL),
 		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
-		reserve: r.Replace(reserveSQL), decide: r.Replace(decideSQL), unreserve: r.Replace(unreserveSQL),
-		reserveWithin: r.Replace(reserveWithinSQL),
-		loadRecord:    r.Replace(loadRecordSQL), saveRecord: r.Replace(saveRecordSQL),
-		countJobs: r.Replace(countJobsSQL),
-		forceRate: r.Replace(forceRateSQL), pause: r.Replace(pauseSQL), adjustRate: r.Replace(adjustRateSQL),
-		ensurePacer: r.Replace(ensurePacerSQL), pacerState: r.Replace(pacerStateSQL),
+		loadRecord: r.Replace(loadRecordSQL), saveRecord: r.Replace(saveRecordSQL),
+		loadShares: r.Replace(loadSharesSQL), insertShares: r.Replace(insertSharesSQL), updateShares: r.Replace(updateSharesSQL),
+		countJobs:       r.Replace(countJobsSQL),
 		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),
 		recordMig: r.Replace(recordMigrationSQL),
 		upsertJob: r.Replace(upsertJobSQL), getJob: r.Replace(getJobSQL), listJobs: r.Replace(listJobsSQL),

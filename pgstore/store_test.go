@@ -96,10 +96,6 @@ func TestNotMigrated(t *testing.T) {
 	}
 	ctx := t.Context()
 	key := checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}
-	pacer, err := s.NewPacer("p", pgstore.PacerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	calls := map[string]func() error{
 		"Load":     func() error { _, err := s.Load(ctx, key); return err },
 		"Commit":   func() error { _, err := s.Commit(ctx, key, nil, 0, checkpoint.Lease{}); return err },
@@ -107,8 +103,9 @@ func TestNotMigrated(t *testing.T) {
 		"AddGap":   func() error { _, err := s.AddGap(ctx, checkpoint.Gap{Key: key, Reason: "r"}); return err },
 		"ListGaps": func() error { _, err := s.ListGaps(ctx, checkpoint.GapQuery{}); return err },
 		"Coverage": func() error { _, err := s.Coverage(ctx, "c"); return err },
-		"WaitN":    func() error { return pacer.WaitN(ctx, 1) },
-		"SetRate":  func() error { return pacer.SetRate(2) },
+		"UpdateShares": func() error {
+			return s.UpdateShares(ctx, "p", func(doc []byte) ([]byte, error) { return doc, nil })
+		},
 	}
 	for name, call := range calls {
 		err := call()

@@ -1,6 +1,9 @@
-// Package budgettest is the contract of [budget.RecordStore] as a test
-// suite. Every implementation runs it: the memory and file stores in package
-// checkpoint, and the PostgreSQL store in the pgstore module.
+// Package budgettest is the contract of [budget.RecordStore] and of
+// [budget.ShareStore] as test suites. Every implementation runs them: the
+// memory and file stores in package checkpoint (the memory store alone for
+// shares), and the PostgreSQL store in the pgstore module.
+//
+// The record store's suite, as the memory store runs it:
 //
 //	func TestRecordStore(t *testing.T) {
 //		budgettest.RunRecordStore(t, func(t *testing.T) budget.RecordStore {

@@ -118,9 +118,9 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	}
 	c.key = key
 	reg, err := budget.NewRegistry(budget.RegistryConfig{
-		NewPacer: be.newPacer(), Records: be.records(),
+		Records: be.records(),
 		// A pause longer than longWait comes back to loop, which says so.
-		Defaults: budget.Config{MaxPause: o.maxPause, MaxWait: longWait},
+		Defaults: budget.Config{MaxPause: o.maxPause, MaxWait: longWait, Shares: be.shares()},
 	})
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@
 //	-page N             candles per request, 1 to 1000 (default 1000)
 //	-store DIR|DSN      file store directory (default ./ohlcv-data), or a PostgreSQL DSN:
 //	                    a postgres:// URL or a key=value string ("host=db dbname=market")
-//	-pg-schema NAME     PostgreSQL schema for checkpoints, pacer and candles (default forage)
+//	-pg-schema NAME     PostgreSQL schema for checkpoints, provider shares and candles (default forage)
 //	-max-requests N     request cap of the run, 0 = none
 //	-timeout DUR        wall-clock budget of the run, 0 = none
 //	-max-pause DUR      longest pause one answer of the provider may impose (default 1h)

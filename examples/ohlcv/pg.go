@@ -52,8 +52,8 @@ ON CONFLICT (symbol, "interval", open_time) DO NOTHING`
 const selectCandles = `SELECT (extract(epoch FROM open_time) * 1000)::bigint, open::text, high::text, low::text, close::text, volume::text
 FROM {{schema}}.candles WHERE symbol = $1 AND "interval" = $2 ORDER BY open_time`
 
-// pgBackend keeps checkpoints, leases, gaps, the shared pacer and the
-// candles in one PostgreSQL schema.
+// pgBackend keeps checkpoints, leases, gaps, the providers' records and
+// shares, and the candles in one PostgreSQL schema.
 type pgBackend struct {
 	store *pgstore.Store
 	sql   func(string) string // fills the quoted schema into a statement
@@ -126,11 +126,7 @@ func (b *pgBackend) upsert(symbol, interval string) func(context.Context, pgx.Tx
 	}
 }
 
-func (b *pgBackend) newPacer() func(string) (budget.Pacer, error) {
-	return func(key string) (budget.Pacer, error) {
-		return b.store.NewPacer(key, pgstore.PacerConfig{})
-	}
-}
+func (b *pgBackend) shares() budget.ShareStore { return b.store }
 
 // transient reports whether err is PostgreSQL unreachable for a moment: a
 // connection refused, reset or closed under a statement, a server shutting
@@ -144,7 +140,7 @@ func (b *pgBackend) transient(err error) bool { return pgTransient(err) }
 // records is the store's provider_records table: every process, and every
 // restart, starts at the rate the collectors learned and honours a pause
 // any of them was given, ending a stream's run with the time to resume
-// instead of waiting in the shared pacer (whose row holds the pause too).
+// instead of waiting for it.
 func (b *pgBackend) records() budget.RecordStore { return b.store }
 
 func pgTransient(err error) bool {

@@ -75,11 +75,11 @@ func (p *proxy) cut(d time.Duration) {
 }
 
 // TestPostgresBlipDoesNotEndTheRun: PostgreSQL goes away for two seconds
-// in the middle of a run (every connection cut, new ones refused): the
+// in the middle of a run (once its first page is stored) (every connection cut, new ones refused): the
 // stream runs again from its checkpoint once the database is back, says
 // so on stderr, and the run ends done with every candle stored once.
 func TestPostgresBlipDoesNotEndTheRun(t *testing.T) {
-	dsn, schema, _ := freshSchema(t)
+	dsn, schema, pool := freshSchema(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,15 @@ func TestPostgresBlipDoesNotEndTheRun(t *testing.T) {
 
 	done := make(chan result, 1)
 	go func() { done <- loopbackRun("-store", via, "-pg-schema", schema, "-page", "10") }()
-	time.Sleep(1500 * time.Millisecond) // the run is under way: 144 pages at the sim's 20/s
+	// The run is under way once it stored a page: cut then.
+	candles := `SELECT count(*) FROM "` + schema + `".candles`
+	before := count(t, pool, candles) // the page the first run stored
+	for deadline := time.Now().Add(20 * time.Second); count(t, pool, candles) == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("no candle stored within 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	p.cut(2 * time.Second)
 	r := <-done
 	s := summaryOK(t, r)

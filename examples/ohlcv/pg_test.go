@@ -21,7 +21,7 @@ import (
 
 // These tests need a PostgreSQL server: scripts/pg-test.sh starts a
 // throwaway one and sets FORAGE_PG_DSN. They run on the wall clock (the
-// shared pacer books on the database clock) against the loopback exchange.
+// providers are shared by leases in the database) against the loopback exchange.
 
 // dsnVar names the environment variable holding the test server's DSN.
 const dsnVar = "FORAGE_PG_DSN"
@@ -134,7 +134,7 @@ func TestPostgresCollectsExactlyOnce(t *testing.T) {
 
 // TestPostgresProcessesShareOneBudget: two collectors with different
 // symbols run at once against one store: both finish, every series is
-// complete, and they paced through one shared pacer row.
+// complete, and they shared the provider by leases in one document.
 func TestPostgresProcessesShareOneBudget(t *testing.T) {
 	t.Parallel()
 	dsn, schema, pool := freshSchema(t)
@@ -155,8 +155,8 @@ func TestPostgresProcessesShareOneBudget(t *testing.T) {
 	for _, sym := range []string{"ETHUSDT", "SOLUSDT", "XRPUSDT"} {
 		checkDay(t, exportOf(t, "-store", dsn, "-pg-schema", schema, "-symbol", sym), 0)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM "`+schema+`".pacers WHERE key = 'sim'`); n != 1 {
-		t.Fatalf("%d pacer rows for provider sim, want the 1 both processes share", n)
+	if n := count(t, pool, `SELECT count(*) FROM "`+schema+`".provider_shares WHERE key = 'sim'`); n != 1 {
+		t.Fatalf("%d share documents for provider sim, want the 1 both processes share", n)
 	}
 }
 

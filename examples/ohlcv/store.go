@@ -23,9 +23,9 @@ type backend interface {
 	// sink sets st's Sink, or its TxSink where the candles and the
 	// checkpoint commit in one transaction, for symbol at interval.
 	sink(st *schedule.Stream[klines.Candle], symbol, interval string) error
-	// newPacer is the registry's pacer factory: nil for a local pacer per
-	// process, or a pacer shared by every process using the store.
-	newPacer() func(key string) (budget.Pacer, error)
+	// shares is where the processes using the store share each
+	// provider's rate by leases: nil for a provider of this process alone.
+	shares() budget.ShareStore
 	// records is where the registry keeps each provider's record: the
 	// pause a provider asked for (a 429's Retry-After, a ban), so a restart
 	// honours it, and the rate it learned, so a restart starts there.
@@ -92,7 +92,7 @@ func (b *fileBackend) checkpoints() checkpoint.Store { return b.store }
 // do not pass by themselves.
 func (b *fileBackend) transient(error) bool { return false }
 
-func (b *fileBackend) newPacer() func(string) (budget.Pacer, error) { return nil }
+func (b *fileBackend) shares() budget.ShareStore { return nil }
 
 // records is the checkpoint store: its record files outlive the process.
 func (b *fileBackend) records() budget.RecordStore { return b.store }

@@ -146,6 +146,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	if bc.Name == "" {
 		bc.Name = key
 	}
+	bc.OnTransition = breakerHook(key, cfg.Metrics, bc.OnTransition)
 	if p.brk, err = breaker.New(bc); err != nil {
 		return nil, invalid.Wrap(path+".Breaker", err)
 	}
@@ -168,6 +169,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		return nil, fmt.Errorf("budget: %s.Pacer: SetRate(%v): %w", path, p.rate, err)
 	}
 	p.follow(time.Now()) // hands a restored pause to the pacer
+	p.reportRate(0, p.rate)
 	return p, nil
 }
 

@@ -16,7 +16,7 @@ if [ -z "$version" ]; then
 	echo "release-check: pgstore/go.mod requires no version of github.com/forage-go/forage" >&2
 	exit 1
 fi
-for m in pgstore examples/ohlcv bench; do
+for m in pgstore examples/ohlcv bench metrics; do
 	if grep -q '^replace\|^[[:space:]]*github.com/forage-go/forage.* => ' "$m/go.mod"; then
 		echo "release-check: $m/go.mod has a replace directive: a user's build would not see it" >&2
 		exit 1
@@ -37,7 +37,7 @@ $GO run ./internal/cmd/modproxy -out "$tmp/proxy" -version "$version" . ./pgstor
 export GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GONOSUMDB= GOPRIVATE= GOTOOLCHAIN=local
 export GOMODCACHE="$tmp/modcache" GOPROXY="file://$tmp/proxy,file://$cache/cache/download"
 
-for m in pgstore examples/ohlcv bench; do
+for m in pgstore examples/ohlcv bench metrics; do
 	echo "== release-check $m (GOWORK=off, github.com/forage-go/forage $version from the proxy)"
 	mkdir -p "$tmp/src/$m"
 	cp -R "$root/$m/." "$tmp/src/$m/"

@@ -1,83 +1,19 @@
 package prom_test
 
 import (
-	"context"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/forage-go/forage"
-	"github.com/forage-go/forage/aimd"
-	"github.com/forage-go/forage/breaker"
-	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/metrics/internal/scripted"
 	"github.com/forage-go/forage/metrics/prom"
 )
-
-// answers returns an attempt that takes latency and answers the codes in
-// turn (the last one again once they run out), with retryAfter on a 429.
-func answers(latency, retryAfter time.Duration, codes ...int) func(context.Context) forage.Outcome {
-	i := 0
-	return func(context.Context) forage.Outcome {
-		time.Sleep(latency)
-		c := codes[min(i, len(codes)-1)]
-		i++
-		o := forage.Outcome{Status: c}
-		if c == 429 {
-			o.RetryAfter = retryAfter
-		}
-		return o
-	}
-}
-
-// script runs the scripted calls against a provider keyed
-// api.example.com that reports to m: three successes, a 503 retried to a
-// success, a 429 with Retry-After 1s, a 500 that opens the breaker (two
-// failures in a row), and a call the open breaker refuses. The 503 and
-// the 429 cut the rate; the 500 (transient) does not.
-func script(t *testing.T, m budget.Metrics) {
-	t.Helper()
-	p, err := budget.NewLocal("api.example.com", budget.Config{
-		Adaptive:       aimd.Config{Initial: 10, Max: 10},
-		Breaker:        breaker.Config{MinRequests: 2},
-		AttemptTimeout: budget.NoTimeout,
-		Metrics:        m,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for range 3 {
-		if err := p.Do(ctx, nil, answers(20*time.Millisecond, 0, 200)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	steps := []struct {
-		attempt func(context.Context) forage.Outcome
-		want    forage.Reason // "" for success
-	}{
-		{answers(20*time.Millisecond, 0, 503, 200), ""},
-		{answers(20*time.Millisecond, time.Second, 429), forage.ReasonThrottled},
-		{answers(20*time.Millisecond, 0, 500), forage.ReasonUnavailable},
-		{answers(20*time.Millisecond, 0, 200), forage.ReasonCircuitOpen},
-	}
-	for i, s := range steps {
-		var opts []budget.CallOption
-		if i > 0 {
-			opts = append(opts, budget.NoRetry()) // the 503 alone is retried
-		}
-		err := p.Do(ctx, nil, s.attempt, opts...)
-		if r, _ := budget.ReasonOf(err); r != s.want {
-			t.Fatalf("step %d: stop reason %q (err %v), want %q", i, r, err, s.want)
-		}
-	}
-}
 
 // TestScrape: the Prometheus text of a scripted run has a series per class,
 // reason and state seen, with the counts of the run, the gauges of the
@@ -91,7 +27,7 @@ func TestScrape(t *testing.T) {
 		}
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(m)
-		script(t, m)
+		scripted.Run(t, m)
 		want := `
 # HELP forage_attempts_total Attempts answered, by outcome class.
 # TYPE forage_attempts_total counter

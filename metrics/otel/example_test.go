@@ -12,10 +12,10 @@ import (
 	forageotel "github.com/forage-go/forage/metrics/otel"
 )
 
-// Example wires the instruments into a registry of providers. A real
+// ExampleNew wires the instruments into a registry of providers. A real
 // program gives New its MeterProvider (with an OTLP or a Prometheus
 // exporter as its reader), or sets the global one.
-func Example() {
+func ExampleNew() {
 	reader := sdkmetric.NewManualReader() // in a real program: an exporter's reader
 	m, err := forageotel.New(forageotel.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err != nil {

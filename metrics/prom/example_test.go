@@ -15,9 +15,9 @@ import (
 	"github.com/forage-go/forage/metrics/prom"
 )
 
-// Example wires the collectors into a registry of providers and serves
+// ExampleNew wires the collectors into a registry of providers and serves
 // them at /metrics.
-func Example() {
+func ExampleNew() {
 	m, err := prom.New(prom.Config{})
 	if err != nil {
 		panic(err)

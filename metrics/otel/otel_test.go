@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/metrics/internal/scripted"
 	forageotel "github.com/forage-go/forage/metrics/otel"
 )
@@ -100,4 +102,15 @@ func attrs(s attribute.Set) string {
 		kv = append(kv, string(a.Key)+"="+a.Value.String())
 	}
 	return "{" + strings.Join(kv, ",") + "}"
+}
+
+// BenchmarkAttempt is what one attempt costs the instruments: a Begin and
+// an End for a key already seen.
+func BenchmarkAttempt(b *testing.B) {
+	m, _ := forageotel.New(forageotel.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))})
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Begin("api.example.com", false, time.Millisecond)
+		m.End("api.example.com", forage.Success, 20*time.Millisecond)
+	}
 }

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/metrics/internal/scripted"
 	"github.com/forage-go/forage/metrics/prom"
 )
@@ -109,4 +111,15 @@ func value(t *testing.T, text, name string) float64 {
 	}
 	t.Fatalf("no %s in the scrape:\n%s", name, text)
 	return 0
+}
+
+// BenchmarkAttempt is what one attempt costs the collectors: a Begin and
+// an End for a key already seen.
+func BenchmarkAttempt(b *testing.B) {
+	m, _ := prom.New(prom.Config{})
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Begin("api.example.com", false, time.Millisecond)
+		m.End("api.example.com", forage.Success, 20*time.Millisecond)
+	}
 }

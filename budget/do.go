@@ -457,7 +457,7 @@ func (p *Local) follow(now time.Time) {
 		if pu.After(p.pausedTil) {
 			p.pacer.PauseUntil(pu)
 			p.pausedTil = pu
-			p.reportPause(p.pauseReason(now), pu.Sub(now))
+			p.reportPause(now, pu)
 			p.event(slog.LevelInfo, "budget: provider paused", slog.Time("until", pu),
 				slog.Duration("for", pu.Sub(now).Round(time.Millisecond)), slog.String("reason", string(p.pauseReason(now))))
 		}

@@ -94,10 +94,10 @@ func (p *Local) reportRate(old, rate float64) {
 	}
 }
 
-// reportPause reports a pause set or extended for d.
-func (p *Local) reportPause(reason forage.Reason, d time.Duration) {
+// reportPause reports a pause set or extended at now, until pu.
+func (p *Local) reportPause(now, pu time.Time) {
 	if m := p.cfg.Metrics; m != nil {
-		m.Pause(p.key, reason, d)
+		m.Pause(p.key, p.pauseReason(now), pu.Sub(now))
 	}
 }
 

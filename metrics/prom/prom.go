@@ -17,10 +17,10 @@ import (
 // [Config].
 var ErrInvalidConfig = errors.New("prom: invalid config")
 
-// DefaultBuckets are the histogram bounds, in seconds, when
+// defaultBuckets are the histogram bounds, in seconds, when
 // [Config.Buckets] is nil: from a millisecond (an attempt on loopback, a
 // slot free at once) to a minute (budget.Config.MaxWait's default).
-var DefaultBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+var defaultBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 // Config configures [New]. The zero Config is valid.
 type Config struct {
@@ -29,7 +29,7 @@ type Config struct {
 	Namespace string
 	// Buckets are the upper bounds, in seconds, of the attempt latency and
 	// pacing wait histograms; they must be strictly increasing. Defaults
-	// to DefaultBuckets.
+	// to bounds from a millisecond to a minute.
 	Buckets []float64
 }
 
@@ -67,7 +67,7 @@ func New(cfg Config) (*Metrics, error) {
 		cfg.Namespace = "forage"
 	}
 	if cfg.Buckets == nil {
-		cfg.Buckets = DefaultBuckets
+		cfg.Buckets = defaultBuckets
 	}
 	for i := 1; i < len(cfg.Buckets); i++ {
 		if !(cfg.Buckets[i] > cfg.Buckets[i-1]) {

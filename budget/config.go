@@ -135,6 +135,12 @@ type Config struct {
 	// with Breaker.OnTransition and log them with Breaker.Logger. Nil
 	// means silent.
 	Logger *slog.Logger
+	// Metrics, if set, receives the provider's measurements (see
+	// [Metrics]): attempts by class with their latency, pacing waits,
+	// calls stopped and why, pauses, rate changes and breaker
+	// transitions, labelled by the provider key only. Nil means none, at
+	// the cost of a nil check.
+	Metrics Metrics
 }
 
 // defaultMaxPause is the default [Config.MaxPause].
@@ -260,7 +266,7 @@ func (c *Config) validate(path string) error {
 	// bounded by the known limits, the pacer, the breaker) is validated
 	// here, so a Registry never fails later on a key it accepted.
 	probe := *c
-	probe.Pacer, probe.Records = nil, nil // no I/O: a probe has no record
+	probe.Pacer, probe.Records, probe.Metrics = nil, nil, nil // no I/O, no reports: a probe has no record
 	_, err := newLocal("", probe, path)
 	return err
 }

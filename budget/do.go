@@ -14,8 +14,8 @@ import (
 	"github.com/forage-go/forage/retry"
 )
 
-// Do runs one logical request through the gate; see [Provider.Do].
-func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
+// do is [Local.Do] without the metrics of a call's stop.
+func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
 	var o CallOption
 	for _, opt := range opts {
 		o.weight = max(o.weight, opt.weight)
@@ -121,6 +121,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	if p.brk.State() == breaker.StateOpen {
 		return forage.Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
 	}
+	t0 := p.metricsClock()
 	if err := p.acquire(ctx, run, o.weight); err != nil {
 		run.unadmit()
 		return forage.Outcome{}, 0, err
@@ -135,6 +136,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	} else {
 		p.n.retries.Add(1)
 	}
+	p.begin(t0, first)
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
 	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
 	class := p.classify(&out)
@@ -152,6 +154,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	}
 	p.feedback(start, end, &out, class)
 	done(class)
+	p.end(class, out.Latency)
 	if class == forage.Canceled {
 		return out, class, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: out.Err}
 	}
@@ -174,6 +177,7 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.O
 		p.release()
 		if !finished {
 			done(forage.Canceled)
+			p.end(forage.Canceled, time.Since(start))
 		}
 	}()
 	start = time.Now()
@@ -464,6 +468,7 @@ func (p *Local) follow(now time.Time) {
 		if r > 0 && r != p.rate {
 			if p.pacer.SetRate(r) == nil {
 				p.logRate(p.rate, r)
+				p.reportRate(p.rate, r)
 				p.rate = r
 			}
 		}
@@ -471,6 +476,7 @@ func (p *Local) follow(now time.Time) {
 		if pu.After(p.pausedTil) {
 			p.pacer.PauseUntil(pu)
 			p.pausedTil = pu
+			p.reportPause(now, pu)
 			p.event(slog.LevelInfo, "budget: provider paused", slog.Time("until", pu),
 				slog.Duration("for", pu.Sub(now).Round(time.Millisecond)), slog.String("reason", string(p.pauseReason(now))))
 		}

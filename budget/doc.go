@@ -83,4 +83,14 @@
 // [github.com/forage-go/forage/aimd]); known [Limit]s are enforced exactly,
 // so no window of their length ever carries more than their count, and the
 // provider's usage headers tighten them when it counts more than we did.
+//
+// # Watching providers
+//
+// [Config.Logger] receives a provider's events as structured records, and
+// [Config.Metrics] (or [RegistryConfig.Metrics]) its measurements: each
+// attempt's pacing wait, class and latency, each call's stop and its
+// reason, pauses, rate changes and breaker transitions, labelled by the
+// provider key only. The module github.com/forage-go/forage/metrics
+// exports them to Prometheus and OpenTelemetry. [Local.Snapshot] and
+// [Registry.Snapshot] read the counters on demand.
 package budget

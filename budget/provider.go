@@ -149,6 +149,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	if bc.Name == "" {
 		bc.Name = key
 	}
+	bc.OnTransition = breakerHook(key, cfg.Metrics, bc.OnTransition)
 	if p.brk, err = breaker.New(bc); err != nil {
 		return nil, invalid.Wrap(path+".Breaker", err)
 	}
@@ -172,6 +173,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	}
 	p.joinShares(time.Now())
 	p.follow(time.Now()) // hands a restored pause, and the share, to the pacer
+	p.reportRate(0, p.rate)
 	return p, nil
 }
 

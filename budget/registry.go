@@ -30,6 +30,10 @@ type RegistryConfig struct {
 	// evictions: it is the [Config.Records] of each provider whose Config
 	// (Defaults or its override) sets none. Nil means each Config's own.
 	Records RecordStore
+	// Metrics, if set, receives every provider's measurements: it is the
+	// [Config.Metrics] of each provider whose Config (Defaults or its
+	// override) sets none. Nil means each Config's own.
+	Metrics Metrics
 	// IdleTTL is how long a provider may go unused before [Registry.EvictAt]
 	// drops it (its learned rate with it, unless a [RecordStore] keeps it
 	// for its successor). A provider that still holds
@@ -172,6 +176,9 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	}
 	if cfg.Records == nil {
 		cfg.Records = r.cfg.Records
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = r.cfg.Metrics
 	}
 	if d := r.departed(key); d != nil && cfg.Records != nil {
 		cfg.Records = seeded{RecordStore: cfg.Records, rec: d.lastRecord()}

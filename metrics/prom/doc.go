@@ -1,0 +1,28 @@
+// Package prom exports the measurements of forage providers to
+// Prometheus: [New] returns a [Metrics] that is both a
+// [budget.Metrics] (set it as budget.Config.Metrics or
+// budget.RegistryConfig.Metrics) and a [prometheus.Collector] (register it
+// with a [prometheus.Registerer]).
+//
+// # Series
+//
+// Every series has the label provider, the provider key (a host, an
+// exchange's name): never a URL, a query string or a body. With the
+// default namespace "forage":
+//
+//	forage_attempts_total{provider,class}          attempts answered, by class (success, throttled, overloaded, transient, permanent, canceled)
+//	forage_retries_total{provider}                 attempts that were retries
+//	forage_stops_total{provider,reason}            calls that ended without success, by reason (throttled, circuit_open, quota, retry_budget, …)
+//	forage_pauses_total{provider,reason}           pauses set or extended (throttled, banned)
+//	forage_rate_cuts_total{provider}               cuts of the pacing rate
+//	forage_breaker_transitions_total{provider,state}  breaker transitions, by the state entered
+//	forage_rate{provider}                          the pacing rate, requests/s
+//	forage_ceiling{provider}                       the learned ceiling, requests/s (0 until known)
+//	forage_share{provider}                         the part of the rate this process may use, requests/s
+//	forage_in_flight{provider}                     attempts sent and not yet answered
+//	forage_attempt_duration_seconds{provider}      histogram of attempt latency
+//	forage_pacing_wait_seconds{provider}           histogram of the wait for a slot before an attempt
+//
+// A provider's series appear when it is made (the rate gauges) or first
+// reports, and stay until the process ends: one set per provider key.
+package prom

@@ -43,7 +43,7 @@ func TestReadyAtBooksNothing(t *testing.T) {
 				t.Fatalf("ask %d: ReadyAt = %v after now, want %v", i, got.Sub(now), want.Sub(now))
 			}
 		}
-		time.Sleep(want.Sub(time.Now()))
+		time.Sleep(time.Until(want))
 		if got := reg.ReadyAt("a", time.Now()); !got.Equal(time.Now()) {
 			t.Fatalf("at the slot: ReadyAt = %v, want now", got.Sub(now))
 		}

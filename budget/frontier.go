@@ -24,7 +24,9 @@ import (
 // transport is the registry's [Transport], and hands the client's error to
 // the done func Next returned. Frontier is safe for concurrent use. Each
 // Next looks at every host with a URL waiting until it finds one ready:
-// fine for thousands of hosts, not for millions.
+// fine for thousands of hosts, not for millions. Asking a provider about
+// its breaker may deliver a transition ([breaker.Config.OnTransition]) on
+// the goroutine inside Next: such a hook must not call the Frontier.
 type Frontier struct {
 	reg     *Registry
 	perHost int

@@ -12,7 +12,9 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
+	"pgregory.net/rapid"
 )
 
 // pinned is a provider config held at rate requests/s, never retrying.
@@ -57,7 +59,8 @@ func TestReadyAtBooksNothing(t *testing.T) {
 }
 
 // TestReadyAtNamesPausesAndBreaker: a Retry-After longer than MaxWait makes
-// the host ready at the pause's end; an operator's pause, five seconds on.
+// the host ready at the pause's end; an open breaker, at its OpenUntil; an
+// operator's pause, five seconds on (when to ask again).
 func TestReadyAtNamesPausesAndBreaker(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -73,6 +76,14 @@ func TestReadyAtNamesPausesAndBreaker(t *testing.T) {
 		}
 		if got, want := reg.ReadyAt("a", time.Now()), start.Add(30*time.Second); !got.Equal(want) {
 			t.Fatalf("paused: ReadyAt = %v after start, want %v", got.Sub(start), want.Sub(start))
+		}
+		tripping := pinned(100)
+		tripping.MaxAttempts = 1
+		tripping.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: 10 * time.Second}
+		reg2 := newRegistry(t, budget.RegistryConfig{Defaults: tripping})
+		_ = provider(reg2, "c").Do(t.Context(), nil, func(context.Context) forage.Outcome { return forage.Outcome{Status: 500} })
+		if got, want := reg2.ReadyAt("c", time.Now()), start.Add(10*time.Second); !got.Equal(want) {
+			t.Fatalf("breaker open: ReadyAt = %v after start, want %v (snapshot %+v)", got.Sub(start), want.Sub(start), provider(reg2, "c").Snapshot())
 		}
 		if err := reg.SetStatus(t.Context(), "b", budget.StatusPaused, "maintenance"); err != nil {
 			t.Fatal(err)
@@ -314,4 +325,108 @@ func TestNewFrontierRejectsBadArguments(t *testing.T) {
 			t.Errorf("Add(%q) = nil, want an error", u)
 		}
 	}
+}
+
+// TestPropertyReadyAtForecastsTheSlot: for any rate and burst and any
+// spacing of calls by one caller, a call made at the time ReadyAt named
+// starts its attempt at once, and asking again names the same time (the
+// question books nothing).
+func TestPropertyReadyAtForecastsTheSlot(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			c := pinned(rapid.Float64Range(0.5, 50).Draw(rt, "rate"))
+			c.Burst = rapid.IntRange(1, 4).Draw(rt, "burst")
+			reg := newRegistry(rt, budget.RegistryConfig{Defaults: c})
+			p := provider(reg, "h")
+			steps := rapid.IntRange(1, 20).Draw(rt, "steps")
+			for i := range steps {
+				time.Sleep(time.Duration(rapid.IntRange(0, 2000).Draw(rt, "gapMs")) * time.Millisecond)
+				at := reg.ReadyAt("h", time.Now())
+				if again := reg.ReadyAt("h", time.Now()); !again.Equal(at) {
+					rt.Fatalf("step %d: ReadyAt %v, then %v: the first ask moved it", i, at, again)
+				}
+				time.Sleep(time.Until(at))
+				var sent time.Time
+				if err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+					sent = time.Now()
+					return forage.Outcome{Status: 200}
+				}); err != nil {
+					rt.Fatalf("step %d: %v", i, err)
+				}
+				if !sent.Equal(at) {
+					rt.Fatalf("step %d: ReadyAt named %v, the attempt started %v later", i, at, sent.Sub(at))
+				}
+			}
+		})
+	})
+}
+
+// TestPropertyFrontierHandsEachURLOnce: for any hosts (rates, latencies,
+// URLs), workers and perHost, every URL is fetched exactly once, no host
+// ever has more than perHost requests in flight, and Next reports false
+// once all are done.
+func TestPropertyFrontierHandsEachURLOnce(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			nHosts := rapid.IntRange(1, 4).Draw(rt, "hosts")
+			overrides := map[string]budget.Config{}
+			latency := map[string]time.Duration{}
+			var urls []string
+			for h := range nHosts {
+				name := string(rune('a'+h)) + ".test"
+				overrides[name] = pinned(rapid.Float64Range(1, 40).Draw(rt, "rate"))
+				latency[name] = time.Duration(rapid.IntRange(0, 300).Draw(rt, "latencyMs")) * time.Millisecond
+				for i := range rapid.IntRange(0, 15).Draw(rt, "urls") {
+					urls = append(urls, "http://"+name+"/"+string(rune('a'+i)))
+				}
+			}
+			perHost := rapid.IntRange(1, 3).Draw(rt, "perHost")
+			reg := newRegistry(rt, budget.RegistryConfig{Overrides: overrides})
+			base := newHosts(latency)
+			client := &http.Client{Transport: budget.NewTransport(reg, base)}
+			f, err := budget.NewFrontier(reg, perHost)
+			if err != nil {
+				rt.Fatalf("NewFrontier: %v", err)
+			}
+			for _, u := range rapid.Permutation(urls).Draw(rt, "order") {
+				if err := f.Add(u); err != nil {
+					rt.Fatalf("Add(%q): %v", u, err)
+				}
+			}
+			var mu sync.Mutex
+			got := map[string]int{}
+			var wg sync.WaitGroup
+			for range rapid.IntRange(1, 6).Draw(rt, "workers") {
+				wg.Go(func() {
+					for {
+						u, done, ok := f.Next(context.Background())
+						if !ok {
+							return
+						}
+						resp, err := client.Get(u)
+						if err == nil {
+							resp.Body.Close()
+							mu.Lock()
+							got[u]++
+							mu.Unlock()
+						}
+						done(err)
+					}
+				})
+			}
+			wg.Wait()
+			for _, u := range urls {
+				if got[u] != 1 {
+					rt.Fatalf("%s fetched %d times, want 1", u, got[u])
+				}
+			}
+			for host, most := range base.most {
+				if most > perHost {
+					rt.Fatalf("%s: %d requests in flight at once, want <= %d", host, most, perHost)
+				}
+			}
+		})
+	})
 }

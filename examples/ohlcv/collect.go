@@ -263,6 +263,7 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 			c.states[sym] = ss
 		}
 		ss.yielded = rep.Yielded
+		c.progress[sym].held.Store(rep.Yielded)
 		switch {
 		case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, schedule.ErrInterrupted)):
 			return // the command is ending: the checkpoint is the last commit

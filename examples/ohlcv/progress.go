@@ -40,6 +40,7 @@ type streamProgress struct {
 	waitUntil      atomic.Int64 // unix ns: the stream waits for the provider until then
 	why            atomic.Pointer[string]
 	caughtUp       atomic.Bool
+	held           atomic.Bool // its last run found it leased by another live process
 }
 
 // fetched moves p past a page fetched by the catch-up (head false) or
@@ -112,6 +113,9 @@ func (c *collector) state(p *streamProgress, now time.Time) string {
 			why = " (" + *w + ")"
 		}
 		return fmt.Sprintf("waiting until %s%s", u.Local().Format(time.TimeOnly), why)
+	}
+	if p.held.Load() {
+		return "held by another process"
 	}
 	if u := c.provider.Snapshot().PausedUntil; u.Sub(now) >= time.Second {
 		return fmt.Sprintf("waiting until %s (the provider's pause)", u.Local().Format(time.TimeOnly))

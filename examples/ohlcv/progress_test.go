@@ -72,7 +72,7 @@ func TestProgressBarsOnATerminal(t *testing.T) {
 
 // TestProgressStates: what a stream's state says at each stage: catching
 // up (and how far behind now its cursor is), waiting for the provider,
-// caught up, and with -follow steady.
+// held by another process, caught up, and with -follow steady.
 func TestProgressStates(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -93,7 +93,8 @@ func TestProgressStates(t *testing.T) {
 			p.fetched(slice.Page[klines.Candle]{Next: klines.EncodeCursor(now.Add(-6*time.Hour - time.Minute))}, false)
 		}, "catching up, 6h00m behind", 1080, 1440},
 		{func() { p.waiting(now.Add(90*time.Second), "throttled") }, "waiting until " + now.Add(90*time.Second).Local().Format(time.TimeOnly) + " (throttled)", 1080, 1440},
-		{func() { p.waitUntil.Store(0); p.caughtUp.Store(true) }, "caught up", 1440, 1440},
+		{func() { p.waitUntil.Store(0); p.held.Store(true) }, "held by another process", 1080, 1440},
+		{func() { p.held.Store(false); p.caughtUp.Store(true) }, "caught up", 1440, 1440},
 		{func() {
 			c.o.follow = true
 			p.fetched(slice.Page[klines.Candle]{Next: klines.EncodeCursor(now)}, true)

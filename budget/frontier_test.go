@@ -430,3 +430,16 @@ func TestPropertyFrontierHandsEachURLOnce(t *testing.T) {
 		})
 	})
 }
+
+// BenchmarkReadyAt is the readiness question a Frontier asks of a host
+// per pick: a registry lookup and reads of the pause, breaker, bulkhead
+// and pacer, allocating nothing.
+func BenchmarkReadyAt(b *testing.B) {
+	reg := newRegistry(b, budget.RegistryConfig{Defaults: pinned(1e6)})
+	provider(reg, "h")
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		reg.ReadyAt("h", now)
+	}
+}

@@ -13,13 +13,14 @@
 //	slow     50 req/s; every answer takes 1.5–2s
 //
 // Sixteen workers fetch a list of URLs spread over the hosts for twelve
-// seconds, every request counted against one [budget.Run]. The crawler keeps
-// a queue per host and lets at most three workers work on one host at once
-// (the providers' MaxInFlight bulkhead says the same), so the slow host ties
-// up three workers, never sixteen; a host whose breaker is open is set aside
-// until the breaker lets calls through again. At the end a table from
-// [budget.Registry.Snapshot] shows what each host's provider learned and
-// counted, next to the fetches each host completed per second.
+// seconds, every request counted against one [budget.Run]. The workers take
+// their URLs from a [budget.Frontier], which hands a worker the next URL of
+// a host that is ready now (not paused, breaker not open, its pacing slot
+// due) and lets at most three workers work on one host at once, so the
+// slow host ties up three workers, never sixteen, and no worker waits in a
+// limited host's pacer while another host could be fetched. At the end a
+// table from [budget.Registry.Snapshot] shows what each host's provider
+// learned and counted, next to the fetches each host completed per second.
 //
 // Run it with
 //
@@ -28,7 +29,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -36,10 +36,8 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/providertest"
@@ -64,6 +62,10 @@ type plan struct {
 	duration    time.Duration // the run's wall clock
 	maxRequests int           // the run's request cap, retries included
 	progress    io.Writer     // a line every few seconds; nil for none
+	// base, if set, serves the hosts in memory instead of on loopback
+	// (the test's, under testing/synctest); it is given the servers by
+	// host name and returns the client's base RoundTripper.
+	base func(map[string]*providertest.Server) http.RoundTripper
 }
 
 // demo is the crawl main runs.
@@ -78,7 +80,7 @@ func demo() plan {
 			{name: "slow", sim: providertest.Config{Limit: providertest.RateLimit(50, 5), Latency: 1500 * time.Millisecond, Jitter: 500 * time.Millisecond}},
 		},
 		workers:     16,
-		perHost:     3, // (5-1) hosts x 3 < 16 workers: a free worker is always left for the fifth
+		perHost:     3,
 		urlsPerHost: 3000,
 		duration:    12 * time.Second,
 		maxRequests: 5000,
@@ -110,38 +112,24 @@ type result struct {
 
 // hostResult is one host's share of a crawl.
 type hostResult struct {
-	name     string
-	snap     budget.Snapshot // its provider at the end
-	ok, fail int64           // completed fetches: 200, anything else
-	maxBusy  int             // most workers it held at once
+	name string
+	snap budget.Snapshot // its provider at the end
 }
 
 // crawl starts the plan's hosts, crawls them until the run is spent, and
 // returns what happened.
 func crawl(ctx context.Context, p plan) (result, error) {
 	start := time.Now()
-	var keys, names []string
-	var all []string
-	nameOf := map[string]string{} // provider key -> host name
-	for _, h := range p.hosts {
-		srv, err := providertest.New(h.sim)
-		if err != nil {
-			return result{}, err
-		}
-		lb, err := srv.Listen()
-		if err != nil {
-			return result{}, err
-		}
-		defer lb.Close()
-		keys = append(keys, strings.TrimPrefix(lb.URL, "http://"))
-		names = append(names, h.name)
-		nameOf[keys[len(keys)-1]] = h.name
-		all = append(all, urlsFor(lb.URL, p.urlsPerHost, start)...)
+	keys, nameOf, base, stop, err := serve(p)
+	if err != nil {
+		return result{}, err
 	}
+	defer stop()
 
 	// One registry, one transport, one client for every host. Each host's
-	// provider gets the defaults: a rate discovered from a start at 4 req/s, a breaker
-	// that reopens for probes after 2s, and a bulkhead of perHost.
+	// provider gets the defaults: a rate discovered from a start at 4
+	// req/s, a breaker that reopens for probes after 2s, and a bulkhead of
+	// perHost.
 	var tmu sync.Mutex
 	var transitions []string
 	defaults := budget.Config{
@@ -167,10 +155,20 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = p.perHost // keep a connection per worker a host may hold
 	client := &http.Client{Transport: budget.NewTransport(reg, base)}
-	defer base.CloseIdleConnections()
+
+	// The frontier: one queue per host, whatever the order the URLs come in.
+	f, err := budget.NewFrontier(reg, p.perHost)
+	if err != nil {
+		return result{}, err
+	}
+	for _, k := range keys {
+		for _, u := range urlsFor("http://"+k, p.urlsPerHost, start) {
+			if err := f.Add(u); err != nil {
+				return result{}, err
+			}
+		}
+	}
 
 	deadline := start.Add(p.duration)
 	run, err := budget.NewRun(budget.Envelope{MaxRequests: p.maxRequests, Deadline: deadline})
@@ -181,53 +179,85 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	// already lets no new attempt start. (A cancel rather than a context
 	// deadline, so a cut-short attempt reads as the crawler giving up, not
 	// as the host timing out.)
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(budget.WithRun(ctx, run))
 	defer cancel()
 	defer time.AfterFunc(time.Until(deadline), cancel).Stop()
-	f := newFrontier(all, p.perHost) // one queue per host, whatever the order of all
 	var side sync.WaitGroup
 	if p.progress != nil {
-		side.Go(func() { progress(ctx, p.progress, start, reg, keys, names) })
+		side.Go(func() { progress(ctx, p.progress, start, reg, keys, nameOf) })
 	}
 
-	var stop atomic.Value
-	stop.Store("deadline")
 	var wg sync.WaitGroup
 	for range p.workers {
 		wg.Go(func() {
 			for {
-				q, u, ok := f.take(ctx, run)
+				u, done, ok := f.Next(ctx) // a URL of a host that is ready now
 				if !ok {
-					return
+					return // the run is spent, or every URL is fetched
 				}
-				r := fetch(ctx, client, run, q, u)
-				if r.stop != "" {
-					stop.Store(r.stop) // the run is spent: take hands out no more
-				}
-				f.done(q, u, r)
+				done(fetch(ctx, client, u))
 			}
 		})
 	}
 	wg.Wait()
+	res := result{elapsed: time.Since(start), stop: "every URL fetched"}
+	if why, spent := run.Exhausted(); spent {
+		res.stop = why.String()
+	}
 	cancel()
 	side.Wait()
-	res := result{elapsed: time.Since(start), stop: stop.Load().(string)}
-	if f.empty() {
-		res.stop = "every URL fetched"
-	}
 	tmu.Lock()
 	res.transitions = transitions
 	tmu.Unlock()
-	for i, k := range keys {
-		q := f.queues[k]
-		pr, found := reg.Lookup(k)
-		hr := hostResult{name: names[i], ok: q.ok.Load(), fail: q.fail.Load(), maxBusy: q.maxBusy}
-		if found {
+	for _, k := range keys {
+		hr := hostResult{name: nameOf[k]}
+		if pr, found := reg.Lookup(k); found {
 			hr.snap = pr.Snapshot()
 		}
 		res.hosts = append(res.hosts, hr)
 	}
 	return res, nil
+}
+
+// serve starts the plan's hosts: on loopback, or in memory through
+// p.base. It returns each host's provider key in plan order, the host name
+// of each key, the client's base RoundTripper, and a func that stops them.
+func serve(p plan) (keys []string, nameOf map[string]string, base http.RoundTripper, stop func(), err error) {
+	nameOf = map[string]string{}
+	sims := map[string]*providertest.Server{}
+	var closers []func() error
+	stop = func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	for _, h := range p.hosts {
+		srv, err := providertest.New(h.sim)
+		if err != nil {
+			stop()
+			return nil, nil, nil, nil, err
+		}
+		key := h.name + ".test"
+		if p.base == nil {
+			lb, err := srv.Listen()
+			if err != nil {
+				stop()
+				return nil, nil, nil, nil, err
+			}
+			closers = append(closers, lb.Close)
+			key = strings.TrimPrefix(lb.URL, "http://")
+		}
+		keys = append(keys, key)
+		nameOf[key] = h.name
+		sims[h.name] = srv
+	}
+	if p.base != nil {
+		return keys, nameOf, p.base(sims), stop, nil
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = p.perHost // keep a connection per worker a host may hold
+	closers = append(closers, func() error { t.CloseIdleConnections(); return nil })
+	return keys, nameOf, t, stop, nil
 }
 
 // urlsFor returns n URLs on base: one-candle klines pages of three symbols
@@ -247,72 +277,28 @@ func urlsFor(base string, n int, now time.Time) []string {
 	return out
 }
 
-// fetched is what one fetch tells the frontier.
-type fetched struct {
-	until   time.Time // the host pushed back: leave it alone until then
-	requeue bool      // no request was sent: put the URL back
-	stop    string    // the run is spent: the crawl ends, for this reason
-}
-
-// fetch GETs u through the budgeted client and counts the result on q.
-func fetch(ctx context.Context, client *http.Client, run *budget.Run, q *queue, u string) fetched {
-	req, err := http.NewRequestWithContext(budget.WithRun(ctx, run), http.MethodGet, u, nil)
+// fetch GETs u through the budgeted client and reads the answer. The
+// transport has already paced, retried within the run's budget and
+// returned the host's last answer; the error, if any, goes to the
+// frontier, which puts the URL back when the budget refused to send it.
+func fetch(ctx context.Context, client *http.Client, u string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		q.fail.Add(1)
-		return fetched{}
+		return err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		var stop *budget.Error
-		switch {
-		case ctx.Err() != nil:
-			return fetched{} // the crawl is over; the fetch does not count
-		case errors.As(err, &stop) && stop.Reason.Exhausted():
-			if why, spent := run.Exhausted(); spent {
-				return fetched{stop: why.String()}
-			}
-			if stop.Reason == forage.ReasonDeadline {
-				// This host's next slot comes after the run's end, so no
-				// request was sent; the other hosts carry on.
-				d, _ := run.Deadline()
-				return fetched{requeue: true, until: d}
-			}
-			q.fail.Add(1) // retry_budget: the host kept failing
-			return fetched{}
-		case errors.As(err, &stop) && stop.Reason == forage.ReasonCircuitOpen:
-			// No request was sent: put the URL back and leave the host
-			// alone until its breaker admits a probe (half-open with its
-			// probe out, the breaker names no end: look again shortly).
-			until := stop.Until
-			if soon := time.Now().Add(100 * time.Millisecond); until.Before(soon) {
-				until = soon
-			}
-			return fetched{requeue: true, until: until}
-		case errors.As(err, &stop):
-			q.fail.Add(1)
-			return fetched{until: stop.Until}
-		}
-		q.fail.Add(1)
-		return fetched{}
+		return err
 	}
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
-	switch {
-	case ctx.Err() != nil:
-	case err == nil && resp.StatusCode == http.StatusOK:
-		q.ok.Add(1)
-	default:
-		// The transport retried within the run's budget and this is the
-		// host's last answer (a final 429, 503 or 5xx).
-		q.fail.Add(1)
-	}
-	return fetched{}
+	return err
 }
 
 // progress prints a line every three seconds until ctx ends: each host's
 // completed requests and the workers it holds right now, so the slow host is
 // seen holding its few while the others keep going.
-func progress(ctx context.Context, w io.Writer, start time.Time, reg *budget.Registry, keys, names []string) {
+func progress(ctx context.Context, w io.Writer, start time.Time, reg *budget.Registry, keys []string, nameOf map[string]string) {
 	t := time.NewTicker(3 * time.Second)
 	defer t.Stop()
 	for {
@@ -322,11 +308,11 @@ func progress(ctx context.Context, w io.Writer, start time.Time, reg *budget.Reg
 		case <-t.C:
 		}
 		var ok, busy strings.Builder
-		for i, k := range keys {
+		for _, k := range keys {
 			if pr, found := reg.Lookup(k); found {
 				s := pr.Snapshot()
-				fmt.Fprintf(&ok, " %s %d", names[i], s.OK)
-				fmt.Fprintf(&busy, " %s %d", names[i], s.InFlight)
+				fmt.Fprintf(&ok, " %s %d", nameOf[k], s.OK)
+				fmt.Fprintf(&busy, " %s %d", nameOf[k], s.InFlight)
 			}
 		}
 		fmt.Fprintf(w, "%3.0fs  ok:%s  | in flight:%s\n", time.Since(start).Seconds(), ok.String(), busy.String())
@@ -336,27 +322,30 @@ func progress(ctx context.Context, w io.Writer, start time.Time, reg *budget.Reg
 // print writes the snapshot table and the breaker transitions.
 func (r result) print(w io.Writer) {
 	fmt.Fprintf(w, "\ncrawl ended after %.1fs (%s)\n\n", r.elapsed.Seconds(), r.stop)
-	fmt.Fprintf(w, "%-6s %-15s %7s %7s %5s %5s %4s %4s %7s %-9s %10s %9s %7s %7s\n",
-		"host", "key", "rate/s", "ceiling", "reqs", "ok", "429", "5xx", "retries", "breaker", "fast-fails", "in-flight", "workers", "fetch/s")
-	most := 0
+	fmt.Fprintf(w, "%-6s %-15s %7s %7s %5s %5s %4s %4s %7s %-9s %10s %9s %7s\n",
+		"host", "key", "rate/s", "ceiling", "reqs", "ok", "429", "5xx", "retries", "breaker", "fast-fails", "in-flight", "fetch/s")
 	for _, h := range r.hosts {
 		s := h.snap
-		fmt.Fprintf(w, "%-6s %-15s %7.1f %7.1f %5d %5d %4d %4d %7d %-9s %10d %9d %7d %7.1f\n",
+		fmt.Fprintf(w, "%-6s %-15s %7.1f %7.1f %5d %5d %4d %4d %7d %-9s %10d %9d %7.1f\n",
 			h.name, s.Key, s.Rate, s.Ceiling, s.Requests, s.OK, s.Throttled, s.Overloaded+s.Transient,
-			s.Retries, s.Breaker, s.FastFails, s.InFlight, h.maxBusy, float64(h.ok)/r.elapsed.Seconds())
-		most = max(most, h.maxBusy)
+			s.Retries, s.Breaker, s.FastFails, s.InFlight, h.fetchRate(r.elapsed))
 	}
-	fmt.Fprintf(w, `
+	fmt.Fprint(w, `
 rate: the pace each provider holds now; ceiling: where it learned the host pushes back.
-fast-fails: calls the open breaker refused without sending. workers: the most one host held
-at once (no host held more than %d); fetch/s: completed 200s per second over the whole run,
-the climb from 4 req/s included. Each host's fetch/s is its own learned pace, whatever the
-slow host does.
-`, most)
+fast-fails: calls the open breaker refused without sending (the frontier leaves such a
+host alone until its breaker lets a probe through). fetch/s: completed 200s per second
+over the whole run, the climb from 4 req/s included. Each host's fetch/s is its own
+learned pace, whatever the slow host does.
+`)
 	if len(r.transitions) > 0 {
 		fmt.Fprintf(w, "\nbreaker transitions:\n")
 		for _, t := range r.transitions {
 			fmt.Fprintf(w, "  %s\n", t)
 		}
 	}
+}
+
+// fetchRate is the host's completed 200s per second over elapsed.
+func (h hostResult) fetchRate(elapsed time.Duration) float64 {
+	return float64(h.snap.OK) / elapsed.Seconds()
 }

@@ -58,7 +58,8 @@ type collector struct {
 	run      *budget.Run
 	verbose  io.Writer // nil unless -v
 	stderr   io.Writer
-	changed  chan struct{} // a run ended: all looks again
+	changed  chan struct{}              // a run ended: all looks again
+	progress map[string]*streamProgress // by symbol
 
 	mu      sync.Mutex
 	streams []*streamStats          // in the order they started
@@ -139,7 +140,20 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	if o.verbose {
 		c.verbose = stderr
 	}
+	c.progress = map[string]*streamProgress{}
+	for _, sym := range o.symbols {
+		c.progress[sym] = &streamProgress{symbol: sym}
+	}
+	stopProgress := func() {}
+	if o.progress {
+		// While bars are drawn, the run's other lines go above them.
+		c.stderr, stopProgress = c.showProgress(e, stderr)
+		if c.verbose != nil {
+			c.verbose = c.stderr
+		}
+	}
 	err = c.all(ctx)
+	stopProgress()
 	sum := c.summary(time.Since(start), ctx.Err() != nil, err)
 	if perr := sum.print(stdout, o.json); err == nil {
 		err = perr
@@ -196,15 +210,16 @@ func (c *collector) all(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		sp := c.progress[sym]
 		st := schedule.Stream[klines.Candle]{
-			Name: "ohlcv/" + sym + "/" + c.o.interval, Provider: c.key, Backfill: back,
+			Name: "ohlcv/" + sym + "/" + c.o.interval, Provider: c.key, Backfill: watched{back, sp, false},
 			Run: c.run, OnRun: c.onRun(sym), RunFor: time.Minute,
 		}
 		if err := c.be.sink(&st, sym, c.o.interval); err != nil {
 			return err
 		}
 		if c.o.follow {
-			st.Incremental, st.Every, st.At = head, c.o.step, c.nextClose(time.Now())
+			st.Incremental, st.Every, st.At = watched{head, sp, true}, c.o.step, c.nextClose(time.Now())
 		}
 		if err := schedule.AddStream(ctx, sched, st); err != nil {
 			return err
@@ -248,6 +263,7 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 			c.states[sym] = ss
 		}
 		ss.yielded = rep.Yielded
+		c.progress[sym].held.Store(rep.Yielded)
 		switch {
 		case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, schedule.ErrInterrupted)):
 			return // the command is ending: the checkpoint is the last commit
@@ -267,6 +283,9 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 		}
 		ss.blips = 0
 		now := time.Now()
+		if rep.Reason.SourcePressure() && rep.Until.After(now) {
+			c.progress[sym].waiting(rep.Until, string(rep.Reason))
+		}
 		switch {
 		case rep.Reason.Exhausted():
 			if _, spent := c.run.ExhaustedAt(now); spent {
@@ -278,6 +297,7 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 				sym, c.o.interval, mode, rep.Reason, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
 		case rep.Reason == "" && !rep.Yielded && mode == checkpoint.CatchUp:
 			ss.caughtUp = true
+			c.progress[sym].caughtUp.Store(true)
 		}
 	}
 }

@@ -29,6 +29,7 @@ type options struct {
 	follow      bool
 	json        bool
 	verbose     bool
+	progress    bool
 }
 
 // exportOptions is a parsed export command line.
@@ -102,6 +103,7 @@ func parseCollect(args []string) (options, error) {
 	fs.BoolVar(&o.follow, "follow", false, "")
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")
+	fs.BoolVar(&o.progress, "progress", true, "")
 	if err := parse(fs, args); err != nil {
 		return o, err
 	}

@@ -43,6 +43,9 @@
 //	-follow             after catch-up, collect each new candle until SIGINT/SIGTERM
 //	-json               print the summary as one JSON line on stdout
 //	-v                  print one line per stream run on stderr
+//	-progress           show progress on stderr (default true): on a terminal a bar per stream
+//	                    (candles and pages fetched, how far from now its cursor is, and whether it
+//	                    is catching up, steady or waiting until a time); otherwise one line every 10s
 //
 // Exit status: 0 when the run finished (status done, or empty when the
 // provider sent no candle at all for a stream, e.g. a symbol not listed
@@ -82,6 +85,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/forage-go/forage/providertest"
 )
@@ -109,6 +113,13 @@ type env struct {
 	// serve makes srv reachable and returns its base URL, the client to
 	// reach it with, and a func that stops it.
 	serve func(srv *providertest.Server) (base string, client *http.Client, stop func(), err error)
+	// bars reports whether stderr is a terminal, where progress is drawn
+	// as a bar per stream. Nil means never.
+	bars func(stderr io.Writer) bool
+	// lineEvery is how often progress is written as one line when it is
+	// not drawn as bars. Zero means never (the tests', whose stderr holds
+	// only what they check).
+	lineEvery time.Duration
 }
 
 // loopback serves the embedded exchange on a 127.0.0.1 port, over real HTTP.
@@ -124,7 +135,7 @@ func loopback(srv *providertest.Server) (string, *http.Client, func(), error) {
 // summary or the export to stdout and errors to stderr, and returns the
 // exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return runEnv(ctx, env{serve: loopback}, args, stdout, stderr)
+	return runEnv(ctx, env{serve: loopback, bars: isTerminal, lineEvery: lineEvery}, args, stdout, stderr)
 }
 
 // runEnv is run with the embedded exchange served by e.
@@ -218,4 +229,6 @@ flags:
   -follow             keep collecting each new candle after catch-up, until SIGINT/SIGTERM
   -json               print the summary as one JSON line on stdout
   -v                  print one line per stream run on stderr
+  -progress           show progress on stderr: a bar per stream on a terminal, else a line every 10s
+                      (default true; -progress=false for none)
 `

@@ -1,0 +1,286 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/forage-go/forage"
+)
+
+// Frontier is a crawler's queue of URLs, one queue per host, that hands a
+// worker the next URL of a host whose provider in a [Registry] is ready now
+// (see [Registry.ReadyAt]), taking hosts in turn. A worker is never handed
+// the URL of a host that is paused, whose breaker is open, whose next
+// pacing slot is still to come, or that already holds perHost workers: one
+// worker pool crawls many hosts, and a slow or limited host holds at most
+// perHost workers while the others keep theirs.
+//
+// A worker calls [Frontier.Next], fetches the URL through a client whose
+// transport is the registry's [Transport], and hands the client's error to
+// the done func Next returned. Frontier is safe for concurrent use. Each
+// Next looks at every host with a URL waiting until it finds one ready:
+// fine for thousands of hosts, not for millions. Asking a provider about
+// its breaker may deliver a transition ([breaker.Config.OnTransition]) on
+// the goroutine inside Next: such a hook must not call the Frontier.
+type Frontier struct {
+	reg     *Registry
+	perHost int
+
+	mu      sync.Mutex
+	hosts   map[string]*hostQueue
+	ring    []*hostQueue  // every host, in the order first seen
+	next    int           // where the next scan of ring starts
+	queued  int           // URLs waiting, over all hosts
+	out     int           // URLs handed out and not yet done
+	changed chan struct{} // closed and replaced when a URL is added or done
+}
+
+// hostQueue is one host's waiting URLs.
+type hostQueue struct {
+	key   string
+	urls  []string // waiting from urls[head]
+	head  int
+	busy  int       // URLs of this host handed out and not yet done
+	aside time.Time // not to be looked at again before then
+}
+
+// NewFrontier returns an empty Frontier over reg's providers that lets at
+// most perHost workers work on one host at once (keep it at or below the
+// providers' [Config.MaxInFlight], or the extra workers wait for a slot).
+// perHost must be at least 1.
+func NewFrontier(reg *Registry, perHost int) (*Frontier, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("%w: NewFrontier needs a *Registry (NewRegistry(RegistryConfig{}) gives the defaults)", ErrInvalidConfig)
+	}
+	if perHost < 1 {
+		return nil, invalid.Must("NewFrontier's perHost", "be >= 1", perHost)
+	}
+	return &Frontier{reg: reg, perHost: perHost, hosts: map[string]*hostQueue{}, changed: make(chan struct{})}, nil
+}
+
+// Add queues rawURL at the back of its host's queue; the host is the
+// provider key [HostKey] gives (the key the [Transport] uses), and its
+// provider is made now if reg has none. A URL that does not parse or names
+// no host is an error and is not queued, as is one whose provider cannot
+// be made (see [Registry.Get]).
+func (f *Frontier) Add(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("budget: frontier: %w", err)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("budget: frontier: %q names no host", rawURL)
+	}
+	key := HostKey(&http.Request{URL: u})
+	if _, err := f.reg.Get(key); err != nil { // so its readiness is known from the first URL
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.hosts[key]
+	if h == nil {
+		h = &hostQueue{key: key}
+		f.hosts[key] = h
+		f.ring = append(f.ring, h)
+	}
+	h.urls = append(h.urls, rawURL)
+	f.queued++
+	f.wake()
+	return nil
+}
+
+// Next returns the next URL of a host that is ready now, waiting until one
+// is, and the func to call with the fetch's error (nil on success) when
+// the worker is done with it. done puts the URL back at the head of its
+// queue when the error says it was not sent, and the budget stopped it
+// before any answer (a [*Error] for an open breaker, a pause, a spent quota,
+// an operator's pause, a run deadline that comes before the host's next
+// slot, or a cancelled call); it then sets the host aside until the
+// [Error.Until] the stop names. Any other error drops the URL: the caller
+// counts it, and may Add it again. done must be called exactly once (later
+// calls do nothing).
+//
+// ok is false when ctx ends, when the [Run] ctx carries ([WithRun]) is
+// spent, or when no URL is left: none waiting and none handed out (a URL
+// handed out may come back).
+func (f *Frontier) Next(ctx context.Context) (rawURL string, done func(err error), ok bool) {
+	run := RunFrom(ctx)
+	for {
+		if _, spent := run.Exhausted(); spent || ctx.Err() != nil {
+			return "", nil, false
+		}
+		now := time.Now()
+		f.mu.Lock()
+		h, wake := f.pick(now)
+		if h != nil {
+			u := h.pop()
+			f.queued--
+			f.out++
+			f.mu.Unlock()
+			return u, f.doneFunc(h, u, run), true
+		}
+		if f.queued == 0 && f.out == 0 {
+			f.mu.Unlock()
+			return "", nil, false
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		if d, ok := run.Deadline(); ok && (wake.IsZero() || d.Before(wake)) {
+			wake = d // the run ends then: Next returns
+		}
+		if !f.sleep(ctx, changed, wake) {
+			return "", nil, false
+		}
+	}
+}
+
+// sleep waits until ctx ends (false), changed is closed, or wake (if set).
+func (f *Frontier) sleep(ctx context.Context, changed <-chan struct{}, wake time.Time) bool {
+	var ring <-chan time.Time
+	if !wake.IsZero() {
+		t := time.NewTimer(time.Until(wake))
+		defer t.Stop()
+		ring = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	case <-ring:
+	}
+	return true
+}
+
+// pick returns the first host from f.next with a URL waiting, a free
+// worker slot and a provider ready at now, and books the host's next slot
+// for the URL handed out: the host is set aside until the slot after it,
+// so the next worker is not sent to wait behind this one. With none ready
+// it returns the earliest time one may be (zero if only a finishing
+// worker can free one). Callers hold f.mu.
+func (f *Frontier) pick(now time.Time) (*hostQueue, time.Time) {
+	var wake time.Time
+	earliest := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
+	for i := range f.ring {
+		h := f.ring[(f.next+i)%len(f.ring)]
+		if h.head == len(h.urls) || h.busy >= f.perHost {
+			continue
+		}
+		if h.aside.After(now) {
+			earliest(h.aside)
+			continue
+		}
+		p := f.provider(h.key)
+		if p == nil { // evicted while idle: its first slot is free; the next is known once it exists
+			h.aside = now.Add(readyPoll)
+		} else if at := p.readyAt(now, 1); at.After(now) {
+			h.aside = at
+			earliest(at)
+			continue
+		} else {
+			h.aside = p.readyAt(now, 2)
+		}
+		f.next = (f.next + i + 1) % len(f.ring)
+		h.busy++
+		return h, time.Time{}
+	}
+	return nil, wake
+}
+
+// provider returns the provider for key, or nil if it has none yet.
+func (f *Frontier) provider(key string) *Local {
+	if pr, ok := f.reg.Lookup(key); ok {
+		return pr.(*entry).p
+	}
+	return nil
+}
+
+// doneFunc returns the done func of URL u handed out from h.
+func (f *Frontier) doneFunc(h *hostQueue, u string, run *Run) func(error) {
+	var once sync.Once
+	return func(err error) {
+		once.Do(func() { f.done(h, u, run, err) })
+	}
+}
+
+// done takes back URL u of host h, fetched with err (see [Frontier.Next]).
+func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) {
+	now := time.Now()
+	again, until := unsent(err, run, now)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h.busy--
+	f.out--
+	if again {
+		h.pushFront(u)
+		f.queued++
+	}
+	// What held the host back may have been this very call (its slot in
+	// the bulkhead, its breaker probe): the next pick asks afresh.
+	h.aside = until
+	f.wake()
+}
+
+// unsent reports whether a fetch that ended with err stopped in the budget
+// before any answer, so its URL should be fetched again, and until when its
+// host should be left alone.
+func unsent(err error, run *Run, now time.Time) (again bool, until time.Time) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false, time.Time{}
+	}
+	switch e.Reason {
+	case forage.ReasonCircuitOpen, forage.ReasonQuota, forage.ReasonPaused,
+		forage.ReasonPacer, forage.ReasonCanceled, forage.ReasonRequestCap:
+		again = true
+	case forage.ReasonDeadline:
+		again = true
+		if d, ok := run.Deadline(); ok {
+			until = d // the host's next slot comes after the run's end
+		}
+	case forage.ReasonThrottled, forage.ReasonBanned:
+		again = e.Status == 0 && e.Err == nil // paused before sending
+	}
+	if e.Until.After(until) {
+		until = e.Until
+	}
+	if again && e.Reason != forage.ReasonCanceled && !until.After(now) {
+		until = now.Add(readyPoll) // e.g. a half-open breaker's probe still out
+	}
+	return again, until
+}
+
+// wake tells every waiting Next to look again. Callers hold f.mu.
+func (f *Frontier) wake() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// pop takes the URL at the head of h's queue.
+func (h *hostQueue) pop() string {
+	u := h.urls[h.head]
+	h.urls[h.head] = ""
+	h.head++
+	if h.head == len(h.urls) {
+		h.urls, h.head = h.urls[:0], 0
+	}
+	return u
+}
+
+// pushFront puts u back at the head of h's queue.
+func (h *hostQueue) pushFront(u string) {
+	if h.head > 0 {
+		h.head--
+		h.urls[h.head] = u
+		return
+	}
+	h.urls = append([]string{u}, h.urls...)
+}

@@ -1,0 +1,445 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/budget"
+	"pgregory.net/rapid"
+)
+
+// pinned is a provider config held at rate requests/s, never retrying.
+func pinned(rate float64) budget.Config {
+	c := fast()
+	c.Adaptive = aimd.Config{Initial: rate, Max: rate}
+	return c
+}
+
+// TestReadyAtBooksNothing: asking ReadyAt any number of times takes no
+// slot: it names the next slot, and a call made then goes out at once.
+func TestReadyAtBooksNothing(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(10)})
+		now := time.Now()
+		if got := reg.ReadyAt("a", now); !got.Equal(now) {
+			t.Fatalf("ReadyAt of an unknown key = %v, want now %v", got, now)
+		}
+		p := provider(reg, "a")
+		ok := func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }
+		if err := p.Do(t.Context(), nil, ok); err != nil {
+			t.Fatal(err)
+		}
+		want := now.Add(100 * time.Millisecond)
+		for i := range 100 {
+			if got := reg.ReadyAt("a", time.Now()); !got.Equal(want) {
+				t.Fatalf("ask %d: ReadyAt = %v after now, want %v", i, got.Sub(now), want.Sub(now))
+			}
+		}
+		time.Sleep(time.Until(want))
+		if got := reg.ReadyAt("a", time.Now()); !got.Equal(time.Now()) {
+			t.Fatalf("at the slot: ReadyAt = %v, want now", got.Sub(now))
+		}
+		if err := p.Do(t.Context(), nil, ok); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(want); waited != 0 {
+			t.Fatalf("the call at the forecast slot waited %v, want 0", waited)
+		}
+	})
+}
+
+// TestReadyAtNamesPausesAndBreaker: a Retry-After longer than MaxWait makes
+// the host ready at the pause's end; an open breaker, at its OpenUntil; an
+// operator's pause, five seconds on (when to ask again).
+func TestReadyAtNamesPausesAndBreaker(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := pinned(100)
+		c.MaxWait, c.MaxAttempts = time.Second, 1
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: c})
+		start := time.Now()
+		err := provider(reg, "a").Do(t.Context(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 429, RetryAfter: 30 * time.Second}
+		})
+		if r, _ := budget.ReasonOf(err); r != forage.ReasonThrottled {
+			t.Fatalf("Do = %v, want throttled", err)
+		}
+		if got, want := reg.ReadyAt("a", time.Now()), start.Add(30*time.Second); !got.Equal(want) {
+			t.Fatalf("paused: ReadyAt = %v after start, want %v", got.Sub(start), want.Sub(start))
+		}
+		tripping := pinned(100)
+		tripping.MaxAttempts = 1
+		tripping.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: 10 * time.Second}
+		reg2 := newRegistry(t, budget.RegistryConfig{Defaults: tripping})
+		_ = provider(reg2, "c").Do(t.Context(), nil, func(context.Context) forage.Outcome { return forage.Outcome{Status: 500} })
+		if got, want := reg2.ReadyAt("c", time.Now()), start.Add(10*time.Second); !got.Equal(want) {
+			t.Fatalf("breaker open: ReadyAt = %v after start, want %v (snapshot %+v)", got.Sub(start), want.Sub(start), provider(reg2, "c").Snapshot())
+		}
+		if err := reg.SetStatus(t.Context(), "b", budget.StatusPaused, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := reg.ReadyAt("b", start), start.Add(5*time.Second); !got.Equal(want) {
+			t.Fatalf("operator-paused: ReadyAt = %v after now, want %v", got.Sub(start), want.Sub(start))
+		}
+	})
+}
+
+// hosts is an in-memory base RoundTripper serving every host after latency
+// (a per-host one wins), recording per host the completions and the most
+// requests in flight at once.
+type hosts struct {
+	latency map[string]time.Duration
+	mu      sync.Mutex
+	busy    map[string]int
+	most    map[string]int
+	done    map[string][]time.Time
+}
+
+func newHosts(latency map[string]time.Duration) *hosts {
+	return &hosts{latency: latency, busy: map[string]int{}, most: map[string]int{}, done: map[string][]time.Time{}}
+}
+
+func (h *hosts) RoundTrip(req *http.Request) (*http.Response, error) {
+	host := req.URL.Host
+	h.mu.Lock()
+	h.busy[host]++
+	h.most[host] = max(h.most[host], h.busy[host])
+	h.mu.Unlock()
+	time.Sleep(h.latency[host])
+	h.mu.Lock()
+	h.busy[host]--
+	h.done[host] = append(h.done[host], time.Now())
+	h.mu.Unlock()
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+}
+
+// crawlTwoHosts fetches 150 URLs of a healthy host (40 req/s) and 30 of a
+// limited one (2 req/s) with 4 workers, interleaved, and returns when
+// the healthy host's last fetch completed, after start. With a Frontier
+// the workers take URLs by host readiness; without, in list order.
+func crawlTwoHosts(t *testing.T, withFrontier bool) (healthy time.Duration, base *hosts) {
+	t.Helper()
+	reg := newRegistry(t, budget.RegistryConfig{Overrides: map[string]budget.Config{
+		"healthy.test": pinned(40), "limited.test": pinned(2),
+	}})
+	base = newHosts(map[string]time.Duration{"healthy.test": 10 * time.Millisecond, "limited.test": 10 * time.Millisecond})
+	client := &http.Client{Transport: budget.NewTransport(reg, base)}
+	var urls []string
+	for i := range 150 {
+		urls = append(urls, "http://healthy.test/"+string(rune('a'+i%26)))
+		if i < 30 {
+			urls = append(urls, "http://limited.test/x") // 30 at 2/s: 15s
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	fetch := func(u string) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	if withFrontier {
+		f, err := budget.NewFrontier(reg, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range urls {
+			if err := f.Add(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 4 {
+			wg.Go(func() {
+				for {
+					u, done, ok := f.Next(ctx)
+					if !ok {
+						return
+					}
+					done(fetch(u))
+				}
+			})
+		}
+	} else {
+		next := make(chan string)
+		go func() {
+			defer close(next)
+			for _, u := range urls {
+				select {
+				case next <- u:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		for range 4 {
+			wg.Go(func() {
+				for u := range next {
+					_ = fetch(u)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	base.mu.Lock()
+	defer base.mu.Unlock()
+	got := base.done["healthy.test"]
+	if len(got) != 150 {
+		t.Fatalf("frontier %v: the healthy host completed %d of 150", withFrontier, len(got))
+	}
+	return got[len(got)-1].Sub(start), base
+}
+
+// TestFrontierHealthyHostNotHeldBack: four workers over a healthy host
+// (150 URLs, 40 req/s) and a limited one (30 URLs, 2 req/s). With one
+// shared queue the workers park in the limited host's pacer and the
+// healthy host's requests wait for the limited host's 15s; through a Frontier
+// they take the healthy host's own pace, 150/40 = 3.75s, and the limited
+// host never holds more than its two workers.
+func TestFrontierHealthyHostNotHeldBack(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		naive, _ := crawlTwoHosts(t, false)
+		took, base := crawlTwoHosts(t, true)
+		t.Logf("healthy host's 150 requests: %v through a Frontier, %v with one shared queue", took, naive)
+		if want := 150 * time.Second / 40; took > want+want/10 {
+			t.Errorf("through a Frontier the healthy host took %v, want <= %v (its own pace, +10%%)", took, want+want/10)
+		}
+		if naive < 2*took {
+			t.Errorf("one shared queue took %v, not much slower than the Frontier's %v: the test no longer shows the pile-up", naive, took)
+		}
+		for host, most := range base.most {
+			if most > 2 {
+				t.Errorf("%s had %d requests in flight at once, want <= 2 (perHost)", host, most)
+			}
+		}
+	})
+}
+
+// TestFrontierPutsBackWhatWasNotSent: a URL whose call the breaker refused
+// comes back at the head of its host's queue, and the host is set aside
+// until the Until the stop named; a URL that failed otherwise is dropped.
+func TestFrontierPutsBackWhatWasNotSent(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(1000)})
+		f, err := budget.NewFrontier(reg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{"http://a.test/1", "http://a.test/2"} {
+			if err := f.Add(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		u, done, ok := f.Next(t.Context())
+		if !ok || u != "http://a.test/1" {
+			t.Fatalf("Next = %q, %v, want a.test/1", u, ok)
+		}
+		done(&budget.Error{Reason: forage.ReasonCircuitOpen, Until: start.Add(2 * time.Second)})
+		done(nil) // a second call does nothing
+		u, done, _ = f.Next(t.Context())
+		if u != "http://a.test/1" || time.Since(start) != 2*time.Second {
+			t.Fatalf("after the breaker's stop: Next = %q after %v, want a.test/1 after 2s", u, time.Since(start))
+		}
+		done(errors.New("connection refused"))
+		u, done, _ = f.Next(t.Context())
+		if u != "http://a.test/2" {
+			t.Fatalf("after a failure: Next = %q, want a.test/2 (the failed URL dropped)", u)
+		}
+		done(nil)
+		if u, _, ok := f.Next(t.Context()); ok {
+			t.Fatalf("Next on an empty frontier = %q, true; want false", u)
+		}
+	})
+}
+
+// TestFrontierStopsWithTheRun: Next returns false once the run in ctx is
+// spent, and for a cancelled ctx, even with URLs waiting.
+func TestFrontierStopsWithTheRun(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(1)})
+		f, _ := budget.NewFrontier(reg, 1)
+		for range 3 {
+			_ = f.Add("http://a.test/x")
+		}
+		start := time.Now()
+		run, _ := budget.NewRun(budget.Envelope{Deadline: start.Add(1500 * time.Millisecond)})
+		ctx := budget.WithRun(t.Context(), run)
+		client := &http.Client{Transport: budget.NewTransport(reg, newHosts(nil))}
+		n := 0
+		for {
+			u, done, ok := f.Next(ctx)
+			if !ok {
+				break
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				n++
+			}
+			done(err)
+		}
+		if n != 2 || time.Since(start) != 1500*time.Millisecond {
+			t.Fatalf("fetched %d by %v, want 2 (at 0s and 1s) and Next false at the run's deadline 1.5s", n, time.Since(start))
+		}
+		cctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, _, ok := f.Next(cctx); ok {
+			t.Fatal("Next with a cancelled ctx = true, want false")
+		}
+	})
+}
+
+// TestNewFrontierRejectsBadArguments: perHost below 1 and a nil registry
+// are configuration errors; a URL without a host is not queued.
+func TestNewFrontierRejectsBadArguments(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, budget.RegistryConfig{})
+	if _, err := budget.NewFrontier(reg, 0); !errors.Is(err, budget.ErrInvalidConfig) || !strings.Contains(err.Error(), "perHost") {
+		t.Errorf("NewFrontier(reg, 0) = %v, want ErrInvalidConfig naming perHost", err)
+	}
+	if _, err := budget.NewFrontier(nil, 1); !errors.Is(err, budget.ErrInvalidConfig) {
+		t.Errorf("NewFrontier(nil, 1) = %v, want ErrInvalidConfig", err)
+	}
+	f, _ := budget.NewFrontier(reg, 1)
+	for _, u := range []string{"/relative", "http://[::1"} {
+		if err := f.Add(u); err == nil {
+			t.Errorf("Add(%q) = nil, want an error", u)
+		}
+	}
+}
+
+// TestPropertyReadyAtForecastsTheSlot: for any rate and burst and any
+// spacing of calls by one caller, a call made at the time ReadyAt named
+// starts its attempt at once, and asking again names the same time (the
+// question books nothing).
+func TestPropertyReadyAtForecastsTheSlot(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			c := pinned(rapid.Float64Range(0.5, 50).Draw(rt, "rate"))
+			c.Burst = rapid.IntRange(1, 4).Draw(rt, "burst")
+			reg := newRegistry(rt, budget.RegistryConfig{Defaults: c})
+			p := provider(reg, "h")
+			steps := rapid.IntRange(1, 20).Draw(rt, "steps")
+			for i := range steps {
+				time.Sleep(time.Duration(rapid.IntRange(0, 2000).Draw(rt, "gapMs")) * time.Millisecond)
+				at := reg.ReadyAt("h", time.Now())
+				if again := reg.ReadyAt("h", time.Now()); !again.Equal(at) {
+					rt.Fatalf("step %d: ReadyAt %v, then %v: the first ask moved it", i, at, again)
+				}
+				time.Sleep(time.Until(at))
+				var sent time.Time
+				if err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+					sent = time.Now()
+					return forage.Outcome{Status: 200}
+				}); err != nil {
+					rt.Fatalf("step %d: %v", i, err)
+				}
+				if !sent.Equal(at) {
+					rt.Fatalf("step %d: ReadyAt named %v, the attempt started %v later", i, at, sent.Sub(at))
+				}
+			}
+		})
+	})
+}
+
+// TestPropertyFrontierHandsEachURLOnce: for any hosts (rates, latencies,
+// URLs), workers and perHost, every URL is fetched exactly once, no host
+// ever has more than perHost requests in flight, and Next reports false
+// once all are done.
+func TestPropertyFrontierHandsEachURLOnce(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			nHosts := rapid.IntRange(1, 4).Draw(rt, "hosts")
+			overrides := map[string]budget.Config{}
+			latency := map[string]time.Duration{}
+			var urls []string
+			for h := range nHosts {
+				name := string(rune('a'+h)) + ".test"
+				overrides[name] = pinned(rapid.Float64Range(1, 40).Draw(rt, "rate"))
+				latency[name] = time.Duration(rapid.IntRange(0, 300).Draw(rt, "latencyMs")) * time.Millisecond
+				for i := range rapid.IntRange(0, 15).Draw(rt, "urls") {
+					urls = append(urls, "http://"+name+"/"+string(rune('a'+i)))
+				}
+			}
+			perHost := rapid.IntRange(1, 3).Draw(rt, "perHost")
+			reg := newRegistry(rt, budget.RegistryConfig{Overrides: overrides})
+			base := newHosts(latency)
+			client := &http.Client{Transport: budget.NewTransport(reg, base)}
+			f, err := budget.NewFrontier(reg, perHost)
+			if err != nil {
+				rt.Fatalf("NewFrontier: %v", err)
+			}
+			for _, u := range rapid.Permutation(urls).Draw(rt, "order") {
+				if err := f.Add(u); err != nil {
+					rt.Fatalf("Add(%q): %v", u, err)
+				}
+			}
+			var mu sync.Mutex
+			got := map[string]int{}
+			var wg sync.WaitGroup
+			for range rapid.IntRange(1, 6).Draw(rt, "workers") {
+				wg.Go(func() {
+					for {
+						u, done, ok := f.Next(context.Background())
+						if !ok {
+							return
+						}
+						resp, err := client.Get(u)
+						if err == nil {
+							resp.Body.Close()
+							mu.Lock()
+							got[u]++
+							mu.Unlock()
+						}
+						done(err)
+					}
+				})
+			}
+			wg.Wait()
+			for _, u := range urls {
+				if got[u] != 1 {
+					rt.Fatalf("%s fetched %d times, want 1", u, got[u])
+				}
+			}
+			for host, most := range base.most {
+				if most > perHost {
+					rt.Fatalf("%s: %d requests in flight at once, want <= %d", host, most, perHost)
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkReadyAt is the readiness question a Frontier asks of a host
+// per pick: a registry lookup and reads of the pause, breaker, bulkhead
+// and pacer, allocating nothing.
+func BenchmarkReadyAt(b *testing.B) {
+	reg := newRegistry(b, budget.RegistryConfig{Defaults: pinned(1e6)})
+	provider(reg, "h")
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		reg.ReadyAt("h", now)
+	}
+}

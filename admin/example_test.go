@@ -148,7 +148,7 @@ func ExampleHandler_providers() {
 // budget.RecordStore, in every other one. A field the provider learns
 // cannot be set.
 func ExampleHandler_connectors() {
-	reg, _ := budget.NewRegistry(budget.RegistryConfig{}) // setup
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{})                            // setup
 	s, _ := schedule.New(schedule.Config{Budget: reg}, schedule.NewMemoryJobStore(), // setup
 		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
 	h, _ := admin.New(s, admin.Config{}) // setup
@@ -175,7 +175,9 @@ func ExampleHandler_connectors() {
 	fmt.Println("a call:", why)
 
 	resp, _ := http.Get(srv.URL + "/connectors")
-	var page struct{ Connectors []struct{ Key, Status string } }
+	var page struct {
+		Connectors []struct{ Key, Status string }
+	}
 	_ = jsonDecode(resp, &page)
 	fmt.Println(page.Connectors)
 	// Output:

@@ -34,7 +34,7 @@ func TestSnapshotShowsStatusPauseAndLimits(t *testing.T) {
 			}
 		}
 		reset := start.Add(36 * time.Second) // three 12 s slots booked (the pacer spaced the calls)
-		want := int((reset.Sub(time.Now()) + 12*time.Second - 1) / (12 * time.Second))
+		want := int((time.Until(reset) + 12*time.Second - 1) / (12 * time.Second))
 		if l := p.Snapshot().Limits[0]; l.Used != want || want < 1 || !l.Reset.Equal(reset) {
 			t.Fatalf("after 3 calls, %v in: %+v; want %d used, whole again at %v", time.Since(start), l, want, reset)
 		}

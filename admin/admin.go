@@ -16,8 +16,8 @@ import (
 // Config configures the handler [New] returns. The zero value is valid:
 // every request is authorized (see Authorize), POST /jobs creates jobs
 // while the store holds fewer than 100,000, at most 1,000 providers are
-// paused through it, and a GET /jobs or GET /providers page holds at most
-// 4 MiB of JSON.
+// paused through it, a GET /jobs, /providers or /connectors page holds at
+// most 4 MiB of JSON, and the charts sample every 5 s.
 type Config struct {
 	// Authorize decides, before anything else is read, whether r may be
 	// served: nil serves it; an error refuses it with its message, 401 if
@@ -48,7 +48,7 @@ type Config struct {
 	// the host pauses with [schedule.Scheduler.PauseProvider] count but are
 	// not refused. Defaults to 1,000.
 	MaxPausedProviders int
-	// MaxPageBytes caps the JSON of one GET /jobs or GET /providers page,
+	// MaxPageBytes caps the JSON of one GET /jobs, /providers or /connectors page,
 	// in bytes. A page ends before the job that would pass it (its "next"
 	// says where to go on) but always holds at least one job, so a page may
 	// reach about 1.4 MiB (a job's payload is at most 1 MiB, base64 in
@@ -74,7 +74,8 @@ const (
 
 // Handler is the admin API and status page of a [schedule.Scheduler], an
 // [http.Handler] rooted at "/"; mount it under a prefix with
-// [http.StripPrefix]. Build it with [New]. It is safe for concurrent use.
+// [http.StripPrefix]. Build it with [New]; [Handler.Run] keeps the status
+// page's charts sampled. It is safe for concurrent use.
 type Handler struct {
 	s     *schedule.Scheduler
 	cfg   Config

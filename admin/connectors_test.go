@@ -276,7 +276,10 @@ func TestConnectorsGuarded(t *testing.T) {
 	if s := provider(reg, "p").Snapshot(); s.Status != "paused" || leaked(s.Why) {
 		t.Errorf("stored: %q %q; want paused, no credential", s.Status, s.Why)
 	}
-	for _, path := range []string{"/connectors", "/"} {
+	if err := reg.SetStatus(context.Background(), "p", "paused", "by the host: "+signedURL); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/connectors", "/", "/stats", "/providers"} {
 		if rec := send(h, httptest.NewRequest("GET", path, nil)); rec.Code != 200 || leaked(rec.Body.String()) {
 			t.Errorf("GET %s: %d, a credential served", path, rec.Code)
 		}

@@ -101,7 +101,13 @@ func (h *Handler) snapshot(ctx context.Context, after string, limit int) (schedu
 		return schedule.Snapshot{}, err
 	}
 	defer release()
-	return h.s.SnapshotPage(ctx, time.Now(), after, limit)
+	snap, err := h.s.SnapshotPage(ctx, time.Now(), after, limit)
+	for _, p := range snap.Providers {
+		if p.Budget != nil { // an operator's reason set by the host's code, unredacted
+			p.Budget.Why = redact.String(p.Budget.Why)
+		}
+	}
+	return snap, err
 }
 
 // turn waits for the turn to read the whole store, and returns the func

@@ -85,7 +85,7 @@ func serve(addr string, traffic time.Duration, ready string, serveFor time.Durat
 	if err := addJobs(ctx, sched); err != nil {
 		return err
 	}
-	h, err := admin.New(sched, admin.Config{SampleEvery: 250 * time.Millisecond})
+	h, err := admin.New(sched, admin.Config{SampleEvery: 200 * time.Millisecond})
 	if err != nil {
 		return err
 	}

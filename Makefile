@@ -14,12 +14,16 @@
 #                 bench/cmd/goodput-http). About 26 minutes at the default
 #                 -parallel 4; not part of make test. Take numbers for the
 #                 README on a quiet machine.
+#   make ui-check  the admin status page in a real headless Chromium (Debian's
+#                 package, installed if missing): a screenshot, and a check
+#                 that the providers' charts rendered (scripts/ui-check.sh).
+#                 About a minute; not part of make test.
 
 GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput goodput-http vet release-check
+.PHONY: test bench lint goodput goodput-http vet release-check ui-check
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
@@ -60,3 +64,6 @@ goodput:
 
 goodput-http:
 	cd bench && $(GO) run ./cmd/goodput-http -dur 30s,120s -md
+
+ui-check:
+	@bash scripts/ui-check.sh

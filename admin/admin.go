@@ -7,15 +7,17 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"time"
 
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
 
 // Config configures the handler [New] returns. The zero value is valid:
 // every request is authorized (see Authorize), POST /jobs creates jobs
 // while the store holds fewer than 100,000, at most 1,000 providers are
-// paused through it, and a GET /jobs or GET /providers page holds at most
-// 4 MiB of JSON.
+// paused through it, a GET /jobs, /providers or /connectors page holds at
+// most 4 MiB of JSON, and the charts sample every 5 s.
 type Config struct {
 	// Authorize decides, before anything else is read, whether r may be
 	// served: nil serves it; an error refuses it with its message, 401 if
@@ -46,12 +48,18 @@ type Config struct {
 	// the host pauses with [schedule.Scheduler.PauseProvider] count but are
 	// not refused. Defaults to 1,000.
 	MaxPausedProviders int
-	// MaxPageBytes caps the JSON of one GET /jobs or GET /providers page,
+	// MaxPageBytes caps the JSON of one GET /jobs, /providers or /connectors page,
 	// in bytes. A page ends before the job that would pass it (its "next"
 	// says where to go on) but always holds at least one job, so a page may
 	// reach about 1.4 MiB (a job's payload is at most 1 MiB, base64 in
 	// JSON) whatever the cap. Defaults to 4 MiB.
 	MaxPageBytes int
+	// SampleEvery is how often [Handler.Run] samples each provider of the
+	// scheduler's budget registry for the status page's charts, which show
+	// the last 120 samples (ten minutes at the default) of the first
+	// [schedule.MaxSnapshotProviders] providers. Between 10ms and 1h.
+	// Defaults to 5s.
+	SampleEvery time.Duration
 }
 
 // The defaults and bounds of the admin handler.
@@ -66,7 +74,8 @@ const (
 
 // Handler is the admin API and status page of a [schedule.Scheduler], an
 // [http.Handler] rooted at "/"; mount it under a prefix with
-// [http.StripPrefix]. Build it with [New]. It is safe for concurrent use.
+// [http.StripPrefix]. Build it with [New]; [Handler.Run] keeps the status
+// page's charts sampled. It is safe for concurrent use.
 type Handler struct {
 	s     *schedule.Scheduler
 	cfg   Config
@@ -75,6 +84,7 @@ type Handler struct {
 	mu    sync.Mutex    // serializes creations and pauses, so MaxJobs and MaxPausedProviders hold against this handler's own races
 	count counter       // the store's Count, if it has one
 	scan  chan struct{} // one snapshot at a time: each holds a batch of payloads while it reads the store
+	hist  *history      // the charts' samples
 }
 
 // counter is a [schedule.JobStore] that can count its jobs cheaply.
@@ -89,6 +99,10 @@ type counter interface {
 //	GET    /providers               a page of providers with their budget snapshot: ?after= &limit=
 //	POST   /providers/{name}/pause  pause a provider in this scheduler; 404 if unknown
 //	POST   /providers/{name}/resume resume it; 404 if unknown
+//	GET    /connectors              a page of connectors (the budget registry's providers): ?after= &limit=
+//	POST   /connectors              set a connector's operator status {"key","status","why"}: every process obeys
+//	POST   /connectors/{key}/pause  the same with status "paused"; optional body {"why"}
+//	POST   /connectors/{key}/resume the same with status "active"; optional body {"why"}
 //	GET    /jobs                    a page: ?provider= &kind= &state= &stream= &after= &limit=
 //	POST   /jobs                    upsert {"provider","kind","stream","priority","interval_ms","payload","next_run"}; 201 if created
 //	GET    /jobs/{id}               one job
@@ -118,6 +132,29 @@ type counter interface {
 // (see [schedule.Scheduler.SnapshotPage]), so they take turns: one reads at a time, the
 // others wait.
 //
+// A connector is one provider of the scheduler's budget registry
+// ([schedule.Config.Budget]) as an operator sees and steers it. GET
+// /connectors answers {"connectors": […], "next": "key"}, paged as GET
+// /providers is, each with: key; status ("active" or "paused") and why;
+// rate, ceiling (requests/s) and phase; breaker; the pause the provider
+// asked for while in force (paused_until, pause_reason); each known limit
+// (name, count, per_ms, used, remaining, reset); in_flight and requests;
+// and over window_s seconds (the last minute of samples, or 0: since the
+// provider was made) sent_per_s, saturation (sent_per_s ÷ rate), refused
+// (the share of attempts refused for rate) and errors (the share that
+// failed otherwise). POST /connectors is an idempotent upsert of what an
+// operator may set, status ("active" or "paused", required) and why (a
+// name by the rule below, credentials redacted): it goes through
+// [budget.Registry.SetStatus], so with a shared [budget.RecordStore]
+// every process, and every call (the scheduler's runs, direct Do calls,
+// the Transport), obeys it within about five seconds, and a restart keeps
+// it. What the provider learns (rate, ceiling, pauses, counters) is not
+// the operator's to set: such a field answers 400 naming it, as does any
+// unknown field. It answers the connector; 404 if the scheduler has no
+// registry or does not know the key (see below). Unlike POST
+// /providers/{name}/pause, which pauses the provider's jobs in this
+// scheduler only, a connector's pause holds everywhere.
+//
 // A provider name in a path must meet the name rule of every store
 // ([checkpoint.CheckName]: valid UTF-8, no control character, at most
 // 1024 bytes), else 400; a provider is paused or resumed only if the
@@ -146,6 +183,11 @@ func New(s *schedule.Scheduler, cfg Config) (*Handler, error) {
 		return nil, invalidConfig.Must("Config.MaxPageBytes", "be >= 0", cfg.MaxPageBytes)
 	case cfg.MaxPausedProviders < 0:
 		return nil, invalidConfig.Must("Config.MaxPausedProviders", "be >= 0", cfg.MaxPausedProviders)
+	case cfg.SampleEvery != 0 && (cfg.SampleEvery < minSampleEvery || cfg.SampleEvery > maxSampleEvery):
+		return nil, invalidConfig.Must("Config.SampleEvery", "be 0 (the default) or in [10ms, 1h]", cfg.SampleEvery)
+	}
+	if cfg.SampleEvery == 0 {
+		cfg.SampleEvery = defaultSampleEvery
 	}
 	if cfg.MaxPausedProviders == 0 {
 		cfg.MaxPausedProviders = defaultMaxPaused
@@ -156,7 +198,7 @@ func New(s *schedule.Scheduler, cfg Config) (*Handler, error) {
 	if cfg.MaxPageBytes == 0 {
 		cfg.MaxPageBytes = defaultMaxPageBytes
 	}
-	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection(), scan: make(chan struct{}, 1)}
+	h := &Handler{s: s, cfg: cfg, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection(), scan: make(chan struct{}, 1), hist: newHistory(cfg.SampleEvery)}
 	h.count, _ = s.Store().(counter)
 	h.routes()
 	return h, nil
@@ -170,6 +212,10 @@ func (h *Handler) routes() {
 	mux.HandleFunc("GET /providers", h.serveProviders)
 	mux.HandleFunc("POST /providers/{name}/pause", h.serveProviderPause(true))
 	mux.HandleFunc("POST /providers/{name}/resume", h.serveProviderPause(false))
+	mux.HandleFunc("GET /connectors", h.serveConnectors)
+	mux.HandleFunc("POST /connectors", h.serveConnectorUpsert)
+	mux.HandleFunc("POST /connectors/{key}/pause", h.serveConnectorPause(budget.StatusPaused))
+	mux.HandleFunc("POST /connectors/{key}/resume", h.serveConnectorPause(budget.StatusActive))
 	mux.HandleFunc("GET /jobs", h.serveList)
 	mux.HandleFunc("POST /jobs", h.serveUpsert)
 	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Job))

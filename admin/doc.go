@@ -1,7 +1,37 @@
 // Package admin serves the operator's view of a [schedule.Scheduler] over
-// HTTP: a JSON API to list, create, pause, resume, run and delete jobs and
-// to pause and resume providers, the scheduler's metrics
-// ([schedule.Snapshot]) as JSON, and a server-rendered HTML status page.
+// HTTP: a JSON API to list, create, pause, resume, run and delete jobs, to
+// pause and resume providers in the scheduler, and to list and steer
+// connectors (the providers of its budget registry) in every process; the
+// scheduler's metrics ([schedule.Snapshot]) as JSON; and a server-rendered
+// HTML status page.
+//
+// # Connectors
+//
+// A connector is a provider of the scheduler's [budget.Registry]
+// ([schedule.Config.Budget]) as an operator sees it: its status ("active"
+// or "paused") and why, its rate and ceiling, the pause it asked for, the
+// usage and reset of each known limit, and over the last minute the
+// requests it was sent per second, saturation (that ÷ its rate) and the
+// shares refused and failed. An operator sets only the status and why
+// (POST /connectors, or /connectors/{key}/pause and /resume), through
+// [budget.Registry.SetStatus]: the status is saved in the provider's
+// record, so with a [budget.RecordStore] shared by several processes every
+// one of them obeys it within about five seconds, for every call
+// (scheduled runs, direct Do calls, the Transport), and a restart keeps
+// it. What the provider learns (rate, ceiling, pauses, counters) cannot be
+// set through the API.
+//
+// # The status page
+//
+// GET / renders, with [html/template] (every value escaped), the jobs by
+// state as a bar and a table, then a card per provider: its status, rates,
+// limits and jobs, and an inline-SVG chart, drawn on the server with no
+// script, of its pacing rate, learned ceiling, requests sent per second
+// and refusals per second over the last 120 samples. [Handler.Run] takes a
+// sample of every provider each [Config.SampleEvery] (5 s: ten minutes of
+// history); without it, a sample is taken when the page or GET /connectors
+// is served and the last one is older than that. The history is kept for
+// the first [schedule.MaxSnapshotProviders] providers by key.
 //
 // # Mounting
 //
@@ -34,10 +64,13 @@
 //   - Bounds: a body over 2 MiB answers 413; GET /jobs and GET /providers
 //     are paged within [Config.MaxPageBytes]; POST /jobs creates no job
 //     beyond [Config.MaxJobs]; only providers the scheduler knows are
-//     paused, at most [Config.MaxPausedProviders]; the requests that read
-//     the whole store take turns.
+//     paused, at most [Config.MaxPausedProviders], and only connectors
+//     it knows are steered (no record is made for a key nothing named);
+//     the requests that read the whole store take turns.
 //   - No secrets served: every error it serves, and every job's last
 //     error, has the query values and userinfo of its URLs and the values
 //     of well-known secret keys (apikey=…, token: …, Authorization:
-//     Bearer …) redacted; the status page escapes every value.
+//     Bearer …) redacted, and so has an operator's reason for a
+//     connector's status, before it is stored; the status page escapes
+//     every value.
 package admin

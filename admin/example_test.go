@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/admin"
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/schedule"
 )
 
@@ -138,6 +140,52 @@ func ExampleHandler_providers() {
 	// pause typo: 404 Not Found
 	// page: [{binance false} {kraken true}]
 	// page: [{okx false}]
+}
+
+// ExampleHandler_connectors pauses a connector (a provider of the
+// scheduler's budget registry) through the admin API: every call of the
+// provider stops before its attempt, in this process and, with a shared
+// budget.RecordStore, in every other one. A field the provider learns
+// cannot be set.
+func ExampleHandler_connectors() {
+	reg, _ := budget.NewRegistry(budget.RegistryConfig{})                            // setup
+	s, _ := schedule.New(schedule.Config{Budget: reg}, schedule.NewMemoryJobStore(), // setup
+		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+	h, _ := admin.New(s, admin.Config{}) // setup
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	binance, _ := reg.Get("api.binance.com") // the host's code uses the provider
+
+	post := func(body string) {
+		resp, _ := http.Post(srv.URL+"/connectors", "application/json", strings.NewReader(body))
+		var c struct{ Status, Why, Error, Field string }
+		_ = jsonDecode(resp, &c)
+		if c.Field != "" {
+			fmt.Println(resp.Status, "field", c.Field)
+			return
+		}
+		fmt.Printf("%s %s (%s)\n", resp.Status, c.Status, c.Why)
+	}
+	post(`{"key":"api.binance.com","status":"paused","why":"key revoked"}`)
+	post(`{"key":"api.binance.com","status":"paused","why":"key revoked"}`) // idempotent
+	post(`{"key":"api.binance.com","status":"active","rate":100}`)
+
+	err := binance.Do(context.Background(), nil, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} })
+	why, _ := budget.ReasonOf(err)
+	fmt.Println("a call:", why)
+
+	resp, _ := http.Get(srv.URL + "/connectors")
+	var page struct {
+		Connectors []struct{ Key, Status string }
+	}
+	_ = jsonDecode(resp, &page)
+	fmt.Println(page.Connectors)
+	// Output:
+	// 200 OK paused (key revoked)
+	// 200 OK paused (key revoked)
+	// 400 Bad Request field rate
+	// a call: paused
+	// [{api.binance.com paused}]
 }
 
 // jsonDecode reads resp's JSON body into v and closes it (setup).

@@ -63,17 +63,20 @@ func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
 // checkName applies the name rule of every store
 // ([checkpoint.CheckName]) to the provider name of a path, answering in
 // this package's terms: "admin: invalid argument: name <why> (got <q>)".
-func checkName(name string) error {
-	err := checkpoint.CheckName("name", name)
+func checkName(name string) error { return checkNameAs("name", name) }
+
+// checkNameAs is [checkName] for the request's field.
+func checkNameAs(field, name string) error {
+	err := checkpoint.CheckName(field, name)
 	if err == nil {
 		return nil
 	}
-	msg := strings.TrimPrefix(err.Error(), checkpoint.ErrInvalid.Error()+": name ")
+	msg := strings.TrimPrefix(err.Error(), checkpoint.ErrInvalid.Error()+": "+field+" ")
 	rule, got, ok := strings.Cut(msg, " (got ")
 	if !ok {
-		return invalid("name", msg, "?")
+		return invalid(field, msg, "?")
 	}
-	return invalid("name", rule, strings.TrimSuffix(got, ")"))
+	return invalid(field, rule, strings.TrimSuffix(got, ")"))
 }
 
 // pauseProvider pauses provider unless that would make more than
@@ -98,7 +101,13 @@ func (h *Handler) snapshot(ctx context.Context, after string, limit int) (schedu
 		return schedule.Snapshot{}, err
 	}
 	defer release()
-	return h.s.SnapshotPage(ctx, time.Now(), after, limit)
+	snap, err := h.s.SnapshotPage(ctx, time.Now(), after, limit)
+	for _, p := range snap.Providers {
+		if p.Budget != nil { // an operator's reason set by the host's code, unredacted
+			p.Budget.Why = redact.String(p.Budget.Why)
+		}
+	}
+	return snap, err
 }
 
 // turn waits for the turn to read the whole store, and returns the func

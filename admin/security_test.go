@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/forage-go/forage/admin"
 	"github.com/forage-go/forage/schedule"
@@ -212,6 +213,9 @@ func TestNewConfig(t *testing.T) {
 	}{
 		{admin.Config{MaxJobs: -1}, "Config.MaxJobs"},
 		{admin.Config{MaxPageBytes: -1}, "Config.MaxPageBytes"},
+		{admin.Config{SampleEvery: -time.Second}, "Config.SampleEvery"},
+		{admin.Config{SampleEvery: time.Millisecond}, "Config.SampleEvery"},
+		{admin.Config{SampleEvery: 2 * time.Hour}, "Config.SampleEvery"},
 	} {
 		_, err := admin.New(s, tc.cfg)
 		if !errors.Is(err, admin.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"net/http"
 	"time"
@@ -22,6 +23,8 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	"pct": func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+	"f2":  func(v float64) string { return fmt.Sprintf("%.2f", v) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>forage schedule</title>
 <style>
@@ -30,24 +33,59 @@ table{border-collapse:collapse;margin:0 0 1.5em}
 th,td{border:1px solid #ccc;padding:2px 8px;text-align:left}
 th{background:#f3f3f3}
 .num{text-align:right}
+.grid{display:flex;flex-wrap:wrap;gap:12px;margin:0 0 1.5em}
+.card{border:1px solid #ccc;border-radius:6px;padding:8px 12px;width:344px}
+.card h3{margin:0 0 4px;font-size:15px;overflow-wrap:anywhere}
+.card table{margin:4px 0;width:100%}
+.card td,.card th{border:0;border-bottom:1px solid #eee;padding:1px 4px}
+.badge{font-size:12px;padding:1px 6px;border-radius:8px;background:#dfd;color:#141}
+.badge.paused{background:#fdd;color:#700}
+.why{margin:2px 0;color:#700}
+.chart{background:#fafafa;border:1px solid #ddd}
+.legend span{margin-right:10px;font-size:12px}
+.sw{display:inline-block;width:10px;height:3px;vertical-align:middle;margin-right:3px}
 </style></head><body>
 <h1>Schedule</h1>
 <p>{{when .Snap.At}}: {{.Snap.Total}} jobs, {{.Snap.Due}} due, {{.Snap.Active}} running here.</p>
 
 <h2>Jobs by state</h2>
+{{if .Bars}}<svg class="bar" width="640" height="18" role="img" aria-label="jobs by state">
+{{range .Bars}}<rect x="{{printf "%.2f" .X}}%" y="0" width="{{printf "%.2f" .W}}%" height="18" fill="{{.Color}}"><title>{{.State}}: {{.N}}</title></rect>
+{{end}}</svg>
+<p class="legend">{{range .Bars}}<span><i class="sw" style="background:{{.Color}}"></i>{{.State}} {{.N}}</span>{{end}}</p>{{end}}
 <table><tr>{{range .States}}<th>{{.}}</th>{{end}}</tr>
 <tr>{{range .States}}<td class="num">{{index $.Snap.Jobs .}}</td>{{end}}</tr></table>
 
 <h2>Providers</h2>
-<table><tr><th>provider</th><th>jobs</th><th>due</th><th>running</th><th>paused</th><th>cooling until</th>
-<th>rate (req/s)</th><th>ceiling</th><th>breaker</th><th>in flight</th><th>requests</th><th>throttled</th></tr>
-{{range .Snap.Providers}}<tr><td>{{.Provider}}</td><td class="num">{{.Jobs}}</td><td class="num">{{.Due}}</td>
-<td class="num">{{.Running}}</td><td>{{if .Paused}}paused{{end}}</td><td>{{if not .CoolingUntil.IsZero}}{{when .CoolingUntil}}{{end}}</td>
-{{with .Budget}}<td class="num">{{printf "%.2f" .Rate}}</td><td class="num">{{printf "%.2f" .Ceiling}}</td><td>{{.Breaker}}</td>
-<td class="num">{{.InFlight}}</td><td class="num">{{.Requests}}</td><td class="num">{{.Throttled}}</td>
-{{else}}<td colspan="6">no budget snapshot</td>{{end}}</tr>
-{{end}}</table>
-{{with .Snap.MoreProviders}}<p>Showing the first {{len $.Snap.Providers}} providers; {{.}} more: GET providers?after=…</p>{{end}}
+<p class="legend"><span><i class="sw" style="background:#36c"></i>rate</span><span><i class="sw" style="background:#999"></i>ceiling</span><span><i class="sw" style="background:#2a7"></i>sent/s</span><span><i class="sw" style="background:#c22"></i>refused/s</span></p>
+<div class="grid">
+{{range .Providers}}<section class="card">
+<h3>{{.Provider}}{{with .Conn}} <span class="badge {{.Status}}">{{.Status}}</span>{{end}}{{if .Paused}} <span class="badge paused">paused in this scheduler</span>{{end}}</h3>
+{{with .Conn}}{{if .Why}}<p class="why">{{.Why}}</p>{{end}}{{end}}
+{{with .Chart}}<svg class="chart" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Label}}">
+<title>{{.Label}}</title>
+<polyline class="ceiling" fill="none" stroke="#999" stroke-width="1.5" stroke-dasharray="4 3" points="{{.Ceiling}}"/>
+<polyline class="sent" fill="none" stroke="#2a7" stroke-width="1.5" points="{{.Sent}}"/>
+<polyline class="rate" fill="none" stroke="#36c" stroke-width="2" points="{{.Rate}}"/>
+<polyline class="refusals" fill="none" stroke="#c22" stroke-width="1.5" points="{{.Refusals}}"/>
+<text x="3" y="11" font-size="10" fill="#555">{{.Top}}</text>
+<text x="{{.W}}" dx="-3" y="{{.H}}" dy="-3" font-size="10" fill="#555" text-anchor="end">last {{.Span}}</text>
+</svg>{{end}}
+<table>
+<tr><th>jobs</th><td class="num">{{.Jobs}} ({{.Due}} due, {{.Running}} running)</td></tr>
+{{if not .CoolingUntil.IsZero}}<tr><th>cooling until</th><td>{{when .CoolingUntil}}</td></tr>{{end}}
+{{with .Conn}}<tr><th>rate / ceiling</th><td class="num">{{f2 .Rate}} / {{if .Ceiling}}{{f2 .Ceiling}}{{else}}—{{end}} req/s ({{.Phase}})</td></tr>
+<tr><th>sent</th><td class="num">{{with .SentPerS}}{{f2 .}} req/s{{else}}—{{end}}{{with .Saturation}}, {{pct .}} of the rate{{end}}</td></tr>
+<tr><th>refused / errors</th><td class="num">{{pct .Refused}} / {{pct .Errors}}</td></tr>
+<tr><th>breaker, in flight</th><td>{{.Breaker}}, {{.InFlight}}</td></tr>
+<tr><th>requests</th><td class="num">{{.Requests}}</td></tr>
+{{if not .PausedUntil.IsZero}}<tr><th>pause in force</th><td>until {{when .PausedUntil}} ({{.PauseReason}})</td></tr>{{end}}
+{{range .Limits}}<tr><th>limit {{.Name}}</th><td class="num">{{.Used}} of {{.Count}} per {{.PerMS}} ms{{if not .Reset.IsZero}}, reset {{when .Reset}}{{end}}</td></tr>{{end}}
+{{else}}<tr><td colspan="2">no budget snapshot</td></tr>{{end}}
+</table>
+</section>
+{{end}}</div>
+{{with .Snap.MoreProviders}}<p>Showing the first {{len $.Providers}} providers; {{.}} more: GET providers?after=…</p>{{end}}
 
 <h2>Jobs{{if .State}} ({{.State}}){{end}}</h2>
 <table><tr><th>id</th><th>provider</th><th>kind</th><th>stream</th><th>priority</th><th>state</th>
@@ -66,6 +104,31 @@ th{background:#f3f3f3}
 <td class="num">{{.LeasesLost}}</td><td class="num">{{.StoreErrors}}</td></tr></table>{{end}}
 </body></html>
 `))
+
+// providerView is one provider's card on the status page: the scheduler's
+// view, and the budget's (its connector and chart) if the registry holds
+// it.
+type providerView struct {
+	schedule.ProviderSnapshot
+	Conn  *connectorJSON
+	Chart *chart
+}
+
+// providerViews builds the cards of snap's providers at now.
+func (h *Handler) providerViews(now time.Time, snap schedule.Snapshot) []providerView {
+	h.sample(now)
+	out := make([]providerView, 0, len(snap.Providers))
+	for _, p := range snap.Providers {
+		v := providerView{ProviderSnapshot: p}
+		if p.Budget != nil {
+			hist := h.hist.of(p.Provider)
+			c, ch := connectorOf(now, *p.Budget, hist), chartOf(now, hist, h.hist.every)
+			v.Conn, v.Chart = &c, &ch
+		}
+		out = append(out, v)
+	}
+	return out
+}
 
 // serveStatus renders the status page; ?state= filters the job list. The
 // jobs' last errors are shown with their URLs redacted.
@@ -99,12 +162,14 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	data := struct {
-		Snap   schedule.Snapshot
-		States []schedule.State
-		State  schedule.State
-		Jobs   []schedule.Job
-		More   bool
-	}{snap, schedule.States, state, jobs, more}
+		Snap      schedule.Snapshot
+		States    []schedule.State
+		Bars      []stateBar
+		Providers []providerView
+		State     schedule.State
+		Jobs      []schedule.Job
+		More      bool
+	}{snap, schedule.States, stateBars(snap.Jobs, schedule.States), h.providerViews(time.Now(), snap), state, jobs, more}
 	if err := statusPage.Execute(&buf, data); err != nil {
 		writeErr(w, err)
 		return

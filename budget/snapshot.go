@@ -1,12 +1,21 @@
 package budget
 
-import "time"
+import (
+	"time"
+
+	"github.com/forage-go/forage"
+)
 
 // Snapshot is one provider's counters and state at a moment: the
 // per-provider metrics an operator's dashboard shows.
 type Snapshot struct {
 	// Key is the provider key.
 	Key string `json:"key"`
+	// Status is the operator's status in force in this process,
+	// [StatusActive] or [StatusPaused] (see [Registry.SetStatus]), and Why
+	// the reason given with a pause.
+	Status string `json:"status"`
+	Why    string `json:"why,omitempty"`
 	// Rate is the pacing rate the provider is held to now, requests/s.
 	Rate float64 `json:"rate"`
 	// Ceiling is the learned ceiling, requests/s: where throttling began, or
@@ -17,6 +26,11 @@ type Snapshot struct {
 	// PausedUntil is the end of the provider's latest pause (Retry-After, a
 	// ban, a spent quota); in the past or zero when not paused.
 	PausedUntil time.Time `json:"paused_until"`
+	// PauseReason is why that pause is in force: [forage.ReasonBanned] or
+	// [forage.ReasonThrottled]; "" when not paused.
+	PauseReason forage.Reason `json:"pause_reason,omitempty"`
+	// Limits is the usage of each known [Limit], in [Config.Limits] order.
+	Limits []LimitSnapshot `json:"limits,omitempty"`
 	// Breaker is the breaker's state.
 	Breaker string `json:"breaker"`
 	// InFlight is how many attempts are in flight now.
@@ -55,11 +69,53 @@ type Snapshot struct {
 	Shares []Share `json:"shares,omitempty"`
 }
 
+// LimitSnapshot is the usage of one known [Limit] at a moment.
+type LimitSnapshot struct {
+	// Name, Count and Per are the limit's (see [Limit]).
+	Name  string        `json:"name,omitempty"`
+	Count int           `json:"count"`
+	Per   time.Duration `json:"per"`
+	// Used is how many of Count the units already booked take from the
+	// window of length Per that starts now (the limiter's backlog, a
+	// reported usage included), so Count − Used may still go in it. With
+	// [Config.Shares], it is this process's part: the units it booked of
+	// its share of the limit.
+	Used int `json:"used"`
+	// Reset is when the limit is fully recovered (Used back to 0); zero
+	// when it is already.
+	Reset time.Time `json:"reset,omitzero"`
+}
+
 // Snapshot returns the provider's counters and state.
 func (p *Local) Snapshot() Snapshot {
-	a := p.ctl.Snapshot()
+	a, now := p.ctl.Snapshot(), time.Now()
+	status, why := StatusActive, ""
+	if p.op.paused.Load() {
+		status = StatusPaused
+		if w := p.op.why.Load(); w != nil {
+			why = *w
+		}
+	}
+	var reason forage.Reason
+	if a.PausedUntil.After(now) {
+		reason = p.pauseReason(now)
+	}
+	var limits []LimitSnapshot
+	lims := p.lims()
+	for i, l := range p.cfg.Limits {
+		ls := LimitSnapshot{Name: l.Name, Count: l.Count, Per: l.Per}
+		if owed := lims[i].AllowNAt(now, 0).ResetAfter; owed > 0 {
+			iv := lims[i].Interval()
+			ls.Used, ls.Reset = min(l.Count, int((owed+iv-1)/iv)), now.Add(owed)
+		}
+		limits = append(limits, ls)
+	}
 	return Snapshot{
 		Key:         p.key,
+		Status:      status,
+		Why:         why,
+		PauseReason: reason,
+		Limits:      limits,
 		Rate:        a.Rate,
 		Ceiling:     a.Ceiling,
 		Phase:       a.Phase.String(),

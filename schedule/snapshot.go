@@ -91,6 +91,10 @@ func (s *Scheduler) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s.SnapshotAt(ctx, time.Now())
 }
 
+// Budget returns [Config.Budget], the registry of s's providers, or nil: an
+// admin page reads and steers the providers through it.
+func (s *Scheduler) Budget() *budget.Registry { return s.cfg.Budget }
+
 // MaxSnapshotProviders caps the providers of a [Snapshot] (see
 // [Snapshot.MoreProviders]).
 const MaxSnapshotProviders = 100

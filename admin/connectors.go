@@ -1,0 +1,283 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/internal/redact"
+)
+
+// This file holds the connector endpoints: one connector per provider key
+// of the scheduler's budget registry, shown with its state and recent
+// rates, and steered through [budget.Registry.SetStatus], so an operator's
+// pause holds in every process that shares the provider records and for
+// every call (the scheduler's runs, direct Do calls, the Transport).
+
+// connectorJSON is a connector on the wire.
+type connectorJSON struct {
+	Key string `json:"key"`
+	// Status is the operator's status in force here ("active" or
+	// "paused"), Why the reason given with it.
+	Status string `json:"status"`
+	Why    string `json:"why,omitempty"`
+	// Rate is the pacing rate now and Ceiling the learned (or declared)
+	// one, requests/s; Phase is the controller's.
+	Rate    float64 `json:"rate"`
+	Ceiling float64 `json:"ceiling"`
+	Phase   string  `json:"phase"`
+	Breaker string  `json:"breaker"`
+	// PausedUntil and PauseReason are the pause the provider asked for
+	// (Retry-After, a ban, a spent quota), while it is in force.
+	PausedUntil time.Time     `json:"paused_until,omitzero"`
+	PauseReason forage.Reason `json:"pause_reason,omitempty"`
+	Limits      []limitJSON   `json:"limits,omitempty"`
+	InFlight    int64         `json:"in_flight"`
+	Requests    uint64        `json:"requests"`
+	// WindowS is how many seconds the figures below cover: up to a
+	// minute of samples, or 0 for everything since the provider was made
+	// (no earlier sample), when SentPerS and Saturation are unknown.
+	WindowS    float64  `json:"window_s"`
+	SentPerS   *float64 `json:"sent_per_s,omitempty"` // attempts sent per second
+	Saturation *float64 `json:"saturation,omitempty"` // SentPerS ÷ Rate: near 1, the provider's budget is the bottleneck
+	Refused    float64  `json:"refused"`              // share of the attempts refused for rate (429, 418)
+	Errors     float64  `json:"errors"`               // share of the attempts that failed otherwise (503, other 5xx, timeouts, other 4xx)
+	// Shares per process come with the capacity leases; they will be
+	// listed here.
+}
+
+// limitJSON is a known limit's usage on the wire.
+type limitJSON struct {
+	Name      string    `json:"name,omitempty"`
+	Count     int       `json:"count"`
+	PerMS     int64     `json:"per_ms"`
+	Used      int       `json:"used"`
+	Remaining int       `json:"remaining"`
+	Reset     time.Time `json:"reset,omitzero"`
+}
+
+// connectorOf is b at now on the wire, its rates read from hist (oldest
+// first) over the last rateWindow.
+func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON {
+	c := connectorJSON{
+		Key: b.Key, Status: b.Status, Why: redact.String(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
+		Phase: b.Phase, Breaker: b.Breaker, InFlight: b.InFlight, Requests: b.Requests,
+	}
+	if b.PausedUntil.After(now) {
+		c.PausedUntil, c.PauseReason = b.PausedUntil, b.PauseReason
+	}
+	for _, l := range b.Limits {
+		c.Limits = append(c.Limits, limitJSON{Name: l.Name, Count: l.Count, PerMS: l.Per.Milliseconds(),
+			Used: l.Used, Remaining: max(0, l.Count-l.Used), Reset: l.Reset})
+	}
+	cur, base := sampleOf(now, b), sample{}
+	for _, s := range hist {
+		if now.Sub(s.at) <= rateWindow && s.at.Before(now) && s.requests <= cur.requests &&
+			s.throttled <= cur.throttled && s.errs <= cur.errs { // counters restart with a new provider
+			base = s
+			c.WindowS = now.Sub(s.at).Seconds()
+			break
+		}
+	}
+	sent := float64(cur.requests - base.requests)
+	if sent > 0 {
+		c.Refused = float64(cur.throttled-base.throttled) / sent
+		c.Errors = float64(cur.errs-base.errs) / sent
+	}
+	if c.WindowS > 0 {
+		perS := sent / c.WindowS
+		c.SentPerS = &perS
+		if b.Rate > 0 {
+			sat := perS / b.Rate
+			c.Saturation = &sat
+		}
+	}
+	return c
+}
+
+// connectors returns the connectors at now named after after, at most
+// limit, and whether more are left.
+func (h *Handler) connectors(now time.Time, after string, limit int) ([]connectorJSON, bool) {
+	snaps := h.snapshots(now)
+	i, _ := slices.BinarySearchFunc(snaps, after, func(b budget.Snapshot, key string) int { return strings.Compare(b.Key, key) })
+	if i < len(snaps) && snaps[i].Key == after {
+		i++
+	}
+	snaps = snaps[i:]
+	more := len(snaps) > limit
+	out := make([]connectorJSON, 0, min(len(snaps), limit))
+	for _, b := range snaps[:min(len(snaps), limit)] {
+		out = append(out, connectorOf(now, b, h.hist.of(b.Key)))
+	}
+	return out, more
+}
+
+// serveConnectors serves GET /connectors: {"connectors": […], "next": "…"},
+// at most ?limit= connectors keyed after ?after=, in key order, within
+// MaxPageBytes (but at least one); "next", present when more are left, is
+// the ?after= of the next page.
+func (h *Handler) serveConnectors(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	after := v.Get("after")
+	limit, ok := queryInt(w, v.Get("limit"), "limit", maxProviderListLimit, defaultProviderListLimit)
+	if !ok {
+		return
+	}
+	list, more := h.connectors(time.Now(), after, int(limit))
+	var buf bytes.Buffer
+	buf.WriteString(`{"connectors":[`)
+	n := 0
+	for _, c := range list {
+		enc, err := json.Marshal(c)
+		if err != nil {
+			writeErr(w, fmt.Errorf("admin: connector %q cannot be written as JSON: %w", redact.Clip(c.Key, 64), err))
+			return
+		}
+		if n > 0 && buf.Len()+len(enc)+len(c.Key)*6+32 > h.cfg.MaxPageBytes { // the tail and "next", escaped
+			more = true
+			break
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(enc)
+		n++
+	}
+	buf.WriteByte(']')
+	if more {
+		last := after
+		if n > 0 {
+			last = list[n-1].Key
+		}
+		next, _ := json.Marshal(last)
+		fmt.Fprintf(&buf, `,"next":%s`, next)
+	}
+	buf.WriteString("}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// statusJSON is the body of POST /connectors, and the optional body of
+// POST /connectors/{key}/pause and /resume (Why only).
+type statusJSON struct {
+	Key    string `json:"key"`
+	Status string `json:"status"`
+	Why    string `json:"why"`
+}
+
+// learned names the fields of a provider record that the provider learns
+// and an operator may not set: POST /connectors refuses them by name.
+var learned = []string{"rate", "ceiling", "confirmed", "paused_until", "pause_reason", "requests", "ok", "throttled", "updated"}
+
+// serveConnectorUpsert serves POST /connectors: {"key","status","why"}.
+func (h *Handler) serveConnectorUpsert(w http.ResponseWriter, r *http.Request) {
+	in, ok := decodeStatus(w, r, false)
+	if !ok {
+		return
+	}
+	h.setStatus(w, r, in.Key, in.Status, in.Why)
+}
+
+// serveConnectorPause serves POST /connectors/{key}/pause (status
+// "paused") and /resume ("active"), with an optional body {"why": "…"}.
+func (h *Handler) serveConnectorPause(status string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		in, ok := decodeStatus(w, r, true)
+		if !ok {
+			return
+		}
+		if in.Key != "" || in.Status != "" {
+			field := "key"
+			if in.Status != "" {
+				field = "status"
+			}
+			writeError(w, http.StatusBadRequest, field, invalid(field, "must not be in the body: the path says it", "set"))
+			return
+		}
+		h.setStatus(w, r, r.PathValue("key"), status, in.Why)
+	}
+}
+
+// decodeStatus reads a statusJSON body (an empty one if optional),
+// answering 400 (413 if too large) when it cannot.
+func decodeStatus(w http.ResponseWriter, r *http.Request, optional bool) (statusJSON, bool) {
+	dec := json.NewDecoder(r.Body) // bounded by ServeHTTP
+	dec.DisallowUnknownFields()
+	var in statusJSON
+	err := dec.Decode(&in)
+	if err == nil || optional && errors.Is(err, io.EOF) {
+		return in, true
+	}
+	code, field := http.StatusBadRequest, decodeField(err)
+	if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+		code = http.StatusRequestEntityTooLarge
+	}
+	if slices.Contains(learned, field) {
+		err = fmt.Errorf("admin: invalid argument: %s is learned by the provider, not set by an operator: a connector takes key, status and why", field)
+	} else {
+		err = fmt.Errorf("admin: invalid JSON body (a connector takes key, status and why): %w", err)
+	}
+	writeError(w, code, field, err)
+	return in, false
+}
+
+// setStatus gives the connector for key the operator's status and why,
+// then answers the connector: 400 for a bad key, status or why; 404 when
+// the scheduler has no budget registry or does not know key; 500 when the
+// record cannot be saved.
+func (h *Handler) setStatus(w http.ResponseWriter, r *http.Request, key, status, why string) {
+	if err := checkNameAs("key", key); err != nil {
+		writeError(w, http.StatusBadRequest, "key", err)
+		return
+	}
+	if status != budget.StatusActive && status != budget.StatusPaused {
+		writeError(w, http.StatusBadRequest, "status", invalid("status", `must be "active" or "paused"`, fmt.Sprintf("%q", redact.Clip(status, 64))))
+		return
+	}
+	why = redact.String(why) // an operator's reason is stored and shown: no credential in it
+	if why != "" {
+		if err := checkNameAs("why", why); err != nil {
+			writeError(w, http.StatusBadRequest, "why", err)
+			return
+		}
+	}
+	reg := h.s.Budget()
+	if reg == nil {
+		writeError(w, http.StatusNotFound, "key", errors.New("admin: there are no connectors: the scheduler has no budget registry (schedule.Config.Budget)"))
+		return
+	}
+	known, err := h.s.KnowsProvider(r.Context(), key)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if !known {
+		writeError(w, http.StatusNotFound, "key", fmt.Errorf(
+			"admin: connector %q is unknown: no call or job has named it here yet", redact.Clip(key, 64)))
+		return
+	}
+	if err := reg.SetStatus(r.Context(), key, status, why); err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, budget.ErrInvalidConfig) {
+			code = http.StatusBadRequest
+		}
+		writeError(w, code, "", err)
+		return
+	}
+	p, ok := reg.Lookup(key)
+	if !ok { // evicted at once: the status is saved, show it as set
+		writeJSON(w, http.StatusOK, connectorJSON{Key: key, Status: status, Why: why})
+		return
+	}
+	now := time.Now()
+	writeJSON(w, http.StatusOK, connectorOf(now, p.Snapshot(), h.hist.of(key)))
+}

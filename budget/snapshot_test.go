@@ -1,0 +1,56 @@
+package budget_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
+)
+
+// TestSnapshotShowsStatusPauseAndLimits: a snapshot says what an operator
+// set (status and why), why the provider's pause is in force, and how much
+// of each known limit the calls booked and when it is whole again, as an
+// admin page shows them.
+func TestSnapshotShowsStatusPauseAndLimits(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.Limits = []budget.Limit{{Name: "10/m", Count: 10, Per: time.Minute, Burst: 5}} // 5 back to back, then one per 12 s
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg})
+		p := provider(reg, "api.example.com")
+		s := p.Snapshot()
+		if s.Status != budget.StatusActive || s.Why != "" || s.PauseReason != "" || len(s.Limits) != 1 ||
+			s.Limits[0] != (budget.LimitSnapshot{Name: "10/m", Count: 10, Per: time.Minute}) {
+			t.Fatalf("a new provider's snapshot: %+v; want active, no pause, the limit unused", s)
+		}
+		ctx := context.Background()
+		n, start := 0, time.Now()
+		for range 3 {
+			if err := p.Do(ctx, nil, countingAttempt(&n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reset := start.Add(36 * time.Second) // three 12 s slots booked (the pacer spaced the calls)
+		want := int((time.Until(reset) + 12*time.Second - 1) / (12 * time.Second))
+		if l := p.Snapshot().Limits[0]; l.Used != want || want < 1 || !l.Reset.Equal(reset) {
+			t.Fatalf("after 3 calls, %v in: %+v; want %d used, whole again at %v", time.Since(start), l, want, reset)
+		}
+		time.Sleep(time.Until(reset))
+		if l := p.Snapshot().Limits[0]; l.Used != 0 || !l.Reset.IsZero() {
+			t.Fatalf("at the reset: %+v; want none used, no reset", l)
+		}
+		_ = p.Do(ctx, nil, status(429, 30*time.Second))
+		if s := p.Snapshot(); !s.PausedUntil.After(time.Now()) || s.PauseReason != forage.ReasonThrottled {
+			t.Fatalf("after a 429 with Retry-After: paused until %v for %q; want a throttled pause in force", s.PausedUntil, s.PauseReason)
+		}
+		if err := reg.SetStatus(ctx, "api.example.com", budget.StatusPaused, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Snapshot(); s.Status != budget.StatusPaused || s.Why != "maintenance" {
+			t.Fatalf("after SetStatus: %q %q; want paused, maintenance", s.Status, s.Why)
+		}
+	})
+}

@@ -47,11 +47,22 @@ type connectorJSON struct {
 	// (no earlier sample), when SentPerS and Saturation are unknown.
 	WindowS    float64  `json:"window_s"`
 	SentPerS   *float64 `json:"sent_per_s,omitempty"` // attempts sent per second
-	Saturation *float64 `json:"saturation,omitempty"` // SentPerS ÷ Rate: near 1, the provider's budget is the bottleneck
+	Saturation *float64 `json:"saturation,omitempty"` // SentPerS ÷ (Rate × Share): near 1, the provider's budget is the bottleneck
 	Refused    float64  `json:"refused"`              // share of the attempts refused for rate (429, 418)
 	Errors     float64  `json:"errors"`               // share of the attempts that failed otherwise (503, other 5xx, timeouts, other 4xx)
-	// Shares per process come with the capacity leases; they will be
-	// listed here.
+	// Share is the part of Rate this process paces at (1 unless the
+	// provider is shared among processes, see budget.Config.Shares), and
+	// Shares every sharing process's lease, as of this process's last
+	// renewal.
+	Share  float64     `json:"share"`
+	Shares []shareJSON `json:"shares,omitempty"`
+}
+
+// shareJSON is one process's lease on a shared provider.
+type shareJSON struct {
+	Holder  string    `json:"holder"` // host-pid-random
+	Share   float64   `json:"share"`
+	Expires time.Time `json:"expires"`
 }
 
 // limitJSON is a known limit's usage on the wire.
@@ -69,7 +80,10 @@ type limitJSON struct {
 func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON {
 	c := connectorJSON{
 		Key: b.Key, Status: b.Status, Why: redact.String(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
-		Phase: b.Phase, Breaker: b.Breaker, InFlight: b.InFlight, Requests: b.Requests,
+		Phase: b.Phase, Breaker: b.Breaker, InFlight: b.InFlight, Requests: b.Requests, Share: b.Share,
+	}
+	for _, s := range b.Shares {
+		c.Shares = append(c.Shares, shareJSON{Holder: s.Holder, Share: s.Share, Expires: s.Expires})
 	}
 	if b.PausedUntil.After(now) {
 		c.PausedUntil, c.PauseReason = b.PausedUntil, b.PauseReason
@@ -95,8 +109,8 @@ func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON 
 	if c.WindowS > 0 {
 		perS := sent / c.WindowS
 		c.SentPerS = &perS
-		if b.Rate > 0 {
-			sat := perS / b.Rate
+		if b.Rate > 0 && b.Share > 0 {
+			sat := perS / (b.Rate * b.Share) // this process's pace
 			c.Saturation = &sat
 		}
 	}

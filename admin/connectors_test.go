@@ -354,3 +354,51 @@ func TestConnectorPauseHoldsInEveryProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectorsShowShares: a provider shared among processes
+// (budget.Config.Shares) lists this process's share and every process's
+// lease; one that is not shared holds all of it.
+func TestConnectorsShowShares(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		shared := quick()
+		shared.Shares = checkpoint.NewMemoryStore(checkpoint.Config{})
+		other := newRegistry(t, budget.RegistryConfig{Defaults: shared})
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: quick(), Overrides: map[string]budget.Config{"shared": shared}})
+		a := connectorAPI(t, reg, admin.Config{})
+		ctx := context.Background()
+		for range 3 * time.Second / (100 * time.Millisecond) { // two processes calling the shared provider
+			_ = provider(other, "shared").Do(ctx, nil, answer(200))
+			_ = provider(reg, "shared").Do(ctx, nil, answer(200))
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = provider(reg, "alone").Do(ctx, nil, answer(200))
+		var page struct {
+			Connectors []struct {
+				Key    string  `json:"key"`
+				Share  float64 `json:"share"`
+				Shares []struct {
+					Holder string  `json:"holder"`
+					Share  float64 `json:"share"`
+				} `json:"shares"`
+			} `json:"connectors"`
+		}
+		a.want("GET", "/connectors", "", http.StatusOK, &page)
+		if len(page.Connectors) != 2 {
+			t.Fatalf("GET /connectors: %+v; want alone and shared", page)
+		}
+		alone, sh := page.Connectors[0], page.Connectors[1]
+		if alone.Key != "alone" || alone.Share != 1 || alone.Shares != nil {
+			t.Errorf("alone: %+v; want share 1 and no leases", alone)
+		}
+		if sh.Key != "shared" || len(sh.Shares) != 2 || sh.Share <= 0 || sh.Share >= 1 {
+			t.Fatalf("shared: %+v; want two leases and a part of the rate", sh)
+		}
+		// Each process uses 10 of the 50 requests/s: each holds what it
+		// uses with headroom, not half of the whole.
+		sum := sh.Shares[0].Share + sh.Shares[1].Share
+		if sum > 1+1e-9 || sh.Shares[0].Share <= 0 || sh.Shares[1].Share <= 0 || sh.Shares[0].Holder == sh.Shares[1].Holder {
+			t.Errorf("shared: leases %+v; want two holders, each with a share, adding up to at most the whole", sh.Shares)
+		}
+	})
+}

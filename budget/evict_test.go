@@ -128,3 +128,24 @@ func TestEvictionWaitsForTheLimitToRecover(t *testing.T) {
 		}
 	})
 }
+
+// TestEvictionKeepsAnOperatorsPause: with no record store, an operator's
+// pause lives only in the provider; an idle paused provider is therefore
+// never evicted (its successor would be active), and calls stay refused.
+func TestEvictionKeepsAnOperatorsPause(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: fast(), IdleTTL: time.Millisecond})
+		if err := reg.SetStatus(context.Background(), "api.example.com", budget.StatusPaused, "key revoked"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		if n := reg.EvictAt(time.Now()); n != 0 {
+			t.Fatalf("evicted %d providers while an operator's pause is in force, want 0", n)
+		}
+		err := provider(reg, "api.example.com").Do(context.Background(), nil, status(200, 0))
+		if r, _ := budget.ReasonOf(err); r != forage.ReasonPaused {
+			t.Fatalf("Do after an hour idle = %v; want the operator's pause", err)
+		}
+	})
+}

@@ -178,14 +178,15 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 }
 
 // holding reports whether the provider holds state that must outlive an idle
-// spell at now: a pause (Retry-After, a ban), an open breaker, or a known
+// spell at now: an operator's pause, a pause (Retry-After, a ban), an open
+// breaker, or a known
 // limit that still owes time (its bucket not yet full again). The registry
 // never evicts such a provider: its successor would start with the pause
 // forgotten and full buckets, and send more than a limit allows in one of
 // its windows. A limit that has fully recovered is in the very state a new
 // limiter starts in, so dropping it changes nothing.
 func (p *Local) holding(now time.Time) bool {
-	if p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now) {
+	if p.op.paused.Load() || p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now) {
 		return true
 	}
 	for _, lim := range p.lims() {

@@ -87,6 +87,18 @@
 // so no window of their length ever carries more than their count, and the
 // provider's usage headers tighten them when it counts more than we did.
 //
+// # Many processes
+//
+// Processes that call one provider share it through a [ShareStore]
+// ([Config.Shares]; the PostgreSQL store implements it), with no round
+// trip per request: each holds a lease on a share of the provider's rate,
+// renewed about every second, and paces locally at its share. Shares are
+// split by demand and never add up to more than the whole; a cut or a
+// pause any process sees reaches the others at once; known [Limit]s are
+// split by the same shares, so together the processes never exceed them;
+// a dead process's share goes to the others when its lease ends. See
+// [Config.Shares] for what happens when the store is unreachable.
+//
 // # Watching providers
 //
 // [Config.Logger] receives a provider's events as structured records, and

@@ -57,6 +57,23 @@ func BenchmarkDoWithRecords(b *testing.B) {
 	}
 }
 
+// BenchmarkDoShared is BenchmarkDo on a provider shared among processes
+// (Config.Shares, a memory store): the lease is renewed in the background
+// about once a second, so a call pays only the bookkeeping of its demand.
+func BenchmarkDoShared(b *testing.B) {
+	cfg := unlimited()
+	cfg.Shares = checkpoint.NewMemoryStore(checkpoint.Config{})
+	p, _ := budget.NewLocal("bench", cfg)
+	run := budget.Unbounded()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Do(ctx, run, ok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkDoParallel is BenchmarkDo from many goroutines on one provider.
 func BenchmarkDoParallel(b *testing.B) {
 	cfg := unlimited()

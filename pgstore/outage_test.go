@@ -6,14 +6,20 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/pgstore"
+	"github.com/forage-go/forage/providertest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -261,4 +267,90 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+// TestSharedProvidersSurvivePostgresOutage: three providers (processes)
+// share a provider with a known limit through the store; the server goes
+// away for three seconds mid-run. The provider, which counts every request
+// in its windows, refuses none (no over-limit while the shares cannot be
+// renewed: each process keeps its share, then half of it); collection goes
+// on during the outage; and once the server is back the shares are renewed
+// to about the whole again.
+func TestSharedProvidersSurvivePostgresOutage(t *testing.T) {
+	t.Parallel()
+	direct := newStore(t, nil)
+	s, px := proxiedStore(t, direct)
+	srv, err := providertest.New(providertest.Config{Limit: providertest.WindowLimit(60, 2*time.Second),
+		Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	url := hs.URL + "/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=1"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var (
+		outage     atomic.Bool
+		duringOK   atomic.Int64
+		wg         sync.WaitGroup
+		procs      []*budget.Local
+		limit      = budget.Limit{Count: 60, Per: 2 * time.Second, Burst: 3}
+		workerCall = func(p *budget.Local) {
+			for ctx.Err() == nil {
+				err := p.Do(ctx, nil, func(ctx context.Context) forage.Outcome {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+					resp, err := http.DefaultClient.Do(req)
+					if resp != nil {
+						_, _ = io.Copy(io.Discard, resp.Body)
+						_ = resp.Body.Close()
+					}
+					return forage.FromHTTP(resp, err)
+				})
+				if err == nil && outage.Load() {
+					duringOK.Add(1)
+				}
+			}
+		}
+	)
+	for range 3 {
+		p, err := budget.NewLocal("exchange.example.com", budget.Config{Shares: s, Limits: []budget.Limit{limit}, MaxInFlight: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+		for range 2 {
+			wg.Go(func() { workerCall(p) })
+		}
+	}
+	wait := func(d time.Duration) {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
+	wait(3 * time.Second)
+	px.setCut(true)
+	outage.Store(true)
+	wait(3 * time.Second)
+	outage.Store(false)
+	px.setCut(false)
+	wait(4 * time.Second) // a renewal or two after the server is back
+	sum := 0.0
+	for _, p := range procs {
+		sum += p.Snapshot().Share
+	}
+	cancel()
+	wg.Wait()
+	st := srv.Stats()
+	t.Logf("served %d, refused %d, %d during the outage; shares after it add up to %.2f", st.OK, st.Throttled, duringOK.Load(), sum)
+	if st.Throttled != 0 {
+		t.Errorf("the provider refused %d requests: the known limit was exceeded", st.Throttled)
+	}
+	if duringOK.Load() == 0 {
+		t.Error("nothing was collected while the server was away; want collection to go on at the safe share")
+	}
+	if sum < 0.9 || sum > 1+1e-9 {
+		t.Errorf("after the outage the shares add up to %.2f; want about the whole again", sum)
+	}
 }

@@ -11,8 +11,10 @@
 // ([schedule.Config.Budget]) as an operator sees it: its status ("active"
 // or "paused") and why, its rate and ceiling, the pause it asked for, the
 // usage and reset of each known limit, and over the last minute the
-// requests it was sent per second, saturation (that ÷ its rate) and the
-// shares refused and failed. An operator sets only the status and why
+// requests it was sent per second, saturation (that ÷ this process's
+// pace) and the shares refused and failed; for a provider shared among
+// processes ([budget.Config.Shares]), this process's share of the rate and
+// every process's lease. An operator sets only the status and why
 // (POST /connectors, or /connectors/{key}/pause and /resume), through
 // [budget.Registry.SetStatus]: the status is saved in the provider's
 // record, so with a [budget.RecordStore] shared by several processes every

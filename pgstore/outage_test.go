@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -255,18 +254,6 @@ func TestSharesSurviveOutage(t *testing.T) {
 	if string(got) != "before" {
 		t.Fatalf("after the outage the document reads %q, want %q", got, "before")
 	}
-}
-
-// lockedWriter serializes writes to a buffer shared with the test.
-type lockedWriter struct {
-	b  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
 }
 
 // TestSharedProvidersSurvivePostgresOutage: three providers (processes)

@@ -262,11 +262,13 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			reason := forage.ReasonDeadline
-			if now := time.Now(); p.ctl.PausedUntil().After(now) {
+			now := time.Now()
+			reason, until := forage.ReasonDeadline, p.nextSlot(now, weight)
+			if p.ctl.PausedUntil().After(now) {
 				reason = p.pauseReason(now) // the provider's pause outlasts the run
+				until = p.until(reason)
 			}
-			return &Error{Provider: p.key, Reason: reason, Until: p.until(reason), Err: err}
+			return &Error{Provider: p.key, Reason: reason, Until: until, Err: err}
 		}
 		// The pacer failed by itself (a shared pacer's database went
 		// away): not the provider's verdict.
@@ -402,6 +404,26 @@ func (p *Local) quotaWait(now time.Time, weight int) time.Duration {
 		w = max(w, waitAt(lp.l, now, 1))
 	}
 	return w
+}
+
+// nextSlot returns when a call of weight could start, for a call that
+// stopped because the run's deadline comes first: the local pacer's next
+// slot (or, sharing the provider, the next renewal while the others hold
+// it all) and the known limits'. A host that runs again then, not at once,
+// does not spin on a pace slower than its runs. Zero when it cannot tell
+// (a Pacer of the host's) or the slot is now.
+func (p *Local) nextSlot(now time.Time, weight int) time.Time {
+	var w time.Duration
+	if lp, ok := p.pacer.(localPacer); ok {
+		w = waitAt(lp.l, now, 1)
+	}
+	if p.sh.gate.Load() != nil {
+		w = max(w, shareSoon)
+	}
+	if w = max(w, p.quotaWait(now, weight)); w <= 0 {
+		return time.Time{}
+	}
+	return now.Add(w)
 }
 
 // pacerWait returns how long after now the pacer admits one request: read

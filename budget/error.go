@@ -36,8 +36,11 @@ type Error struct {
 	Status int
 	// Until is when the provider may be called again: the end of a pause
 	// (Retry-After, a ban), of the breaker's open state, or, for
-	// [forage.ReasonQuota], when the known limits admit the call's weight again.
-	// Zero when unknown or irrelevant (budget exhaustion).
+	// [forage.ReasonQuota], when the known limits admit the call's weight
+	// again; for [forage.ReasonDeadline], when the next pacing slot comes,
+	// if that is what the deadline cut short (so a host does not start its
+	// next run before it). Zero when unknown or irrelevant (budget
+	// exhaustion).
 	Until time.Time
 	// Err is the last attempt's error, if any.
 	Err error

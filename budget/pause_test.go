@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"pgregory.net/rapid"
@@ -427,5 +428,38 @@ func TestPropertyPauseDurableAndBounded(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// TestDeadlineStopSaysWhenTheSlotComes: a call whose next pacing slot
+// comes after its run's deadline stops at once, "deadline", with Until the
+// slot: a host that runs again then, not at once, does not spin on a pace
+// slower than its runs (the scheduler's TestSlowPacedTurnsDoNotSpin).
+func TestDeadlineStopSaysWhenTheSlotComes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p, err := budget.NewLocal("slow", budget.Config{Adaptive: aimd.Config{Initial: 0.2, Max: 0.2, Min: 0.2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		run, err := budget.NewRun(budget.Envelope{Deadline: start.Add(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Do(context.Background(), run, status(200, 0))
+		var be *budget.Error
+		if !errors.As(err, &be) || be.Reason != forage.ReasonDeadline {
+			t.Fatalf("Do with the slot 5 s away and 1 s left = %v; want a deadline stop", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("the stop came after %v; want at once", waited)
+		}
+		if d := be.Until.Sub(start); d < 4*time.Second || d > 5*time.Second {
+			t.Errorf("Until is %v from now; want the next slot, about 5 s", d)
+		}
 	})
 }

@@ -24,7 +24,7 @@ const (
 	outPressure                       // source pressure: wait for the provider, cool it
 	outFailed                         // back off
 	outInterrupted                    // stopped by the scheduler: run again, not a failure
-	outContinue                       // a stream's turn is over: progress, due again at once
+	outContinue                       // a stream's turn is over: progress, due again at once (or at until, the provider's next slot)
 	outYielded                        // another owner holds the stream: wait, neither success nor failure
 )
 
@@ -187,7 +187,11 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 	case err == nil:
 		return outcome{kind: outSuccess}
 	case errors.Is(err, errTurnOver):
-		return outcome{kind: outContinue}
+		o := outcome{kind: outContinue}
+		if to := (turnOver{}); errors.As(err, &to) && to.next.After(now) {
+			o.until = to.next // the provider's next slot is after the turn's end
+		}
+		return o
 	}
 	if held := (*checkpoint.LeaseHeldError)(nil); errors.As(err, &held) {
 		// Another owner runs the stream: look again when its lease would
@@ -237,7 +241,7 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 		case o.kind == outDone:
 			j.State = StateSuccess
 		case o.kind == outContinue:
-			j.State, j.NextRun = StateQueued, now
+			j.State, j.NextRun = StateQueued, maxTime(now, o.until)
 		case j.Kind.Periodic():
 			j.State, j.NextRun = StateIdle, s.nextCycle(j, now)
 		default:

@@ -229,6 +229,13 @@ func (s *Scheduler) streamOf(job *Job) *stream {
 // the job is due again at once.
 var errTurnOver = errors.New("schedule: the stream's turn is over")
 
+// turnOver is errTurnOver with when the stream may run again: zero for at
+// once.
+type turnOver struct{ next time.Time }
+
+func (turnOver) Error() string        { return errTurnOver.Error() }
+func (turnOver) Is(target error) bool { return target == errTurnOver }
+
 // work runs job, a job of the declared stream st, once: in the checkpoint
 // mode of its kind, for at most RunFor from now, and turns the run's
 // report into what the scheduler's outcome table reads.
@@ -265,7 +272,10 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 		case rep.Yielded:
 			return Result{}, &checkpoint.LeaseHeldError{Lease: checkpoint.Lease{Stream: job.Stream, Owner: rep.HeldBy, Expires: rep.HeldUntil}}
 		case rep.Reason == forage.ReasonDeadline && !hostSpent:
-			return Result{}, errTurnOver // the turn, not the host's envelope
+			// The turn, not the host's envelope. A turn that ended because
+			// the provider's next slot comes after it (a pace slower than
+			// a turn) runs again when the slot comes, not at once.
+			return Result{}, turnOver{next: rep.Until}
 		case rep.Reason != "":
 			return Result{}, &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}
 		}

@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
@@ -316,4 +318,54 @@ func TestAddStreamValidates(t *testing.T) {
 	if err := schedule.AddStream(t.Context(), s, other); err == nil || !strings.Contains(err.Error(), `"p"`) {
 		t.Errorf("the stream for another provider = %v; want an error naming its provider", err)
 	}
+}
+
+// TestSlowPacedTurnsDoNotSpin: a stream whose provider paces slower than a
+// turn lasts (one request every 5 s, turns of 1 s) would end every turn at
+// once, "deadline", the next slot being past the turn's end; run again at
+// once, it did so hundreds of times a second, each run a round of lease,
+// checkpoint and job store writes. Such a turn is run again when the slot
+// comes: a few runs per slot, and the history still arrives.
+func TestSlowPacedTurnsDoNotSpin(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		slow := budget.Config{Adaptive: aimd.Config{Initial: 0.2, Max: 0.2, Min: 0.2}}
+		s, store := streamSched(t, schedule.Config{}, budget.RegistryConfig{Defaults: slow})
+		begin := time.Now()
+		k := &kept{}
+		ctx, cancel := context.WithCancel(t.Context())
+		var runs atomic.Int64
+		err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{
+			Name: "slow", Provider: "p", Sink: k, RunFor: time.Second,
+			Backfill: &timed{from: begin.Add(-time.Hour), until: func() time.Time { return begin }, page: 60, load: &load{}},
+			OnRun: func(schedule.Job, slice.Report, error) {
+				if runs.Add(1) > 1000 {
+					cancel() // a spin: time stands still under synctest while it lasts
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		select {
+		case <-time.After(time.Minute):
+		case <-ctx.Done():
+		}
+		cancel()
+		<-done
+		jobs, _ := store.List(t.Context(), schedule.Query{})
+		if len(jobs) != 1 {
+			t.Fatalf("%d jobs; want the one backfill", len(jobs))
+		}
+		n, got := jobs[0].Stats.Runs, len(k.seen)
+		t.Logf("a minute at one request per 5 s: %d runs, %d seconds of history", n, got)
+		if n > 60 {
+			t.Errorf("%d runs in a minute at one request per 5 s; want a few per request, not a spin", n)
+		}
+		if got < 10*60 {
+			t.Errorf("%d seconds of history in a minute (12 pages of 60 s are due); want at least 600", got)
+		}
+	})
 }

@@ -158,6 +158,15 @@ func TestPlan(t *testing.T) {
 	if n := count(options{durs: short, clients: []string{"rate0.9x", "rate0.95x"}}); n != 2*len(rs) {
 		t.Fatalf("the opt-in jitter columns, named: %d cells, want %d", n, 2*len(rs))
 	}
+	shared := 0
+	for _, rw := range rs {
+		if rw.shared {
+			shared++
+		}
+	}
+	if n := count(options{durs: both, clients: []string{"pg-3", "pg-8-kill"}}); n != 2*2*shared {
+		t.Fatalf("pg clients: %d cells, want %d (the shared rows only, at every duration)", n, 2*2*shared)
+	}
 	if n := count(options{durs: short, clients: []string{"crawl"}, rows: regexp.MustCompile("noise|random")}); n != 4 {
 		t.Fatalf("crawl on the noise rows: %d cells, want 4", n)
 	}

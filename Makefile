@@ -18,7 +18,7 @@
 #                 provider through one throwaway PostgreSQL (scripts/pg-test.sh,
 #                 with pg_stat_statements loaded), one symbol each, 30 s per
 #                 cell, against gcra 17/s burst 1, gcra 50/s burst 10 and a
-#                 fixed window 600/30s, none of which they are told; 3 and 8
+#                 fixed window 200/10s, none of which they are told; 3 and 8
 #                 again with one process SIGKILLed at half the run. Goodput,
 #                 refused, bans, each process's part of the work and the
 #                 statements each process sends per second (the pg clients

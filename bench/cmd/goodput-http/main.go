@@ -36,8 +36,8 @@
 // SIGKILL the last process at half the run (under a host name of its own
 // when unshare -u may be run, so the others must wait for its lease to
 // end, as for a process on another machine). They run against the shared
-// rows only (gcra 17/s burst 1, gcra 50/s burst 10, the fixed window with
-// 429) and print a table of their own: besides goodput, each process's
+// rows only (gcra 17/s burst 1, gcra 50/s burst 10, a fixed window of
+// 200/10s with 429) and print a table of their own: besides goodput, each process's
 // part of the 200s, the statements the processes sent per process and
 // second (pg_stat_statements, when the server preloads it) split into
 // page commits, lease renewals and the rest, the transactions
@@ -186,12 +186,16 @@ type cellPlan struct {
 }
 
 // planned reports whether client cl runs against rw for run. The pg
-// clients run against the shared rows only (unless full). Runs up to
+// clients run against the shared rows only (unless full), the others never
+// against the rows only the pg clients run against. Runs up to
 // shortRun (or all, with full) measure every cell; longer ones only what
 // they add: ohlcv-3 and crawl on the long rows, aws on the fixed windows.
 func planned(rw row, cl string, run time.Duration, full bool) bool {
-	if strings.HasPrefix(cl, "pg-") && !full {
-		return rw.shared
+	if strings.HasPrefix(cl, "pg-") {
+		return rw.shared || full
+	}
+	if rw.pgOnly {
+		return false
 	}
 	if full || run <= shortRun {
 		return true

@@ -22,7 +22,7 @@
 #                 again with one process SIGKILLed at half the run. Goodput,
 #                 refused, bans, each process's part of the work and the
 #                 statements each process sends per second (the pg clients
-#                 of bench/cmd/goodput-http). About 9 minutes, one cell at a
+#                 of bench/cmd/goodput-http). About 8 minutes, one cell at a
 #                 time; not part of make test.
 #   make ui-check  the admin status page in a real headless Chromium (Debian's
 #                 package, installed if missing): a screenshot, and a check

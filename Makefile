@@ -14,6 +14,16 @@
 #                 bench/cmd/goodput-http). About 26 minutes at the default
 #                 -parallel 4; not part of make test. Take numbers for the
 #                 README on a quiet machine.
+#   make goodput-pg  N = 1, 3 and 8 examples/ohlcv processes sharing one
+#                 provider through one throwaway PostgreSQL (scripts/pg-test.sh,
+#                 with pg_stat_statements loaded), one symbol each, 30 s per
+#                 cell, against gcra 17/s burst 1, gcra 50/s burst 10 and a
+#                 fixed window 200/10s, none of which they are told; 3 and 8
+#                 again with one process SIGKILLed at half the run. Goodput,
+#                 refused, bans, each process's part of the work and the
+#                 statements each process sends per second (the pg clients
+#                 of bench/cmd/goodput-http). About 8 minutes, one cell at a
+#                 time; not part of make test.
 #   make ui-check  the admin status page in a real headless Chromium (Debian's
 #                 package, installed if missing): a screenshot, and a check
 #                 that the providers' charts rendered (scripts/ui-check.sh).
@@ -23,7 +33,7 @@ GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput goodput-http vet release-check ui-check
+.PHONY: test bench lint goodput goodput-http goodput-pg vet release-check ui-check
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
@@ -64,6 +74,11 @@ goodput:
 
 goodput-http:
 	cd bench && $(GO) run ./cmd/goodput-http -dur 30s,120s -md
+
+goodput-pg:
+	cd bench && FORAGE_PG_OPTS="-c shared_preload_libraries=pg_stat_statements" \
+		bash $(CURDIR)/scripts/pg-test.sh $(GO) run ./cmd/goodput-http \
+		-clients pg-1,pg-3,pg-8,pg-3-kill,pg-8-kill -dur 30s -parallel 1 -md
 
 ui-check:
 	@bash scripts/ui-check.sh

@@ -17,6 +17,9 @@
 #   'postgres' system user (which the package creates), in a directory it
 #   owns. Authentication is 'trust', for 127.0.0.1 only: the cluster is
 #   throwaway and listens on loopback alone.
+# - FORAGE_PG_OPTS adds server settings to the command line, e.g.
+#   "-c shared_preload_libraries=pg_stat_statements" (make goodput-pg
+#   counts the statements each process sends).
 set -euo pipefail
 
 if [ "$#" -eq 0 ]; then
@@ -108,7 +111,7 @@ for attempt in 1 2 3 4 5; do
 	port=$((20000 + RANDOM % 40000))
 	port_free "$port" || continue
 	if as_pg "$bindir/pg_ctl" -D "$data" -l "$tmp/server.log" -w -t 60 -o \
-		"-h 127.0.0.1 -p $port -k $tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+		"-h 127.0.0.1 -p $port -k $tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 ${FORAGE_PG_OPTS:-}" \
 		start >/dev/null; then
 		started=1
 		break

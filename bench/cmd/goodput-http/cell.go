@@ -45,6 +45,14 @@ type result struct {
 	// PerSecond is [ok, refused, other] per second of the run (with -trace
 	// or -json).
 	PerSecond [][3]int `json:"per_second,omitempty"`
+	// Procs is the number of processes of a pg client; Work each one's
+	// part of OK (process i collects symbols[i]).
+	Procs int       `json:"procs,omitempty"`
+	Work  []float64 `json:"work,omitempty"`
+	// DB is what a pg client's processes asked of PostgreSQL, and Kill
+	// what happened to the process killed mid-run.
+	DB   *dbUse      `json:"db,omitempty"`
+	Kill *killReport `json:"kill,omitempty"`
 }
 
 // env is what a client gets for one cell: the server's base URL, the run
@@ -54,6 +62,14 @@ type env struct {
 	run     time.Duration
 	dir     string
 	workers int
+	// rec records the cell's requests; its start is the cell's.
+	rec *recorder
+	// For a pg client: the cell's database, the server's admin connection,
+	// the built ohlcv binary, and where to report the process killed.
+	dsn  string
+	pg   *pgAdmin
+	bin  string
+	kill *killReport
 }
 
 // runCell measures cl against a fresh server for rw over run: its own
@@ -86,13 +102,18 @@ func runCell(ctx context.Context, rw row, cl client, run time.Duration, o option
 	hs := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 
-	note, cerr := cl.run(ctx, rw, env{base: "http://" + ln.Addr().String(), run: run, dir: dir, workers: o.workers})
-	_ = hs.Close()
-	if cerr != nil {
-		res.Failed = true
-		note = cerr.Error()
+	e := env{base: "http://" + ln.Addr().String(), run: run, dir: dir, workers: o.workers, rec: rec}
+	if cl.group != nil {
+		runGroupCell(ctx, rw, cl, &res, e, o)
+	} else {
+		note, cerr := cl.run(ctx, rw, e)
+		if cerr != nil {
+			res.Failed = true
+			note = cerr.Error()
+		}
+		res.Note = note
 	}
-	res.Note = note
+	_ = hs.Close()
 	res.measure(rw, srv.Stats(), rec, o.trace)
 	return res
 }
@@ -115,6 +136,12 @@ func (res *result) measure(rw row, st providertest.Stats, rec *recorder, trace b
 		res.PerSecond = perSecond(events, res.Run, func(e event) bool {
 			return e.status == 429 || e.status == 418 || (e.status == 503 && rw.answer == providertest.Answer503)
 		})
+	}
+	if res.Procs > 0 {
+		res.Work = work(events, res.Run, res.Procs)
+	}
+	if k := res.Kill; k != nil && k.At > 0 {
+		k.measure(rw, ok, res.Run)
 	}
 	if dropped > 0 {
 		res.Note += fmt.Sprintf(" (%d requests past the recorder's bound not counted)", dropped)

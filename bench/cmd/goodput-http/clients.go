@@ -33,6 +33,9 @@ type client struct {
 	// optIn keeps the column out of the default table: it runs only when
 	// -clients names it.
 	optIn bool
+	// group, when not nil, makes the client a group of ohlcv processes
+	// sharing the provider through PostgreSQL (-pg); run is then unused.
+	group *group
 }
 
 // allClients returns the columns, forage's first. bin is the built ohlcv
@@ -44,17 +47,24 @@ func allClients(bin string) []client {
 		}
 	}
 	return []client{
-		{"ohlcv-1", ohlcv(bin, 1), false},
-		{"ohlcv-3", ohlcv(bin, 3), false},
-		{"crawl", inProcess(clients.Crawl), false},
-		{"aws", inProcess(clients.AWS), false},
-		{"rate0.5x", rate(0.5), false},
-		{"rate1x", rate(1), false},
-		{"rate2x", rate(2), false},
+		{"ohlcv-1", ohlcv(bin, 1), false, nil},
+		{"ohlcv-3", ohlcv(bin, 3), false, nil},
+		{"crawl", inProcess(clients.Crawl), false, nil},
+		{"aws", inProcess(clients.AWS), false, nil},
+		{"rate0.5x", rate(0.5), false, nil},
+		{"rate1x", rate(1), false, nil},
+		{"rate2x", rate(2), false, nil},
 		// How much arrival jitter the machine has: a client pacing just
 		// under a limit that allows no burst is refused only by jitter.
-		{"rate0.9x", rate(0.9), true},
-		{"rate0.95x", rate(0.95), true},
+		{"rate0.9x", rate(0.9), true, nil},
+		{"rate0.95x", rate(0.95), true, nil},
+		// Processes sharing one provider through one PostgreSQL (make
+		// goodput-pg): 1, 3 and 8, and one of them killed mid-run.
+		{"pg-1", nil, true, &group{procs: 1}},
+		{"pg-3", nil, true, &group{procs: 3}},
+		{"pg-8", nil, true, &group{procs: 8}},
+		{"pg-3-kill", nil, true, &group{procs: 3, kill: true}},
+		{"pg-8-kill", nil, true, &group{procs: 8, kill: true}},
 	}
 }
 

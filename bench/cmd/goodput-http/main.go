@@ -29,6 +29,21 @@
 // times the true limit. The clients are bench/internal/clients, the same
 // code bench's TestPeers runs in simulated time.
 //
+// The opt-in pg clients (make goodput-pg) measure processes sharing one
+// provider through one PostgreSQL (-pg, default $FORAGE_PG_DSN): pg-1,
+// pg-3 and pg-8 run 1, 3 and 8 ohlcv processes, each collecting one symbol
+// of its own into a fresh database for the cell; pg-3-kill and pg-8-kill
+// SIGKILL the last process at half the run (under a host name of its own
+// when unshare -u may be run, so the others must wait for its lease to
+// end, as for a process on another machine). They run against the shared
+// rows only (gcra 17/s burst 1, gcra 50/s burst 10, a fixed window of
+// 200/10s with 429) and print a table of their own: besides goodput, each process's
+// part of the 200s, the statements the processes sent per process and
+// second (pg_stat_statements, when the server preloads it) split into
+// page commits, lease renewals and the rest, the transactions
+// (pg_stat_database), and what the kill did to the share of the limit
+// served.
+//
 // Every run of 30s or less measures every cell. Longer runs measure only
 // what the long run adds (unless -full): ohlcv-3 and crawl on the rows
 // where the climb's cost or a slow drift matters, and aws on the fixed
@@ -53,6 +68,7 @@
 //	-tmp DIR         where cells' file stores go (default the system's temp dir)
 //	-ohlcv PATH      a built ohlcv binary (default: build examples/ohlcv)
 //	-seed N          the servers' seed (default 1)
+//	-pg DSN          PostgreSQL for the pg clients (default $FORAGE_PG_DSN)
 //
 // Progress goes to stderr, the table to stdout. Every cell stops by itself:
 // the in-process clients at the end of the run, ohlcv by its -timeout (and
@@ -94,6 +110,8 @@ type options struct {
 	tmp      string
 	ohlcv    string
 	seed     uint64
+	pg       string   // the pg clients' PostgreSQL server
+	pgAdmin  *pgAdmin // connected when a pg client runs
 }
 
 func main() {
@@ -122,6 +140,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.tmp, "tmp", "", "directory for the cells' file stores (default the system's temp dir)")
 	fs.StringVar(&o.ohlcv, "ohlcv", "", "a built ohlcv binary (default: build examples/ohlcv)")
 	fs.Uint64Var(&o.seed, "seed", 1, "the servers' seed")
+	fs.StringVar(&o.pg, "pg", os.Getenv("FORAGE_PG_DSN"), "PostgreSQL DSN for the pg clients (default $FORAGE_PG_DSN)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -166,10 +185,18 @@ type cellPlan struct {
 	run    time.Duration
 }
 
-// planned reports whether client cl runs against rw for run. Runs up to
+// planned reports whether client cl runs against rw for run. The pg
+// clients run against the shared rows only (unless full), the others never
+// against the rows only the pg clients run against. Runs up to
 // shortRun (or all, with full) measure every cell; longer ones only what
 // they add: ohlcv-3 and crawl on the long rows, aws on the fixed windows.
 func planned(rw row, cl string, run time.Duration, full bool) bool {
+	if strings.HasPrefix(cl, "pg-") {
+		return rw.shared || full
+	}
+	if rw.pgOnly {
+		return false
+	}
 	if full || run <= shortRun {
 		return true
 	}
@@ -222,6 +249,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	o.tmp = tmp
+	if usesGroup(cells, allClients("")) {
+		if o.pg == "" {
+			return errors.New("the pg clients need a PostgreSQL server: -pg DSN or FORAGE_PG_DSN (make goodput-pg starts a throwaway one)")
+		}
+		if o.pgAdmin, err = newPGAdmin(ctx, o.pg); err != nil {
+			return err
+		}
+		if !o.pgAdmin.statements {
+			fmt.Fprintln(stderr, "pg_stat_statements is not loaded: statements are not counted, transactions are")
+		}
+	}
 	if o.ohlcv == "" && usesOhlcv(cells, allClients("")) {
 		fmt.Fprintln(stderr, "building examples/ohlcv ...")
 		if o.ohlcv, err = buildOhlcv(ctx, tmp); err != nil {
@@ -253,7 +291,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // usesOhlcv reports whether any cell runs the ohlcv binary.
 func usesOhlcv(cells []cellPlan, cls []client) bool {
 	for _, c := range cells {
-		if strings.HasPrefix(cls[c.client].name, "ohlcv") {
+		if strings.HasPrefix(cls[c.client].name, "ohlcv") || cls[c.client].group != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// usesGroup reports whether any cell runs a pg client.
+func usesGroup(cells []cellPlan, cls []client) bool {
+	for _, c := range cells {
+		if cls[c.client].group != nil {
 			return true
 		}
 	}

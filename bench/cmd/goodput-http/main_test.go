@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,8 +130,15 @@ func TestPlan(t *testing.T) {
 		}
 		return len(plan(o, rs, cls))
 	}
-	long, fixed := 0, 0
+	long, fixed, shared := 0, 0, 0
+	// The rows only the pg clients run against are in no other column.
+	plain := slices.DeleteFunc(slices.Clone(rs), func(rw row) bool { return rw.pgOnly })
 	for _, rw := range rs {
+		if rw.shared {
+			shared++
+		}
+	}
+	for _, rw := range plain {
 		if rw.long {
 			long++
 		}
@@ -146,17 +154,20 @@ func TestPlan(t *testing.T) {
 	}
 	short := []time.Duration{30 * time.Second}
 	both := []time.Duration{30 * time.Second, 120 * time.Second}
-	if n := count(options{durs: short}); n != len(rs)*columns {
-		t.Fatalf("30s: %d cells, want every one (%d)", n, len(rs)*columns)
+	if n := count(options{durs: short}); n != len(plain)*columns {
+		t.Fatalf("30s: %d cells, want every one (%d)", n, len(plain)*columns)
 	}
-	if n := count(options{durs: both}); n != len(rs)*columns+2*long+fixed {
-		t.Fatalf("30s,120s: %d cells, want %d", n, len(rs)*columns+2*long+fixed)
+	if n := count(options{durs: both}); n != len(plain)*columns+2*long+fixed {
+		t.Fatalf("30s,120s: %d cells, want %d", n, len(plain)*columns+2*long+fixed)
 	}
-	if n := count(options{durs: both, full: true}); n != 2*len(rs)*columns {
-		t.Fatalf("-full: %d cells, want %d", n, 2*len(rs)*columns)
+	if n := count(options{durs: both, full: true}); n != 2*len(plain)*columns {
+		t.Fatalf("-full: %d cells, want %d", n, 2*len(plain)*columns)
 	}
-	if n := count(options{durs: short, clients: []string{"rate0.9x", "rate0.95x"}}); n != 2*len(rs) {
-		t.Fatalf("the opt-in jitter columns, named: %d cells, want %d", n, 2*len(rs))
+	if n := count(options{durs: short, clients: []string{"rate0.9x", "rate0.95x"}}); n != 2*len(plain) {
+		t.Fatalf("the opt-in jitter columns, named: %d cells, want %d", n, 2*len(plain))
+	}
+	if n := count(options{durs: both, clients: []string{"pg-3", "pg-8-kill"}}); n != 2*2*shared {
+		t.Fatalf("pg clients: %d cells, want %d (the shared rows only, at every duration)", n, 2*2*shared)
 	}
 	if n := count(options{durs: short, clients: []string{"crawl"}, rows: regexp.MustCompile("noise|random")}); n != 4 {
 		t.Fatalf("crawl on the noise rows: %d cells, want 4", n)

@@ -68,3 +68,44 @@ func perSecond(events []event, run time.Duration, refused func(event) bool) [][3
 	}
 	return out
 }
+
+// work returns each of the first n symbols' part of the 200s answered
+// within [0, run]: the work each process of a pg client did.
+func work(events []event, run time.Duration, n int) []float64 {
+	out := make([]float64, n)
+	total := 0
+	for _, e := range events {
+		if e.status == 200 && e.done >= 0 && e.done <= run {
+			total++
+			if e.sym >= 0 && e.sym < n {
+				out[e.sym]++
+			}
+		}
+	}
+	for i := range out {
+		out[i] /= float64(max(total, 1))
+	}
+	return out
+}
+
+// measure fills k from the successes ok (ascending) of a run of length run
+// against rw: the share of the limit served in the 5 s before the kill and
+// from one lease after it to the end, and the time until 90% of the limit
+// was served within a second again.
+func (k *killReport) measure(rw row, ok []time.Duration, run time.Duration) {
+	served := func(from, to time.Duration) float64 {
+		from = max(from, 0)
+		if to <= from {
+			return 0
+		}
+		lo, _ := slices.BinarySearch(ok, from)
+		hi, _ := slices.BinarySearch(ok, to)
+		return float64(hi-lo) / (rw.rate(k.At, run) * (1 - rw.faultRate) * (to - from).Seconds())
+	}
+	k.Before = served(k.At-5*time.Second, k.At)
+	k.After = served(k.At+lease, run)
+	i, _ := slices.BinarySearch(ok, k.At)
+	k.Recover, k.Recovered = t90(ok[i:], k.At, func(t time.Duration) float64 {
+		return rw.rate(t, run) * (1 - rw.faultRate)
+	})
+}

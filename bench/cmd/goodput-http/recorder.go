@@ -18,6 +18,7 @@ const maxEvents = 1 << 20
 type event struct {
 	at, done time.Duration
 	status   int
+	sym      int // the index of the request's symbol in symbols, -1 for another
 }
 
 // recorder is an http.Handler that serves through h and records every
@@ -35,12 +36,13 @@ type recorder struct {
 // the handler aborts (an injected reset panics with http.ErrAbortHandler).
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := time.Since(rec.start)
+	sym := symbolIndex(r.URL.Query().Get("symbol"))
 	sw := &statusWriter{ResponseWriter: w}
 	defer func() {
 		done := time.Since(rec.start)
 		rec.mu.Lock()
 		if len(rec.events) < maxEvents {
-			rec.events = append(rec.events, event{at, done, sw.status})
+			rec.events = append(rec.events, event{at, done, sw.status, sym})
 		} else {
 			rec.dropped++
 		}
@@ -54,6 +56,29 @@ func (rec *recorder) snapshot() ([]event, int) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return append([]event(nil), rec.events...), rec.dropped
+}
+
+// served counts the 200s for symbols[sym] answered within [from, to).
+func (rec *recorder) served(sym int, from, to time.Duration) int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	n := 0
+	for _, e := range rec.events {
+		if e.status == http.StatusOK && e.sym == sym && e.done >= from && e.done < to {
+			n++
+		}
+	}
+	return n
+}
+
+// symbolIndex returns the index of name in symbols, or -1.
+func symbolIndex(name string) int {
+	for i, s := range symbols {
+		if s == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // statusWriter remembers the status written through it. It passes Hijack

@@ -39,7 +39,12 @@ func markdown(o options, rs []row, cls []client, results []result) string {
 	}
 	byKey := make(map[key]result, len(results))
 	var used []string
+	var groups []result
 	for _, r := range results {
+		if r.Procs > 0 || isGroup(cls, r.Client) {
+			groups = append(groups, r)
+			continue
+		}
 		byKey[key{r.Row, r.Client, r.Run}] = r
 		if !slices.Contains(used, r.Client) {
 			used = append(used, r.Client)
@@ -50,6 +55,9 @@ func markdown(o options, rs []row, cls []client, results []result) string {
 		if slices.Contains(used, c.name) {
 			cols = append(cols, c.name)
 		}
+	}
+	if len(cols) == 0 {
+		return groupTable(rs, cls, groups)
 	}
 	durs := slices.Clone(o.durs)
 	slices.Sort(durs)
@@ -87,6 +95,9 @@ func markdown(o options, rs []row, cls []client, results []result) string {
 	}
 	if notes.Len() > 0 {
 		b.WriteString("\n" + notes.String())
+	}
+	if len(groups) > 0 {
+		b.WriteString("\n" + groupTable(rs, cls, groups))
 	}
 	return b.String()
 }

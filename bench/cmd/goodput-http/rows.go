@@ -12,8 +12,10 @@ import (
 var listed = time.Date(2010, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // symbols are the exchange's symbols; ohlcv-1 collects the first, ohlcv-3
-// all three.
-var symbols = []string{"BTCUSDT", "ETHUSDT", "BNBUSDT"}
+// the first three, and the pg clients' processes one each. (A symbol's
+// candles depend on its name and the seed only: adding one changes no
+// other's.)
+var symbols = []string{"BTCUSDT", "ETHUSDT", "BNBUSDT", "SOLUSDT", "XRPUSDT", "ADAUSDT", "DOGEUSDT", "TRXUSDT"}
 
 // The provider's latency on top of loopback: a few milliseconds, as a
 // nearby API answers.
@@ -41,6 +43,9 @@ type row struct {
 	halves bool
 	// long marks the rows measured at long durations too (see plan).
 	long bool
+	// shared marks the rows the pg clients run against (see plan); pgOnly
+	// the rows only they run against.
+	shared, pgOnly bool
 }
 
 // rows returns every provider policy the benchmark measures, at limits
@@ -52,9 +57,9 @@ func rows() []row {
 		return row{name: name, limit: gcra(17, 1), faultRate: rate, faults: []providertest.Fault{f}, long: long}
 	}
 	return []row{
-		{name: "gcra 17/s burst 1, 429+retry-after", limit: gcra(17, 1), long: true},
+		{name: "gcra 17/s burst 1, 429+retry-after", limit: gcra(17, 1), long: true, shared: true},
 		{name: "gcra 13/s burst 2, 429+retry-after", limit: gcra(13, 2), long: true},
-		{name: "gcra 50/s burst 10, 429+retry-after", limit: gcra(50, 10)},
+		{name: "gcra 50/s burst 10, 429+retry-after", limit: gcra(50, 10), shared: true},
 		{name: "fixed window 600/30s, 429+retry-after", limit: window, long: true},
 		{name: "fixed window 600/30s, IETF headers", limit: window, headers: providertest.HeaderIETF, long: true},
 		{name: "fixed window 600/30s, IETF + X-MBX-USED-WEIGHT-1M", limit: window, headers: providertest.HeaderIETF | providertest.HeaderBinance, long: true},
@@ -69,6 +74,10 @@ func rows() []row {
 		noise("gcra 17/s + 10% random 502", 0.10, providertest.Fault502, false),
 		noise("gcra 17/s + 10% random 503", 0.10, providertest.Fault503, true),
 		{name: "gcra 200/s burst 1 (fast provider)", limit: gcra(200, 1), long: true},
+		// For the pg clients, a window shorter than their run: 600/30s is
+		// spent in the first second or two, after which every process
+		// defers to the next window, past the run, and exits.
+		{name: "fixed window 200/10s, 429+retry-after", limit: providertest.WindowLimit(200, 10*time.Second), shared: true, pgOnly: true},
 	}
 }
 

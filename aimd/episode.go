@@ -166,7 +166,7 @@ const (
 type quotaWatch struct {
 	end   time.Time // the watched reset, less a second; zero = not watching
 	left  float64   // what the response said was left
-	count int       // successes since
+	count float64   // successes since (weighted, see Controller.SetShare)
 }
 
 // noiseMeter tells 503s that are about the rate (a provider shedding load

@@ -135,7 +135,7 @@ func (c *Controller) watchQuota(now time.Time, h hint) {
 		return
 	}
 	if !w.end.IsZero() && now.Before(w.end) {
-		if w.count++; float64(w.count) > w.left+1 {
+		if w.count += c.weight; w.count > w.left+1 {
 			c.quotaMode = quotaBucket
 		}
 		return
@@ -237,7 +237,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		}
 	}
 	if est, ok := c.quota.success(now, sent); ok {
-		c.applyQuota(est)
+		c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)
 	}
 	dt := c.credit(now)
 	if c.latencyPressure(now, sent, s.Latency) {
@@ -279,7 +279,7 @@ func (c *Controller) refused(now, sent time.Time, echo bool, kind forage.Class) 
 	}
 	if c.pausedUntil.After(now) {
 		if est, ok := c.quota.estimate(c.pausedUntil); ok {
-			c.applyQuota(est)
+			c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)
 		}
 	}
 }

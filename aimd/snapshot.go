@@ -161,7 +161,9 @@ func (c *Controller) Restore(s State) error {
 // processes that call the provider together, each pacing at its share of
 // the controller's rate. The rate and ceiling stay the provider's; each
 // success counts 1/share in the estimates of what the provider delivered
-// (the episode estimate, the noise meter), so a process holding a third of
+// (the episode estimate, a spent quota's cycle, the watch that tells a
+// quota window from a bucket, the noise meter), so a
+// process holding a third of
 // the traffic does not read its own third as a shrunken limit. A share out
 // of range is ignored.
 func (c *Controller) SetShare(share float64) {

@@ -197,3 +197,34 @@ func TestShareRenewalsPerSecond(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedFixedWindowIsSpentWhole: four processes share a provider with a
+// fixed window they are not told (200 per 10 s, 429 with Retry-After until
+// the window ends). Each sees a quarter of the successes; the rate each
+// learns from a spent window is the provider's, not its quarter (a process
+// read its own quarter as the whole and paced the four at a quarter of the
+// window: 42% of it with 8 OS processes).
+func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := providertest.New(providertest.Config{Seed: 4, Limit: providertest.WindowLimit(200, 10*time.Second),
+			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		var procs []*proc
+		for range 4 {
+			procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 2))
+		}
+		time.Sleep(60 * time.Second)
+		for _, pr := range procs {
+			pr.stop()
+		}
+		st := srv.Stats()
+		goodput := float64(st.OK) / (200 * 6)
+		t.Logf("4 processes, fixed window 200/10s, 60 s: goodput %.1f%%, %d refused of %d", 100*goodput, st.Throttled, st.Requests)
+		if goodput < 0.8 {
+			t.Errorf("goodput %.1f%% of a fixed window shared by four; want >= 80%%", 100*goodput)
+		}
+	})
+}

@@ -403,3 +403,41 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestSharedControllerReadsTheWhole: a controller that sees a quarter of
+// the provider's traffic (SetShare(0.25), one of four processes) reads a
+// spent window from its quarter of the successes as the whole window: 50/s,
+// not 12.5/s; and a refusal that comes before any of its own requests
+// succeeded since the last cut (the others' requests took the allowance)
+// is an ordinary overshoot, not a sign the limit lies far below: no halving.
+func TestSharedControllerReadsTheWhole(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 300})
+	c.SetShare(0.25)
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
+	for range 749 { // a quarter of the 3000 the window held
+		now = now.Add(4 * time.Second / 300)
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-ms)})
+	}
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-ms), RetryAfter: 50 * time.Second})
+	if s := c.Snapshot(); !near(s.Rate, 50, 0.01) || !near(s.Ceiling, 50, 0.01) {
+		t.Fatalf("after a spent window seen at a quarter share: %+v, want rate and ceiling ~50/s, the whole window's", s)
+	}
+
+	d := mustNew(t, aimd.Config{Initial: 100, Recovery: 10 * time.Second})
+	d.SetShare(0.25)
+	now = t0
+	d.ObserveAt(now, aimd.Signal{Class: forage.Success})
+	now = now.Add(10 * ms)
+	d.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms)}) // leaves slow start: 60
+	now = succeed(d, now, 2*time.Second, 10*ms)
+	before := d.Snapshot()
+	now = now.Add(10 * ms)
+	d.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms)})
+	now = now.Add(20 * ms) // no success of its own since: the others' turn
+	d.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms)})
+	if s := d.Snapshot(); s.Rate < 0.7*before.Rate {
+		t.Fatalf("a quarter-share controller refused twice in a row: rate %.4g from %.4g; want ordinary cuts, not a halving", s.Rate, before.Rate)
+	}
+}

@@ -114,6 +114,10 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	confirmed := c.near(r0) || c.ceiling > 0 && r0 > c.ceiling && now.Sub(c.lastCut).Seconds() < c.cycle()
 	steady := c.postCut >= steadyShare*r0 // the rate barely climbed since the last cut
 	est := c.twoPoint(sent, c.episode(sent), steady && c.ceiling > 0 && why == cutOvershoot)
+	shared := c.weight > 1 // sees a share of the traffic: its episodes are samples, not the provider's whole answer
+	if shared {
+		est = 0
+	}
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		rate, top, confirmed = r0*min(beta, exitCut), r0, false
@@ -121,7 +125,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
 	case why != cutOvershoot:
 	case est == 0:
-		if (c.shortCut || c.epOK <= shortEpisode) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+		if !shared && (c.shortCut || c.epOK <= shortEpisode) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
 			// pause), or twice in a row within a few requests: the limit
 			// is far below the rate the last cut set.

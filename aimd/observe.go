@@ -269,7 +269,10 @@ func (c *Controller) refused(now, sent time.Time, echo bool, kind forage.Class) 
 	case !sent.IsZero() && !c.lastCut.IsZero() && !sent.After(c.lastCut):
 		c.confirm() // in flight at the last cut: an echo, which proves it
 	case echo:
-	case c.okSinceCut > 0 || c.cuts == 0:
+	case c.okSinceCut > 0 || c.cuts == 0 || c.weight > 1:
+		// (A controller that sees a share of the traffic learns nothing
+		// from having had no success of its own since the last cut: the
+		// others may have had them.)
 		cut = c.cut(now, sent, cutOvershoot)
 	default:
 		cut = c.cut(now, sent, cutRefusing)

@@ -159,13 +159,15 @@ func (c *Controller) Restore(s State) error {
 // SetShare tells the controller that it sees the responses of only share
 // of the provider's traffic (0 < share <= 1; 1 by default): one of several
 // processes that call the provider together, each pacing at its share of
-// the controller's rate. The rate and ceiling stay the provider's; each
-// success counts 1/share in the estimates of what the provider delivered
-// (the episode estimate, a spent quota's cycle, the watch that tells a
-// quota window from a bucket, the noise meter), so a
-// process holding a third of
-// the traffic does not read its own third as a shrunken limit. A share out
-// of range is ignored.
+// the controller's rate. The rate and ceiling stay the provider's. Each
+// success counts 1/share where the controller measures what the provider
+// delivered (a spent quota's cycle, the watch that tells a quota window
+// from a bucket, the noise meter), so a process holding a third of the
+// traffic does not read its own third as the whole; and a share's episodes
+// are samples, not the provider's whole answer, so below 1 a refusal cuts
+// as an ordinary overshoot: no drop to an episode's delivered rate, no
+// halving because none of its own requests succeeded since the last cut
+// (the others' may have). A share out of range is ignored.
 func (c *Controller) SetShare(share float64) {
 	if !(share > 0 && share <= 1) {
 		return

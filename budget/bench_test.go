@@ -28,17 +28,7 @@ func ok(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }
 // BenchmarkDo is the overhead of Provider.Do on the success path: admit,
 // breaker, bulkhead, pacing, classification and feedback around an attempt
 // that does nothing.
-func BenchmarkDo(b *testing.B) {
-	p, _ := budget.NewLocal("bench", unlimited())
-	run := budget.Unbounded()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Do(ctx, run, ok); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkDo(b *testing.B) { benchDo(b, unlimited()) }
 
 // BenchmarkDoWithRecords is BenchmarkDo for a provider that keeps its
 // record in a store: the success path makes no store call (a save runs in
@@ -46,15 +36,7 @@ func BenchmarkDo(b *testing.B) {
 func BenchmarkDoWithRecords(b *testing.B) {
 	cfg := unlimited()
 	cfg.Records = checkpoint.NewMemoryStore(checkpoint.Config{})
-	p, _ := budget.NewLocal("bench", cfg)
-	run := budget.Unbounded()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Do(ctx, run, ok); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDo(b, cfg)
 }
 
 // BenchmarkDoShared is BenchmarkDo on a provider shared among processes
@@ -63,7 +45,15 @@ func BenchmarkDoWithRecords(b *testing.B) {
 func BenchmarkDoShared(b *testing.B) {
 	cfg := unlimited()
 	cfg.Shares = checkpoint.NewMemoryStore(checkpoint.Config{})
-	p, _ := budget.NewLocal("bench", cfg)
+	benchDo(b, cfg)
+}
+
+// benchDo times Do on a provider made with cfg, one call at a time.
+func benchDo(b *testing.B, cfg budget.Config) {
+	p, err := budget.NewLocal("bench", cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
 	run := budget.Unbounded()
 	ctx := context.Background()
 	b.ReportAllocs()

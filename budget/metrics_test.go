@@ -208,13 +208,5 @@ func TestMetricsAllocateNothing(t *testing.T) {
 func BenchmarkDoWithMetrics(b *testing.B) {
 	cfg := unlimited()
 	cfg.Metrics = nop{}
-	p, _ := budget.NewLocal("bench", cfg)
-	run := budget.Unbounded()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Do(ctx, run, ok); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDo(b, cfg)
 }

@@ -40,10 +40,11 @@ const (
 
 	// claimLeaseSQL leases the jobs $2 to owner $3 until $4, if each is
 	// still claimable at $1 (no other job of its stream leased) and not
-	// locked by another writer.
+	// locked by another writer, and returns each with the owner of the
+	// expired lease it took over.
 	claimLeaseSQL = `
 WITH c AS (
-	SELECT j.id AS claim_id FROM {{schema}}.jobs j
+	SELECT j.id AS claim_id, j.lease_owner AS taken_from FROM {{schema}}.jobs j
 	WHERE j.id = ANY($2::bigint[]) AND j.state NOT IN ('paused', 'success') AND j.next_run <= $1
 		AND (j.lease_owner IS NULL OR j.lease_until <= $1)
 		AND NOT EXISTS (SELECT 1 FROM {{schema}}.jobs o WHERE o.provider = j.provider AND o.stream = j.stream
@@ -53,7 +54,7 @@ WITH c AS (
 UPDATE {{schema}}.jobs SET state = 'running', lease_owner = $3, lease_until = $4, updated = $1,
 	version = version + 1
 FROM c WHERE id = c.claim_id
-RETURNING ` + jobCols
+RETURNING ` + jobCols + `, c.taken_from`
 )
 
 // candidate is a job a claim may take.
@@ -118,7 +119,14 @@ func (js *JobStore) Claim(ctx context.Context, now time.Time, owner string, ttl 
 	if err != nil {
 		return nil, s.fail("Claim", err)
 	}
-	leased, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (schedule.Job, error) { return scanJob(r) })
+	leased, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (schedule.Job, error) {
+		var from *string
+		j, err := scanJob(r, &from)
+		if from != nil {
+			j.Lease.TakenFrom = *from
+		}
+		return j, err
+	})
 	if err != nil {
 		return nil, s.fail("Claim", err)
 	}

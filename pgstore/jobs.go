@@ -233,8 +233,8 @@ func jobArgs(j *schedule.Job) [19]any {
 	}
 }
 
-// scanJob reads the columns of jobCols.
-func scanJob(row pgx.Row) (schedule.Job, error) {
+// scanJob reads the columns of jobCols, then into extra, if any.
+func scanJob(row pgx.Row, extra ...any) (schedule.Job, error) {
 	var (
 		j                              schedule.Job
 		kind, state                    string
@@ -242,9 +242,9 @@ func scanJob(row pgx.Row) (schedule.Job, error) {
 		lastRun, lastSuccess, leaseEnd *time.Time
 		owner                          *string
 	)
-	err := row.Scan(&j.ID, &j.Provider, &kind, &j.Stream, &j.Priority, &interval, &j.Payload, &state, &j.NextRun,
+	err := row.Scan(append([]any{&j.ID, &j.Provider, &kind, &j.Stream, &j.Priority, &interval, &j.Payload, &state, &j.NextRun,
 		&j.Stats.Runs, &j.Stats.Successes, &j.Stats.Failures, &streak, &j.Stats.LastError, &lastRun, &lastSuccess,
-		&owner, &leaseEnd, &j.Version, &j.Created, &j.Updated)
+		&owner, &leaseEnd, &j.Version, &j.Created, &j.Updated}, extra...)...)
 	if err != nil {
 		return schedule.Job{}, err
 	}

@@ -187,6 +187,11 @@ type JobLease struct {
 	Owner string
 	// Until is when the lease expires unless renewed.
 	Until time.Time
+	// TakenFrom is set only in [JobStore.Claim]'s result: the Owner of the
+	// expired lease the claim took over (a crashed or stalled run rescued),
+	// empty when the job was not leased. Stores do not keep it: Upsert and
+	// Update ignore it, Get and List never return it.
+	TakenFrom string
 }
 
 // Held reports whether the lease is live at now.

@@ -60,3 +60,38 @@ func TestOutcomesAreLogged(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseTakeoverIsLogged: a scheduler that rescues a job whose lease
+// expired (its owner crashed or stalled) says so at Warn, naming the owner
+// it took the job from; an ordinary claim says nothing.
+func TestLeaseTakeoverIsLogged(t *testing.T) {
+	t.Parallel()
+	store := schedule.NewMemoryJobStore()
+	var out bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	crashed, err := schedule.New(schedule.Config{Owner: "crashed", LeaseTTL: time.Minute}, store, idle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rescuer, err := schedule.New(schedule.Config{Owner: "rescuer", LeaseTTL: time.Minute, Logger: log}, store, idle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	upsert(t, rescuer, t0, schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: "s", Interval: time.Hour})
+	if got := claim(t, crashed, t0); len(got) != 1 {
+		t.Fatalf("the first scheduler claimed %d jobs, want 1", len(got))
+	}
+	if out.Len() != 0 {
+		t.Fatalf("an ordinary claim logged:\n%s", out.String())
+	}
+	got := claim(t, rescuer, t0.Add(time.Minute))
+	if len(got) != 1 || got[0].Lease.TakenFrom != "crashed/1" {
+		t.Fatalf("the rescue claimed %+v, want the job taken from crashed/1", got)
+	}
+	for _, want := range []string{`level=WARN msg="schedule: lease taken over"`, `stream=s`, `from=crashed/1`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("logs lack %s:\n%s", want, out.String())
+		}
+	}
+}

@@ -45,10 +45,13 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 		}
 		s.unplace(e)
 		j := &e.job
+		from := j.Lease.Owner // claimable, so its lease is empty or expired
 		j.State, j.Lease, j.Updated = StateRunning, lease, now
 		j.Version++
 		s.place(e)
-		out = append(out, j.copy())
+		c := j.copy()
+		c.Lease.TakenFrom = from
+		out = append(out, c)
 	}
 	for _, e := range held {
 		s.promote(e)

@@ -82,6 +82,7 @@ func (s *MemoryJobStore) Upsert(ctx context.Context, job Job) (Job, error) {
 	job.ID, job.Version = s.lastID, 1
 	job.Provider = p.name // share one copy of the provider's name
 	job.Payload = clone(job.Payload)
+	job.Lease.TakenFrom = ""
 	e := &entry{job: job, prov: p, i: -1}
 	p.jobs++
 	s.byID[job.ID] = e
@@ -167,6 +168,7 @@ func (s *MemoryJobStore) Update(ctx context.Context, job Job) (Job, error) {
 	j := &e.job
 	j.Priority, j.Interval, j.Payload = job.Priority, job.Interval, clone(job.Payload)
 	j.State, j.NextRun, j.Stats, j.Lease, j.Updated = job.State, job.NextRun, job.Stats, job.Lease, job.Updated
+	j.Lease.TakenFrom = ""
 	j.Version++
 	s.place(e)
 	return j.copy(), nil

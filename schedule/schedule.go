@@ -219,6 +219,9 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 			s.loseLocked(old)
 			s.draining[old] = struct{}{} // still running: keeps its slot
 		}
+		if j.Lease.TakenFrom != "" {
+			s.log("lease taken over", j, nil, "from", j.Lease.TakenFrom)
+		}
 		if s.paused[j.Provider] { // paused while the claim was in flight
 			a.interrupt(fmt.Errorf("%w: provider %s paused", ErrInterrupted, j.Provider))
 		}
@@ -330,11 +333,11 @@ func (s *Scheduler) poke() {
 }
 
 // log writes one line if a Logger is configured.
-func (s *Scheduler) log(msg string, j Job, err error) {
+func (s *Scheduler) log(msg string, j Job, err error, extra ...any) {
 	if s.cfg.Logger == nil {
 		return
 	}
-	attrs := []any{"job", j.ID, "provider", j.Provider, "kind", string(j.Kind), "stream", j.Stream}
+	attrs := append([]any{"job", j.ID, "provider", j.Provider, "kind", string(j.Kind), "stream", j.Stream}, extra...)
 	if err != nil {
 		attrs = append(attrs, "err", redact.String(err.Error()))
 	}

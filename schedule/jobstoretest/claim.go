@@ -256,10 +256,19 @@ func testClaimRescue(t *testing.T, e *env) {
 	if got := e.claim(at(59), "o2", 10, schedule.ClaimFilter{}); len(got) != 0 {
 		t.Fatalf("claim at 59s took %v; the lease lives until 60s", got)
 	}
-	diff(t, "rescue at 60s", []int64{j.ID}, e.claim(at(60), "o2", 10, schedule.ClaimFilter{}))
+	got, err := e.s.Claim(e.ctx, at(60), "o2", time.Minute, 10, schedule.ClaimFilter{})
+	if err != nil || len(got) != 1 || got[0].ID != j.ID {
+		t.Fatalf("rescue at 60s: Claim = %v, %v; want job %d", got, err, j.ID)
+	}
+	if got[0].Lease.TakenFrom != "o1" || got[0].Lease.Owner != "o2" {
+		t.Fatalf("rescue at 60s: lease %+v, want owner o2 taken from o1", got[0].Lease)
+	}
+	if from := e.get(j.ID).Lease.TakenFrom; from != "" {
+		t.Fatalf("Get after the rescue: TakenFrom %q; stores do not keep it", from)
+	}
 	// The first owner, waking up late, loses its compare-and-swap.
 	held.Lease, held.State = schedule.JobLease{}, schedule.StateIdle
-	_, err := e.s.Update(e.ctx, held)
+	_, err = e.s.Update(e.ctx, held)
 	wantErr(t, "Update by the owner whose lease was taken over", err, schedule.ErrConflict)
 	if got := e.get(j.ID).Lease.Owner; got != "o2" {
 		t.Fatalf("lease owner %q after the rescue, want o2", got)

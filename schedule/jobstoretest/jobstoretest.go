@@ -174,6 +174,7 @@ func (e *env) claim(now time.Time, owner string, limit int, f schedule.ClaimFilt
 			e.t.Fatalf("Claim: job %d came back with state %s, lease %+v, updated %v; want running, {%s %v}, %v",
 				j.ID, j.State, j.Lease, j.Updated, owner, now.Add(time.Minute), now)
 		}
+		j.Lease.TakenFrom = "" // a Claim's result only
 		diff(e.t, fmt.Sprintf("Get(%d) after Claim", j.ID), j, e.get(j.ID))
 	}
 	return ids

@@ -132,7 +132,11 @@ func (m *machine) Update(t *rapid.T) {
 	if stale {
 		j.Version--
 	}
-	got, err := m.s.Update(m.ctx, j)
+	sent := j
+	if rapid.Bool().Draw(t, "taken from") {
+		sent.Lease.TakenFrom = "o9" // a Claim's result sent back: not stored
+	}
+	got, err := m.s.Update(m.ctx, sent)
 	op := fmt.Sprintf("Update(%d, version %d)", j.ID, j.Version)
 	if stale {
 		m.check(t, op, err, schedule.ErrConflict)
@@ -208,9 +212,12 @@ func (m *machine) claim(owner string, ttl time.Duration, limit int, f schedule.C
 		if best == nil {
 			break
 		}
+		from := best.Lease.Owner // empty or expired: the lease taken over
 		best.State, best.Lease, best.Updated = schedule.StateRunning, schedule.JobLease{Owner: owner, Until: m.now.Add(ttl)}, m.now
 		best.Version++
-		out = append(out, *best)
+		c := *best
+		c.Lease.TakenFrom = from
+		out = append(out, c)
 	}
 	return out
 }

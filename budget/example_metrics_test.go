@@ -34,6 +34,7 @@ func (t *tally) Stop(key string, reason forage.Reason) {
 func (t *tally) Pause(key string, reason forage.Reason, d time.Duration) {}
 func (t *tally) Rate(key string, rate, ceiling, share float64, cut bool) {}
 func (t *tally) Breaker(key string, to breaker.State)                    {}
+func (t *tally) Forget(key string)                                       {}
 
 // ExampleMetrics gives every provider of a registry one Metrics, which
 // hears of each attempt and of each call that ended without success.

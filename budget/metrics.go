@@ -52,6 +52,14 @@ type Metrics interface {
 	Rate(key string, rate, ceiling, share float64, cut bool)
 	// Breaker records a transition of the provider's breaker to state to.
 	Breaker(key string, to breaker.State)
+	// Forget records that a [Registry] dropped the provider for key (idle
+	// longer than IdleTTL, or the least recently used over MaxProviders):
+	// an implementation deletes the key's series, so a crawler that meets
+	// many hosts does not export one series per host forever. A provider
+	// made for the key later reports from zero. It is called with no call
+	// of the provider in flight, under the registry's lock for the key: it
+	// must not call back into the registry.
+	Forget(key string)
 }
 
 // Do runs one logical request through the gate; see [Provider.Do].
@@ -100,6 +108,13 @@ func (p *Local) reportRate(old, rate float64) {
 func (p *Local) reportPause(now, pu time.Time) {
 	if m := p.cfg.Metrics; m != nil {
 		m.Pause(p.key, p.pauseReason(now), pu.Sub(now))
+	}
+}
+
+// forget reports that the registry dropped the provider.
+func (p *Local) forget() {
+	if m := p.cfg.Metrics; m != nil {
+		m.Forget(p.key)
 	}
 }
 

@@ -49,6 +49,7 @@ func (r *recorder) Rate(key string, rate, ceiling, share float64, cut bool) {
 	r.add(key, 0, "rate %g ceiling=%g share=%g cut=%v", rate, ceiling, share, cut)
 }
 func (r *recorder) Breaker(key string, to breaker.State) { r.add(key, 0, "breaker %v", to) }
+func (r *recorder) Forget(key string)                    { r.add(key, 0, "forget") }
 
 // sequence returns an attempt that answers the codes in turn, then the
 // last one again.
@@ -177,6 +178,57 @@ func TestRegistryMetricsReachOverrides(t *testing.T) {
 	}
 }
 
+// TestEvictedProvidersAreForgotten: a registry tells Metrics when it drops
+// a provider, idle or over MaxProviders, so an exporter deletes the key's
+// series instead of keeping one per host it ever met; a provider still in
+// use is not forgotten.
+func TestEvictedProvidersAreForgotten(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m := &recorder{}
+		reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: fast(), Metrics: m, IdleTTL: time.Minute, MaxProviders: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func(key string) {
+			p, err := reg.Get(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		forgotten := func() (keys []string) {
+			for _, l := range m.take() {
+				if k, ok := strings.CutSuffix(l, " forget"); ok {
+					keys = append(keys, k)
+				}
+			}
+			slices.Sort(keys)
+			return keys
+		}
+		call("idle")
+		time.Sleep(50 * time.Second)
+		call("busy")
+		time.Sleep(20 * time.Second)
+		call("busy")
+		if n := reg.EvictAt(time.Now()); n != 1 {
+			t.Fatalf("EvictAt dropped %d providers, want 1 (idle)", n)
+		}
+		if got := forgotten(); !slices.Equal(got, []string{"idle"}) {
+			t.Fatalf("forgotten after the idle eviction: %q, want [idle]", got)
+		}
+		for i := range 11 { // one over MaxProviders: the oldest go
+			call(fmt.Sprintf("host%02d", i))
+			time.Sleep(time.Millisecond)
+		}
+		if got := forgotten(); len(got) == 0 || slices.Contains(got, "host10") {
+			t.Fatalf("forgotten over MaxProviders: %q, want the least recently used, not host10", got)
+		}
+	})
+}
+
 // nop is a Metrics that does nothing, to measure the hook's own cost.
 type nop struct{}
 
@@ -186,6 +238,7 @@ func (nop) Stop(string, forage.Reason)                   {}
 func (nop) Pause(string, forage.Reason, time.Duration)   {}
 func (nop) Rate(string, float64, float64, float64, bool) {}
 func (nop) Breaker(string, breaker.State)                {}
+func (nop) Forget(string)                                {}
 
 // TestMetricsAllocateNothing: a call's success path allocates as much with
 // a Metrics as without one (nil, the default, costs a nil check).

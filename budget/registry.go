@@ -242,6 +242,7 @@ func (r *Registry) EvictAt(now time.Time) int {
 		for key, e := range s.m {
 			if idle(e) && e.tryEvict(now) {
 				delete(s.m, key)
+				e.p.forget()
 				n++
 			}
 		}
@@ -379,6 +380,7 @@ func (r *Registry) shrink(keep *entry) {
 				r.depart(c.e.key, c.e.p) // before the key is gone from the map
 			}
 			delete(s.m, c.e.key)
+			c.e.p.forget()
 			r.count.Add(-1)
 		}
 		s.mu.Unlock()

@@ -178,3 +178,9 @@ func (m *Metrics) Rate(key string, rate, ceiling, share float64, cut bool) {
 func (m *Metrics) Breaker(key string, to breaker.State) {
 	m.transitions.Add(context.Background(), 1, with(key, "state", to.String()))
 }
+
+// Forget drops what Metrics keeps for key: the registry dropped its
+// provider. OpenTelemetry's synchronous instruments cannot delete a series
+// once recorded: with delta temporality an exporter stops sending an idle
+// one; with cumulative temporality the SDK's cardinality limit bounds them.
+func (m *Metrics) Forget(key string) { m.keys.Delete(key) }

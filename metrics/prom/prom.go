@@ -166,6 +166,18 @@ func (m *Metrics) Breaker(key string, to breaker.State) {
 	m.transitions.WithLabelValues(key, to.String()).Inc()
 }
 
+// Forget deletes every series of key: the registry dropped its provider.
+func (m *Metrics) Forget(key string) {
+	m.keys.Delete(key)
+	l := prometheus.Labels{"provider": key}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.attempts, m.retries, m.stops, m.pauses, m.cuts, m.transitions,
+		m.rate, m.ceiling, m.share, m.inFlight, m.latency, m.wait,
+	} {
+		v.DeletePartialMatch(l)
+	}
+}
+
 // collectors returns every collector, in a fixed order.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.attempts, m.retries, m.stops, m.pauses, m.cuts, m.transitions,

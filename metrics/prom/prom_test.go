@@ -85,6 +85,39 @@ forage_in_flight{provider="api.example.com"} 0
 	})
 }
 
+// TestForgetDeletesTheSeries: once the registry drops a provider, a scrape
+// shows none of its series; another provider's stay, and the forgotten
+// key reports from zero if it comes back.
+func TestForgetDeletesTheSeries(t *testing.T) {
+	t.Parallel()
+	m, err := prom.New(prom.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	for _, key := range []string{"gone.example.com", "kept.example.com"} {
+		m.Begin(key, true, time.Millisecond)
+		m.End(key, forage.Throttled, time.Millisecond)
+		m.Stop(key, forage.ReasonThrottled)
+		m.Pause(key, forage.ReasonThrottled, time.Second)
+		m.Rate(key, 5, 10, 5, true)
+		m.Breaker(key, 1)
+	}
+	m.Forget("gone.example.com")
+	text := scrape(t, reg)
+	if strings.Contains(text, "gone.example.com") {
+		t.Errorf("a forgotten provider's series are still scraped:\n%s", text)
+	}
+	if n := strings.Count(text, `provider="kept.example.com"`); n < 12 {
+		t.Errorf("the other provider has %d series lines, want every metric:\n%s", n, text)
+	}
+	m.End("gone.example.com", forage.Success, time.Millisecond)
+	if !strings.Contains(scrape(t, reg), `forage_attempts_total{class="success",provider="gone.example.com"} 1`) {
+		t.Errorf("a forgotten key that comes back does not report from zero")
+	}
+}
+
 // scrape returns what a Prometheus server scraping reg reads.
 func scrape(t *testing.T, reg prometheus.Gatherer) string {
 	t.Helper()

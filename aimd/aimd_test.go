@@ -441,3 +441,28 @@ func TestSharedControllerReadsTheWhole(t *testing.T) {
 		t.Fatalf("a quarter-share controller refused twice in a row: rate %.4g from %.4g; want ordinary cuts, not a halving", s.Rate, before.Rate)
 	}
 }
+
+// TestRestoreWithoutCeilingForgetsIt: a state with a rate and no ceiling
+// (what processes sharing a provider agree on once they learn that the
+// refusals they saw were their own collisions) forgets the ceiling the
+// controller had: it slow-starts from the rate, rather than creeping up on
+// a ceiling that was never the provider's.
+func TestRestoreWithoutCeilingForgetsIt(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 1, SlowStart: time.Second})
+	if err := c.Restore(aimd.State{Rate: 8, Ceiling: 9, Confirmed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restore(aimd.State{Rate: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.State(); s.Ceiling != 0 || s.Confirmed {
+		t.Fatalf("after restoring no ceiling: %+v, want none", s)
+	}
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
+	now = succeed(c, now, time.Second, 10*ms)
+	if got := c.RateAt(now); !near(got, 16, 1e-9) {
+		t.Fatalf("a second of success after: rate %g, want 16 (slow start)", got)
+	}
+}

@@ -121,7 +121,9 @@ func (c *Controller) State() State {
 // Restore resumes from a state an earlier controller of the same provider
 // exported with [Controller.State]: the rate and ceiling are taken (within
 // [Config.Min] and [Config.Max], which may have changed since), the climb
-// continues from there, and a pause still in force is honoured. A state with
+// continues from there, and a pause still in force is honoured. A state
+// with a rate and no ceiling forgets the ceiling the controller had: it
+// slow-starts from the rate. A state with
 // a rate or ceiling that is negative, NaN or infinite is rejected with an
 // error wrapping [ErrInvalidConfig], and nothing changes; the zero State
 // changes nothing either.
@@ -143,6 +145,7 @@ func (c *Controller) Restore(s State) error {
 	}
 	c.started = true
 	c.rate = c.clamp(s.Rate)
+	c.ceiling, c.confirmed = 0, false // none known: slow start from the rate
 	if s.Ceiling > 0 {
 		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed
 	}

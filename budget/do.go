@@ -319,13 +319,20 @@ func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool 
 // refused, booking nothing, a call whose wait it could foresee; this bound
 // catches the calls that lost a race for the same slots.
 func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
-	if p.cfg.Shares != nil {
-		if err := p.waitShare(ctx, run, start); err != nil {
+	for {
+		if p.cfg.Shares != nil {
+			if err := p.waitShare(ctx, run, start); err != nil {
+				return err
+			}
+		}
+		if err := p.waitPacer(ctx, weight, start); err != nil {
 			return err
 		}
-	}
-	if err := p.waitPacer(ctx, weight, start); err != nil {
-		return err
+		if p.cfg.Shares == nil || p.sh.inTurn(time.Now()) {
+			break
+		}
+		// The pacer's slot came after this process's turn: the slot is
+		// spent (nothing was sent), and the call waits for the next turn.
 	}
 	if p.cfg.Shares != nil {
 		p.sh.used.Add(1)
@@ -484,8 +491,8 @@ func (p *Local) follow(now time.Time) {
 	for p.dirty.Load() && p.mu.TryLock() {
 		p.dirty.Store(false)
 		r := p.ctl.RateAt(now)
-		if p.cfg.Shares != nil {
-			r *= p.sh.fraction() // this process's share of the provider's rate
+		if p.cfg.Shares != nil && !p.sh.turnOn.Load() {
+			r *= p.sh.fraction() // this process's share of the provider's rate (in turns, the whole in its own windows)
 		}
 		if r > 0 && r != p.rate {
 			if p.pacer.SetRate(r) == nil {

@@ -91,6 +91,13 @@ type shareDoc struct {
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 	// Leases are the live leases, by holder.
 	Leases map[string]shareLease `json:"leases,omitempty"`
+	// Sent and Refused are the requests the holders sent and had refused,
+	// decayed with tallyTau as of Tally; Turns are the turns in force, if
+	// any (see takeTurns).
+	Sent    float64     `json:"sent,omitempty"`
+	Refused float64     `json:"refused,omitempty"`
+	Tally   time.Time   `json:"tally,omitzero"`
+	Turns   *shareTurns `json:"turns,omitempty"`
 }
 
 // shareLease is one process's lease.
@@ -133,11 +140,23 @@ type sharer struct {
 	// all), is a channel closed when a renewal grants one: calls wait on
 	// it before the pacer. Nil while it holds a share.
 	gate atomic.Pointer[chan struct{}]
+	// turns are the document's turns as of the last renewal; turnOn says
+	// whether the pacer runs at the provider's whole rate (turns in
+	// force) or at the share.
+	turns  atomic.Pointer[shareTurns]
+	turnOn atomic.Bool
+	// renewed (unix nanoseconds) is when the store last answered; done,
+	// while a renewal is under way, is closed when it ends.
+	renewed atomic.Int64
+	done    atomic.Pointer[chan struct{}]
 
 	mu      sync.Mutex              // held by the renewal; guards the rest
 	epoch   uint64                  // the document's epoch when last renewed
 	cuts    uint64                  // the controller's decreases when last renewed
 	since   time.Time               // the start of the period used counts
+	busyAt  time.Time               // the last renewal that found calls
+	sent    uint64                  // requests sent, as of the last renewal
+	refused uint64                  // of those, refused (throttled)
 	expires time.Time               // the end of the lease last granted
 	leases  atomic.Pointer[[]Share] // every lease, as of the last renewal
 }
@@ -163,6 +182,16 @@ func (s *sharer) setGate(shut bool) {
 // end, when the call may not wait that long.
 func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error {
 	p.shareTick(start)
+	if d := p.sh.done.Load(); d != nil && start.UnixNano()-p.sh.renewed.Load() > int64(shareEvery+shareSoon) {
+		// What this process knows of the others is stale (it was idle, or
+		// the store is slow): the call waits for the renewal under way, so
+		// it does not go out of turn. A renewal that fails lets it go.
+		select {
+		case <-*d:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for {
 		if g := p.sh.gate.Load(); g != nil {
 			select {
@@ -175,11 +204,20 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 		if pu := p.ctl.PausedUntil(); pu.After(now) && p.outlasts(ctx, run, pu, start) {
 			return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
 		}
+		wait := shareSoon // let through by a pause, with no share yet: wait for a renewal
 		if p.sh.fraction() > 0 {
-			return nil
+			w, on := turnWait(p.sh.turns.Load(), p.sh.id, now)
+			if on != p.sh.turnOn.Load() {
+				p.sh.turnOn.Store(on)
+				p.follow(now) // the pacer at the whole rate in turns, at the share otherwise
+			}
+			if w <= 0 {
+				return nil
+			}
+			p.sh.waited.Add(1)
+			wait = min(w, shareSoon) // a renewal may bring another plan
 		}
-		// Let through by a pause, with no share yet: wait for a renewal.
-		t := time.NewTimer(shareSoon)
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -187,6 +225,13 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 			return ctx.Err()
 		}
 	}
+}
+
+// inTurn reports whether this process may send at now as far as turns go:
+// no turns are in force, or it is in its own window.
+func (s *sharer) inTurn(now time.Time) bool {
+	w, _ := turnWait(s.turns.Load(), s.id, now)
+	return w == 0
 }
 
 // snapshot returns a copy of the leases as of the last renewal.
@@ -270,8 +315,12 @@ func (p *Local) shareTick(now time.Time) {
 		return
 	}
 	p.sh.next.Store(now.Add(shareEvery).UnixNano())
+	done := make(chan struct{})
+	p.sh.done.Store(&done)
 	go func() {
 		defer p.sh.active.Store(false)
+		defer close(done)
+		defer p.sh.done.Store(nil)
 		p.renew(time.Now())
 		p.follow(time.Now())
 	}()
@@ -295,8 +344,17 @@ func (p *Local) renew(now time.Time) bool {
 		hungry = waited >= hungryWaited*used || rate >= hungryUse*share*st.Rate
 		demand = max(minDemand, rate*demandMargin)
 	}
-	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() // a provider joins to be called
+	// A provider joins to be called; a paused one keeps its lease for when
+	// the pause ends; in turns, one idle for less than a lease keeps it
+	// too, so the plan does not change whenever a holder pauses between
+	// calls.
+	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.PausedUntil().After(now) ||
+		(s.turns.Load() != nil && now.Sub(s.busyAt) < shareTTL)
+	if used > 0 || p.n.inFlight.Load() > 0 {
+		s.busyAt = now
+	}
 	s.since = now
+	sent, refused := p.n.requests.Load(), p.n.throttled.Load()
 	var doc shareDoc
 	ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
 	defer cancel()
@@ -316,6 +374,7 @@ func (p *Local) renew(now time.Time) bool {
 		if !busy {
 			delete(doc.Leases, s.id) // idle: its share goes back to the others now
 		}
+		takeTurns(&doc, now, float64(sent-s.sent), float64(refused-s.refused))
 		return json.Marshal(doc)
 	})
 	if err != nil {
@@ -330,6 +389,9 @@ func (p *Local) renew(now time.Time) bool {
 	}
 	l := doc.Leases[s.id]
 	s.epoch, s.cuts, s.expires = doc.Epoch, cuts, l.Expires
+	s.sent, s.refused = sent, refused
+	s.turns.Store(doc.Turns)
+	s.renewed.Store(now.UnixNano())
 	leases := make([]Share, 0, len(doc.Leases))
 	for h, x := range doc.Leases {
 		leases = append(leases, Share{Holder: h, Share: x.Share, Expires: x.Expires})
@@ -451,7 +513,8 @@ func mergeShares(doc *shareDoc, holder string, now time.Time, st aimd.State, cut
 // fairShare returns holder's fair share of doc's rate: the rate split among
 // the live leases by demand (water-filling: a lease that asks for less than
 // an even split gets what it asked for, and the rest is split again among
-// the others; a hungry lease asks for everything).
+// the others; a hungry lease asks for everything). In turns, every lease
+// gets an even split: the share of the time it sends.
 func fairShare(doc shareDoc, holder string) float64 {
 	type ask struct {
 		h string
@@ -460,7 +523,7 @@ func fairShare(doc shareDoc, holder string) float64 {
 	asks := make([]ask, 0, len(doc.Leases))
 	for h, l := range doc.Leases {
 		d := math.Inf(1)
-		if !l.Hungry && doc.Rate > 0 {
+		if !l.Hungry && doc.Rate > 0 && doc.Turns == nil { // in turns, each holder gets as much time
 			d = l.Demand / doc.Rate
 		}
 		asks = append(asks, ask{h, d})

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -227,4 +228,39 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 			t.Errorf("goodput %.1f%% of a fixed window shared by four; want >= 80%%", 100*goodput)
 		}
 	})
+}
+
+// TestSharedBurstOneTakesTurns: processes that share a provider allowing
+// no burst at all collide whenever two of them send within one interval,
+// whatever their rates add up to; paced at shares with random phases, three
+// of them served 15% of the limit with 17% refused. Once they see that
+// many refusals they take turns, and serve most of the limit.
+func TestSharedBurstOneTakesTurns(t *testing.T) {
+	for _, n := range []int{3, 8} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.RateLimit(17, 1),
+					Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})}
+				var procs []*proc
+				for range n {
+					procs = append(procs, startProc(t, "sim", cfg, srv, 1))
+				}
+				time.Sleep(30 * time.Second)
+				st := srv.Stats()
+				for _, pr := range procs {
+					pr.stop()
+				}
+				goodput := float64(st.OK) / (30 * 17)
+				refused := float64(st.Throttled) / float64(max(st.Requests, 1))
+				t.Logf("%d processes, 30 s: goodput %.1f%%, refused %.2f%% (%d of %d)", n, 100*goodput, 100*refused, st.Throttled, st.Requests)
+				if goodput < 0.5 || refused > 0.08 {
+					t.Errorf("goodput %.1f%%, refused %.2f%%; want >= 50%%, <= 8%%", 100*goodput, 100*refused)
+				}
+			})
+		})
+	}
 }

@@ -1,0 +1,186 @@
+package budget
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Turns. Processes that pace at their shares of a provider send at phases
+// nobody chose: their requests interleave at random. A provider that
+// tolerates no burst (a GCRA of burst one, a strict spacing rule) refuses
+// every request that comes sooner than one interval after the previous
+// one, whoever sent it, so random phases draw refusals at any rate worth
+// having (three processes at 90% of such a limit: more than half). When the
+// holders together see refusals that often, they take turns instead: time
+// is cut into windows, each window belongs to one holder, and the holder
+// paces at the provider's whole rate in its own window and sends nothing
+// in the others'. Only one process sends at a time, so what the provider
+// sees is one paced stream, with a guard of two intervals at each change of
+// hands. Turns last turnHold, after which the holders share by rate again
+// and take turns again only if the refusals come back.
+const (
+	// turnTrigger is the share of requests refused, over the last few
+	// seconds and with at least turnMinRefused refusals, at which hungry
+	// holders take turns: more than the overshoots of a climb draw, less
+	// than random phases draw at any rate worth having.
+	turnTrigger    = 0.1
+	turnMinRefused = 2
+	// tallyTau is the time constant of the decayed tallies of requests
+	// sent and refused.
+	tallyTau = 5 * time.Second
+	// turnHold is how long turns last once taken.
+	turnHold = 2 * time.Minute
+	// turnLead is how far ahead a plan starts: every holder renews, and so
+	// learns it, before it is in force.
+	turnLead = shareEvery + 500*time.Millisecond
+	// turnWindow is the least length of a window, and turnSlots the least
+	// number of the provider's intervals in one.
+	turnWindow = 2 * time.Second
+	turnSlots  = 16
+	// turnPlans is how many plans a document keeps.
+	turnPlans = 4
+)
+
+// shareTurns are the turns in force, kept in the document.
+type shareTurns struct {
+	// Until is when the holders stop taking turns.
+	Until time.Time `json:"until"`
+	// Plans are in order of From: the last one that began is in force.
+	Plans []turnPlan `json:"plans"`
+	// Fresh says the first plan has not yet come into force.
+	Fresh bool `json:"fresh,omitempty"`
+}
+
+// turnPlan gives the windows from From on to Holders in turn: window i,
+// [From + i×Window, From + (i+1)×Window), is Holders[i mod len(Holders)]'s.
+type turnPlan struct {
+	From    time.Time     `json:"from"`
+	Window  time.Duration `json:"window"`
+	Guard   time.Duration `json:"guard"`
+	Holders []string      `json:"holders"`
+}
+
+// takeTurns tallies what holder sent and had refused since its last
+// renewal (decayed with tallyTau), starts turns when the hungry holders
+// collide, plans the windows again when the holders changed, and ends
+// turns when they are over. It runs after mergeShares.
+func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
+	if !doc.Tally.IsZero() && now.After(doc.Tally) {
+		k := math.Exp(-now.Sub(doc.Tally).Seconds() / tallyTau.Seconds())
+		doc.Sent, doc.Refused = doc.Sent*k, doc.Refused*k
+	}
+	doc.Tally = now
+	doc.Sent += sent
+	doc.Refused += refused
+	holders := make([]string, 0, len(doc.Leases))
+	hungry := 0
+	for h, l := range doc.Leases {
+		holders = append(holders, h)
+		if l.Hungry {
+			hungry++
+		}
+	}
+	slices.Sort(holders)
+	t := doc.Turns
+	if t != nil && !now.Before(t.Until) {
+		doc.Turns, t = nil, nil
+		doc.Sent, doc.Refused = 0, 0 // a fresh look at how the holders fare without turns
+	}
+	if t == nil {
+		if hungry < 2 || doc.Refused < turnMinRefused || doc.Refused < turnTrigger*doc.Sent {
+			return
+		}
+		t = &shareTurns{Until: now.Add(turnHold), Fresh: true}
+		doc.Turns = t
+		doc.Sent, doc.Refused = 0, 0
+	}
+	if t.Fresh && len(t.Plans) > 0 && !now.Before(t.Plans[0].From) {
+		// The first plan is in force. The refusals that led here, and
+		// those until now, were collisions, not the provider's limit: the
+		// ceiling they taught is forgotten (the holders slow-start from the
+		// rate), and the cuts made before are stale.
+		t.Fresh = false
+		doc.Ceiling, doc.Confirmed = 0, false
+		doc.Epoch++
+	}
+	for len(t.Plans) > 1 && !t.Plans[1].From.After(now) {
+		t.Plans = t.Plans[1:] // the second is in force: the first is over
+	}
+	if n := len(t.Plans); n > 0 && slices.Equal(t.Plans[n-1].Holders, holders) {
+		return
+	}
+	if len(holders) == 0 || len(t.Plans) >= turnPlans {
+		return
+	}
+	from := now.Add(turnLead)
+	if n := len(t.Plans); n > 0 {
+		// After the last plan's first window, at one of its window
+		// starts: a plan a holder learned is never replaced, and a window
+		// is never cut short.
+		last := &t.Plans[n-1]
+		if second := last.From.Add(last.Window); from.Before(second) {
+			from = second
+		}
+		from = last.next(from)
+	}
+	t.Plans = append(t.Plans, planTurns(from, doc.Rate, holders))
+}
+
+// planTurns makes the plan from from on for holders, at rate (the
+// provider's, requests/s; zero when unknown).
+func planTurns(from time.Time, rate float64, holders []string) turnPlan {
+	window, guard := turnWindow, 50*time.Millisecond
+	if rate > 0 {
+		iv := time.Duration(float64(time.Second) / rate)
+		window = max(window, turnSlots*iv)
+		guard = 2*iv + 5*time.Millisecond
+	}
+	return turnPlan{From: from, Window: window, Guard: guard, Holders: holders}
+}
+
+// next returns the start of the first window of p that begins at or after
+// t (p.From if t is before it).
+func (p *turnPlan) next(t time.Time) time.Time {
+	if !t.After(p.From) {
+		return p.From
+	}
+	i := (t.Sub(p.From) + p.Window - 1) / p.Window
+	return p.From.Add(i * p.Window)
+}
+
+// turnWait returns how long holder must wait at now before it may send
+// under turns t: zero when turns are not in force, or in holder's own
+// window before its guard; otherwise until its next window starts, or
+// until turns end when no plan gives it one (a caller waits a renewal at a
+// time: the next plan may). inForce says whether turns are in force.
+func turnWait(t *shareTurns, holder string, now time.Time) (wait time.Duration, inForce bool) {
+	if t == nil || !now.Before(t.Until) || len(t.Plans) == 0 || now.Before(t.Plans[0].From) {
+		return 0, false
+	}
+	k := 0
+	for k+1 < len(t.Plans) && !t.Plans[k+1].From.After(now) {
+		k++
+	}
+	for at := now; k < len(t.Plans); k++ {
+		p := &t.Plans[k]
+		end := t.Until
+		if k+1 < len(t.Plans) {
+			end = t.Plans[k+1].From
+		}
+		me := slices.Index(p.Holders, holder)
+		for i := int64(at.Sub(p.From) / p.Window); me >= 0; i++ {
+			start := p.From.Add(time.Duration(i) * p.Window)
+			if !start.Before(end) {
+				break
+			}
+			if int(i%int64(len(p.Holders))) == me {
+				if stop := start.Add(p.Window - p.Guard); at.Before(stop) {
+					return max(0, start.Sub(now)), true
+				}
+			}
+		}
+		at = end
+	}
+	return max(0, t.Until.Sub(now)), true // no window before turns end: go then, as before
+}

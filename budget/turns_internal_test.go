@@ -1,0 +1,204 @@
+package budget
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+	"pgregory.net/rapid"
+)
+
+// TestTurnsNeverOverlap renews random holders at random times, each at
+// least once a shareEvery while it lives, with joins and deaths, through
+// the document as a store keeps it (JSON): at no instant do two holders'
+// views let both send while either is in turns, so a provider that allows
+// no burst sees one sender at a time; and a holder that keeps renewing
+// gets a window before long.
+func TestTurnsNeverOverlap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		type view struct {
+			at    time.Time
+			turns *shareTurns
+		}
+		t0 := time.Unix(1e9, 0)
+		now := t0
+		rate := rapid.Float64Range(0.5, 300).Draw(t, "rate")
+		doc := shareDoc{Rate: rate}
+		views := map[string][]view{}
+		last := map[string]time.Time{} // the live holders' last renewals
+		died := map[string]time.Time{}
+		next := 0
+		join := func() {
+			h := fmt.Sprintf("h%d", next)
+			next++
+			last[h] = time.Time{}
+		}
+		for range rapid.IntRange(2, 5).Draw(t, "holders") {
+			join()
+		}
+		renew := func(h string, refused float64) {
+			mergeShares(&doc, h, now, aimd.State{Rate: rate}, false, doc.Epoch, 1, true)
+			takeTurns(&doc, now, 10, refused)
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc = shareDoc{}
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			var v shareDoc // the holder's own copy, as a renewal leaves it
+			_ = json.Unmarshal(b, &v)
+			views[h] = append(views[h], view{now, v.Turns})
+			last[h] = now
+		}
+		for i := range rapid.IntRange(1, 80).Draw(t, "steps") {
+			now = now.Add(time.Duration(rapid.IntRange(0, 400).Draw(t, fmt.Sprint("dt", i))) * time.Millisecond)
+			// Every live holder renews at least once a shareEvery.
+			for _, h := range slices.Sorted(mapKeys(last)) {
+				if !last[h].IsZero() && now.Sub(last[h]) >= shareEvery {
+					renew(h, 0)
+				}
+			}
+			switch rapid.IntRange(0, 9).Draw(t, fmt.Sprint("event", i)) {
+			case 0:
+				join()
+			case 1:
+				if len(last) > 1 {
+					h := rapid.SampledFrom(slices.Sorted(mapKeys(last))).Draw(t, fmt.Sprint("dies", i))
+					delete(last, h)
+					died[h] = now
+				}
+			default:
+				h := rapid.SampledFrom(slices.Sorted(mapKeys(last))).Draw(t, fmt.Sprint("renews", i))
+				refused := 0.0
+				if rapid.IntRange(0, 3).Draw(t, fmt.Sprint("collides", i)) == 0 {
+					refused = 5
+				}
+				renew(h, refused)
+			}
+		}
+		// Probe the timeline: each holder acts on its latest view, if it is
+		// fresh (waitShare waits for a renewal otherwise) and it lives.
+		for i := range 400 {
+			at := t0.Add(time.Duration(rapid.Int64Range(0, int64(now.Sub(t0))).Draw(t, fmt.Sprint("probe", i))))
+			var free, turns []string
+			for h, vs := range views {
+				k := -1
+				for j, v := range vs {
+					if !v.at.After(at) {
+						k = j
+					}
+				}
+				if k < 0 || at.Sub(vs[k].at) > shareEvery+shareSoon {
+					continue
+				}
+				if d, ok := died[h]; ok && !at.Before(d) {
+					continue
+				}
+				wait, on := turnWait(vs[k].turns, h, at)
+				if wait == 0 {
+					free = append(free, h)
+					if on {
+						turns = append(turns, h)
+					}
+				}
+			}
+			if len(turns) > 0 && len(free) > 1 {
+				t.Fatalf("at %v, %v may send, %v of them in turns", at.Sub(t0), free, turns)
+			}
+		}
+	})
+}
+
+// mapKeys yields the keys of m.
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestTurnsStartOnCollisionsOnly: hungry holders take turns when a tenth
+// of their requests are refused, not for the few refusals of a climb's
+// overshoot, and not for a lone holder; the ceiling the collisions taught is
+// forgotten once the first plan is in force; turns end after turnHold.
+func TestTurnsStartOnCollisionsOnly(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	doc := shareDoc{Rate: 10, Ceiling: 12, Confirmed: true}
+	renew := func(h string, sent, refused float64) {
+		mergeShares(&doc, h, now, aimd.State{Rate: 10, Ceiling: 12}, false, doc.Epoch, 1, true)
+		takeTurns(&doc, now, sent, refused)
+	}
+	renew("a", 100, 5)
+	if doc.Turns != nil {
+		t.Fatal("a lone holder takes turns")
+	}
+	renew("b", 100, 5)
+	if doc.Turns != nil {
+		t.Fatalf("turns for 10 refused of 200 (5%%): %+v", doc.Turns)
+	}
+	now = now.Add(time.Second)
+	renew("a", 20, 20)
+	if doc.Turns == nil || len(doc.Turns.Plans) != 1 {
+		t.Fatalf("no turns after a fifth of the requests were refused: %+v", doc)
+	}
+	p := doc.Turns.Plans[0]
+	if !slices.Equal(p.Holders, []string{"a", "b"}) || p.From.Before(now.Add(turnLead)) || p.Window < turnWindow {
+		t.Fatalf("plan %+v: want a and b in turn, from %v on, windows of %v at least", p, now.Add(turnLead), turnWindow)
+	}
+	if doc.Ceiling != 12 {
+		t.Fatalf("the ceiling moved before the turns are in force: %v", doc.Ceiling)
+	}
+	epoch := doc.Epoch
+	now = p.From
+	renew("b", 10, 0)
+	if doc.Ceiling != 0 || doc.Confirmed || doc.Epoch != epoch+1 {
+		t.Fatalf("turns in force: ceiling %v confirmed %v epoch %d; want 0, false, %d", doc.Ceiling, doc.Confirmed, doc.Epoch, epoch+1)
+	}
+	if a, b := fairShare(doc, "a"), fairShare(doc, "b"); a != 0.5 || b != 0.5 {
+		t.Fatalf("shares in turns %v, %v; want even", a, b)
+	}
+	now = now.Add(turnHold)
+	renew("a", 10, 0)
+	if doc.Turns != nil {
+		t.Fatalf("turns outlast turnHold: %+v", doc.Turns)
+	}
+}
+
+// TestTurnWaitWalksTheWindows checks turnWait against a plan of three
+// holders: each may send in its own window until the guard, and waits for
+// its next window otherwise; a holder in no plan waits until turns end.
+func TestTurnWaitWalksTheWindows(t *testing.T) {
+	from := time.Unix(1e9, 0)
+	tr := &shareTurns{Until: from.Add(time.Minute), Plans: []turnPlan{
+		{From: from, Window: 2 * time.Second, Guard: 100 * time.Millisecond, Holders: []string{"a", "b", "c"}},
+	}}
+	for _, c := range []struct {
+		holder string
+		at     time.Duration
+		wait   time.Duration
+		on     bool
+	}{
+		{"a", -time.Second, 0, false}, // before the plan: not in force
+		{"a", 0, 0, true},
+		{"a", 1899 * time.Millisecond, 0, true},
+		{"a", 1900 * time.Millisecond, 4100 * time.Millisecond, true}, // the guard: next window at 6 s
+		{"b", 0, 2 * time.Second, true},
+		{"c", 5 * time.Second, 0, true},
+		{"b", 5 * time.Second, 3 * time.Second, true},
+		{"z", 0, time.Minute, true},
+		{"a", time.Minute, 0, false}, // turns over
+	} {
+		wait, on := turnWait(tr, c.holder, from.Add(c.at))
+		if wait != c.wait || on != c.on {
+			t.Errorf("turnWait(%s at %v) = %v, %v; want %v, %v", c.holder, c.at, wait, on, c.wait, c.on)
+		}
+	}
+}

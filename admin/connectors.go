@@ -56,6 +56,9 @@ type connectorJSON struct {
 	// renewal.
 	Share  float64     `json:"share"`
 	Shares []shareJSON `json:"shares,omitempty"`
+	// TurnsUntil is, while the sharing processes take turns (they
+	// collided), when the turns end.
+	TurnsUntil time.Time `json:"turns_until,omitzero"`
 }
 
 // shareJSON is one process's lease on a shared provider.
@@ -81,6 +84,7 @@ func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON 
 	c := connectorJSON{
 		Key: b.Key, Status: b.Status, Why: redact.String(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
 		Phase: b.Phase, Breaker: b.Breaker, InFlight: b.InFlight, Requests: b.Requests, Share: b.Share,
+		TurnsUntil: b.TurnsUntil,
 	}
 	for _, s := range b.Shares {
 		c.Shares = append(c.Shares, shareJSON{Holder: s.Holder, Share: s.Share, Expires: s.Expires})

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"slices"
@@ -227,6 +228,14 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 	}
 }
 
+// turnsUntil returns when the turns in force end, or the zero time.
+func (s *sharer) turnsUntil() time.Time {
+	if t := s.turns.Load(); t != nil {
+		return t.Until
+	}
+	return time.Time{}
+}
+
 // inTurn reports whether this process may send at now as far as turns go:
 // no turns are in force, or it is in its own window.
 func (s *sharer) inTurn(now time.Time) bool {
@@ -390,7 +399,14 @@ func (p *Local) renew(now time.Time) bool {
 	l := doc.Leases[s.id]
 	s.epoch, s.cuts, s.expires = doc.Epoch, cuts, l.Expires
 	s.sent, s.refused = sent, refused
-	s.turns.Store(doc.Turns)
+	if was := s.turns.Swap(doc.Turns); (was == nil) != (doc.Turns == nil) {
+		if doc.Turns != nil {
+			p.event(slog.LevelInfo, "budget: the processes sharing the provider collide; they take turns",
+				slog.Time("until", doc.Turns.Until), slog.Int("holders", len(doc.Leases)))
+		} else {
+			p.event(slog.LevelInfo, "budget: the processes sharing the provider stop taking turns")
+		}
+	}
 	s.renewed.Store(now.UnixNano())
 	leases := make([]Share, 0, len(doc.Leases))
 	for h, x := range doc.Leases {

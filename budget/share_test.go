@@ -1,10 +1,13 @@
 package budget_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,12 +247,20 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})}
+				var logs syncBuffer
+				cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{}),
+					Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 				var procs []*proc
 				for range n {
 					procs = append(procs, startProc(t, "sim", cfg, srv, 1))
 				}
 				time.Sleep(30 * time.Second)
+				if until := procs[0].p.Snapshot().TurnsUntil; !until.After(time.Now()) {
+					t.Errorf("Snapshot().TurnsUntil = %v; want the end of the turns in force", until)
+				}
+				if !strings.Contains(logs.String(), "they take turns") {
+					t.Errorf("no event says the processes take turns:\n%s", logs.String())
+				}
 				st := srv.Stats()
 				for _, pr := range procs {
 					pr.stop()
@@ -263,4 +274,23 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 			})
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of several
+// providers' loggers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

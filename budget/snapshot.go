@@ -67,6 +67,10 @@ type Snapshot struct {
 	// Shares are the leases of every process sharing the provider, as of
 	// this process's last renewal; nil when it is not shared.
 	Shares []Share `json:"shares,omitempty"`
+	// TurnsUntil is, while the processes sharing the provider take turns
+	// (they collided: see [Config.Shares]), when the turns end; zero
+	// otherwise.
+	TurnsUntil time.Time `json:"turns_until,omitzero"`
 }
 
 // LimitSnapshot is the usage of one known [Limit] at a moment.
@@ -134,5 +138,6 @@ func (p *Local) Snapshot() Snapshot {
 		SaveErrors:  p.n.saveErrs.Load(),
 		Share:       p.sh.fraction(),
 		Shares:      p.sh.snapshot(),
+		TurnsUntil:  p.sh.turnsUntil(),
 	}
 }

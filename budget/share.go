@@ -146,9 +146,11 @@ type sharer struct {
 	// force) or at the share.
 	turns  atomic.Pointer[shareTurns]
 	turnOn atomic.Bool
-	// renewed (unix nanoseconds) is when the store last answered; done,
-	// while a renewal is under way, is closed when it ends.
+	// renewed (unix nanoseconds) is when the store last answered; down
+	// says the last renewal failed; done, while a renewal is under way, is
+	// closed when it ends.
 	renewed atomic.Int64
+	down    atomic.Bool
 	done    atomic.Pointer[chan struct{}]
 
 	mu      sync.Mutex              // held by the renewal; guards the rest
@@ -183,10 +185,11 @@ func (s *sharer) setGate(shut bool) {
 // end, when the call may not wait that long.
 func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error {
 	p.shareTick(start)
-	if d := p.sh.done.Load(); d != nil && start.UnixNano()-p.sh.renewed.Load() > int64(shareEvery+shareSoon) {
-		// What this process knows of the others is stale (it was idle, or
-		// the store is slow): the call waits for the renewal under way, so
-		// it does not go out of turn. A renewal that fails lets it go.
+	if d := p.sh.done.Load(); d != nil && !p.sh.down.Load() && start.UnixNano()-p.sh.renewed.Load() > int64(shareEvery+shareSoon) {
+		// What this process knows of the others is stale (it was idle):
+		// the call waits for the renewal under way, so it does not go out
+		// of turn. While the store fails (down), calls do not wait for it:
+		// they go on at the safe share with what they know.
 		select {
 		case <-*d:
 		case <-ctx.Done():
@@ -386,6 +389,7 @@ func (p *Local) renew(now time.Time) bool {
 		takeTurns(&doc, now, float64(sent-s.sent), float64(refused-s.refused))
 		return json.Marshal(doc)
 	})
+	s.down.Store(err != nil)
 	if err != nil {
 		if now.After(s.expires) && !s.expires.IsZero() {
 			s.share.Store(math.Float64bits(share * safeShare))

@@ -24,6 +24,7 @@ import (
 type flakyShares struct {
 	budget.ShareStore
 	down  atomic.Bool
+	hang  atomic.Bool // answers nothing until ctx ends: a network partition
 	calls atomic.Int64
 }
 
@@ -33,6 +34,10 @@ func (f *flakyShares) UpdateShares(ctx context.Context, key string, fn func([]by
 	f.calls.Add(1)
 	if f.down.Load() {
 		return errDown
+	}
+	if f.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	return f.ShareStore.UpdateShares(ctx, key, fn)
 }
@@ -229,6 +234,35 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 		t.Logf("4 processes, fixed window 200/10s, 60 s: goodput %.1f%%, %d refused of %d", 100*goodput, st.Throttled, st.Requests)
 		if goodput < 0.8 {
 			t.Errorf("goodput %.1f%% of a fixed window shared by four; want >= 80%%", 100*goodput)
+		}
+	})
+}
+
+// TestSharesSurviveAHungStore: a store that answers nothing (a network
+// partition: each renewal waits for its timeout) does not hold calls up;
+// they go on at the safe share, as when the store fails at once.
+func TestSharesSurviveAHungStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := providertest.New(providertest.Config{Seed: 9, Limit: providertest.RateLimit(20, 5),
+			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		cfg := budget.Config{Shares: store}
+		a, b := startProc(t, "sim", cfg, srv, 2), startProc(t, "sim", cfg, srv, 2)
+		time.Sleep(10 * time.Second)
+		store.hang.Store(true)
+		time.Sleep(5 * time.Second) // the leases end, the shares drop to the safe share
+		before := srv.Stats().OK
+		time.Sleep(10 * time.Second)
+		served := float64(srv.Stats().OK-before) / (10 * 20)
+		store.hang.Store(false)
+		a.stop()
+		b.stop()
+		time.Sleep(5 * time.Second) // the renewals under way end
+		if served < 0.3 {
+			t.Errorf("%.0f%% of the limit served while the store hung; want the safe shares' (about half)", 100*served)
 		}
 	})
 }

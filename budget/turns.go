@@ -18,7 +18,9 @@ import (
 // in the others'. Only one process sends at a time, so what the provider
 // sees is one paced stream, with a guard of two intervals at each change of
 // hands. Turns last turnHold, after which the holders share by rate again
-// and take turns again only if the refusals come back.
+// and take turns again only if the refusals come back. Windows are read on
+// each process's own clock: processes on different machines need clocks
+// that agree to well under the guard (NTP keeps them within milliseconds).
 const (
 	// turnTrigger is the share of requests refused, over the last few
 	// seconds and with at least turnMinRefused refusals, at which hungry

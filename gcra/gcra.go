@@ -73,6 +73,11 @@ type Limiter struct {
 	// otherwise let a decision made with the old interval pass its
 	// compare-and-swap.
 	gen atomic.Uint64
+	// paused is the end of the latest pause (see PauseUntil), in
+	// nanoseconds since base; empty before the first. A rate change
+	// rescales only the backlog beyond it: a pause is a time, not a number
+	// of requests.
+	paused atomic.Int64
 	// burst is fixed for the limiter's life.
 	burst int
 	// base carries a monotonic reading, so the clock-reading forms measure
@@ -109,6 +114,7 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l := &Limiter{burst: burst, base: time.Now()}
 	l.tat.Store(empty)
+	l.paused.Store(empty)
 	l.interval.Store(iv)
 	return l, nil
 }

@@ -111,9 +111,12 @@ func (l *Limiter) unreserve(now int64, useClock bool, n int) {
 // conforms before t, and none finds a burst at t, because the theoretical
 // arrival time moves forward to at least t + L; requests after t are paced at
 // the current rate. It never moves the theoretical arrival time backwards, so
-// a shorter pause than one already in force changes nothing.
+// a shorter pause than one already in force changes nothing. A later rate
+// change ([Limiter.SetRateAt]) does not move the pause's end.
 func (l *Limiter) PauseUntil(t time.Time) {
 	until := l.offset(t)
+	for p := l.paused.Load(); until > p && !l.paused.CompareAndSwap(p, until); p = l.paused.Load() {
+	}
 	for {
 		tat, iv, gen := l.load()
 		if l.commit(tat, pause(tat, until, iv, l.burst), gen) {
@@ -123,7 +126,8 @@ func (l *Limiter) PauseUntil(t time.Time) {
 }
 
 // SetRateAt changes the rate, in events per second, at now. The backlog
-// TAT − now is rescaled by newInterval/oldInterval, so what is already booked
+// TAT − now (from the end of a pause in force rather than now: see
+// [Limiter.PauseUntil]) is rescaled by newInterval/oldInterval, so what is already booked
 // keeps its size in requests: the change neither grants nor destroys credit
 // beyond what the new interval implies (it rounds towards less credit, by at
 // most 2ns), an idle limiter stays idle, and Burst is unchanged. It returns
@@ -167,7 +171,14 @@ func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
 	}
 	l.gen.Add(1) // before the interval changes: see Limiter.gen
 	old := l.interval.Swap(iv)
-	l.tat.Store(storable(rescale(tat, now, old, iv)))
+	// The backlog is rescaled from the end of the pause in force, if any,
+	// and the pause applied again at the new interval: the pause keeps its
+	// end whatever the rate.
+	newTAT := rescale(tat, max(now, l.paused.Load()), old, iv)
+	if p := l.paused.Load(); p > now {
+		newTAT = pause(newTAT, p, iv, l.burst)
+	}
+	l.tat.Store(storable(newTAT))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package gcra_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -244,6 +245,42 @@ func TestReserveThenUnreserveRestores(t *testing.T) {
 		lim.UnreserveNAt(now, n)
 		if after := lim.AllowNAt(now, 0); after != before {
 			rt.Fatalf("reserve+unreserve changed the state: %+v -> %+v", before, after)
+		}
+	})
+}
+
+// TestPauseSurvivesRateChanges: rate changes during a pause neither shorten
+// it (a provider's Retry-After broken) nor stretch it (a process sharing a
+// provider that cut its rate by three during a one-second pause waited
+// three): nothing conforms before the pause ends, and a request conforms
+// when it ends.
+func TestPauseSurvivesRateChanges(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		lim, iv, burst := drawLimiter(rt)
+		start := drawStart(rt)
+		var at int64
+		for range rapid.IntRange(0, 30).Draw(rt, "history") {
+			at += drawGap(rt, iv, "gap")
+			lim.AllowNAt(start.Add(time.Duration(at)), rapid.IntRange(1, burst).Draw(rt, "cost"))
+		}
+		p := at + 50*iv + rapid.Int64Range(0, 20*iv).Draw(rt, "pause")
+		lim.PauseUntil(start.Add(time.Duration(p)))
+		for i := range rapid.IntRange(1, 5).Draw(rt, "changes") {
+			at += rapid.Int64Range(0, (p-at)/2).Draw(rt, fmt.Sprint("before change ", i))
+			rate := rapid.Float64Range(0.5, 4).Draw(rt, fmt.Sprint("factor ", i)) * float64(time.Second) / float64(iv)
+			if err := lim.SetRateAt(start.Add(time.Duration(at)), rate); err != nil {
+				rt.Fatalf("SetRateAt(%v): %v", rate, err)
+			}
+			if r := lim.AllowNAt(start.Add(time.Duration(at)), 1); r.Allowed {
+				rt.Fatalf("admitted at %v, in a pause until %v", time.Duration(at), time.Duration(p))
+			}
+		}
+		if r := lim.AllowNAt(start.Add(time.Duration(p-1)), 1); r.Allowed {
+			rt.Fatalf("admitted a nanosecond before the pause ends")
+		}
+		if r := lim.AllowNAt(start.Add(time.Duration(p)), 1); !r.Allowed {
+			rt.Fatalf("refused when the pause ends (retry after %v): the rate changes moved it", r.RetryAfter)
 		}
 	})
 }

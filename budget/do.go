@@ -427,6 +427,9 @@ func (p *Local) nextSlot(now time.Time, weight int) time.Time {
 	if p.sh.gate.Load() != nil {
 		w = max(w, shareSoon)
 	}
+	if tw, _ := turnWait(p.sh.turns.Load(), p.sh.id, now); tw > 0 {
+		w = max(w, tw) // shared, in turns: the next window of this process
+	}
 	if w = max(w, p.quotaWait(now, weight)); w <= 0 {
 		return time.Time{}
 	}

@@ -25,9 +25,10 @@ const (
 	// turnTrigger is the share of requests refused, over the last few
 	// seconds and with at least turnMinRefused refusals, at which hungry
 	// holders take turns: more than the overshoots of a climb draw, less
-	// than random phases draw at any rate worth having.
-	turnTrigger    = 0.1
-	turnMinRefused = 2
+	// than random phases draw at any rate worth having (a climb's overshoot at
+	// a burst-5 limiter shared by three processes drew 8-10%).
+	turnTrigger    = 0.15
+	turnMinRefused = 3
 	// tallyTau is the time constant of the decayed tallies of requests
 	// sent and refused.
 	tallyTau = 5 * time.Second
@@ -153,9 +154,10 @@ func (p *turnPlan) next(t time.Time) time.Time {
 
 // turnWait returns how long holder must wait at now before it may send
 // under turns t: zero when turns are not in force, or in holder's own
-// window before its guard; otherwise until its next window starts, or
-// until turns end when no plan gives it one (a caller waits a renewal at a
-// time: the next plan may). inForce says whether turns are in force.
+// window before its guard; otherwise until its next window starts, or until
+// turns end when the plans give it no window before they end, or shareSoon
+// when the last plan does not have it (the next renewal may bring a plan
+// that does). inForce says whether turns are in force.
 func turnWait(t *shareTurns, holder string, now time.Time) (wait time.Duration, inForce bool) {
 	if t == nil || !now.Before(t.Until) || len(t.Plans) == 0 || now.Before(t.Plans[0].From) {
 		return 0, false
@@ -183,6 +185,9 @@ func turnWait(t *shareTurns, holder string, now time.Time) (wait time.Duration, 
 			}
 		}
 		at = end
+		if me < 0 && k+1 == len(t.Plans) {
+			return shareSoon, true // in no plan yet: the next renewal may bring one
+		}
 	}
 	return max(0, t.Until.Sub(now)), true // no window before turns end: go then, as before
 }

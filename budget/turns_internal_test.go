@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/checkpoint"
 	"pgregory.net/rapid"
 )
 
@@ -125,7 +126,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// TestTurnsStartOnCollisionsOnly: hungry holders take turns when a tenth
+// TestTurnsStartOnCollisionsOnly: hungry holders take turns when 15%
 // of their requests are refused, not for the few refusals of a climb's
 // overshoot, and not for a lone holder; the ceiling the collisions taught is
 // forgotten once the first plan is in force; turns end after turnHold.
@@ -136,18 +137,18 @@ func TestTurnsStartOnCollisionsOnly(t *testing.T) {
 		mergeShares(&doc, h, now, aimd.State{Rate: 10, Ceiling: 12}, false, doc.Epoch, 1, true)
 		takeTurns(&doc, now, sent, refused)
 	}
-	renew("a", 100, 5)
+	renew("a", 10, 10)
 	if doc.Turns != nil {
 		t.Fatal("a lone holder takes turns")
 	}
-	renew("b", 100, 5)
+	renew("b", 100, 0)
 	if doc.Turns != nil {
-		t.Fatalf("turns for 10 refused of 200 (5%%): %+v", doc.Turns)
+		t.Fatalf("turns for 10 refused of 110 (9%%): %+v", doc.Turns)
 	}
 	now = now.Add(time.Second)
-	renew("a", 20, 20)
+	renew("a", 60, 40)
 	if doc.Turns == nil || len(doc.Turns.Plans) != 1 {
-		t.Fatalf("no turns after a fifth of the requests were refused: %+v", doc)
+		t.Fatalf("no turns after a quarter of the requests were refused: %+v", doc)
 	}
 	p := doc.Turns.Plans[0]
 	if !slices.Equal(p.Holders, []string{"a", "b"}) || p.From.Before(now.Add(turnLead)) || p.Window < turnWindow {
@@ -193,12 +194,36 @@ func TestTurnWaitWalksTheWindows(t *testing.T) {
 		{"b", 0, 2 * time.Second, true},
 		{"c", 5 * time.Second, 0, true},
 		{"b", 5 * time.Second, 3 * time.Second, true},
-		{"z", 0, time.Minute, true},
+		{"z", 0, shareSoon, true},    // in no plan: ask again after a renewal
 		{"a", time.Minute, 0, false}, // turns over
 	} {
 		wait, on := turnWait(tr, c.holder, from.Add(c.at))
 		if wait != c.wait || on != c.on {
 			t.Errorf("turnWait(%s at %v) = %v, %v; want %v, %v", c.holder, c.at, wait, on, c.wait, c.on)
 		}
+	}
+}
+
+// TestTurnsTellWhenTheNextWindowComes: in turns, a provider's readiness
+// (Registry.ReadyAt, the crawler's frontier) and the time a stop for its
+// run's deadline names (when the scheduler runs the job again) are its next
+// window, not its pacer's next slot: a job whose turn is seconds away is not
+// run again at once.
+func TestTurnsTellWhenTheNextWindowComes(t *testing.T) {
+	p, err := NewLocal("sim", Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	from := now.Add(-time.Second)
+	p.sh.turns.Store(&shareTurns{Until: now.Add(time.Minute), Plans: []turnPlan{
+		{From: from, Window: 2 * time.Second, Guard: 100 * time.Millisecond, Holders: []string{"other", p.sh.id}},
+	}})
+	want := from.Add(2 * time.Second) // the second window is this process's
+	if got := p.readyAt(now, 1); !got.Equal(want) {
+		t.Errorf("readyAt = %v after now, want %v (its window)", got.Sub(now), want.Sub(now))
+	}
+	if got := p.nextSlot(now, 1); !got.Equal(want) {
+		t.Errorf("nextSlot = %v after now, want %v (its window)", got.Sub(now), want.Sub(now))
 	}
 }

@@ -147,19 +147,26 @@ func TestSharedKnownLimitNeverExceeded(t *testing.T) {
 	})
 }
 
+// twoOnAFlakyStore starts two processes of two workers sharing a provider
+// with limit through a store that can fail or hang.
+func twoOnAFlakyStore(t *testing.T, limit providertest.Limit) (*providertest.Server, *flakyShares, *proc, *proc) {
+	t.Helper()
+	srv, err := providertest.New(providertest.Config{Seed: 9, Limit: limit,
+		Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+	cfg := budget.Config{Shares: store}
+	return srv, store, startProc(t, "sim", cfg, srv, 2), startProc(t, "sim", cfg, srv, 2)
+}
+
 // TestSharesSurviveAStoreOutage takes the store away: each process keeps
 // its share until its lease ends, then paces at half of it (never more than
 // its last share), and takes its full share again once the store is back.
 func TestSharesSurviveAStoreOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 9, Limit: providertest.RateLimit(20, 1),
-			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
-		cfg := budget.Config{Shares: store}
-		a, b := startProc(t, "sim", cfg, srv, 2), startProc(t, "sim", cfg, srv, 2)
+		_, store, a, b := twoOnAFlakyStore(t, providertest.RateLimit(20, 1))
 		time.Sleep(10 * time.Second)
 		before := a.p.Snapshot().Share
 		store.down.Store(true)
@@ -243,14 +250,7 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 // they go on at the safe share, as when the store fails at once.
 func TestSharesSurviveAHungStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 9, Limit: providertest.RateLimit(20, 5),
-			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
-		cfg := budget.Config{Shares: store}
-		a, b := startProc(t, "sim", cfg, srv, 2), startProc(t, "sim", cfg, srv, 2)
+		srv, store, a, b := twoOnAFlakyStore(t, providertest.RateLimit(20, 5))
 		time.Sleep(10 * time.Second)
 		store.hang.Store(true)
 		time.Sleep(5 * time.Second) // the leases end, the shares drop to the safe share

@@ -63,6 +63,18 @@ func drawGap(t *rapid.T, iv int64, label string) int64 {
 	).Draw(t, label)
 }
 
+// drawHistory admits a random history of requests at random
+// gaps from start on (at most most of them), and returns the offset of the
+// last one.
+func drawHistory(rt *rapid.T, lim *gcra.Limiter, start time.Time, iv int64, burst, most int) int64 {
+	var at int64
+	for range rapid.IntRange(0, most).Draw(rt, "history") {
+		at += drawGap(rt, iv, "gap")
+		lim.AllowNAt(start.Add(time.Duration(at)), rapid.IntRange(1, burst).Draw(rt, "cost"))
+	}
+	return at
+}
+
 // TestWindowBound: in any window of length T opening with an admitted
 // request, at most Burst + ⌊T/I⌋ cost units are admitted.
 func TestWindowBound(t *testing.T) {
@@ -95,11 +107,7 @@ func TestIdleBanksExactlyBurst(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		lim, iv, burst := drawLimiter(rt)
 		start := drawStart(rt)
-		var at int64
-		for range rapid.IntRange(0, 50).Draw(rt, "history") {
-			at += drawGap(rt, iv, "gap")
-			lim.AllowNAt(start.Add(time.Duration(at)), rapid.IntRange(1, burst).Draw(rt, "cost"))
-		}
+		at := drawHistory(rt, lim, start, iv, burst, 50)
 		at += int64(burst)*iv + rapid.Int64Range(0, 10*iv).Draw(rt, "idle beyond Burst·I")
 		now := start.Add(time.Duration(at))
 		for i := range burst {
@@ -151,11 +159,7 @@ func TestSetRateCreatesNoCredit(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		lim, iv, burst := drawLimiter(rt)
 		start := drawStart(rt)
-		var at int64
-		for range rapid.IntRange(0, 40).Draw(rt, "history") {
-			at += drawGap(rt, iv, "gap")
-			lim.AllowNAt(start.Add(time.Duration(at)), rapid.IntRange(1, burst).Draw(rt, "cost"))
-		}
+		at := drawHistory(rt, lim, start, iv, burst, 40)
 		for c := range rapid.IntRange(1, 3).Draw(rt, "changes") {
 			at += drawGap(rt, iv, "gap to change")
 			t0 := start.Add(time.Duration(at))
@@ -193,11 +197,7 @@ func TestPauseUntil(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		lim, iv, burst := drawLimiter(rt)
 		start := drawStart(rt)
-		var at int64
-		for range rapid.IntRange(0, 30).Draw(rt, "history") {
-			at += drawGap(rt, iv, "gap")
-			lim.AllowNAt(start.Add(time.Duration(at)), rapid.IntRange(1, burst).Draw(rt, "cost"))
-		}
+		at := drawHistory(rt, lim, start, iv, burst, 30)
 		p := at + rapid.Int64Range(0, 20*iv).Draw(rt, "pause")
 		lim.PauseUntil(start.Add(time.Duration(p)))
 		probe := lim.AllowNAt(start.Add(time.Duration(at)), 0)
@@ -259,11 +259,7 @@ func TestPauseSurvivesRateChanges(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		lim, iv, burst := drawLimiter(rt)
 		start := drawStart(rt)
-		var at int64
-		for range rapid.IntRange(0, 30).Draw(rt, "history") {
-			at += drawGap(rt, iv, "gap")
-			lim.AllowNAt(start.Add(time.Duration(at)), rapid.IntRange(1, burst).Draw(rt, "cost"))
-		}
+		at := drawHistory(rt, lim, start, iv, burst, 30)
 		p := at + 50*iv + rapid.Int64Range(0, 20*iv).Draw(rt, "pause")
 		lim.PauseUntil(start.Add(time.Duration(p)))
 		for i := range rapid.IntRange(1, 5).Draw(rt, "changes") {

@@ -198,9 +198,19 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 	}
 	for {
 		if g := p.sh.gate.Load(); g != nil {
+			// Wait for a renewal to grant a share, asking for one again
+			// every shareSoon: the renewal that shut the gate may have
+			// found the process idle and armed no timer, and this call's
+			// own shareTick may have come while it was still under way.
+			t := time.NewTimer(shareSoon)
 			select {
 			case <-*g:
+				t.Stop()
+			case <-t.C:
+				p.shareTick(time.Now())
+				continue
 			case <-ctx.Done():
+				t.Stop()
 				return ctx.Err()
 			}
 		}
@@ -224,6 +234,7 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
+			p.shareTick(time.Now()) // the renewal that set this wait may have armed no timer
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()

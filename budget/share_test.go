@@ -271,7 +271,9 @@ func TestSharesSurviveAHungStore(t *testing.T) {
 // no burst at all collide whenever two of them send within one interval,
 // whatever their rates add up to; paced at shares with random phases, three
 // of them served 15% of the limit with 17% refused. Once they see that
-// many refusals they take turns, and serve most of the limit.
+// many refusals they take turns, and serve most of the limit; none of them
+// is left waiting for a share (a process whose renewal found it idle once
+// waited at the gate for good, 1 run in 400).
 func TestSharedBurstOneTakesTurns(t *testing.T) {
 	for _, n := range []int{3, 8} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -288,7 +290,17 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 				for range n {
 					procs = append(procs, startProc(t, "sim", cfg, srv, 1))
 				}
-				time.Sleep(30 * time.Second)
+				time.Sleep(10 * time.Second)
+				var before []uint64
+				for _, pr := range procs {
+					before = append(before, pr.p.Snapshot().OK)
+				}
+				time.Sleep(20 * time.Second) // more than a cycle of turns: 8 windows of 2 s
+				for i, pr := range procs {
+					if pr.p.Snapshot().OK == before[i] {
+						t.Errorf("process %d had no success in the last 20 s: stuck (share %v)", i, pr.p.Snapshot().Share)
+					}
+				}
 				if until := procs[0].p.Snapshot().TurnsUntil; !until.After(time.Now()) {
 					t.Errorf("Snapshot().TurnsUntil = %v; want the end of the turns in force", until)
 				}

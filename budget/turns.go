@@ -23,7 +23,7 @@ import (
 // that agree to well under the guard (NTP keeps them within milliseconds).
 const (
 	// turnTrigger is the share of requests refused, over the last few
-	// seconds and with at least turnMinRefused refusals, at which hungry
+	// seconds and with at least turnMinRefused refusals, at which the
 	// holders take turns: more than the overshoots of a climb draw, less
 	// than random phases draw at any rate worth having (a climb's overshoot at
 	// a burst-5 limiter shared by three processes drew 8-10%).
@@ -65,7 +65,7 @@ type turnPlan struct {
 }
 
 // takeTurns tallies what holder sent and had refused since its last
-// renewal (decayed with tallyTau), starts turns when the hungry holders
+// renewal (decayed with tallyTau), starts turns when two holders or more
 // collide, plans the windows again when the holders changed, and ends
 // turns when they are over. It runs after mergeShares.
 func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
@@ -77,12 +77,8 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
 	doc.Sent += sent
 	doc.Refused += refused
 	holders := make([]string, 0, len(doc.Leases))
-	hungry := 0
-	for h, l := range doc.Leases {
+	for h := range doc.Leases {
 		holders = append(holders, h)
-		if l.Hungry {
-			hungry++
-		}
 	}
 	slices.Sort(holders)
 	t := doc.Turns
@@ -91,7 +87,7 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
 		doc.Sent, doc.Refused = 0, 0 // a fresh look at how the holders fare without turns
 	}
 	if t == nil {
-		if hungry < 2 || doc.Refused < turnMinRefused || doc.Refused < turnTrigger*doc.Sent {
+		if len(holders) < 2 || doc.Refused < turnMinRefused || doc.Refused < turnTrigger*doc.Sent {
 			return
 		}
 		t = &shareTurns{Until: now.Add(turnHold), Fresh: true}

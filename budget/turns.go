@@ -106,7 +106,7 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
 	for len(t.Plans) > 1 && !t.Plans[1].From.After(now) {
 		t.Plans = t.Plans[1:] // the second is in force: the first is over
 	}
-	if n := len(t.Plans); n > 0 && slices.Equal(t.Plans[n-1].Holders, holders) {
+	if n := len(t.Plans); n > 0 && sameHolders(t.Plans[n-1].Holders, holders) {
 		return
 	}
 	if len(holders) == 0 || len(t.Plans) >= turnPlans {
@@ -122,8 +122,37 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
 			from = second
 		}
 		from = last.next(from)
+		holders = rotation(last, from, holders)
 	}
 	t.Plans = append(t.Plans, planTurns(from, doc.Rate, holders))
+}
+
+// sameHolders reports whether plan (in a plan's order) and sorted hold the
+// same holders.
+func sameHolders(plan, sorted []string) bool {
+	return len(plan) == len(sorted) && slices.Equal(slices.Sorted(slices.Values(plan)), sorted)
+}
+
+// rotation orders holders for a plan that follows last from from on: the
+// turn goes on where last would have gone on (the holder whose window last
+// has at from first, then the others of last in its order), and newcomers
+// come after them, so a change of holders never sends a holder that was
+// about to have its turn to the back of the line.
+func rotation(last *turnPlan, from time.Time, holders []string) []string {
+	n := len(last.Holders)
+	i := int(from.Sub(last.From) / last.Window % time.Duration(n))
+	out := make([]string, 0, len(holders))
+	for k := range n {
+		if h := last.Holders[(i+k)%n]; slices.Contains(holders, h) {
+			out = append(out, h)
+		}
+	}
+	for _, h := range holders {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // planTurns makes the plan from from on for holders, at rate (the

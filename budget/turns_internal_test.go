@@ -227,3 +227,32 @@ func TestTurnsTellWhenTheNextWindowComes(t *testing.T) {
 		t.Errorf("nextSlot = %v after now, want %v (its window)", got.Sub(now), want.Sub(now))
 	}
 }
+
+// TestTurnsKeepTheRotation: when the holders change, the next plan goes on
+// with the turn where the last plan would have gone on, newcomers last: a
+// holder about to have its turn is not sent to the back of the line (with 8
+// holders and 2 s windows, one lost its only window of a 30 s run). A plan
+// is made again only when the holders change, not when their order does.
+func TestTurnsKeepTheRotation(t *testing.T) {
+	from := time.Unix(1e9, 0)
+	last := &turnPlan{From: from, Window: 2 * time.Second, Holders: []string{"c", "a", "d", "b"}}
+	// At 8 s the last plan is at window 4 (c a d b c): c goes on; d left, e came.
+	got := rotation(last, from.Add(8*time.Second), []string{"a", "b", "c", "e"})
+	if want := []string{"c", "a", "b", "e"}; !slices.Equal(got, want) {
+		t.Errorf("rotation at window 4 = %v, want %v", got, want)
+	}
+	got = rotation(last, from.Add(6*time.Second), []string{"a", "b", "c", "e"})
+	if want := []string{"b", "c", "a", "e"}; !slices.Equal(got, want) {
+		t.Errorf("rotation at window 3 = %v, want %v", got, want)
+	}
+	now := from
+	doc := shareDoc{Rate: 10, Turns: &shareTurns{Until: from.Add(time.Minute), Plans: []turnPlan{*last}}}
+	doc.Leases = map[string]shareLease{}
+	for _, h := range []string{"a", "b", "c", "d"} {
+		doc.Leases[h] = shareLease{Share: 0.25, Expires: now.Add(shareTTL)}
+	}
+	takeTurns(&doc, now, 10, 0)
+	if len(doc.Turns.Plans) != 1 {
+		t.Fatalf("same holders in another order made a new plan: %+v", doc.Turns.Plans)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/pgstore"
@@ -285,15 +283,7 @@ func TestSharedProvidersSurvivePostgresOutage(t *testing.T) {
 		limit      = budget.Limit{Count: 60, Per: 2 * time.Second, Burst: 3}
 		workerCall = func(p *budget.Local) {
 			for ctx.Err() == nil {
-				err := p.Do(ctx, nil, func(ctx context.Context) forage.Outcome {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-					resp, err := http.DefaultClient.Do(req)
-					if resp != nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
-						_ = resp.Body.Close()
-					}
-					return forage.FromHTTP(resp, err)
-				})
+				err := p.Do(ctx, nil, get(url))
 				if err == nil && outage.Load() {
 					duringOK.Add(1)
 				}

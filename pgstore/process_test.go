@@ -174,15 +174,7 @@ func shareChild(t *testing.T, s *pgstore.Store, key string, args []string) {
 	for range shareWorkers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				err := p.Do(ctx, nil, func(ctx context.Context) forage.Outcome {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-					resp, err := http.DefaultClient.Do(req)
-					if resp != nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
-						_ = resp.Body.Close()
-					}
-					return forage.FromHTTP(resp, err)
-				})
+				err := p.Do(ctx, nil, get(url))
 				if err == nil {
 					ok.Add(1)
 				}
@@ -325,5 +317,19 @@ func crashChild(t *testing.T, s *pgstore.Store, stream string, args []string) {
 			t.Fatal(err)
 		}
 		fmt.Println("committed", slice)
+	}
+}
+
+// get returns an attempt that GETs url and reads the answer's outcome,
+// draining and closing the body.
+func get(url string) func(context.Context) forage.Outcome {
+	return func(ctx context.Context) forage.Outcome {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if resp != nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		return forage.FromHTTP(resp, err)
 	}
 }

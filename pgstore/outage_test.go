@@ -303,11 +303,14 @@ func TestSharedProvidersSurvivePostgresOutage(t *testing.T) {
 		}
 		procs = append(procs, p)
 	}
-	// The processes split the limit before the traffic starts: what this
-	// test checks is the outage. (Started together, three processes drew a
-	// refusal within the first second in about one run in six, before their
-	// shares had settled: not yet understood, see the closing note of the
-	// session that found it.)
+	// The processes split the limit before the traffic starts, so the
+	// start-up does not weigh on the window the outage ends in. (Known
+	// fault, not fixed: the first process to renew after the outage may be
+	// granted the shares of the others, whose leases ended in the document
+	// while they still pace at their safe shares until they renew; in a
+	// window around that moment the provider can count one request over
+	// the limit. Traced in a simulated copy of this test, 1 run in 4 with
+	// one seed.)
 	wait(2 * time.Second)
 	for _, p := range procs {
 		_ = p.Do(ctx, nil, get(url)) // joins the lease before the workers start

@@ -104,9 +104,11 @@ type Config struct {
 	// Burst at least the number of processes). A process that dies loses
 	// its share when its lease ends, 3 s after its last renewal. One that
 	// cannot reach the store keeps its share until its lease ends and then
-	// paces at half of it until the store answers again (and at a quarter
-	// of the whole if it never reached it). Nil: the provider is this
-	// process's alone.
+	// paces at half of it, known limits too, until the store answers
+	// again (and at a quarter of the whole if it never reached it); while
+	// the store is in trouble for every process (a database restart), the
+	// others are not granted that half, so the guarantee holds through
+	// it. Nil: the provider is this process's alone.
 	Shares ShareStore
 	// Classify, if set, reads each attempt's outcome for this provider
 	// instead of the default rules ([forage.Outcome.Class]): a provider

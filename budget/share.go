@@ -49,8 +49,8 @@ type ShareStore interface {
 }
 
 // The lease policy. A process renews its lease every shareEvery, or after
-// shareSoon while a share it is owed is still held by others or after its
-// controller cut the rate; a lease not renewed for shareTTL ends, and its
+// shareSoon while a share it is owed is still held by others, after its
+// controller cut the rate or after a renewal failed; a lease not renewed for shareTTL ends, and its
 // share goes to the others at their next renewal.
 const (
 	shareEvery = time.Second
@@ -58,6 +58,11 @@ const (
 	shareTTL   = 3 * time.Second
 	// shareTimeout bounds one renewal.
 	shareTimeout = 2 * time.Second
+	// shareSilence is how long the document must have gone unwritten for
+	// its next writer to take it that no process could reach the store: a
+	// busy process writes it about every shareEvery, so a longer silence
+	// is trouble (or every holder was idle or died).
+	shareSilence = shareEvery + 2*shareSoon
 	// safeShare is the part of its last share a process keeps once its
 	// lease has ended without renewal (the store is unreachable): the
 	// others may have taken what it held, so it steps back rather than
@@ -99,6 +104,37 @@ type shareDoc struct {
 	Refused float64     `json:"refused,omitempty"`
 	Tally   time.Time   `json:"tally,omitzero"`
 	Turns   *shareTurns `json:"turns,omitempty"`
+	// Written is when a holder last renewed; Trouble is the latest spell
+	// in which processes could not reach the store (see mergeShares).
+	Written time.Time `json:"written,omitzero"`
+	Trouble spell     `json:"trouble,omitzero"`
+}
+
+// spell is a span of time.
+type spell struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// add makes s cover [from, to] too when the two overlap or touch within
+// shareTTL; otherwise [from, to] replaces it (the latest spell is what
+// matters: the leases it can explain end within shareTTL of it).
+func (s *spell) add(from, to time.Time) {
+	if s.To.IsZero() || from.After(s.To.Add(shareTTL)) {
+		*s = spell{from, to}
+		return
+	}
+	if from.Before(s.From) {
+		s.From = from
+	}
+	if to.After(s.To) {
+		s.To = to
+	}
+}
+
+// overlaps reports whether s and [from, to] share an instant.
+func (s spell) overlaps(from, to time.Time) bool {
+	return !s.To.IsZero() && !from.After(s.To) && !s.From.After(to)
 }
 
 // shareLease is one process's lease.
@@ -111,6 +147,11 @@ type shareLease struct {
 	Hungry bool    `json:"hungry,omitempty"`
 	// Expires is when the lease ends unless renewed.
 	Expires time.Time `json:"expires"`
+	// Lapsed says the lease ended while processes could not reach the
+	// store: its holder may still be alive, pacing at its safe share
+	// (Share), so that much is kept for it until it renews or Expires (one
+	// more lease).
+	Lapsed bool `json:"lapsed,omitempty"`
 }
 
 // Share is one process's lease on a provider shared through a
@@ -152,6 +193,11 @@ type sharer struct {
 	renewed atomic.Int64
 	down    atomic.Bool
 	done    atomic.Pointer[chan struct{}]
+	// lapse (unix nanoseconds) is when the lease last granted ends: a call
+	// that comes later, with no renewal since, drops this process to its
+	// safe share first (see Local.lapse). Zero once it has.
+	lapse atomic.Int64
+	split sync.Mutex // serializes splitLimits: a renewal's and a call's lapse
 
 	mu      sync.Mutex              // held by the renewal; guards the rest
 	epoch   uint64                  // the document's epoch when last renewed
@@ -160,7 +206,7 @@ type sharer struct {
 	busyAt  time.Time               // the last renewal that found calls
 	sent    uint64                  // requests sent, as of the last renewal
 	refused uint64                  // of those, refused (throttled)
-	expires time.Time               // the end of the lease last granted
+	failed  time.Time               // the first of the renewals that failed since the last that did not
 	leases  atomic.Pointer[[]Share] // every lease, as of the last renewal
 }
 
@@ -185,6 +231,7 @@ func (s *sharer) setGate(shut bool) {
 // end, when the call may not wait that long.
 func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error {
 	p.shareTick(start)
+	p.lapse(start)
 	if d := p.sh.done.Load(); d != nil && !p.sh.down.Load() && start.UnixNano()-p.sh.renewed.Load() > int64(shareEvery+shareSoon) {
 		// What this process knows of the others is stale (it was idle):
 		// the call waits for the renewal under way, so it does not go out
@@ -349,11 +396,28 @@ func (p *Local) shareTick(now time.Time) {
 	}()
 }
 
+// lapse drops this process to safeShare of its share once the lease last
+// granted has ended with no renewal since (the store is unreachable), at
+// the first call or failed renewal after its end: from then on the others
+// may be granted what it held. Once per outage: the safe share is not
+// halved again. The pacer and the known limits follow.
+func (p *Local) lapse(now time.Time) {
+	s := &p.sh
+	e := s.lapse.Load()
+	if e == 0 || now.UnixNano() < e || !s.lapse.CompareAndSwap(e, 0) {
+		return
+	}
+	share := s.fraction() * safeShare
+	s.share.Store(math.Float64bits(share))
+	p.splitLimits(now, share)
+	p.follow(now)
+}
+
 // renew renews the lease at now: it takes in what this process learned
 // since the last renewal, takes up what the others learned, and sets the
 // share this process paces at. It reports whether the store answered; when
-// it did not and the lease has ended, the share drops to safeShare of the
-// last one.
+// it did not and the lease has ended, the share drops to the safe share
+// (see lapse).
 func (p *Local) renew(now time.Time) bool {
 	s := &p.sh
 	s.mu.Lock()
@@ -393,7 +457,8 @@ func (p *Local) renew(now time.Time) bool {
 				delete(doc.Leases, h) // its process died on this machine: no need to wait for its lease to end
 			}
 		}
-		mergeShares(&doc, s.id, now, st, cuts != s.cuts, s.epoch, demand, hungry)
+		mergeShares(&doc, claim{holder: s.id, now: now, st: st, cut: cuts != s.cuts, epoch: s.epoch,
+			demand: demand, hungry: hungry, failed: s.failed})
 		if !busy {
 			delete(doc.Leases, s.id) // idle: its share goes back to the others now
 		}
@@ -402,17 +467,20 @@ func (p *Local) renew(now time.Time) bool {
 	})
 	s.down.Store(err != nil)
 	if err != nil {
-		if now.After(s.expires) && !s.expires.IsZero() {
-			s.share.Store(math.Float64bits(share * safeShare))
-			s.expires = time.Time{} // once per outage: the safe share is not halved again
+		if s.failed.IsZero() {
+			s.failed = now
 		}
+		p.lapse(time.Now()) // the renewal may have taken long: the lease may have ended since now
 		p.n.shareErrs.Add(1)
-		s.next.Store(now.Add(shareEvery).UnixNano())
-		s.arm(p, busy, shareEvery)
+		// Again soon: a lease ends only after many failures in a row, so
+		// a process the store failed now and then never loses its lease.
+		s.next.Store(now.Add(shareSoon).UnixNano())
+		s.arm(p, busy, shareSoon)
 		return false
 	}
 	l := doc.Leases[s.id]
-	s.epoch, s.cuts, s.expires = doc.Epoch, cuts, l.Expires
+	s.epoch, s.cuts, s.failed = doc.Epoch, cuts, time.Time{}
+	s.lapse.Store(l.Expires.UnixNano()) // before the share: a call's lapse of the old lease cannot undo the new
 	s.sent, s.refused = sent, refused
 	if was := s.turns.Swap(doc.Turns); (was == nil) != (doc.Turns == nil) {
 		if doc.Turns != nil {
@@ -429,7 +497,7 @@ func (p *Local) renew(now time.Time) bool {
 	}
 	slices.SortFunc(leases, func(a, b Share) int { return cmp.Compare(a.Holder, b.Holder) })
 	s.leases.Store(&leases)
-	p.adopt(now, doc, st, share, l.Share)
+	p.adopt(now, doc, st, l.Share)
 	next := shareEvery
 	if l.Share < fairShare(doc, s.id)*(1-rejoinShare) || cuts != p.ctl.Snapshot().Decreases {
 		next = shareSoon
@@ -462,7 +530,7 @@ func (s *sharer) arm(p *Local, busy bool, next time.Duration) {
 // the provider's rate and ceiling (when they moved by more than
 // rejoinShare), the pause in force, and its new share, at which the pacer
 // and the known limits pace.
-func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, old, share float64) {
+func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64) {
 	if share > 0 {
 		p.ctl.SetShare(share)
 	}
@@ -472,7 +540,7 @@ func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, old, share flo
 	if doc.PausedUntil.After(now) {
 		_ = p.ctl.Restore(aimd.State{PausedUntil: doc.PausedUntil})
 	}
-	if share != old {
+	if share != p.sh.fraction() {
 		p.splitLimits(now, share)
 	}
 	p.sh.told(doc.PausedUntil, p.ctl.Snapshot().Decreases) // what the document has is no news
@@ -486,10 +554,25 @@ func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, old, share flo
 // moved reports whether a differs from b by more than rejoinShare.
 func moved(a, b float64) bool { return math.Abs(a-b) > rejoinShare*max(a, b) }
 
-// mergeShares renews holder's lease in doc at now. st is the holder's
-// controller state (its own part of the rate, share of the whole), cut
-// whether it cut since its last renewal, and epoch the document's epoch
-// then. The rate policy:
+// claim is one renewal of a lease, as mergeShares takes it in.
+type claim struct {
+	holder string
+	now    time.Time
+	// st is the holder's controller state (its own part of the rate,
+	// share of the whole), cut whether it cut since its last renewal, and
+	// epoch the document's epoch then.
+	st    aimd.State
+	cut   bool
+	epoch uint64
+	// demand and hungry are what it would use (see shareLease).
+	demand float64
+	hungry bool
+	// failed is the first of its renewals that failed since the last that
+	// did not; zero when none did.
+	failed time.Time
+}
+
+// mergeShares renews c.holder's lease in doc at c.now. The rate policy:
 //
 //   - A cut by any process is taken in at once: the provider's rate and
 //     ceiling become the cutter's, and the epoch moves on; unless another
@@ -499,21 +582,28 @@ func moved(a, b float64) bool { return math.Abs(a-b) > rejoinShare*max(a, b) }
 //     epoch: one that has not yet seen the latest cut cannot undo it.
 //   - The longest pause wins.
 //
-// Then the leases: those that ended are dropped, and the holder is granted
-// its fair share (the provider's rate split by demand: nobody gets more
-// than it asked for, the rest is split evenly among those that want more),
-// but never more than what the others do not hold: a share one process
+// Then the leases. Those that ended are dropped, unless the store was in
+// trouble during them (some process's renewals failed, or the document
+// went unwritten for shareSilence): their holders may be alive, pacing at
+// their safe shares, so each such lease keeps its holder's safe share for
+// one more lease, in which a holder that reaches the store again renews
+// it, and again while the trouble lasts. (A holder cut off from the store alone, while the others reach it,
+// cannot be told from a dead one: its lease is dropped.) The holder is
+// granted its fair share (the provider's rate split by demand: nobody gets
+// more than it asked for, the rest is split evenly among those that want
+// more), but never more than what the others hold: a share one process
 // gives back is taken up by another only once the first has let it go, so
 // the shares in force never add up to more than the whole.
-func mergeShares(doc *shareDoc, holder string, now time.Time, st aimd.State, cut bool, epoch uint64, demand float64, hungry bool) {
+func mergeShares(doc *shareDoc, c claim) {
+	st, now := c.st, c.now
 	if st.Rate > 0 && !math.IsInf(st.Rate, 0) && !math.IsInf(st.Ceiling, 0) {
 		switch {
-		case doc.Rate == 0 || cut && epoch == doc.Epoch:
+		case doc.Rate == 0 || c.cut && c.epoch == doc.Epoch:
 			doc.Rate, doc.Ceiling, doc.Confirmed = st.Rate, st.Ceiling, st.Confirmed
-			if cut {
+			if c.cut {
 				doc.Epoch++
 			}
-		case !cut && epoch == doc.Epoch && st.Rate > doc.Rate:
+		case !c.cut && c.epoch == doc.Epoch && st.Rate > doc.Rate:
 			doc.Rate, doc.Ceiling, doc.Confirmed = st.Rate, max(st.Ceiling, doc.Ceiling), st.Confirmed || doc.Confirmed
 		}
 	}
@@ -523,22 +613,36 @@ func mergeShares(doc *shareDoc, holder string, now time.Time, st aimd.State, cut
 	if doc.Leases == nil {
 		doc.Leases = map[string]shareLease{}
 	}
+	if !doc.Written.IsZero() && now.Sub(doc.Written) > shareSilence {
+		doc.Trouble.add(doc.Written, now)
+	}
+	if !c.failed.IsZero() {
+		doc.Trouble.add(c.failed, now)
+	}
+	doc.Written = now
 	for h, l := range doc.Leases {
-		if h != holder && !l.Expires.After(now) {
+		switch {
+		case h == c.holder || l.Expires.After(now):
+		case doc.Trouble.overlaps(l.Expires.Add(-shareTTL), l.Expires):
+			if !l.Lapsed {
+				l.Share *= safeShare
+			}
+			doc.Leases[h] = shareLease{Share: l.Share, Lapsed: true, Expires: now.Add(shareTTL)}
+		default:
 			delete(doc.Leases, h)
 		}
 	}
-	l := doc.Leases[holder]
-	l.Demand, l.Hungry, l.Expires = demand, hungry, now.Add(shareTTL)
-	doc.Leases[holder] = l
+	l := doc.Leases[c.holder]
+	l.Demand, l.Hungry, l.Expires, l.Lapsed = c.demand, c.hungry, now.Add(shareTTL), false
+	doc.Leases[c.holder] = l
 	others := 0.0
 	for h, x := range doc.Leases {
-		if h != holder {
+		if h != c.holder {
 			others += x.Share
 		}
 	}
-	l.Share = max(0, min(fairShare(*doc, holder), 1-others))
-	doc.Leases[holder] = l
+	l.Share = max(0, min(fairShare(*doc, c.holder), 1-others))
+	doc.Leases[c.holder] = l
 }
 
 // fairShare returns holder's fair share of doc's rate: the rate split among
@@ -554,7 +658,10 @@ func fairShare(doc shareDoc, holder string) float64 {
 	asks := make([]ask, 0, len(doc.Leases))
 	for h, l := range doc.Leases {
 		d := math.Inf(1)
-		if !l.Hungry && doc.Rate > 0 && doc.Turns == nil { // in turns, each holder gets as much time
+		switch {
+		case l.Lapsed:
+			d = l.Share // what its holder may be pacing at
+		case !l.Hungry && doc.Rate > 0 && doc.Turns == nil: // in turns, each holder gets as much time
 			d = l.Demand / doc.Rate
 		}
 		asks = append(asks, ask{h, d})
@@ -585,6 +692,8 @@ func (p *Local) splitLimits(now time.Time, share float64) {
 	if len(p.cfg.Limits) == 0 || share <= 0 {
 		return
 	}
+	p.sh.split.Lock()
+	defer p.sh.split.Unlock()
 	old := p.lims()
 	next := make([]*gcra.Limiter, len(old))
 	for i, l := range p.cfg.Limits {

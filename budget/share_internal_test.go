@@ -32,7 +32,7 @@ func TestSharesNeverAddUpToMoreThanTheWhole(t *testing.T) {
 			demand := rapid.Float64Range(0, 300).Draw(t, fmt.Sprint("demand", i))
 			hungry := rapid.Bool().Draw(t, fmt.Sprint("hungry", i))
 			before, beforeEpoch := doc.Rate, doc.Epoch
-			mergeShares(&doc, h, now, st, cut, epochs[h], demand, hungry)
+			mergeShares(&doc, claim{holder: h, now: now, st: st, cut: cut, epoch: epochs[h], demand: demand, hungry: hungry})
 			stale := epochs[h] != beforeEpoch
 			epochs[h] = doc.Epoch
 			if stale && doc.Rate > before && before > 0 {
@@ -110,4 +110,110 @@ func TestGoneHereSeesDeadProcesses(t *testing.T) {
 	if runtime.GOOS != "windows" && !goneHere(fmt.Sprintf("%s-%d-ab", hostname, 1<<22+12345)) {
 		t.Error("a pid no process has reads as alive")
 	}
+}
+
+// TestSharesHoldThroughOutages runs the lease protocol against a store
+// that goes away for random spells (each longer than a renewal period, as
+// a database restart is: every process sees it), with processes that renew
+// about every second (a renewal taking up to half a second; soon after one
+// that failed), die at random, and pace at
+// half their last share from the moment a lease ends without renewal (as
+// Local.lapse does): what the live processes pace at never adds up to more
+// than the whole, however long the spells and in whatever order the
+// processes come back; and once the store is back and the dead processes'
+// leases have ended, the living are granted the whole again within a few
+// leases.
+func TestSharesHoldThroughOutages(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		type proc struct {
+			share   float64   // what it paces at
+			expires time.Time // the end of its lease
+			next    time.Time // its next renewal
+			failed  time.Time // its first failed renewal since the last that did not fail
+			dead    bool
+		}
+		start := time.Unix(1e9, 0)
+		n := rapid.IntRange(2, 6).Draw(t, "n")
+		procs := make([]proc, n)
+		for i := range procs {
+			procs[i] = proc{next: start.Add(time.Duration(rapid.IntRange(0, 1000).Draw(t, fmt.Sprint("first", i))) * time.Millisecond)}
+		}
+		// The store is down in [downs[2k], downs[2k+1]), after every
+		// process joined (one that starts while the store is down paces
+		// at startShare, a guess).
+		var downs []time.Time
+		at := start.Add(time.Second)
+		for i := range rapid.IntRange(0, 3).Draw(t, "outages") {
+			at = at.Add(time.Duration(rapid.IntRange(0, 10000).Draw(t, fmt.Sprint("up", i))) * time.Millisecond)
+			downs = append(downs, at)
+			at = at.Add(time.Duration(rapid.IntRange(int(shareSilence/time.Millisecond)+100, 10000).Draw(t, fmt.Sprint("down", i))) * time.Millisecond)
+			downs = append(downs, at)
+		}
+		down := func(now time.Time) bool {
+			for k := 0; k+1 < len(downs); k += 2 {
+				if !now.Before(downs[k]) && now.Before(downs[k+1]) {
+					return true
+				}
+			}
+			return false
+		}
+		end := at.Add(4 * shareTTL)
+		var doc shareDoc
+		for step := 0; ; step++ {
+			i := -1
+			for k, pr := range procs {
+				if !pr.dead && (i < 0 || pr.next.Before(procs[i].next)) {
+					i = k
+				}
+			}
+			if i < 0 || procs[i].next.After(end) {
+				break
+			}
+			now := procs[i].next
+			for k := range procs {
+				if pr := &procs[k]; !pr.expires.IsZero() && !now.Before(pr.expires) {
+					pr.share *= safeShare // lapse, once
+					pr.expires = time.Time{}
+				}
+			}
+			if down(now) && procs[i].failed.IsZero() {
+				procs[i].failed = now
+			}
+			if !down(now) {
+				mergeShares(&doc, claim{holder: fmt.Sprint("p", i), now: now, st: aimd.State{Rate: 10}, epoch: doc.Epoch,
+					demand: minDemand, hungry: true, failed: procs[i].failed})
+				l := doc.Leases[fmt.Sprint("p", i)]
+				procs[i].share, procs[i].expires, procs[i].failed = l.Share, l.Expires, time.Time{}
+			}
+			sum := 0.0
+			for _, pr := range procs {
+				if !pr.dead {
+					sum += pr.share
+				}
+			}
+			if sum > 1+1e-9 {
+				t.Fatalf("at %v the live processes pace at %v in all (store down in %v): %+v; doc %+v",
+					now.Sub(start), sum, downs, procs, doc.Leases)
+			}
+			latency := time.Duration(rapid.IntRange(0, 500).Draw(t, fmt.Sprint("latency", step))) * time.Millisecond
+			procs[i].next = now.Add(shareEvery + latency)
+			if !procs[i].failed.IsZero() {
+				procs[i].next = now.Add(shareSoon + latency)
+			}
+			if now.Before(at.Add(shareTTL)) && rapid.IntRange(0, 40).Draw(t, fmt.Sprint("dies", step)) == 0 {
+				procs[i].dead = true
+			}
+		}
+		sum, live := 0.0, 0
+		for _, pr := range procs {
+			if !pr.dead {
+				sum += pr.share
+				live++
+			}
+		}
+		if live > 0 && sum < 0.9 {
+			t.Fatalf("%d live processes pace at %v in all, %v after the last outage; want about the whole: %+v",
+				live, sum, 4*shareTTL, procs)
+		}
+	})
 }

@@ -186,6 +186,50 @@ func TestSharesSurviveAStoreOutage(t *testing.T) {
 	})
 }
 
+// TestSharedKnownLimitSurvivesAnOutage: three processes split a known
+// limit, which the provider enforces exactly, and the store goes away for
+// 4 s mid-run. Each lease ends in the outage and its holder drops to its
+// safe share; when the store comes back, the first process to renew is not
+// granted what the others still pace at (it was, and a window counted one
+// request over: 1 run in 4), and the safe share holds for the known limits
+// as for the pacer (they stayed at the last share). No request is refused.
+func TestSharedKnownLimitSurvivesAnOutage(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.WindowLimit(60, 2*time.Second),
+					Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+				cfg := budget.Config{Shares: store, MaxInFlight: 2,
+					Limits: []budget.Limit{{Count: 60, Per: 2 * time.Second, Burst: 3}}}
+				var procs []*proc
+				for range 3 {
+					procs = append(procs, startProc(t, "sim", cfg, srv, 2))
+				}
+				time.Sleep(3 * time.Second)
+				store.down.Store(true)
+				time.Sleep(4 * time.Second)
+				store.down.Store(false)
+				time.Sleep(5 * time.Second)
+				for _, pr := range procs {
+					pr.stop()
+				}
+				st := srv.Stats()
+				t.Logf("%d served, %d refused", st.OK, st.Throttled)
+				if st.Throttled != 0 {
+					t.Errorf("%d of %d refused; want none: the known limit is never exceeded", st.Throttled, st.Requests)
+				}
+				if st.OK < 150 {
+					t.Errorf("%d served in 12 s of a 60/2s limit; want at least 150", st.OK)
+				}
+			})
+		})
+	}
+}
+
 // TestShareRenewalsPerSecond counts the store's round trips: about one a
 // second per process, however fast the provider is.
 func TestShareRenewalsPerSecond(t *testing.T) {

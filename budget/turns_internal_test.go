@@ -41,7 +41,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 			join()
 		}
 		renew := func(h string, refused float64) {
-			mergeShares(&doc, h, now, aimd.State{Rate: rate}, false, doc.Epoch, 1, true)
+			mergeShares(&doc, claim{holder: h, now: now, st: aimd.State{Rate: rate}, epoch: doc.Epoch, demand: 1, hungry: true})
 			takeTurns(&doc, now, 10, refused)
 			b, err := json.Marshal(doc)
 			if err != nil {
@@ -134,7 +134,7 @@ func TestTurnsStartOnCollisionsOnly(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	doc := shareDoc{Rate: 10, Ceiling: 12, Confirmed: true}
 	renew := func(h string, sent, refused float64) {
-		mergeShares(&doc, h, now, aimd.State{Rate: 10, Ceiling: 12}, false, doc.Epoch, 1, true)
+		mergeShares(&doc, claim{holder: h, now: now, st: aimd.State{Rate: 10, Ceiling: 12}, epoch: doc.Epoch, demand: 1, hungry: true})
 		takeTurns(&doc, now, sent, refused)
 	}
 	renew("a", 10, 10)

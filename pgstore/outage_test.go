@@ -258,9 +258,10 @@ func TestSharesSurviveOutage(t *testing.T) {
 // share a provider with a known limit through the store; the server goes
 // away for three seconds mid-run. The provider, which counts every request
 // in its windows, refuses none (no over-limit while the shares cannot be
-// renewed: each process keeps its share, then half of it); collection goes
-// on during the outage; and once the server is back the shares are renewed
-// to about the whole again.
+// renewed: each process keeps its share, then half of it, and none is
+// granted more than the others leave when the server is back); collection
+// goes on during the outage; and once the server is back the shares are
+// renewed to about the whole again.
 func TestSharedProvidersSurvivePostgresOutage(t *testing.T) {
 	t.Parallel()
 	direct := newStore(t, nil)
@@ -304,13 +305,11 @@ func TestSharedProvidersSurvivePostgresOutage(t *testing.T) {
 		procs = append(procs, p)
 	}
 	// The processes split the limit before the traffic starts, so the
-	// start-up does not weigh on the window the outage ends in. (Known
-	// fault, not fixed: the first process to renew after the outage may be
-	// granted the shares of the others, whose leases ended in the document
-	// while they still pace at their safe shares until they renew; in a
-	// window around that moment the provider can count one request over
-	// the limit. Traced in a simulated copy of this test, 1 run in 4 with
-	// one seed.)
+	// start-up does not weigh on the window the outage ends in. (When the
+	// server is back, the first process to renew is not granted the
+	// shares the others still pace at: their leases ended in the outage,
+	// and the document keeps their safe shares for one more lease. It was,
+	// and a window counted one request over, until that was fixed.)
 	wait(2 * time.Second)
 	for _, p := range procs {
 		_ = p.Do(ctx, nil, get(url)) // joins the lease before the workers start

@@ -193,8 +193,10 @@ type Controller struct {
 	epStart     time.Time     // start of the episode: the last cut, or the end of its pause
 	epOK        float64       // successes of requests sent since epStart (weighted, see SetShare)
 	epN         int           // the same successes, each counted once
+	epPaused    bool          // the episode began at the end of a pause
+	allowance   float64       // the provider's burst allowance, as the two-point estimate found it; 0 = not known
 	weight      float64       // what one success counts for: 1/share (see SetShare)
-	prevEp      episodeRecord // the steady episode before this one, for the two-point estimate
+	prevEp      episodeRecord // the episode before this one, for the two-point estimate
 	shortCut    bool          // the last cut came too soon after the one before to measure an episode
 	refusals    refusalLog    // recent overshoots, for the refusal budget
 	quotaMode   quotaMode     // what the provider's quota headers have shown it to be

@@ -113,7 +113,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	rate := r0 * beta
 	confirmed := c.near(r0) || c.ceiling > 0 && r0 > c.ceiling && now.Sub(c.lastCut).Seconds() < c.cycle()
 	steady := c.postCut >= steadyShare*r0 // the rate barely climbed since the last cut
-	est := c.twoPoint(sent, c.episode(sent), steady && c.ceiling > 0 && why == cutOvershoot)
+	est, fitted := c.twoPoint(sent, c.episode(sent), c.ceiling > 0 && why == cutOvershoot)
 	shared := c.weight > 1 // sees a share of the traffic: its episodes are samples, not the provider's whole answer
 	if shared {
 		est = 0
@@ -146,6 +146,15 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// At a steady rate the provider delivered far less: the limit
 		// shrank, or a burst allowance hid it. Drop to it.
 		rate, w, confirmed = max(r0*min(beta, deepCut), est*episodeMargin), est, c.confirmed
+	case fitted >= fitStep:
+		// Two episodes measured the limit (see twoPoint): just under it.
+		rate, w, confirmed = est*episodeMargin, est, confirmed || fitted == fitSure
+	case fitted == fitApart && c.allowance == 0 && c.epOK < spreadShort*c.weight:
+		// Two short episodes after pauses, too alike to tell the limit
+		// from the burst allowance: the limit lies well under what they
+		// delivered, or just under it. A rate well under it tells which
+		// at the next refusal (see twoPoint), or costs one climb back.
+		rate, w = est*spreadCut, est
 	default:
 		// The limit lies between what the episode delivered and r0.
 		rate = max(est*episodeMargin, r0*beta)

@@ -54,6 +54,16 @@
 //     allowance hid it: the rate drops to what was delivered at once. A
 //     refusal within a few requests of the last cut cuts by Decrease; two in
 //     a row mean the limit is far below, and halve it.
+//   - The burst allowance behind a pause: a provider that pauses the
+//     client (Retry-After) refills its burst allowance B meanwhile, so an
+//     episode that starts at a pause's end delivers B + L·T before its
+//     refusal and, alone, overstates the limit L by (B-1)/T. Two such
+//     episodes of different lengths give L and B (the two-point
+//     estimate); when two short ones are too alike to tell them apart, the
+//     next rate goes 15% under what they delivered, so the next episode
+//     is long enough to. Once B is known, every later episode after a
+//     pause is read with it. (A burst of 10 at 50/s: four refusals to
+//     settle, not five to eight; 20 at 30/s: six, not fourteen.)
 //   - The refusal budget: providers that ban count violations per minute,
 //     not per cent. With two overshoots in the last minute the probe above
 //     the ceiling stops; each further one lowers a temporary cap under the

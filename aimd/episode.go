@@ -23,6 +23,22 @@ const (
 	twoPointSpread = 0.15
 	twoPointSpan   = 5.0 // seconds: the longest episode the two-point estimate uses
 	twoPointStep   = 0.8 // the most one two-point estimate lowers the episode's
+	// twoPointSure is how many more successes one episode must have had
+	// than the other for the two-point estimate to be taken whole, not a
+	// twoPointStep at a time: a count or two of jitter then moves it by a
+	// few per cent only. twoPointTight is how far under the lowest rate
+	// of both episodes the estimate must lie: the client sent above it
+	// through both, so each spent its whole allowance.
+	twoPointSure  = 12
+	twoPointTight = 0.98
+	// spreadCut is the cut after an episode that began at the end of a
+	// pause while the provider's burst allowance is not yet known and
+	// the episode was short (under spreadShort successes): the episode
+	// overstated the limit by up to the allowance over its length, and a
+	// rate this far under it makes the next episode long enough for the
+	// two-point estimate to tell the two apart.
+	spreadCut   = 0.85
+	spreadShort = 4 * twoPointSure
 	// refusalWindow is the rolling window of the refusal budget: providers
 	// that ban count violations per minute, not per cent.
 	refusalWindow = time.Minute
@@ -70,49 +86,80 @@ func (c *Controller) episode(sent time.Time) float64 {
 	if t <= 0 {
 		return 0
 	}
+	if c.epPaused && c.allowance > 1 {
+		// The pause refilled the allowance the two-point estimate found:
+		// the episode spent it on top of the limit.
+		if est := (c.epOK - c.allowance*c.weight) / t; est >= (c.epOK-1)/t/2 {
+			return est
+		}
+	}
 	return (c.epOK - 1) / t
 }
 
 // twoPoint refines est, the episode's delivered rate up to a refusal of a
 // request sent at sent, with the episode before it. Behind a burst
 // allowance of B units every episode that starts with a full allowance (a
-// pause refills it) delivers n = B + L·T before its refusal, so one episode
-// overstates the limit L by (B-1)/T; two of different lengths give L itself,
-// (n₂ - n₁)/(T₂ - T₁), B cancelled. Only steady episodes (the rate barely
-// moved through them) qualify, and the lengths must differ enough for the
-// difference to mean something. Long episodes (a fixed window spent over
-// seconds) are not what this describes, nor is a result under half of the
-// single episode's; and with a request or more in flight the successes
-// still on their way make the counts too uncertain. It returns est when it cannot do better,
-// and records this episode for the next one.
-func (c *Controller) twoPoint(sent time.Time, est float64, steady bool) float64 {
+// pause refills it) and sends above the limit L all through delivers
+// n = B + L·T before its refusal, so one episode overstates L by (B-1)/T;
+// two of different lengths give L itself, (n₂ - n₁)/(T₂ - T₁), B
+// cancelled. So only episodes that began at the end of a pause qualify,
+// the result must lie under the rate each began at (the rate only climbs
+// through an episode), and the lengths must differ enough for the
+// difference to mean something; a result the two counts barely separate
+// lowers est a twoPointStep at a time. Long episodes (a fixed window spent
+// over seconds) are not what this describes, nor is a result under half
+// of the single episode's; and with a request or more in flight the
+// successes still on their way make the counts too uncertain. It returns
+// est when it cannot do better, and records this episode for the next
+// one, and says how far it got.
+func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fit) {
 	prev := c.prevEp
 	c.prevEp = episodeRecord{}
-	if est <= 0 || !steady {
-		return est
+	if est <= 0 || !ok || !c.epPaused {
+		return est, fitNone
 	}
 	n, t := c.epOK, sent.Sub(c.epStart).Seconds()
-	c.prevEp = episodeRecord{n: n, t: t}
-	if prev.t <= 0 || max(t, prev.t) > twoPointSpan || c.latency*n/t >= 1 || math.Abs(t-prev.t) < twoPointSpread*max(t, prev.t) {
-		return est
+	c.prevEp = episodeRecord{n: n, t: t, lo: c.postCut}
+	if prev.t <= 0 {
+		return est, fitFirst
 	}
-	if l := (n - prev.n) / (t - prev.t); l >= est/2 && l < est {
-		return max(l, est*twoPointStep) // a step at a time: two points of jittered counts can mislead
+	if max(t, prev.t) > twoPointSpan || c.latency*n/t >= 1 || math.Abs(t-prev.t) < twoPointSpread*max(t, prev.t) {
+		return est, fitApart
 	}
-	return est
+	l := (n - prev.n) / (t - prev.t)
+	if l < est/2 || l >= est || l > twoPointTight*min(prev.lo, c.postCut) {
+		return est, fitApart
+	}
+	if math.Abs(n-prev.n) >= twoPointSure*c.weight {
+		c.allowance = max(1, (n-l*t)/c.weight)
+		return l, fitSure
+	}
+	return max(l, est*twoPointStep), fitStep // a step at a time: two points of jittered counts can mislead
 }
+
+// fit says how far twoPoint got.
+type fit int
+
+const (
+	fitNone  fit = iota // the episode does not qualify
+	fitFirst            // it qualifies, with no episode before it that did
+	fitApart            // the two episodes could not be told apart: est as it was
+	fitStep             // est lowered a step towards the two-point estimate
+	fitSure             // est is the two-point estimate
+)
 
 // episodeRecord is what twoPoint keeps of the episode before.
 type episodeRecord struct {
 	n, t float64 // successes, seconds
+	lo   float64 // the rate it began at
 }
 
 // startEpisode starts a new episode at now, or at the end of the pause in
 // force: nothing is sent before it.
 func (c *Controller) startEpisode(now time.Time) {
-	c.epStart, c.epOK, c.epN = now, 0, 0
+	c.epStart, c.epOK, c.epN, c.epPaused = now, 0, 0, false
 	if c.pausedUntil.After(now) {
-		c.epStart = c.pausedUntil
+		c.epStart, c.epPaused = c.pausedUntil, true
 	}
 }
 

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -110,7 +111,17 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 			t.Fatal(err)
 		}
 		rt := srv.Transport()
-		p, err := budget.NewLocal("sim", budget.Config{})
+		var bcfg budget.Config
+		if os.Getenv("SHORT_TRACE") != "" {
+			t0 := time.Now()
+			bcfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: func(g []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Float64("t", time.Since(t0).Seconds())
+				}
+				return a
+			}}))
+		}
+		p, err := budget.NewLocal("sim", bcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +169,8 @@ func firstSustained(times []time.Duration, n float64) time.Duration {
 // real-time targets (>= 90%, 98% with usage headers, 85% under noise; at
 // most 1% refused; 90% of the limit within 3s) are those of make
 // goodput-http; the table shows how far each row is from them. Run it with
-// -v to see both tables; SHORT_ROW=<substring> runs matching rows only.
+// -v to see both tables; SHORT_ROW=<substring> runs matching rows only, and
+// SHORT_TRACE=1 logs every cut and pause to stderr.
 func TestGoodputShort(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {

@@ -50,8 +50,9 @@ type ShareStore interface {
 
 // The lease policy. A process renews its lease every shareEvery, or after
 // shareSoon while a share it is owed is still held by others, after its
-// controller cut the rate or after a renewal failed; a lease not renewed for shareTTL ends, and its
-// share goes to the others at their next renewal.
+// controller cut the rate or after a renewal failed; a lease not renewed
+// for shareTTL ends, and its share goes to the others at their next
+// renewal (but see mergeShares for a store in trouble).
 const (
 	shareEvery = time.Second
 	shareSoon  = 250 * time.Millisecond
@@ -104,10 +105,13 @@ type shareDoc struct {
 	Refused float64     `json:"refused,omitempty"`
 	Tally   time.Time   `json:"tally,omitzero"`
 	Turns   *shareTurns `json:"turns,omitempty"`
-	// Written is when a holder last renewed; Trouble is the latest spell
-	// in which processes could not reach the store (see mergeShares).
+	// Written is when a holder last renewed. Trouble is the latest spell
+	// in which processes could not reach the store (renewals failed, or
+	// none was written), Silent the latest in which none was written (see
+	// mergeShares).
 	Written time.Time `json:"written,omitzero"`
 	Trouble spell     `json:"trouble,omitzero"`
+	Silent  spell     `json:"silent,omitzero"`
 }
 
 // spell is a span of time.
@@ -587,13 +591,15 @@ type claim struct {
 // went unwritten for shareSilence): their holders may be alive, pacing at
 // their safe shares, so each such lease keeps its holder's safe share for
 // one more lease, in which a holder that reaches the store again renews
-// it, and again while the trouble lasts. (A holder cut off from the store alone, while the others reach it,
-// cannot be told from a dead one: its lease is dropped.) The holder is
-// granted its fair share (the provider's rate split by demand: nobody gets
-// more than it asked for, the rest is split evenly among those that want
-// more), but never more than what the others hold: a share one process
-// gives back is taken up by another only once the first has let it go, so
-// the shares in force never add up to more than the whole.
+// it; and again while nobody can write (an outage, not a store that fails
+// now and then: under one of those, a dead holder's half would be kept
+// for good). A holder cut off from the store alone, while the others
+// reach it, cannot be told from a dead one: its lease is dropped. The
+// holder is granted its fair share (the provider's rate split by demand:
+// nobody gets more than it asked for, the rest is split evenly among those
+// that want more), but never more than what the others hold: a share one
+// process gives back is taken up by another only once the first has let it
+// go, so the shares in force never add up to more than the whole.
 func mergeShares(doc *shareDoc, c claim) {
 	st, now := c.st, c.now
 	if st.Rate > 0 && !math.IsInf(st.Rate, 0) && !math.IsInf(st.Ceiling, 0) {
@@ -615,6 +621,7 @@ func mergeShares(doc *shareDoc, c claim) {
 	}
 	if !doc.Written.IsZero() && now.Sub(doc.Written) > shareSilence {
 		doc.Trouble.add(doc.Written, now)
+		doc.Silent.add(doc.Written, now)
 	}
 	if !c.failed.IsZero() {
 		doc.Trouble.add(c.failed, now)
@@ -623,11 +630,11 @@ func mergeShares(doc *shareDoc, c claim) {
 	for h, l := range doc.Leases {
 		switch {
 		case h == c.holder || l.Expires.After(now):
-		case doc.Trouble.overlaps(l.Expires.Add(-shareTTL), l.Expires):
-			if !l.Lapsed {
-				l.Share *= safeShare
-			}
-			doc.Leases[h] = shareLease{Share: l.Share, Lapsed: true, Expires: now.Add(shareTTL)}
+		case !l.Lapsed && doc.Trouble.overlaps(l.Expires.Add(-shareTTL), l.Expires):
+			doc.Leases[h] = shareLease{Share: l.Share * safeShare, Lapsed: true, Expires: now.Add(shareTTL)}
+		case l.Lapsed && doc.Silent.overlaps(l.Expires.Add(-shareTTL), l.Expires):
+			l.Expires = now.Add(shareTTL)
+			doc.Leases[h] = l
 		default:
 			delete(doc.Leases, h)
 		}

@@ -217,3 +217,35 @@ func TestSharesHoldThroughOutages(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadShareGoesUnderAFlakyStore: a store that fails one renewal in two
+// (each retried a quarter of a second later) is in trouble all the time,
+// so a dead holder's lease keeps half its share for one more lease; but
+// not for good: the living holder has the whole within two leases of the
+// death.
+func TestDeadShareGoesUnderAFlakyStore(t *testing.T) {
+	var doc shareDoc
+	start := time.Unix(1e9, 0)
+	renew := func(h string, now, failed time.Time) float64 {
+		mergeShares(&doc, claim{holder: h, now: now, st: aimd.State{Rate: 10}, epoch: doc.Epoch,
+			demand: minDemand, hungry: true, failed: failed})
+		return doc.Leases[h].Share
+	}
+	renew("dead", start, time.Time{})
+	renew("alive", start.Add(100*time.Millisecond), time.Time{})
+	var share float64
+	for i := range 12 {
+		at := start.Add(time.Duration(i+1) * time.Second)
+		var failed time.Time
+		if i%2 == 0 {
+			failed, at = at, at.Add(shareSoon) // this renewal failed; the retry did not
+		}
+		share = renew("alive", at, failed)
+		if at.Sub(start) > 2*shareTTL+shareEvery && share < 1-1e-9 {
+			t.Fatalf("%v after the death, the living holder has %v; want the whole: %+v", at.Sub(start), share, doc.Leases)
+		}
+	}
+	if share < 1-1e-9 {
+		t.Fatalf("the living holder ends with %v; want the whole", share)
+	}
+}

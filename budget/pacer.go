@@ -116,32 +116,20 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 	return nil
 }
 
-// catchUp and catchUpMax: a waiter woken late by at most 1/catchUp of the
-// interval and at most catchUpMax (a timer's usual lateness: the runtime
-// waits for timers in whole milliseconds when idle) books the
-// slot it slept for, not one measured from the late wake-up: booked from
-// the wake-up, every slot after a sleep is late by the timer's lateness,
-// and the pacer runs that much under its rate (2.5% at 50/s, 10-20% at
-// 200/s, measured over loopback HTTP). Two requests still go at least
-// (1 - 1/catchUp) of an interval, and catchUpMax less than one, apart: a
-// provider that allows no burst sees arrivals closer than the interval
-// only by what the network's jitter does anyway (with an eighth of the
-// interval alone, on a loaded machine, 15-17/s providers of burst one
-// refused one request more in every 30 s run). A later wake-up (the
-// process was held up) books from now, so a stall is never made up with a
-// burst. The rate the pacer is told is then the rate it keeps: a
-// controller probing above its ceiling meets the limit where it is, not
-// a few per cent later (a 15/s provider that bans: one refusal more in
-// 30 s, 3 not 2).
-const (
-	catchUp    = 8
-	catchUpMax = time.Millisecond
-)
+// catchUp: a waiter woken late by at most 1/catchUp of the interval (a
+// timer fires late by up to about a millisecond on a busy machine) books
+// the slot it slept for, not one measured from the late wake-up: booked
+// from the wake-up, every slot after a sleep is late by the timer's
+// lateness, and the pacer runs that much under its rate (2.5% at 50/s,
+// 10-20% at 200/s, measured over loopback HTTP). Two requests still go at
+// least (1 - 1/catchUp) of an interval apart; a later wake-up (the process
+// was held up) books from now, so a stall is never made up with a burst.
+const catchUp = 8
 
 // woken asks the limiter again for n units at now, after a sleep meant to
 // end at due (see catchUp).
 func (p localPacer) woken(due, now time.Time, n int) gcra.Result {
-	if late := now.Sub(due); late > 0 && late <= min(p.l.Interval()/catchUp, catchUpMax) {
+	if late := now.Sub(due); late > 0 && late <= p.l.Interval()/catchUp {
 		return p.l.AllowNAt(due, n)
 	}
 	return p.l.AllowNAt(now, n)

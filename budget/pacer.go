@@ -99,7 +99,6 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 		if ok && time.Until(deadline) < r.RetryAfter {
 			return fmt.Errorf("%w (wait %v)", gcra.ErrWouldExceedDeadline, r.RetryAfter)
 		}
-		due := time.Now().Add(r.RetryAfter)
 		if timer == nil {
 			timer = time.NewTimer(r.RetryAfter)
 			defer timer.Stop()
@@ -111,28 +110,9 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		r = p.woken(due, time.Now(), n)
+		r = p.l.AllowN(n)
 	}
 	return nil
-}
-
-// catchUp: a waiter woken late by at most 1/catchUp of the interval (a
-// timer fires late by up to about a millisecond on a busy machine) books
-// the slot it slept for, not one measured from the late wake-up: booked
-// from the wake-up, every slot after a sleep is late by the timer's
-// lateness, and the pacer runs that much under its rate (2.5% at 50/s,
-// 10-20% at 200/s, measured over loopback HTTP). Two requests still go at
-// least (1 - 1/catchUp) of an interval apart; a later wake-up (the process
-// was held up) books from now, so a stall is never made up with a burst.
-const catchUp = 8
-
-// woken asks the limiter again for n units at now, after a sleep meant to
-// end at due (see catchUp).
-func (p localPacer) woken(due, now time.Time, n int) gcra.Result {
-	if late := now.Sub(due); late > 0 && late <= p.l.Interval()/catchUp {
-		return p.l.AllowNAt(due, n)
-	}
-	return p.l.AllowNAt(now, n)
 }
 
 // SetRate changes the rate; it applies to the very next slot.

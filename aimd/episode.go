@@ -121,7 +121,7 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 	n, t := c.epOK, sent.Sub(c.epStart).Seconds()
 	c.prevEp = episodeRecord{n: n, t: t, lo: c.postCut}
 	if prev.t <= 0 {
-		return est, fitFirst
+		return est, fitNone // the first that qualifies: the next has one to compare with
 	}
 	if max(t, prev.t) > twoPointSpan || c.latency*n/t >= 1 || math.Abs(t-prev.t) < twoPointSpread*max(t, prev.t) {
 		return est, fitApart
@@ -141,8 +141,7 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 type fit int
 
 const (
-	fitNone  fit = iota // the episode does not qualify
-	fitFirst            // it qualifies, with no episode before it that did
+	fitNone  fit = iota // the episode does not qualify, or none before it did
 	fitApart            // the two episodes could not be told apart: est as it was
 	fitStep             // est lowered a step towards the two-point estimate
 	fitSure             // est is the two-point estimate

@@ -68,6 +68,13 @@ func startProc(t *testing.T, key string, cfg budget.Config, srv *providertest.Se
 
 func (pr *proc) stop() { pr.cancel(); <-pr.done }
 
+// stopAll stops every process of procs, one after the other.
+func stopAll(procs []*proc) {
+	for _, pr := range procs {
+		pr.stop()
+	}
+}
+
 // TestSharedProcessesStayUnderTheLimit runs three processes sharing one
 // provider they are not told the limit of, through one share store: they
 // find it together, serve most of it, draw few refusals, and their shares
@@ -133,9 +140,7 @@ func TestSharedKnownLimitNeverExceeded(t *testing.T) {
 			procs = append(procs, startProc(t, "sim", cfg, srv, 2))
 		}
 		time.Sleep(60 * time.Second)
-		for _, pr := range procs {
-			pr.stop()
-		}
+		stopAll(procs)
 		st := srv.Stats()
 		t.Logf("4 processes, known limit 100/10s, 60 s: %d served, %d refused", st.OK, st.Throttled)
 		if st.Throttled != 0 {
@@ -214,9 +219,7 @@ func TestSharedKnownLimitSurvivesAnOutage(t *testing.T) {
 				time.Sleep(4 * time.Second)
 				store.down.Store(false)
 				time.Sleep(5 * time.Second)
-				for _, pr := range procs {
-					pr.stop()
-				}
+				stopAll(procs)
 				st := srv.Stats()
 				t.Logf("%d served, %d refused", st.OK, st.Throttled)
 				if st.Throttled != 0 {
@@ -277,9 +280,7 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 			procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 2))
 		}
 		time.Sleep(60 * time.Second)
-		for _, pr := range procs {
-			pr.stop()
-		}
+		stopAll(procs)
 		st := srv.Stats()
 		goodput := float64(st.OK) / (200 * 6)
 		t.Logf("4 processes, fixed window 200/10s, 60 s: goodput %.1f%%, %d refused of %d", 100*goodput, st.Throttled, st.Requests)
@@ -352,9 +353,7 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 					t.Errorf("no event says the processes take turns:\n%s", logs.String())
 				}
 				st := srv.Stats()
-				for _, pr := range procs {
-					pr.stop()
-				}
+				stopAll(procs)
 				goodput := float64(st.OK) / (30 * 17)
 				refused := float64(st.Throttled) / float64(max(st.Requests, 1))
 				t.Logf("%d processes, 30 s: goodput %.1f%%, refused %.2f%% (%d of %d)", n, 100*goodput, 100*refused, st.Throttled, st.Requests)

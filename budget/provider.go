@@ -89,7 +89,7 @@ type Local struct {
 type counters struct {
 	requests, ok, throttled, overloaded, transient, permanent atomic.Uint64
 	retries, fastFails, saturated, inFlight                   atomic.Int64
-	saveErrs, shareErrs                                       atomic.Int64
+	saveErrs                                                  atomic.Int64
 }
 
 var _ Provider = (*Local)(nil)

@@ -475,7 +475,7 @@ func (p *Local) renew(now time.Time) bool {
 			s.failed = now
 		}
 		p.lapse(time.Now()) // the renewal may have taken long: the lease may have ended since now
-		p.n.shareErrs.Add(1)
+		p.n.saveErrs.Add(1)
 		// Again soon: a lease ends only after many failures in a row, so
 		// a process the store failed now and then never loses its lease.
 		s.next.Store(now.Add(shareSoon).UnixNano())

@@ -54,10 +54,12 @@ type Snapshot struct {
 	// Saturated counts calls that found every bulkhead slot taken and had
 	// to queue: a sign the provider is the bottleneck.
 	Saturated int64 `json:"saturated"`
-	// SaveErrors counts saves of the provider's record that
-	// [Config.Records] failed: the pause and the learned rate held in this
-	// process, but a restart before the next successful save would not
-	// know them.
+	// SaveErrors counts the writes to the stores that failed: saves of
+	// the provider's record to [Config.Records] (the pause and the learned
+	// rate held in this process, but a restart before the next successful
+	// save would not know them) and renewals of its lease in
+	// [Config.Shares] (retried soon; a lease not renewed for long drops
+	// this process to its safe share).
 	SaveErrors int64 `json:"save_errors,omitempty"`
 	// Share is the fraction of the provider's rate this process holds
 	// and paces at when the provider is shared through [Config.Shares]

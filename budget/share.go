@@ -48,6 +48,28 @@ type ShareStore interface {
 	UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error
 }
 
+// ShareWatcher is a [ShareStore] that also delivers each document saved
+// under a key, as it is saved, to the processes watching the key. Without
+// it, what one process learned (a pause the provider asked for, a cut of
+// the rate, a collision) reaches the others at their next renewal, up to a
+// second later, and each of them may draw a refusal of its own meanwhile:
+// a fixed window that is spent refuses every process once. With it, a
+// process that holds a lease watches its key and takes a pause in force
+// at once, and renews at once on a cut or a change of turns: the others
+// hear within a few milliseconds, at no round trip of their own (a renewal
+// on news excepted). The PostgreSQL store implements it with LISTEN and
+// NOTIFY; so does the checkpoint package's MemoryStore.
+type ShareWatcher interface {
+	ShareStore
+	// WatchShares calls f with each document saved under key from now on,
+	// by any process (this one included), until stop is called; after
+	// stop returns, f is not called again. Delivery is best-effort: a
+	// document may be missed (its process renews about every second
+	// anyway) or come as nil (too large to send), and calls of f may come
+	// from another goroutine than the save's. f must return quickly.
+	WatchShares(key string, f func(doc []byte)) (stop func())
+}
+
 // The lease policy. A process renews its lease every shareEvery, or after
 // shareSoon while a share it is owed is still held by others, after its
 // controller cut the rate or after a renewal failed; a lease not renewed
@@ -202,6 +224,12 @@ type sharer struct {
 	// safe share first (see Local.lapse). Zero once it has.
 	lapse atomic.Int64
 	split sync.Mutex // serializes splitLimits: a renewal's and a call's lapse
+	// seen is the document's epoch and turnsSeen whether it had turns, as
+	// of the last renewal; unwatch, while this process watches its key
+	// (see ShareWatcher), stops the watch. unwatch is guarded by mu.
+	seen      atomic.Uint64
+	turnsSeen atomic.Bool
+	unwatch   func()
 
 	mu      sync.Mutex              // held by the renewal; guards the rest
 	epoch   uint64                  // the document's epoch when last renewed
@@ -316,6 +344,35 @@ func (s *sharer) snapshot() []Share {
 	return nil
 }
 
+// stagger is how long after a pause of the given length ends this
+// process's pacer resumes, when it shares the provider at rate (the
+// provider's, requests/s) with others and they do not take turns. After a
+// long pause (a quota window that starts again), the holders, in the order
+// of their names, resume one interval of the provider's rate apart, rather
+// than all at the instant it ends: paced alike from the same instant, they
+// would send in step, and when the window is spent again each would draw a
+// refusal of its own in the same instant, before any could hear of the
+// others' (see ShareWatcher). After a short one (a Retry-After of a
+// second, from a limiter that allows little burst) they resume together:
+// what collides is then seen at once and the holders take turns (see
+// takeTurns), which serves such a provider better than phases that drift
+// apart. No holder waits longer than one interval of its own share, nor
+// than a second.
+func (s *sharer) stagger(rate float64, pause time.Duration) time.Duration {
+	l := s.leases.Load()
+	if l == nil || len(*l) < 2 || rate <= 0 || s.turnOn.Load() || pause <= staggerAfter {
+		return 0
+	}
+	k := slices.IndexFunc(*l, func(x Share) bool { return x.Holder == s.id })
+	if k <= 0 {
+		return 0
+	}
+	return min(time.Second, time.Duration(float64(k)/rate*float64(time.Second)))
+}
+
+// staggerAfter is the least pause after which the holders resume apart.
+const staggerAfter = shareEvery + 2*shareSoon
+
 // holderID names this process's lease of key: host-pid-random.
 func holderID() string {
 	var b [4]byte
@@ -377,9 +434,56 @@ func (p *Local) shareNews(now, pu time.Time) {
 // told records that the document has the pause until pu and the
 // controller's decreases cuts.
 func (s *sharer) told(pu time.Time, cuts uint64) {
+	s.toldPause(pu)
+	s.toldCuts.Store(cuts)
+}
+
+// toldPause records that the document has the pause until pu.
+func (s *sharer) toldPause(pu time.Time) {
 	for t := s.toldTil.Load(); pu.UnixNano() > t && !s.toldTil.CompareAndSwap(t, pu.UnixNano()); t = s.toldTil.Load() {
 	}
-	s.toldCuts.Store(cuts)
+}
+
+// pushed takes in a document of this provider's key that a ShareWatcher
+// delivered as it was saved. A pause in force that this process does not
+// have yet is taken at once (and is no news to tell back); a cut this
+// process has not taken in (a later epoch), or turns starting or ending,
+// starts a renewal now rather than at the next one due. The shares are
+// left to the renewals: a process is granted its share by its own.
+func (p *Local) pushed(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	var doc shareDoc
+	if json.Unmarshal(b, &doc) != nil {
+		return
+	}
+	now := time.Now()
+	if doc.PausedUntil.After(now) && doc.PausedUntil.After(p.ctl.PausedUntil()) {
+		p.sh.toldPause(doc.PausedUntil)
+		_ = p.ctl.Restore(aimd.State{PausedUntil: doc.PausedUntil})
+		p.follow(now)
+	}
+	if doc.Epoch > p.sh.seen.Load() || (doc.Turns != nil) != p.sh.turnsSeen.Load() {
+		p.sh.next.Store(0)
+		p.shareTick(now)
+	}
+}
+
+// watch starts watching this provider's key, when the store can be watched
+// and it is not watched yet, or stops watching it (on is false: the
+// process let its lease go). s.mu is held.
+func (p *Local) watch(on bool) {
+	s := &p.sh
+	w, ok := p.cfg.Shares.(ShareWatcher)
+	switch {
+	case !ok:
+	case on && s.unwatch == nil:
+		s.unwatch = w.WatchShares(p.key, p.pushed)
+	case !on && s.unwatch != nil:
+		s.unwatch()
+		s.unwatch = nil
+	}
 }
 
 // shareTick starts a renewal in the background when one is due. The caller
@@ -470,6 +574,7 @@ func (p *Local) renew(now time.Time) bool {
 		return json.Marshal(doc)
 	})
 	s.down.Store(err != nil)
+	p.watch(busy)
 	if err != nil {
 		if s.failed.IsZero() {
 			s.failed = now
@@ -484,6 +589,8 @@ func (p *Local) renew(now time.Time) bool {
 	}
 	l := doc.Leases[s.id]
 	s.epoch, s.cuts, s.failed = doc.Epoch, cuts, time.Time{}
+	s.seen.Store(doc.Epoch)
+	s.turnsSeen.Store(doc.Turns != nil)
 	s.lapse.Store(l.Expires.UnixNano()) // before the share: a call's lapse of the old lease cannot undo the new
 	s.sent, s.refused = sent, refused
 	if was := s.turns.Swap(doc.Turns); (was == nil) != (doc.Turns == nil) {

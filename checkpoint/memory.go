@@ -24,8 +24,10 @@ type MemoryStore struct {
 	c *core
 	// records is guarded by c.mu; see record.go.
 	records recordBook
-	// shares is guarded by c.mu; see UpdateShares.
-	shares map[string][]byte
+	// shares and watchers are guarded by c.mu; see UpdateShares and
+	// WatchShares.
+	shares   map[string][]byte
+	watchers map[string][]*shareWatch
 }
 
 var _ Store = (*MemoryStore)(nil)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -235,11 +236,55 @@ func (m *MemoryStore) UpdateShares(ctx context.Context, key string, f func(doc [
 	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
 		return err
 	}
-	defer m.c.mu.Unlock()
 	next, err := f(slices.Clone(m.shares[key]))
 	if err != nil {
+		m.c.mu.Unlock()
 		return err
 	}
 	m.shares[key] = slices.Clone(next)
+	watchers := slices.Clone(m.watchers[key])
+	m.c.mu.Unlock()
+	for _, w := range watchers {
+		w.deliver(next)
+	}
 	return nil
+}
+
+// WatchShares implements budget.ShareWatcher: f is called with each
+// document UpdateShares saves under key from now on, in the saving
+// goroutine once the store's lock is released, until stop is called.
+func (m *MemoryStore) WatchShares(key string, f func(doc []byte)) (stop func()) {
+	w := &shareWatch{f: f}
+	m.c.mu.Lock()
+	if m.watchers == nil {
+		m.watchers = map[string][]*shareWatch{}
+	}
+	m.watchers[key] = append(m.watchers[key], w)
+	m.c.mu.Unlock()
+	return func() {
+		m.c.mu.Lock()
+		m.watchers[key] = slices.DeleteFunc(m.watchers[key], func(x *shareWatch) bool { return x == w })
+		if len(m.watchers[key]) == 0 {
+			delete(m.watchers, key)
+		}
+		m.c.mu.Unlock()
+		w.mu.Lock() // a delivery under way ends first
+		w.stopped = true
+		w.mu.Unlock()
+	}
+}
+
+// shareWatch is one WatchShares: its f, called under mu until stopped.
+type shareWatch struct {
+	mu      sync.Mutex
+	stopped bool
+	f       func(doc []byte)
+}
+
+func (w *shareWatch) deliver(doc []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.f(slices.Clone(doc))
+	}
 }

@@ -88,6 +88,7 @@ type Store struct {
 	jobs   JobStore // what Jobs returns
 	sess   *session // nil with Config.NoLeaseSession
 	closed sync.Once
+	listen listener // the watches of share documents (see WatchShares)
 }
 
 var _ checkpoint.Store = (*Store)(nil)
@@ -151,6 +152,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 // must not be used afterwards.
 func (s *Store) Close() {
 	s.closed.Do(func() {
+		s.listen.stopListening()
 		if s.sess != nil {
 			s.sess.detach()
 		}

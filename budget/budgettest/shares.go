@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/forage-go/forage/budget"
 	"pgregory.net/rapid"
@@ -19,9 +20,11 @@ import (
 // model over several keys; an error from f, or a ctx that has ended,
 // changes nothing; concurrent updates of one key from many goroutines lose
 // none (each adds one to a counter); and a key that is not a valid name is
-// an error. newStore is called once per subtest, with the subtest's t, and
-// subtests run in parallel: each store returned must share no state with
-// the others.
+// an error. A store that is also a [budget.ShareWatcher] delivers what is
+// saved under a key to its watchers (the last save within 10 s; another
+// key's saves never), and no longer once stop has returned. newStore is
+// called once per subtest, with the subtest's t, and subtests run in
+// parallel: each store returned must share no state with the others.
 func RunShareStore(t *testing.T, newStore func(t *testing.T) budget.ShareStore) {
 	t.Helper()
 	for _, tc := range []struct {
@@ -32,6 +35,7 @@ func RunShareStore(t *testing.T, newStore func(t *testing.T) budget.ShareStore) 
 		{"Atomic", testSharesAtomic},
 		{"Failed", testSharesFailed},
 		{"Invalid", testSharesInvalid},
+		{"Watch", testSharesWatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -137,5 +141,81 @@ func testSharesInvalid(t *testing.T, s budget.ShareStore) {
 		if err == nil || called {
 			t.Errorf("UpdateShares(%.20q) = %v, f called %v; want an error and no call", key, err, called)
 		}
+	}
+}
+
+func testSharesWatch(t *testing.T, s budget.ShareStore) {
+	w, ok := s.(budget.ShareWatcher)
+	if !ok {
+		t.Skip("not a budget.ShareWatcher")
+	}
+	const key, other = "watch.example.com", "other.example.com"
+	save := func(key string, doc []byte) {
+		t.Helper()
+		if err := s.UpdateShares(context.Background(), key, func([]byte) ([]byte, error) { return doc, nil }); err != nil {
+			t.Fatalf("UpdateShares(%q): %v", key, err)
+		}
+	}
+	var (
+		mu      sync.Mutex
+		stopped bool
+		late    [][]byte // delivered to the first watcher after its stop returned
+	)
+	first := w.WatchShares(key, func(doc []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			late = append(late, doc)
+		}
+	})
+	got := make(chan []byte, 64)
+	second := w.WatchShares(key, func(doc []byte) {
+		select {
+		case got <- doc:
+		default: // a watcher must return quickly: a full channel drops
+		}
+	})
+	defer second()
+	// want waits for doc to reach the second watcher, saving it again
+	// every 100 ms when again is set (a watch may take a moment to start:
+	// delivery is best-effort); what came before it must be documents of
+	// key.
+	want := func(doc []byte, again bool) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if again {
+					save(key, doc)
+				}
+			case d := <-got:
+				if bytes.Equal(d, doc) {
+					return
+				}
+				if d != nil && bytes.Equal(d, []byte(`{"other":true}`)) {
+					t.Fatalf("the watcher of %q was given a document saved under %q", key, other)
+				}
+			case <-timeout:
+				t.Fatalf("the document saved under %q did not reach its watcher within 10 s: want %q", key, doc)
+			}
+		}
+	}
+	save(other, []byte(`{"other":true}`))
+	save(key, []byte(`{"n":1}`))
+	want([]byte(`{"n":1}`), true)
+	first()
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
+	save(key, []byte(`{"n":2}`))
+	save(key, []byte(`{"n":3}`))
+	want([]byte(`{"n":3}`), false)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(late) > 0 {
+		t.Fatalf("a watcher was given %q after its stop returned", late)
 	}
 }

@@ -1,0 +1,184 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/jackc/pgx/v5"
+)
+
+// The processes sharing a provider hear of each other's saves of its
+// document through PostgreSQL's LISTEN and NOTIFY: every save of a share
+// document sends a notification on shareChannel, when it commits, whose
+// payload is the schema, the key and the document, a line each; a store
+// with keys watched keeps one connection of its own, outside the pool,
+// listening on the channel (one per store, whatever the number of keys),
+// and hands each document of its schema to the watchers of its key.
+const (
+	shareChannel = "forage_shares"
+	// notifyMax is the longest payload sent: PostgreSQL refuses one of
+	// 8000 bytes or more. A longer document (dozens of processes share
+	// the provider) is announced without it, and comes to the watchers
+	// as nil.
+	notifyMax = 7999
+	// listenRetry is how long after the listening connection failed the
+	// next attempt waits; meanwhile the processes hear of each other at
+	// their renewals, as without a watch.
+	listenRetry = time.Second
+)
+
+// sharePayload is the notification announcing doc saved under key.
+func (s *Store) sharePayload(key string, doc []byte) string {
+	head := s.schema + "\n" + key + "\n"
+	if len(head)+len(doc) > notifyMax || !utf8.Valid(doc) || bytes.IndexByte(doc, 0) >= 0 {
+		return head // a payload is text, without NUL: such a document comes as nil
+	}
+	return head + string(doc)
+}
+
+// listener is a store's watch of the share documents: the watchers by key,
+// and the listening connection's goroutine while there are any.
+type listener struct {
+	mu     sync.Mutex
+	subs   map[string][]*shareWatch
+	cancel context.CancelFunc // ends the listening goroutine; nil when none runs
+	closed bool               // by Close: no watch starts again
+}
+
+// shareWatch is one WatchShares: its f, called under mu until stopped.
+type shareWatch struct {
+	mu      sync.Mutex
+	stopped bool
+	f       func(doc []byte)
+}
+
+// WatchShares implements budget.ShareWatcher: f is called with each
+// document saved under key by any process sharing this database and
+// schema, from now until stop is called, from a goroutine of the store's.
+// The first watch of a store opens a connection of its own (outside the
+// pool) that listens for the saves; the last stop, or Close, closes it. If
+// that connection fails, it is opened again a second later, and documents
+// saved meanwhile are missed (the processes renew about every second
+// anyway). A document of 8000 bytes or more comes as nil. An invalid key
+// is watched for nothing (no document is ever saved under it), and so is
+// any key after Close.
+func (s *Store) WatchShares(key string, f func(doc []byte)) (stop func()) {
+	w := &shareWatch{f: f}
+	l := &s.listen
+	l.mu.Lock()
+	if l.closed || checkpoint.CheckName("provider key", key) != nil {
+		l.mu.Unlock()
+		return func() {}
+	}
+	if l.subs == nil {
+		l.subs = map[string][]*shareWatch{}
+	}
+	l.subs[key] = append(l.subs[key], w)
+	if l.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		l.cancel = cancel
+		go s.listenShares(ctx)
+	}
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		if subs := slices.DeleteFunc(l.subs[key], func(x *shareWatch) bool { return x == w }); len(subs) > 0 {
+			l.subs[key] = subs
+		} else {
+			delete(l.subs, key) // (a no-op once Close made subs nil)
+		}
+		if len(l.subs) == 0 && l.cancel != nil {
+			l.cancel()
+			l.cancel = nil
+		}
+		l.mu.Unlock()
+		w.mu.Lock() // a delivery under way ends first
+		w.stopped = true
+		w.mu.Unlock()
+	}
+}
+
+// stopListening ends the listening goroutine, if one runs (Close).
+func (l *listener) stopListening() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel != nil {
+		l.cancel()
+		l.cancel = nil
+	}
+	l.subs, l.closed = nil, true
+}
+
+// listenShares listens for the share documents until ctx ends, connecting
+// again listenRetry after the connection failed.
+func (s *Store) listenShares(ctx context.Context) {
+	for {
+		_ = s.listenOnce(ctx) // a failed connection: the renewals go on meanwhile
+		t := time.NewTimer(listenRetry)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// listenOnce connects, listens and delivers until the connection fails or
+// ctx ends.
+func (s *Store) listenOnce(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	conn, err := pgx.ConnectConfig(cctx, s.pool.Config().ConnConfig)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+shareChannel); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		s.deliver(n.Payload)
+	}
+}
+
+// deliver hands the document a notification carries to the watchers of its
+// key, if it is of this store's schema.
+func (s *Store) deliver(payload string) {
+	schema, rest, ok := strings.Cut(payload, "\n")
+	if !ok || schema != s.schema {
+		return
+	}
+	key, doc, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return
+	}
+	s.listen.mu.Lock()
+	subs := slices.Clone(s.listen.subs[key])
+	s.listen.mu.Unlock()
+	var b []byte
+	if doc != "" {
+		b = []byte(doc)
+	}
+	for _, w := range subs {
+		w.mu.Lock()
+		if !w.stopped {
+			w.f(bytes.Clone(b))
+		}
+		w.mu.Unlock()
+	}
+}

@@ -1,0 +1,87 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/pgstore"
+)
+
+// TestWatchSharesAcrossStores: a document saved through one store (one
+// process) reaches the watchers of its key on another store of the same
+// schema, as it was saved, unless it cannot travel in a notification (too
+// long, or not text): that comes as nil, and is still saved. A store of
+// another schema in the same database hears nothing of it. A watch stopped
+// after Close does not panic (it did: Close had emptied the watches).
+func TestWatchSharesAcrossStores(t *testing.T) {
+	t.Parallel()
+	a, b := newStore(t, nil), newStore(t, nil)
+	b2, err := pgstore.New(testPool(t), pgstore.Config{Schema: b.Schema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	const key = "exchange.example.com"
+	got, foreign := make(chan []byte, 16), make(chan []byte, 16)
+	defer b2.WatchShares(key, func(doc []byte) { got <- doc })()
+	defer a.WatchShares(key, func(doc []byte) { foreign <- doc })()
+	long := []byte(`"` + strings.Repeat("x", 9000) + `"`)
+	// The watch takes a moment to start listening: save the first
+	// document until it comes through.
+	first := []byte(`{"epoch":0}`)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := b.UpdateShares(context.Background(), key, func([]byte) ([]byte, error) { return first, nil }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case d := <-got:
+			if !bytes.Equal(d, first) {
+				t.Fatalf("saved %q, the watcher was given %q", first, d)
+			}
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			t.Fatal("nothing reached the watcher within 10 s")
+		}
+		break
+	}
+	for _, c := range []struct {
+		doc, want []byte
+	}{
+		{[]byte(`{"epoch":1}`), []byte(`{"epoch":1}`)},
+		{long, nil},
+		{[]byte{0xff, 0, 1}, nil},
+		{[]byte(`{"epoch":2}`), []byte(`{"epoch":2}`)},
+	} {
+		if err := b.UpdateShares(context.Background(), key, func([]byte) ([]byte, error) { return c.doc, nil }); err != nil {
+			t.Fatalf("UpdateShares(%.20q): %v", c.doc, err)
+		}
+	next:
+		for {
+			select {
+			case d := <-got:
+				if bytes.Equal(d, first) {
+					continue // the first document, saved twice
+				}
+				if !bytes.Equal(d, c.want) {
+					t.Fatalf("saved %.20q, the watcher was given %.20q; want %.20q", c.doc, d, c.want)
+				}
+				break next
+			case <-time.After(10 * time.Second):
+				t.Fatalf("saved %.20q: nothing reached the watcher within 10 s", c.doc)
+			}
+		}
+	}
+	select {
+	case d := <-foreign:
+		t.Fatalf("a store of another schema was given %.20q", d)
+	default:
+	}
+	stop := b2.WatchShares(key, func([]byte) {})
+	b2.Close()
+	stop()
+}

@@ -48,25 +48,30 @@ type ShareStore interface {
 	UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error
 }
 
-// ShareWatcher is a [ShareStore] that also delivers each document saved
-// under a key, as it is saved, to the processes watching the key. Without
-// it, what one process learned (a pause the provider asked for, a cut of
-// the rate, a collision) reaches the others at their next renewal, up to a
-// second later, and each of them may draw a refusal of its own meanwhile:
-// a fixed window that is spent refuses every process once. With it, a
-// process that holds a lease watches its key and takes a pause in force
-// at once, and renews at once on a cut or a change of turns: the others
-// hear within a few milliseconds, at no round trip of their own (a renewal
-// on news excepted). The PostgreSQL store implements it with LISTEN and
-// NOTIFY; so does the checkpoint package's MemoryStore.
+// ShareWatcher is a [ShareStore] through which the processes sharing a
+// key also tell each other news as it happens. Without it, what one
+// process learned (a pause the provider asked for, a cut of the rate,
+// turns starting or ending) reaches the others at their next renewal, up to
+// a second later, and each of them may draw a refusal of its own
+// meanwhile: a fixed window that is spent refuses every process once. With
+// it, a process holding a lease watches its key; the renewal that saved
+// news announces the document it saved, and every watcher takes a pause in
+// force at once, and renews at once on a cut or a change of turns. The
+// others hear within a few milliseconds, at one round trip for the
+// announcing process and none of their own (a renewal on news excepted);
+// renewals without news announce nothing. The PostgreSQL store implements
+// it with LISTEN and NOTIFY; so does the checkpoint package's MemoryStore.
 type ShareWatcher interface {
 	ShareStore
-	// WatchShares calls f with each document saved under key from now on,
-	// by any process (this one included), until stop is called; after
-	// stop returns, f is not called again. Delivery is best-effort: a
-	// document may be missed (its process renews about every second
-	// anyway) or come as nil (too large to send), and calls of f may come
-	// from another goroutine than the save's. f must return quickly.
+	// AnnounceShares delivers doc, just saved under key, to the watchers
+	// of key in every process (this one included). It saves nothing.
+	AnnounceShares(ctx context.Context, key string, doc []byte) error
+	// WatchShares calls f with each document announced under key from now
+	// on, until stop is called; after stop returns, f is not called
+	// again. Delivery is best-effort: a document may be missed (its
+	// process renews about every second anyway) or come as nil (too large
+	// to send), and f may be called from another goroutine than the
+	// announcer's. f must return quickly.
 	WatchShares(key string, f func(doc []byte)) (stop func())
 }
 
@@ -550,7 +555,11 @@ func (p *Local) renew(now time.Time) bool {
 	}
 	s.since = now
 	sent, refused := p.n.requests.Load(), p.n.throttled.Load()
-	var doc shareDoc
+	var (
+		doc   shareDoc
+		saved []byte
+		news  bool // the document saved has news for the others (see ShareWatcher)
+	)
 	ctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
 	defer cancel()
 	err := p.cfg.Shares.UpdateShares(ctx, p.key, func(old []byte) ([]byte, error) {
@@ -560,6 +569,7 @@ func (p *Local) renew(now time.Time) bool {
 				doc = shareDoc{} // a document this version cannot read is started again
 			}
 		}
+		was := doc
 		for h := range doc.Leases {
 			if h != s.id && goneHere(h) {
 				delete(doc.Leases, h) // its process died on this machine: no need to wait for its lease to end
@@ -571,10 +581,17 @@ func (p *Local) renew(now time.Time) bool {
 			delete(doc.Leases, s.id) // idle: its share goes back to the others now
 		}
 		takeTurns(&doc, now, float64(sent-s.sent), float64(refused-s.refused))
-		return json.Marshal(doc)
+		news = doc.Epoch != was.Epoch || doc.PausedUntil.After(was.PausedUntil) && doc.PausedUntil.After(now) ||
+			(doc.Turns == nil) != (was.Turns == nil)
+		var err error
+		saved, err = json.Marshal(doc)
+		return saved, err
 	})
 	s.down.Store(err != nil)
 	p.watch(busy)
+	if w, ok := p.cfg.Shares.(ShareWatcher); ok && err == nil && news {
+		_ = w.AnnounceShares(ctx, p.key, saved) // best-effort: the others renew within a second anyway
+	}
 	if err != nil {
 		if s.failed.IsZero() {
 			s.failed = now

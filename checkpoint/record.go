@@ -236,23 +236,33 @@ func (m *MemoryStore) UpdateShares(ctx context.Context, key string, f func(doc [
 	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
 		return err
 	}
+	defer m.c.mu.Unlock()
 	next, err := f(slices.Clone(m.shares[key]))
 	if err != nil {
-		m.c.mu.Unlock()
 		return err
 	}
 	m.shares[key] = slices.Clone(next)
+	return nil
+}
+
+// AnnounceShares implements budget.ShareWatcher: it calls the watchers of
+// key with doc, in the calling goroutine, once the store's lock is
+// released. It fails as UpdateShares does, and calls none then.
+func (m *MemoryStore) AnnounceShares(ctx context.Context, key string, doc []byte) error {
+	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
+		return err
+	}
 	watchers := slices.Clone(m.watchers[key])
 	m.c.mu.Unlock()
 	for _, w := range watchers {
-		w.deliver(next)
+		w.deliver(doc)
 	}
 	return nil
 }
 
 // WatchShares implements budget.ShareWatcher: f is called with each
-// document UpdateShares saves under key from now on, in the saving
-// goroutine once the store's lock is released, until stop is called.
+// document AnnounceShares announces under key from now on, until stop is
+// called.
 func (m *MemoryStore) WatchShares(key string, f func(doc []byte)) (stop func()) {
 	w := &shareWatch{f: f}
 	m.c.mu.Lock()

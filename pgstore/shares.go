@@ -14,15 +14,11 @@ import (
 var _ budget.ShareWatcher = (*Store)(nil)
 
 // The share statements. Parameters: key; the document and, for an update,
-// the version read; then the channel and payload of the notification a
-// save sends (see WatchShares), in the same statement: it is sent when the
-// save commits, and only if it saved (one row, "SELECT 1").
+// the version read.
 const (
 	loadSharesSQL   = `SELECT doc, version FROM {{schema}}.provider_shares WHERE key = $1`
-	insertSharesSQL = `WITH i AS (INSERT INTO {{schema}}.provider_shares (key, doc, version) VALUES ($1, $2, 1) ON CONFLICT (key) DO NOTHING RETURNING 1)
-SELECT pg_notify($3, $4) FROM i`
-	updateSharesSQL = `WITH u AS (UPDATE {{schema}}.provider_shares SET doc = $2, version = version + 1 WHERE key = $1 AND version = $3 RETURNING 1)
-SELECT pg_notify($4, $5) FROM u`
+	insertSharesSQL = `INSERT INTO {{schema}}.provider_shares (key, doc, version) VALUES ($1, $2, 1) ON CONFLICT (key) DO NOTHING`
+	updateSharesSQL = `UPDATE {{schema}}.provider_shares SET doc = $2, version = version + 1 WHERE key = $1 AND version = $3`
 )
 
 // shareTries bounds the compare-and-swap rounds of one UpdateShares: each
@@ -36,8 +32,7 @@ const shareTries = 16
 // calls f again, up to 16 times. No transaction is held open while f runs:
 // a renewal is two statements, a read and a compare-and-swap write, and
 // the processes sharing a provider make about one a second each, however
-// many requests they send. The write also announces the document saved to
-// the processes watching key ([Store.WatchShares]). An error from f is returned and nothing is
+// many requests they send. An error from f is returned and nothing is
 // saved. A key that is not a valid name ([checkpoint.CheckName]) fails
 // with an error wrapping [checkpoint.ErrInvalid], before any statement.
 func (s *Store) UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error {
@@ -58,15 +53,14 @@ func (s *Store) UpdateShares(ctx context.Context, key string, f func(doc []byte)
 			return err
 		}
 		var n int64
-		note := s.sharePayload(key, next)
 		if version == 0 {
-			tag, err := s.pool.Exec(ctx, s.sql.insertShares, key, next, shareChannel, note)
+			tag, err := s.pool.Exec(ctx, s.sql.insertShares, key, next)
 			if err != nil {
 				return s.fail("UpdateShares", err)
 			}
 			n = tag.RowsAffected()
 		} else {
-			tag, err := s.pool.Exec(ctx, s.sql.updateShares, key, next, version, shareChannel, note)
+			tag, err := s.pool.Exec(ctx, s.sql.updateShares, key, next, version)
 			if err != nil {
 				return s.fail("UpdateShares", err)
 			}

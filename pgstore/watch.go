@@ -13,13 +13,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The processes sharing a provider hear of each other's saves of its
-// document through PostgreSQL's LISTEN and NOTIFY: every save of a share
-// document sends a notification on shareChannel, when it commits, whose
-// payload is the schema, the key and the document, a line each; a store
-// with keys watched keeps one connection of its own, outside the pool,
-// listening on the channel (one per store, whatever the number of keys),
-// and hands each document of its schema to the watchers of its key.
+// The processes sharing a provider tell each other news through
+// PostgreSQL's LISTEN and NOTIFY: AnnounceShares sends a notification on
+// shareChannel whose payload is the schema, the key and the document, a
+// line each; a store with keys watched keeps one connection of its own,
+// outside the pool, listening on the channel (one per store, whatever the
+// number of keys), and hands each document of its schema to the watchers
+// of its key. The server wakes every listening connection for each
+// notification (a small transaction of its own each), which is why budget
+// announces news only, not every renewal.
 const (
 	shareChannel = "forage_shares"
 	// notifyMax is the longest payload sent: PostgreSQL refuses one of
@@ -32,6 +34,21 @@ const (
 	// their renewals, as without a watch.
 	listenRetry = time.Second
 )
+
+// AnnounceShares implements budget.ShareWatcher: it sends doc to the
+// watchers of key in every process on this database and schema (this one
+// included), in one statement (pg_notify). A key that is not a valid name
+// fails with an error wrapping [checkpoint.ErrInvalid], before any
+// statement.
+func (s *Store) AnnounceShares(ctx context.Context, key string, doc []byte) error {
+	if err := enter(ctx, checkpoint.CheckName("provider key", key)); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", shareChannel, s.sharePayload(key, doc)); err != nil {
+		return s.fail("AnnounceShares", err)
+	}
+	return nil
+}
 
 // sharePayload is the notification announcing doc saved under key.
 func (s *Store) sharePayload(key string, doc []byte) string {
@@ -59,15 +76,15 @@ type shareWatch struct {
 }
 
 // WatchShares implements budget.ShareWatcher: f is called with each
-// document saved under key by any process sharing this database and
+// document announced under key by any process sharing this database and
 // schema, from now until stop is called, from a goroutine of the store's.
 // The first watch of a store opens a connection of its own (outside the
 // pool) that listens for the saves; the last stop, or Close, closes it. If
 // that connection fails, it is opened again a second later, and documents
-// saved meanwhile are missed (the processes renew about every second
+// announced meanwhile are missed (the processes renew about every second
 // anyway). A document of 8000 bytes or more comes as nil. An invalid key
-// is watched for nothing (no document is ever saved under it), and so is
-// any key after Close.
+// is watched for nothing (no document is ever announced under it), and so
+// is any key after Close.
 func (s *Store) WatchShares(key string, f func(doc []byte)) (stop func()) {
 	w := &shareWatch{f: f}
 	l := &s.listen

@@ -10,11 +10,11 @@ import (
 	"github.com/forage-go/forage/pgstore"
 )
 
-// TestWatchSharesAcrossStores: a document saved through one store (one
+// TestWatchSharesAcrossStores: a document announced through one store (one
 // process) reaches the watchers of its key on another store of the same
-// schema, as it was saved, unless it cannot travel in a notification (too
-// long, or not text): that comes as nil, and is still saved. A store of
-// another schema in the same database hears nothing of it. A watch stopped
+// schema, as it was announced, unless it cannot travel in a notification
+// (too long, or not text): that comes as nil. A store of another schema in
+// the same database hears nothing of it. A watch stopped
 // after Close does not panic (it did: Close had emptied the watches).
 func TestWatchSharesAcrossStores(t *testing.T) {
 	t.Parallel()
@@ -33,13 +33,13 @@ func TestWatchSharesAcrossStores(t *testing.T) {
 	// document until it comes through.
 	first := []byte(`{"epoch":0}`)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if err := b.UpdateShares(context.Background(), key, func([]byte) ([]byte, error) { return first, nil }); err != nil {
+		if err := b.AnnounceShares(context.Background(), key, first); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case d := <-got:
 			if !bytes.Equal(d, first) {
-				t.Fatalf("saved %q, the watcher was given %q", first, d)
+				t.Fatalf("announced %q, the watcher was given %q", first, d)
 			}
 		case <-time.After(100 * time.Millisecond):
 			if time.Now().Before(deadline) {
@@ -57,22 +57,22 @@ func TestWatchSharesAcrossStores(t *testing.T) {
 		{[]byte{0xff, 0, 1}, nil},
 		{[]byte(`{"epoch":2}`), []byte(`{"epoch":2}`)},
 	} {
-		if err := b.UpdateShares(context.Background(), key, func([]byte) ([]byte, error) { return c.doc, nil }); err != nil {
-			t.Fatalf("UpdateShares(%.20q): %v", c.doc, err)
+		if err := b.AnnounceShares(context.Background(), key, c.doc); err != nil {
+			t.Fatalf("AnnounceShares(%.20q): %v", c.doc, err)
 		}
 	next:
 		for {
 			select {
 			case d := <-got:
 				if bytes.Equal(d, first) {
-					continue // the first document, saved twice
+					continue // the first document, announced twice
 				}
 				if !bytes.Equal(d, c.want) {
-					t.Fatalf("saved %.20q, the watcher was given %.20q; want %.20q", c.doc, d, c.want)
+					t.Fatalf("announced %.20q, the watcher was given %.20q; want %.20q", c.doc, d, c.want)
 				}
 				break next
 			case <-time.After(10 * time.Second):
-				t.Fatalf("saved %.20q: nothing reached the watcher within 10 s", c.doc)
+				t.Fatalf("announced %.20q: nothing reached the watcher within 10 s", c.doc)
 			}
 		}
 	}

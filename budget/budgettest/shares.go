@@ -21,8 +21,9 @@ import (
 // changes nothing; concurrent updates of one key from many goroutines lose
 // none (each adds one to a counter); and a key that is not a valid name is
 // an error. A store that is also a [budget.ShareWatcher] delivers what is
-// saved under a key to its watchers (the last save within 10 s; another
-// key's saves never), and no longer once stop has returned. newStore is
+// announced under a key to its watchers (the last announcement within
+// 10 s; another key's never), and no longer once stop has returned; an
+// invalid key cannot be announced. newStore is
 // called once per subtest, with the subtest's t, and subtests run in
 // parallel: each store returned must share no state with the others.
 func RunShareStore(t *testing.T, newStore func(t *testing.T) budget.ShareStore) {
@@ -150,10 +151,13 @@ func testSharesWatch(t *testing.T, s budget.ShareStore) {
 		t.Skip("not a budget.ShareWatcher")
 	}
 	const key, other = "watch.example.com", "other.example.com"
-	save := func(key string, doc []byte) {
+	save := func(key string, doc []byte) { // as a renewal with news does
 		t.Helper()
 		if err := s.UpdateShares(context.Background(), key, func([]byte) ([]byte, error) { return doc, nil }); err != nil {
 			t.Fatalf("UpdateShares(%q): %v", key, err)
+		}
+		if err := w.AnnounceShares(context.Background(), key, doc); err != nil {
+			t.Fatalf("AnnounceShares(%q): %v", key, err)
 		}
 	}
 	var (
@@ -196,12 +200,15 @@ func testSharesWatch(t *testing.T, s budget.ShareStore) {
 					return
 				}
 				if d != nil && bytes.Equal(d, []byte(`{"other":true}`)) {
-					t.Fatalf("the watcher of %q was given a document saved under %q", key, other)
+					t.Fatalf("the watcher of %q was given a document announced under %q", key, other)
 				}
 			case <-timeout:
-				t.Fatalf("the document saved under %q did not reach its watcher within 10 s: want %q", key, doc)
+				t.Fatalf("the document announced under %q did not reach its watcher within 10 s: want %q", key, doc)
 			}
 		}
+	}
+	if err := w.AnnounceShares(context.Background(), "bad\nkey", []byte(`{}`)); err == nil {
+		t.Fatal("AnnounceShares of an invalid key: no error")
 	}
 	save(other, []byte(`{"other":true}`))
 	save(key, []byte(`{"n":1}`))

@@ -96,7 +96,9 @@ type Config struct {
 	// lease on a share of the provider's rate, renewed about every second
 	// in the background, and paces locally at it; what its controller
 	// learns (a cut, a climb, a pause) reaches the others at their next
-	// renewal. The provider's rate is split by demand: a process that uses
+	// renewal, and news (a pause, a cut, turns) within milliseconds when
+	// the store is a [ShareWatcher]. The provider's rate is split by
+	// demand: a process that uses
 	// less than its share gives the rest back. Each known Limit is split
 	// the same way, share of its pace and of its burst (at least one unit),
 	// so together the processes never send more than the Limit in any

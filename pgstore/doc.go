@@ -79,7 +79,11 @@
 // in Go; the store keeps its small document and updates it with a read
 // and a compare-and-swap write ([Store.UpdateShares]), so a process makes
 // about one round trip a second per provider it calls, however many
-// requests it sends:
+// requests it sends. It is also a budget.ShareWatcher: a renewal that saved
+// news (a pause the provider asked for, a cut of the rate, turns) announces
+// it with NOTIFY ([Store.AnnounceShares]), and every process calling the
+// provider hears it within milliseconds on a LISTEN connection of its own,
+// one per store ([Store.WatchShares]):
 //
 //	reg, err := budget.NewRegistry(budget.RegistryConfig{
 //		Defaults: budget.Config{Shares: store}, // one rate, split by leases, for every process

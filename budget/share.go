@@ -449,12 +449,13 @@ func (s *sharer) toldPause(pu time.Time) {
 	}
 }
 
-// pushed takes in a document of this provider's key that a ShareWatcher
-// delivered as it was saved. A pause in force that this process does not
-// have yet is taken at once (and is no news to tell back); a cut this
-// process has not taken in (a later epoch), or turns starting or ending,
-// starts a renewal now rather than at the next one due. The shares are
-// left to the renewals: a process is granted its share by its own.
+// pushed takes in a document of this provider's key that another process
+// (or this one) saved and announced through a ShareWatcher. A pause in
+// force that this process does not have yet is taken at once (and is no
+// news to tell back); a cut this process has not taken in (a later epoch),
+// or turns starting or ending, starts a renewal now rather than at the
+// next one due. The shares are left to the renewals: a process is granted
+// its share by its own.
 func (p *Local) pushed(b []byte) {
 	if len(b) == 0 {
 		return

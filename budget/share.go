@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	mrand "math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -235,6 +236,9 @@ type sharer struct {
 	seen      atomic.Uint64
 	turnsSeen atomic.Bool
 	unwatch   func()
+	// again says an announcement asked for a renewal since the last one
+	// began (see pushed).
+	again atomic.Bool
 
 	mu      sync.Mutex              // held by the renewal; guards the rest
 	epoch   uint64                  // the document's epoch when last renewed
@@ -349,8 +353,8 @@ func (s *sharer) snapshot() []Share {
 	return nil
 }
 
-// stagger is how long after a pause of the given length ends this
-// process's pacer resumes, when it shares the provider at rate (the
+// stagger is how long after a pause ends, with pause of it left when this
+// process takes it in, this process's pacer resumes, when it shares the provider at rate (the
 // provider's, requests/s) with others and they do not take turns. After a
 // long pause (a quota window that starts again), the holders, in the order
 // of their names, resume one interval of the provider's rate apart, rather
@@ -361,8 +365,9 @@ func (s *sharer) snapshot() []Share {
 // second, from a limiter that allows little burst) they resume together:
 // what collides is then seen at once and the holders take turns (see
 // takeTurns), which serves such a provider better than phases that drift
-// apart. No holder waits longer than one interval of its own share, nor
-// than a second.
+// apart. The holder k-th by name waits k intervals of the provider's rate
+// (with even shares, less than one interval of its own), never more than
+// a second.
 func (s *sharer) stagger(rate float64, pause time.Duration) time.Duration {
 	l := s.leases.Load()
 	if l == nil || len(*l) < 2 || rate <= 0 || s.turnOn.Load() || pause <= staggerAfter {
@@ -465,16 +470,32 @@ func (p *Local) pushed(b []byte) {
 		return
 	}
 	now := time.Now()
-	if doc.PausedUntil.After(now) && doc.PausedUntil.After(p.ctl.PausedUntil()) {
-		p.sh.toldPause(doc.PausedUntil)
-		_ = p.ctl.Restore(aimd.State{PausedUntil: doc.PausedUntil})
-		p.follow(now)
+	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.PausedUntil()) {
+		p.sh.toldPause(pu)
+		_ = p.ctl.Restore(aimd.State{PausedUntil: pu})
+		p.pacer.PauseUntil(pu.Add(p.sh.stagger(p.ctl.RateAt(now), pu.Sub(now)))) // at once: calls waiting for a slot too
+		// The rest (the event, the report, a save of the provider's
+		// record) may wait for a store: a watcher must return quickly.
+		go p.follow(now)
 	}
 	if doc.Epoch > p.sh.seen.Load() || (doc.Turns != nil) != p.sh.turnsSeen.Load() {
-		p.sh.next.Store(0)
-		p.shareTick(now)
+		// Every watcher hears at once: each renews within pushSpread,
+		// at a time of its own, so they do not all contend for the
+		// document in the same instant. A renewal under way may have
+		// read the document before the news: it renews again soon after
+		// (see renew).
+		p.sh.again.Store(true)
+		time.AfterFunc(mrand.N(pushSpread), func() {
+			if p.sh.again.Load() {
+				p.sh.next.Store(0)
+				p.shareTick(time.Now())
+			}
+		})
 	}
 }
+
+// pushSpread is the time over which the watchers renew on news.
+const pushSpread = 100 * time.Millisecond
 
 // watch starts watching this provider's key, when the store can be watched
 // and it is not watched yet, or stops watching it (on is false: the
@@ -555,6 +576,7 @@ func (p *Local) renew(now time.Time) bool {
 		s.busyAt = now
 	}
 	s.since = now
+	s.again.Store(false) // this renewal reads what was announced until now
 	sent, refused := p.n.requests.Load(), p.n.throttled.Load()
 	var (
 		doc   shareDoc
@@ -590,6 +612,10 @@ func (p *Local) renew(now time.Time) bool {
 	})
 	s.down.Store(err != nil)
 	p.watch(busy)
+	if err == nil {
+		s.seen.Store(doc.Epoch) // before the announcement: this process's own is no news to it
+		s.turnsSeen.Store(doc.Turns != nil)
+	}
 	if w, ok := p.cfg.Shares.(ShareWatcher); ok && err == nil && news {
 		_ = w.AnnounceShares(ctx, p.key, saved) // best-effort: the others renew within a second anyway
 	}
@@ -607,8 +633,6 @@ func (p *Local) renew(now time.Time) bool {
 	}
 	l := doc.Leases[s.id]
 	s.epoch, s.cuts, s.failed = doc.Epoch, cuts, time.Time{}
-	s.seen.Store(doc.Epoch)
-	s.turnsSeen.Store(doc.Turns != nil)
 	s.lapse.Store(l.Expires.UnixNano()) // before the share: a call's lapse of the old lease cannot undo the new
 	s.sent, s.refused = sent, refused
 	if was := s.turns.Swap(doc.Turns); (was == nil) != (doc.Turns == nil) {
@@ -628,7 +652,7 @@ func (p *Local) renew(now time.Time) bool {
 	s.leases.Store(&leases)
 	p.adopt(now, doc, st, l.Share)
 	next := shareEvery
-	if l.Share < fairShare(doc, s.id)*(1-rejoinShare) || cuts != p.ctl.Snapshot().Decreases {
+	if l.Share < fairShare(doc, s.id)*(1-rejoinShare) || cuts != p.ctl.Snapshot().Decreases || s.again.Load() {
 		next = shareSoon
 	}
 	s.next.Store(now.Add(next).UnixNano())

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,16 @@ const (
 	// next attempt waits; meanwhile the processes hear of each other at
 	// their renewals, as without a watch.
 	listenRetry = time.Second
+	// listenLinger is how long the listening connection stays open after
+	// the last watch stopped: a provider called every few seconds lets
+	// its lease go between calls, and would otherwise connect again for
+	// each burst of calls.
+	listenLinger = 30 * time.Second
+	// listenPing is how long the listening connection may stay silent
+	// before it is pinged: a connection that died without a word (a
+	// failover, a dropped route) is found within it, not when TCP gives
+	// up minutes later.
+	listenPing = 30 * time.Second
 )
 
 // AnnounceShares implements budget.ShareWatcher: it sends doc to the
@@ -66,6 +77,7 @@ type listener struct {
 	subs   map[string][]*shareWatch
 	cancel context.CancelFunc // ends the listening goroutine; nil when none runs
 	closed bool               // by Close: no watch starts again
+	idle   *time.Timer        // ends the goroutine listenLinger after the last stop
 }
 
 // shareWatch is one WatchShares: its f, called under mu until stopped.
@@ -79,10 +91,14 @@ type shareWatch struct {
 // document announced under key by any process sharing this database and
 // schema, from now until stop is called, from a goroutine of the store's.
 // The first watch of a store opens a connection of its own (outside the
-// pool) that listens for the saves; the last stop, or Close, closes it. If
-// that connection fails, it is opened again a second later, and documents
-// announced meanwhile are missed (the processes renew about every second
-// anyway). A document of 8000 bytes or more comes as nil. An invalid key
+// pool, made as the pool makes its own) that listens for announcements; it
+// is closed in the background 30 s after the last stop, or at Close. If it
+// fails, or stays silent 30 s and does not answer a ping, it is opened
+// again a second later, and documents announced meanwhile are missed (the
+// processes renew about every second anyway). Notifications need a
+// session of their own: through a pooler in transaction mode (PgBouncer's
+// default) none arrive, and the processes hear of each other at their
+// renewals only. A document of 8000 bytes or more comes as nil. An invalid key
 // is watched for nothing (no document is ever announced under it), and so
 // is any key after Close.
 func (s *Store) WatchShares(key string, f func(doc []byte)) (stop func()) {
@@ -97,6 +113,10 @@ func (s *Store) WatchShares(key string, f func(doc []byte)) (stop func()) {
 		l.subs = map[string][]*shareWatch{}
 	}
 	l.subs[key] = append(l.subs[key], w)
+	if l.idle != nil {
+		l.idle.Stop()
+		l.idle = nil
+	}
 	if l.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		l.cancel = cancel
@@ -110,14 +130,28 @@ func (s *Store) WatchShares(key string, f func(doc []byte)) (stop func()) {
 		} else {
 			delete(l.subs, key) // (a no-op once Close made subs nil)
 		}
-		if len(l.subs) == 0 && l.cancel != nil {
-			l.cancel()
-			l.cancel = nil
+		if len(l.subs) == 0 && l.cancel != nil && l.idle == nil {
+			l.idle = time.AfterFunc(listenLinger, l.linger)
 		}
 		l.mu.Unlock()
 		w.mu.Lock() // a delivery under way ends first
 		w.stopped = true
 		w.mu.Unlock()
+	}
+}
+
+// linger ends the listening goroutine, listenLinger after the last watch
+// stopped, unless a watch started since.
+func (l *listener) linger() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idle == nil || len(l.subs) > 0 {
+		return // a watch started since: it stopped the timer, too late
+	}
+	l.idle = nil
+	if l.cancel != nil {
+		l.cancel()
+		l.cancel = nil
 	}
 }
 
@@ -128,6 +162,10 @@ func (l *listener) stopListening() {
 	if l.cancel != nil {
 		l.cancel()
 		l.cancel = nil
+	}
+	if l.idle != nil {
+		l.idle.Stop()
+		l.idle = nil
 	}
 	l.subs, l.closed = nil, true
 }
@@ -147,12 +185,12 @@ func (s *Store) listenShares(ctx context.Context) {
 	}
 }
 
-// listenOnce connects, listens and delivers until the connection fails or
-// ctx ends.
+// listenOnce connects as the pool does (its BeforeConnect and
+// AfterConnect hooks included), listens and delivers until the connection
+// fails or ctx ends, pinging the server after listenPing without a
+// notification.
 func (s *Store) listenOnce(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, sessionTimeout)
-	conn, err := pgx.ConnectConfig(cctx, s.pool.Config().ConnConfig)
-	cancel()
+	conn, err := s.connectListener(ctx)
 	if err != nil {
 		return err
 	}
@@ -165,12 +203,50 @@ func (s *Store) listenOnce(ctx context.Context) error {
 		return err
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			s.deliver(n.Payload)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			// Silent for listenPing (a timeout leaves a pgx connection
+			// usable): is the server still there?
+			pctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+		default:
 			return err
 		}
-		s.deliver(n.Payload)
 	}
+}
+
+// connectListener opens the listening connection.
+func (s *Store) connectListener(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	defer cancel()
+	pc := s.pool.Config()
+	if pc.BeforeConnect != nil {
+		if err := pc.BeforeConnect(ctx, pc.ConnConfig); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, pc.ConnConfig)
+	if err != nil {
+		return nil, err
+	}
+	if pc.AfterConnect != nil {
+		if err := pc.AfterConnect(ctx, conn); err != nil {
+			_ = conn.Close(ctx)
+			return nil, err
+		}
+	}
+	return conn, nil
 }
 
 // deliver hands the document a notification carries to the watchers of its

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/pgstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestWatchSharesAcrossStores: a document announced through one store (one
@@ -84,4 +86,55 @@ func TestWatchSharesAcrossStores(t *testing.T) {
 	stop := b2.WatchShares(key, func([]byte) {})
 	b2.Close()
 	stop()
+}
+
+// TestWatchSharesConnectsAsThePool: the listening connection is made as the
+// pool makes its own, BeforeConnect included (a pool that fetches its
+// credentials or its address there, as with IAM tokens). Here the pool's
+// configured port leads nowhere and BeforeConnect sets the server's: an
+// announcement reaches the watcher only if the listener went through it
+// too. (It did not: it connected to the configured address, failing every
+// second for good.)
+func TestWatchSharesConnectsAsThePool(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port := cfg.ConnConfig.Host, cfg.ConnConfig.Port
+	cfg.ConnConfig.Port = 1 // nothing listens there
+	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+		cc.Host, cc.Port = host, port
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := pgstore.New(pool, pgstore.Config{Schema: freshSchema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const key = "exchange.example.com"
+	got := make(chan []byte, 16)
+	defer s.WatchShares(key, func(doc []byte) { got <- doc })()
+	doc := []byte(`{"epoch":1}`)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := s.AnnounceShares(context.Background(), key, doc); err != nil {
+			t.Fatal(err) // through the pool: BeforeConnect works for it
+		}
+		select {
+		case d := <-got:
+			if !bytes.Equal(d, doc) {
+				t.Fatalf("announced %q, the watcher was given %q", doc, d)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("nothing reached the watcher within 10 s: the listener did not connect as the pool does")
+			}
+		}
+	}
 }

@@ -603,7 +603,11 @@ func (p *Local) renew(now time.Time) bool {
 		if !busy {
 			delete(doc.Leases, s.id) // idle: its share goes back to the others now
 		}
-		takeTurns(&doc, now, float64(sent-s.sent), float64(refused-s.refused))
+		lead := turnLead
+		if _, ok := p.cfg.Shares.(ShareWatcher); ok {
+			lead = turnLeadWatched
+		}
+		takeTurns(&doc, now, float64(sent-s.sent), float64(refused-s.refused), lead)
 		news = doc.Epoch != was.Epoch || doc.PausedUntil.After(was.PausedUntil) && doc.PausedUntil.After(now) ||
 			(doc.Turns == nil) != (was.Turns == nil)
 		var err error

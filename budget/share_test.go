@@ -514,3 +514,45 @@ func TestAnnouncedCutDuringARenewal(t *testing.T) {
 		}
 	})
 }
+
+// TestWatchedTurnsStartSooner: eight processes share a 17/s provider that
+// allows no burst, each one worker. Through a store that announces news
+// (budget.ShareWatcher), the turns the collisions start are planned 0.45 s
+// ahead instead of 1.5 s, every holder hearing of the plan at once: over
+// four runs of 30 s, at most 3.5% of the requests are refused (about 2.7%;
+// 4.7% through a store without the watch, where the plan must wait for
+// every holder's next renewal).
+func TestWatchedTurnsStartSooner(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(fmt.Sprint("watched=", watch), func(t *testing.T) {
+			var requests, refused int64
+			for seed := range uint64(4) {
+				synctest.Test(t, func(t *testing.T) {
+					srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.RateLimit(17, 1),
+						Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var store budget.ShareStore = checkpoint.NewMemoryStore(checkpoint.Config{})
+					if !watch {
+						store = unwatched{store}
+					}
+					var procs []*proc
+					for range 8 {
+						procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 1))
+					}
+					time.Sleep(30 * time.Second)
+					stopAll(procs)
+					st := srv.Stats()
+					requests += int64(st.Requests)
+					refused += int64(st.Throttled)
+				})
+			}
+			share := float64(refused) / float64(max(requests, 1))
+			t.Logf("watched %v: 8 processes, 17/s burst 1, 4 runs of 30 s: %d refused of %d (%.2f%%)", watch, refused, requests, 100*share)
+			if watch && share > 0.035 {
+				t.Errorf("%.2f%% refused; want at most 3.5%%", 100*share)
+			}
+		})
+	}
+}

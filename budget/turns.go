@@ -35,8 +35,13 @@ const (
 	// turnHold is how long turns last once taken.
 	turnHold = 2 * time.Minute
 	// turnLead is how far ahead a plan starts: every holder renews, and so
-	// learns it, before it is in force.
-	turnLead = shareEvery + 500*time.Millisecond
+	// learns it, before it is in force. Through a ShareWatcher the plan is
+	// announced (turns starting are news) and every holder renews within
+	// pushSpread of it: turnLeadWatched is enough there, unless the
+	// announcement is lost, and then a holder learns of the plan at its
+	// next renewal, up to a second late.
+	turnLead        = shareEvery + 500*time.Millisecond
+	turnLeadWatched = shareSoon + 2*pushSpread
 	// turnWindow is the least length of a window, and turnSlots the least
 	// number of the provider's intervals in one.
 	turnWindow = 2 * time.Second
@@ -66,9 +71,10 @@ type turnPlan struct {
 
 // takeTurns tallies what holder sent and had refused since its last
 // renewal (decayed with tallyTau), starts turns when two holders or more
-// collide, plans the windows again when the holders changed, and ends
-// turns when they are over. It runs after mergeShares.
-func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
+// collide, plans the windows again (lead from now on, or later) when the
+// holders changed, and ends turns when they are over. It runs after
+// mergeShares.
+func takeTurns(doc *shareDoc, now time.Time, sent, refused float64, lead time.Duration) {
 	if !doc.Tally.IsZero() && now.After(doc.Tally) {
 		k := math.Exp(-now.Sub(doc.Tally).Seconds() / tallyTau.Seconds())
 		doc.Sent, doc.Refused = doc.Sent*k, doc.Refused*k
@@ -112,7 +118,7 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64) {
 	if len(holders) == 0 || len(t.Plans) >= turnPlans {
 		return
 	}
-	from := now.Add(turnLead)
+	from := now.Add(lead)
 	if n := len(t.Plans); n > 0 {
 		// After the last plan's first window, at one of its window
 		// starts: a plan a holder learned is never replaced, and a window

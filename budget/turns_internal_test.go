@@ -42,7 +42,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 		}
 		renew := func(h string, refused float64) {
 			mergeShares(&doc, claim{holder: h, now: now, st: aimd.State{Rate: rate}, epoch: doc.Epoch, demand: 1, hungry: true})
-			takeTurns(&doc, now, 10, refused)
+			takeTurns(&doc, now, 10, refused, turnLead)
 			b, err := json.Marshal(doc)
 			if err != nil {
 				t.Fatal(err)
@@ -135,7 +135,7 @@ func TestTurnsStartOnCollisionsOnly(t *testing.T) {
 	doc := shareDoc{Rate: 10, Ceiling: 12, Confirmed: true}
 	renew := func(h string, sent, refused float64) {
 		mergeShares(&doc, claim{holder: h, now: now, st: aimd.State{Rate: 10, Ceiling: 12}, epoch: doc.Epoch, demand: 1, hungry: true})
-		takeTurns(&doc, now, sent, refused)
+		takeTurns(&doc, now, sent, refused, turnLead)
 	}
 	renew("a", 10, 10)
 	if doc.Turns != nil {
@@ -251,7 +251,7 @@ func TestTurnsKeepTheRotation(t *testing.T) {
 	for _, h := range []string{"a", "b", "c", "d"} {
 		doc.Leases[h] = shareLease{Share: 0.25, Expires: now.Add(shareTTL)}
 	}
-	takeTurns(&doc, now, 10, 0)
+	takeTurns(&doc, now, 10, 0, turnLead)
 	if len(doc.Turns.Plans) != 1 {
 		t.Fatalf("same holders in another order made a new plan: %+v", doc.Turns.Plans)
 	}

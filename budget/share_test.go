@@ -298,6 +298,27 @@ var _ budget.ShareWatcher = (*checkpoint.MemoryStore)(nil)
 // at their renewals only.
 type unwatched struct{ budget.ShareStore }
 
+// eightSharing starts eight processes, one worker each, that share a
+// provider served as cfg says (its symbol set here) through a memory
+// store, watched (budget.ShareWatcher) or not.
+func eightSharing(t *testing.T, cfg providertest.Config, watch bool) (*providertest.Server, []*proc) {
+	t.Helper()
+	cfg.Symbols = []providertest.Symbol{{Name: "BTCUSDT"}}
+	srv, err := providertest.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var store budget.ShareStore = checkpoint.NewMemoryStore(checkpoint.Config{})
+	if !watch {
+		store = unwatched{store}
+	}
+	var procs []*proc
+	for range 8 {
+		procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 1))
+	}
+	return srv, procs
+}
+
 // TestSharedPauseReachesEveryProcessAtOnce: eight processes share a fixed
 // window they are not told (200 per 10 s, 429 with Retry-After until it
 // ends). Through a store that delivers each saved document to the others
@@ -313,19 +334,8 @@ func TestSharedPauseReachesEveryProcessAtOnce(t *testing.T) {
 			var later, ok int64
 			for seed := range uint64(16) {
 				synctest.Test(t, func(t *testing.T) {
-					srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.WindowLimit(200, 10*time.Second),
-						Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
-					if err != nil {
-						t.Fatal(err)
-					}
-					var store budget.ShareStore = checkpoint.NewMemoryStore(checkpoint.Config{})
-					if !watch {
-						store = unwatched{store}
-					}
-					var procs []*proc
-					for range 8 {
-						procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 1))
-					}
+					srv, procs := eightSharing(t, providertest.Config{Seed: seed, Limit: providertest.WindowLimit(200, 10*time.Second),
+						Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond}, watch)
 					time.Sleep(10 * time.Second) // the first window: the climb
 					first := srv.Stats().Throttled
 					time.Sleep(50 * time.Second)
@@ -528,19 +538,8 @@ func TestWatchedTurnsStartSooner(t *testing.T) {
 			var requests, refused int64
 			for seed := range uint64(4) {
 				synctest.Test(t, func(t *testing.T) {
-					srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.RateLimit(17, 1),
-						Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
-					if err != nil {
-						t.Fatal(err)
-					}
-					var store budget.ShareStore = checkpoint.NewMemoryStore(checkpoint.Config{})
-					if !watch {
-						store = unwatched{store}
-					}
-					var procs []*proc
-					for range 8 {
-						procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 1))
-					}
+					srv, procs := eightSharing(t, providertest.Config{Seed: seed, Limit: providertest.RateLimit(17, 1),
+						Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond}, watch)
 					time.Sleep(30 * time.Second)
 					stopAll(procs)
 					st := srv.Stats()

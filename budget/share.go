@@ -72,7 +72,7 @@ type ShareWatcher interface {
 	// again. Delivery is best-effort: a document may be missed (its
 	// process renews about every second anyway) or come as nil (too large
 	// to send), and f may be called from another goroutine than the
-	// announcer's. f must return quickly.
+	// announcer's. f must return quickly, and must not call stop.
 	WatchShares(key string, f func(doc []byte)) (stop func())
 }
 

@@ -78,6 +78,10 @@ type listener struct {
 	cancel context.CancelFunc // ends the listening goroutine; nil when none runs
 	closed bool               // by Close: no watch starts again
 	idle   *time.Timer        // ends the goroutine listenLinger after the last stop
+	// running counts the listening goroutines that have not yet returned
+	// (one, or two while a lingering one closes as a new one starts):
+	// Close waits for them.
+	running sync.WaitGroup
 }
 
 // shareWatch is one WatchShares: its f, called under mu until stopped.
@@ -92,7 +96,8 @@ type shareWatch struct {
 // schema, from now until stop is called, from a goroutine of the store's.
 // The first watch of a store opens a connection of its own (outside the
 // pool, made as the pool makes its own) that listens for announcements; it
-// is closed in the background 30 s after the last stop, or at Close. If it
+// is closed in the background 30 s after the last stop, or by Close, which
+// waits for it. If it
 // fails, or stays silent 30 s and does not answer a ping, it is opened
 // again a second later, and documents announced meanwhile are missed (the
 // processes renew about every second anyway). Notifications need a
@@ -120,7 +125,7 @@ func (s *Store) WatchShares(key string, f func(doc []byte)) (stop func()) {
 	if l.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		l.cancel = cancel
-		go s.listenShares(ctx)
+		l.running.Go(func() { s.listenShares(ctx) })
 	}
 	l.mu.Unlock()
 	return func() {
@@ -155,10 +160,10 @@ func (l *listener) linger() {
 	}
 }
 
-// stopListening ends the listening goroutine, if one runs (Close).
+// stopListening ends the listening goroutine, if one runs, and waits until
+// it has closed its connection (Close).
 func (l *listener) stopListening() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.cancel != nil {
 		l.cancel()
 		l.cancel = nil
@@ -168,6 +173,8 @@ func (l *listener) stopListening() {
 		l.idle = nil
 	}
 	l.subs, l.closed = nil, true
+	l.mu.Unlock()
+	l.running.Wait()
 }
 
 // listenShares listens for the share documents until ctx ends, connecting

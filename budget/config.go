@@ -177,8 +177,11 @@ type Limit struct {
 	Burst int
 }
 
-// Pacer paces the requests of one provider. [gcra.Limiter] implements it;
-// so does a pacer shared through a database by many processes.
+// Pacer paces the requests of one provider in one process; [gcra.Limiter]
+// implements it. Its methods are called from many goroutines at once (the
+// calls waiting for a slot, the controller moving the rate, a pause
+// another process announced), so it must be safe for concurrent use. To
+// share a provider among processes, use [Config.Shares], not a Pacer.
 type Pacer interface {
 	// WaitN blocks until n units conform and books them, or returns an error
 	// without booking when ctx ends first or its deadline comes before the

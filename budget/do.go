@@ -270,7 +270,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 			}
 			return &Error{Provider: p.key, Reason: reason, Until: until, Err: err}
 		}
-		// The pacer failed by itself (a shared pacer's database went
+		// The pacer failed by itself (a host's Pacer whose backend went
 		// away): not the provider's verdict.
 		return &Error{Provider: p.key, Reason: forage.ReasonPacer, Err: err}
 	}

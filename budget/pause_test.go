@@ -169,7 +169,7 @@ func TestMaxPauseIsConfigurable(t *testing.T) {
 }
 
 // sleepyPacer honours a pause by sleeping until it ends or ctx does, as a
-// pacer shared through a database may: it does not fail fast on a deadline.
+// host's pacer may: it does not fail fast on a deadline.
 type sleepyPacer struct {
 	mu    sync.Mutex
 	until time.Time

@@ -154,10 +154,8 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		return nil, invalid.Wrap(path+".Breaker", err)
 	}
 	p.retries, _ = retry.NewBudget(retry.BudgetConfig{}) // the defaults are valid
-	// The record is restored before the pacer first hears of a rate: a
-	// shared pacer takes a process's first rate as it joining, and any
-	// later one as a step (a restored rate below the start would cut the
-	// rate of every process).
+	// The record is restored before the pacer first hears of a rate, so
+	// the pacer starts at the learned rate rather than moving to it.
 	if err := p.load(context.Background()); err != nil {
 		return nil, err
 	}

@@ -222,10 +222,10 @@ func (r *ratesPacer) PauseUntil(t time.Time) {
 
 // TestRestoredRateIsThePacersFirstRate: a provider restored from its record
 // gives its pacer the learned rate as the first rate it hears, and the
-// pause in force. A shared pacer (PostgreSQL's) takes the first rate as a
-// process joining and every later one as a step: a restart that first
-// said the conservative start and then the learned rate would have cut, or
-// climbed, the rate of every process sharing the provider.
+// pause in force. A host's pacer may take the first rate it hears as where
+// it starts and every later one as a step (the PostgreSQL pacer of old
+// did): a restart that first said the conservative start and then the
+// learned rate would have cut, or climbed, what such a pacer holds.
 func TestRestoredRateIsThePacersFirstRate(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {

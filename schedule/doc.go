@@ -120,9 +120,9 @@
 // Requeue. Cool-downs and provider pauses ([Scheduler.PauseProvider]) live
 // in one Scheduler's memory, per process: other processes sharing the
 // store do not see them.
-// What holds a provider back across processes is a pacer shared by every
-// process, such as [github.com/forage-go/forage/pgstore.Pacer], not the
-// scheduler. A job that fell behind skips the cycles it missed rather than
+// What holds a provider back across processes is the budget package's
+// sharing of its rate through a store ([github.com/forage-go/forage/budget.Config.Shares],
+// such as the PostgreSQL store), not the scheduler. A job that fell behind skips the cycles it missed rather than
 // running back to back.
 //
 // # Control

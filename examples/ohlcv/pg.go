@@ -149,8 +149,8 @@ func pgTransient(err error) bool {
 	}
 	var be *budget.Error
 	if errors.As(err, &be) {
-		// A provider's verdict, unless the shared pacer (in PostgreSQL)
-		// failed: then the error is the database's.
+		// A provider's verdict, unless the pacer itself failed
+		// (ReasonPacer) with a database error.
 		return be.Reason == forage.ReasonPacer && be.Err != nil && pgTransient(be.Err)
 	}
 	var pe *pgconn.PgError

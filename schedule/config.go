@@ -16,9 +16,10 @@ import (
 //
 // Cool-downs (after source pressure) and provider pauses live in this
 // Scheduler's memory, per process: another process sharing the store does
-// not see them. What holds a provider back across processes is a pacer
-// shared by every process, such as
-// [github.com/forage-go/forage/pgstore.Pacer].
+// not see them. What holds a provider back across processes is the budget
+// package's sharing of its rate through a store
+// ([github.com/forage-go/forage/budget.Config.Shares], such as the
+// PostgreSQL store).
 type Config struct {
 	// MaxRunning caps how many jobs run at once in this scheduler, over all
 	// providers. At most 65536. Defaults to 8.

@@ -54,7 +54,7 @@ type Result struct {
 // Scheduler runs many jobs over many providers: due jobs by (priority, next
 // run) with aging, head work before tail work, within a global and a
 // per-provider concurrency limit, waiting out each provider's rate-limit
-// pauses. Scheduler is safe for concurrent use; [New] starts nothing, [Run]
+// pauses. Scheduler is safe for concurrent use; [New] starts nothing, [Scheduler.Run]
 // does the work until its context ends. The explicit-time methods
 // ([Scheduler.ClaimAt], [Scheduler.FinishAt], [Scheduler.RenewAt]) drive
 // the same decisions step by step without Run.

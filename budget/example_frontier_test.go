@@ -48,7 +48,7 @@ func ExampleFrontier() {
 // nothing: a crawler's way to pick a host that is ready now.
 func ExampleRegistry_ReadyAt() {
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{
-		Defaults: budget.Config{Adaptive: aimd.Config{Initial: 2, Max: 2}}, // 2 requests/s
+		Defaults: budget.Config{Adaptive: aimd.Config{Min: 0.2, Initial: 0.2, Max: 0.2}}, // one request every 5 s
 	})
 	now := time.Now()
 	fmt.Println("unknown host ready in:", reg.ReadyAt("a.example", now).Sub(now))
@@ -57,10 +57,10 @@ func ExampleRegistry_ReadyAt() {
 	resp.Body.Close()
 	now = time.Now()
 	wait := reg.ReadyAt("a.example", now).Sub(now)
-	fmt.Println("after one call, ready in about:", wait.Round(100*time.Millisecond))
+	fmt.Println("after one call, ready in about:", wait.Round(time.Second))
 	// Output:
 	// unknown host ready in: 0s
-	// after one call, ready in about: 500ms
+	// after one call, ready in about: 5s
 }
 
 // answer200 is a RoundTripper answering every request 200, in memory.

@@ -46,11 +46,11 @@ func ExampleLimiter_AllowAt() {
 }
 
 func ExampleLimiter_Wait() {
-	lim, _ := gcra.New(gcra.Config{Rate: 10, Burst: 2})
+	lim, _ := gcra.New(gcra.Config{Rate: 1, Burst: 2})
 	ctx := context.Background()
 
 	// The burst is available, so these return at once; a third would wait
-	// 100ms for its slot.
+	// a second for its slot.
 	for i := range 2 {
 		if err := lim.Wait(ctx); err != nil {
 			panic(err)

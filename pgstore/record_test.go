@@ -43,7 +43,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	})
 
 	b := open()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start, calls := time.Now(), 0
 	err := provider(b, "api.example.com").Do(ctx, nil, func(context.Context) forage.Outcome {
@@ -53,7 +53,9 @@ func TestPauseSurvivesRestart(t *testing.T) {
 	if err == nil || calls != 0 {
 		t.Fatalf("process B: Do = %v with %d attempts, want a stop and none during the pause", err, calls)
 	}
-	if waited := time.Since(start); waited > time.Second {
+	if waited := time.Since(start); waited > 10*time.Second {
+		// Far under the 30 s deadline and the 2 min pause; the store's
+		// round trips (the record, on a loaded machine) count in it.
 		t.Fatalf("process B waited %v to learn of a pause that outlasts its deadline", waited)
 	}
 }
@@ -135,8 +137,8 @@ func TestRecordAcrossProcesses(t *testing.T) {
 	if !errors.As(err, &be) || be.Reason != forage.ReasonBanned || !be.Until.Equal(until) || calls != 0 {
 		t.Fatalf("Do = %v with %d attempts; want banned until %v, none sent", err, calls, until)
 	}
-	if waited := time.Since(start); waited > time.Second {
-		t.Fatalf("Do waited %v for a pause longer than MaxWait", waited)
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("Do waited %v for a pause longer than MaxWait (1 min)", waited)
 	}
 	if s := p.Snapshot(); s.Rate != 7 || s.Ceiling != 9 {
 		t.Fatalf("restarted at %v/s (ceiling %v), want the learned 7/s (ceiling 9)", s.Rate, s.Ceiling)

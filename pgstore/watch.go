@@ -97,15 +97,14 @@ type shareWatch struct {
 // The first watch of a store opens a connection of its own (outside the
 // pool, made as the pool makes its own) that listens for announcements; it
 // is closed in the background 30 s after the last stop, or by Close, which
-// waits for it. If it
-// fails, or stays silent 30 s and does not answer a ping, it is opened
-// again a second later, and documents announced meanwhile are missed (the
-// processes renew about every second anyway). Notifications need a
-// session of their own: through a pooler in transaction mode (PgBouncer's
-// default) none arrive, and the processes hear of each other at their
-// renewals only. A document of 8000 bytes or more comes as nil. An invalid key
-// is watched for nothing (no document is ever announced under it), and so
-// is any key after Close.
+// waits for it. If it fails, or stays silent 30 s and does not answer a
+// ping, it is opened again a second later, and documents announced
+// meanwhile are missed (the processes renew about every second anyway).
+// Notifications need a session of their own: through a pooler in
+// transaction mode (PgBouncer's default) none arrive, and the processes
+// hear of each other at their renewals only. A document of 8000 bytes or
+// more comes as nil. An invalid key is watched for nothing (no document is
+// ever announced under it), and so is any key after Close.
 func (s *Store) WatchShares(key string, f func(doc []byte)) (stop func()) {
 	w := &shareWatch{f: f}
 	l := &s.listen

@@ -21,11 +21,11 @@ import (
 // changes nothing; concurrent updates of one key from many goroutines lose
 // none (each adds one to a counter); and a key that is not a valid name is
 // an error. A store that is also a [budget.ShareWatcher] delivers what is
-// announced under a key to its watchers (the last announcement within
-// 10 s; another key's never), and no longer once stop has returned; an
-// invalid key cannot be announced. newStore is
-// called once per subtest, with the subtest's t, and subtests run in
-// parallel: each store returned must share no state with the others.
+// announced under a key to its watchers (within 10 s, announced again
+// every 100 ms; another key's never), and no longer once stop has
+// returned; an invalid key cannot be announced. newStore is called once per
+// subtest, with the subtest's t, and subtests run in parallel: each store
+// returned must share no state with the others.
 func RunShareStore(t *testing.T, newStore func(t *testing.T) budget.ShareStore) {
 	t.Helper()
 	for _, tc := range []struct {
@@ -180,11 +180,11 @@ func testSharesWatch(t *testing.T, s budget.ShareStore) {
 		}
 	})
 	defer second()
-	// want waits for doc to reach the second watcher, saving it again
-	// every 100 ms when again is set (a watch may take a moment to start:
-	// delivery is best-effort); what came before it must be documents of
-	// key.
-	want := func(doc []byte, again bool) {
+	// want waits for doc to reach the second watcher, saving and
+	// announcing it again every 100 ms (a watch may take a moment to
+	// start: delivery is best-effort); what came before it must be
+	// documents of key.
+	want := func(doc []byte) {
 		t.Helper()
 		timeout := time.After(10 * time.Second)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -192,9 +192,7 @@ func testSharesWatch(t *testing.T, s budget.ShareStore) {
 		for {
 			select {
 			case <-tick.C:
-				if again {
-					save(key, doc)
-				}
+				save(key, doc)
 			case d := <-got:
 				if bytes.Equal(d, doc) {
 					return
@@ -212,14 +210,14 @@ func testSharesWatch(t *testing.T, s budget.ShareStore) {
 	}
 	save(other, []byte(`{"other":true}`))
 	save(key, []byte(`{"n":1}`))
-	want([]byte(`{"n":1}`), true)
+	want([]byte(`{"n":1}`))
 	first()
 	mu.Lock()
 	stopped = true
 	mu.Unlock()
 	save(key, []byte(`{"n":2}`))
 	save(key, []byte(`{"n":3}`))
-	want([]byte(`{"n":3}`), false)
+	want([]byte(`{"n":3}`))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(late) > 0 {

@@ -273,7 +273,7 @@ func (c *Config) validate(path string) error {
 	// bounded by the known limits, the pacer, the breaker) is validated
 	// here, so a Registry never fails later on a key it accepted.
 	probe := *c
-	probe.Pacer, probe.Records, probe.Metrics = nil, nil, nil // no I/O, no reports: a probe has no record
+	probe.Pacer, probe.Records, probe.Metrics, probe.Shares = nil, nil, nil, nil // no I/O, no reports: a probe has no record nor lease
 	_, err := newLocal("", probe, path)
 	return err
 }

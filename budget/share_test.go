@@ -555,3 +555,20 @@ func TestWatchedTurnsStartSooner(t *testing.T) {
 		})
 	}
 }
+
+// TestValidationTakesNoLease: validating a Config (NewLocal, NewRegistry)
+// makes no renewal of its own: the provider's one renewal at its start is
+// the only call to the store. (The validation's probe provider renewed too,
+// under the empty key, and retried once in the background.)
+func TestValidationTakesNoLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		if _, err := budget.NewLocal("api.example.com", budget.Config{Shares: store}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if n := store.calls.Load(); n != 1 {
+			t.Errorf("%d calls to the store in the second after NewLocal; want 1 (the provider's own renewal)", n)
+		}
+	})
+}

@@ -506,7 +506,7 @@ func (p *Local) follow(now time.Time) {
 		}
 		pu := p.ctl.PausedUntil()
 		if pu.After(p.pausedTil) {
-			p.pacer.PauseUntil(pu.Add(p.sh.stagger(p.ctl.RateAt(now), pu.Sub(now))))
+			p.pausePacer(now, pu)
 			p.pausedTil = pu
 			p.reportPause(now, pu)
 			p.event(slog.LevelInfo, "budget: provider paused", slog.Time("until", pu),

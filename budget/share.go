@@ -236,6 +236,7 @@ type sharer struct {
 	seen      atomic.Uint64
 	turnsSeen atomic.Bool
 	unwatch   func()
+	watcher   ShareWatcher // Config.Shares, if it is one; set at joinShares
 	// again says an announcement asked for a renewal since the last one
 	// began (see pushed).
 	again atomic.Bool
@@ -380,6 +381,12 @@ func (s *sharer) stagger(rate float64, pause time.Duration) time.Duration {
 	return min(time.Second, time.Duration(float64(k)/rate*float64(time.Second)))
 }
 
+// pausePacer holds the pacer until pu, a pause taken in at now, and then
+// for this process's stagger.
+func (p *Local) pausePacer(now, pu time.Time) {
+	p.pacer.PauseUntil(pu.Add(p.sh.stagger(p.ctl.RateAt(now), pu.Sub(now))))
+}
+
 // staggerAfter is the least pause after which the holders resume apart.
 const staggerAfter = shareEvery + 2*shareSoon
 
@@ -422,6 +429,7 @@ func (p *Local) joinShares(now time.Time) {
 	if p.cfg.Shares == nil {
 		return
 	}
+	p.sh.watcher, _ = p.cfg.Shares.(ShareWatcher)
 	if !p.renew(now) {
 		p.sh.share.Store(math.Float64bits(startShare))
 	}
@@ -473,7 +481,7 @@ func (p *Local) pushed(b []byte) {
 	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.PausedUntil()) {
 		p.sh.toldPause(pu)
 		_ = p.ctl.Restore(aimd.State{PausedUntil: pu})
-		p.pacer.PauseUntil(pu.Add(p.sh.stagger(p.ctl.RateAt(now), pu.Sub(now)))) // at once: calls waiting for a slot too
+		p.pausePacer(now, pu) // at once: calls waiting for a slot too
 		// The rest (the event, the report, a save of the provider's
 		// record) may wait for a store: a watcher must return quickly.
 		go p.follow(now)
@@ -502,11 +510,10 @@ const pushSpread = 100 * time.Millisecond
 // process let its lease go). s.mu is held.
 func (p *Local) watch(on bool) {
 	s := &p.sh
-	w, ok := p.cfg.Shares.(ShareWatcher)
 	switch {
-	case !ok:
+	case s.watcher == nil:
 	case on && s.unwatch == nil:
-		s.unwatch = w.WatchShares(p.key, p.pushed)
+		s.unwatch = s.watcher.WatchShares(p.key, p.pushed)
 	case !on && s.unwatch != nil:
 		s.unwatch()
 		s.unwatch = nil
@@ -604,7 +611,7 @@ func (p *Local) renew(now time.Time) bool {
 			delete(doc.Leases, s.id) // idle: its share goes back to the others now
 		}
 		lead := turnLead
-		if _, ok := p.cfg.Shares.(ShareWatcher); ok {
+		if s.watcher != nil {
 			lead = turnLeadWatched
 		}
 		takeTurns(&doc, now, float64(sent-s.sent), float64(refused-s.refused), lead)
@@ -620,8 +627,8 @@ func (p *Local) renew(now time.Time) bool {
 		s.seen.Store(doc.Epoch) // before the announcement: this process's own is no news to it
 		s.turnsSeen.Store(doc.Turns != nil)
 	}
-	if w, ok := p.cfg.Shares.(ShareWatcher); ok && err == nil && news {
-		_ = w.AnnounceShares(ctx, p.key, saved) // best-effort: the others renew within a second anyway
+	if s.watcher != nil && err == nil && news {
+		_ = s.watcher.AnnounceShares(ctx, p.key, saved) // best-effort: the others renew within a second anyway
 	}
 	if err != nil {
 		if s.failed.IsZero() {

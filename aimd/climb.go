@@ -149,7 +149,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	case fitted >= fitStep:
 		// Two episodes measured the limit (see twoPoint): just under it.
 		rate, w, confirmed = est*episodeMargin, est, confirmed || fitted == fitSure
-	case fitted == fitApart && c.allowance == 0 && c.epOK < spreadShort*c.weight:
+	case (fitted == fitApart || fitted == fitFirst && sent.Sub(c.epStart) < spreadFirst && c.epOK >= twoPointSure*c.weight) && c.allowance == 0 && c.epOK < spreadShort*c.weight:
 		// Two short episodes after pauses, too alike to tell the limit
 		// from the burst allowance: the limit lies well under what they
 		// delivered, or just under it. A rate well under it tells which

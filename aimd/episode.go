@@ -39,6 +39,7 @@ const (
 	// two-point estimate to tell the two apart.
 	spreadCut   = 0.85
 	spreadShort = 4 * twoPointSure
+	spreadFirst = 500 * time.Millisecond
 	// refusalWindow is the rolling window of the refusal budget: providers
 	// that ban count violations per minute, not per cent.
 	refusalWindow = time.Minute
@@ -121,7 +122,7 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 	n, t := c.epOK, sent.Sub(c.epStart).Seconds()
 	c.prevEp = episodeRecord{n: n, t: t, lo: c.postCut}
 	if prev.t <= 0 {
-		return est, fitNone // the first that qualifies: the next has one to compare with
+		return est, fitFirst // the first that qualifies: the next has one to compare with
 	}
 	if max(t, prev.t) > twoPointSpan || c.latency*n/t >= 1 || math.Abs(t-prev.t) < twoPointSpread*max(t, prev.t) {
 		return est, fitApart
@@ -141,7 +142,8 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 type fit int
 
 const (
-	fitNone  fit = iota // the episode does not qualify, or none before it did
+	fitNone  fit = iota // the episode does not qualify
+	fitFirst            // the first that qualifies: none before it to compare with
 	fitApart            // the two episodes could not be told apart: est as it was
 	fitStep             // est lowered a step towards the two-point estimate
 	fitSure             // est is the two-point estimate

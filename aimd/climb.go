@@ -56,6 +56,9 @@ const (
 	// right is simply met again, which confirms it.
 	unconfirmedRecovery = 16
 	unconfirmedProbe    = 12
+	// holdAfterPause is how long the rate holds at the start of an
+	// episode that began at the end of a pause (see held).
+	holdAfterPause = time.Second
 )
 
 // cutKind says why the rate is cut.
@@ -118,12 +121,20 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if shared {
 		est = 0
 	}
+	// Refused in the hold after a pause, after two successes or more: the
+	// pause refilled the provider's burst allowance and the held rate spent
+	// it, or (a provider that allows no burst) arrival jitter at the limit.
+	drained := !shared && c.epPaused && c.epN >= 2 && sent.Sub(c.epStart) < holdAfterPause
+	spread := c.allowance == 0 && (fitted == fitApart || fitted == fitFirst && drained)
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		rate, top, confirmed = r0*min(beta, exitCut), r0, false
 	case why == cutRefusing || why == cutLatencyGrowing:
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
 	case why != cutOvershoot:
+	case est == 0 && drained && c.allowance == 0:
+		// Too few successes to measure: spread, as below.
+		rate, w = r0*spreadCut, r0*ceilingMargin
 	case est == 0:
 		if !shared && (c.shortCut || c.epOK <= shortEpisode) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
@@ -134,7 +145,10 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			// and the next refusal places it.
 			rate, w, confirmed = r0*min(beta, deepCut), r0*(1+beta)/2, false
 		}
-	case steady && est >= steadyShare*r0 && r0 < jitterShare*c.ceiling:
+	case fitted >= fitStep:
+		// Two episodes measured the limit (see twoPoint): just under it.
+		rate, w, confirmed = est*episodeMargin, est, confirmed || fitted == fitSure
+	case steady && est >= steadyShare*r0 && r0 < jitterShare*c.ceiling && !spread:
 		// A refusal at a rate the provider delivered all through a long
 		// episode, under the ceiling: arrival jitter against a provider
 		// that allows no burst (two requests sent an interval apart arrive
@@ -146,14 +160,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// At a steady rate the provider delivered far less: the limit
 		// shrank, or a burst allowance hid it. Drop to it.
 		rate, w, confirmed = max(r0*min(beta, deepCut), est*episodeMargin), est, c.confirmed
-	case fitted >= fitStep:
-		// Two episodes measured the limit (see twoPoint): just under it.
-		rate, w, confirmed = est*episodeMargin, est, confirmed || fitted == fitSure
-	case (fitted == fitApart || fitted == fitFirst && sent.Sub(c.epStart) < spreadFirst && c.epOK >= twoPointSure*c.weight) && c.allowance == 0 && c.epOK < spreadShort*c.weight:
+	case spread && (c.epOK < spreadShort*c.weight || drained):
 		// Two short episodes after pauses, too alike to tell the limit
-		// from the burst allowance: the limit lies well under what they
-		// delivered, or just under it. A rate well under it tells which
-		// at the next refusal (see twoPoint), or costs one climb back.
+		// from the burst allowance, or the first one: the limit lies well
+		// under what they delivered, or just under it. A rate well under
+		// it tells which at the next refusal (see twoPoint), or costs one
+		// climb back.
 		rate, w = est*spreadCut, est
 	default:
 		// The limit lies between what the episode delivered and r0.
@@ -219,6 +231,9 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		return
 	}
 	prev := c.rate
+	if c.held(now) {
+		return
+	}
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		// At most x1.5 per response: at a few requests/s one answer would
@@ -234,6 +249,16 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		}
 	}
 	c.rate = c.clamp(c.rate)
+}
+
+// held reports whether the rate holds at now: early in an episode that began
+// at the end of a pause, once a ceiling is known. The pause refilled the
+// provider's burst allowance, if it has one; at a steady rate the episode
+// then measures how long the allowance lasts at that rate (see twoPoint),
+// which a climb through it would blur. A controller that sees a share of
+// the traffic measures no episodes (see SetShare), and does not hold.
+func (c *Controller) held(now time.Time) bool {
+	return c.epPaused && c.ceiling > 0 && c.weight <= 1 && now.Sub(c.epStart) < holdAfterPause
 }
 
 // curve advances rate r by dt seconds along the cubic through the ceiling

@@ -57,13 +57,21 @@
 //   - The burst allowance behind a pause: a provider that pauses the
 //     client (Retry-After) refills its burst allowance B meanwhile, so an
 //     episode that starts at a pause's end delivers B + L·T before its
-//     refusal and, alone, overstates the limit L by (B-1)/T. Two such
-//     episodes of different lengths give L and B (the two-point
-//     estimate); when two short ones are too alike to tell them apart, the
-//     next rate goes 15% under what they delivered, so the next episode
-//     is long enough to. Once B is known, every later episode after a
-//     pause is read with it. (A burst of 10 at 50/s: four refusals to
-//     settle, not five to eight; 20 at 30/s: six, not fourteen.)
+//     refusal and, alone, overstates the limit L by (B-1)/T: it looks like
+//     a provider that served every request sent. So the rate holds for a
+//     second after each pause (no climb), and an episode refused within
+//     that hold is a measurement at one rate. Two such episodes of
+//     different lengths give L and B (the two-point estimate); after the
+//     first, or when two are too alike to tell them apart, the next rate
+//     goes 15% under what they delivered, so the next episode is long
+//     enough to. A provider whose pause refills its allowance only as far
+//     as its rate over the pause (40 per second with a burst of 40) is
+//     read from refusal to refusal instead: it delivers exactly its limit
+//     between them, and two episodes that agree with that settle it. Once
+//     B is known, every later episode after a pause is read with it. (A
+//     burst of 10 at 50/s: three refusals to settle, not five to eight; 20
+//     at 80/s or 40 at 40/s: three, not a refusal every 1.5 s all run
+//     long; none of them triggers a ban after 5 refusals a minute.)
 //   - The refusal budget: providers that ban count violations per minute,
 //     not per cent. With two overshoots in the last minute the probe above
 //     the ceiling stops; each further one lowers a temporary cap under the
@@ -145,7 +153,11 @@
 // several requests in flight, so a provider that bans after 5 refusals a
 // minute and allows a burst of 10 bans it at 30ms latency; for such
 // providers set DisableSlowStart with a larger Increase (simulated: 95%, no
-// ban), or tell the caller's pacer the limit. Against a fixed window with
+// ban), or tell the caller's pacer the limit. Learning a burst allowance
+// takes about three refusals; each refused request counts with such a
+// provider, so with a request or more in flight at each (a slow provider
+// under 10/s called by several workers, or tens of milliseconds of
+// latency) a ban can come before the limit is found: tell it the limit. Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
 // window is spent: ~2-5% refused. A 503 noise share of 20% still collapses
 // the rate of a provider that never answers 429 (10% does not).

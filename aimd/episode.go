@@ -31,15 +31,18 @@ const (
 	// through both, so each spent its whole allowance.
 	twoPointSure  = 12
 	twoPointTight = 0.98
+	// floorSpread is how uncertain (as a share of it) a two-point
+	// estimate may be and still confirm the floor (see floor).
+	floorSpread = 0.6
 	// spreadCut is the cut after an episode that began at the end of a
-	// pause while the provider's burst allowance is not yet known and
-	// the episode was short (under spreadShort successes): the episode
-	// overstated the limit by up to the allowance over its length, and a
-	// rate this far under it makes the next episode long enough for the
-	// two-point estimate to tell the two apart.
+	// pause while the provider's burst allowance is not yet known, and
+	// either was refused within the hold (see Controller.held) or was
+	// short (under spreadShort successes): the episode overstated the
+	// limit by up to the allowance over its length, and a rate this far
+	// under it makes the next episode long enough for the two-point
+	// estimate to tell the two apart.
 	spreadCut   = 0.85
 	spreadShort = 4 * twoPointSure
-	spreadFirst = 500 * time.Millisecond
 	// refusalWindow is the rolling window of the refusal budget: providers
 	// that ban count violations per minute, not per cent.
 	refusalWindow = time.Minute
@@ -128,6 +131,17 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 		return est, fitApart
 	}
 	l := (n - prev.n) / (t - prev.t)
+	if f := c.floor(sent); f > 0 && f < est && prev.n >= twoPointSure*c.weight {
+		// A provider whose pause refills its allowance no further than
+		// its rate over the pause delivers, from refusal to refusal,
+		// exactly its rate: the floor. Two episodes of a dozen requests
+		// or more that agree with it within a request show that is what
+		// it is.
+		if d := c.weight / math.Abs(t-prev.t); math.Abs(l-f) <= d && d <= floorSpread*l {
+			c.allowance = max(1, (n-f*t)/c.weight)
+			return f, fitSure
+		}
+	}
 	if l < est/2 || l >= est || l > twoPointTight*min(prev.lo, c.postCut) {
 		return est, fitApart
 	}
@@ -153,6 +167,27 @@ const (
 type episodeRecord struct {
 	n, t float64 // successes, seconds
 	lo   float64 // the rate it began at
+}
+
+// floor returns a rate the provider surely admits, as the episode up to a
+// refusal of a request sent at sent shows it, or 0 when it shows none. The
+// last cut came with a refusal, which leaves a provider's allowance empty;
+// since then, whatever pause followed and whatever its allowance, the
+// provider cannot have admitted more than L·T + 1 requests in the T seconds
+// before sent, so (n - 1)/T is at or under its limit L. It is the limit
+// itself for a provider whose allowance a pause refills no further than the
+// limit's rate over the pause (a large allowance, or a short pause), and a
+// lower bound for one that refills it sooner and idles the rest of the
+// pause.
+func (c *Controller) floor(sent time.Time) float64 {
+	if c.lastCut.IsZero() || sent.IsZero() || c.epN < 2 {
+		return 0
+	}
+	t := sent.Sub(c.lastCut).Seconds()
+	if t <= 0 {
+		return 0
+	}
+	return (c.epOK - c.weight) / t
 }
 
 // startEpisode starts a new episode at now, or at the end of the pause in

@@ -89,7 +89,9 @@ const (
 //     ceiling unconfirmed.
 //   - a steady episode the provider delivered in full, under the ceiling:
 //     arrival jitter against a provider that allows no burst: x0.97, the
-//     ceiling kept.
+//     ceiling kept; unless it was refused in the hold after a pause (see
+//     held) with the burst allowance not yet known: that is the allowance
+//     spent, and the next rate goes spreadCut under it.
 //   - a steady episode that delivered far less than r0: the limit shrank
 //     or a burst allowance hid it: to what was delivered.
 //   - otherwise (a climb or a probe that went one step too far): to what

@@ -20,7 +20,8 @@ import (
 // climb is not amortised over minutes. Each row serves providertest under
 // testing/synctest, with and without a send-to-server jitter measured on a
 // real network stack (see uplinkJitter: back-to-back requests sometimes
-// arrive closer than they were sent), small and large limits, burst 1 and 2, fixed
+// arrive closer than they were sent), small and large limits, bursts from 1 to 40 (small and large next to the
+// rate), fixed
 // windows with and without usage headers, mixed header families, and
 // random 5xx noise. It is the fast stand-in for the real-time table of
 // make goodput-http, and is held to that table's targets.
@@ -71,6 +72,8 @@ func shortRows() []shortRow {
 		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.RateLimit(17, 1), providertest.Answer429), rate: 17, workers: 3},
 		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.RateLimit(13, 2), providertest.Answer429), rate: 13, workers: 3},
 		{name: "gcra 50/s burst 10, 429+RA", cfg: base(providertest.RateLimit(50, 10), providertest.Answer429), rate: 50, workers: 8},
+		{name: "gcra 40/s burst 40, 429+RA", cfg: base(providertest.RateLimit(40, 40), providertest.Answer429), rate: 40, workers: 8},
+		{name: "gcra 100/s burst 30, 429+RA", cfg: base(providertest.RateLimit(100, 30), providertest.Answer429), rate: 100, workers: 16},
 		{name: "gcra 200/s burst 1, 429+RA", cfg: base(providertest.RateLimit(200, 1), providertest.Answer429), rate: 200, workers: 8},
 		{name: "fixed 600/30s, 429+RA", cfg: base(providertest.WindowLimit(600, 30*time.Second), providertest.Answer429), rate: 20, workers: 3},
 		{name: "fixed 600/30s, IETF headers", cfg: ietf, rate: 20, workers: 3, target: 0.98},

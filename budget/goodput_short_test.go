@@ -22,8 +22,9 @@ import (
 // real network stack (see uplinkJitter: back-to-back requests sometimes
 // arrive closer than they were sent), small and large limits, bursts from 1
 // to 40 (small and large next to the rate), fixed windows with and without
-// usage headers, mixed header families, and random 5xx noise. It is the fast stand-in for the real-time table of
-// make goodput-http, and is held to that table's targets.
+// usage headers, mixed header families, and random 5xx noise. It is the
+// fast stand-in for the real-time table of make goodput-http, and is held to
+// that table's targets.
 
 // shortRun is the simulated length of each row.
 const shortRun = 30 * time.Second

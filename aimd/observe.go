@@ -236,7 +236,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 			c.undo(now, m.first)
 		}
 	}
-	if est, ok := c.quota.success(now, sent); ok {
+	if est, ok := c.quota.success(now, sent, c.pausedUntil); ok {
 		c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)
 	}
 	dt := c.credit(now)

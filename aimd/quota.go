@@ -12,13 +12,20 @@ const (
 // quotaMeter measures what the provider delivered over a cycle: a productive
 // period followed by a refusal episode (refusals with no success between). A
 // long episode means a quota was spent (a fixed window, a ban), and the
-// delivered rate over the whole cycle is then the sustainable one. Not safe
-// for concurrent use; the Controller's mutex guards it.
+// delivered rate over the whole cycle is then the sustainable one.
+//
+// The episode lasts as long as the provider kept saying no: until its last
+// refusal, or the end of the pause it asked for, whichever is later; not
+// until the next success, which may come much later for reasons of the
+// caller's own (no demand, or waiting its turn among processes that share
+// the provider: see SetShare). Not safe for concurrent use; the
+// Controller's mutex guards it.
 type quotaMeter struct {
 	start    time.Time // start of the productive period; zero = none yet
 	ok       int       // successes since start
 	refusing bool      // in a refusal episode
 	since    time.Time // first refusal of the episode
+	last     time.Time // latest refusal of the episode
 	sinceReq time.Time // when the first refused request was sent
 	okBefore int       // successes of the period before the episode
 	done     bool      // the episode's estimate has been taken
@@ -32,13 +39,15 @@ func (q *quotaMeter) refuse(now, sent time.Time) {
 	if !q.refusing {
 		q.refusing, q.since, q.sinceReq, q.okBefore, q.done = true, now, sent, q.ok, false
 	}
+	q.last = now
 }
 
 // success records a success at now of a request sent at sent. When it ends
 // a refusal episode it returns the episode's estimate, if any, and starts a
-// new period. A success for a request sent before the first refused one is
-// a late answer from before the episode and does not end it.
-func (q *quotaMeter) success(now, sent time.Time) (est float64, ok bool) {
+// new period; pausedUntil is the end of the last pause the provider asked
+// for. A success for a request sent before the first refused one is a late
+// answer from before the episode and does not end it.
+func (q *quotaMeter) success(now, sent, pausedUntil time.Time) (est float64, ok bool) {
 	if q.start.IsZero() {
 		q.start = now
 	}
@@ -48,7 +57,16 @@ func (q *quotaMeter) success(now, sent time.Time) (est float64, ok bool) {
 		return 0, false
 	}
 	if q.refusing {
-		est, ok = q.estimate(now)
+		// The provider said no until its last refusal or the end of its
+		// pause; the time after that until this success is the caller's.
+		end := q.last
+		if pausedUntil.After(end) {
+			end = pausedUntil
+		}
+		if now.Before(end) {
+			end = now
+		}
+		est, ok = q.estimate(end)
 		q.refusing, q.start, q.ok = false, now, 0
 	}
 	q.ok++

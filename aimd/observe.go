@@ -70,7 +70,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	case forage.Success:
 		c.success(now, sent, s, h)
 	case forage.Throttled, forage.Overloaded:
-		c.refused(now, sent, echo, kind)
+		c.refused(now, sent, until, echo, kind)
 	case forage.Transient:
 		c.latencyPressure(now, sent, s.Latency)
 	}
@@ -236,7 +236,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 			c.undo(now, m.first)
 		}
 	}
-	if est, ok := c.quota.success(now, sent, c.pausedUntil); ok {
+	if est, ok := c.quota.success(now, sent); ok {
 		c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)
 	}
 	dt := c.credit(now)
@@ -259,9 +259,10 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 // request sent while a pause was in force (echo: a Retry-After or a spent
 // quota, from an earlier response) was sent against the provider's word,
 // by a pacer that had booked it before the pause; its refusal is an echo
-// of the overshoot that set the pause, not a new one.
-func (c *Controller) refused(now, sent time.Time, echo bool, kind forage.Class) {
-	c.quota.refuse(now, sent)
+// of the overshoot that set the pause, not a new one. until is the end of
+// the pause the response asked for (zero for none).
+func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.Class) {
+	c.quota.refuse(now, sent, until)
 	c.lastCredit = now // time spent refused is not successful traffic
 	before := c.state()
 	cut := false

@@ -15,39 +15,44 @@ const (
 // delivered rate over the whole cycle is then the sustainable one.
 //
 // The episode lasts as long as the provider kept saying no: until its last
-// refusal, or the end of the pause it asked for, whichever is later; not
-// until the next success, which may come much later for reasons of the
-// caller's own (no demand, or waiting its turn among processes that share
-// the provider: see SetShare). Not safe for concurrent use; the
+// refusal, or the end of the pause it asked for in that refusal, whichever
+// is later; not until the next success, which may come much later for
+// reasons of the caller's own (no demand, a pause another process drew, or
+// waiting its turn among processes that share the provider: see SetShare). Not safe for concurrent use; the
 // Controller's mutex guards it.
 type quotaMeter struct {
 	start    time.Time // start of the productive period; zero = none yet
 	ok       int       // successes since start
 	refusing bool      // in a refusal episode
 	since    time.Time // first refusal of the episode
-	last     time.Time // latest refusal of the episode
+	noUntil  time.Time // the latest refusal of the episode, or the end of the pause it asked for
 	sinceReq time.Time // when the first refused request was sent
 	okBefore int       // successes of the period before the episode
 	done     bool      // the episode's estimate has been taken
 }
 
-// refuse records a refusal at now of a request sent at sent.
-func (q *quotaMeter) refuse(now, sent time.Time) {
+// refuse records a refusal at now of a request sent at sent, which asked
+// for a pause until until (zero for none).
+func (q *quotaMeter) refuse(now, sent, until time.Time) {
 	if q.start.IsZero() {
 		q.start = now
 	}
 	if !q.refusing {
-		q.refusing, q.since, q.sinceReq, q.okBefore, q.done = true, now, sent, q.ok, false
+		q.refusing, q.since, q.sinceReq, q.okBefore, q.done, q.noUntil = true, now, sent, q.ok, false, now
 	}
-	q.last = now
+	if until.Before(now) {
+		until = now
+	}
+	if until.After(q.noUntil) {
+		q.noUntil = until
+	}
 }
 
 // success records a success at now of a request sent at sent. When it ends
 // a refusal episode it returns the episode's estimate, if any, and starts a
-// new period; pausedUntil is the end of the last pause the provider asked
-// for. A success for a request sent before the first refused one is a late
-// answer from before the episode and does not end it.
-func (q *quotaMeter) success(now, sent, pausedUntil time.Time) (est float64, ok bool) {
+// new period. A success for a request sent before the first refused one is
+// a late answer from before the episode and does not end it.
+func (q *quotaMeter) success(now, sent time.Time) (est float64, ok bool) {
 	if q.start.IsZero() {
 		q.start = now
 	}
@@ -57,12 +62,9 @@ func (q *quotaMeter) success(now, sent, pausedUntil time.Time) (est float64, ok 
 		return 0, false
 	}
 	if q.refusing {
-		// The provider said no until its last refusal or the end of its
-		// pause; the time after that until this success is the caller's.
-		end := q.last
-		if pausedUntil.After(end) {
-			end = pausedUntil
-		}
+		// The provider said no until noUntil; the time after that until
+		// this success is the caller's.
+		end := q.noUntil
 		if now.Before(end) {
 			end = now
 		}

@@ -122,8 +122,12 @@ func (c *Controller) State() State {
 // exported with [Controller.State]: the rate and ceiling are taken (within
 // [Config.Min] and [Config.Max], which may have changed since), the climb
 // continues from there, and a pause still in force is honoured. A state
-// with a rate and no ceiling forgets the ceiling the controller had: it
-// slow-starts from the rate. A state with
+// further along the climb under way (the same ceiling, a higher rate)
+// moves the controller along that climb, as fitted when it began, so that
+// controllers that hand a climb on to each other (processes sharing a
+// provider, taking turns) climb as one; any other state fits a new climb
+// from its rate. A state with a rate and no ceiling forgets the ceiling the
+// controller had: it slow-starts from the rate. A state with
 // a rate or ceiling that is negative, NaN or infinite is rejected with an
 // error wrapping [ErrInvalidConfig], and nothing changes; the zero State
 // changes nothing either.
@@ -144,13 +148,16 @@ func (c *Controller) Restore(s State) error {
 		return nil
 	}
 	c.started = true
+	was, wasCeiling, wasConfirmed := c.rate, c.ceiling, c.confirmed
 	c.rate = c.clamp(s.Rate)
 	c.ceiling, c.confirmed = 0, false // none known: slow start from the rate
 	if s.Ceiling > 0 {
 		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed
 	}
 	c.postCut = c.rate
-	c.fitClimb()
+	if c.ceiling != wasCeiling || c.confirmed != wasConfirmed || c.rate < was || c.kUp == 0 {
+		c.fitClimb()
+	} // else further along the climb under way: it goes on as it was fitted
 	// Requests sent from now on go at the restored rate: a refusal of one
 	// is measured against it, and so is what the provider delivers.
 	now := time.Now()

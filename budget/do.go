@@ -328,7 +328,7 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 		if err := p.waitPacer(ctx, weight, start); err != nil {
 			return err
 		}
-		if p.cfg.Shares == nil || p.sh.inTurn(time.Now()) {
+		if p.cfg.Shares == nil || p.inTurn(time.Now()) {
 			break
 		}
 		// The pacer's slot came after this process's turn: the slot is
@@ -427,7 +427,7 @@ func (p *Local) nextSlot(now time.Time, weight int) time.Time {
 	if p.sh.gate.Load() != nil {
 		w = max(w, shareSoon)
 	}
-	if tw, _ := turnWait(p.sh.turns.Load(), p.sh.id, now); tw > 0 {
+	if tw, _ := p.turnWait(now); tw > 0 {
 		w = max(w, tw) // shared, in turns: the next window of this process
 	}
 	if w = max(w, p.quotaWait(now, weight)); w <= 0 {

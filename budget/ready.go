@@ -69,7 +69,7 @@ func (p *Local) readyAt(now time.Time, n int) time.Time {
 	if p.sh.gate.Load() != nil { // shared, and the others hold it all: ask again after the next renewal
 		later(now.Add(shareSoon))
 	}
-	if w, _ := turnWait(p.sh.turns.Load(), p.sh.id, now); w > 0 { // shared, in turns: its next window
+	if w, _ := p.turnWait(now); w > 0 { // shared, in turns: its next window
 		later(now.Add(w))
 	}
 	if lp, local := p.pacer.(localPacer); local {

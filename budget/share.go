@@ -119,10 +119,13 @@ const (
 type shareDoc struct {
 	// Epoch counts the cuts taken in: a process whose view of the rate
 	// predates the latest cut may not raise it.
-	Epoch       uint64    `json:"epoch"`
-	Rate        float64   `json:"rate,omitempty"`
-	Ceiling     float64   `json:"ceiling,omitempty"`
-	Confirmed   bool      `json:"confirmed,omitempty"`
+	Epoch     uint64  `json:"epoch"`
+	Rate      float64 `json:"rate,omitempty"`
+	Ceiling   float64 `json:"ceiling,omitempty"`
+	Confirmed bool    `json:"confirmed,omitempty"`
+	// Top is the highest ceiling the holders learned while they did not
+	// take turns: where turns, once in force, begin (see takeTurns).
+	Top         float64   `json:"top,omitempty"`
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 	// Leases are the live leases, by holder.
 	Leases map[string]shareLease `json:"leases,omitempty"`
@@ -309,7 +312,7 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 		}
 		wait := shareSoon // let through by a pause, with no share yet: wait for a renewal
 		if p.sh.fraction() > 0 {
-			w, on := turnWait(p.sh.turns.Load(), p.sh.id, now)
+			w, on := p.turnWait(now)
 			if on != p.sh.turnOn.Load() {
 				p.sh.turnOn.Store(on)
 				p.follow(now) // the pacer at the whole rate in turns, at the share otherwise
@@ -341,9 +344,19 @@ func (s *sharer) turnsUntil() time.Time {
 
 // inTurn reports whether this process may send at now as far as turns go:
 // no turns are in force, or it is in its own window.
-func (s *sharer) inTurn(now time.Time) bool {
-	w, _ := turnWait(s.turns.Load(), s.id, now)
+func (p *Local) inTurn(now time.Time) bool {
+	w, _ := p.turnWait(now)
 	return w == 0
+}
+
+// turnWait is [turnWait] for this process at now, with the guard of its
+// rate at now: in turns, it paces at the provider's whole rate.
+func (p *Local) turnWait(now time.Time) (wait time.Duration, inForce bool) {
+	t := p.sh.turns.Load()
+	if t == nil {
+		return 0, false
+	}
+	return turnWait(t, p.sh.id, now, turnGuard(p.ctl.RateAt(now)))
 }
 
 // snapshot returns a copy of the leases as of the last renewal.
@@ -666,6 +679,12 @@ func (p *Local) renew(now time.Time) bool {
 	if l.Share < fairShare(doc, s.id)*(1-rejoinShare) || cuts != p.ctl.Snapshot().Decreases || s.again.Load() {
 		next = shareSoon
 	}
+	if doc.Turns != nil { // hand the climb on with the turn (see turnEdge)
+		at := time.Now()
+		if d := turnEdge(doc.Turns, s.id, at, turnGuard(p.ctl.RateAt(at))); d > 0 && d < next {
+			next = d
+		}
+	}
 	s.next.Store(now.Add(next).UnixNano())
 	if !busy {
 		s.next.Store(0) // released: the next call joins again at once
@@ -692,13 +711,14 @@ func (s *sharer) arm(p *Local, busy bool, next time.Duration) {
 
 // adopt moves this process to what the document has: its controller to
 // the provider's rate and ceiling (when they moved by more than
-// rejoinShare), the pause in force, and its new share, at which the pacer
-// and the known limits pace.
+// rejoinShare; in turns, to any higher rate: the climb the holder before
+// it left, which it goes on with), the pause in force, and its new share,
+// at which the pacer and the known limits pace.
 func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64) {
 	if share > 0 {
 		p.ctl.SetShare(share)
 	}
-	if doc.Rate > 0 && (moved(st.Rate, doc.Rate) || moved(st.Ceiling, doc.Ceiling)) {
+	if doc.Rate > 0 && (moved(st.Rate, doc.Rate) || moved(st.Ceiling, doc.Ceiling) || doc.Turns != nil && doc.Rate > st.Rate) {
 		_ = p.ctl.Restore(aimd.State{Rate: doc.Rate, Ceiling: doc.Ceiling, Confirmed: doc.Confirmed})
 	}
 	if doc.PausedUntil.After(now) {
@@ -771,6 +791,9 @@ func mergeShares(doc *shareDoc, c claim) {
 			}
 		case !c.cut && c.epoch == doc.Epoch && st.Rate > doc.Rate:
 			doc.Rate, doc.Ceiling, doc.Confirmed = st.Rate, max(st.Ceiling, doc.Ceiling), st.Confirmed || doc.Confirmed
+		}
+		if doc.Turns == nil {
+			doc.Top = max(doc.Top, doc.Ceiling)
 		}
 	}
 	if st.PausedUntil.After(doc.PausedUntil) {

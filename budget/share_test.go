@@ -381,9 +381,12 @@ func TestSharesSurviveAHungStore(t *testing.T) {
 // no burst at all collide whenever two of them send within one interval,
 // whatever their rates add up to; paced at shares with random phases, three
 // of them served 15% of the limit with 17% refused. Once they see that
-// many refusals they take turns, and serve most of the limit; none of them
-// is left waiting for a share (a process whose renewal found it idle once
-// waited at the gate for good, 1 run in 400).
+// many refusals they take turns, and serve most of the limit; in turns,
+// the provider is served as by one process (a guard of two intervals at
+// the plan's rate, and a climb started afresh at each change of hands,
+// held turns at 82% of it); none of them is left waiting for a share (a
+// process whose renewal found it idle once waited at the gate for good, 1
+// run in 400).
 func TestSharedBurstOneTakesTurns(t *testing.T) {
 	for _, n := range []int{3, 8} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -405,6 +408,7 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 				for _, pr := range procs {
 					before = append(before, pr.p.Snapshot().OK)
 				}
+				mid := srv.Stats()
 				time.Sleep(20 * time.Second) // more than a cycle of turns: 8 windows of 2 s
 				for i, pr := range procs {
 					if pr.p.Snapshot().OK == before[i] {
@@ -421,9 +425,11 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 				stopAll(procs)
 				goodput := float64(st.OK) / (30 * 17)
 				refused := float64(st.Throttled) / float64(max(st.Requests, 1))
-				t.Logf("%d processes, 30 s: goodput %.1f%%, refused %.2f%% (%d of %d)", n, 100*goodput, 100*refused, st.Throttled, st.Requests)
-				if goodput < 0.5 || refused > 0.08 {
-					t.Errorf("goodput %.1f%%, refused %.2f%%; want >= 50%%, <= 8%%", 100*goodput, 100*refused)
+				late := float64(st.OK-mid.OK) / (20 * 17)
+				t.Logf("%d processes, 30 s: goodput %.1f%% (the last 20 s, in turns: %.1f%%), refused %.2f%% (%d of %d)",
+					n, 100*goodput, 100*late, 100*refused, st.Throttled, st.Requests)
+				if goodput < 0.76 || late < 0.87 || refused > 0.025 {
+					t.Errorf("goodput %.1f%% (the last 20 s: %.1f%%), refused %.2f%%; want >= 76%% (87%%), <= 2.5%%", 100*goodput, 100*late, 100*refused)
 				}
 			})
 		})

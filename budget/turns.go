@@ -16,19 +16,23 @@ import (
 // is cut into windows, each window belongs to one holder, and the holder
 // paces at the provider's whole rate in its own window and sends nothing
 // in the others'. Only one process sends at a time, so what the provider
-// sees is one paced stream, with a guard of two intervals at each change of
-// hands. Turns last turnHold, after which the holders share by rate again
-// and take turns again only if the refusals come back. Windows are read on
-// each process's own clock: processes on different machines need clocks
-// that agree to well under the guard (NTP keeps them within milliseconds).
+// sees is one paced stream, with a guard at each change of hands of one
+// interval and turnMargin. Turns last turnHold, after which the holders
+// share by rate again and take turns again only if the refusals come back.
+// Windows are read on each process's own clock: processes on different
+// machines need clocks that agree to well under turnMargin (NTP on a local
+// network keeps them within a millisecond or two).
 const (
 	// turnTrigger is the share of requests refused, over the last few
 	// seconds and with at least turnMinRefused refusals, at which the
 	// holders take turns: more than the overshoots of a climb draw, less
 	// than random phases draw at any rate worth having (a climb's overshoot at
-	// a burst-5 limiter shared by three processes drew 8-10%).
+	// a burst-5 limiter shared by three processes drew 8-10%). Two
+	// refusals are enough: early in a run, the second one, a second after
+	// the climb's overshoot and at a rate well under it, is a collision,
+	// and each one more costs the provider's whole rate for a second.
 	turnTrigger    = 0.15
-	turnMinRefused = 3
+	turnMinRefused = 2
 	// tallyTau is the time constant of the decayed tallies of requests
 	// sent and refused.
 	tallyTau = 5 * time.Second
@@ -43,9 +47,11 @@ const (
 	turnLead        = shareEvery + 500*time.Millisecond
 	turnLeadWatched = shareSoon + 2*pushSpread
 	// turnWindow is the least length of a window, and turnSlots the least
-	// number of the provider's intervals in one.
+	// number of the provider's intervals in one. turnMargin is the part of
+	// a window's guard (see turnGuard) beyond one interval.
 	turnWindow = 2 * time.Second
 	turnSlots  = 16
+	turnMargin = 10 * time.Millisecond
 	// turnPlans is how many plans a document keeps.
 	turnPlans = 4
 )
@@ -65,7 +71,6 @@ type shareTurns struct {
 type turnPlan struct {
 	From    time.Time     `json:"from"`
 	Window  time.Duration `json:"window"`
-	Guard   time.Duration `json:"guard"`
 	Holders []string      `json:"holders"`
 }
 
@@ -90,7 +95,7 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64, lead time.Du
 	t := doc.Turns
 	if t != nil && !now.Before(t.Until) {
 		doc.Turns, t = nil, nil
-		doc.Sent, doc.Refused = 0, 0 // a fresh look at how the holders fare without turns
+		doc.Sent, doc.Refused, doc.Top = 0, 0, 0 // a fresh look at how the holders fare without turns
 	}
 	if t == nil {
 		if len(holders) < 2 || doc.Refused < turnMinRefused || doc.Refused < turnTrigger*doc.Sent {
@@ -103,10 +108,13 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64, lead time.Du
 	if t.Fresh && len(t.Plans) > 0 && !now.Before(t.Plans[0].From) {
 		// The first plan is in force. The refusals that led here, and
 		// those until now, were collisions, not the provider's limit: the
-		// ceiling they taught is forgotten (the holders slow-start from the
-		// rate), and the cuts made before are stale.
+		// ceiling they taught is forgotten, and the cuts made before are
+		// stale. The holders climb back to the highest ceiling learned
+		// before the collisions, unconfirmed (so the climb is fast and
+		// the probe above it soon tells whether it was the limit), or
+		// slow-start from the rate when none was.
 		t.Fresh = false
-		doc.Ceiling, doc.Confirmed = 0, false
+		doc.Ceiling, doc.Confirmed, doc.Top = doc.Top, false, 0
 		doc.Epoch++
 	}
 	for len(t.Plans) > 1 && !t.Plans[1].From.After(now) {
@@ -164,13 +172,25 @@ func rotation(last *turnPlan, from time.Time, holders []string) []string {
 // planTurns makes the plan from from on for holders, at rate (the
 // provider's, requests/s; zero when unknown).
 func planTurns(from time.Time, rate float64, holders []string) turnPlan {
-	window, guard := turnWindow, 50*time.Millisecond
+	window := turnWindow
 	if rate > 0 {
-		iv := time.Duration(float64(time.Second) / rate)
-		window = max(window, turnSlots*iv)
-		guard = 2*iv + 5*time.Millisecond
+		window = max(window, turnSlots*time.Duration(float64(time.Second)/rate))
 	}
-	return turnPlan{From: from, Window: window, Guard: guard, Holders: holders}
+	return turnPlan{From: from, Window: window, Holders: holders}
+}
+
+// turnGuard is how long before the end of its window a holder pacing at
+// rate (requests/s, the provider's whole rate: see turnWait) sends its last
+// request: one interval at that rate, so that the interval the provider
+// counts from that request has passed when the next holder's window opens,
+// and turnMargin for the requests' arrival jitter and the holders' clocks.
+// It is the holder's own rate at the time, not the plan's: a rate cut
+// since the plan widens the guard at once.
+func turnGuard(rate float64) time.Duration {
+	if rate <= 0 {
+		return turnMargin + 50*time.Millisecond
+	}
+	return time.Duration(float64(time.Second)/rate) + turnMargin
 }
 
 // next returns the start of the first window of p that begins at or after
@@ -183,13 +203,34 @@ func (p *turnPlan) next(t time.Time) time.Time {
 	return p.From.Add(i * p.Window)
 }
 
+// turnEdge returns how long after now holder renews under turns t, so that
+// the holders hand on the climb with the turn: at the start of its next
+// window, to take up the rate the holder before it left, and half a guard
+// before the end of its own, after its last request, to leave the rate it
+// climbed to for the next. Zero when turns are not in force or no edge is
+// ahead.
+func turnEdge(t *shareTurns, holder string, now time.Time, guard time.Duration) time.Duration {
+	wait, on := turnWait(t, holder, now, guard)
+	if !on || wait > 0 {
+		return wait // zero, or the next window's start
+	}
+	k := 0
+	for k+1 < len(t.Plans) && !t.Plans[k+1].From.After(now) {
+		k++
+	}
+	p := &t.Plans[k]
+	end := p.From.Add((now.Sub(p.From)/p.Window + 1) * p.Window)
+	return max(0, end.Add(-guard/2).Sub(now))
+}
+
 // turnWait returns how long holder must wait at now before it may send
-// under turns t: zero when turns are not in force, or in holder's own
+// under turns t, keeping guard at the end of each of its windows (see
+// turnGuard): zero when turns are not in force, or in holder's own
 // window before its guard; otherwise until its next window starts, or until
 // turns end when the plans give it no window before they end, or shareSoon
 // when the last plan does not have it (the next renewal may bring a plan
 // that does). inForce says whether turns are in force.
-func turnWait(t *shareTurns, holder string, now time.Time) (wait time.Duration, inForce bool) {
+func turnWait(t *shareTurns, holder string, now time.Time, guard time.Duration) (wait time.Duration, inForce bool) {
 	if t == nil || !now.Before(t.Until) || len(t.Plans) == 0 || now.Before(t.Plans[0].From) {
 		return 0, false
 	}
@@ -210,7 +251,7 @@ func turnWait(t *shareTurns, holder string, now time.Time) (wait time.Duration, 
 				break
 			}
 			if int(i%int64(len(p.Holders))) == me {
-				if stop := start.Add(p.Window - p.Guard); at.Before(stop) {
+				if stop := start.Add(p.Window - guard); at.Before(stop) {
 					return max(0, start.Sub(now)), true
 				}
 			}

@@ -100,7 +100,7 @@ func TestTurnsNeverOverlap(t *testing.T) {
 				if d, ok := died[h]; ok && !at.Before(d) {
 					continue
 				}
-				wait, on := turnWait(vs[k].turns, h, at)
+				wait, on := turnWait(vs[k].turns, h, at, turnGuard(rate))
 				if wait == 0 {
 					free = append(free, h)
 					if on {
@@ -128,13 +128,15 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // TestTurnsStartOnCollisionsOnly: hungry holders take turns when 15%
 // of their requests are refused, not for the few refusals of a climb's
-// overshoot, and not for a lone holder; the ceiling the collisions taught is
-// forgotten once the first plan is in force; turns end after turnHold.
+// overshoot, and not for a lone holder; once the first plan is in force,
+// the ceiling the collisions taught is forgotten for the highest one learned
+// before them, unconfirmed; turns end after turnHold.
 func TestTurnsStartOnCollisionsOnly(t *testing.T) {
 	now := time.Unix(1e9, 0)
-	doc := shareDoc{Rate: 10, Ceiling: 12, Confirmed: true}
+	doc := shareDoc{}
+	ceiling := 20.0 // a's overshoot before the collisions
 	renew := func(h string, sent, refused float64) {
-		mergeShares(&doc, claim{holder: h, now: now, st: aimd.State{Rate: 10, Ceiling: 12}, epoch: doc.Epoch, demand: 1, hungry: true})
+		mergeShares(&doc, claim{holder: h, now: now, st: aimd.State{Rate: 10, Ceiling: ceiling, Confirmed: true}, cut: refused > 0, epoch: doc.Epoch, demand: 1, hungry: true})
 		takeTurns(&doc, now, sent, refused, turnLead)
 	}
 	renew("a", 10, 10)
@@ -146,6 +148,7 @@ func TestTurnsStartOnCollisionsOnly(t *testing.T) {
 		t.Fatalf("turns for 10 refused of 110 (9%%): %+v", doc.Turns)
 	}
 	now = now.Add(time.Second)
+	ceiling = 12 // what the collisions taught
 	renew("a", 60, 40)
 	if doc.Turns == nil || len(doc.Turns.Plans) != 1 {
 		t.Fatalf("no turns after a quarter of the requests were refused: %+v", doc)
@@ -160,8 +163,8 @@ func TestTurnsStartOnCollisionsOnly(t *testing.T) {
 	epoch := doc.Epoch
 	now = p.From
 	renew("b", 10, 0)
-	if doc.Ceiling != 0 || doc.Confirmed || doc.Epoch != epoch+1 {
-		t.Fatalf("turns in force: ceiling %v confirmed %v epoch %d; want 0, false, %d", doc.Ceiling, doc.Confirmed, doc.Epoch, epoch+1)
+	if doc.Ceiling != 20 || doc.Confirmed || doc.Epoch != epoch+1 {
+		t.Fatalf("turns in force: ceiling %v confirmed %v epoch %d; want 20 (the highest before the collisions), false, %d", doc.Ceiling, doc.Confirmed, doc.Epoch, epoch+1)
 	}
 	if a, b := fairShare(doc, "a"), fairShare(doc, "b"); a != 0.5 || b != 0.5 {
 		t.Fatalf("shares in turns %v, %v; want even", a, b)
@@ -179,7 +182,7 @@ func TestTurnsStartOnCollisionsOnly(t *testing.T) {
 func TestTurnWaitWalksTheWindows(t *testing.T) {
 	from := time.Unix(1e9, 0)
 	tr := &shareTurns{Until: from.Add(time.Minute), Plans: []turnPlan{
-		{From: from, Window: 2 * time.Second, Guard: 100 * time.Millisecond, Holders: []string{"a", "b", "c"}},
+		{From: from, Window: 2 * time.Second, Holders: []string{"a", "b", "c"}},
 	}}
 	for _, c := range []struct {
 		holder string
@@ -197,10 +200,42 @@ func TestTurnWaitWalksTheWindows(t *testing.T) {
 		{"z", 0, shareSoon, true},    // in no plan: ask again after a renewal
 		{"a", time.Minute, 0, false}, // turns over
 	} {
-		wait, on := turnWait(tr, c.holder, from.Add(c.at))
+		wait, on := turnWait(tr, c.holder, from.Add(c.at), 100*time.Millisecond)
 		if wait != c.wait || on != c.on {
 			t.Errorf("turnWait(%s at %v) = %v, %v; want %v, %v", c.holder, c.at, wait, on, c.wait, c.on)
 		}
+	}
+}
+
+// TestTurnEdgesHandOnTheClimb checks when a holder renews in turns: at
+// the start of its next window (to take up the rate the holder before it
+// left) and half a guard before the end of its own (to leave its own);
+// and that the guard is one interval at the holder's rate now, however
+// fast the plan was made: a rate cut since widens it.
+func TestTurnEdgesHandOnTheClimb(t *testing.T) {
+	from := time.Unix(1e9, 0)
+	tr := &shareTurns{Until: from.Add(time.Minute), Plans: []turnPlan{planTurns(from, 50, []string{"a", "b", "c"})}}
+	guard := 100 * time.Millisecond
+	for _, c := range []struct {
+		holder string
+		at     time.Duration
+		edge   time.Duration
+	}{
+		{"a", 500 * time.Millisecond, 1450 * time.Millisecond}, // its own window ends at 2 s
+		{"b", 500 * time.Millisecond, 1500 * time.Millisecond}, // its window starts at 2 s
+		{"c", 5 * time.Second, 950 * time.Millisecond},
+		{"a", 1960 * time.Millisecond, 4040 * time.Millisecond}, // past its guard: its next window
+		{"a", -time.Second, 0},                                  // not in force
+	} {
+		if got := turnEdge(tr, c.holder, from.Add(c.at), guard); got != c.edge {
+			t.Errorf("turnEdge(%s at %v) = %v, want %v", c.holder, c.at, got, c.edge)
+		}
+	}
+	if g := turnGuard(5); g != 200*time.Millisecond+turnMargin {
+		t.Errorf("turnGuard(5/s) = %v in a plan made at 50/s; want one interval at 5/s and the margin", g)
+	}
+	if w, _ := turnWait(tr, "a", from.Add(1850*time.Millisecond), turnGuard(5)); w == 0 {
+		t.Error("a holder cut to 5/s may send 150 ms before its window ends: its last request's interval would reach into the next window")
 	}
 }
 
@@ -217,7 +252,7 @@ func TestTurnsTellWhenTheNextWindowComes(t *testing.T) {
 	now := time.Now()
 	from := now.Add(-time.Second)
 	p.sh.turns.Store(&shareTurns{Until: now.Add(time.Minute), Plans: []turnPlan{
-		{From: from, Window: 2 * time.Second, Guard: 100 * time.Millisecond, Holders: []string{"other", p.sh.id}},
+		{From: from, Window: 2 * time.Second, Holders: []string{"other", p.sh.id}},
 	}})
 	want := from.Add(2 * time.Second) // the second window is this process's
 	if got := p.readyAt(now, 1); !got.Equal(want) {

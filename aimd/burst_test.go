@@ -66,3 +66,36 @@ func TestBurstAllowanceNeverBanned(t *testing.T) {
 		})
 	}
 }
+
+// slowProviders allow a few requests a second, with an allowance of a few
+// seconds' worth or more (an API's free tier; Shopify's 2/s with a bucket
+// of 40): a pause of a second refills only a request or two of it.
+var slowProviders = []struct {
+	rate  float64
+	burst int
+}{{1, 5}, {2, 40}, {3, 3}, {5, 3}, {8, 4}}
+
+// TestSlowProvidersNeverBanned: a slow provider's allowance hides its
+// limit from the climb, which meets the first refusal at many times the
+// limit; each episode after a second's pause then admits the request or
+// two the pause refilled and is refused, a refusal a second. Banning
+// after 5 refusals within a minute, such a provider is never triggered in
+// five minutes: a second short episode in a row drops the rate to what
+// the pause refilled, and a fourth refusal within the minute to what the
+// provider surely admits. Before, every one of them was banned within
+// 10 s, the rate cut by 10-20% a refusal.
+func TestSlowProvidersNeverBanned(t *testing.T) {
+	for _, p := range slowProviders {
+		t.Run(fmt.Sprintf("%.0f/s burst %d", p.rate, p.burst), func(t *testing.T) {
+			c, err := aimd.New(aimd.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := simulate(c, gcra(p.rate, p.burst, answerBan)(), 5*time.Minute, 5*time.Millisecond, 0)
+			t.Logf("goodput %.1f%%, %d refused, %d bans", 100*r.goodput, r.refused, r.bans)
+			if r.bans > 0 || r.goodput < 0.7 {
+				t.Errorf("%d bans, goodput %.1f%%, %d refused; want none, >= 70%%", r.bans, 100*r.goodput, r.refused)
+			}
+		})
+	}
+}

@@ -97,6 +97,12 @@ const (
 //   - otherwise (a climb or a probe that went one step too far): to what
 //     the episode delivered, at most Decrease under r0.
 //
+// Two rules then bound the result (see the package documentation): a
+// second short episode in a row after a pause drops the rate to what the
+// provider admitted since the last refusal (refill); a fourth overshoot
+// within the refusal window, at the rate the last cut set, to what it
+// surely admitted (floor).
+//
 // A new ceiling is confirmed when the overshoot lands near the previous
 // ceiling, or comes while probing above it within a cycle of the previous
 // overshoot: the limit was met twice. Otherwise it rests on one refusal and
@@ -172,6 +178,23 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	default:
 		// The limit lies between what the episode delivered and r0.
 		rate = max(est*episodeMargin, r0*beta)
+	}
+	if f := c.refill(sent); !shared && why == cutOvershoot && est == 0 && c.shortCut && fitted < fitStep && f > 0 && c.epN >= 2 {
+		// A second short episode in a row, refused after a pause, with
+		// more than one request admitted after it (so the provider has
+		// an allowance): the provider admits about what its pause
+		// refilled (see refill), not a cut under the rate.
+		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
+	}
+	if f := c.floor(sent); !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
+		r0 <= shrinkSlack*c.postCut && c.refusals.count(now) > refusalProbe {
+		// A fourth overshoot within the refusal window, at the rate the
+		// last cut set (the cuts have not yet reached the limit), with no
+		// sure measure of it: a provider that bans at five is counting.
+		// The rate drops to what the provider surely admits (see floor),
+		// and the climb back stops spreadCut under the rate the rule
+		// above chose, under the refusal cap.
+		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
 	}
 	c.shortCut = est == 0 && why == cutOvershoot && c.cuts > 0
 	if w <= 0 {

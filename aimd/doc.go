@@ -72,10 +72,23 @@
 //     burst of 10 at 50/s: three refusals to settle, not five to eight; 20
 //     at 80/s or 40 at 40/s: three, not a refusal every 1.5 s all run
 //     long; none of them triggers a ban after 5 refusals a minute.)
+//   - A slow provider: its allowance hides its limit from the climb, which
+//     meets the first refusal at many times the limit, and each pause of a
+//     second then refills only a request or two of it, so every episode
+//     after a pause is short. After two short episodes in a row, the
+//     second with two successes or more, the rate drops to what the
+//     provider admitted from the last refusal to this one (the limit, when
+//     the pause was too short to fill its allowance; under it otherwise).
 //   - The refusal budget: providers that ban count violations per minute,
 //     not per cent. With two overshoots in the last minute the probe above
 //     the ceiling stops; each further one lowers a temporary cap under the
-//     ceiling by 5%, lifted as they age out.
+//     ceiling by 5%, lifted as they age out. A fourth within the minute, at
+//     the rate the last cut set and with no sure measure of the limit, drops
+//     the rate to what the provider surely admitted since the last refusal
+//     (n-1 requests in T seconds), so a provider that bans at five is not
+//     triggered. (1/s with a burst of 5, 2/s with 40, 3/s with 3 and 8/s
+//     with 4 were banned within 10 s; they are not, at a few milliseconds
+//     of latency.)
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; a 503 for a request sent after the cut for the
@@ -155,9 +168,9 @@
 // providers set DisableSlowStart with a larger Increase (simulated: 95%, no
 // ban), or tell the caller's pacer the limit. Learning a burst allowance
 // takes about three refusals; each refused request counts with such a
-// provider, so with a request or more in flight at each (a slow provider
-// under 10/s called by several workers, or tens of milliseconds of
-// latency) a ban can come before the limit is found: tell it the limit. Against a fixed window with
+// provider, so with a request or more in flight at each (tens of
+// milliseconds of latency, with several workers) a ban can come before the
+// limit is found: tell it the limit. Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
 // window is spent: ~2-5% refused. A 503 noise share of 20% still collapses
 // the rate of a provider that never answers 429 (10% does not).

@@ -169,6 +169,26 @@ type episodeRecord struct {
 	lo   float64 // the rate it began at
 }
 
+// refill returns the rate at which the provider admitted requests from the
+// last cut to a refusal of a request sent at sent, after a pause: n/T for n
+// successes in T seconds, or 0 when the episode did not begin at a pause's
+// end. The refusal at the last cut left the provider's allowance empty, so
+// n is at most L·T + 1 (see floor); when the pause was too short for the
+// allowance to fill up (a slow provider: a second's pause refills one or
+// two requests of it), n is also about L·T, and n/T is the limit itself,
+// give or take a request over T. It may lie far under the limit of a
+// provider whose allowance filled up during the pause and then idled.
+func (c *Controller) refill(sent time.Time) float64 {
+	if !c.epPaused || c.lastCut.IsZero() || sent.IsZero() {
+		return 0
+	}
+	t := sent.Sub(c.lastCut).Seconds()
+	if t <= 0 {
+		return 0
+	}
+	return c.epOK / t
+}
+
 // floor returns a rate the provider surely admits, as the episode up to a
 // refusal of a request sent at sent shows it, or 0 when it shows none. The
 // last cut came with a refusal, which leaves a provider's allowance empty;

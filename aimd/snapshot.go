@@ -61,6 +61,11 @@ type Snapshot struct {
 	Latency time.Duration
 	// Phase is where the controller is in its climb.
 	Phase Phase
+	// Allowance is the burst allowance the provider was measured to have,
+	// in requests: how many more than its rate it admits after an idle
+	// spell (see the package documentation on pauses and burst
+	// allowances). Zero until measured.
+	Allowance float64
 }
 
 // Snapshot returns the controller's current state.
@@ -74,6 +79,7 @@ func (c *Controller) Snapshot() Snapshot {
 		Decreases:   c.cuts,
 		Latency:     time.Duration(c.latency * float64(time.Second)),
 		Phase:       c.phase(),
+		Allowance:   c.allowance,
 	}
 }
 

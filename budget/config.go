@@ -23,9 +23,12 @@ type Config struct {
 	// defaults (a start at 4 requests/s, or at the tightest known Limit).
 	Adaptive aimd.Config
 	// Burst is how many requests the adaptive pacer may send back to back
-	// after an idle spell. Defaults to 1: collectors pace, they do not burst.
-	// Raise it for rates above a few hundred per second, where timer
-	// overshoot (about a millisecond) would otherwise cost throughput.
+	// after an idle spell. Defaults to 1: collectors pace, they do not burst;
+	// with the default, once the controller has measured a burst allowance
+	// of 3 or more at the provider, the pacer allows 2, so a slot its timer
+	// wakes late for is made up at the next one. Raise it for rates above a
+	// few hundred per second, where timer overshoot (about a millisecond)
+	// would otherwise cost throughput.
 	Burst int
 	// Limits are the provider's published limits, if any (Binance: 6000
 	// request weight per minute and 61,000 raw requests per 5 minutes). Each

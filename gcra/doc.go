@@ -48,5 +48,7 @@
 // With Burst 1 every overshoot is lost, so [Limiter.Wait] cannot pace above
 // roughly 1,000 requests per second; give the limiter a Burst that covers a
 // couple of milliseconds of traffic (Burst ≥ Rate × 0.002) and the overshoot is
-// absorbed as burst instead.
+// absorbed as burst instead. [Limiter.SetBurst] changes Burst on a live
+// limiter, for a caller that learns only later how much burst its provider
+// allows.
 package gcra

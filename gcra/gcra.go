@@ -67,8 +67,8 @@ type Limiter struct {
 	tat atomic.Int64
 	// interval is the emission interval I in nanoseconds.
 	interval atomic.Int64
-	// gen counts rate changes. A decision commits only if no rate change
-	// happened since it read the state: a change that rescales the backlog
+	// gen counts rate and burst changes. A decision commits only if no
+	// change happened since it read the state: a change that rescales the backlog
 	// to exactly the word it read (X → Y → X, or an idle limiter) would
 	// otherwise let a decision made with the old interval pass its
 	// compare-and-swap.
@@ -78,8 +78,8 @@ type Limiter struct {
 	// rescales only the backlog beyond it: a pause is a time, not a number
 	// of requests.
 	paused atomic.Int64
-	// burst is fixed for the limiter's life.
-	burst int
+	// burst is Burst; SetBurst changes it, then moves gen on.
+	burst atomic.Int64
 	// base carries a monotonic reading, so the clock-reading forms measure
 	// time.Since(base) and are immune to wall-clock jumps.
 	base time.Time
@@ -112,7 +112,8 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, invalid.Must("Config.Burst",
 			fmt.Sprintf("be small enough that Burst × interval (1/Rate = %v) fits in int64 nanoseconds", time.Duration(iv)), cfg.Burst)
 	}
-	l := &Limiter{burst: burst, base: time.Now()}
+	l := &Limiter{base: time.Now()}
+	l.burst.Store(int64(burst))
 	l.tat.Store(empty)
 	l.paused.Store(empty)
 	l.interval.Store(iv)
@@ -145,7 +146,7 @@ func (l *Limiter) Interval() time.Duration { return time.Duration(l.interval.Loa
 
 // Burst returns how many unit requests may arrive back to back; it never
 // changes.
-func (l *Limiter) Burst() int { return l.burst }
+func (l *Limiter) Burst() int { return int(l.burst.Load()) }
 
 // offset converts t to nanoseconds since the limiter's base, saturating for
 // times more than about 292 years away.

@@ -155,6 +155,49 @@ func TestConcurrentRateChangesNeverOverAdmit(t *testing.T) {
 	}
 }
 
+// TestConcurrentBurstChangesNeverOverAdmit: while one goroutine moves Burst
+// between 10 and 40 at a frozen instant, concurrent admits there never take
+// more than the largest Burst: a decision made with a Burst that has since
+// changed decides again.
+func TestConcurrentBurstChangesNeverOverAdmit(t *testing.T) {
+	t.Parallel()
+	const most, goroutines, calls = 40, 6, 2000
+	lim := mustNew(t, gcra.Config{Rate: 100, Burst: 10})
+	now := time.Now()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := lim.SetBurst([]int{10, most, 25}[i%3]); err != nil {
+				t.Errorf("SetBurst: %v", err)
+				return
+			}
+		}
+	})
+	var admits sync.WaitGroup
+	for g := range goroutines {
+		admits.Go(func() {
+			for range calls {
+				if n := 1 + g%2; lim.AllowNAt(now, n).Allowed {
+					admitted.Add(int64(n))
+				}
+			}
+		})
+	}
+	admits.Wait()
+	close(stop)
+	wg.Wait()
+	if got := admitted.Load(); got > most {
+		t.Fatalf("admitted %d units at one instant across Burst changes, the largest Burst is %d", got, most)
+	}
+}
+
 // TestConcurrentAllowUnderSynctest: inside a bubble the clock stands still
 // while goroutines run, so the clock-reading Allow admits exactly Burst.
 func TestConcurrentAllowUnderSynctest(t *testing.T) {

@@ -34,7 +34,7 @@ func (l *Limiter) admit(now int64, useClock bool, n int) Result {
 		if useClock {
 			now = l.clock()
 		}
-		newTAT, r := Decide(tat, now, iv, l.burst, n)
+		newTAT, r := Decide(tat, now, iv, l.Burst(), n)
 		if l.commit(tat, newTAT, gen) {
 			return r
 		}
@@ -74,7 +74,7 @@ func (l *Limiter) reserve(now int64, useClock bool, n int) time.Duration {
 		if useClock {
 			now = l.clock()
 		}
-		newTAT, wait := Reserve(tat, now, iv, l.burst, n)
+		newTAT, wait := Reserve(tat, now, iv, l.Burst(), n)
 		if l.commit(tat, newTAT, gen) {
 			return wait
 		}
@@ -93,7 +93,7 @@ func (l *Limiter) UnreserveNAt(now time.Time, n int) { l.unreserve(l.offset(now)
 func (l *Limiter) UnreserveN(n int) { l.unreserve(0, true, n) }
 
 func (l *Limiter) unreserve(now int64, useClock bool, n int) {
-	if n <= 0 || n > l.burst {
+	if n <= 0 || n > l.Burst() {
 		return // Reserve booked nothing for such a cost
 	}
 	for {
@@ -119,7 +119,7 @@ func (l *Limiter) PauseUntil(t time.Time) {
 	}
 	for {
 		tat, iv, gen := l.load()
-		if l.commit(tat, pause(tat, until, iv, l.burst), gen) {
+		if l.commit(tat, pause(tat, until, iv, l.Burst()), gen) {
 			return
 		}
 	}
@@ -147,9 +147,9 @@ func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
 	if rule != "" {
 		return fmt.Errorf("gcra: SetRateAt rate must be %s (got %v): %w", rule, rate, ErrInvalidRate)
 	}
-	if _, ok := tolerance(iv, l.burst); !ok {
+	if _, ok := tolerance(iv, l.Burst()); !ok {
 		return fmt.Errorf("gcra: SetRateAt rate %v gives an interval of %v; Burst (%d) × interval must fit in int64 nanoseconds: %w",
-			rate, time.Duration(iv), l.burst, ErrInvalidRate)
+			rate, time.Duration(iv), l.Burst(), ErrInvalidRate)
 	}
 	if l.interval.Load() == iv {
 		return nil
@@ -176,10 +176,41 @@ func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
 	// end whatever the rate.
 	newTAT := rescale(tat, max(now, l.paused.Load()), old, iv)
 	if p := l.paused.Load(); p > now {
-		newTAT = pause(newTAT, p, iv, l.burst)
+		newTAT = pause(newTAT, p, iv, l.Burst())
 	}
 	l.tat.Store(storable(newTAT))
 	return nil
+}
+
+// SetBurst changes Burst to n. What is booked stays booked: the backlog
+// keeps its length, so the limiter decides from then on as one made with
+// Burst n would with the same backlog (a larger Burst lets as many more
+// requests through at once as it adds, a smaller one as many fewer), and a
+// pause in force still lets no burst through at its end. It returns an
+// error wrapping [ErrInvalidConfig], and keeps the old Burst, if n < 1 or n
+// × the interval would overflow int64 nanoseconds. Requests of a cost over
+// the new Burst never conform (see [Limiter.AllowNAt]).
+func (l *Limiter) SetBurst(n int) error {
+	iv := l.interval.Load()
+	if _, ok := tolerance(iv, n); !ok || n < 1 {
+		return fmt.Errorf("gcra: SetBurst n must be >= 1 and n × interval (%v) must fit in int64 nanoseconds (got %d): %w",
+			time.Duration(iv), n, ErrInvalidConfig)
+	}
+	if int64(n) == l.burst.Load() {
+		return nil
+	}
+	// The new Burst before the generation moves on: a decision that read
+	// the generation after this reads the new Burst, and one that read it
+	// before fails its commit and decides again (see commit).
+	l.burst.Store(int64(n))
+	l.gen.Add(1)
+	until := l.paused.Load()
+	for {
+		tat, iv, gen := l.load()
+		if until == empty || l.commit(tat, pause(tat, until, iv, n), gen) {
+			return nil
+		}
+	}
 }
 
 // load returns the current theoretical arrival time and interval as a

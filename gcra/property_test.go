@@ -1,6 +1,7 @@
 package gcra_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -277,6 +278,53 @@ func TestPauseSurvivesRateChanges(t *testing.T) {
 		}
 		if r := lim.AllowNAt(start.Add(time.Duration(p)), 1); !r.Allowed {
 			rt.Fatalf("refused when the pause ends (retry after %v): the rate changes moved it", r.RetryAfter)
+		}
+	})
+}
+
+// TestSetBurstDecidesAsIfMadeWithIt: a limiter whose Burst is changed
+// (SetBurst) at random points of a random history decides every later
+// request exactly as the pure Decide does with the same backlog and the new
+// Burst, and from each change on the window bound holds with it; an
+// invalid Burst is refused and changes nothing.
+func TestSetBurstDecidesAsIfMadeWithIt(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		lim, iv, burst := drawLimiter(rt)
+		start := drawStart(rt)
+		at := drawHistory(rt, lim, start, iv, burst, 40)
+		for c := range rapid.IntRange(1, 4).Draw(rt, "changes") {
+			if err := lim.SetBurst(rapid.IntRange(-2, 0).Draw(rt, "bad burst")); err == nil || !errors.Is(err, gcra.ErrInvalidConfig) || lim.Burst() != burst {
+				rt.Fatalf("change %d: SetBurst of a bad value: %v, Burst %d (was %d)", c, err, lim.Burst(), burst)
+			}
+			at += drawGap(rt, iv, "gap to change")
+			t0 := start.Add(time.Duration(at))
+			backlog := int64(lim.AllowNAt(t0, 0).ResetAfter)
+			burst = rapid.IntRange(1, 20).Draw(rt, "new burst")
+			if err := lim.SetBurst(burst); err != nil || lim.Burst() != burst {
+				rt.Fatalf("change %d: SetBurst(%d): %v, Burst %d", c, burst, err, lim.Burst())
+			}
+			if got := int64(lim.AllowNAt(t0, 0).ResetAfter); got != backlog {
+				rt.Fatalf("change %d: backlog %v before SetBurst, %v after", c, time.Duration(backlog), time.Duration(got))
+			}
+			// The model: the backlog as an absolute TAT, decided with the
+			// new Burst by the pure function.
+			tat := at + backlog
+			var adm []admitted
+			for range rapid.IntRange(10, 60).Draw(rt, "steps") {
+				n := rapid.IntRange(1, burst).Draw(rt, "cost")
+				want, wr := gcra.Decide(tat, at, iv, burst, n)
+				r := lim.AllowNAt(start.Add(time.Duration(at)), n)
+				if r.Allowed != wr.Allowed || r.RetryAfter != wr.RetryAfter {
+					rt.Fatalf("change %d, t=%v, cost %d: limiter %+v, Decide %+v", c, time.Duration(at), n, r, wr)
+				}
+				tat = want
+				if r.Allowed {
+					adm = append(adm, admitted{at, n})
+				}
+				at += drawGap(rt, iv, "gap")
+			}
+			checkWindows(rt, adm, burst, iv)
 		}
 	})
 }

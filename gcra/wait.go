@@ -22,8 +22,8 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 // the rate holds as long as Burst covers the overshoot (see the package
 // documentation on high rates).
 func (l *Limiter) WaitN(ctx context.Context, n int) error {
-	if n < 0 || n > l.burst {
-		return fmt.Errorf("gcra: WaitN cost %d with Burst %d: %w", n, l.burst, ErrInvalidCost)
+	if n < 0 || n > l.Burst() {
+		return fmt.Errorf("gcra: WaitN cost %d with Burst %d: %w", n, l.Burst(), ErrInvalidCost)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

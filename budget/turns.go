@@ -220,12 +220,14 @@ func turnEdge(t *shareTurns, holder string, now time.Time, guard time.Duration) 
 	}
 	p := &t.Plans[k]
 	end := p.From.Add((now.Sub(p.From)/p.Window + 1) * p.Window)
-	return max(0, end.Add(-guard/2).Sub(now))
+	return max(0, end.Add(-min(guard, p.Window/2)/2).Sub(now))
 }
 
 // turnWait returns how long holder must wait at now before it may send
 // under turns t, keeping guard at the end of each of its windows (see
-// turnGuard): zero when turns are not in force, or in holder's own
+// turnGuard; at most half the window, so a rate cut far under the plan's
+// never leaves a holder no time to send): zero when turns are not in force,
+// or in holder's own
 // window before its guard; otherwise until its next window starts, or until
 // turns end when the plans give it no window before they end, or shareSoon
 // when the last plan does not have it (the next renewal may bring a plan
@@ -251,7 +253,7 @@ func turnWait(t *shareTurns, holder string, now time.Time, guard time.Duration) 
 				break
 			}
 			if int(i%int64(len(p.Holders))) == me {
-				if stop := start.Add(p.Window - guard); at.Before(stop) {
+				if stop := start.Add(p.Window - min(guard, p.Window/2)); at.Before(stop) {
 					return max(0, start.Sub(now)), true
 				}
 			}

@@ -237,6 +237,12 @@ func TestTurnEdgesHandOnTheClimb(t *testing.T) {
 	if w, _ := turnWait(tr, "a", from.Add(1850*time.Millisecond), turnGuard(5)); w == 0 {
 		t.Error("a holder cut to 5/s may send 150 ms before its window ends: its last request's interval would reach into the next window")
 	}
+	// Cut to 0.1/s, an interval of 10 s in windows of 2 s: the guard is
+	// half the window, not the whole of it, or more (no holder would send
+	// again until the turns end).
+	if w, _ := turnWait(tr, "a", from.Add(900*time.Millisecond), turnGuard(0.1)); w != 0 {
+		t.Errorf("a holder cut to 0.1/s waits %v in the first half of its window; want 0", w)
+	}
 }
 
 // TestTurnsTellWhenTheNextWindowComes: in turns, a provider's readiness

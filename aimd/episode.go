@@ -179,14 +179,19 @@ type episodeRecord struct {
 // give or take a request over T. It may lie far under the limit of a
 // provider whose allowance filled up during the pause and then idled.
 func (c *Controller) refill(sent time.Time) float64 {
-	if !c.epPaused || c.lastCut.IsZero() || sent.IsZero() {
+	if t := c.sinceCut(sent); c.epPaused && t > 0 {
+		return c.epOK / t
+	}
+	return 0
+}
+
+// sinceCut returns the seconds from the last cut to sent, or 0 when there
+// was no cut or sent is unknown or not after it.
+func (c *Controller) sinceCut(sent time.Time) float64 {
+	if c.lastCut.IsZero() || sent.IsZero() {
 		return 0
 	}
-	t := sent.Sub(c.lastCut).Seconds()
-	if t <= 0 {
-		return 0
-	}
-	return c.epOK / t
+	return max(0, sent.Sub(c.lastCut).Seconds())
 }
 
 // floor returns a rate the provider surely admits, as the episode up to a
@@ -200,14 +205,10 @@ func (c *Controller) refill(sent time.Time) float64 {
 // lower bound for one that refills it sooner and idles the rest of the
 // pause.
 func (c *Controller) floor(sent time.Time) float64 {
-	if c.lastCut.IsZero() || sent.IsZero() || c.epN < 2 {
-		return 0
+	if t := c.sinceCut(sent); c.epN >= 2 && t > 0 {
+		return (c.epOK - c.weight) / t
 	}
-	t := sent.Sub(c.lastCut).Seconds()
-	if t <= 0 {
-		return 0
-	}
-	return (c.epOK - c.weight) / t
+	return 0
 }
 
 // startEpisode starts a new episode at now, or at the end of the pause in

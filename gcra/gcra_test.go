@@ -113,14 +113,12 @@ func TestConcurrentAdmitsNeverOverAdmit(t *testing.T) {
 	}
 }
 
-// TestConcurrentRateChangesNeverOverAdmit: while one goroutine flips the rate
-// back and forth at a frozen instant, concurrent admits there never take more
-// than Burst units: a rate change keeps the backlog's size in units.
-func TestConcurrentRateChangesNeverOverAdmit(t *testing.T) {
-	t.Parallel()
-	const burst, goroutines, calls = 40, 6, 2000
-	lim := mustNew(t, gcra.Config{Rate: 100, Burst: burst})
-	now := time.Now()
+// admitWhileChanging runs 6 goroutines admitting costs of 1 and 2 at one
+// frozen instant while another calls change(i) for i = 0, 1, 2, … until
+// they are done, and returns the units admitted.
+func admitWhileChanging(t *testing.T, lim *gcra.Limiter, now time.Time, change func(i int) error) int64 {
+	t.Helper()
+	const goroutines, calls = 6, 2000
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -131,8 +129,8 @@ func TestConcurrentRateChangesNeverOverAdmit(t *testing.T) {
 				return
 			default:
 			}
-			if err := lim.SetRateAt(now, []float64{100, 37, 250}[i%3]); err != nil {
-				t.Errorf("SetRateAt: %v", err)
+			if err := change(i); err != nil {
+				t.Error(err)
 				return
 			}
 		}
@@ -150,7 +148,19 @@ func TestConcurrentRateChangesNeverOverAdmit(t *testing.T) {
 	admits.Wait()
 	close(stop)
 	wg.Wait()
-	if got := admitted.Load(); got > burst {
+	return admitted.Load()
+}
+
+// TestConcurrentRateChangesNeverOverAdmit: while one goroutine flips the rate
+// back and forth at a frozen instant, concurrent admits there never take more
+// than Burst units: a rate change keeps the backlog's size in units.
+func TestConcurrentRateChangesNeverOverAdmit(t *testing.T) {
+	t.Parallel()
+	const burst = 40
+	lim := mustNew(t, gcra.Config{Rate: 100, Burst: burst})
+	now := time.Now()
+	got := admitWhileChanging(t, lim, now, func(i int) error { return lim.SetRateAt(now, []float64{100, 37, 250}[i%3]) })
+	if got > burst {
 		t.Fatalf("admitted %d units at one instant across rate changes, Burst is %d", got, burst)
 	}
 }
@@ -161,39 +171,10 @@ func TestConcurrentRateChangesNeverOverAdmit(t *testing.T) {
 // changed decides again.
 func TestConcurrentBurstChangesNeverOverAdmit(t *testing.T) {
 	t.Parallel()
-	const most, goroutines, calls = 40, 6, 2000
+	const most = 40
 	lim := mustNew(t, gcra.Config{Rate: 100, Burst: 10})
-	now := time.Now()
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := lim.SetBurst([]int{10, most, 25}[i%3]); err != nil {
-				t.Errorf("SetBurst: %v", err)
-				return
-			}
-		}
-	})
-	var admits sync.WaitGroup
-	for g := range goroutines {
-		admits.Go(func() {
-			for range calls {
-				if n := 1 + g%2; lim.AllowNAt(now, n).Allowed {
-					admitted.Add(int64(n))
-				}
-			}
-		})
-	}
-	admits.Wait()
-	close(stop)
-	wg.Wait()
-	if got := admitted.Load(); got > most {
+	got := admitWhileChanging(t, lim, time.Now(), func(i int) error { return lim.SetBurst([]int{10, most, 25}[i%3]) })
+	if got > most {
 		t.Fatalf("admitted %d units at one instant across Burst changes, the largest Burst is %d", got, most)
 	}
 }

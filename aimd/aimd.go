@@ -199,6 +199,8 @@ type Controller struct {
 	prevEp      episodeRecord // the episode before this one, for the two-point estimate
 	shortCut    bool          // the last cut came too soon after the one before to measure an episode
 	refusals    refusalLog    // recent overshoots, for the refusal budget
+	fits        fitLog        // the first answers of the run, for the bucket fit
+	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	quotaMode   quotaMode     // what the provider's quota headers have shown it to be
 	quotaWatch  quotaWatch    // the watch that tells a window from a bucket
 	throttled   bool          // the provider has refused with 429 or 418: it names its limit

@@ -44,17 +44,43 @@ var burstProviders = []gcraShape{{30, 20}, {50, 10}, {50, 20}, {100, 10}, {10, 3
 // the two apart (two of different lengths, or the rate delivered from
 // refusal to refusal): within 30 s the controller settles at 90-100% of
 // the limit with at most 4 refusals (each is a second of the whole
-// provider). Before, it took up to 14 refusals and settled above the limit;
-// and a provider whose pause refills its allowance as far as its rate over
-// the pause (40/s burst 40) drew a refusal every 1.5 s all run long.
+// provider), or, where the bucket fit names the limit, within a per cent
+// over it (the fit's band is a grid step or two wide, and the ceiling goes
+// to its middle). Before, it took up to 14 refusals and settled above the
+// limit; and a provider whose pause refills its allowance as far as its
+// rate over the pause (40/s burst 40) drew a refusal every 1.5 s all run
+// long.
 func TestBurstAllowanceLearnedFromPauses(t *testing.T) {
 	eachProvider(t, burstProviders, answer429, 30*time.Second, func(t *testing.T, p gcraShape, r simResult) {
 		t.Logf("goodput %.1f%%, %d refused, final rate %.1f", 100*r.goodput, r.refused, r.finalRate)
-		if r.refused > 4 || r.finalRate < 0.9*p.rate || r.finalRate > p.rate {
+		if r.refused > 4 || r.finalRate < 0.9*p.rate || r.finalRate > 1.01*p.rate {
 			t.Errorf("%d refused in 30 s, final rate %.1f; want at most 4, in [%.1f, %.1f]",
-				r.refused, r.finalRate, 0.9*p.rate, p.rate)
+				r.refused, r.finalRate, 0.9*p.rate, 1.01*p.rate)
 		}
 	})
+}
+
+// TestBurstAllowanceLearnedWithRequestsInFlight: the same providers at 60ms
+// of latency (jittered by 30ms), where several requests are in flight at
+// each refusal, settle within 30 s at 85% of the limit or more. The
+// episode and two-point estimates cannot count requests still on their
+// way; the bucket fit judges a refusal once every request sent before it
+// is answered. Before it, 20/s burst 5 reached 82% here, and 50/s burst 20,
+// 80/s burst 20 and 100/s burst 30 74-77%.
+func TestBurstAllowanceLearnedWithRequestsInFlight(t *testing.T) {
+	for _, p := range burstProviders {
+		t.Run(fmt.Sprintf("%.0f/s burst %d", p.rate, p.burst), func(t *testing.T) {
+			c, err := aimd.New(aimd.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := simulate(c, gcra(p.rate, p.burst, answer429)(), 30*time.Second, 60*time.Millisecond, 30*time.Millisecond)
+			t.Logf("goodput %.1f%%, %d refused, final rate %.1f", 100*r.goodput, r.refused, r.finalRate)
+			if r.goodput < 0.85 || r.finalRate < 0.9*p.rate {
+				t.Errorf("goodput %.1f%%, final rate %.1f; want >= 85%%, >= %.1f", 100*r.goodput, r.finalRate, 0.9*p.rate)
+			}
+		})
+	}
 }
 
 // TestBurstAllowanceNeverBanned: the same providers, banning after 5

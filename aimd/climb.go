@@ -197,6 +197,10 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
 	}
 	c.shortCut = est == 0 && why == cutOvershoot && c.cuts > 0
+	c.fitTop = 0
+	if !shared && why == cutOvershoot && c.cuts > 0 {
+		c.fitTop = r0 * fitAbove // fit once the answers in flight are in (see applyFit)
+	}
 	if w <= 0 {
 		w = r0
 	}

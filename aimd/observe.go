@@ -66,6 +66,10 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	}
 	c.smooth(s)
 	c.declare(h)
+	c.fits.note(sent, kind, c.weight > 1 || until.Sub(now) > fitLongPause)
+	if c.fitTop > 0 && !sent.IsZero() && sent.After(c.lastCut) {
+		c.applyFit(now)
+	}
 	switch kind {
 	case forage.Success:
 		c.success(now, sent, s, h)

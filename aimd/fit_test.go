@@ -1,0 +1,145 @@
+package aimd
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage"
+)
+
+// fitEpoch is the send-time origin of the fit tests.
+var fitEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// bucketRun sends at a rate per phase, pausing between phases, to a token
+// bucket (rate, burst), full at the first request, and logs every answer
+// as the controller does. It returns the log and the fastest rate sent at.
+func bucketRun(t *rapid.T, rate, burst float64) (*fitLog, float64) {
+	var l fitLog
+	level, now, last, top := burst, time.Duration(0), time.Duration(0), 0.0
+	for p := range rapid.IntRange(1, 6).Draw(t, "phases") {
+		x := rapid.Float64Range(0.3, 3).Draw(t, "share") * rate
+		top = max(top, x)
+		n := rapid.IntRange(1, 200).Draw(t, "requests")
+		gap := time.Duration(float64(time.Second) / x).Round(fitUnit)
+		if p > 0 {
+			now += rapid.SampledFrom([]time.Duration{0, 100 * time.Millisecond, time.Second, 2 * time.Second}).Draw(t, "pause")
+		}
+		for range n {
+			level = min(burst, level+rate*(now-last).Seconds())
+			last = now
+			kind := forage.Throttled
+			if level >= 1 {
+				level, kind = level-1, forage.Success
+			}
+			l.note(fitEpoch.Add(now), kind, false)
+			now += gap
+		}
+	}
+	return &l, top
+}
+
+// TestFitFindsTheBucket: whatever a client sent to a token bucket, at
+// whatever rates and pauses, when the fit names a band of rates the
+// bucket's own rate lies in it (to within a step of the fit's grid).
+func TestFitFindsTheBucket(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rate := rapid.Float64Range(1, 300).Draw(t, "rate")
+		burst := float64(rapid.IntRange(1, 40).Draw(t, "burst"))
+		l, top := bucketRun(t, rate, burst)
+		top *= fitAbove
+		if rate < top/fitSpan {
+			return // under where the fit looks
+		}
+		es := slices.Clone(l.e)
+		f, ok := l.fit(top)
+		if !ok {
+			return
+		}
+		if rate > f.hi*fitRatio || f.named && rate < f.lo/fitRatio {
+			slices.Sort(es)
+			for r := top / fitSpan; r <= top; r *= fitRatio {
+				m, p := fitMargin(es, r)
+				t.Logf("%.4f %.3f %v", r, m, p)
+			}
+			for _, r := range []float64{rate * 0.99, rate, rate * 1.01} {
+				m, p := fitMargin(es, r)
+				t.Logf("at %.4f %.3f %v", r, m, p)
+			}
+			t.Fatalf("bucket %.2f/s burst %.0f: band [%.2f, %.2f]", rate, burst, f.lo, f.hi)
+		}
+	})
+}
+
+// TestFitNeverMisleadsOnGarbage: any log at all (answers at random times,
+// in any order) either fits no bucket or names a finite, positive band
+// under the top it was given, and never panics.
+func TestFitNeverMisleadsOnGarbage(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var l fitLog
+		for range rapid.IntRange(0, 300).Draw(t, "n") {
+			at := time.Duration(rapid.Int64Range(0, int64(10*time.Second)).Draw(t, "at"))
+			kind := rapid.SampledFrom([]forage.Class{forage.Success, forage.Throttled, forage.Overloaded, forage.Transient}).Draw(t, "kind")
+			l.note(fitEpoch.Add(at), kind, false)
+		}
+		top := rapid.Float64Range(0.01, 1e4).Draw(t, "top")
+		f, ok := l.fit(top)
+		if ok && !(f.lo > 0 && f.lo <= f.hi && f.hi <= top*(1+1e-9)) {
+			t.Fatalf("band [%v, %v] for top %v", f.lo, f.hi, top)
+		}
+	})
+}
+
+// TestFitLogStops: the log keeps the first fitLogSize answers and is
+// dropped for good after, or when told to stop; a log from before a long
+// pause or a shared controller is no single bucket's.
+func TestFitLogStops(t *testing.T) {
+	var l fitLog
+	for i := range fitLogSize + 1 {
+		l.note(fitEpoch.Add(time.Duration(i)*time.Millisecond), forage.Success, false)
+	}
+	if !l.off || l.e != nil {
+		t.Fatalf("after %d answers: off %v, %d kept; want dropped", fitLogSize+1, l.off, len(l.e))
+	}
+	var m fitLog
+	m.note(fitEpoch, forage.Success, false)
+	m.note(fitEpoch.Add(time.Millisecond), forage.Throttled, true)
+	if !m.off || m.e != nil {
+		t.Fatalf("told to stop: off %v, %d kept; want dropped", m.off, len(m.e))
+	}
+}
+
+// BenchmarkFit measures the fit of a full log (fitLogSize answers: a
+// climb, then episodes at a 50/s bucket with a burst of 10 after pauses),
+// which runs at most once per cut.
+func BenchmarkFit(b *testing.B) {
+	var l fitLog
+	level, now, last := 10.0, time.Duration(0), time.Duration(0)
+	x := 4.0
+	for len(l.e) < fitLogSize-1 {
+		level = min(10, level+50*(now-last).Seconds())
+		last = now
+		kind := forage.Throttled
+		if level >= 1 {
+			level, kind = level-1, forage.Success
+		}
+		l.note(fitEpoch.Add(now), kind, false)
+		if kind == forage.Throttled {
+			now += time.Second
+			x = 55
+		} else {
+			x = min(x*1.02, 120)
+		}
+		now += time.Duration(float64(time.Second) / x)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		keep := l
+		keep.e = append([]fitEntry(nil), l.e...)
+		if _, ok := keep.fit(130); !ok {
+			b.Fatal("no fit")
+		}
+	}
+}

@@ -26,6 +26,10 @@ const (
 	// fitUnit is the resolution of a logged send time: 2^31 units is six
 	// hours.
 	fitUnit = 10 * time.Microsecond
+	// fitFastest is the fastest rate the fit looks at, in requests per
+	// fitUnit: its clock must resolve a hundredth of one interval, so
+	// 1000/s.
+	fitFastest = 0.01
 	// fitBefore is how long before the first answered request the log's
 	// clock starts.
 	fitBefore = time.Minute
@@ -130,7 +134,7 @@ type fitResult struct {
 // looks like a bucket with next to no rate). A band that names the limit
 // (see fitResult) drops the log: its work is done.
 func (l *fitLog) fit(top float64) (fitResult, bool) {
-	if l.off || len(l.e) < 8 || !(top > 0) {
+	if l.off || len(l.e) < 8 || !(top > 0) || top*fitUnit.Seconds() > fitFastest {
 		return fitResult{}, false
 	}
 	es := slices.Clone(l.e)

@@ -143,3 +143,35 @@ func BenchmarkFit(b *testing.B) {
 		}
 	}
 }
+
+// TestFitLogStopsWhenTheAnswersAreNoOneBucket: the controller drops the log
+// once its answers stop being one bucket's: when it sees a share of the
+// traffic, when a refusal asks for a long pause (a spent window, a ban),
+// and when its 503s turn out to be noise.
+func TestFitLogStopsWhenTheAnswersAreNoOneBucket(t *testing.T) {
+	ok := Signal{Class: forage.Success, Latency: 10 * time.Millisecond}
+	for name, setup := range map[string]func(c *Controller) Signal{
+		"share":      func(c *Controller) Signal { c.SetShare(0.5); return ok },
+		"long pause": func(*Controller) Signal { return Signal{Class: forage.Throttled, RetryAfter: time.Minute} },
+		"noise":      func(c *Controller) Signal { c.noise.noisy = true; return ok },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := New(Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := fitEpoch
+			for range 10 {
+				now = now.Add(100 * time.Millisecond)
+				c.ObserveAt(now, ok)
+			}
+			if c.fits.off || len(c.fits.e) != 10 {
+				t.Fatalf("before: off %v, %d logged; want on, 10", c.fits.off, len(c.fits.e))
+			}
+			c.ObserveAt(now.Add(100*time.Millisecond), setup(c))
+			if !c.fits.off || c.fits.e != nil {
+				t.Fatalf("after: off %v, %d logged; want dropped", c.fits.off, len(c.fits.e))
+			}
+		})
+	}
+}

@@ -764,6 +764,8 @@ type claim struct {
 //     overshoot seen twice, and cuts do not compound.
 //   - A climb is taken in only from a process whose view is of the current
 //     epoch: one that has not yet seen the latest cut cannot undo it.
+//   - So is a ceiling lowered without a cut (see aimd: the bucket fit, a
+//     spent quota), in a new epoch, as a cut is.
 //   - The longest pause wins.
 //
 // Then the leases. Those that ended are dropped, unless the store was in
@@ -789,6 +791,12 @@ func mergeShares(doc *shareDoc, c claim) {
 			if c.cut {
 				doc.Epoch++
 			}
+		case !c.cut && c.epoch == doc.Epoch && st.Ceiling > 0 && st.Ceiling < doc.Ceiling*(1-rejoinShare):
+			// A ceiling lowered without a cut (the bucket fit refining the
+			// last cut, a spent quota's delivered rate): taken in as a cut
+			// is, or the next renewal would undo it.
+			doc.Rate, doc.Ceiling, doc.Confirmed = min(st.Rate, doc.Rate), st.Ceiling, st.Confirmed
+			doc.Epoch++
 		case !c.cut && c.epoch == doc.Epoch && st.Rate > doc.Rate:
 			doc.Rate, doc.Ceiling, doc.Confirmed = st.Rate, max(st.Ceiling, doc.Ceiling), st.Confirmed || doc.Confirmed
 		}

@@ -15,8 +15,10 @@ import (
 // order, with random demands, deaths and cuts: the shares in force never add
 // up to more than the whole; nobody holds more than it asked for unless
 // everyone else has what they asked for; a process that has not seen the
-// latest cut never raises the rate; and a cut is always taken in from a
-// process that has seen every cut before it.
+// latest cut never raises the rate; a cut is always taken in from a
+// process that has seen every cut before it; and so is a ceiling such a
+// process lowered without a cut (the bucket fit refining its last cut), in
+// a new epoch, or the next renewal would undo it.
 func TestSharesNeverAddUpToMoreThanTheWhole(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var doc shareDoc
@@ -31,7 +33,7 @@ func TestSharesNeverAddUpToMoreThanTheWhole(t *testing.T) {
 			cut := rapid.Bool().Draw(t, fmt.Sprint("cut", i))
 			demand := rapid.Float64Range(0, 300).Draw(t, fmt.Sprint("demand", i))
 			hungry := rapid.Bool().Draw(t, fmt.Sprint("hungry", i))
-			before, beforeEpoch := doc.Rate, doc.Epoch
+			before, beforeEpoch, beforeCeiling := doc.Rate, doc.Epoch, doc.Ceiling
 			mergeShares(&doc, claim{holder: h, now: now, st: st, cut: cut, epoch: epochs[h], demand: demand, hungry: hungry})
 			stale := epochs[h] != beforeEpoch
 			epochs[h] = doc.Epoch
@@ -40,6 +42,11 @@ func TestSharesNeverAddUpToMoreThanTheWhole(t *testing.T) {
 			}
 			if cut && !stale && before > 0 && doc.Rate != st.Rate {
 				t.Fatalf("a cut by a process that saw every cut was not taken in: %v, want %v", doc.Rate, st.Rate)
+			}
+			if !cut && !stale && before > 0 && st.Ceiling > 0 && st.Ceiling < beforeCeiling*(1-rejoinShare) &&
+				(doc.Ceiling != st.Ceiling || doc.Rate > before || doc.Epoch == beforeEpoch) {
+				t.Fatalf("a ceiling lowered %v -> %v without a cut was not taken in: ceiling %v, rate %v -> %v, epoch %d -> %d",
+					beforeCeiling, st.Ceiling, doc.Ceiling, before, doc.Rate, beforeEpoch, doc.Epoch)
 			}
 			sum := 0.0
 			for _, l := range doc.Leases {

@@ -68,7 +68,9 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	c.declare(h)
 	// A share of the traffic, a spent window or a ban, or 503s found to
 	// be noise: the answers stop being one bucket's (see fitLog).
-	c.fits.note(sent, kind, c.weight > 1 || until.Sub(now) > fitLongPause || c.noise.noisy)
+	if !c.fits.off {
+		c.fits.note(sent, kind, c.weight > 1 || until.Sub(now) > fitLongPause || c.noise.noisy)
+	}
 	if c.fitTop > 0 && !sent.IsZero() && sent.After(c.lastCut) {
 		c.applyFit(now)
 	}

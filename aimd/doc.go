@@ -87,7 +87,7 @@
 //     known). It only ever lowers what the cut set, and it counts requests
 //     in flight, which the episode and two-point estimates cannot: at 60ms
 //     of latency a burst provider settles at 88-94% within 30 s where they
-//     reached 74-77%. A provider that allows no burst and refuses from
+//     reached 74-82%. A provider that allows no burst and refuses from
 //     arrival jitter fits at any rate over the one sent at; such a band
 //     names nothing.
 //   - A slow provider: its allowance hides its limit from the climb, which

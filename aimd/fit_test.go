@@ -175,3 +175,35 @@ func TestFitLogStopsWhenTheAnswersAreNoOneBucket(t *testing.T) {
 		})
 	}
 }
+
+// TestFitLogOffAfterARestart: a controller that starts from a state an
+// earlier process learned keeps no log: the provider's allowance at its
+// first request is not known to be full, as the fit takes it to be. One
+// restored in the middle of a run (a process sharing a provider adopting
+// the shared rate) keeps it.
+func TestFitLogOffAfterARestart(t *testing.T) {
+	ok := Signal{Class: forage.Success, Latency: 10 * time.Millisecond}
+	c, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restore(State{Rate: 10, Ceiling: 20, Confirmed: true}); err != nil {
+		t.Fatal(err)
+	}
+	c.ObserveAt(fitEpoch, ok)
+	if !c.fits.off {
+		t.Fatalf("restored before its first answer: off %v, %d logged; want dropped", c.fits.off, len(c.fits.e))
+	}
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ObserveAt(fitEpoch, ok)
+	if err := d.Restore(State{Rate: 10, Ceiling: 20}); err != nil {
+		t.Fatal(err)
+	}
+	d.ObserveAt(fitEpoch.Add(100*time.Millisecond), ok)
+	if d.fits.off || len(d.fits.e) != 2 {
+		t.Fatalf("restored mid-run: off %v, %d logged; want kept, 2", d.fits.off, len(d.fits.e))
+	}
+}

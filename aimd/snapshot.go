@@ -153,6 +153,12 @@ func (c *Controller) Restore(s State) error {
 	if s.Rate == 0 {
 		return nil
 	}
+	if !c.started {
+		// A state an earlier process learned: it may have left the
+		// provider's allowance anything but full at this one's first
+		// request, which the bucket fit takes it to be.
+		c.fits.drop()
+	}
 	c.started = true
 	was, wasCeiling, wasConfirmed := c.rate, c.ceiling, c.confirmed
 	c.rate = c.clamp(s.Rate)

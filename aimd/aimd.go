@@ -194,7 +194,7 @@ type Controller struct {
 	epOK        float64       // successes of requests sent since epStart (weighted, see SetShare)
 	epN         int           // the same successes, each counted once
 	epPaused    bool          // the episode began at the end of a pause
-	allowance   float64       // the provider's burst allowance, as the two-point estimate found it; 0 = not known
+	allowance   float64       // the provider's burst allowance, as the two-point estimate or the bucket fit found it; 0 = not known
 	weight      float64       // what one success counts for: 1/share (see SetShare)
 	prevEp      episodeRecord // the episode before this one, for the two-point estimate
 	shortCut    bool          // the last cut came too soon after the one before to measure an episode

@@ -64,7 +64,7 @@ type Snapshot struct {
 	// Allowance is the burst allowance the provider was measured to have,
 	// in requests: how many more than its rate it admits after an idle
 	// spell (see the package documentation on pauses and burst
-	// allowances). Zero until measured.
+	// allowances, and on the bucket fit). Zero until measured.
 	Allowance float64
 }
 

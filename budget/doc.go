@@ -96,7 +96,12 @@
 // split by demand and never add up to more than the whole; a cut or a
 // pause any process sees reaches the others at once; known [Limit]s are
 // split by the same shares, so together the processes never exceed them;
-// a dead process's share goes to the others when its lease ends. See
+// a dead process's share goes to the others when its lease ends. The
+// first process to call a provider nobody has learned yet learns it alone
+// (for up to 10 s, or three cuts), while the others wait: a controller that
+// sees every answer finds the limit as one process does. Then a provider
+// that refused it and showed no burst allowance is served in turns (one
+// holder sends at a time), any other is shared by rate. See
 // [Config.Shares] for what happens when the store is unreachable.
 //
 // # Watching providers

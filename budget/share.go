@@ -112,6 +112,10 @@ const (
 	// controller is moved with it (smaller moves are left to the next
 	// renewal), so the climb is not refitted every second.
 	rejoinShare = 0.05
+	// learnFor is the longest a learner learns a provider alone, and
+	// learnCuts the cuts that end it sooner (see learn).
+	learnFor  = 10 * time.Second
+	learnCuts = 3
 )
 
 // shareDoc is the document kept per provider key: the provider's rate as
@@ -136,6 +140,10 @@ type shareDoc struct {
 	Refused float64     `json:"refused,omitempty"`
 	Tally   time.Time   `json:"tally,omitzero"`
 	Turns   *shareTurns `json:"turns,omitempty"`
+	// Learner is the holder that learns the provider alone, and
+	// LearnUntil when it stops at the latest (see learn).
+	Learner    string    `json:"learner,omitempty"`
+	LearnUntil time.Time `json:"learn_until,omitzero"`
 	// Written is when a holder last renewed. Trouble is the latest spell
 	// in which processes could not reach the store (renewals failed, or
 	// none was written), Silent the latest in which none was written (see
@@ -619,7 +627,7 @@ func (p *Local) renew(now time.Time) bool {
 			}
 		}
 		mergeShares(&doc, claim{holder: s.id, now: now, st: st, cut: cuts != s.cuts, epoch: s.epoch,
-			demand: demand, hungry: hungry, failed: s.failed})
+			demand: demand, hungry: hungry, failed: s.failed, allowance: p.ctl.Snapshot().Allowance})
 		if !busy {
 			delete(doc.Leases, s.id) // idle: its share goes back to the others now
 		}
@@ -754,6 +762,8 @@ type claim struct {
 	// failed is the first of its renewals that failed since the last that
 	// did not; zero when none did.
 	failed time.Time
+	// allowance is the burst allowance its controller measured, if any.
+	allowance float64
 }
 
 // mergeShares renews c.holder's lease in doc at c.now. The rate policy:
@@ -833,6 +843,7 @@ func mergeShares(doc *shareDoc, c claim) {
 	l := doc.Leases[c.holder]
 	l.Demand, l.Hungry, l.Expires, l.Lapsed = c.demand, c.hungry, now.Add(shareTTL), false
 	doc.Leases[c.holder] = l
+	learn(doc, c)
 	others := 0.0
 	for h, x := range doc.Leases {
 		if h != c.holder {
@@ -847,8 +858,16 @@ func mergeShares(doc *shareDoc, c claim) {
 // the live leases by demand (water-filling: a lease that asks for less than
 // an even split gets what it asked for, and the rest is split again among
 // the others; a hungry lease asks for everything). In turns, every lease
-// gets an even split: the share of the time it sends.
+// gets an even split: the share of the time it sends. While a learner
+// learns the provider alone (see learn), it gets the whole and the others
+// nothing.
 func fairShare(doc shareDoc, holder string) float64 {
+	if doc.Learner != "" {
+		if holder == doc.Learner {
+			return 1
+		}
+		return 0
+	}
 	type ask struct {
 		h string
 		d float64 // the fraction asked for
@@ -909,4 +928,47 @@ func (p *Local) splitLimits(now time.Time, share float64) {
 		next[i] = lim
 	}
 	p.limits.Store(&next)
+}
+
+// learn lets the first holder of a provider nobody has learned yet learn
+// it alone, at the whole rate, while the others wait: a controller that
+// sees every answer finds the limit as one process does (the episodes
+// after each pause, the bucket fit), where processes that each see a
+// share of them walk down from slow start's overshoot a tenth per cut
+// (see aimd.Controller.SetShare), or, at a provider that allows no burst,
+// collide from the start. Learning ends, for good, once the document has
+// taken in learnCuts cuts, or a confirmed ceiling after two, or at
+// LearnUntil; then a provider that refused the learner and showed it no
+// allowance is served in turns (which those providers need), the learner
+// keeping it until the first plan is in force, and any other (one that
+// never refused: a known limit kept, or none met) is shared by rate. It ends at once, shared by rate, when the learner's lease ends or
+// it wants less than it holds (not while paused).
+func learn(doc *shareDoc, c claim) {
+	if doc.Learner == "" {
+		if doc.LearnUntil.IsZero() && doc.Epoch == 0 && !doc.Confirmed && len(doc.Leases) == 1 {
+			doc.Learner, doc.LearnUntil = c.holder, c.now.Add(learnFor)
+		}
+		return
+	}
+	l, live := doc.Leases[doc.Learner]
+	if !live || l.Lapsed || !l.Hungry && !doc.PausedUntil.After(c.now.Add(-shareEvery)) {
+		doc.Learner = ""
+		return
+	}
+	if t := doc.Turns; t != nil {
+		if len(t.Plans) > 0 && !c.now.Before(t.Plans[0].From) {
+			doc.Learner = "" // the turns the learner handed on are in force
+		}
+		return
+	}
+	if c.now.Before(doc.LearnUntil) && doc.Epoch < learnCuts && !(doc.Confirmed && doc.Epoch >= 2) {
+		return
+	}
+	if c.holder == doc.Learner && doc.Epoch >= 1 && c.allowance < 2 && len(doc.Leases) > 1 {
+		doc.Turns = &shareTurns{Until: c.now.Add(turnHold)} // planned by takeTurns, from the lead on
+		return
+	}
+	if c.holder == doc.Learner {
+		doc.Learner = ""
+	}
 }

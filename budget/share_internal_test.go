@@ -256,3 +256,74 @@ func TestDeadShareGoesUnderAFlakyStore(t *testing.T) {
 		t.Fatalf("the living holder ends with %v; want the whole", share)
 	}
 }
+
+// TestLearnerLearnsAlone: the first holder of a provider nobody has learned
+// yet holds all of it while the others wait; learning ends for good after
+// learnCuts cuts (or at LearnUntil), and then a provider the learner found
+// an allowance at is split by rate, one that refused it and showed none
+// goes to turns, the learner holding it until the first plan is in force;
+// a learner whose lease ends stops learning at once.
+func TestLearnerLearnsAlone(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	renew := func(doc *shareDoc, h string, epoch uint64, cut bool, allowance float64) float64 {
+		mergeShares(doc, claim{holder: h, now: now, st: aimd.State{Rate: 40, Ceiling: 50}, cut: cut, epoch: epoch,
+			demand: 40, hungry: true, allowance: allowance})
+		takeTurns(doc, now, 0, 0, turnLeadWatched)
+		return doc.Leases[h].Share
+	}
+	for _, c := range []struct {
+		name      string
+		allowance float64
+		turns     bool
+	}{{"allowance: split by rate", 10, false}, {"none: turns", 0, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var doc shareDoc
+			if sh := renew(&doc, "a", 0, false, 0); sh != 1 || doc.Learner != "a" {
+				t.Fatalf("first holder: share %v, learner %q; want 1, a", sh, doc.Learner)
+			}
+			if sh := renew(&doc, "b", doc.Epoch, false, 0); sh != 0 {
+				t.Fatalf("second holder while a learns: share %v; want 0", sh)
+			}
+			for range learnCuts {
+				now = now.Add(time.Second)
+				if sh := renew(&doc, "b", doc.Epoch, false, 0); sh != 0 && doc.Learner != "" {
+					t.Fatalf("b holds %v while a learns; want 0", sh)
+				}
+				renew(&doc, "a", doc.Epoch, true, c.allowance)
+			}
+			if c.turns {
+				if doc.Turns == nil || doc.Learner != "a" {
+					t.Fatalf("after %d cuts, no allowance: turns %v, learner %q; want turns planned, a still learning", learnCuts, doc.Turns, doc.Learner)
+				}
+				now = doc.Turns.Plans[0].From
+				renew(&doc, "b", doc.Epoch, false, 0)
+			}
+			if doc.Learner != "" {
+				t.Fatalf("learning did not end: learner %q", doc.Learner)
+			}
+			now = now.Add(time.Second)
+			renew(&doc, "b", doc.Epoch, false, 0)
+			renew(&doc, "a", doc.Epoch, false, c.allowance) // gives back what b is owed
+			if sh := renew(&doc, "b", doc.Epoch, false, 0); sh < 0.4 {
+				t.Errorf("after learning, b holds %v; want about half", sh)
+			}
+			if (doc.Turns != nil) != c.turns {
+				t.Errorf("turns %v; want %v", doc.Turns != nil, c.turns)
+			}
+			delete(doc.Leases, "b")
+			renew(&doc, "c", doc.Epoch, false, 0)
+			if doc.Learner != "" {
+				t.Errorf("learning started again: learner %q", doc.Learner)
+			}
+		})
+	}
+	t.Run("learner gone", func(t *testing.T) {
+		var doc shareDoc
+		renew(&doc, "a", 0, false, 0)
+		renew(&doc, "b", doc.Epoch, false, 0)
+		now = now.Add(2 * shareTTL)
+		if sh := renew(&doc, "b", doc.Epoch, false, 0); doc.Learner != "" || sh == 0 {
+			t.Errorf("learner's lease ended: learner %q, b holds %v; want none, the whole", doc.Learner, sh)
+		}
+	})
+}

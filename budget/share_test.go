@@ -171,10 +171,12 @@ func twoOnAFlakyStore(t *testing.T, limit providertest.Limit) (*providertest.Ser
 // TestSharesSurviveAStoreOutage takes the store away: each process keeps
 // its share until its lease ends, then paces at half of it (never more than
 // its last share), and takes its full share again once the store is back.
+// (It starts 15 s in: the first process learns the provider alone for up
+// to 10 s.)
 func TestSharesSurviveAStoreOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, store, a, b := twoOnAFlakyStore(t, providertest.RateLimit(20, 1))
-		time.Sleep(10 * time.Second)
+		time.Sleep(15 * time.Second)
 		before := a.p.Snapshot().Share
 		store.down.Store(true)
 		time.Sleep(5 * time.Second)
@@ -375,6 +377,53 @@ func TestSharesSurviveAHungStore(t *testing.T) {
 			t.Errorf("%.0f%% of the limit served while the store hung; want the safe shares' (about half)", 100*served)
 		}
 	})
+}
+
+// TestSharedProviderLearnedByOne: the first process to call a provider
+// nobody has learned yet learns it alone, at the whole rate, while the
+// others wait, and then they take their shares of what it learned. Three
+// processes sharing a provider with a burst allowance each saw a share of
+// the answers, so together they walked down from slow start's overshoot a
+// tenth per refusal (6-7 refusals in the first 10 s, 75% of the limit over
+// 30 s on four seeds, 0.6% refused); learned by one, as one process finds
+// it (the held episodes, the bucket fit), it is served at 84% with half
+// the refusals.
+func TestSharedProviderLearnedByOne(t *testing.T) {
+	var goodput, refused float64
+	const seeds = 4
+	for seed := range seeds {
+		synctest.Test(t, func(t *testing.T) {
+			srv, err := providertest.New(providertest.Config{Seed: uint64(1 + seed), Limit: providertest.RateLimit(50, 10),
+				Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})}
+			var procs []*proc
+			for range 3 {
+				procs = append(procs, startProc(t, "sim", cfg, srv, 1))
+			}
+			time.Sleep(30 * time.Second)
+			var shares []float64
+			for _, pr := range procs {
+				shares = append(shares, pr.p.Snapshot().Share)
+			}
+			st := srv.Stats()
+			stopAll(procs)
+			g, r := float64(st.OK)/(30*50), float64(st.Throttled)/float64(max(st.Requests, 1))
+			goodput, refused = goodput+g/seeds, refused+r/seeds
+			t.Logf("seed %d: goodput %.1f%%, refused %.2f%% (%d of %d); shares %v", 1+seed, 100*g, 100*r, st.Throttled, st.Requests, shares)
+			for i, sh := range shares {
+				if sh < 0.2 || sh > 0.5 {
+					t.Errorf("process %d holds %v after learning; want about a third", i, sh)
+				}
+			}
+		})
+	}
+	t.Logf("3 processes, 30 s, %d seeds: goodput %.1f%%, refused %.2f%%", seeds, 100*goodput, 100*refused)
+	if goodput < 0.82 || refused > 0.004 {
+		t.Errorf("goodput %.1f%%, refused %.2f%%; want >= 82%%, <= 0.4%%", 100*goodput, 100*refused)
+	}
 }
 
 // TestSharedBurstOneTakesTurns: processes that share a provider allowing

@@ -637,7 +637,7 @@ func (p *Local) renew(now time.Time) bool {
 		}
 		takeTurns(&doc, now, float64(sent-s.sent), float64(refused-s.refused), lead)
 		news = doc.Epoch != was.Epoch || doc.PausedUntil.After(was.PausedUntil) && doc.PausedUntil.After(now) ||
-			(doc.Turns == nil) != (was.Turns == nil)
+			(doc.Turns == nil) != (was.Turns == nil) || doc.Learner != was.Learner
 		var err error
 		saved, err = json.Marshal(doc)
 		return saved, err
@@ -941,8 +941,10 @@ func (p *Local) splitLimits(now time.Time, share float64) {
 // LearnUntil; then a provider that refused the learner and showed it no
 // allowance is served in turns (which those providers need), the learner
 // keeping it until the first plan is in force, and any other (one that
-// never refused: a known limit kept, or none met) is shared by rate. It ends at once, shared by rate, when the learner's lease ends or
-// it wants less than it holds (not while paused).
+// never refused: a known limit kept, or none met) is shared by rate.
+// Learning ends at once, shared by rate, when the learner's lease ends or
+// it wants less than it holds (not while paused). Its end is news (see
+// ShareWatcher): the others renew at once.
 func learn(doc *shareDoc, c claim) {
 	if doc.Learner == "" {
 		if doc.LearnUntil.IsZero() && doc.Epoch == 0 && !doc.Confirmed && len(doc.Leases) == 1 {

@@ -147,7 +147,7 @@ func (l *fitLog) fit(top float64) (fitResult, bool) {
 	lo, hi, plain := math.Inf(1), 0.0, false
 	seen := func(r float64) { lo, hi = min(lo, r), max(hi, r) }
 	for rate := bottom; rate <= top*(1+1e-9); rate *= fitRatio {
-		m, p := fitMargin(es, rate)
+		m, _, p := fitMargin(es, rate)
 		if p || m >= 0 {
 			seen(rate)
 		}
@@ -187,17 +187,18 @@ func (l *fitLog) fit(top float64) (fitResult, bool) {
 	if named {
 		l.drop()
 	}
-	_, burst, _ := fitBucket(es, lo)
+	_, burst, _ := fitMargin(es, lo)
 	return fitResult{lo: lo, hi: hi, named: named, burst: burst}, true
 }
 
 // fitMargin returns how much room the answers leave a bucket of the given
 // rate with an allowance: the largest allowance at which it refuses every
 // refused request, less the smallest at which it admits every admitted one
-// (all but fitOutliers). A bucket of that rate fits when it is >= 0. When
-// only a bucket that allows no burst, refusing within the jitter of full,
-// explains the refusals, the margin is -Inf; plain then says whether such
-// a bucket admits every admitted request: it fits too (a provider that
+// (all but fitOutliers), and that least allowance, need. A bucket of that
+// rate fits when the margin is >= 0. When only a bucket that allows no
+// burst, refusing within the jitter of full, explains the refusals, the
+// margin is -Inf; plain then says whether such a bucket admits every
+// admitted request: it fits too (a provider that
 // allows no burst draws refusals from arrival jitter alone, at any rate
 // over the one sent at), and bounds the limit from neither side.
 //
@@ -207,14 +208,7 @@ func (l *fitLog) fit(top float64) (fitResult, bool) {
 // in [s, t) (the bucket was last full at one of them); so one pass finds
 // the least B that had a token for each admitted request and the most
 // that had none for each refused one.
-func fitMargin(es []fitEntry, rate float64) (margin float64, plain bool) {
-	margin, _, plain = fitBucket(es, rate)
-	return margin, plain
-}
-
-// fitBucket is fitMargin, with the least allowance that had a token for
-// each admitted request (all but fitOutliers).
-func fitBucket(es []fitEntry, rate float64) (margin, need float64, plain bool) {
+func fitMargin(es []fitEntry, rate float64) (margin, need float64, plain bool) {
 	slack := rate * fitJitter.Seconds()
 	perUnit := rate * fitUnit.Seconds()
 	need, need2, most := 1.0, 1.0, math.Inf(1)
@@ -246,7 +240,7 @@ func fitBucket(es []fitEntry, rate float64) (margin, need float64, plain bool) {
 
 // fitRoom is fitMargin's margin alone.
 func fitRoom(es []fitEntry, rate float64) float64 {
-	m, _ := fitMargin(es, rate)
+	m, _, _ := fitMargin(es, rate)
 	return m
 }
 

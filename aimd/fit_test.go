@@ -61,11 +61,11 @@ func TestFitFindsTheBucket(t *testing.T) {
 		if rate > f.hi*fitRatio || f.named && rate < f.lo/fitRatio {
 			slices.Sort(es)
 			for r := top / fitSpan; r <= top; r *= fitRatio {
-				m, p := fitMargin(es, r)
+				m, _, p := fitMargin(es, r)
 				t.Logf("%.4f %.3f %v", r, m, p)
 			}
 			for _, r := range []float64{rate * 0.99, rate, rate * 1.01} {
-				m, p := fitMargin(es, r)
+				m, _, p := fitMargin(es, r)
 				t.Logf("at %.4f %.3f %v", r, m, p)
 			}
 			t.Fatalf("bucket %.2f/s burst %.0f: band [%.2f, %.2f]", rate, burst, f.lo, f.hi)

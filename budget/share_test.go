@@ -68,6 +68,16 @@ func startProc(t *testing.T, key string, cfg budget.Config, srv *providertest.Se
 	return pr
 }
 
+// startProcs starts n processes, each as startProc.
+func startProcs(t *testing.T, n int, cfg budget.Config, srv *providertest.Server, workers int) []*proc {
+	t.Helper()
+	procs := make([]*proc, 0, n)
+	for range n {
+		procs = append(procs, startProc(t, "sim", cfg, srv, workers))
+	}
+	return procs
+}
+
 func (pr *proc) stop() { pr.cancel(); <-pr.done }
 
 // stopAll stops every process of procs, one after the other.
@@ -91,10 +101,7 @@ func TestSharedProcessesStayUnderTheLimit(t *testing.T) {
 		}
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
 		cfg := budget.Config{Shares: store}
-		var procs []*proc
-		for range 3 {
-			procs = append(procs, startProc(t, "sim", cfg, srv, 3))
-		}
+		procs := startProcs(t, 3, cfg, srv, 3)
 		time.Sleep(30 * time.Second)
 		st := srv.Stats()
 		goodput := float64(st.OK) / (30 * 30)
@@ -137,10 +144,7 @@ func TestSharedKnownLimitNeverExceeded(t *testing.T) {
 		}
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
 		cfg := budget.Config{Shares: store, Limits: []budget.Limit{{Count: 100, Per: 10 * time.Second}}}
-		var procs []*proc
-		for range 4 {
-			procs = append(procs, startProc(t, "sim", cfg, srv, 2))
-		}
+		procs := startProcs(t, 4, cfg, srv, 2)
 		time.Sleep(60 * time.Second)
 		stopAll(procs)
 		st := srv.Stats()
@@ -214,10 +218,7 @@ func TestSharedKnownLimitSurvivesAnOutage(t *testing.T) {
 				store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
 				cfg := budget.Config{Shares: store, MaxInFlight: 2,
 					Limits: []budget.Limit{{Count: 60, Per: 2 * time.Second, Burst: 3}}}
-				var procs []*proc
-				for range 3 {
-					procs = append(procs, startProc(t, "sim", cfg, srv, 2))
-				}
+				procs := startProcs(t, 3, cfg, srv, 2)
 				time.Sleep(3 * time.Second)
 				store.down.Store(true)
 				time.Sleep(4 * time.Second)
@@ -247,10 +248,7 @@ func TestShareRenewalsPerSecond(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
-		var procs []*proc
-		for range 2 {
-			procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 8))
-		}
+		procs := startProcs(t, 2, budget.Config{Shares: store}, srv, 8)
 		time.Sleep(20 * time.Second)
 		var wg sync.WaitGroup
 		for _, pr := range procs {
@@ -279,10 +277,7 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
-		var procs []*proc
-		for range 4 {
-			procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 2))
-		}
+		procs := startProcs(t, 4, budget.Config{Shares: store}, srv, 2)
 		time.Sleep(60 * time.Second)
 		stopAll(procs)
 		st := srv.Stats()
@@ -314,10 +309,7 @@ func eightSharing(t *testing.T, cfg providertest.Config, watch bool) (*providert
 	if !watch {
 		store = unwatched{store}
 	}
-	var procs []*proc
-	for range 8 {
-		procs = append(procs, startProc(t, "sim", budget.Config{Shares: store}, srv, 1))
-	}
+	procs := startProcs(t, 8, budget.Config{Shares: store}, srv, 1)
 	return srv, procs
 }
 
@@ -399,10 +391,7 @@ func TestSharedProviderLearnedByOne(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})}
-			var procs []*proc
-			for range 3 {
-				procs = append(procs, startProc(t, "sim", cfg, srv, 1))
-			}
+			procs := startProcs(t, 3, cfg, srv, 1)
 			time.Sleep(30 * time.Second)
 			var shares []float64
 			for _, pr := range procs {
@@ -448,10 +437,7 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 				var logs syncBuffer
 				cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{}),
 					Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-				var procs []*proc
-				for range n {
-					procs = append(procs, startProc(t, "sim", cfg, srv, 1))
-				}
+				procs := startProcs(t, n, cfg, srv, 1)
 				time.Sleep(10 * time.Second)
 				var before []uint64
 				for _, pr := range procs {

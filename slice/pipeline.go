@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
@@ -37,8 +39,11 @@ func (s *session[R]) stream(ctx context.Context) error {
 		if len(p.q) == 0 {
 			return s.halted(ctx, cp.Cursor, p.halt)
 		}
+		full := len(p.q) >= p.window
 		f := p.pop()
-		page, stop, err := s.land(f.sl, f.wait())
+		res := f.wait()
+		p.adapt(f, full)
+		page, stop, err := s.land(f.sl, res)
 		if err != nil {
 			if s.rep.Reason == forage.ReasonPermanent {
 				p.abandon()
@@ -187,7 +192,10 @@ type pipeline[R any] struct {
 	// pred predicts cursors; nil means one slice at a time, fetched inline
 	// (the Source is no Predictor, or Config.Prefetch is NoPrefetch).
 	pred   Predictor
-	window int // slices in flight at most: 1 + Config.Prefetch
+	window int              // slices in flight at most: 1 + Config.Prefetch, or more (see adapt)
+	auto   bool             // the window adapts (see adapt)
+	took   [8]time.Duration // how long the last successful fetches took (see adapt)
+	ntook  int
 	q      []*flight[R]
 	next   []byte // the cursor the next slice is planned after
 	open   bool   // false while the last slice in q has no prediction
@@ -199,9 +207,40 @@ type pipeline[R any] struct {
 func (s *session[R]) pipeline(cursor []byte) *pipeline[R] {
 	p := &pipeline[R]{s: s, window: 1, next: cursor, open: true}
 	if pred, ok := s.r.cfg.Source.(Predictor); ok && s.r.cfg.Prefetch != NoPrefetch {
-		p.pred, p.window = pred, 1+s.r.cfg.Prefetch
+		p.pred, p.window, p.auto = pred, 1+s.r.cfg.Prefetch, s.r.autoPrefetch
 	}
 	return p
+}
+
+// adapt widens an automatic window (Config.Prefetch 0) by one slice as f
+// lands, when the run had its window full and the provider still has
+// fewer attempts in flight than it needs to be kept busy (Little's law:
+// its pacing rate times the round trip, taken as the shortest of the last
+// fetches, which an idle pacer does not hold up): a provider far away,
+// which the default window would leave idle between answers (9 in flight
+// call a provider 100 ms away at most 90 times a second). Each stream
+// widens only while the provider as a whole lacks attempts in flight, up
+// to 1.5 times what it needs plus two and 1+autoPrefetch; it never
+// narrows within a run, since a window wider than needed only queues
+// fetches at the provider's pacer.
+func (p *pipeline[R]) adapt(f *flight[R], full bool) {
+	if !p.auto || f.res.err != nil || f.res.took <= 0 {
+		return
+	}
+	p.took[p.ntook%len(p.took)] = f.res.took
+	p.ntook++
+	if !full || p.window >= 1+autoPrefetch {
+		return
+	}
+	snap := p.s.r.cfg.Provider.Snapshot()
+	share := snap.Share
+	if share <= 0 {
+		share = 1
+	}
+	need := snap.Rate * share * slices.Min(p.took[:min(p.ntook, len(p.took))]).Seconds()
+	if float64(snap.InFlight) < need && float64(p.window) < 1.5*need+2 {
+		p.window++
+	}
 }
 
 // plan starts fetches after the last planned cursor until the pipeline is

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -658,4 +659,49 @@ func TestRunPrefetchRenewsLeaseAsPagesLand(t *testing.T) {
 			t.Fatalf("first run %+v after %d fetches: want 6 slices, all fetched ahead", rep, g.src.fetches.Load())
 		}
 	})
+}
+
+// TestRunPrefetchKeepsAFarProviderBusy: one stream against a provider that
+// allows 200 requests a second and answers in 100 ms needs about 20
+// fetches in flight. The default window widens to keep it busy (without
+// it, 9 in flight: 90 slices a second); an explicit Prefetch stays fixed.
+func TestRunPrefetchKeepsAFarProviderBusy(t *testing.T) {
+	t.Parallel()
+	const n, rate = 600, 200.0
+	for _, tc := range []struct {
+		prefetch       int
+		least, most    time.Duration // how long the run may take
+		mostInFlight   int
+		fewestInFlight int
+	}{
+		{0, 0, 3600 * time.Millisecond, 1 + 64, 20},                 // n/rate = 3 s
+		{8, 6500 * time.Millisecond, 7500 * time.Millisecond, 9, 9}, // n/90 = 6.7 s
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			g, w := aheadRig(n*5, 5)
+			g.ahead.delay = func(int) time.Duration { return 100 * time.Millisecond }
+			p, err := budget.NewLocal("far", budget.Config{Adaptive: aimd.Config{Initial: rate, Max: rate}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.prov = nil
+			r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch, c.Sink, c.Provider = tc.prefetch, w, p })
+			start := time.Now()
+			if rep := run(t, r); rep.Slices != n || rep.Discarded != 0 {
+				t.Fatalf("prefetch %d: %+v, want %d slices, none discarded", tc.prefetch, rep, n)
+			}
+			took := time.Since(start)
+			_, most := g.ahead.flights()
+			t.Logf("prefetch %d: %d slices in %v (%.0f/s), %d in flight at most", tc.prefetch, n, took, n/took.Seconds(), most)
+			if took < tc.least || took > tc.most {
+				t.Errorf("prefetch %d: %d slices took %v, want %v to %v", tc.prefetch, n, took, tc.least, tc.most)
+			}
+			if most > tc.mostInFlight || most < tc.fewestInFlight {
+				t.Errorf("prefetch %d: %d fetches in flight at most, want %d to %d", tc.prefetch, most, tc.fewestInFlight, tc.mostInFlight)
+			}
+			if err := g.sink.exactly(n * 5); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -170,6 +170,7 @@ type fetched[R any] struct {
 	page     Page[R]
 	err      error
 	panicked any
+	took     time.Duration // from the fetch's start to its end, pacing included
 }
 
 // fetch gets sl through the provider, keeping the page of the successful
@@ -177,12 +178,13 @@ type fetched[R any] struct {
 // concurrently; [session.land] judges the result.
 func (s *session[R]) fetch(ctx context.Context, sl Slice) fetched[R] {
 	var page Page[R]
+	start := time.Now()
 	err := s.r.cfg.Provider.Do(ctx, s.run, func(actx context.Context) forage.Outcome {
 		var out forage.Outcome
 		page, out = s.r.cfg.Source.Fetch(actx, sl)
 		return out
 	})
-	return fetched[R]{page: page, err: err}
+	return fetched[R]{page: page, err: err, took: time.Since(start)}
 }
 
 // land judges the fetch of sl: a valid page, or a stop for budget

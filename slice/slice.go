@@ -219,8 +219,13 @@ type Config[R any] struct {
 	// planned from a wrong prediction costs its request. Without a Predictor
 	// the setting is moot: one slice at a time. [Runner.Fill] and
 	// [Runner.Drain]'s range fills are always one slice at a time. 0 means
-	// the default, 8: enough for a provider 100 ms away to be called about
-	// 80 times a second by one stream. [NoPrefetch] turns it off.
+	// automatic: 8 ahead to begin with (enough for a provider 100 ms away
+	// to be called about 80 times a second by one stream), widened one
+	// slice at a time, up to 64, while the run keeps its window full and
+	// the provider has fewer attempts in flight than its pacing rate times
+	// the round trip (the shortest recent fetch) needs; never wider than
+	// 1.5 times that plus two. A positive value is a fixed window.
+	// [NoPrefetch] turns it off.
 	Prefetch int
 	// MaxBatch is the most slices a stream run ([Runner.Run]) makes durable
 	// together, with one Sink.Write and one Store.Commit, or one
@@ -258,10 +263,12 @@ type Config[R any] struct {
 // fetches, writes and commits one slice at a time.
 const NoPrefetch = -1
 
-// Prefetch bounds: the default for a zero [Config.Prefetch], and the most
-// accepted (each slice in flight holds a page in memory).
+// Prefetch bounds: the default for a zero [Config.Prefetch], the most its
+// window widens to (see pipeline.adapt), and the most accepted (each slice
+// in flight holds a page in memory).
 const (
 	defaultPrefetch = 8
+	autoPrefetch    = 64
 	maxPrefetch     = 1024
 )
 
@@ -280,6 +287,10 @@ type Runner[R any] struct {
 	key  checkpoint.Key
 	log  *slog.Logger
 	sink Sink[R] // Config.Sink, or Config.TxSink for writes without a commit
+	// autoPrefetch is set when Config.Prefetch was 0: a stream run's
+	// window widens past the default to keep a distant provider busy
+	// (see pipeline.adapt).
+	autoPrefetch bool
 }
 
 // New returns a Runner for cfg, or an error wrapping [ErrInvalidConfig] that
@@ -300,7 +311,8 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Prefetch == 0 {
+	auto := cfg.Prefetch == 0
+	if auto {
 		cfg.Prefetch = defaultPrefetch
 	}
 	if cfg.MaxBatch == 0 {
@@ -311,7 +323,7 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("stream", cfg.Stream, "mode", cfg.Mode.String())
-	r := &Runner[R]{cfg: cfg, key: checkpoint.Key{Stream: cfg.Stream, Mode: cfg.Mode}, log: log, sink: cfg.Sink}
+	r := &Runner[R]{cfg: cfg, key: checkpoint.Key{Stream: cfg.Stream, Mode: cfg.Mode}, log: log, sink: cfg.Sink, autoPrefetch: auto}
 	if cfg.TxSink != nil {
 		r.sink = cfg.TxSink
 	}

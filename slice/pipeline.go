@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 )
@@ -196,6 +197,7 @@ type pipeline[R any] struct {
 	auto   bool             // the window adapts (see adapt)
 	took   [8]time.Duration // how long the last successful fetches took (see adapt)
 	ntook  int
+	rate   float64 // the provider's rate at the last look (see adapt)
 	q      []*flight[R]
 	next   []byte // the cursor the next slice is planned after
 	open   bool   // false while the last slice in q has no prediction
@@ -222,7 +224,10 @@ func (s *session[R]) pipeline(cursor []byte) *pipeline[R] {
 // widens only while the provider as a whole lacks attempts in flight, up
 // to 1.5 times what it needs plus two and 1+autoPrefetch; it never
 // narrows within a run, since a window wider than needed only queues
-// fetches at the provider's pacer.
+// fetches at the provider's pacer. It does not widen while the provider's
+// slow start is still climbing: that rate is a guess the next refusal
+// corrects (a fixed window spent at a slow start's rate refuses every
+// request in flight), unlike one held at a cap or declared.
 func (p *pipeline[R]) adapt(f *flight[R], full bool) {
 	if !p.auto || f.res.err != nil || f.res.took <= 0 {
 		return
@@ -233,6 +238,11 @@ func (p *pipeline[R]) adapt(f *flight[R], full bool) {
 		return
 	}
 	snap := p.s.r.cfg.Provider.Snapshot()
+	climbing := (snap.Phase == aimd.PhaseSlowStart.String() || snap.Phase == aimd.PhaseStart.String()) && snap.Rate != p.rate
+	p.rate = snap.Rate
+	if climbing {
+		return // a rate doubling by the quarter second says nothing yet of what the provider takes
+	}
 	share := snap.Share
 	if share <= 0 {
 		share = 1

@@ -90,7 +90,7 @@ func runCell(ctx context.Context, rw row, cl client, run time.Duration, o option
 		w := rw.limit.Window
 		offset = (w - time.Duration(start.UnixNano())%w) % w
 	}
-	srv, err := providertest.New(rw.config(run, func() time.Time { return time.Now().Add(offset) }, o.seed))
+	srv, err := providertest.New(rw.config(run, func() time.Time { return time.Now().Add(offset) }, o.seed, o.latency, o.jitter))
 	if err != nil {
 		return res.fail(err)
 	}

@@ -69,6 +69,9 @@
 //	-ohlcv PATH      a built ohlcv binary (default: build examples/ohlcv)
 //	-seed N          the servers' seed (default 1)
 //	-pg DSN          PostgreSQL for the pg clients (default $FORAGE_PG_DSN)
+//	-latency 3ms     the provider's latency on top of loopback (default 3ms)
+//	-jitter 4ms      a uniform extra latency of up to this much (default 4ms):
+//	                 -latency 100ms -jitter 40ms is a provider across an ocean
 //
 // Progress goes to stderr, the table to stdout. Every cell stops by itself:
 // the in-process clients at the end of the run, ohlcv by its -timeout (and
@@ -110,8 +113,10 @@ type options struct {
 	tmp      string
 	ohlcv    string
 	seed     uint64
-	pg       string   // the pg clients' PostgreSQL server
-	pgAdmin  *pgAdmin // connected when a pg client runs
+	pg       string        // the pg clients' PostgreSQL server
+	latency  time.Duration // the provider's latency on top of loopback
+	jitter   time.Duration // a uniform extra latency of up to this much
+	pgAdmin  *pgAdmin      // connected when a pg client runs
 }
 
 func main() {
@@ -141,6 +146,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.ohlcv, "ohlcv", "", "a built ohlcv binary (default: build examples/ohlcv)")
 	fs.Uint64Var(&o.seed, "seed", 1, "the servers' seed")
 	fs.StringVar(&o.pg, "pg", os.Getenv("FORAGE_PG_DSN"), "PostgreSQL DSN for the pg clients (default $FORAGE_PG_DSN)")
+	fs.DurationVar(&o.latency, "latency", defaultLatency, "the provider's latency on top of loopback")
+	fs.DurationVar(&o.jitter, "jitter", defaultJitter, "a uniform extra latency of up to this much")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -173,6 +180,10 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-parallel must be in [1, 64] (got %d)", o.parallel)
 	case o.workers < 1 || o.workers > 256:
 		return o, fmt.Errorf("-workers must be in [1, 256] (got %d)", o.workers)
+	case o.latency < 0 || o.latency > 10*time.Second:
+		return o, fmt.Errorf("-latency must be in [0, 10s] (got %v)", o.latency)
+	case o.jitter < 0 || o.jitter > 10*time.Second:
+		return o, fmt.Errorf("-jitter must be in [0, 10s] (got %v)", o.jitter)
 	}
 	o.trace = o.traceDir != "" || o.json
 	return o, nil

@@ -24,7 +24,7 @@ func TestRowsAreValid(t *testing.T) {
 		}
 		seen[rw.name] = true
 		for _, d := range []time.Duration{30 * time.Second, 120 * time.Second} {
-			if _, err := providertest.New(rw.config(d, time.Now, 1)); err != nil {
+			if _, err := providertest.New(rw.config(d, time.Now, 1, defaultLatency, defaultJitter)); err != nil {
 				t.Fatalf("row %d %q at %v: %v", i, rw.name, d, err)
 			}
 		}

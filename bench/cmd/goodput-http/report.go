@@ -63,7 +63,7 @@ func markdown(o options, rs []row, cls []client, results []result) string {
 	slices.Sort(durs)
 	var b, notes strings.Builder
 	fmt.Fprintf(&b, "goodput / refused [, bans] (t90), real time over loopback HTTP, %v+%v latency, %d workers for the in-process clients\n\n",
-		latency, jitter, o.workers)
+		o.latency, o.jitter, o.workers)
 	fmt.Fprintf(&b, "| provider policy | run |")
 	for _, c := range cols {
 		fmt.Fprintf(&b, " %s |", c)

@@ -17,11 +17,11 @@ var listed = time.Date(2010, 1, 1, 0, 0, 0, 0, time.UTC)
 // other's.)
 var symbols = []string{"BTCUSDT", "ETHUSDT", "BNBUSDT", "SOLUSDT", "XRPUSDT", "ADAUSDT", "DOGEUSDT", "TRXUSDT"}
 
-// The provider's latency on top of loopback: a few milliseconds, as a
-// nearby API answers.
+// The provider's default latency on top of loopback (-latency, -jitter): a
+// few milliseconds, as a nearby API answers.
 const (
-	latency = 3 * time.Millisecond
-	jitter  = 4 * time.Millisecond
+	defaultLatency = 3 * time.Millisecond
+	defaultJitter  = 4 * time.Millisecond
 )
 
 // row is one provider policy: the true limit and how the provider answers,
@@ -109,8 +109,9 @@ func (r row) servable(run time.Duration) float64 {
 func (r row) fixedWindow() bool { return r.limit.Count > 0 }
 
 // config returns the server's configuration for a run of length run. now is
-// the server's clock; seed seeds its draws.
-func (r row) config(run time.Duration, now func() time.Time, seed uint64) providertest.Config {
+// the server's clock; seed seeds its draws; each answer takes latency and
+// up to jitter more.
+func (r row) config(run time.Duration, now func() time.Time, seed uint64, latency, jitter time.Duration) providertest.Config {
 	cfg := providertest.Config{
 		Now: now, Seed: seed, Limit: r.limit, Answer: r.answer, Headers: r.headers,
 		FaultRate: r.faultRate, Faults: r.faults, Latency: latency, Jitter: jitter,

@@ -224,6 +224,9 @@ func (s *memSink) exactly(n int) error {
 type fakeProvider struct {
 	stop  func() *budget.Error
 	calls atomic.Int64
+	// rate is the pacing rate Snapshot reports (0: none), with no
+	// request in flight: an automatic fetch-ahead window widens by it.
+	rate float64
 }
 
 var _ budget.Provider = (*fakeProvider)(nil)
@@ -257,7 +260,9 @@ func (p *fakeProvider) Do(ctx context.Context, _ *budget.Run, attempt func(conte
 	return &budget.Error{Reason: forage.ReasonPermanent, Status: out.Status, Err: out.Err}
 }
 
-func (p *fakeProvider) Snapshot() budget.Snapshot { return budget.Snapshot{Key: "fake"} }
+func (p *fakeProvider) Snapshot() budget.Snapshot {
+	return budget.Snapshot{Key: "fake", Rate: p.rate, Share: 1, Phase: "probe"}
+}
 
 // stopAfter returns a stop hook that lets n calls through and then stops
 // every call with reason (and until).

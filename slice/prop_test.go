@@ -289,7 +289,14 @@ func propPrefetchLandsPagesInOrder(t *testing.T, tx bool) {
 			rapid.Float64Range(0, 0.1).Draw(t, "store faults"),
 		}
 		mode := rapid.SampledFrom([]checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState}).Draw(t, "mode")
+		// The provider's pacing rate: with the default Prefetch the window
+		// widens by it (at 2000/s and a few ms a fetch, past 9).
+		rate := rapid.SampledFrom([]float64{0, 200, 2000}).Draw(t, "provider rate")
+		base := time.Duration(rapid.IntRange(0, 20).Draw(t, "fetch round trip ms")) * time.Millisecond
 		window := map[int]int{slice.NoPrefetch: 1, 0: 9}[prefetch] // off, the default 8
+		if prefetch == 0 && rate > 0 {
+			window = 1 + 64 // the most it widens to
+		}
 		if prefetch > 0 {
 			window = 1 + prefetch
 		}
@@ -300,6 +307,8 @@ func propPrefetchLandsPagesInOrder(t *testing.T, tx bool) {
 		rapid.SyncTest(t, func(t *rapid.T) {
 			g, w := aheadRig(n, page)
 			g.tx = tx
+			g.prov.rate = rate
+			g.ahead.delay = func(int) time.Duration { return base }
 			g.ahead.seed, g.ahead.short, g.ahead.fail, g.ahead.jitter, g.ahead.holes = seed, short, fail, jitter, holes
 			g.ahead.unknown = unknown
 			w.delay, g.store.commitDelay = writeDelay, commitDelay

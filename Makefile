@@ -14,6 +14,10 @@
 #                 bench/cmd/goodput-http). About 26 minutes at the default
 #                 -parallel 4; not part of make test. Take numbers for the
 #                 README on a quiet machine.
+#   make goodput-far  the 30 s table against a provider across an ocean
+#                 (100 ms + up to 40 ms of latency, -latency/-jitter of
+#                 bench/cmd/goodput-http): ohlcv 1 and 3 symbols, the crawl
+#                 and AWS adaptive. About 10 minutes; not part of make test.
 #   make goodput-pg  N = 1, 3 and 8 examples/ohlcv processes sharing one
 #                 provider through one throwaway PostgreSQL (scripts/pg-test.sh,
 #                 with pg_stat_statements loaded), one symbol each, 30 s per
@@ -33,7 +37,7 @@ GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput goodput-http goodput-pg vet release-check ui-check
+.PHONY: test bench lint goodput goodput-http goodput-far goodput-pg vet release-check ui-check
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
@@ -74,6 +78,9 @@ goodput:
 
 goodput-http:
 	cd bench && $(GO) run ./cmd/goodput-http -dur 30s,120s -md
+
+goodput-far:
+	cd bench && $(GO) run ./cmd/goodput-http -latency 100ms -jitter 40ms -clients ohlcv-1,ohlcv-3,crawl,aws -dur 30s -md
 
 goodput-pg:
 	cd bench && FORAGE_PG_OPTS="-c shared_preload_libraries=pg_stat_statements" \

@@ -121,7 +121,7 @@ func TestSlowProvidersNeverBanned(t *testing.T) {
 	})
 }
 
-// TestShrunkLimitFoundInTwoRefusals: a provider that allows no burst
+// TestShrunkLimitHalvedAtTheSecondRefusal: a provider that allows no burst
 // halves its limit after 15 s at a rate learned and confirmed. Its first
 // refusal comes after a long steady episode and reads as one more
 // overshoot; after the pause, the first request meets the one token a
@@ -131,7 +131,7 @@ func TestSlowProvidersNeverBanned(t *testing.T) {
 // whole provider; the third places the new limit). Before, the second
 // refusal cut a tenth, and a third halved: 4 refusals, and 69-72% of what
 // the provider allowed over the run, now 71-75%.
-func TestShrunkLimitFoundInTwoRefusals(t *testing.T) {
+func TestShrunkLimitHalvedAtTheSecondRefusal(t *testing.T) {
 	const at, dur = 15 * time.Second, 30 * time.Second
 	for _, rate := range []float64{20, 40, 50, 100} {
 		t.Run(fmt.Sprintf("%.0f/s to %.0f/s", rate, rate/2), func(t *testing.T) {

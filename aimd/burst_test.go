@@ -153,3 +153,27 @@ func TestShrunkLimitHalvedAtTheSecondRefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeRefusedJustOverTheCeilingKeepsIt: once the limit is found, the
+// rate climbs back to the ceiling after each refusal, holds there, and
+// probes above it; a probe refused within a few per cent over the ceiling
+// shows the ceiling was right (it held all through the plateau), so it
+// stays, and over five minutes the provider is served within a few per
+// cent of its limit. Before, each such refusal put the ceiling 5% under
+// the rate the probe reached, a few per cent under the limit: a final rate
+// of 0.95-0.96 of the limit (now 0.98-1.0), 93.5-94.6% served (now
+// 93.9-96.5%).
+func TestProbeRefusedJustOverTheCeilingKeepsIt(t *testing.T) {
+	for _, p := range []gcraShape{{10, 1}, {17, 2}, {100, 2}} {
+		t.Run(fmt.Sprintf("%.0f/s burst %d", p.rate, p.burst), func(t *testing.T) {
+			c, err := aimd.New(aimd.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := simulate(c, gcra(p.rate, p.burst, answer429)(), 5*time.Minute, 5*time.Millisecond, 0)
+			if r.goodput < 0.935 || r.finalRate < 0.97*p.rate {
+				t.Errorf("goodput %.1f%%, final rate %.3g of the limit, %d refused; want >= 93.5%%, >= 0.97", 100*r.goodput, r.finalRate/p.rate, r.refused)
+			}
+		})
+	}
+}

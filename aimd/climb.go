@@ -39,6 +39,9 @@ const (
 	// jitter refusal cuts by jitterCut only.
 	jitterShare = 0.98
 	jitterCut   = 0.97
+	// probeKeep is how far over the ceiling a probe's refusal leaves the
+	// ceiling where it is (see cut).
+	probeKeep = 1.05
 	// ceilingMargin places the learned ceiling just under the rate the
 	// overshoot began at, so the flat top of the climb sits under the limit
 	// and the slow start of the probe above it crosses the limit gently.
@@ -97,7 +100,8 @@ const (
 //   - a steady episode that delivered far less than r0: the limit shrank
 //     or a burst allowance hid it: to what was delivered.
 //   - otherwise (a climb or a probe that went one step too far): to what
-//     the episode delivered, at most Decrease under r0.
+//     the episode delivered, at most Decrease under r0; a probe refused
+//     within 5% over the ceiling keeps the ceiling.
 //
 // Two rules then bound the result (see the package documentation): a
 // second short episode in a row after a pause drops the rate to what the
@@ -186,6 +190,14 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	default:
 		// The limit lies between what the episode delivered and r0.
 		rate = max(est*episodeMargin, r0*beta)
+		if confirmed && r0 > c.ceiling && r0 <= probeKeep*c.ceiling {
+			// The probe above the ceiling was refused just over it: the
+			// ceiling held through the whole climb and its plateau, and
+			// the limit lies between it and r0. It stays; a ceiling
+			// ceilingMargin under r0 would sit a few per cent under a
+			// limit the ceiling had found.
+			w = c.ceiling
+		}
 	}
 	if f := c.refill(sent); !shared && why == cutOvershoot && est == 0 && c.shortCut && fitted < fitStep && f > 0 && c.epN >= 2 {
 		// A second short episode in a row, refused after a pause, with

@@ -40,8 +40,10 @@ const (
 	jitterShare = 0.98
 	jitterCut   = 0.97
 	// probeKeep is how far over the ceiling a probe's refusal leaves the
-	// ceiling where it is (see cut).
-	probeKeep = 1.05
+	// ceiling where it is, and plateauHeld how long the rate must have
+	// held near the ceiling for a refusal there to leave it (see cut).
+	probeKeep   = 1.05
+	plateauHeld = 10 * time.Second
 	// ceilingMargin places the learned ceiling just under the rate the
 	// overshoot began at, so the flat top of the climb sits under the limit
 	// and the slow start of the probe above it crosses the limit gently.
@@ -101,7 +103,8 @@ const (
 //     or a burst allowance hid it: to what was delivered.
 //   - otherwise (a climb or a probe that went one step too far): to what
 //     the episode delivered, at most Decrease under r0; a probe refused
-//     within 5% over the ceiling keeps the ceiling.
+//     within 5% over the ceiling, or a rate refused at the ceiling after
+//     holding there 10 s, keeps the ceiling.
 //
 // Two rules then bound the result (see the package documentation): a
 // second short episode in a row after a pause drops the rate to what the
@@ -190,12 +193,18 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	default:
 		// The limit lies between what the episode delivered and r0.
 		rate = max(est*episodeMargin, r0*beta)
-		if confirmed && r0 > c.ceiling && r0 <= probeKeep*c.ceiling {
-			// The probe above the ceiling was refused just over it: the
-			// ceiling held through the whole climb and its plateau, and
-			// the limit lies between it and r0. It stays; a ceiling
+		plateau := !c.nearSince.IsZero() && sent.Sub(c.nearSince) >= plateauHeld && r0 >= jitterShare*c.ceiling
+		if confirmed && (r0 > c.ceiling || plateau) && r0 <= probeKeep*c.ceiling {
+			// The probe above the ceiling was refused just over it, or
+			// the rate was refused at the ceiling after holding there for
+			// plateauHeld: the ceiling held through the climb and its
+			// plateau (a ceiling over the limit is refused within
+			// moments of reaching it), so the limit lies at or over it,
+			// and the refusal is the edge met by arrival jitter or a
+			// hiccup of the provider. The ceiling stays; one
 			// ceilingMargin under r0 would sit a few per cent under a
-			// limit the ceiling had found.
+			// limit the ceiling had found, for good. Frequent such
+			// refusals lower the cap instead (see refusalCap).
 			w = c.ceiling
 		}
 	}
@@ -229,7 +238,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling
 	c.postCut = c.rate
 	c.fitClimb()
-	c.lastCut, c.okSinceCut = now, 0
+	c.lastCut, c.okSinceCut, c.nearSince = now, 0, time.Time{}
 	c.cuts++
 	c.startEpisode(now)
 	c.hist.reset(now, c.rate)
@@ -298,6 +307,9 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		}
 	}
 	c.rate = c.clamp(c.rate)
+	if c.ceiling > 0 && c.rate >= jitterShare*c.ceiling && c.nearSince.IsZero() {
+		c.nearSince = now
+	}
 }
 
 // held reports whether the rate holds at now: early in an episode that began

@@ -42,7 +42,11 @@
 //     holds under the edge where refusals begin. The climb back is a cubic
 //     (as in TCP CUBIC) fitted to take [Config.Recovery], flat near the
 //     ceiling; above it the same cubic probes slowly and then faster, so a
-//     grown limit is found.
+//     grown limit is found. A probe refused within 5% over a confirmed
+//     ceiling, or a refusal at the ceiling after the rate held there 10 s
+//     (a ceiling over the limit is refused within moments), leaves the
+//     ceiling where it is: the limit lies at or over it, and the refusal
+//     is arrival jitter's tail or the provider's hiccup.
 //   - The episode estimate: between two cuts the controller counts the
 //     successes of requests sent since the last cut (or the end of its
 //     pause). Over a long episode that is the rate the provider delivered,
@@ -53,7 +57,10 @@
 //     steady rate that delivered far less, the limit shrank or a burst
 //     allowance hid it: the rate drops to what was delivered at once. A
 //     refusal within a few requests of the last cut cuts by Decrease; two in
-//     a row mean the limit is far below, and halve it.
+//     a row mean the limit is far below, and halve it, as does a confirmed
+//     limit refused on the second request after a cut's pause at the rate
+//     the cut set (the first met the token the pause refilled): it held
+//     that rate before, so it shrank.
 //   - The burst allowance behind a pause: a provider that pauses the
 //     client (Retry-After) refills its burst allowance B meanwhile, so an
 //     episode that starts at a pause's end delivers B + L·T before its

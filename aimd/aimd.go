@@ -202,7 +202,6 @@ type Controller struct {
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	nearSince   time.Time     // since when the rate has been near the ceiling (jitterShare), since the last cut
-	heldLong    bool          // the episode the last cut ended ran for shrinkHeld
 	quotaMode   quotaMode     // what the provider's quota headers have shown it to be
 	quotaWatch  quotaWatch    // the watch that tells a window from a bucket
 	throttled   bool          // the provider has refused with 429 or 418: it names its limit

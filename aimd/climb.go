@@ -44,10 +44,6 @@ const (
 	// held near the ceiling for a refusal there to leave it (see cut).
 	probeKeep   = 1.05
 	plateauHeld = 10 * time.Second
-	// shrinkHeld is how long the episode a cut ended must have run for a
-	// refusal on the second request after its pause to say the limit
-	// shrank (see cut).
-	shrinkHeld = 3 * time.Second
 	// ceilingMargin places the learned ceiling just under the rate the
 	// overshoot began at, so the flat top of the climb sits under the limit
 	// and the slow start of the probe above it crosses the limit gently.
@@ -158,12 +154,10 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w = r0*spreadCut, r0*ceilingMargin
 	case est == 0:
 		// A confirmed limit refused again on the second request after the
-		// pause of a cut, at the rate that cut set, where the episode the
-		// cut ended had run for shrinkHeld: the first request met the
+		// pause of a cut, at the rate that cut set: the first met the
 		// token the pause refilled, and the provider would not take a
-		// second at a rate it served for seconds before. It shrank. (After
-		// a short episode this is arrival jitter at the edge as likely.)
-		shrank := c.epPaused && c.epOK <= 1 && c.confirmed && steady && c.heldLong
+		// second at this rate. It held this rate before; it shrank.
+		shrank := c.epPaused && c.epOK <= 1 && c.confirmed && steady
 		if !shared && (c.shortCut || c.epOK <= shortEpisode || shrank) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
 			// pause), or twice in a row within a few requests, or a
@@ -244,7 +238,6 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling
 	c.postCut = c.rate
 	c.fitClimb()
-	c.heldLong = !c.epStart.IsZero() && !sent.IsZero() && sent.Sub(c.epStart) >= shrinkHeld
 	c.lastCut, c.okSinceCut, c.nearSince = now, 0, time.Time{}
 	c.cuts++
 	c.startEpisode(now)

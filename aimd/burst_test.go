@@ -121,39 +121,6 @@ func TestSlowProvidersNeverBanned(t *testing.T) {
 	})
 }
 
-// TestShrunkLimitHalvedAtTheSecondRefusal: a provider that allows no burst
-// halves its limit after 15 s at a rate learned and confirmed. Its first
-// refusal comes after a long steady episode and reads as one more
-// overshoot; after the pause, the first request meets the one token a
-// pause refills and the second is refused again: two refusals in a row
-// that soon say the limit shrank, and the rate halves at once. After the
-// change the controller draws at most 3 refusals (each a second of the
-// whole provider; the third places the new limit). Before, the second
-// refusal cut a tenth, and a third halved: 4 refusals, and 69-72% of what
-// the provider allowed over the run, now 71-75%.
-func TestShrunkLimitHalvedAtTheSecondRefusal(t *testing.T) {
-	const at, dur = 15 * time.Second, 30 * time.Second
-	for _, rate := range []float64{20, 40, 50, 100} {
-		t.Run(fmt.Sprintf("%.0f/s to %.0f/s", rate, rate/2), func(t *testing.T) {
-			c, err := aimd.New(aimd.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := halving(rate, 1, answer429, at)()
-			r := simulate(c, srv, dur, 5*time.Millisecond, 0)
-			after := 0
-			for _, x := range r.refusedAt {
-				if x >= at {
-					after++
-				}
-			}
-			if after > 3 || r.goodput < 0.7 {
-				t.Errorf("%d refusals after the change (at %v), goodput %.1f%% over the run; want <= 3, >= 70%%", after, r.refusedAt, 100*r.goodput)
-			}
-		})
-	}
-}
-
 // TestProbeRefusedJustOverTheCeilingKeepsIt: once the limit is found, the
 // rate climbs back to the ceiling after each refusal, holds there, and
 // probes above it; a probe refused within a few per cent over the ceiling

@@ -23,8 +23,7 @@ const (
 	// refusal a sign that the limit lies far below the rate: the first
 	// request after a pause meets a full allowance. (A provider that allows
 	// no burst refuses the second one at any rate over its limit, so that
-	// says nothing of how far over; unless it held this rate before, its
-	// limit confirmed: then it shrank.)
+	// says nothing of how far over.)
 	shortEpisode = 0
 	// slowStartStep bounds the slow start's growth per response.
 	slowStartStep = 1.5
@@ -91,9 +90,8 @@ const (
 //   - refusals continue with no success since the last cut, or the queue
 //     still grows after a latency cut: back off x0.5, ceiling unchanged.
 //   - refused within a couple of requests of the last cut (or its pause),
-//     or twice in a row that soon, or a confirmed limit refused on the
-//     second request after a cut's pause at the rate the cut set (it
-//     shrank): the limit is far below: x0.5, the ceiling unconfirmed.
+//     or twice in a row that soon: the limit is far below: x0.5, the
+//     ceiling unconfirmed.
 //   - a steady episode the provider delivered in full, under the ceiling:
 //     arrival jitter against a provider that allows no burst: x0.97, the
 //     ceiling kept; unless it was refused in the hold after a pause (see
@@ -153,16 +151,10 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// Too few successes to measure: spread, as below.
 		rate, w = r0*spreadCut, r0*ceilingMargin
 	case est == 0:
-		// A confirmed limit refused again on the second request after the
-		// pause of a cut, at the rate that cut set: the first met the
-		// token the pause refilled, and the provider would not take a
-		// second at this rate. It held this rate before; it shrank.
-		shrank := c.epPaused && c.epOK <= 1 && c.confirmed && steady
-		if !shared && (c.shortCut || c.epOK <= shortEpisode || shrank) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+		if !shared && (c.shortCut || c.epOK <= shortEpisode) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
-			// pause), or twice in a row within a few requests, or a
-			// confirmed limit that shrank: the limit is far below the
-			// rate the last cut set.
+			// pause), or twice in a row within a few requests: the limit
+			// is far below the rate the last cut set.
 			// Where between half of r0 and r0 the limit now lies is not
 			// known: the ceiling is unconfirmed, so the climb back is fast
 			// and the next refusal places it.

@@ -57,10 +57,7 @@
 //     steady rate that delivered far less, the limit shrank or a burst
 //     allowance hid it: the rate drops to what was delivered at once. A
 //     refusal within a few requests of the last cut cuts by Decrease; two in
-//     a row mean the limit is far below, and halve it, as does a confirmed
-//     limit refused on the second request after a cut's pause at the rate
-//     the cut set (the first met the token the pause refilled): it held
-//     that rate before, so it shrank.
+//     a row mean the limit is far below, and halve it.
 //   - The burst allowance behind a pause: a provider that pauses the
 //     client (Retry-After) refills its burst allowance B meanwhile, so an
 //     episode that starts at a pause's end delivers B + L·T before its

@@ -56,8 +56,7 @@ type simResult struct {
 	maxDelay          time.Duration // worst extra latency (slow-down)
 	meanDelay         time.Duration
 	finalRate         float64
-	perMinute         int             // most refusals in any 60s window (by send time)
-	refusedAt         []time.Duration // when each refused request was sent, in order
+	perMinute         int // most refusals in any 60s window (by send time)
 }
 
 // simulate runs a client paced by c against s for dur: each request is sent
@@ -123,7 +122,6 @@ func simulate(c rateController, s *simServer, dur, latency, jitter time.Duration
 	}
 	res.bans = s.bans
 	slices.Sort(refusedAt)
-	res.refusedAt = refusedAt
 	for i, j := 0, 0; j < len(refusedAt); j++ {
 		for refusedAt[j]-refusedAt[i] >= time.Minute {
 			i++

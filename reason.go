@@ -10,11 +10,12 @@ package forage
 //     [ReasonRetryBudget]): a planned hand-off. The run's envelope ran out;
 //     the provider is fine. Re-queue the remainder soon and arm no cool-down.
 //   - source pressure ([ReasonThrottled], [ReasonQuota], [ReasonUnavailable],
-//     [ReasonCircuitOpen], [ReasonBanned]): the provider pushed back, or its
-//     known quota is spent. Wait until it allows calls again (the stop's
-//     Until) and cool this provider only.
+//     [ReasonCircuitOpen], [ReasonBanned], [ReasonPaused]): the provider
+//     pushed back, its known quota is spent, or an operator paused it. Wait
+//     until it allows calls again (the stop's Until) and cool this provider
+//     only.
 //   - failure ([ReasonPermanent], [ReasonCanceled], [ReasonPacer]): the
-//     request itself was refused (a 4xx other than 408/429), the caller gave
+//     request itself was refused (a 4xx other than 408/418/429), the caller gave
 //     up, or the host's pacer failed.
 //
 // Reason is a plain value, safe for concurrent use.
@@ -58,7 +59,7 @@ const (
 	ReasonBanned Reason = "banned"
 
 	// ReasonPermanent: the provider refused the request itself (a 4xx other
-	// than 408 and 429, or an error the attempt marked permanent). Retrying
+	// than 408, 418 and 429, or an error the attempt marked permanent). Retrying
 	// cannot help.
 	ReasonPermanent Reason = "permanent"
 	// ReasonCanceled: the caller's context ended.
@@ -74,9 +75,9 @@ const (
 	ReasonPaused Reason = "paused"
 )
 
-// SourcePressure reports whether r means the provider pushed back, or its
-// known quota is spent: throttled, quota, unavailable, circuit_open or
-// banned.
+// SourcePressure reports whether r means the provider pushed back, its
+// known quota is spent, or an operator paused it: throttled, quota,
+// unavailable, circuit_open, banned or paused.
 func (r Reason) SourcePressure() bool {
 	switch r {
 	case ReasonThrottled, ReasonQuota, ReasonUnavailable, ReasonCircuitOpen, ReasonBanned, ReasonPaused:

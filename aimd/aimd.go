@@ -39,7 +39,7 @@ type Config struct {
 	// nothing is known about the provider. Must be in [Min, Max] when set.
 	// Defaults to 4/s (or Min or Max, if 4/s lies outside them): a quarter
 	// of a second before the second request, and with the default SlowStart
-	// 50/s is reached in under a second of success and 200/s in 1.4s.
+	// 50/s is reached in about a second of success and 200/s in 1.5s.
 	Initial float64
 
 	// Min is the lowest rate the controller ever sets, however long the
@@ -64,9 +64,10 @@ type Config struct {
 	// LatencyTarget), once per overshoot. Must be in (0, 1). Defaults to 0.9:
 	// the climb back to the learned ceiling is flat near it, so the rate
 	// spends most of its time just under the ceiling and a gentle cut loses
-	// little. Some cuts are deeper, min(Decrease, 0.5): leaving slow start,
-	// refusals continuing with no success since the last cut (the back-off),
-	// and an overshoot at the very rate the last cut set (the limit shrank).
+	// little. Some cuts are deeper: min(Decrease, 0.6) leaving slow start,
+	// and min(Decrease, 0.5) when refusals continue with no success since
+	// the last cut (the back-off) or come within a request or two of it (the
+	// limit shrank).
 	Decrease float64
 
 	// Recovery is how long, in seconds of successful traffic, the climb from
@@ -79,7 +80,7 @@ type Config struct {
 	// overshoot per Recovery; longer means fewer refusals and slower
 	// discovery of a grown limit. A ceiling resting on a single refusal
 	// (unconfirmed: see the package documentation) is climbed back to in
-	// Recovery/4 and probed above 12 times faster. Defaults to 45s.
+	// Recovery/16 and probed above it in Recovery/12. Defaults to 45s.
 	Recovery time.Duration
 
 	// SlowStart is the doubling time of the rate, in seconds of successful

@@ -84,7 +84,7 @@
 //     have answered them all as the provider did. Whatever B, a bucket of
 //     rate L holds B plus a deficit at each request that one pass over the
 //     log finds, so each L is checked in one pass, on a grid 2% apart from
-//     a tenth of the refused rate up to it. The rates that fit form a band:
+//     about a tenth of the refused rate to 10% over it. The rates that fit form a band:
 //     a band under the refused rate bounds the ceiling by its top (and the
 //     rate 15% under it); a band under 20% wide names the limit (ceiling in
 //     its middle, confirmed; rate just under its bottom; the allowance

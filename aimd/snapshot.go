@@ -47,10 +47,10 @@ func (p Phase) String() string {
 type Snapshot struct {
 	// Rate is the current rate, requests/s.
 	Rate float64
-	// Ceiling is the learned ceiling, requests/s: the rate at which the last
-	// overshoot began (or a declared or measured quota; after a lone refusal
-	// leaving slow start, the halved rate). Zero until the first pressure or
-	// Quota.
+	// Ceiling is the learned ceiling, requests/s: just under (x0.95) the
+	// rate at which the last overshoot began, or where it was when a refusal
+	// at it read as arrival jitter, or a declared or measured quota. Zero
+	// until the first pressure or Quota.
 	Ceiling float64
 	// PausedUntil is the pause end; see [Controller.PausedUntil].
 	PausedUntil time.Time

@@ -26,8 +26,9 @@
 // A call that does not succeed returns an [*Error] naming its [forage.Reason].
 // Budget exhaustion (request_cap, deadline, retry_budget) is a planned
 // defer: the owner's envelope ran out and the provider is fine. Source
-// pressure (throttled, quota, unavailable, circuit_open, banned) means the
-// provider pushed back, or its known quota is spent; [Error.Until] says when
+// pressure (throttled, quota, unavailable, circuit_open, banned, paused)
+// means the provider pushed back, its known quota is spent, or an operator
+// paused it; [Error.Until] says when
 // it may be called again. A Retry-After longer than the run has left ends
 // the call as source pressure rather than sleeping past the deadline.
 //
@@ -68,8 +69,9 @@
 // set, in the background at most every few seconds while its rate moves
 // (never a store call per request), and when a [Registry] evicts it. A
 // provider never changes the operator's Status and Why (it saves with
-// Status ""), and Do does not act on them: they are for an operator's
-// tools to set and read. The checkpoint package's memory and file stores
+// Status ""); Do obeys them: a provider an operator paused
+// ([Registry.SetStatus]) stops every call before any attempt, with
+// [forage.ReasonPaused]. The checkpoint package's memory and file stores
 // implement RecordStore, and so does the PostgreSQL store.
 //
 // # Many providers

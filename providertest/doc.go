@@ -37,7 +37,7 @@
 // ever banned or over the limit, and how many candles it was served, so a
 // test can assert "never banned, never over the limit, no data lost".
 //
-// A [Server] answers three endpoints with Binance's shapes and error codes:
+// A [Server] answers four endpoints with Binance's shapes and error codes:
 //
 //   - GET /api/v3/klines: deterministic candles for each configured [Symbol],
 //     from its listing up to and including the forming candle (the one that

@@ -110,7 +110,7 @@
 // retry budget, or RunTimeout) is a planned hand-off: the remainder is due
 // again soon and nothing cools. Source pressure
 // ([forage.Reason.SourcePressure]: throttled, quota, unavailable, circuit
-// open, banned) cools that provider only: none of its jobs starts before the
+// open, banned, paused) cools that provider only: none of its jobs starts before the
 // pause ends, and the job that met it resumes exactly then. A known quota
 // that is spent ([forage.ReasonQuota]: a [budget.Limit] whose next slot is
 // further off than the call may wait) is such a planned wait: the run

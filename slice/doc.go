@@ -111,8 +111,8 @@
 // that stopped is still written and committed before the gap is recorded. When the
 // budget is spent ([forage.Reason.Exhausted]: request_cap, deadline,
 // retry_budget) or the provider pushes back
-// ([forage.Reason.SourcePressure]: throttled, unavailable, circuit_open,
-// banned), the run stops, records a [checkpoint.Gap] at the last committed
+// ([forage.Reason.SourcePressure]: throttled, quota, unavailable,
+// circuit_open, banned, paused), the run stops, records a [checkpoint.Gap] at the last committed
 // cursor with the reason, and returns a [Report] saying why: a planned
 // hand-off, not an error. For source pressure the Report carries Until, when
 // the provider may be called again. [Runner.Drain] recovers pending gaps

@@ -13,7 +13,7 @@ import (
 	"github.com/forage-go/forage/slice"
 )
 
-// hm returns 2024-01-15 h:m UTC, the day of seed 003's examples.
+// hm returns 2024-01-15 h:m UTC, the day of the decision matrix's examples.
 func hm(h, m int) time.Time { return time.Date(2024, 1, 15, h, m, 0, 0, time.UTC) }
 
 func rg(a, b time.Time) checkpoint.Range { return checkpoint.Range{Start: a, End: b} }
@@ -38,12 +38,12 @@ func equalRanges(a, b []checkpoint.Range) bool {
 	return slices.EqualFunc(a, b, func(x, y checkpoint.Range) bool { return x.Start.Equal(y.Start) && x.End.Equal(y.End) })
 }
 
-// TestPlanFillSeedMatrix pins every scenario of seed 003 (the gap-filling
-// decision matrix, its worked examples and its edge cases) to the windows
+// TestPlanFillDecisionMatrix pins every scenario of the gap-filling
+// decision matrix (its worked examples and its edge cases) to the windows
 // PlanFill returns. One-minute candles; "now" is 13:30:20, so the forming
 // candle is 13:30 and the wanted history ends at L = 13:30. "N records" of
 // existing data are N covered minutes ending where the gap starts.
-func TestPlanFillSeedMatrix(t *testing.T) {
+func TestPlanFillDecisionMatrix(t *testing.T) {
 	t.Parallel()
 	now := hm(13, 30).Add(20 * time.Second)
 	L := hm(13, 30)

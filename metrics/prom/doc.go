@@ -24,5 +24,6 @@
 //	forage_pacing_wait_seconds{provider}           histogram of the wait for a slot before an attempt
 //
 // A provider's series appear when it is made (the rate gauges) or first
-// reports, and stay until the process ends: one set per provider key.
+// reports, and stay until the registry drops the provider (Forget deletes
+// them): one set per provider key.
 package prom

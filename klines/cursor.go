@@ -9,7 +9,7 @@ import (
 
 // The cursor is opaque to the runner; to the Source it is text:
 //
-//	cursor  = base [ "~" seen ":" digest | "?" T [ "k" ] ]
+//	cursor  = base [ "~" seen ":" digest | "?" T [ "k" ] [ "r" ] ]
 //	base    = "" | last [ "k" [ cand ] ]
 //
 // every time in Unix milliseconds, the digest in hexadecimal.
@@ -28,13 +28,16 @@ import (
 //   - "?T": the provider answered no candle from the one after last up to
 //     T; the next slice confirms it with one request ([Source.Fetch]).
 //     "?Tk": the answer's first candle was at T (it started late).
+//     "?T…r": the claim an earlier process left, made again by this
+//     one's answer (see [Source.claim]): spelt apart from the cursor it
+//     replaces, so that the page making it is progress, not "caught up".
 type cursor struct {
 	last, cand, seen, confirm int64
 	sum                       uint64
 	count                     int
 	hasLast, hasCand          bool
 	hasSeen, hasConfirm       bool
-	confirmCandle             bool
+	confirmCandle, again      bool
 }
 
 // String encodes c.
@@ -55,6 +58,9 @@ func (c cursor) String() string {
 		if c.confirmCandle {
 			b = append(b, 'k')
 		}
+		if c.again {
+			b = append(b, 'r')
+		}
 	case c.hasSeen:
 		b = strconv.AppendInt(append(b, '~'), c.seen, 10)
 		b = strconv.AppendInt(append(b, ':'), int64(c.count), 10)
@@ -68,7 +74,7 @@ func (c cursor) bytes() []byte { return []byte(c.String()) }
 
 // base returns c without its pending confirmation or digest.
 func (c cursor) base() cursor {
-	c.hasSeen, c.hasConfirm, c.confirmCandle, c.seen, c.sum, c.count, c.confirm = false, false, false, 0, 0, 0, 0
+	c.hasSeen, c.hasConfirm, c.confirmCandle, c.again, c.seen, c.sum, c.count, c.confirm = false, false, false, false, 0, 0, 0, 0
 	return c
 }
 
@@ -86,6 +92,9 @@ func parseCursor(b []byte) (cursor, error) {
 	if i := strings.IndexByte(s, '?'); i >= 0 {
 		t := s[i+1:]
 		c.hasConfirm = true
+		if c.again = strings.HasSuffix(t, "r"); c.again {
+			t = t[:len(t)-1]
+		}
 		if c.confirmCandle = strings.HasSuffix(t, "k"); c.confirmCandle {
 			t = t[:len(t)-1]
 		}

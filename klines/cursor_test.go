@@ -27,6 +27,7 @@ func cursorGen() *rapid.Generator[cursor] {
 		switch rapid.IntRange(0, 2).Draw(t, "pending") {
 		case 1:
 			c.hasConfirm, c.confirm, c.confirmCandle = true, ms.Draw(t, "confirm"), rapid.Bool().Draw(t, "candle")
+			c.again = rapid.Bool().Draw(t, "again")
 		case 2:
 			if c.hasLast {
 				c.hasSeen, c.seen, c.count, c.sum = true, ms.Draw(t, "seen"), rapid.IntRange(1, 1000).Draw(t, "count"), rapid.Uint64().Draw(t, "sum")
@@ -44,6 +45,7 @@ func TestCursorSpellings(t *testing.T) {
 		"1": true, "-60000": true, "1k": true, "5k1": true, "?5": true, "?5k": true, "1k?5": true, "1k~9:3:af": true,
 		"": true, "k": false, "1k1": false, "1k2": false, "01": false, "1?01": false, "~1:1:1": false, "1~1:01:a": false,
 		"1~1:1:0a": false, "1~2:3:A": false, "1~2:3:+a": false, "1~2:0:a": false, "1~2:1001:a": false, "1?5?6": false, "1x": false,
+		"1k?5kr": true, "?5r": true, "1?5rk": false, "1?5rr": false, "1r": false, "1~9:3:afr": false,
 	} {
 		c, err := parseCursor([]byte(s))
 		if (err == nil) != ok || err == nil && c.String() != s {

@@ -1,6 +1,7 @@
 package klines
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -85,7 +86,7 @@ func (s *Source) ranged(ctx context.Context, sl slice.Slice, c cursor) (slice.Pa
 	if n == 0 { // a late start: confirm the stretch before it
 		late := c.base()
 		late.hasConfirm, late.confirm, late.confirmCandle = true, rows[0].OpenTime.UnixMilli(), true
-		return slice.Page[Candle]{Next: s.await(late)}, out
+		return slice.Page[Candle]{Next: s.claim(sl, late)}, out
 	}
 	next := onCandle(rows[n-1].OpenTime)
 	if n < len(rows) {
@@ -120,7 +121,21 @@ func (s *Source) empty(sl slice.Slice, c cursor) slice.Page[Candle] {
 	}
 	claim := c.base()
 	claim.hasConfirm, claim.confirm = true, end.UnixMilli()
-	return slice.Page[Candle]{Next: s.await(claim)}
+	return slice.Page[Candle]{Next: s.claim(sl, claim)}
+}
+
+// claim returns the cursor after sl that asks the next slice to confirm
+// the claim c, noted as this Source's own (see await). A claim the cursor
+// before already holds, left by an earlier process (this Source asks again
+// rather than confirm what it did not see made; see confirming) and made
+// again by this answer, is spelt apart from it (the "r" mark, toggled):
+// the same bytes would read as no progress, caught up, and leave the
+// stretch and everything after it unfetched run after run.
+func (s *Source) claim(sl slice.Slice, c cursor) []byte {
+	if bytes.Equal(c.bytes(), sl.After) {
+		c.again = !c.again
+	}
+	return s.await(c)
 }
 
 // accepted returns how many of the leading rows, checked and closed, of

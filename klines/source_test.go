@@ -146,7 +146,8 @@ func TestCappedProviderLeavesNoHole(t *testing.T) {
 // fixed Until in settled history, and nothing before (the symbol was
 // listed after Until): one request and its confirmation find no candle to
 // confirm the stretch, so nothing is covered and the cursor holds no
-// candle; a second run asks again (one request, no progress).
+// candle; a second run asks again (the stretch and its confirmation, two
+// requests, no progress, nothing covered).
 func TestEmptyHistoryIsNotCoveredWithoutACandle(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -164,8 +165,12 @@ func TestEmptyHistoryIsNotCoveredWithoutACandle(t *testing.T) {
 		if cov, _ := store.Coverage(context.Background(), "sim/NEWUSDT"); cov.Covers(checkpoint.Range{Start: from, End: from.Add(time.Minute)}) {
 			t.Fatalf("coverage %v, want none", cov)
 		}
-		if _, got = collect(t, src, store); len(got) != 0 || tr.n.Load() != 3 {
-			t.Fatalf("a second run made %d requests in all, want 3", tr.n.Load())
+		rep, got = collect(t, src, store)
+		if _, err := klines.DecodeCursor(rep.Cursor); len(got) != 0 || tr.n.Load() != 4 || err == nil {
+			t.Fatalf("a second run: %d candles, %d requests in all, report %+v; want none, 4, a cursor on no candle", len(got), tr.n.Load(), rep)
+		}
+		if cov, _ := store.Coverage(context.Background(), "sim/NEWUSDT"); cov.Covers(checkpoint.Range{Start: from, End: from.Add(time.Minute)}) {
+			t.Fatalf("coverage %v after the second run, want none", cov)
 		}
 	})
 }

@@ -91,8 +91,8 @@ type Config struct {
 	// It is consulted only after the head-first rule allowed the backfill
 	// (no head job of the provider is due or running), from inside the
 	// store's claim: it must be quick and must not call the scheduler.
-	// Nil means: with Budget set, the provider's breaker is closed, it is
-	// not paused, and its bulkhead saw no new saturation since the last
+	// Nil means: with Budget set, the provider's breaker is not open (a
+	// half-open one gets its probe), it is not paused, and its bulkhead saw no new saturation since the last
 	// check; without Budget, always.
 	Spare func(provider string) bool
 	// Budget is the host's registry of providers, if any: declared streams

@@ -246,7 +246,10 @@ func (s *Scheduler) spare(now time.Time) func(string) bool {
 			return true // never called yet: nothing in flight
 		}
 		snap := p.Snapshot()
-		if snap.Breaker != "closed" || snap.PausedUntil.After(now) {
+		// An open breaker has no budget to spare; a half-open one wants
+		// its probe, which only a call makes: held back, a provider with
+		// nothing but backfills would wait for good.
+		if snap.Breaker == "open" || snap.PausedUntil.After(now) {
 			return false
 		}
 		s.spareMu.Lock()

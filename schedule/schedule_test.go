@@ -163,6 +163,41 @@ func TestDefaultSpareReadsBudget(t *testing.T) {
 	}
 }
 
+// TestDefaultSpareProbesAHalfOpenBreaker: a provider whose breaker opened
+// gets no backfill while it is open; once the open period ends (half-open:
+// the breaker wants a probe) its backfill is claimed again, so the probe is
+// made. (A backfill waited for a closed breaker, which only a call can
+// close: a provider with nothing but backfills never ran again.)
+func TestDefaultSpareProbesAHalfOpenBreaker(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg, err := budget.NewRegistry(budget.RegistryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := provider(reg, "down")
+		for i := 0; p.Snapshot().Breaker != "open"; i++ {
+			if i == 100 {
+				t.Fatalf("the breaker is %q after 100 failures, want open", p.Snapshot().Breaker)
+			}
+			p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return forage.Outcome{Status: 500} }, budget.NoRetry())
+			time.Sleep(100 * time.Millisecond)
+		}
+		s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
+		upsert(t, s, time.Now(), schedule.Spec{Provider: "down", Kind: schedule.KindBackfill, Stream: "down"})
+		if got := claim(t, s, time.Now()); len(got) != 0 {
+			t.Fatalf("claimed %v while the breaker is open, want nothing", streams(got))
+		}
+		time.Sleep(time.Minute) // past the open period
+		if b := p.Snapshot().Breaker; b != "half-open" {
+			t.Fatalf("the breaker is %q a minute later, want half-open", b)
+		}
+		if got := streams(claim(t, s, time.Now())); !slices.Equal(got, []string{"down"}) {
+			t.Fatalf("claimed %v with the breaker half-open, want the backfill (the probe)", got)
+		}
+	})
+}
+
 // TestRunTwiceFails: a second concurrent Run is refused.
 func TestRunTwiceFails(t *testing.T) {
 	t.Parallel()

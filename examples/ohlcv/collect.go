@@ -339,13 +339,16 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 		return false, nil
 	}
 	// The budget ends before any stream's next chance to run: stop now
-	// rather than wait for the deadline.
+	// rather than wait for the deadline. Past the deadline, no stream
+	// runs again: a run in progress ends on it at its next attempt, and
+	// one not running is over (a job due but not claimed waited for good).
 	jobs, err := sched.Jobs(ctx, schedule.Query{})
 	if err != nil {
 		return false, nil // the memory store fails only when ctx ended
 	}
+	past := !time.Now().Before(d)
 	for _, j := range jobs {
-		if j.State == schedule.StateRunning || j.State.Active() && j.NextRun.Before(d) {
+		if j.State == schedule.StateRunning || j.State.Active() && j.NextRun.Before(d) && !past {
 			return false, nil
 		}
 	}

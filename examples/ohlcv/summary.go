@@ -56,7 +56,8 @@ type summary struct {
 	Streams []*streamStats `json:"streams"`
 }
 
-// gapInfo is one open gap record.
+// gapInfo is one open gap record, or, with ID 0, a catch-up that ended
+// without one: the deadline passed while it waited to run.
 type gapInfo struct {
 	ID     int64  `json:"id"`
 	Symbol string `json:"symbol"`
@@ -183,6 +184,21 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 		s.Status = "deferred"
 	case slices.ContainsFunc(s.Streams, func(st *streamStats) bool { return st.Last == "" && st.Runs > 0 }):
 		s.Status = "empty"
+	}
+	if s.Status == "done" || s.Status == "empty" {
+		// A catch-up that neither reached until nor stopped with a gap (the
+		// deadline passed while it waited to run) is never done: it is
+		// deferred, and says why.
+		why := "unfinished"
+		if r, spent := c.run.ExhaustedAt(time.Now()); spent {
+			why = string(r)
+		}
+		for _, sym := range c.o.symbols {
+			if ss := c.states[sym]; ss == nil || !ss.caughtUp && !ss.yielded && !ss.spent {
+				s.Status = "deferred"
+				s.Gaps = append(s.Gaps, gapInfo{Symbol: sym, Mode: checkpoint.CatchUp.String(), Reason: why})
+			}
+		}
 	}
 	return s
 }

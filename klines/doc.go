@@ -15,6 +15,14 @@
 // confirmed stretches without candles included, so a halted market is
 // covered rather than re-fetched forever.
 //
+// A candle is stored only once it is closed by this clock and by the
+// provider's: one that closed less than 10 minutes ago (two intervals, for
+// longer ones) must be followed by another in the answer (each request
+// asks one candle past its page for it), since a provider whose clock, or
+// feed, runs behind ours still serves it as forming, its values moving.
+// That recent stretch is never claimed empty either: it may not be
+// published yet.
+//
 // A provider may lie. Answers are checked (oldest first, on the interval's
 // boundaries, inside the asked span, no duplicates, prices and volumes
 // plain decimal numbers, at most 8 MiB, no redirect): a violation is a

@@ -69,16 +69,21 @@ func (s *Source) Fetch(ctx context.Context, sl slice.Slice) (slice.Page[Candle],
 // ranged fetches the first Page candles of sl's span; c is its cursor.
 func (s *Source) ranged(ctx context.Context, sl slice.Slice, c cursor) (slice.Page[Candle], forage.Outcome) {
 	r := sl.Range
+	// One candle more than the span, and than the page (up to Binance's
+	// most): the provider's showing it proves the page's last candle closed
+	// at the provider (see closed). It is never kept.
+	ask, limit := checkpoint.Range{Start: r.Start, End: r.End.Add(s.step)}, min(s.Page+1, maxPage)
 	rows, out := s.get(ctx, url.Values{
-		"startTime": {strconv.FormatInt(r.Start.UnixMilli(), 10)},
-		"endTime":   {strconv.FormatInt(r.End.UnixMilli()-1, 10)},
-		"limit":     {strconv.Itoa(s.Page)},
-	}, r, s.Page)
+		"startTime": {strconv.FormatInt(ask.Start.UnixMilli(), 10)},
+		"endTime":   {strconv.FormatInt(ask.End.UnixMilli()-1, 10)},
+		"limit":     {strconv.Itoa(limit)},
+	}, ask, limit)
 	if out.Err != nil {
 		return slice.Page[Candle]{}, out
 	}
 	s.saw(len(rows))
-	rows = s.closed(rows)
+	rows = s.closed(rows, r.End)
+	rows = rows[:min(len(rows), s.Page)]
 	if len(rows) == 0 {
 		return s.empty(sl, c), out
 	}
@@ -96,13 +101,23 @@ func (s *Source) ranged(ctx context.Context, sl slice.Slice, c cursor) (slice.Pa
 	return slice.Page[Candle]{Records: rows[:n], Next: next.bytes(), Covered: covered}, out
 }
 
-// closed returns the rows without the forming candle (rows are oldest
-// first, so it is last).
-func (s *Source) closed(rows []Candle) []Candle {
-	head := s.floor(s.now())
+// closed returns the rows that open before end and are closed, by this
+// clock and by the provider's (rows are oldest first): a row that opens at
+// or after end, or at or after the forming candle by this clock, is not
+// kept, and the last row kept, unless settled, must be followed by one in
+// the answer (ranged asks one candle past its span for it). A provider
+// whose clock runs behind ours serves the candle this clock just closed as
+// still forming, with values that move; stored, it would be final (the
+// sink upserts on the open time, and no later page asks for it again).
+// Withheld, it is fetched with its successor, a poll later.
+func (s *Source) closed(rows []Candle, end time.Time) []Candle {
+	end = minTime(end, s.floor(s.now()))
 	n := len(rows)
-	for n > 0 && !rows[n-1].OpenTime.Before(head) {
+	for n > 0 && !rows[n-1].OpenTime.Before(end) {
 		n--
+	}
+	if n == len(rows) && n > 0 && !rows[n-1].OpenTime.Before(s.settled()) {
+		n-- // no successor shown: perhaps still forming at the provider
 	}
 	return rows[:n]
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -142,6 +143,72 @@ func TestAClaimLeftByAnEarlierProcessIsMadeAgain(t *testing.T) {
 				for i := range want {
 					if !got[i].Equal(want[i]) {
 						t.Fatalf("candle %d at %v, want %v", i, got[i], want[i])
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestALaggingProviderNeverHasAFormingCandleStored: a provider whose clock
+// runs 3 s (or 4 minutes) behind ours still serves the candle this clock
+// has just closed as forming, its values moving. A catch-up just after the
+// close stores every candle with its final values, and not the one the
+// provider has yet to close: it waits for a page that shows the one after
+// it. (It was stored with the forming values, for good: the sink upserts
+// on the open time and no later page asks for it again.)
+func TestALaggingProviderNeverHasAFormingCandleStored(t *testing.T) {
+	t.Parallel()
+	for _, lag := range []time.Duration{3 * time.Second, 4 * time.Minute} {
+		t.Run(lag.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				time.Sleep(2 * time.Second) // just after a close, by our clock
+				cfg := providertest.Config{Now: func() time.Time { return time.Now().Add(-lag) },
+					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
+				srv, err := providertest.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				from := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
+				src := &klines.Source{Client: srv.Client(), Base: "http://x", Symbol: "BTCUSDT", Interval: "1m", Page: 1000, From: from}
+				var stored []klines.Candle
+				if err := src.Init(); err != nil {
+					t.Fatal(err)
+				}
+				p, _ := budget.NewLocal("sim", budget.Config{Adaptive: aimd.Config{Initial: 100}})
+				r, err := slice.New(slice.Config[klines.Candle]{
+					Stream: "sim/BTCUSDT/1m", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}), Provider: p, Source: src,
+					Sink: slice.SinkFunc[klines.Candle](func(_ context.Context, pg slice.Page[klines.Candle]) error {
+						stored = append(stored, pg.Records...)
+						return nil
+					}),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Two runs, 7 minutes apart: the second stores what the
+				// provider closed since, nothing skipped (a lag of minutes
+				// once had the minutes it had not published covered).
+				for i := range 2 {
+					if i > 0 {
+						time.Sleep(7 * time.Minute)
+					}
+					if rep, err := r.Run(context.Background(), nil); err != nil || rep.Reason != "" {
+						t.Fatalf("Run = %+v, %v", rep, err)
+					}
+				}
+				final, err := srv.KlinesAt(time.Now().Add(time.Hour), providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: from, End: time.Now(), Limit: 1000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				closedThere := time.Now().Add(-lag).Truncate(time.Minute) // the provider's forming candle
+				if want := int(closedThere.Sub(from) / time.Minute); len(stored) != want {
+					t.Fatalf("%d candles stored, want %d: every one the provider has closed", len(stored), want)
+				}
+				for i, c := range stored {
+					k := final[i]
+					if c.OpenTime.UnixMilli() != k.OpenTime || c.Close != k.Close || c.High != k.High || c.Low != k.Low || c.Volume != k.Volume {
+						t.Fatalf("candle %v stored as %+v, its final values are %+v: stored while forming", c.OpenTime, c, k)
 					}
 				}
 			})

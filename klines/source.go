@@ -57,7 +57,10 @@ type Source struct {
 	From time.Time
 	// Until bounds the collection: only candles that open before Until()
 	// are planned. Nil means the last closed candle: Now() floored to the
-	// interval, so the forming candle is never stored.
+	// interval, so the forming candle is never stored. Nor is one the
+	// provider may still be forming, its clock behind Now: a candle closed
+	// less than 10 minutes ago (two intervals, for longer ones) is stored
+	// once an answer shows the one after it.
 	Until func() time.Time
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -134,12 +137,12 @@ func (s *Source) lastBefore(t time.Time) time.Time { return s.floor(t.Add(-time.
 func (s *Source) Init() error {
 	step, err := Step(s.Interval)
 	if s.Page == 0 {
-		s.Page = 1000
+		s.Page = maxPage
 	}
 	switch {
 	case err != nil:
 		return invalid.Must("Source.Interval", `be a count and a unit s, m, h, d or w, e.g. "1m"`, fmt.Sprintf("%q", s.Interval))
-	case s.Page <= 0 || s.Page > 1000:
+	case s.Page <= 0 || s.Page > maxPage:
 		return invalid.Must("Source.Page", "be in [1, 1000]", s.Page)
 	case s.Symbol == "":
 		return invalid.Must("Source.Symbol", `name the series, e.g. "BTCUSDT"`, `""`)
@@ -325,9 +328,22 @@ func (s *Source) saw(n int) {
 	}
 }
 
-// settled returns the open time from which candles may not be published
-// yet: two intervals before the forming candle. Earlier ones are history.
-func (s *Source) settled() time.Time { return s.floor(s.now()).Add(-2 * s.step) }
+// maxPage is the most candles Binance answers one request with.
+const maxPage = 1000
+
+// settleAfter is how long after it closes, by this clock, a candle is
+// history for certain (with two intervals, whichever is longer): a
+// provider whose clock or candle engine runs behind ours (by seconds of
+// clock skew, or minutes of a lagging feed) may not have closed, or even
+// published, a candle this clock says closed.
+const settleAfter = 10 * time.Minute
+
+// settled returns the open time from which candles may not be published,
+// or closed, at the provider yet: settleAfter (at least two intervals)
+// before the forming candle. Earlier ones are history.
+func (s *Source) settled() time.Time {
+	return s.floor(s.now().Add(-max(settleAfter, 2*s.step)))
+}
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {

@@ -231,8 +231,8 @@ func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 		{"duplicate", rows(base, 0, 1, 1, 2), "repeats the open time"},
 		{"shifted", "[" + row(base+1000) + "]", "not on a 1m boundary"},
 		{"before the span", rows(base, -1, 0), "outside the asked window"},
-		{"after the span", rows(base, 0, 24*60), "outside the asked window"},
-		{"more than asked", rows(base, 0, 1, 2, 3, 4, 5), "6 rows, more than the 5 asked"},
+		{"after the span", rows(base, 0, 24*60+1), "outside the asked window"},                // one past it is asked for, as the proof the last one closed
+		{"more than asked", rows(base, 0, 1, 2, 3, 4, 5, 6), "7 rows, more than the 6 asked"}, // a page of 5 and the one after
 		{"a newline in a value", value(3, "1.5\n"+itoa(base)+",6.66,6.66,6.66,6.66,6.66"), `row 1: the close at 2030-01-01 00:01:00 +0000 UTC is "1.5\n`},
 		{"NaN", value(0, "NaN"), `the open at 2030-01-01 00:01:00 +0000 UTC is "NaN", not a decimal number`},
 		{"Inf", value(1, "+Inf"), `the high at 2030-01-01 00:01:00 +0000 UTC is "+Inf"`},
@@ -365,9 +365,12 @@ func TestPageCoversOnlyWhatWasReceived(t *testing.T) {
 		{"empty in settled history, nothing to confirm it", []int{600}, 0, "", m(60), []step{
 			{"?" + ms(60), checkpoint.Range{}, 0},
 			{"?" + ms(60), checkpoint.Range{}, 0}}}, // no progress: nothing covered
-		{"empty up to the head after a candle", []int{0}, 0, ms(0) + "k", head, []step{
-			{ms(0) + "k?" + ms(day-2), checkpoint.Range{}, 0},
-			{ms(day-3) + "k" + ms(0), checkpoint.Range{Start: m(1), End: m(day - 2)}, 0}}},
+		{"empty up to the head after a candle", []int{0}, 0, ms(0) + "k", head, []step{ // settled: 10 minutes before the head
+			{ms(0) + "k?" + ms(day-10), checkpoint.Range{}, 0},
+			{ms(day-11) + "k" + ms(0), checkpoint.Range{Start: m(1), End: m(day - 10)}, 0}}},
+		{"the last candle shown, not settled, waits for the next", []int{day - 3, day - 2}, 0, ms(day - 4), head, []step{
+			{ms(day-3) + "k", checkpoint.Range{Start: m(day - 3), End: m(day - 2)}, 1}, // day-2 may be forming at the provider
+			{ms(day-3) + "k", checkpoint.Range{}, 0}}},                                 // no progress until the provider shows day-1
 		{"empty near the head", nil, 0, ms(day - 3), head, []step{{ms(day - 3), checkpoint.Range{}, 0}}},
 		{"the forming candle is dropped", []int{day - 2, day - 1, day}, 0, ms(day - 2), head.Add(time.Hour), []step{
 			{ms(day-1) + "k", checkpoint.Range{Start: m(day - 1), End: head}, 1}}},

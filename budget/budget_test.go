@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,6 +256,37 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 			t.Fatal("circuit_open must be source pressure, not exhaustion")
 		}
 	})
+}
+
+// TestOpenBreakerNamesTheLastFailure: the circuit_open stop says what the
+// provider did, not only that the breaker is open: the last failure's
+// status, or, for an attempt that got no answer, its error with the URL's
+// query values masked; never an answer's body.
+func TestOpenBreakerNamesTheLastFailure(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		out  forage.Outcome
+		want string
+	}{
+		{"refused", forage.Outcome{Err: forage.Mark(errors.New(`Get "http://h/x?apikey=S3CRET": dial tcp 127.0.0.1:1: connect: connection refused`), forage.Transient)}, "connection refused"},
+		{"502", forage.Outcome{Status: 502, Err: errors.New("body: S3CRET")}, "the last failure: HTTP 502"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := fast()
+			cfg.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: time.Minute}
+			p := newLocal(t, cfg)
+			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return tc.out }, budget.NoRetry())
+			err := p.Do(context.Background(), nil, status(200, 0))
+			var stop *budget.Error
+			if !errors.As(err, &stop) || stop.Reason != forage.ReasonCircuitOpen || !errors.Is(err, breaker.ErrOpen) {
+				t.Fatalf("%s: Do = %v, want circuit_open", tc.name, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "S3CRET") {
+				t.Fatalf("%s: Do = %q, want it to name %q and no secret", tc.name, msg, tc.want)
+			}
+		})
+	}
 }
 
 // TestReasons pins the reason of every kind of stop.

@@ -11,6 +11,7 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/retry"
 )
 
@@ -153,6 +154,9 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		p.bans.Store(0) // a ban in a row needs no success in between
 	}
 	p.feedback(start, end, &out, class)
+	if class == forage.Transient || class == forage.Overloaded {
+		p.failed(out)
+	}
 	done(class)
 	p.end(class, out.Latency)
 	if class == forage.Canceled {
@@ -202,11 +206,27 @@ func (p *Local) classify(out *forage.Outcome) forage.Class {
 }
 
 // fastFail is the stop for a call the breaker refused: no attempt made, the
-// run's admit given back.
+// run's admit given back. Its error names the last failure the breaker
+// counted, so "circuit open" says what the provider did (refused
+// connections, a timeout, 502s).
 func (p *Local) fastFail(run *Run, err error) error {
 	run.unadmit()
 	p.n.fastFails.Add(1)
+	if last := p.lastFail.Load(); last != nil {
+		err = fmt.Errorf("%w (the last failure: %s)", err, *last)
+	}
 	return &Error{Provider: p.key, Reason: forage.ReasonCircuitOpen, Until: p.until(forage.ReasonCircuitOpen), Err: err}
+}
+
+// failed notes the cause of a failed attempt for fastFail: the status of
+// an answer (never its body), or the redacted error of an attempt that got
+// none (refused connection, unknown host, timeout).
+func (p *Local) failed(out forage.Outcome) {
+	why := fmt.Sprintf("HTTP %d", out.Status)
+	if out.Status == 0 && out.Err != nil {
+		why = redact.String(out.Err.Error())
+	}
+	p.lastFail.Store(&why)
 }
 
 // release gives back a bulkhead slot.

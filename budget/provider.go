@@ -79,9 +79,10 @@ type Local struct {
 	sh  sharer   // the provider's lease in cfg.Shares (see share.go)
 	op  operator // an operator's status, read from cfg.Records (see status.go)
 
-	bans     atomic.Int32 // bans in a row since the last success (see Config.BanPause)
-	banMu    sync.Mutex   // guards banUntil
-	banUntil time.Time    // the end of the latest ban's pause
+	lastFail atomic.Pointer[string] // the last failed attempt's cause, redacted (see fastFail)
+	bans     atomic.Int32           // bans in a row since the last success (see Config.BanPause)
+	banMu    sync.Mutex             // guards banUntil
+	banUntil time.Time              // the end of the latest ban's pause
 
 	n counters
 }

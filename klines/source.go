@@ -148,6 +148,9 @@ func (s *Source) Init() error {
 		return invalid.Must("Source.Symbol", `name the series, e.g. "BTCUSDT"`, `""`)
 	case s.Base == "":
 		return invalid.Must("Source.Base", `be the REST base URL, e.g. "https://api.binance.com"`, `""`)
+	case !baseURL(s.Base):
+		return invalid.Must("Source.Base", "be an http or https URL with a host (and a port in [1, 65535]), and no query or fragment: the request's path and query follow it",
+			fmt.Sprintf("%q", redact.URL(s.Base)))
 	}
 	s.step = step
 	client := http.DefaultClient
@@ -326,6 +329,20 @@ func (s *Source) saw(n int) {
 			return
 		}
 	}
+}
+
+// baseURL reports whether base can be the start of a request URL: http or
+// https, a host, a port (if any) in [1, 65535], and no query or fragment.
+func baseURL(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return false
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		return err == nil && n >= 1 && n <= 65535
+	}
+	return true
 }
 
 // maxPage is the most candles Binance answers one request with.

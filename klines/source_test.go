@@ -517,18 +517,27 @@ func TestInitNamesTheBadField(t *testing.T) {
 		{func(s *klines.Source) { s.Page = 1001 }, "Page"},
 		{func(s *klines.Source) { s.Symbol = "" }, "Symbol"},
 		{func(s *klines.Source) { s.Base = "" }, "Base"},
+		// A query would take the request's path into it (requests went to
+		// "/" and failed 404); a port out of range fails every request.
+		{func(s *klines.Source) { s.Base = "http://x/?apikey=SECRET" }, "Base"},
+		{func(s *klines.Source) { s.Base = "http://x/#f" }, "Base"},
+		{func(s *klines.Source) { s.Base = "http://x:99999999" }, "Base"},
+		{func(s *klines.Source) { s.Base = "ftp://x" }, "Base"},
+		{func(s *klines.Source) { s.Base = "x.example" }, "Base"},
 	} {
 		src := valid()
 		tc.edit(&src)
 		err := src.Init()
 		want := "klines: Source." + tc.field + " must "
-		if !errors.Is(err, klines.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), want) {
-			t.Errorf("Init with a bad %s = %v, want ErrInvalidConfig starting %q", tc.field, err, want)
+		if !errors.Is(err, klines.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("Init with a bad %s = %v, want ErrInvalidConfig starting %q, no secret", tc.field, err, want)
 		}
 	}
-	src := valid()
-	if err := src.Init(); err != nil {
-		t.Fatalf("Init(valid) = %v", err)
+	for _, base := range []string{"http://x", "https://api.binance.com", "http://127.0.0.1:8080", "https://x/api/", "http://[::1]:80"} {
+		src := valid()
+		if src.Base = base; src.Init() != nil {
+			t.Errorf("Init with Base %q = %v, want nil", base, src.Init())
+		}
 	}
 	if def := (klines.Source{Base: "http://x", Symbol: "BTCUSDT", Interval: "1m"}); def.Init() != nil || def.Page != 1000 {
 		t.Errorf("Init with Page 0: Page %d; want the default, 1000", def.Page)

@@ -2,7 +2,9 @@ package slice_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,4 +246,34 @@ func TestPropDrainRecoversEveryRange(t *testing.T) {
 			t.Fatalf("a fill moved the checkpoint")
 		}
 	})
+}
+
+// TestGapOfAStopWithoutAnswerNamesTheCause: a stop after attempts that got
+// no answer at all (a refused connection, an unknown host) records a gap
+// whose reason names the cause, with the URL's query values masked: the
+// reason alone ("retry_budget") does not say the provider was unreachable.
+// A stop after an answer keeps the reason alone.
+func TestGapOfAStopWithoutAnswerNamesTheCause(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		stop *budget.Error
+		want string
+	}{
+		{&budget.Error{Reason: forage.ReasonRetryBudget, Err: errors.New(`Get "http://h/k?apikey=S3CRET": dial tcp 127.0.0.1:1: connect: connection refused`)},
+			`retry_budget: Get "http://h/k?apikey=REDACTED": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{&budget.Error{Reason: forage.ReasonThrottled, Status: 429, Err: errors.New("S3CRET body")}, "throttled"},
+	} {
+		g := newRig(40, 10)
+		var calls atomic.Int64
+		g.prov.stop = func() *budget.Error {
+			if calls.Add(1) > 1 {
+				return tc.stop
+			}
+			return nil
+		}
+		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Prefetch = slice.NoPrefetch })
+		if rep := run(t, r); len(rep.Gaps) != 1 || rep.Gaps[0].Reason != tc.want {
+			t.Fatalf("report %+v: want one gap, reason %q", rep, tc.want)
+		}
+	}
 }

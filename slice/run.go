@@ -259,7 +259,13 @@ func (s *session[R]) deferStream(ctx context.Context, cursor []byte, stop *budge
 	if err := s.stopping(ctx, stop); err != nil {
 		return err
 	}
-	if _, err := s.addGap(ctx, checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: string(stop.Reason)}, stop); err != nil {
+	reason := string(stop.Reason)
+	if stop.Status == 0 && stop.Err != nil {
+		// No answer at all (refused connection, unknown host, timeout): the
+		// gap says why, as the provider's words would not.
+		reason = gapReason(stop.Reason, stop.Err)
+	}
+	if _, err := s.addGap(ctx, checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: reason}, stop); err != nil {
 		return err
 	}
 	return s.resolvePending(ctx)

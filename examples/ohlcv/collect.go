@@ -292,9 +292,15 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 				ss.spent = true // the gap is recorded; the budget ends every stream
 			}
 		case rep.Reason.SourcePressure() && rep.Until.Sub(now) >= longWait:
-			// Never silent: a provider's pause may be long.
+			// Never silent: a provider's pause may be long. The gap's
+			// reason names the cause when no answer came (a refused
+			// connection, say), which the reason alone does not.
+			why := string(rep.Reason)
+			if n := len(rep.Gaps); n > 0 {
+				why = rep.Gaps[n-1].Reason
+			}
 			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider pushed back (%s); waiting until %s (%s)\n",
-				sym, c.o.interval, mode, rep.Reason, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
+				sym, c.o.interval, mode, why, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
 		case rep.Reason == "" && !rep.Yielded && mode == checkpoint.CatchUp:
 			ss.caughtUp = true
 			c.progress[sym].caughtUp.Store(true)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,8 +116,14 @@ func parseCollect(args []string) (options, error) {
 		return o, badFlag("interval", "must be <n> followed by s, m, h, d or w, e.g. 1m", o.interval)
 	}
 	if o.baseURL != "" {
-		if u, err := url.Parse(o.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u, err := url.Parse(o.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			return o, badFlag("base-url", "must be an http:// or https:// URL", withoutSecrets(o.baseURL))
+		} else if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return o, badFlag("base-url", "must have no query or fragment (the request's path and query follow it)", withoutSecrets(o.baseURL))
+		} else if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return o, badFlag("base-url", "must have a port in [1, 65535]", withoutSecrets(o.baseURL))
+			}
 		}
 		o.baseURL = strings.TrimSuffix(o.baseURL, "/")
 	}

@@ -212,6 +212,8 @@ func TestBadFlagsFailWithOneLine(t *testing.T) {
 		{[]string{"-timeout", "-1s"}, "-timeout"},
 		{[]string{"-timeout", "soon"}, "-timeout"},
 		{[]string{"-base-url", "ftp://x"}, "-base-url"},
+		{[]string{"-base-url", "http://x:99999999"}, "-base-url must have a port"},
+		{[]string{"-base-url", "http://x/?apikey=K"}, "-base-url must have no query"},
 		{[]string{"-store", ""}, "-store"},
 		{[]string{"extra"}, "extra"},
 		{[]string{"export", "-symbol", "a/b"}, "-symbol"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -144,8 +145,12 @@ type flight[R any] struct {
 	// done receives the fetch's result, once (buffered: a fetch never
 	// waits for the run to look).
 	done chan fetched[R]
-	res  fetched[R] // the result, once in is set
-	in   bool       // whether the result was received from done
+	// started is closed when the fetch's first attempt begins, or when
+	// the fetch returns without one: the fetch after it calls the
+	// provider only then (see launch).
+	started chan struct{}
+	res     fetched[R] // the result, once in is set
+	in      bool       // whether the result was received from done
 }
 
 // wait returns the result of the fetch once it is in.
@@ -292,21 +297,41 @@ func (p *pipeline[R]) plan(ctx context.Context) {
 // launch starts the fetch of sl: inline when the pipeline holds one slice
 // at a time, else on a goroutine of its own whose context abandon cancels.
 // A panic of the Source's Fetch is carried over to the run's goroutine.
+//
+// A fetch ahead calls the provider only once the fetch before it began its
+// first attempt (or ended without one), so the run's budget admits the
+// slices' first attempts in slice order: a later slice never takes the
+// last request a run may make from the slice before it, whose stop would
+// throw its page away. The pacer books their slots in that order anyway.
 func (p *pipeline[R]) launch(ctx context.Context, sl Slice) *flight[R] {
-	f := &flight[R]{sl: sl, done: make(chan fetched[R], 1)}
+	f := &flight[R]{sl: sl, done: make(chan fetched[R], 1), started: make(chan struct{})}
 	if p.pred == nil {
-		f.done <- p.s.fetch(ctx, sl)
+		f.done <- p.s.fetch(ctx, sl, nil)
+		close(f.started)
 		return f
+	}
+	var before <-chan struct{}
+	if n := len(p.q); n > 0 {
+		before = p.q[n-1].started
 	}
 	fctx, cancel := context.WithCancel(ctx)
 	f.cancel = cancel
+	var once sync.Once
+	begin := func() { once.Do(func() { close(f.started) }) }
 	go func() {
 		defer func() {
+			begin()
 			if v := recover(); v != nil {
 				f.done <- fetched[R]{panicked: v}
 			}
 		}()
-		f.done <- p.s.fetch(fctx, sl)
+		if before != nil {
+			select {
+			case <-before:
+			case <-fctx.Done(): // abandoned: the fetch ends at once, canceled
+			}
+		}
+		f.done <- p.s.fetch(fctx, sl, begin)
 	}()
 	return f
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -703,5 +704,41 @@ func TestRunPrefetchKeepsAFarProviderBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestRequestCapIsSpentInSliceOrder: a run capped at n requests, fetching
+// ahead, spends them on its first n slices, in order, and lands them all:
+// a slice fetched ahead never takes an attempt the slice before it needed.
+// (A fetch ahead could be admitted first; the earlier slice then stopped
+// on request_cap, and the run threw away the later pages, or cancelled
+// the one request it had sent: runs capped at 1 request made none.)
+func TestRequestCapIsSpentInSliceOrder(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 2, 3, 5} {
+		for seed := range 20 {
+			synctest.Test(t, func(t *testing.T) {
+				g, w := aheadRig(100, 5)
+				g.ahead = newAhead(g.src, uint64(seed))
+				g.ahead.delay = func(int) time.Duration { return time.Duration(1+seed%3) * time.Millisecond }
+				p, err := budget.NewLocal("capped", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}, Burst: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.prov = nil
+				r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink, c.Provider = w, p })
+				run, err := budget.NewRun(budget.Envelope{MaxRequests: n})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := r.Run(context.Background(), run)
+				if err != nil || rep.Reason != forage.ReasonRequestCap || rep.Slices != n || string(rep.Cursor) != strconv.Itoa(5*n) {
+					t.Fatalf("cap %d, seed %d: Run = %+v, %v; want request_cap after %d slices, cursor %d", n, seed, rep, err, n, 5*n)
+				}
+				if err := g.sink.exactly(5 * n); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }

@@ -130,7 +130,7 @@ func (s *session[R]) slice(ctx context.Context, sl Slice) (Page[R], *budget.Erro
 	if stop, err := s.boundary(ctx); stop != nil || err != nil {
 		return Page[R]{}, stop, err
 	}
-	page, stop, err := s.land(sl, s.fetch(ctx, sl))
+	page, stop, err := s.land(sl, s.fetch(ctx, sl, nil))
 	if stop != nil || err != nil {
 		return Page[R]{}, stop, err
 	}
@@ -175,11 +175,15 @@ type fetched[R any] struct {
 
 // fetch gets sl through the provider, keeping the page of the successful
 // attempt. It reads no state a run changes, so fetches ahead run it
-// concurrently; [session.land] judges the result.
-func (s *session[R]) fetch(ctx context.Context, sl Slice) fetched[R] {
+// concurrently; [session.land] judges the result. begin, if set, is called
+// as each attempt begins.
+func (s *session[R]) fetch(ctx context.Context, sl Slice, begin func()) fetched[R] {
 	var page Page[R]
 	start := time.Now()
 	err := s.r.cfg.Provider.Do(ctx, s.run, func(actx context.Context) forage.Outcome {
+		if begin != nil {
+			begin()
+		}
 		var out forage.Outcome
 		page, out = s.r.cfg.Source.Fetch(actx, sl)
 		return out

@@ -58,6 +58,9 @@ func withoutSecrets(raw string) string {
 	if u.RawQuery != "" {
 		u.RawQuery = "..."
 	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "...", ""
+	}
 	return u.Redacted()
 }
 

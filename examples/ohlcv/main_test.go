@@ -214,6 +214,7 @@ func TestBadFlagsFailWithOneLine(t *testing.T) {
 		{[]string{"-base-url", "ftp://x"}, "-base-url"},
 		{[]string{"-base-url", "http://x:99999999"}, "-base-url must have a port"},
 		{[]string{"-base-url", "http://x/?apikey=K"}, "-base-url must have no query"},
+		{[]string{"-base-url", "http://x/#K"}, `-base-url must have no query or fragment (the request's path and query follow it) (got "http://x/#...")`},
 		{[]string{"-store", ""}, "-store"},
 		{[]string{"extra"}, "extra"},
 		{[]string{"export", "-symbol", "a/b"}, "-symbol"},

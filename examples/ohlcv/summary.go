@@ -232,7 +232,11 @@ func (s summary) print(w io.Writer, asJSON bool) error {
 	}
 	for _, st := range s.Streams {
 		if st.Last == "" && st.Runs > 0 && !st.Yielded {
-			fmt.Fprintf(&b, "  %s %s: no candle from the provider yet (not listed, or it answered none): nothing covered, the next run asks again\n", st.Symbol, st.Mode)
+			why := "not listed, or it answered none"
+			if s.OK == 0 {
+				why = "no answer yet"
+			}
+			fmt.Fprintf(&b, "  %s %s: no candle from the provider yet (%s): nothing covered, the next run asks again\n", st.Symbol, st.Mode, why)
 		}
 	}
 	for _, g := range s.Gaps {

@@ -51,9 +51,9 @@ func outageExchange(from, to, gapFrom, gapTo time.Time) *http.Client {
 	})}
 }
 
-// runCapped runs a catch-up stream of src (a new Source: a new process)
-// into store, at most maxRequests requests (0: no cap), and returns the
-// report and the candles written.
+// runCapped runs a catch-up stream of src (a new Source is a new process)
+// into store, with at most maxRequests requests (0: no cap), and returns
+// the report and the candles' open times in the order written.
 func runCapped(t *testing.T, src *klines.Source, store checkpoint.Store, maxRequests int) (slice.Report, []time.Time) {
 	t.Helper()
 	if err := src.Init(); err != nil {
@@ -65,8 +65,8 @@ func runCapped(t *testing.T, src *klines.Source, store checkpoint.Store, maxRequ
 	}
 	var got []time.Time
 	r, err := slice.New(slice.Config[klines.Candle]{
-		Stream: "sim/" + src.Symbol + "/1m", Mode: checkpoint.CatchUp, Store: store, Provider: p, Source: src,
-		Prefetch: slice.NoPrefetch,
+		Stream: "sim/" + src.Symbol + "/" + src.Interval, Mode: checkpoint.CatchUp, Store: store, Provider: p, Source: src,
+		Series: "sim/" + src.Symbol,
 		Sink: slice.SinkFunc[klines.Candle](func(_ context.Context, pg slice.Page[klines.Candle]) error {
 			for _, c := range pg.Records {
 				got = append(got, c.OpenTime)

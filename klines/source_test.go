@@ -43,36 +43,10 @@ func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // collect runs a catch-up stream of src into a memory sink until it stops
-// and returns the report, the candles' open times in the order written,
-// and the store.
+// and returns the report and the candles' open times in the order written.
 func collect(t *testing.T, src *klines.Source, store checkpoint.Store) (slice.Report, []time.Time) {
 	t.Helper()
-	if err := src.Init(); err != nil {
-		t.Fatal(err)
-	}
-	p, err := budget.NewLocal("sim", budget.Config{Adaptive: aimd.Config{Initial: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []time.Time
-	r, err := slice.New(slice.Config[klines.Candle]{
-		Stream: "sim/" + src.Symbol + "/" + src.Interval, Mode: checkpoint.CatchUp, Store: store, Provider: p, Source: src,
-		Series: "sim/" + src.Symbol,
-		Sink: slice.SinkFunc[klines.Candle](func(_ context.Context, pg slice.Page[klines.Candle]) error {
-			for _, c := range pg.Records {
-				got = append(got, c.OpenTime)
-			}
-			return nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := r.Run(context.Background(), nil)
-	if err != nil {
-		t.Fatalf("Run = %+v, %v", rep, err)
-	}
-	return rep, got
+	return runCapped(t, src, store, 0)
 }
 
 // contiguous fails unless got is every candle open time in [from, to), once,

@@ -172,6 +172,8 @@ type Controller struct {
 
 	mu          sync.Mutex
 	started     bool          // a response has been observed
+	inherited   bool          // restored from an earlier process's state, no success since (see inheritWindow)
+	inheritFrom time.Time     // when the first request after the restore was sent; zero before its answer
 	rate        float64       // requests/s
 	ceiling     float64       // learned ceiling W, requests/s; 0 = none yet
 	confirmed   bool          // the ceiling was met twice, or declared: the slow cycle

@@ -64,6 +64,16 @@ const (
 	// holdAfterPause is how long the rate holds at the start of an
 	// episode that began at the end of a pause (see held).
 	holdAfterPause = time.Second
+	// inheritWindow is how long after its first request a controller
+	// restored from an earlier process's state (see Controller.Restore)
+	// takes a refusal, before its first success, for that process's doing:
+	// its last requests may have left the provider's allowance spent (a
+	// supervisor restarts a crashed collector at once; processes that
+	// share a provider hand it on). Such a refusal pauses as it asks, but
+	// cuts neither the rate nor the ceiling, or each restart would lower
+	// them a step for good. A restored rate truly over the limit is cut at
+	// the next refusal.
+	inheritWindow = time.Second
 )
 
 // cutKind says why the rate is cut.

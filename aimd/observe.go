@@ -37,6 +37,12 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		c.pause(c.retryAfter(now, s, h)) // the provider's word on when to come back holds
 		return                           // a broken or canceled request says nothing about the rate
 	}
+	if c.inherited && c.inheritFrom.IsZero() {
+		c.inheritFrom = sent
+		if sent.IsZero() {
+			c.inheritFrom = now
+		}
+	}
 	kind := s.Class
 	c.noise.observe(kind == forage.Overloaded)
 	switch kind {
@@ -225,6 +231,7 @@ func (c *Controller) undo(now time.Time, b snapshot) {
 // success handles a served response: the end of a refusal episode, the
 // latency check, then a rate set by a windowed hint, or the climb.
 func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
+	c.inherited = false
 	if sent.IsZero() || sent.After(c.lastCut) {
 		c.okSinceCut++ // a late answer to a request sent before the cut is no news
 	}
@@ -278,6 +285,8 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	case !sent.IsZero() && !c.lastCut.IsZero() && !sent.After(c.lastCut):
 		c.confirm() // in flight at the last cut: an echo, which proves it
 	case echo:
+	case c.inherited && c.cuts == 0 && sent.Before(c.inheritFrom.Add(inheritWindow)):
+		// The earlier process's doing, maybe (see inheritWindow).
 	case c.okSinceCut > 0 || c.cuts == 0 || c.weight > 1:
 		// (A controller that sees a share of the traffic learns nothing
 		// from having had no success of its own since the last cut: the

@@ -114,6 +114,11 @@ type State struct {
 	// PausedUntil is the end of the pause the provider asked for; zero for
 	// none.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Throttled says the provider has refused with 429 or 418: it names its
+	// limit that way, so its 503s are read as failures, not as load
+	// shedding (see [Signal]). Restore never forgets it: a state without
+	// it leaves the controller's as it was.
+	Throttled bool `json:"throttled,omitempty"`
 }
 
 // State returns the controller's learned state, for [Controller.Restore] in
@@ -121,7 +126,7 @@ type State struct {
 func (c *Controller) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil}
+	return State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil, Throttled: c.throttled}
 }
 
 // Restore resumes from a state an earlier controller of the same provider
@@ -148,6 +153,7 @@ func (c *Controller) Restore(s State) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.throttled = c.throttled || s.Throttled
 	c.pause(s.PausedUntil)
 	c.heldUntil = c.pausedUntil
 	if s.Rate == 0 {
@@ -156,8 +162,10 @@ func (c *Controller) Restore(s State) error {
 	if !c.started {
 		// A state an earlier process learned: it may have left the
 		// provider's allowance anything but full at this one's first
-		// request, which the bucket fit takes it to be.
+		// request, which the bucket fit takes it to be, and the first
+		// refusals do not cut (see inheritWindow).
 		c.fits.drop()
+		c.inherited = true
 	}
 	c.started = true
 	was, wasCeiling, wasConfirmed := c.rate, c.ceiling, c.confirmed

@@ -53,7 +53,9 @@ func (p *Local) load(ctx context.Context) error {
 	p.rec.base, p.rec.saved = r, r
 	p.op.set(r.Status, r.Why)
 	now := time.Now()
-	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed}
+	// A provider that has refused for rate names its limit with 429: its
+	// 503s are failures, not load shedding, in this process too.
+	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed, Throttled: r.Throttled > 0}
 	until := r.PausedUntil
 	if cap := now.Add(p.cfg.MaxPause); until.After(cap) {
 		until = cap

@@ -379,7 +379,7 @@ func (p *pipeline[R]) gather(head *flight[R], page Page[R]) batch[R] {
 	b := batch[R]{first: head, last: head, pages: []Page[R]{page}, page: page}
 	for len(b.pages) < p.s.r.cfg.MaxBatch && len(p.q) > 0 && b.held() {
 		f := p.q[0]
-		if !f.ready() || f.res.panicked != nil || f.res.err != nil || checkPage(f.res.page) != nil ||
+		if !f.ready() || f.res.panicked != nil || f.res.err != nil || checkPage(f.sl, f.res.page) != nil ||
 			bytes.Equal(f.res.page.Next, f.sl.After) {
 			break
 		}

@@ -200,7 +200,7 @@ func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error
 		panic(f.panicked)
 	}
 	if f.err == nil {
-		if err := checkPage(f.page); err != nil {
+		if err := checkPage(sl, f.page); err != nil {
 			return Page[R]{}, nil, fmt.Errorf("slice: %v: slice after cursor %q: %w", r.key, sl.After, err)
 		}
 		return f.page, nil, nil
@@ -215,10 +215,13 @@ func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error
 	return Page[R]{}, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, sl.After, f.err)
 }
 
-// checkPage enforces the Source contract on a fetched page.
-func checkPage[R any](p Page[R]) error {
-	if len(p.Next) == 0 {
-		return fmt.Errorf("%w: Page.Next must not be empty", ErrInvalidPage)
+// checkPage enforces the Source contract on the page fetched for sl. An
+// empty Next with no records at a stream's very start says it has nothing
+// yet (no progress: caught up); anywhere else, or with records, the page
+// is broken (a source that forgot its cursor would fetch them for good).
+func checkPage[R any](sl Slice, p Page[R]) error {
+	if len(p.Next) == 0 && (len(sl.After) > 0 || len(p.Records) > 0) {
+		return fmt.Errorf("%w: Page.Next must not be empty (got %d records after cursor %q)", ErrInvalidPage, len(p.Records), sl.After)
 	}
 	if !p.Covered.IsZero() && p.Covered.Empty() {
 		return fmt.Errorf("%w: Page.Covered must be zero or non-empty (got %v)", ErrInvalidPage, p.Covered)

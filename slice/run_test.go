@@ -226,6 +226,43 @@ func TestRunRejectsInvalidPage(t *testing.T) {
 	}
 }
 
+// emptyStart is a stream with nothing yet: every fetch answers no records
+// and the cursor it was asked after, empty at the very start.
+type emptyStart struct{}
+
+func (emptyStart) Next(_ context.Context, cursor []byte, _ checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{After: cursor}, true, nil
+}
+
+func (emptyStart) Fetch(_ context.Context, sl slice.Slice) (slice.Page[rec], forage.Outcome) {
+	return slice.Page[rec]{Next: sl.After}, forage.Outcome{Status: 200}
+}
+
+// TestAnEmptyStreamAtItsStartIsCaughtUp: a stream whose provider has
+// nothing yet answers its first slice with no records and the empty cursor
+// it began at. That is no progress, so the run is caught up, with nothing
+// committed; it was an ErrInvalidPage failure (and under the scheduler a
+// failed job, backed off for up to an hour), because an empty Next was
+// refused even where it is the slice's own After.
+func TestAnEmptyStreamAtItsStartIsCaughtUp(t *testing.T) {
+	t.Parallel()
+	store := newStore(nil)
+	r, err := slice.New(slice.Config[rec]{Stream: stream, Mode: checkpoint.SteadyState, Store: store,
+		Provider: &fakeProvider{}, Source: emptyStart{}, Sink: newSink()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		rep, err := r.Run(context.Background(), nil)
+		if err != nil || rep.Slices != 0 || rep.Reason != "" || len(rep.Gaps) != 0 {
+			t.Fatalf("run %d of an empty stream: %+v, %v; want caught up: no error, no slice, no stop", i+1, rep, err)
+		}
+	}
+	if cp := store.load(t, steady); cp.Version != 0 {
+		t.Fatalf("an empty stream committed %+v", cp)
+	}
+}
+
 func TestRunStopsWhenSourceMakesNoProgress(t *testing.T) {
 	t.Parallel()
 	g := newRig(50, 10)

@@ -588,16 +588,24 @@ func (p *Local) fitBurst() {
 }
 
 // logRate records a change of the pacing rate from old to rate: a cut
-// (pressure seen) at Info, a climb at Debug, as a climb moves it often.
+// (the controller decreased for pressure it saw) at Info; a climb, or a
+// rate lowered without pressure (the rest of a provider's announced quota
+// spread over its window, a smaller share), at Debug, as they move it
+// often. p.mu is held.
 func (p *Local) logRate(old, rate float64) {
 	if p.cfg.Logger == nil {
 		return // no attributes to build
 	}
+	snap := p.ctl.Snapshot()
 	level, msg := slog.LevelDebug, "budget: rate raised"
-	if rate < old {
+	switch {
+	case rate < old && snap.Decreases > p.cutsSeen:
 		level, msg = slog.LevelInfo, "budget: rate cut"
+	case rate < old:
+		msg = "budget: rate lowered"
 	}
-	p.event(level, msg, slog.Float64("from", old), slog.Float64("to", rate), slog.Float64("ceiling", p.ctl.Snapshot().Ceiling))
+	p.cutsSeen = snap.Decreases
+	p.event(level, msg, slog.Float64("from", old), slog.Float64("to", rate), slog.Float64("ceiling", snap.Ceiling))
 }
 
 // ban pauses the provider for a ban answered at end: for the Retry-After

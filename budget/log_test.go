@@ -49,3 +49,32 @@ func TestProviderEventsAreLogged(t *testing.T) {
 		}
 	})
 }
+
+// TestSpreadingAnAnnouncedQuotaIsNoRateCut: a provider that announces a
+// window quota (100 per minute, what is left and when it resets) and
+// refuses nothing has the rest of its window spread evenly, which lowers
+// the rate a little on most responses. None of that is pressure: no Info
+// "rate cut" record (there was one every second or two, ceiling 0), only
+// Debug "rate lowered" ones.
+func TestSpreadingAnAnnouncedQuotaIsNoRateCut(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		cfg := fast()
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		p := newLocal(t, cfg)
+		start, left := time.Now(), 100
+		for range 40 {
+			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+				left--
+				reset := time.Minute - time.Since(start)
+				return forage.Outcome{Status: 200, Quota: forage.Quota{Limit: 100, Remaining: float64(left), Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset,
+					Reset: reset.Truncate(time.Second) + time.Second, Window: time.Minute}}
+			})
+		}
+		logs := out.String()
+		if strings.Contains(logs, `msg="budget: rate cut"`) || !strings.Contains(logs, `level=DEBUG msg="budget: rate lowered"`) {
+			t.Errorf("a quota spread over its window, nothing refused, logged as:\n%s", logs)
+		}
+	})
+}

@@ -71,6 +71,7 @@ type Local struct {
 	dirty     atomic.Bool   // the controller changed since the pacer last followed
 	rate      float64       // the rate last given to the pacer
 	pausedTil time.Time     // the pause last given to the pacer
+	cutsSeen  uint64        // the controller's decreases when the rate was last logged
 	savedTil  time.Time     // the pause last saved to cfg.Records
 	savedWhy  forage.Reason // the reason saved with savedTil
 	nextSave  time.Time     // when follow may next save the learned state

@@ -136,9 +136,14 @@ type Gap struct {
 	// Range is the time range left uncollected, if known. The zero Range
 	// means unknown; otherwise it must be non-empty.
 	Range Range
-	// Reason says why the run stopped, e.g. "request_cap", "deadline",
-	// "throttled". The budget package defines the vocabulary; the store
-	// keeps any non-empty string.
+	// Reason says why the run stopped: a reason of the root package's
+	// vocabulary, e.g. "request_cap", "deadline", "throttled". A stop the
+	// provider gave no answer for (unavailable, circuit_open, retry_budget:
+	// a refused connection, a timeout) or refused for good (permanent)
+	// adds ": " and
+	// the cause, redacted, e.g. "unavailable: dial tcp 10.0.0.1:443:
+	// connection refused"; group gaps by what comes before the first ':'.
+	// The store keeps any non-empty string.
 	Reason string
 	// Created is when the store recorded the gap, read from its clock.
 	// Assigned by AddGap.

@@ -17,7 +17,7 @@ import (
 
 // TestOutcomesAreLogged: what a run's end did to its job is one structured
 // record at an operator's level: a failure at Warn (its error redacted),
-// the provider's pushback and a deferral at Info with the reason and the
+// the provider's pushback (a spent quota told apart) and a deferral at Info with the reason and the
 // next run, an ordinary cycle only at Debug. A nil Logger stays silent.
 func TestOutcomesAreLogged(t *testing.T) {
 	t.Parallel()
@@ -26,6 +26,7 @@ func TestOutcomesAreLogged(t *testing.T) {
 			"fails":    errors.New("decode: unexpected EOF from https://api.example.com/x?apikey=K3Y-s3cr3t"),
 			"pressure": &budget.Error{Provider: "q", Reason: forage.ReasonThrottled, Until: time.Now().Add(time.Hour)},
 			"deferred": &budget.Error{Provider: "p", Reason: forage.ReasonRequestCap},
+			"quota":    &budget.Error{Provider: "r", Reason: forage.ReasonQuota, Until: time.Now().Add(time.Hour)},
 			"fine":     nil,
 		}
 		worker := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
@@ -36,8 +37,11 @@ func TestOutcomesAreLogged(t *testing.T) {
 		s, _ := newSched(t, schedule.Config{Logger: log}, worker)
 		for stream := range errs {
 			provider := "p"
-			if stream == "pressure" {
+			switch stream {
+			case "pressure":
 				provider = "q"
+			case "quota":
+				provider = "r"
 			}
 			upsert(t, s, time.Now(), schedule.Spec{Provider: provider, Kind: schedule.KindIncremental, Stream: stream, Interval: time.Hour})
 		}
@@ -48,6 +52,9 @@ func TestOutcomesAreLogged(t *testing.T) {
 			`stream=fails`,
 			`level=INFO msg="schedule: the provider pushed back; the job waits"`,
 			`reason=throttled`,
+			// A spent known quota is no pushback: no refusal came.
+			`level=INFO msg="schedule: a known quota is spent; the job waits for its reset"`,
+			`reason=quota`,
 			`level=INFO msg="schedule: run deferred: its budget is spent"`,
 			`reason=request_cap`,
 		} {

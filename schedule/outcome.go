@@ -131,7 +131,7 @@ func (s *Scheduler) logOutcome(j Job, o outcome) {
 	case outFailed:
 		level, msg = slog.LevelWarn, "schedule: run failed; backing off"
 	case outPressure:
-		level, msg = slog.LevelInfo, "schedule: the provider pushed back; the job waits"
+		level, msg = slog.LevelInfo, pressureMsg(o.err)
 	case outYielded:
 		level, msg = slog.LevelInfo, "schedule: the stream is held by another owner; the job waits"
 	case outRequeue:
@@ -151,6 +151,20 @@ func (s *Scheduler) logOutcome(j Job, o outcome) {
 		attrs = append(attrs, slog.String("err", redact.String(o.err.Error())))
 	}
 	l.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// pressureMsg is the message of a wait a provider's state imposed: a
+// spent quota (one the host declared, or one the provider announced) and
+// an operator's pause are not the provider pushing back, and an operator
+// reading the log should not look for refusals that never came.
+func pressureMsg(err error) string {
+	switch why, _ := budget.ReasonOf(err); why {
+	case forage.ReasonQuota:
+		return "schedule: a known quota is spent; the job waits for its reset"
+	case forage.ReasonPaused:
+		return "schedule: the provider is paused by an operator; the job waits"
+	}
+	return "schedule: the provider pushed back; the job waits"
 }
 
 // deleteDone deletes a gap fill that finished, if it is still as this

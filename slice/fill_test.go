@@ -3,6 +3,7 @@ package slice_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/gcra"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -262,6 +264,11 @@ func TestGapOfAStopWithoutAnswerNamesTheCause(t *testing.T) {
 		{&budget.Error{Reason: forage.ReasonRetryBudget, Err: errors.New(`Get "http://h/k?apikey=S3CRET": dial tcp 127.0.0.1:1: connect: connection refused`)},
 			`retry_budget: Get "http://h/k?apikey=REDACTED": dial tcp 127.0.0.1:1: connect: connection refused`},
 		{&budget.Error{Reason: forage.ReasonThrottled, Status: 429, Err: errors.New("S3CRET body")}, "throttled"},
+		// A run's spent clock: the pacer's "next slot after the deadline"
+		// is no cause, and a gap reason that carried it could not be
+		// grouped by reason.
+		{&budget.Error{Reason: forage.ReasonDeadline, Err: fmt.Errorf("%w (wait 770ms)", gcra.ErrWouldExceedDeadline)}, "deadline"},
+		{&budget.Error{Reason: forage.ReasonRequestCap, Err: errors.New("cap")}, "request_cap"},
 	} {
 		g := newRig(40, 10)
 		var calls atomic.Int64

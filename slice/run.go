@@ -267,9 +267,11 @@ func (s *session[R]) deferStream(ctx context.Context, cursor []byte, stop *budge
 		return err
 	}
 	reason := string(stop.Reason)
-	if stop.Status == 0 && stop.Err != nil {
+	if stop.Status == 0 && stop.Err != nil && stop.Reason != forage.ReasonDeadline && stop.Reason != forage.ReasonRequestCap {
 		// No answer at all (refused connection, unknown host, timeout): the
-		// gap says why, as the provider's words would not.
+		// gap says why, as the provider's words would not. A run's spent
+		// clock or request cap is its own why (its error is the pacer's
+		// "the next slot comes after the deadline").
 		reason = gapReason(stop.Reason, stop.Err)
 	}
 	if _, err := s.addGap(ctx, checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: reason}, stop); err != nil {

@@ -251,8 +251,14 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 // request in flight was refused too, so the rate really was over the limit
 // and the refusal that cut was no fluke. After slow start, the ceiling
 // moves up to the rate the overshoot began at.
+//
+// A ceiling that a long refusal's delivered rate set (see applyQuota) is
+// not confirmed so: the requests in flight when the provider started
+// refusing for long are refused whatever the rate, so their refusals prove
+// nothing about it. (Confirmed by the echoes of a 2-minute ban, a rate of
+// 0.3/s, what 35 requests over the ban's cycle made, held for good.)
 func (c *Controller) confirm() {
-	if c.confirmed || c.ceiling == 0 {
+	if c.confirmed || c.ceiling == 0 || c.ceiling == c.quotaCeil {
 		return
 	}
 	c.confirmed = true

@@ -125,6 +125,14 @@
 //     seconds.
 //   - After a long refusal (a spent fixed window, a ban) the rate and
 //     ceiling drop to what the provider actually delivered over the cycle.
+//     For a window that is its rate; for a ban it is far too low (a few
+//     seconds of traffic over a two-minute ban: a fraction of a request a
+//     second), and nothing in one cycle tells them apart. So it is a
+//     guess, unconfirmed, probed above at once, and the refusals of the
+//     requests in flight when the refusal began do not confirm it (they
+//     are refused whatever the rate). A window spent again confirms it; a
+//     provider 30 ms away banned for two minutes is served at its limit
+//     again within a minute of the ban's end.
 //
 // A [Signal.Quota] parsed from rate-limit headers paces directly. A windowed quota
 // (Limit per Window) caps the rate at Limit/Window and sets it to

@@ -354,12 +354,14 @@ func (c *Controller) declare(h hint) {
 // The estimate is confirmed when it lands near the ceiling already learned
 // (the same quota, spent again); otherwise it may be far too low (a ban
 // counted in the cycle, a slow start ramp in the productive period) and the
-// faster unconfirmed cycle probes above it.
+// faster unconfirmed cycle probes above it. The refusals of the requests
+// in flight when the long refusal began do not confirm it (see confirm).
 func (c *Controller) applyQuota(est float64) {
 	est = c.clamp(est)
 	c.rate = min(c.rate, est)
 	if c.ceiling == 0 || est < c.ceiling {
 		c.ceiling, c.confirmed = est, c.near(est)
+		c.quotaCeil = est
 	}
 	c.fitClimb()
 }

@@ -45,6 +45,10 @@ type simServer struct {
 	bans    int
 	banTill time.Duration
 	viol    []time.Duration
+	// banAt, when set, bans the client at the first request at or after
+	// it, for banFor, whatever its rate: another client behind the same
+	// address, or an earlier process, drew the ban.
+	banAt time.Duration
 	// spurious are times at which the first request sent refuses although
 	// it conforms: a burst the client itself made, or a hiccup of the
 	// provider. It does not count against the limit nor as a violation.
@@ -61,6 +65,10 @@ type reply struct {
 
 // take decides the request sent at at.
 func (s *simServer) take(at time.Duration) reply {
+	if s.banAt > 0 && at >= s.banAt {
+		s.banAt, s.banTill = 0, at+s.banFor
+		s.bans++
+	}
 	if at < s.banTill {
 		return reply{kind: forage.Throttled, retryAfter: wholeSeconds(s.banTill - at)}
 	}

@@ -165,6 +165,9 @@ func word(w string, st state) (string, state) {
 		return Mask, plain
 	case keyed, authKeyed:
 		if w[0] == ':' || w[0] == '=' {
+			if opener(w[1:]) {
+				return w, st + 2 // ":[]string{", ":[": the value is the next word
+			}
 			return w[:1] + Mask, plain
 		}
 	}
@@ -190,6 +193,11 @@ func word(w string, st state) (string, state) {
 	case q >= 0 && (i < 0 || i >= q): // a query string, secret keys in it or none
 		return w[:q] + Query(w[q:]), st
 	case i >= 0 && i+1 < len(w): // a secret key and its value ("token:…", "k=…")
+		if auth && isAuthScheme(strings.TrimLeft(w[i+1:], "[{('")) {
+			// "Authorization:Bearer", "Authorization:[Bearer" (a Go map):
+			// the scheme stays, the credential is the next word.
+			return w, secret
+		}
 		return w[:i+1] + Mask, plain
 	}
 	return w, st
@@ -234,8 +242,12 @@ func secretSep(w string) (int, bool) {
 		if w[i] != '=' && w[i] != ':' {
 			continue
 		}
-		if k := SecretKey(w[keyStart(w, i):i]); k != "" {
-			return i, k == "authorization"
+		j := i
+		if j > 0 && w[j-1] == '\'' {
+			j-- // a single-quoted name: 'password': (Python's dict)
+		}
+		if k := SecretKey(w[keyStart(w, j):j]); k != "" {
+			return i, strings.HasSuffix(k, "authorization") // "map[Authorization:" too
 		}
 	}
 	return -1, false
@@ -269,13 +281,13 @@ func queryStart(w string) int {
 // and '.': a name ending with a suffix ("x-mbx-apikey", "access_token",
 // "client_secret"), or equal to a name.
 var (
-	secretSuffixes = []string{"apikey", "token", "secret", "signature", "password", "passwd", "authorization", "accesskey", "secretkey", "privatekey"}
+	secretSuffixes = []string{"apikey", "token", "secret", "signature", "password", "passwd", "passphrase", "authorization", "accesskey", "secretkey", "privatekey", "sign", "cookie", "credential"}
 	secretNames    = []string{"key", "sig", "auth", "pwd", "pass"}
 )
 
 // SecretKey returns name normalized (lower case, without '-', '_', '.',
 // '[' and ']') if it names a value [String] masks wherever it stands:
-// one ending with apikey, token, secret, signature, password, passwd,
+// one ending with apikey, token, secret, signature, password, passwd, passphrase, sign, cookie, credential,
 // authorization, accesskey, secretkey or privatekey ("api_key",
 // "X-MBX-APIKEY", "access_token", "client_secret"), or one of key, sig,
 // auth, pwd and pass; otherwise "". A name longer than 64 bytes, or with
@@ -322,6 +334,14 @@ func isAuthScheme(w string) bool {
 		}
 	}
 	return false
+}
+
+// opener reports whether w, what follows a secret key's ':' or '=' in its
+// word, only opens the value's brackets ("[", "{", "[]string{", as fmt
+// prints maps and http.Header): the value is the next word.
+func opener(w string) bool {
+	w = strings.TrimPrefix(w, "[]string")
+	return w != "" && strings.Trim(w, "[{(") == ""
 }
 
 // wordEnd returns the length of the word s starts with: up to the first

@@ -318,3 +318,39 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderCredentialsAreMasked: a fetcher that puts its request's
+// headers in its error (fmt's %v and %#v of an http.Header, a header
+// line with no space after the colon, a Python-style dict) has every
+// credential masked, exchanges' passphrases, signatures and cookies too.
+// Before, "Authorization:Bearer X" masked the scheme word and let X pass,
+// as did both forms of a printed http.Header, and a passphrase
+// (OK-ACCESS-PASSPHRASE, KC-API-PASSPHRASE), a signature header
+// (OK-ACCESS-SIGN), a cookie and an AWS Credential= went through whole.
+func TestHeaderCredentialsAreMasked(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`Authorization:Bearer S3CRET`,
+		`authorization=Bearer S3CRET`,
+		`map[Authorization:[Bearer S3CRET] X-Mbx-Apikey:[S3CRET]]`,
+		`http.Header{"Authorization":[]string{"Bearer S3CRET"}}`,
+		`request headers: map[Ok-Access-Passphrase:[S3CRET] Ok-Access-Key:[S3CRET]]`,
+		`OK-ACCESS-PASSPHRASE: S3CRET`,
+		`KC-API-PASSPHRASE=S3CRET`,
+		`OK-ACCESS-SIGN: S3CRET`,
+		`X-BAPI-SIGN: S3CRET`,
+		`Cookie: session=S3CRET`,
+		`Set-Cookie: sid=S3CRET; Path=/`,
+		`Authorization: AWS4-HMAC-SHA256 Credential=S3CRET/2024/us-east-1, Signature=S3CRET`,
+		`'password': 'S3CRET'`,
+		`{'api_key': 'S3CRET'}`,
+	} {
+		got := redact.String(in)
+		if strings.Contains(got, "S3CRET") {
+			t.Errorf("String(%q) = %q: a secret passes", in, got)
+		}
+		if again := redact.String(got); again != got {
+			t.Errorf("String(%q) = %q, then %q: not idempotent", in, got, again)
+		}
+	}
+}

@@ -215,6 +215,11 @@ func (f *Frontier) doneFunc(h *hostQueue, u string, run *Run) func(error) {
 func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) {
 	now := time.Now()
 	again, until := unsent(err, run, now)
+	if e := (*Error)(nil); errors.As(err, &e) && e.Provider != "" && e.Provider != h.key {
+		// Another host's stop: h's page was sent and redirected there.
+		// It is not h's to wait out, nor to send again.
+		again, until = false, time.Time{}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h.busy--

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -442,4 +443,41 @@ func BenchmarkReadyAt(b *testing.B) {
 	for b.Loop() {
 		reg.ReadyAt("h", now)
 	}
+}
+
+// TestFrontierRedirectToAPausedHostHoldsNoOneElseBack: a page of host a
+// that redirects to host b, which is paused, ends with b's stop. That
+// stop is b's: a's page was sent and answered, so it is not put back (it
+// would be sent again), and a is not set aside for b's pause. Before, a's
+// 20 other pages waited out b's 10 minutes.
+func TestFrontierRedirectToAPausedHostHoldsNoOneElseBack(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(1000)})
+		f, err := budget.NewFrontier(reg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 21 {
+			if err := f.Add(fmt.Sprintf("http://a.test/%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		u, done, _ := f.Next(t.Context())
+		done(&budget.Error{Provider: "b.test", Reason: forage.ReasonThrottled, Status: 429, Until: start.Add(10 * time.Minute)})
+		for range 20 {
+			v, done, ok := f.Next(t.Context())
+			if !ok || v == u {
+				t.Fatalf("Next = %q, %v after a's page %s redirected to a paused b; want another page of a", v, ok, u)
+			}
+			done(nil)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("a's other pages took %v, held back by b's pause", d)
+		}
+		if v, _, ok := f.Next(t.Context()); ok {
+			t.Errorf("Next = %q, true after every page; want false (the redirected page is not sent again)", v)
+		}
+	})
 }

@@ -98,3 +98,37 @@ func TestSlowHostDoesNotSlowTheOthers(t *testing.T) {
 		}
 	})
 }
+
+// TestFailedURLsAreNeverCalledFetched: a host whose every answer is a 500
+// has its URLs fail (the transport hands back its last answer once the
+// retries are spent, with no error), and the crawl says how many failed.
+// Before, fetch never looked at the status, and a crawl with every URL of
+// that host lost ended "every URL fetched".
+func TestFailedURLsAreNeverCalledFetched(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		base := &inMemory{busy: map[string]int{}, most: map[string]int{}}
+		p := plan{
+			hosts: []host{
+				{name: "fine", sim: providertest.Config{Latency: 10 * time.Millisecond}},
+				{name: "down", sim: providertest.Config{Latency: 10 * time.Millisecond, FaultRate: 1, Faults: []providertest.Fault{providertest.Fault500}}},
+			},
+			workers:     4,
+			perHost:     2,
+			urlsPerHost: 5,
+			duration:    10 * time.Minute,
+			maxRequests: 1000,
+			base: func(sims map[string]*providertest.Server) http.RoundTripper {
+				base.sims = sims
+				return base
+			},
+		}
+		res, err := crawl(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.stop == "every URL fetched" || !strings.Contains(res.stop, "5 URLs failed") {
+			t.Errorf("the crawl with the down host's 5 URLs lost stopped with %q; want 5 URLs failed", res.stop)
+		}
+	})
+}

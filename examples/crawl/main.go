@@ -36,6 +36,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/forage-go/forage/breaker"
@@ -188,6 +189,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	}
 
 	var wg sync.WaitGroup
+	var failed atomic.Int64
 	for range p.workers {
 		wg.Go(func() {
 			for {
@@ -195,12 +197,21 @@ func crawl(ctx context.Context, p plan) (result, error) {
 				if !ok {
 					return // the run is spent, or every URL is fetched
 				}
-				done(fetch(ctx, client, u))
+				err := fetch(ctx, client, u)
+				if err != nil && ctx.Err() == nil {
+					if _, budgeted := budget.ReasonOf(err); !budgeted {
+						failed.Add(1) // answered, but not with the page: never counted as fetched
+					}
+				}
+				done(err)
 			}
 		})
 	}
 	wg.Wait()
 	res := result{elapsed: time.Since(start), stop: "every URL fetched"}
+	if n := failed.Load(); n > 0 {
+		res.stop = fmt.Sprintf("%d URLs failed (the host's last answer was an error)", n)
+	}
 	if why, spent := run.Exhausted(); spent {
 		res.stop = why.String()
 	}
@@ -279,8 +290,9 @@ func urlsFor(base string, n int, now time.Time) []string {
 
 // fetch GETs u through the budgeted client and reads the answer. The
 // transport has already paced, retried within the run's budget and
-// returned the host's last answer; the error, if any, goes to the
-// frontier, which puts the URL back when the budget refused to send it.
+// returned the host's last answer; an answer that is not a page (a 4xx or
+// 5xx) is an error, and the error, if any, goes to the frontier, which
+// puts the URL back when the budget refused to send it.
 func fetch(ctx context.Context, client *http.Client, u string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -291,8 +303,15 @@ func fetch(ctx context.Context, client *http.Client, u string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
+	if _, err = io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		// The transport returns the host's last answer when retries
+		// are spent or not allowed: a 429, a 503, a 404 is no page.
+		return fmt.Errorf("%s: %s", req.URL.Host, resp.Status)
+	}
+	return nil
 }
 
 // progress prints a line every three seconds until ctx ends: each host's

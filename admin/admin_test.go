@@ -110,6 +110,9 @@ func TestHandlerUpsertBadInput(t *testing.T) {
 	for _, tc := range []struct{ body, field string }{
 		{`{`, "body"},
 		{`not json`, "body"},
+		// A second object was silently ignored, the first stored.
+		{`{"provider":"p","kind":"backfill","stream":"s"}{"provider":"b","kind":"backfill","stream":"s"}`, "body"},
+		{`{"provider":"p","kind":"backfill","stream":"s"} trailing`, "body"},
 		{`{"provider":"p","kind":"backfill","stream":"s","bogus":1}`, "bogus"},
 		{`{"provider":"p","kind":"backfill","stream":"s","interval_ms":"soon"}`, "interval_ms"},
 		{`{"provider":"p","kind":"backfill","stream":"s","priority":"high"}`, "priority"},

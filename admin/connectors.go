@@ -228,10 +228,8 @@ func (h *Handler) serveConnectorPause(status string) http.HandlerFunc {
 // decodeStatus reads a statusJSON body (an empty one if optional),
 // answering 400 (413 if too large) when it cannot.
 func decodeStatus(w http.ResponseWriter, r *http.Request, optional bool) (statusJSON, bool) {
-	dec := json.NewDecoder(r.Body) // bounded by ServeHTTP
-	dec.DisallowUnknownFields()
 	var in statusJSON
-	err := dec.Decode(&in)
+	err := decodeOne(r.Body, &in) // bounded by ServeHTTP
 	if err == nil || optional && errors.Is(err, io.EOF) {
 		return in, true
 	}

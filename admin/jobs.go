@@ -136,10 +136,8 @@ func (h *Handler) page(ctx context.Context, q schedule.Query, limit int, take fu
 }
 
 func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
-	dec := json.NewDecoder(r.Body) // bounded by ServeHTTP
-	dec.DisallowUnknownFields()
 	var in specJSON
-	if err := dec.Decode(&in); err != nil {
+	if err := decodeOne(r.Body, &in); err != nil { // bounded by ServeHTTP
 		code := http.StatusBadRequest
 		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
 			code = http.StatusRequestEntityTooLarge

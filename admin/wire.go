@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -124,4 +125,19 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeOne decodes the one JSON value a body holds into v, unknown fields
+// refused: anything after it (a second object, stray text) is an error, not
+// silently ignored.
+func decodeOne(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("admin: a body holds one JSON object, with nothing after it")
+	}
+	return nil
 }

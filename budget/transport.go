@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/forage-go/forage"
@@ -64,9 +65,16 @@ func RunFrom(ctx context.Context) *Run {
 }
 
 // HostKey returns the provider key of a request URL's host: lower case,
-// without the scheme's default port.
+// without a fully qualified name's trailing dot, the port without leading
+// zeros and without the scheme's default port. Every spelling of one
+// origin ("Example.com.", ":0443", ":443") shares one budget: a crawler
+// fed links written several ways must not send a server several times
+// its pace.
 func HostKey(req *http.Request) string {
-	host, port := strings.ToLower(req.URL.Hostname()), req.URL.Port()
+	host, port := strings.TrimSuffix(strings.ToLower(req.URL.Hostname()), "."), req.URL.Port()
+	if n, err := strconv.ParseUint(port, 10, 16); err == nil {
+		port = strconv.FormatUint(n, 10)
+	}
 	if (port == "80" && req.URL.Scheme == "http") || (port == "443" && req.URL.Scheme == "https") {
 		port = ""
 	}

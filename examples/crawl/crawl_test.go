@@ -37,6 +37,21 @@ func (m *inMemory) RoundTrip(req *http.Request) (*http.Response, error) {
 	return m.sims[name].Transport().RoundTrip(req)
 }
 
+// inMemoryPlan returns a plan that serves hosts in memory, under the
+// test's bubble, with a request cap of 1000, and the transport that
+// records each host's requests in flight.
+func inMemoryPlan(hosts ...host) (plan, *inMemory) {
+	base := &inMemory{busy: map[string]int{}, most: map[string]int{}}
+	return plan{
+		hosts:       hosts,
+		maxRequests: 1000,
+		base: func(sims map[string]*providertest.Server) http.RoundTripper {
+			base.sims = sims
+			return base
+		},
+	}, base
+}
+
 // TestSlowHostDoesNotSlowTheOthers crawls four hosts for 3s of fake time:
 // one whose provider is pinned at 40 req/s, one pinned at 2 req/s (a
 // limited host whose pacer would hold any worker sent to it), a strict one
@@ -52,24 +67,13 @@ func TestSlowHostDoesNotSlowTheOthers(t *testing.T) {
 		pin := func(r float64) func(*budget.Config) {
 			return func(c *budget.Config) { c.Adaptive = aimd.Config{Initial: r, Max: r} }
 		}
-		base := &inMemory{busy: map[string]int{}, most: map[string]int{}}
-		p := plan{
-			hosts: []host{
-				{name: "fast", sim: providertest.Config{Latency: 10 * time.Millisecond}, tune: pin(rate)},
-				{name: "limited", sim: providertest.Config{Latency: 10 * time.Millisecond}, tune: pin(2)},
-				{name: "strict", sim: providertest.Config{Limit: providertest.RateLimit(5, 1)}},
-				{name: "slow", sim: providertest.Config{Latency: 600 * time.Millisecond}},
-			},
-			workers:     5,
-			perHost:     perHost,
-			urlsPerHost: 500,
-			duration:    3 * time.Second,
-			maxRequests: 1000,
-			base: func(sims map[string]*providertest.Server) http.RoundTripper {
-				base.sims = sims
-				return base
-			},
-		}
+		p, base := inMemoryPlan(
+			host{name: "fast", sim: providertest.Config{Latency: 10 * time.Millisecond}, tune: pin(rate)},
+			host{name: "limited", sim: providertest.Config{Latency: 10 * time.Millisecond}, tune: pin(2)},
+			host{name: "strict", sim: providertest.Config{Limit: providertest.RateLimit(5, 1)}},
+			host{name: "slow", sim: providertest.Config{Latency: 600 * time.Millisecond}},
+		)
+		p.workers, p.perHost, p.urlsPerHost, p.duration = 5, perHost, 500, 3*time.Second
 		res, err := crawl(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
@@ -107,22 +111,11 @@ func TestSlowHostDoesNotSlowTheOthers(t *testing.T) {
 func TestFailedURLsAreNeverCalledFetched(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		base := &inMemory{busy: map[string]int{}, most: map[string]int{}}
-		p := plan{
-			hosts: []host{
-				{name: "fine", sim: providertest.Config{Latency: 10 * time.Millisecond}},
-				{name: "down", sim: providertest.Config{Latency: 10 * time.Millisecond, FaultRate: 1, Faults: []providertest.Fault{providertest.Fault500}}},
-			},
-			workers:     4,
-			perHost:     2,
-			urlsPerHost: 5,
-			duration:    10 * time.Minute,
-			maxRequests: 1000,
-			base: func(sims map[string]*providertest.Server) http.RoundTripper {
-				base.sims = sims
-				return base
-			},
-		}
+		p, _ := inMemoryPlan(
+			host{name: "fine", sim: providertest.Config{Latency: 10 * time.Millisecond}},
+			host{name: "down", sim: providertest.Config{Latency: 10 * time.Millisecond, FaultRate: 1, Faults: []providertest.Fault{providertest.Fault500}}},
+		)
+		p.workers, p.perHost, p.urlsPerHost, p.duration = 4, 2, 5, 10*time.Minute
 		res, err := crawl(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)

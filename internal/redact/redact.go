@@ -287,9 +287,10 @@ var (
 
 // SecretKey returns name normalized (lower case, without '-', '_', '.',
 // '[' and ']') if it names a value [String] masks wherever it stands:
-// one ending with apikey, token, secret, signature, password, passwd, passphrase, sign, cookie, credential,
-// authorization, accesskey, secretkey or privatekey ("api_key",
-// "X-MBX-APIKEY", "access_token", "client_secret"), or one of key, sig,
+// one ending with apikey, token, secret, signature, password, passwd,
+// passphrase, sign, cookie, credential, authorization, accesskey,
+// secretkey or privatekey ("api_key", "X-MBX-APIKEY", "access_token",
+// "client_secret", "OK-ACCESS-SIGN"), or one of key, sig,
 // auth, pwd and pass; otherwise "". A name longer than 64 bytes, or with
 // a byte a parameter name does not hold, is none.
 func SecretKey(name string) string {

@@ -23,7 +23,7 @@ func URL(raw string) string {
 	rest, query, hasQuery := strings.Cut(rest, "?")
 	var b strings.Builder
 	b.Grow(len(raw))
-	b.WriteString(maskUserinfo(rest))
+	b.WriteString(maskPathParams(maskUserinfo(rest)))
 	if hasQuery {
 		b.WriteByte('?')
 		b.WriteString(Query(query))
@@ -52,6 +52,27 @@ func maskUserinfo(s string) string {
 		return s
 	}
 	return s[:i+3] + Mask + s[i+3+at:]
+}
+
+// maskPathParams masks the values of the secret path parameters of s, a
+// URL without query or fragment: "/p;jsessionid=…".
+func maskPathParams(s string) string {
+	if !strings.Contains(s, ";") {
+		return s
+	}
+	parts := strings.Split(s, ";")
+	for i := 1; i < len(parts); i++ {
+		k, v, ok := strings.Cut(parts[i], "=")
+		if !ok || SecretKey(k) == "" {
+			continue
+		}
+		rest := ""
+		if j := strings.IndexByte(v, '/'); j >= 0 {
+			rest = v[j:]
+		}
+		parts[i] = k + "=" + Mask + rest
+	}
+	return strings.Join(parts, ";")
 }
 
 // Query returns the raw query q (without its "?") with every value
@@ -102,12 +123,15 @@ func isKey(k string) bool {
 //   - the value of a well-known secret key (see [SecretKey]) is masked
 //     wherever it stands: "token=…", "password:…", "secret: …", the
 //     JSON "api_key":"…", and "Authorization: Bearer …" (the scheme
-//     word stays).
+//     word stays);
+//   - a PEM block ("-----BEGIN … PRIVATE KEY-----" to its END line) is
+//     masked whole.
 //
-// Text with none of these, and any text without '=', ':' or '?', is
-// returned as it is. String is idempotent.
+// Text with none of these, and any text without '=', ':', '?', '%' and
+// "-----BEGIN", is returned as it is. String is idempotent.
 func String(s string) string {
-	if !strings.ContainsAny(s, "?=:") {
+	s = maskPEM(s)
+	if !strings.ContainsAny(s, "?=:%") {
 		return s
 	}
 	var b strings.Builder
@@ -129,6 +153,30 @@ func String(s string) string {
 		s = s[m:]
 	}
 	return b.String()
+}
+
+// maskPEM replaces every PEM block of s ("-----BEGIN … KEY-----" to its
+// "-----END …-----", or to the end of s when cut) by [Mask]: a private key
+// spans many words, and masking the one after its name would leave the
+// rest.
+func maskPEM(s string) string {
+	const begin, end, dashes = "-----BEGIN", "-----END", "-----"
+	for {
+		i := strings.Index(s, begin)
+		if i < 0 {
+			return s
+		}
+		stop := len(s)
+		if j := strings.Index(s[i:], end); j >= 0 {
+			stop = i + j + len(end)
+			if k := strings.Index(s[stop:], dashes); k >= 0 {
+				stop += k + len(dashes)
+			} else {
+				stop = len(s)
+			}
+		}
+		s = s[:i] + Mask + s[stop:]
+	}
 }
 
 // state is what the words before tell [String] about the next one.
@@ -239,7 +287,10 @@ func clean(w string) bool {
 // Authorization; -1 if there is none.
 func secretSep(w string) (int, bool) {
 	for i := 0; i < len(w); i++ {
-		if w[i] != '=' && w[i] != ':' {
+		end := i // the separator's last byte
+		if w[i] == '%' && i+2 < len(w) && (w[i+1:i+3] == "3D" || w[i+1:i+3] == "3d" || w[i+1:i+3] == "3A" || w[i+1:i+3] == "3a") {
+			end = i + 2 // "token%3D…", "api_key%3A…": percent-encoded
+		} else if w[i] != '=' && w[i] != ':' {
 			continue
 		}
 		j := i
@@ -247,7 +298,7 @@ func secretSep(w string) (int, bool) {
 			j-- // a single-quoted name: 'password': (Python's dict)
 		}
 		if k := SecretKey(w[keyStart(w, j):j]); k != "" {
-			return i, strings.HasSuffix(k, "authorization") // "map[Authorization:" too
+			return end, strings.HasSuffix(k, "authorization") // "map[Authorization:" too
 		}
 	}
 	return -1, false
@@ -281,14 +332,14 @@ func queryStart(w string) int {
 // and '.': a name ending with a suffix ("x-mbx-apikey", "access_token",
 // "client_secret"), or equal to a name.
 var (
-	secretSuffixes = []string{"apikey", "token", "secret", "signature", "password", "passwd", "passphrase", "authorization", "accesskey", "secretkey", "privatekey", "sign", "cookie", "credential"}
+	secretSuffixes = []string{"apikey", "token", "secret", "signature", "password", "passwd", "passphrase", "authorization", "accesskey", "secretkey", "privatekey", "sign", "cookie", "credential", "sessionid", "sessid"}
 	secretNames    = []string{"key", "sig", "auth", "pwd", "pass"}
 )
 
 // SecretKey returns name normalized (lower case, without '-', '_', '.',
 // '[' and ']') if it names a value [String] masks wherever it stands:
 // one ending with apikey, token, secret, signature, password, passwd,
-// passphrase, sign, cookie, credential, authorization, accesskey,
+// passphrase, sign, cookie, credential, sessionid, sessid, authorization, accesskey,
 // secretkey or privatekey ("api_key", "X-MBX-APIKEY", "access_token",
 // "client_secret", "OK-ACCESS-SIGN"), or one of key, sig,
 // auth, pwd and pass; otherwise "". A name longer than 64 bytes, or with
@@ -304,6 +355,16 @@ func SecretKey(name string) string {
 		switch {
 		case !isKeyByte(c):
 			return ""
+		case c == '%' && i+2 < len(name) && isHex(name[i+1]) && isHex(name[i+2]):
+			// A percent-encoded name ("api%5Fkey"): its byte decoded.
+			c = unhex(name[i+1])<<4 | unhex(name[i+2])
+			i += 2
+			if strings.IndexByte("-_.[]", c) >= 0 {
+				continue
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
 		case strings.IndexByte("-_.[]%", c) >= 0:
 			continue
 		case 'A' <= c && c <= 'Z':
@@ -414,4 +475,20 @@ func Clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + mark
+}
+
+// isHex reports whether c is a hexadecimal digit.
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// unhex returns the value of the hexadecimal digit c.
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }

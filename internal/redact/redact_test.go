@@ -354,3 +354,31 @@ func TestHeaderCredentialsAreMasked(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedAndMultiWordSecretsAreMasked: a secret key's name or its
+// separator percent-encoded ("api%5Fkey=", "token%3D"), a session id in a
+// URL's path parameters (";jsessionid="), and a private key in PEM, which
+// spans many words, are masked. Before, each went through whole, but for
+// the PEM block's first word.
+func TestEncodedAndMultiWordSecretsAreMasked(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`api%5Fkey=S3CRET`,
+		`token%3DS3CRET`,
+		`api_key%3AS3CRET`,
+		`GET https://host/p;jsessionid=S3CRET/x?a=1 failed`,
+		`private_key="-----BEGIN PRIVATE KEY----- S3CRET S3CRET -----END PRIVATE KEY-----" rejected`,
+		`key file: -----BEGIN RSA PRIVATE KEY----- S3CRET`,
+	} {
+		got := redact.String(in)
+		if strings.Contains(got, "S3CRET") {
+			t.Errorf("String(%q) = %q: a secret passes", in, got)
+		}
+		if again := redact.String(got); again != got {
+			t.Errorf("String(%q) = %q, then %q: not idempotent", in, got, again)
+		}
+	}
+	if got := redact.String("rejected: -----BEGIN CERTIFICATE----- S3CRET -----END CERTIFICATE----- at line 3"); got != "rejected: REDACTED at line 3" {
+		t.Errorf("a PEM block in the middle: %q", got)
+	}
+}

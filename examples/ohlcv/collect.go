@@ -38,6 +38,14 @@ const (
 	storeRetryWait  = 500 * time.Millisecond
 )
 
+// storeGrace is how long past the deadline a stream run may still hold
+// the command: a commit in progress ends within it. A run held longer
+// waits on a store that does not answer (a database host that hangs, or
+// a connection a dropped network left open), and the command is over
+// without it: ending it cancels the call, and the transaction it was in
+// commits nothing, so its checkpoint stays the last commit.
+const storeGrace = 5 * time.Second
+
 // longWait is the shortest wait after source pressure that is reported on
 // stderr.
 const longWait = 5 * time.Second
@@ -86,6 +94,9 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		key = u.Host
 	}
 	be, err := openBackend(ctx, o.store, o.schema)
+	if err == nil && e.wrap != nil {
+		be = e.wrap(be)
+	}
 	if err != nil {
 		locked := errors.Is(err, checkpoint.ErrLocked)
 		if uerr := (usageError{}); o.json && !errors.As(err, &uerr) {
@@ -353,6 +364,9 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 		return false, nil // the memory store fails only when ctx ended
 	}
 	past := !time.Now().Before(d)
+	if past && time.Since(d) >= storeGrace {
+		return true, nil // a run still in progress waits on a store that does not answer
+	}
 	for _, j := range jobs {
 		if j.State == schedule.StateRunning || j.State.Active() && j.NextRun.Before(d) && !past {
 			return false, nil

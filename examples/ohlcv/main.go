@@ -120,6 +120,9 @@ type env struct {
 	// not drawn as bars. Zero means never (the tests', whose stderr holds
 	// only what they check).
 	lineEvery time.Duration
+	// wrap, if set, wraps the store the command opened (the tests', to
+	// make it fail or hang). Nil leaves it as it is.
+	wrap func(backend) backend
 }
 
 // loopback serves the embedded exchange on a 127.0.0.1 port, over real HTTP.

@@ -203,6 +203,7 @@ type Controller struct {
 	prevEp      episodeRecord // the episode before this one, for the two-point estimate
 	shortCut    bool          // the last cut came too soon after the one before to measure an episode
 	refusals    refusalLog    // recent overshoots, for the refusal budget
+	violations  refusalLog    // recent refused requests, echoes and other processes' too (see State.Refusals)
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	nearSince   time.Time     // since when the rate has been near the ceiling (jitterShare), since the last cut

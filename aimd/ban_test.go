@@ -2,9 +2,14 @@ package aimd_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -47,4 +52,88 @@ func TestRateRecoversAfterABan(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRefusalsCarryOver: the refusals of the last minute are part of the
+// state a controller exports, and Restore adds them to its own, each once
+// (idempotent, in any order), dropping those outside the minute (or more
+// than a second ahead: another clock, or garbage), the latest eight kept.
+// A controller that sees a share of the traffic and restored them spends
+// no more of the minute's refusal budget: with three it does not probe
+// above its ceiling, where one without them does. (Processes sharing a
+// provider each counted only their own, and a provider that bans at five
+// refusals a minute counts all of theirs: banned in 6 of 6 runs of four
+// examples/ohlcv processes.)
+func TestRefusalsCarryOver(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		now := time.Now()
+		draw := func(label string) []time.Time {
+			// Well inside the minute (and the second ahead), or well outside:
+			// Restore reads the clock a little later.
+			in := rapid.Int64Range(int64(-59*time.Second), int64(900*time.Millisecond))
+			out := rapid.OneOf(rapid.Int64Range(int64(-2*time.Minute), int64(-61*time.Second)), rapid.Int64Range(int64(1100*time.Millisecond), int64(2*time.Second)))
+			offs := rapid.SliceOfN(rapid.OneOf(in, in, out), 0, 12).Draw(rt, label)
+			ts := make([]time.Time, len(offs))
+			for i, o := range offs {
+				ts[i] = now.Add(time.Duration(o))
+			}
+			return ts
+		}
+		a, b := draw("a"), draw("b")
+		restore := func(sets ...[]time.Time) []time.Time {
+			c, err := aimd.New(aimd.Config{})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			for _, s := range sets {
+				if err := c.Restore(aimd.State{Refusals: s}); err != nil {
+					rt.Fatal(err)
+				}
+			}
+			return c.State().Refusals
+		}
+		ab, ba, abab := restore(a, b), restore(b, a), restore(a, b, a, b)
+		if !slices.EqualFunc(ab, ba, time.Time.Equal) || !slices.EqualFunc(ab, abab, time.Time.Equal) {
+			rt.Fatalf("restored a, b: %v; b, a: %v; a, b, a, b: %v; want the same", ab, ba, abab)
+		}
+		var want []time.Time
+		for _, x := range slices.Concat(a, b) {
+			if now.Sub(x) < time.Minute && x.Sub(now) <= time.Second && !slices.ContainsFunc(want, x.Equal) {
+				want = append(want, x)
+			}
+		}
+		slices.SortFunc(want, time.Time.Compare)
+		want = want[max(0, len(want)-8):]
+		if !slices.EqualFunc(ab, want, time.Time.Equal) {
+			rt.Fatalf("restored %v; want %v: each once, in order, those of the last minute (and a second ahead), the latest 8", ab, want)
+		}
+	})
+
+	synctest.Test(t, func(t *testing.T) {
+		// The budget restored holds the climb under the ceiling.
+		top := func(refusals []time.Time) float64 {
+			c, err := aimd.New(aimd.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetShare(0.25) // one of four processes
+			if err := c.Restore(aimd.State{Rate: 8, Ceiling: 10, Refusals: refusals}); err != nil {
+				t.Fatal(err)
+			}
+			peak := 0.0
+			for range 1500 { // 15 s of successes, 10 ms apart
+				time.Sleep(10 * time.Millisecond)
+				now := time.Now()
+				c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Sent: now.Add(-5 * time.Millisecond)})
+				peak = max(peak, c.RateAt(now))
+			}
+			return peak
+		}
+		now := time.Now()
+		free, spent := top(nil), top([]time.Time{now.Add(-20 * time.Second), now.Add(-10 * time.Second), now.Add(-time.Second)})
+		t.Logf("peak rate over 15 s from 8/s under a ceiling of 10/s: %.2f/s without refusals, %.2f/s with three in the last minute", free, spent)
+		if free <= 10 || spent > 10 {
+			t.Errorf("peak %.2f/s without refusals, %.2f/s with three; want over the ceiling, and at most it", free, spent)
+		}
+	})
 }

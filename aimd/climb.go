@@ -118,7 +118,9 @@ const (
 // second short episode in a row after a pause drops the rate to what the
 // provider admitted since the last refusal (refill); a fourth overshoot
 // within the refusal window, at the rate the last cut set, to what it
-// surely admitted (floor).
+// surely admitted (floor). A controller that sees a share of the traffic
+// measures neither: at the fourth overshoot within the window, its own or
+// another process's, its ceiling goes spreadCut under the refused rate.
 //
 // A new ceiling is confirmed when the overshoot lands near the previous
 // ceiling, or comes while probing above it within a cycle of the previous
@@ -227,6 +229,21 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// above chose, under the refusal cap.
 		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
 	}
+	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
+		// A fourth refused request within the refusal window, counting
+		// echoes and those of the other processes that call the provider
+		// (see State.Refusals), at a controller that only samples the
+		// provider's episodes: there is no floor to drop to. The ceiling
+		// goes spreadCut under the refused rate, unconfirmed, and the
+		// refusal cap keeps the climb under it until the refusals age
+		// out: a provider that bans at five counts every refused request
+		// of every process.
+		// The rate starts under that cap, not at the ceiling: 21.3/s under a
+		// limit of 20, held there for the minute, drew the fifth.
+		w = min(w, r0*spreadCut)
+		capShare, _ := refusalCap(c.violations.count(now) + 1)
+		rate, confirmed = min(rate, r0*beta, w*capShare), false
+	}
 	c.shortCut = est == 0 && why == cutOvershoot && c.cuts > 0
 	c.fitTop = 0
 	if !shared && why == cutOvershoot && c.cuts > 0 {
@@ -310,7 +327,11 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		c.rate += c.cfg.Increase * dt
 	default:
 		c.rate = curve(c.rate, c.ceiling, c.kUp, c.kProbe(), dt)
-		if share, probe := refusalCap(c.refusals.count(now)); !probe {
+		n := c.refusals.count(now)
+		if c.weight > 1 {
+			n = max(n, c.violations.count(now)) // the others' overshoots are not this one's to count: their refusals are
+		}
+		if share, probe := refusalCap(n); !probe {
 			c.rate = max(prev, min(c.rate, c.ceiling*share))
 		}
 	}

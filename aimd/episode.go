@@ -2,6 +2,7 @@ package aimd
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -53,6 +54,9 @@ const (
 	// refusals of a jittery provider that allows no burst stay well under
 	// the five a minute that common ban policies punish.
 	refusalProbe = 2
+	// refusalAhead is how far after now an overshoot another controller
+	// logged may lie (see refusalLog.merge): its clock may run ahead.
+	refusalAhead = time.Second
 	refusalStep  = 0.05
 	refusalFloor = 0.75 // the temporary cap never goes under this share of the ceiling
 	// noiseSlow and noiseFast are the weights of one response in the slow
@@ -243,6 +247,43 @@ func (l *refusalLog) count(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// recent returns the overshoots within refusalWindow before now, oldest
+// first; nil when there are none.
+func (l *refusalLog) recent(now time.Time) []time.Time {
+	var out []time.Time
+	for _, t := range l.at {
+		if !t.IsZero() && now.Sub(t) < refusalWindow {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}
+
+// merge adds the overshoots in ts that fell within refusalWindow before
+// now (up to refusalAhead after it: another clock) and are not already
+// logged; when more than the log holds, the latest are kept.
+func (l *refusalLog) merge(now time.Time, ts []time.Time) {
+	all := l.recent(now)
+	n := len(all)
+	for _, t := range ts {
+		if d := now.Sub(t); d >= refusalWindow || d < -refusalAhead {
+			continue
+		}
+		if !slices.ContainsFunc(all, t.Equal) {
+			all = append(all, t)
+		}
+	}
+	if len(all) == n {
+		return
+	}
+	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+	*l = refusalLog{}
+	for _, t := range all[max(0, len(all)-len(l.at)):] {
+		l.add(t)
+	}
 }
 
 // cap returns the share of the ceiling the rate may reach with n

@@ -298,6 +298,7 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	if m := &c.noise; cut && kind == forage.Overloaded {
 		m.cut(now, before)
 	}
+	c.violations.add(now) // echoes too: a provider that bans counts every refused request
 	if c.pausedUntil.After(now) {
 		if est, ok := c.quota.estimate(c.pausedUntil); ok {
 			c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)

@@ -119,6 +119,13 @@ type State struct {
 	// shedding (see [Signal]). Restore never forgets it: a state without
 	// it leaves the controller's as it was.
 	Throttled bool `json:"throttled,omitempty"`
+	// Refusals are the times of the requests refused in the last minute
+	// (echoes included; the latest eight), oldest first: the part of the
+	// refusal budget spent (see the package documentation), which a
+	// provider that bans counts whoever was refused. Restore adds them to
+	// the controller's own, so that one of several processes sharing the
+	// provider (see [Controller.SetShare]) counts them all.
+	Refusals []time.Time `json:"refusals,omitempty"`
 }
 
 // State returns the controller's learned state, for [Controller.Restore] in
@@ -126,7 +133,8 @@ type State struct {
 func (c *Controller) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil, Throttled: c.throttled}
+	return State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil, Throttled: c.throttled,
+		Refusals: c.violations.recent(time.Now())}
 }
 
 // Restore resumes from a state an earlier controller of the same provider
@@ -141,7 +149,9 @@ func (c *Controller) State() State {
 // controller had: it slow-starts from the rate. A state with
 // a rate or ceiling that is negative, NaN or infinite is rejected with an
 // error wrapping [ErrInvalidConfig], and nothing changes; the zero State
-// changes nothing either.
+// changes nothing either. Refusals are added to the controller's own
+// (those of the last minute, up to now and a second: a later time is
+// another machine's clock, or garbage).
 func (c *Controller) Restore(s State) error {
 	for _, f := range []struct {
 		name string
@@ -153,7 +163,12 @@ func (c *Controller) Restore(s State) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := time.Now()
+	c.violations.merge(now, s.Refusals)
 	c.throttled = c.throttled || s.Throttled
+	if s.Rate == 0 && s.PausedUntil.IsZero() {
+		return nil
+	}
 	c.pause(s.PausedUntil)
 	c.heldUntil = c.pausedUntil
 	if s.Rate == 0 {
@@ -180,7 +195,6 @@ func (c *Controller) Restore(s State) error {
 	} // else further along the climb under way: it goes on as it was fitted
 	// Requests sent from now on go at the restored rate: a refusal of one
 	// is measured against it, and so is what the provider delivers.
-	now := time.Now()
 	c.hist.note(now, c.rate)
 	c.startEpisode(now)
 	return nil

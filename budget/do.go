@@ -356,7 +356,9 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 	}
 	if p.cfg.Shares != nil {
 		p.sh.used.Add(1)
-		if time.Since(start) > time.Millisecond {
+		now := time.Now()
+		p.sh.usedAt.Store(now.UnixNano())
+		if now.Sub(start) > time.Millisecond {
 			p.sh.waited.Add(1) // the pacer held it: this process would use more
 		}
 	}
@@ -527,7 +529,7 @@ func (p *Local) follow(now time.Time) {
 		}
 		pu := p.ctl.PausedUntil()
 		if pu.After(p.pausedTil) {
-			p.pausePacer(now, pu)
+			p.pausePacer(pu, p.ctl.RateAt(now), nil)
 			p.pausedTil = pu
 			p.reportPause(now, pu)
 			p.event(slog.LevelInfo, "budget: provider paused", slog.Time("until", pu),

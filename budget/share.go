@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	mrand "math/rand/v2"
 	"os"
@@ -116,6 +117,9 @@ const (
 	// learnCuts the cuts that end it sooner (see learn).
 	learnFor  = 10 * time.Second
 	learnCuts = 3
+	// shareRefusals is how many of the latest overshoots the document
+	// keeps: more than the refusal budget of a minute spends.
+	shareRefusals = 8
 )
 
 // shareDoc is the document kept per provider key: the provider's rate as
@@ -131,6 +135,10 @@ type shareDoc struct {
 	// take turns: where turns, once in force, begin (see takeTurns).
 	Top         float64   `json:"top,omitempty"`
 	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Refusals are the overshoots the holders saw in the last minute, the
+	// latest shareRefusals (see aimd.State.Refusals): the refusal budget
+	// is the provider's, spent by all.
+	Refusals []time.Time `json:"refusals,omitempty"`
 	// Leases are the live leases, by holder.
 	Leases map[string]shareLease `json:"leases,omitempty"`
 	// Sent and Refused are the requests the holders sent and had refused,
@@ -251,12 +259,14 @@ type sharer struct {
 	// again says an announcement asked for a renewal since the last one
 	// began (see pushed).
 	again atomic.Bool
+	// usedAt is when the last call was admitted, in Unix nanoseconds.
+	usedAt atomic.Int64
 
 	mu      sync.Mutex              // held by the renewal; guards the rest
 	epoch   uint64                  // the document's epoch when last renewed
 	cuts    uint64                  // the controller's decreases when last renewed
 	since   time.Time               // the start of the period used counts
-	busyAt  time.Time               // the last renewal that found calls
+	busyAt  time.Time               // when the last call was admitted, or the last renewal found calls in flight
 	sent    uint64                  // requests sent, as of the last renewal
 	refused uint64                  // of those, refused (throttled)
 	failed  time.Time               // the first of the renewals that failed since the last that did not
@@ -375,41 +385,46 @@ func (s *sharer) snapshot() []Share {
 	return nil
 }
 
-// stagger is how long after a pause ends, with pause of it left when this
-// process takes it in, this process's pacer resumes, when it shares the provider at rate (the
-// provider's, requests/s) with others and they do not take turns. After a
-// long pause (a quota window that starts again), the holders, in the order
-// of their names, resume one interval of the provider's rate apart, rather
-// than all at the instant it ends: paced alike from the same instant, they
-// would send in step, and when the window is spent again each would draw a
-// refusal of its own in the same instant, before any could hear of the
-// others' (see ShareWatcher). After a short one (a Retry-After of a
-// second, from a limiter that allows little burst) they resume together:
-// what collides is then seen at once and the holders take turns (see
-// takeTurns), which serves such a provider better than phases that drift
-// apart. The holder k-th by name waits k intervals of the provider's rate
-// (with even shares, less than one interval of its own), never more than
-// a second.
-func (s *sharer) stagger(rate float64, pause time.Duration) time.Duration {
-	l := s.leases.Load()
-	if l == nil || len(*l) < 2 || rate <= 0 || s.turnOn.Load() || pause <= staggerAfter {
+// stagger is how long after a pause ends this process's pacer resumes,
+// when it shares the provider at rate (the provider's, requests/s) with
+// others and they do not take turns. The holders, in the order of their
+// names, resume one interval of the provider's rate apart, rather than all
+// at the instant it ends: paced alike from the same instant, they would
+// send in step, each with a request it held back, and a provider that
+// allows little burst (a Retry-After of a second) or a quota window spent
+// again would refuse all but one of them in the same instant, before any
+// could hear of the others' (see ShareWatcher): eight holders drew seven
+// refusals at once, a ban where five a minute are punished. The holder
+// k-th by name among holders (the document's latest leases; nil for those
+// of this process's last renewal) waits k intervals of the provider's rate
+// (with even shares, less than one interval of its own), never more than a
+// second. A holder not among them (it joined since) draws its place at
+// random, after theirs: several that joined together each took the first
+// place, and resumed in the same instant.
+func (s *sharer) stagger(rate float64, holders []string) time.Duration {
+	if holders == nil {
+		if l := s.leases.Load(); l != nil {
+			for _, x := range *l {
+				holders = append(holders, x.Holder)
+			}
+		}
+	}
+	n := len(holders)
+	if rate <= 0 || s.turnOn.Load() || n == 0 || n == 1 && holders[0] == s.id {
 		return 0
 	}
-	k := slices.IndexFunc(*l, func(x Share) bool { return x.Holder == s.id })
-	if k <= 0 {
-		return 0
+	k := slices.Index(holders, s.id)
+	if k < 0 {
+		k = n + mrand.IntN(n+1)
 	}
 	return min(time.Second, time.Duration(float64(k)/rate*float64(time.Second)))
 }
 
-// pausePacer holds the pacer until pu, a pause taken in at now, and then
-// for this process's stagger.
-func (p *Local) pausePacer(now, pu time.Time) {
-	p.pacer.PauseUntil(pu.Add(p.sh.stagger(p.ctl.RateAt(now), pu.Sub(now))))
+// pausePacer holds the pacer until pu, and then for this process's
+// stagger at rate, the provider's, among holders (see stagger).
+func (p *Local) pausePacer(pu time.Time, rate float64, holders []string) {
+	p.pacer.PauseUntil(pu.Add(p.sh.stagger(rate, holders)))
 }
-
-// staggerAfter is the least pause after which the holders resume apart.
-const staggerAfter = shareEvery + 2*shareSoon
 
 // holderID names this process's lease of key: host-pid-random.
 func holderID() string {
@@ -502,7 +517,14 @@ func (p *Local) pushed(b []byte) {
 	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.PausedUntil()) {
 		p.sh.toldPause(pu)
 		_ = p.ctl.Restore(aimd.State{PausedUntil: pu})
-		p.pausePacer(now, pu) // at once: calls waiting for a slot too
+		// At once (calls waiting for a slot too), staggered at the rate the
+		// cut that came with the pause set, not the one it cut: eight
+		// holders staggered at a slow start's 137/s resumed within 60 ms.
+		r := p.ctl.RateAt(now)
+		if doc.Rate > 0 {
+			r = min(r, doc.Rate)
+		}
+		p.pausePacer(pu, r, slices.Sorted(maps.Keys(doc.Leases)))
 		// The rest (the event, the report, a save of the provider's
 		// record) may wait for a store: a watcher must return quickly.
 		go p.follow(now)
@@ -600,8 +622,13 @@ func (p *Local) renew(now time.Time) bool {
 	// calls.
 	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.PausedUntil().After(now) ||
 		(s.turns.Load() != nil && now.Sub(s.busyAt) < shareTTL)
-	if used > 0 || p.n.inFlight.Load() > 0 {
+	switch {
+	case p.n.inFlight.Load() > 0:
 		s.busyAt = now
+	case used > 0:
+		// When the last call was admitted, not now: a process whose work
+		// ended just after a renewal lets its lease go a renewal sooner.
+		s.busyAt = time.Unix(0, s.usedAt.Load())
 	}
 	s.since = now
 	s.again.Store(false) // this renewal reads what was announced until now
@@ -732,6 +759,9 @@ func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64)
 	if doc.PausedUntil.After(now) {
 		_ = p.ctl.Restore(aimd.State{PausedUntil: doc.PausedUntil})
 	}
+	if len(doc.Refusals) > 0 {
+		_ = p.ctl.Restore(aimd.State{Refusals: doc.Refusals}) // the others' overshoots count against the budget here too
+	}
 	if share != p.sh.fraction() {
 		p.splitLimits(now, share)
 	}
@@ -817,6 +847,7 @@ func mergeShares(doc *shareDoc, c claim) {
 	if st.PausedUntil.After(doc.PausedUntil) {
 		doc.PausedUntil = st.PausedUntil
 	}
+	doc.Refusals = mergeRefusals(doc.Refusals, st.Refusals)
 	if doc.Leases == nil {
 		doc.Leases = map[string]shareLease{}
 	}
@@ -852,6 +883,19 @@ func mergeShares(doc *shareDoc, c claim) {
 	}
 	l.Share = max(0, min(fairShare(*doc, c.holder), 1-others))
 	doc.Leases[c.holder] = l
+}
+
+// mergeRefusals returns the overshoots in a and b, each once, oldest first,
+// the latest shareRefusals of them.
+func mergeRefusals(a, b []time.Time) []time.Time {
+	out := slices.Clone(a)
+	for _, t := range b {
+		if !slices.ContainsFunc(out, t.Equal) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(x, y time.Time) int { return x.Compare(y) })
+	return out[max(0, len(out)-shareRefusals):]
 }
 
 // fairShare returns holder's fair share of doc's rate: the rate split among

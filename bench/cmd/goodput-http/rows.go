@@ -67,7 +67,7 @@ func rows() []row {
 		{name: "gcra 17/s, bare 429", limit: gcra(17, 1), answer: providertest.AnswerBare429},
 		{name: "gcra 17/s, 503", limit: gcra(17, 1), answer: providertest.Answer503},
 		{name: "gcra 17/s, slow-down", limit: gcra(17, 1), answer: providertest.AnswerSlowDown},
-		{name: "gcra 15/s, ban after 5 violations/min", limit: gcra(15, 1), answer: providertest.AnswerBan, long: true},
+		{name: "gcra 15/s, ban after 5 violations/min", limit: gcra(15, 1), answer: providertest.AnswerBan, long: true, shared: true},
 		{name: "gcra 20/s halving to 10/s mid-run", limit: gcra(20, 1), halves: true, long: true},
 		noise("gcra 17/s + 5% random 502", 0.05, providertest.Fault502, false),
 		noise("gcra 17/s + 5% random 503", 0.05, providertest.Fault503, false),

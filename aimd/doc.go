@@ -110,7 +110,12 @@
 //     (n-1 requests in T seconds), so a provider that bans at five is not
 //     triggered. (1/s with a burst of 5, 2/s with 40, 3/s with 3 and 8/s
 //     with 4 were banned within 10 s; they are not, at a few milliseconds
-//     of latency.)
+//     of latency.) A controller that sees a share of the traffic (see
+//     [Controller.SetShare]) counts every refused request, echoes and the
+//     other processes' included ([State.Refusals] carries them): with
+//     several, it stops probing and caps itself as above, and at the fourth
+//     its ceiling goes 15% under the refused rate and its rate under the
+//     cap, since it has no episode of its own to measure the limit with.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; a 503 for a request sent after the cut for the
@@ -205,6 +210,13 @@
 // goodput of providers that do not ban, at 50ms, and still could not save
 // those whose first overshoot draws four.) Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
-// window is spent: ~2-5% refused. A 503 noise share of 20% still collapses
+// window is spent: ~2-5% refused. The climb counts time, not use: a client
+// that sends less than its rate allows (one worker 50 ms from a provider
+// of 20/s) raises the rate far past what it sends (144/s) and cuts from
+// there, so its ceiling lies far over the limit; processes sharing a
+// provider through the budget package then split a rate none of them sent
+// at. (Holding the climb to twice the rate of recent answers, as TCP's
+// window validation does, cost 30 points of goodput where a limit halves
+// at 100 ms; not shipped.) A 503 noise share of 20% still collapses
 // the rate of a provider that never answers 429 (10% does not).
 package aimd

@@ -54,6 +54,11 @@ const (
 	// refusals of a jittery provider that allows no burst stay well under
 	// the five a minute that common ban policies punish.
 	refusalProbe = 2
+	// rateRefusal is the longest pause a refusal may ask for and count
+	// against the refusal budget of a controller that sees a share of the
+	// traffic (see State.Refusals): a limit of a rate asks for a second or
+	// so (the next token), a spent window for the rest of the window.
+	rateRefusal = 2 * time.Second
 	// refusalAhead is how far after now an overshoot another controller
 	// logged may lie (see refusalLog.merge): its clock may run ahead.
 	refusalAhead = time.Second

@@ -298,7 +298,14 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	if m := &c.noise; cut && kind == forage.Overloaded {
 		m.cut(now, before)
 	}
-	c.violations.add(now) // echoes too: a provider that bans counts every refused request
+	if !until.After(now.Add(rateRefusal)) {
+		// Echoes too: a provider that bans counts every refused request.
+		// Not a refusal that pauses for longer (a spent window): the rate
+		// did not draw it, and a rate held under the window's would leave
+		// the window unspent (fixed windows shared by processes: 100% ->
+		// 88-95% of 200/10s).
+		c.violations.add(now)
+	}
 	if c.pausedUntil.After(now) {
 		if est, ok := c.quota.estimate(c.pausedUntil); ok {
 			c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)

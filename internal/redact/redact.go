@@ -125,12 +125,13 @@ func isKey(k string) bool {
 //     JSON "api_key":"…", and "Authorization: Bearer …" (the scheme
 //     word stays);
 //   - a PEM block ("-----BEGIN … PRIVATE KEY-----" to its END line) is
-//     masked whole.
+//     masked whole, and so is the text of an XML element named for a
+//     secret ("<apiKey>…</apiKey>").
 //
 // Text with none of these, and any text without '=', ':', '?', '%' and
 // "-----BEGIN", is returned as it is. String is idempotent.
 func String(s string) string {
-	s = maskPEM(s)
+	s = maskXML(maskPEM(s))
 	if !strings.ContainsAny(s, "?=:%") {
 		return s
 	}
@@ -177,6 +178,51 @@ func maskPEM(s string) string {
 		}
 		s = s[:i] + Mask + s[stop:]
 	}
+}
+
+// maskXML masks the text of every XML element of s named for a secret (see
+// [SecretKey]): "<apiKey>…</apiKey>", "<ns:Password>…</ns:Password>", as
+// an XML body or a SOAP fault quotes a request's credentials. An element
+// without its end tag is masked to the end of s.
+func maskXML(s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '<')
+		if i < 0 {
+			break
+		}
+		j := i + 1
+		for j < len(s) && (isKeyByte(s[j]) || s[j] == ':') {
+			j++
+		}
+		name := s[i+1 : j]
+		gt := -1
+		if name != "" && j < len(s) && (s[j] == '>' || isSpace(s[j])) {
+			gt = strings.IndexByte(s[j:], '>')
+		}
+		if gt < 0 || s[j+gt-1] == '/' || SecretKey(name[strings.LastIndexByte(name, ':')+1:]) == "" {
+			b.WriteString(s[:j])
+			s = s[j:]
+			continue
+		}
+		open := j + gt + 1
+		end := strings.Index(s[open:], "</"+name)
+		b.WriteString(s[:open])
+		if strings.HasPrefix(s[open:], Mask+"</") {
+			s = s[open:] // masked already
+			continue
+		}
+		b.WriteString(Mask)
+		if end < 0 {
+			return b.String()
+		}
+		s = s[open+end:]
+	}
+	b.WriteString(s)
+	return b.String()
 }
 
 // state is what the words before tell [String] about the next one.

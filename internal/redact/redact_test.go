@@ -357,9 +357,10 @@ func TestHeaderCredentialsAreMasked(t *testing.T) {
 
 // TestEncodedAndMultiWordSecretsAreMasked: a secret key's name or its
 // separator percent-encoded ("api%5Fkey=", "token%3D"), a session id in a
-// URL's path parameters (";jsessionid="), and a private key in PEM, which
-// spans many words, are masked. Before, each went through whole, but for
-// the PEM block's first word.
+// URL's path parameters (";jsessionid="), a private key in PEM, which
+// spans many words, and the text of an XML element named for a secret
+// ("<apiKey>…</apiKey>") are masked. Before, each went through whole, but
+// for the PEM block's first word.
 func TestEncodedAndMultiWordSecretsAreMasked(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{
@@ -369,6 +370,9 @@ func TestEncodedAndMultiWordSecretsAreMasked(t *testing.T) {
 		`GET https://host/p;jsessionid=S3CRET/x?a=1 failed`,
 		`private_key="-----BEGIN PRIVATE KEY----- S3CRET S3CRET -----END PRIVATE KEY-----" rejected`,
 		`key file: -----BEGIN RSA PRIVATE KEY----- S3CRET`,
+		`<request><apiKey>S3CRET</apiKey><symbol>BTC</symbol></request>`,
+		`<soap:Fault><ns:Password type="x">S3CRET S3CRET</ns:Password></soap:Fault>`,
+		`body: <token>S3CRET`,
 	} {
 		got := redact.String(in)
 		if strings.Contains(got, "S3CRET") {
@@ -380,5 +384,8 @@ func TestEncodedAndMultiWordSecretsAreMasked(t *testing.T) {
 	}
 	if got := redact.String("rejected: -----BEGIN CERTIFICATE----- S3CRET -----END CERTIFICATE----- at line 3"); got != "rejected: REDACTED at line 3" {
 		t.Errorf("a PEM block in the middle: %q", got)
+	}
+	if in := `<a><symbol>BTCUSDT</symbol><keys/><b x="1">ok</b> 1 < 2</a>`; redact.String(in) != in {
+		t.Errorf("String(%q) = %q: only elements named for a secret are masked", in, redact.String(in))
 	}
 }

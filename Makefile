@@ -21,12 +21,13 @@
 #   make goodput-pg  N = 1, 3 and 8 examples/ohlcv processes sharing one
 #                 provider through one throwaway PostgreSQL (scripts/pg-test.sh,
 #                 with pg_stat_statements loaded), one symbol each, 30 s per
-#                 cell, against gcra 17/s burst 1, gcra 50/s burst 10 and a
-#                 fixed window 200/10s, none of which they are told; 3 and 8
+#                 cell, against gcra 17/s burst 1, gcra 50/s burst 10, gcra 15/s
+#                 that bans after 5 refusals a minute and a fixed window 200/10s,
+#                 none of which they are told; 3 and 8
 #                 again with one process SIGKILLed at half the run. Goodput,
 #                 refused, bans, each process's part of the work and the
 #                 statements each process sends per second (the pg clients
-#                 of bench/cmd/goodput-http). About 8 minutes, one cell at a
+#                 of bench/cmd/goodput-http). About 11 minutes, one cell at a
 #                 time; not part of make test.
 #   make ui-check  the admin status page in a real headless Chromium (Debian's
 #                 package, installed if missing): a screenshot, and a check

@@ -36,7 +36,8 @@
 // SIGKILL the last process at half the run (under a host name of its own
 // when unshare -u may be run, so the others must wait for its lease to
 // end, as for a process on another machine). They run against the shared
-// rows only (gcra 17/s burst 1, gcra 50/s burst 10, a fixed window of
+// rows only (gcra 17/s burst 1, gcra 50/s burst 10, gcra 15/s that bans
+// after 5 refusals a minute, a fixed window of
 // 200/10s with 429) and print a table of their own: besides goodput, each process's
 // part of the 200s, the statements the processes sent per process and
 // second (pg_stat_statements, when the server preloads it) split into

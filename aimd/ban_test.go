@@ -109,6 +109,23 @@ func TestRefusalsCarryOver(t *testing.T) {
 		}
 	})
 
+	// A state from a fault may hold any number: only the latest count.
+	now := time.Now()
+	huge := make([]time.Time, 200000)
+	for i := range huge {
+		huge[i] = now.Add(-time.Duration(len(huge)-i) * 100 * time.Microsecond)
+	}
+	c, err := aimd.New(aimd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restore(aimd.State{Refusals: huge}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.State().Refusals; len(got) != 8 || !got[7].Equal(huge[len(huge)-1]) {
+		t.Errorf("restored 200000 refusals: kept %d, the last %v; want the latest 8", len(got), got)
+	}
+
 	synctest.Test(t, func(t *testing.T) {
 		// The budget restored holds the climb under the ceiling.
 		top := func(refusals []time.Time) float64 {

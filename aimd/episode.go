@@ -271,12 +271,20 @@ func (l *refusalLog) recent(now time.Time) []time.Time {
 // now (up to refusalAhead after it: another clock) and are not already
 // logged; when more than the log holds, the latest are kept.
 func (l *refusalLog) merge(now time.Time, ts []time.Time) {
+	var in []time.Time
+	for _, t := range ts {
+		if d := now.Sub(t); d < refusalWindow && d >= -refusalAhead {
+			in = append(in, t)
+		}
+	}
+	if len(in) > len(l.at) { // only the latest can stay: a state from a fault may hold any number
+		slices.SortFunc(in, time.Time.Compare)
+		in = slices.CompactFunc(in, time.Time.Equal)
+		in = in[max(0, len(in)-len(l.at)):]
+	}
 	all := l.recent(now)
 	n := len(all)
-	for _, t := range ts {
-		if d := now.Sub(t); d >= refusalWindow || d < -refusalAhead {
-			continue
-		}
+	for _, t := range in {
 		if !slices.ContainsFunc(all, t.Equal) {
 			all = append(all, t)
 		}

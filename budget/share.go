@@ -885,11 +885,17 @@ func mergeShares(doc *shareDoc, c claim) {
 	doc.Leases[c.holder] = l
 }
 
-// mergeRefusals returns the overshoots in a and b, each once, oldest first,
-// the latest shareRefusals of them.
+// mergeRefusals returns the refusals in a and b, each once, oldest first,
+// the latest shareRefusals of them. Only the latest shareRefusals of each
+// are looked at: a document another version (or a fault) wrote may hold
+// any number.
 func mergeRefusals(a, b []time.Time) []time.Time {
-	out := slices.Clone(a)
-	for _, t := range b {
+	latest := func(ts []time.Time) []time.Time {
+		ts = slices.CompactFunc(slices.SortedFunc(slices.Values(ts), time.Time.Compare), time.Time.Equal)
+		return ts[max(0, len(ts)-shareRefusals):]
+	}
+	out := latest(a)
+	for _, t := range latest(b) {
 		if !slices.ContainsFunc(out, t.Equal) {
 			out = append(out, t)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -326,4 +327,43 @@ func TestLearnerLearnsAlone(t *testing.T) {
 			t.Errorf("learner's lease ended: learner %q, b holds %v; want none, the whole", doc.Learner, sh)
 		}
 	})
+}
+
+// TestMergeRefusals: the shared document keeps each refusal once, oldest
+// first, the latest shareRefusals of all the holders told it, whatever a
+// document held (one from a fault may hold any number: the merge looks at
+// the latest of each only, not every pair).
+func TestMergeRefusals(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	rapid.Check(t, func(rt *rapid.T) {
+		draw := func(label string) []time.Time {
+			offs := rapid.SliceOfN(rapid.IntRange(0, 40), 0, 20).Draw(rt, label)
+			ts := make([]time.Time, len(offs))
+			for i, o := range offs {
+				ts[i] = t0.Add(time.Duration(o) * time.Second)
+			}
+			return ts
+		}
+		a, b := draw("a"), draw("b")
+		got := mergeRefusals(a, b)
+		var want []time.Time
+		for _, x := range slices.Concat(a, b) {
+			if !slices.ContainsFunc(want, x.Equal) {
+				want = append(want, x)
+			}
+		}
+		slices.SortFunc(want, time.Time.Compare)
+		want = want[max(0, len(want)-shareRefusals):]
+		if !slices.EqualFunc(got, want, time.Time.Equal) {
+			rt.Fatalf("mergeRefusals(%v, %v) = %v; want %v", a, b, got, want)
+		}
+	})
+	huge := make([]time.Time, 200000)
+	for i := range huge {
+		huge[i] = t0.Add(time.Duration(i) * time.Millisecond)
+	}
+	if got := mergeRefusals(huge, huge); len(got) != shareRefusals || !got[len(got)-1].Equal(huge[len(huge)-1]) {
+		t.Errorf("mergeRefusals of 200000 refusals kept %d, the last %v; want the latest %d", len(got), got[len(got)-1], shareRefusals)
+	}
 }

@@ -62,7 +62,7 @@ func TestRateRecoversAfterABan(t *testing.T) {
 // no more of the minute's refusal budget: with three it does not probe
 // above its ceiling, where one without them does. (Processes sharing a
 // provider each counted only their own, and a provider that bans at five
-// refusals a minute counts all of theirs: banned in 6 of 6 runs of four
+// refusals a minute counts all of theirs: banned in 7 of 7 runs of four
 // examples/ohlcv processes.)
 func TestRefusalsCarryOver(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {

@@ -620,7 +620,7 @@ func TestValidationTakesNoLease(t *testing.T) {
 // refusal budget: the learner spent three or four of the first minute's
 // five, and the others, which knew of none, climbed past the ceiling and
 // drew the fifth (banned in 19 of 32 runs of these; four examples/ohlcv
-// processes on PostgreSQL, 20-80 ms away, in 6 of 6). Now the refusals of
+// processes on PostgreSQL, 20-80 ms away, in 7 of 7). Now the refusals of
 // the last minute are the provider's: kept in the shared document,
 // restored into every controller, and at the fourth a process's ceiling
 // drops under the refused rate and its rate under the refusal cap. After a

@@ -154,3 +154,39 @@ func TestRefusalsCarryOver(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedCutIsNotUndoneByAnEcho: a controller that sees a share of the
+// traffic and has three refusals of the last minute puts its ceiling under
+// the rate of its next overshoot; when that overshoot ends slow start, an
+// echo of it (another request in flight, refused too) must not move the
+// ceiling back up to the rate slow start reached, as it does for a slow
+// start's exit otherwise (found by a hostile review: 0.83 -> 0.93 of the
+// refused rate, and confirmed).
+func TestSharedCutIsNotUndoneByAnEcho(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetShare(0.25)
+		now := time.Now()
+		if err := c.Restore(aimd.State{Refusals: []time.Time{now.Add(-3 * time.Second), now.Add(-2 * time.Second), now.Add(-time.Second)}}); err != nil {
+			t.Fatal(err)
+		}
+		for range 300 { // slow start
+			time.Sleep(10 * time.Millisecond)
+			n := time.Now()
+			c.ObserveAt(n, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Sent: n.Add(-5 * time.Millisecond)})
+		}
+		time.Sleep(10 * time.Millisecond)
+		n := time.Now()
+		c.ObserveAt(n, aimd.Signal{Class: forage.Throttled, Latency: 5 * time.Millisecond, Sent: n.Add(-5 * time.Millisecond)})
+		cut := c.Snapshot().Ceiling
+		time.Sleep(time.Millisecond)
+		n = time.Now()
+		c.ObserveAt(n, aimd.Signal{Class: forage.Throttled, Latency: 6 * time.Millisecond, Sent: n.Add(-7 * time.Millisecond)}) // sent before the cut: an echo
+		if echoed := c.Snapshot().Ceiling; echoed > cut {
+			t.Errorf("the echo raised the ceiling from %.2f to %.2f (confirmed %v)", cut, echoed, c.State().Confirmed)
+		}
+	})
+}

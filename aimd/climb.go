@@ -119,8 +119,10 @@ const (
 // provider admitted since the last refusal (refill); a fourth overshoot
 // within the refusal window, at the rate the last cut set, to what it
 // surely admitted (floor). A controller that sees a share of the traffic
-// measures neither: at the fourth overshoot within the window, its own or
-// another process's, its ceiling goes spreadCut under the refused rate.
+// measures neither: at an overshoot of its own with three refused requests
+// or more already within the window (echoes and the other processes'
+// included, see State.Refusals), its ceiling goes spreadCut under the
+// refused rate.
 //
 // A new ceiling is confirmed when the overshoot lands near the previous
 // ceiling, or comes while probing above it within a cycle of the previous
@@ -240,7 +242,8 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// of every process.
 		// The rate starts under that cap, not at the ceiling: 21.3/s under a
 		// limit of 20, held there for the minute, drew the fifth.
-		w = min(w, r0*spreadCut)
+		// (Not moved back up by an echo, as a slow start's exit is.)
+		w, top = min(w, r0*spreadCut), 0
 		capShare, _ := refusalCap(c.violations.count(now) + 1)
 		rate, confirmed = min(rate, r0*beta, w*capShare), false
 	}

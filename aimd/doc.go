@@ -111,11 +111,13 @@
 //     triggered. (1/s with a burst of 5, 2/s with 40, 3/s with 3 and 8/s
 //     with 4 were banned within 10 s; they are not, at a few milliseconds
 //     of latency.) A controller that sees a share of the traffic (see
-//     [Controller.SetShare]) counts every refused request, echoes and the
-//     other processes' included ([State.Refusals] carries them): with
-//     several, it stops probing and caps itself as above, and at the fourth
-//     its ceiling goes 15% under the refused rate and its rate under the
-//     cap, since it has no episode of its own to measure the limit with.
+//     [Controller.SetShare]) counts every refused request that asked for a
+//     pause of 2 s or less (a longer one is a spent window, not the rate's),
+//     echoes and the other processes' included ([State.Refusals] carries
+//     them): with several, it stops probing and caps itself as above, and
+//     at an overshoot of its own with three or more already counted its
+//     ceiling goes 15% under the refused rate and its rate under the cap,
+//     since it has no episode of its own to measure the limit with.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; a 503 for a request sent after the cut for the

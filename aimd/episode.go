@@ -229,7 +229,8 @@ func (c *Controller) startEpisode(now time.Time) {
 	}
 }
 
-// refusalLog remembers the times of recent overshoots (cuts), for the
+// refusalLog remembers the times of recent overshoots (cuts), or of
+// refused requests (see Controller.violations), for the
 // refusal budget. Not safe for concurrent use; the Controller's mutex
 // guards it.
 type refusalLog struct {
@@ -254,20 +255,20 @@ func (l *refusalLog) count(now time.Time) int {
 	return n
 }
 
-// recent returns the overshoots within refusalWindow before now, oldest
+// recent returns the times within refusalWindow before now, oldest
 // first; nil when there are none.
 func (l *refusalLog) recent(now time.Time) []time.Time {
 	var out []time.Time
 	for _, t := range l.at {
 		if !t.IsZero() && now.Sub(t) < refusalWindow {
-			out = append(out, t)
+			out = append(out, t.Round(0)) // wall clock only: other processes read them
 		}
 	}
 	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
 	return out
 }
 
-// merge adds the overshoots in ts that fell within refusalWindow before
+// merge adds the times in ts that fell within refusalWindow before
 // now (up to refusalAhead after it: another clock) and are not already
 // logged; when more than the log holds, the latest are kept.
 func (l *refusalLog) merge(now time.Time, ts []time.Time) {

@@ -120,7 +120,8 @@ type State struct {
 	// it leaves the controller's as it was.
 	Throttled bool `json:"throttled,omitempty"`
 	// Refusals are the times of the requests refused in the last minute
-	// (echoes included; the latest eight), oldest first: the part of the
+	// that asked for a pause of 2 s or less (echoes included; not a spent
+	// window's; the latest eight), oldest first: the part of the
 	// refusal budget spent (see the package documentation), which a
 	// provider that bans counts whoever was refused. Restore adds them to
 	// the controller's own, so that one of several processes sharing the

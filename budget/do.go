@@ -355,9 +355,9 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 		// spent (nothing was sent), and the call waits for the next turn.
 	}
 	if p.cfg.Shares != nil {
-		p.sh.used.Add(1)
 		now := time.Now()
-		p.sh.usedAt.Store(now.UnixNano())
+		p.sh.usedAt.Store(now.UnixNano()) // before used: a renewal that sees the call sees when it came
+		p.sh.used.Add(1)
 		if now.Sub(start) > time.Millisecond {
 			p.sh.waited.Add(1) // the pacer held it: this process would use more
 		}
@@ -529,7 +529,9 @@ func (p *Local) follow(now time.Time) {
 		}
 		pu := p.ctl.PausedUntil()
 		if pu.After(p.pausedTil) {
-			p.pausePacer(pu, p.ctl.RateAt(now), nil)
+			if pu.UnixNano() > p.sh.staggered.Load() {
+				p.pausePacer(pu, p.ctl.RateAt(now), nil)
+			}
 			p.pausedTil = pu
 			p.reportPause(now, pu)
 			p.event(slog.LevelInfo, "budget: provider paused", slog.Time("until", pu),

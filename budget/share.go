@@ -117,9 +117,11 @@ const (
 	// learnCuts the cuts that end it sooner (see learn).
 	learnFor  = 10 * time.Second
 	learnCuts = 3
-	// shareRefusals is how many of the latest overshoots the document
-	// keeps: more than the refusal budget of a minute spends.
+	// shareRefusals is how many of the latest refusals the document keeps
+	// (more than the refusal budget of a minute spends), and shareAhead how
+	// far after now one may lie (another machine's clock).
 	shareRefusals = 8
+	shareAhead    = time.Second
 )
 
 // shareDoc is the document kept per provider key: the provider's rate as
@@ -135,9 +137,10 @@ type shareDoc struct {
 	// take turns: where turns, once in force, begin (see takeTurns).
 	Top         float64   `json:"top,omitempty"`
 	PausedUntil time.Time `json:"paused_until,omitzero"`
-	// Refusals are the overshoots the holders saw in the last minute, the
-	// latest shareRefusals (see aimd.State.Refusals): the refusal budget
-	// is the provider's, spent by all.
+	// Refusals are the requests refused to the holders in the minute
+	// before the last renewal, the latest shareRefusals (see
+	// aimd.State.Refusals): the refusal budget is the provider's, spent by
+	// all.
 	Refusals []time.Time `json:"refusals,omitempty"`
 	// Leases are the live leases, by holder.
 	Leases map[string]shareLease `json:"leases,omitempty"`
@@ -259,8 +262,9 @@ type sharer struct {
 	// again says an announcement asked for a renewal since the last one
 	// began (see pushed).
 	again atomic.Bool
-	// usedAt is when the last call was admitted, in Unix nanoseconds.
-	usedAt atomic.Int64
+	// usedAt is when the last call was admitted, and staggered the end of
+	// the last pause pushed staggered the pacer for, in Unix nanoseconds.
+	usedAt, staggered atomic.Int64
 
 	mu      sync.Mutex              // held by the renewal; guards the rest
 	epoch   uint64                  // the document's epoch when last renewed
@@ -417,7 +421,10 @@ func (s *sharer) stagger(rate float64, holders []string) time.Duration {
 	if k < 0 {
 		k = n + mrand.IntN(n+1)
 	}
-	return min(time.Second, time.Duration(float64(k)/rate*float64(time.Second)))
+	if d := float64(k) / rate; d < 1 { // in seconds; compared before converting: a tiny rate overflows a Duration
+		return time.Duration(d * float64(time.Second))
+	}
+	return time.Second
 }
 
 // pausePacer holds the pacer until pu, and then for this process's
@@ -525,6 +532,7 @@ func (p *Local) pushed(b []byte) {
 			r = min(r, doc.Rate)
 		}
 		p.pausePacer(pu, r, slices.Sorted(maps.Keys(doc.Leases)))
+		p.sh.staggered.Store(pu.UnixNano()) // follow leaves this pause's stagger as it is
 		// The rest (the event, the report, a save of the provider's
 		// record) may wait for a store: a watcher must return quickly.
 		go p.follow(now)
@@ -760,7 +768,7 @@ func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64)
 		_ = p.ctl.Restore(aimd.State{PausedUntil: doc.PausedUntil})
 	}
 	if len(doc.Refusals) > 0 {
-		_ = p.ctl.Restore(aimd.State{Refusals: doc.Refusals}) // the others' overshoots count against the budget here too
+		_ = p.ctl.Restore(aimd.State{Refusals: doc.Refusals}) // the others' refusals count against the budget here too
 	}
 	if share != p.sh.fraction() {
 		p.splitLimits(now, share)
@@ -847,7 +855,7 @@ func mergeShares(doc *shareDoc, c claim) {
 	if st.PausedUntil.After(doc.PausedUntil) {
 		doc.PausedUntil = st.PausedUntil
 	}
-	doc.Refusals = mergeRefusals(doc.Refusals, st.Refusals)
+	doc.Refusals = mergeRefusals(now, doc.Refusals, st.Refusals)
 	if doc.Leases == nil {
 		doc.Leases = map[string]shareLease{}
 	}
@@ -885,12 +893,17 @@ func mergeShares(doc *shareDoc, c claim) {
 	doc.Leases[c.holder] = l
 }
 
-// mergeRefusals returns the refusals in a and b, each once, oldest first,
-// the latest shareRefusals of them. Only the latest shareRefusals of each
-// are looked at: a document another version (or a fault) wrote may hold
-// any number.
-func mergeRefusals(a, b []time.Time) []time.Time {
+// mergeRefusals returns the refusals in a and b of the minute before now
+// (up to shareAhead after it), each once, oldest first, the latest
+// shareRefusals of them. Only the latest shareRefusals of each are looked
+// at: a document another version (or a fault) wrote may hold any number,
+// and a refusal dated later (a clock far ahead, garbage) would push the
+// others out for good, while every process ignores it.
+func mergeRefusals(now time.Time, a, b []time.Time) []time.Time {
 	latest := func(ts []time.Time) []time.Time {
+		ts = slices.DeleteFunc(slices.Clone(ts), func(t time.Time) bool {
+			return now.Sub(t) >= time.Minute || t.Sub(now) > shareAhead
+		})
 		ts = slices.CompactFunc(slices.SortedFunc(slices.Values(ts), time.Time.Compare), time.Time.Equal)
 		return ts[max(0, len(ts)-shareRefusals):]
 	}

@@ -329,10 +329,12 @@ func TestLearnerLearnsAlone(t *testing.T) {
 	})
 }
 
-// TestMergeRefusals: the shared document keeps each refusal once, oldest
-// first, the latest shareRefusals of all the holders told it, whatever a
-// document held (one from a fault may hold any number: the merge looks at
-// the latest of each only, not every pair).
+// TestMergeRefusals: the shared document keeps each refusal of the last
+// minute once, oldest first, the latest shareRefusals of all the holders
+// told it, whatever a document held (one from a fault may hold any number:
+// the merge looks at the latest of each only, not every pair; refusals
+// dated far ahead, which every process ignores, pushed the real ones out
+// for good, found by a hostile review).
 func TestMergeRefusals(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -346,7 +348,7 @@ func TestMergeRefusals(t *testing.T) {
 			return ts
 		}
 		a, b := draw("a"), draw("b")
-		got := mergeRefusals(a, b)
+		got := mergeRefusals(t0.Add(40*time.Second), a, b)
 		var want []time.Time
 		for _, x := range slices.Concat(a, b) {
 			if !slices.ContainsFunc(want, x.Equal) {
@@ -359,11 +361,37 @@ func TestMergeRefusals(t *testing.T) {
 			rt.Fatalf("mergeRefusals(%v, %v) = %v; want %v", a, b, got, want)
 		}
 	})
+	// Dated an hour ahead (a clock far off, garbage) or over a minute ago:
+	// dropped, or they would push the real ones out for good.
+	now := t0.Add(time.Minute)
+	var odd []time.Time
+	for i := range 8 {
+		odd = append(odd, now.Add(time.Hour+time.Duration(i)), now.Add(-2*time.Minute+time.Duration(i)))
+	}
+	real := []time.Time{now.Add(-30 * time.Second), now.Add(-time.Second), now.Add(500 * time.Millisecond)}
+	if got := mergeRefusals(now, odd, real); !slices.EqualFunc(got, real, time.Time.Equal) {
+		t.Errorf("mergeRefusals(far ahead and long ago, %v) = %v; want only these", real, got)
+	}
 	huge := make([]time.Time, 200000)
 	for i := range huge {
 		huge[i] = t0.Add(time.Duration(i) * time.Millisecond)
 	}
-	if got := mergeRefusals(huge, huge); len(got) != shareRefusals || !got[len(got)-1].Equal(huge[len(huge)-1]) {
+	if got := mergeRefusals(huge[len(huge)-1], huge, huge); len(got) != shareRefusals || !got[len(got)-1].Equal(huge[len(huge)-1]) {
 		t.Errorf("mergeRefusals of 200000 refusals kept %d, the last %v; want the latest %d", len(got), got[len(got)-1], shareRefusals)
+	}
+}
+
+// TestStaggerIsBounded: a holder's stagger after a pause lies within a
+// second whatever the rate: a tiny rate (from a document a fault wrote)
+// overflowed the Duration to minus 292 years, which unpaused the pacer.
+func TestStaggerIsBounded(t *testing.T) {
+	t.Parallel()
+	s := &sharer{id: "b"}
+	for _, rate := range []float64{1e-300, 1e-12, 0.5, 3, 1e9} {
+		for _, holders := range [][]string{{"a", "b"}, {"a", "c"}, {"a", "b", "c", "d"}} {
+			if d := s.stagger(rate, holders); d < 0 || d > time.Second {
+				t.Errorf("stagger(%v, %v) = %v; want within [0, 1s]", rate, holders, d)
+			}
+		}
 	}
 }

@@ -128,9 +128,24 @@ func isKey(k string) bool {
 //     masked whole, and so is the text of an XML element named for a
 //     secret ("<apiKey>…</apiKey>").
 //
-// Text with none of these, and any text without '=', ':', '?', '%' and
-// "-----BEGIN", is returned as it is. String is idempotent.
+// Text with none of these, and any text without '=', ':', '?', '%', '<'
+// and "-----BEGIN", is returned as it is. String is idempotent.
 func String(s string) string {
+	// Masking can make a word look different to the rules (an XML tag's
+	// attribute masked, a URL cut): the result is masked again until it
+	// stays the same, so String of its own result changes nothing.
+	for range 3 {
+		t := mask(s)
+		if t == s {
+			break
+		}
+		s = t
+	}
+	return s
+}
+
+// mask is one pass of [String].
+func mask(s string) string {
 	s = maskXML(maskPEM(s))
 	if !strings.ContainsAny(s, "?=:%") {
 		return s
@@ -182,13 +197,18 @@ func maskPEM(s string) string {
 
 // maskXML masks the text of every XML element of s named for a secret (see
 // [SecretKey]): "<apiKey>…</apiKey>", "<ns:Password>…</ns:Password>", as
-// an XML body or a SOAP fault quotes a request's credentials. An element
-// without its end tag is masked to the end of s.
+// an XML body or a SOAP fault quotes a request's credentials. The text runs
+// to the element's end tag (nested elements of the same name included); an
+// element without one is masked to the next '<'. An element with no text,
+// or text already [Mask], is left as it is. It takes time linear in s.
 func maskXML(s string) string {
 	if !strings.Contains(s, "<") {
 		return s
 	}
-	var b strings.Builder
+	var (
+		b     strings.Builder
+		noEnd map[string]bool // names with no end tag in the rest of s
+	)
 	for {
 		i := strings.IndexByte(s, '<')
 		if i < 0 {
@@ -199,30 +219,97 @@ func maskXML(s string) string {
 			j++
 		}
 		name := s[i+1 : j]
-		gt := -1
-		if name != "" && j < len(s) && (s[j] == '>' || isSpace(s[j])) {
-			gt = strings.IndexByte(s[j:], '>')
+		open := -1 // the end of the start tag
+		if name != "" && j < len(s) && (s[j] == '>' || isSpace(s[j]) || s[j] == '/') &&
+			SecretKey(name[strings.LastIndexByte(name, ':')+1:]) != "" {
+			open = tagEnd(s, j)
 		}
-		if gt < 0 || s[j+gt-1] == '/' || SecretKey(name[strings.LastIndexByte(name, ':')+1:]) == "" {
-			b.WriteString(s[:j])
+		if open < 0 || s[open-2] == '/' {
+			b.WriteString(s[:j]) // not a secret's start tag, or an empty element
 			s = s[j:]
 			continue
 		}
-		open := j + gt + 1
-		end := strings.Index(s[open:], "</"+name)
 		b.WriteString(s[:open])
-		if strings.HasPrefix(s[open:], Mask+"</") {
-			s = s[open:] // masked already
-			continue
+		s = s[open:]
+		stop := -1
+		if !noEnd[name] {
+			if stop = endTag(s, name); stop < 0 {
+				if noEnd == nil {
+					noEnd = map[string]bool{}
+				}
+				noEnd[name] = true
+			}
 		}
-		b.WriteString(Mask)
-		if end < 0 {
-			return b.String()
+		if stop < 0 {
+			stop = strings.IndexByte(s, '<')
+			if stop < 0 {
+				stop = len(s)
+			}
+			if strings.TrimSpace(s[:stop]) == "" {
+				continue // nothing after the tag but space: no value
+			}
 		}
-		s = s[open+end:]
+		if stop > 0 && s[:stop] != Mask {
+			b.WriteString(Mask)
+			s = s[stop:]
+		}
 	}
 	b.WriteString(s)
 	return b.String()
+}
+
+// tagEnd returns the index just after the '>' that ends the tag whose name
+// ends at j in s (a '>' in a quoted attribute value does not), or -1 when
+// the tag does not end before the next '<' (which no tag holds).
+func tagEnd(s string, j int) int {
+	var quote byte
+	for k := j; k < len(s); k++ {
+		switch c := s[k]; {
+		case c == '<':
+			return -1
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '>':
+			return k + 1
+		}
+	}
+	return -1
+}
+
+// endTag returns the index in s of the end tag ("</name>" or "</name >")
+// that closes an element of name whose text s begins, counting the start
+// and end tags of name within it, or -1 when there is none.
+func endTag(s, name string) int {
+	depth := 1
+	for k := 0; ; k++ {
+		i := strings.IndexByte(s[k:], '<')
+		if i < 0 {
+			return -1
+		}
+		k += i
+		rest := s[k+1:]
+		closing := strings.HasPrefix(rest, "/")
+		if closing {
+			rest = rest[1:]
+		}
+		if !strings.HasPrefix(rest, name) || len(rest) == len(name) {
+			continue
+		}
+		switch c := rest[len(name)]; {
+		case closing && (c == '>' || isSpace(c)):
+			if depth--; depth == 0 {
+				return k
+			}
+		case !closing && (c == '>' || isSpace(c)):
+			if e := tagEnd(s, k+1+len(name)); e > 0 && s[e-2] != '/' {
+				depth++
+			}
+		}
+	}
 }
 
 // state is what the words before tell [String] about the next one.

@@ -410,8 +410,12 @@ func TestSharedProviderLearnedByOne(t *testing.T) {
 		})
 	}
 	t.Logf("3 processes, 30 s, %d seeds: goodput %.1f%%, refused %.2f%%", seeds, 100*goodput, 100*refused)
-	if goodput < 0.82 || refused > 0.004 {
-		t.Errorf("goodput %.1f%%, refused %.2f%%; want >= 82%%, <= 0.4%%", 100*goodput, 100*refused)
+	// When the learner drew four refusals or more (echoes included), the
+	// processes hold under the refused rate for the rest of that minute,
+	// as a provider that may ban needs (see TestSharedProcessesAreNeverBanned):
+	// 79.7-86.1% over 60 runs, 82-86% before they did.
+	if goodput < 0.76 || refused > 0.004 {
+		t.Errorf("goodput %.1f%%, refused %.2f%%; want >= 76%%, <= 0.4%%", 100*goodput, 100*refused)
 	}
 }
 

@@ -329,7 +329,7 @@ func TestClip(t *testing.T) {
 // (OK-ACCESS-SIGN), a cookie and an AWS Credential= went through whole.
 func TestHeaderCredentialsAreMasked(t *testing.T) {
 	t.Parallel()
-	for _, in := range []string{
+	checkMasked(t,
 		`Authorization:Bearer S3CRET`,
 		`authorization=Bearer S3CRET`,
 		`map[Authorization:[Bearer S3CRET] X-Mbx-Apikey:[S3CRET]]`,
@@ -344,15 +344,7 @@ func TestHeaderCredentialsAreMasked(t *testing.T) {
 		`Authorization: AWS4-HMAC-SHA256 Credential=S3CRET/2024/us-east-1, Signature=S3CRET`,
 		`'password': 'S3CRET'`,
 		`{'api_key': 'S3CRET'}`,
-	} {
-		got := redact.String(in)
-		if strings.Contains(got, "S3CRET") {
-			t.Errorf("String(%q) = %q: a secret passes", in, got)
-		}
-		if again := redact.String(got); again != got {
-			t.Errorf("String(%q) = %q, then %q: not idempotent", in, got, again)
-		}
-	}
+	)
 }
 
 // TestEncodedAndMultiWordSecretsAreMasked: a secret key's name or its
@@ -363,7 +355,7 @@ func TestHeaderCredentialsAreMasked(t *testing.T) {
 // for the PEM block's first word.
 func TestEncodedAndMultiWordSecretsAreMasked(t *testing.T) {
 	t.Parallel()
-	for _, in := range []string{
+	checkMasked(t,
 		`api%5Fkey=S3CRET`,
 		`token%3DS3CRET`,
 		`api_key%3AS3CRET`,
@@ -373,15 +365,7 @@ func TestEncodedAndMultiWordSecretsAreMasked(t *testing.T) {
 		`<request><apiKey>S3CRET</apiKey><symbol>BTC</symbol></request>`,
 		`<soap:Fault><ns:Password type="x">S3CRET S3CRET</ns:Password></soap:Fault>`,
 		`body: <token>S3CRET`,
-	} {
-		got := redact.String(in)
-		if strings.Contains(got, "S3CRET") {
-			t.Errorf("String(%q) = %q: a secret passes", in, got)
-		}
-		if again := redact.String(got); again != got {
-			t.Errorf("String(%q) = %q, then %q: not idempotent", in, got, again)
-		}
-	}
+	)
 	if got := redact.String("rejected: -----BEGIN CERTIFICATE----- S3CRET -----END CERTIFICATE----- at line 3"); got != "rejected: REDACTED at line 3" {
 		t.Errorf("a PEM block in the middle: %q", got)
 	}
@@ -398,7 +382,7 @@ func TestEncodedAndMultiWordSecretsAreMasked(t *testing.T) {
 // changes nothing, and markup without such elements is left alone.
 func TestXMLSecretsAreMasked(t *testing.T) {
 	t.Parallel()
-	for _, in := range []string{
+	checkMasked(t,
 		`<token><token>x</token>S3CRET</token>`,
 		`<token>A</tokenizer>S3CRET</token>`,
 		`<token a="/>">S3CRET</token>`,
@@ -412,15 +396,7 @@ func TestXMLSecretsAreMasked(t *testing.T) {
 		`<a x=">"><token>S3CRET</token></a>`,
 		`<token>S3CRET<!-- </token> --></token>`,
 		`<pass>S3CRET</pass><symbol>BTC</symbol>`,
-	} {
-		got := redact.String(in)
-		if strings.Contains(got, "S3CRET") {
-			t.Errorf("String(%q) = %q: a secret passes", in, got)
-		}
-		if again := redact.String(got); again != got {
-			t.Errorf("String(%q) = %q, then %q: not idempotent", in, got, again)
-		}
-	}
+	)
 	for _, in := range []string{"a < b", "a<b", "<br>", "<key/>", "<key />", "<p>hi <b>x</b></p>", "<token></token>",
 		"usage: cli <token> <symbol>", "<", "<token", "<:>"} {
 		if got := redact.String(in); got != in {
@@ -437,4 +413,19 @@ func TestXMLSecretsAreMasked(t *testing.T) {
 			rt.Fatalf("not idempotent: %q -> %q -> %q", in, got, again)
 		}
 	})
+}
+
+// checkMasked fails t for each of inputs whose String still holds
+// "S3CRET", or whose String changes when redacted again.
+func checkMasked(t *testing.T, inputs ...string) {
+	t.Helper()
+	for _, in := range inputs {
+		got := redact.String(in)
+		if strings.Contains(got, "S3CRET") {
+			t.Errorf("String(%q) = %q: a secret passes", in, got)
+		}
+		if again := redact.String(got); again != got {
+			t.Errorf("String(%q) = %q, then %q: not idempotent", in, got, again)
+		}
+	}
 }

@@ -202,7 +202,9 @@ type Controller struct {
 	weight      float64       // what one success counts for: 1/share (see SetShare)
 	prevEp      episodeRecord // the episode before this one, for the two-point estimate
 	shortCut    bool          // the last cut came too soon after the one before to measure an episode
+	jittered    bool          // the last cut read a long episode's refusal as jitter, though a burst allowance or a shrunk limit could explain it
 	refusals    refusalLog    // recent overshoots, for the refusal budget
+	sure        sureRate      // the best rate an episode in the refusal window surely delivered (see floor)
 	violations  refusalLog    // recent refused requests, echoes and other processes' too (see State.Refusals)
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none

@@ -2,6 +2,7 @@ package aimd_test
 
 import (
 	"fmt"
+	"pgregory.net/rapid"
 	"testing"
 	"time"
 
@@ -164,6 +165,54 @@ func TestRefusalOnAHeldPlateauKeepsTheCeiling(t *testing.T) {
 			r := simulate(c, srv, 4*time.Minute, 5*time.Millisecond, 0)
 			if r.goodput < 0.9 || r.finalRate < 0.95*rate {
 				t.Errorf("goodput %.1f%%, final rate %.3g of the limit, %d refused; want >= 90%%, >= 0.95", 100*r.goodput, r.finalRate/rate, r.refused)
+			}
+		})
+	}
+}
+
+// TestSparseJitterDoesNotCollapseTheRate: a provider that allows no burst
+// refuses two conforming requests, seconds apart, after the limit is found
+// (arrival jitter on a busy machine: real runs over loopback saw them at
+// 93-98% of a 17/s limit). Each comes at the end of a steady episode of
+// seconds, which a burst allowance the pause refilled could not have
+// lasted through, so the first is a small cut under the kept ceiling
+// rather than a burst estimate; the second, the fourth refusal in a
+// minute, drops the rate to the best rate an episode in the minute surely
+// delivered, not to the last short episode's. The rate at the end stays
+// at 0.7 of the limit or more: before, one case in three ended under
+// 0.75, the worst at 0.66 (and a real 30 s run at 55-60% of the limit).
+func TestSparseJitterDoesNotCollapseTheRate(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		limit := float64(rapid.IntRange(8, 60).Draw(t, "limit"))
+		first := time.Duration(rapid.IntRange(15000, 25000).Draw(t, "first_ms")) * time.Millisecond
+		gap := time.Duration(rapid.IntRange(4500, 10000).Draw(t, "gap_ms")) * time.Millisecond
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := simulate(c, spurious(gcra(limit, 1, answer429), first, first+gap)(), 50*time.Second, 5*time.Millisecond, 0)
+		if r.finalRate < 0.7*limit || r.bans > 0 {
+			t.Fatalf("final rate %.3g of the limit, %d bans (%v); want >= 0.7, none", r.finalRate/limit, r.bans, r)
+		}
+	})
+}
+
+// TestHalvingAfterASteadyEpisode: a limit that halves while the rate has
+// held steady for seconds is first refused at the end of a long episode,
+// which reads as arrival jitter (a small cut, the ceiling kept: see
+// TestSparseJitterDoesNotCollapseTheRate). The next refusal, within a
+// request or two of the pause, shows it was not: the cut is deep at once,
+// and the halving costs five refusals in all, not six.
+func TestHalvingAfterASteadyEpisode(t *testing.T) {
+	for _, rate := range []float64{17, 20, 40, 60} {
+		t.Run(fmt.Sprintf("%.0f/s", rate), func(t *testing.T) {
+			c, err := aimd.New(aimd.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := simulate(c, halving(rate, 1, answer429, 15*time.Second)(), 30*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
+			if r.refused > 5 || r.finalRate < 0.85*rate/2 {
+				t.Errorf("%d refused, final rate %.3g of the halved limit; want <= 5, >= 0.85", r.refused, 2*r.finalRate/rate)
 			}
 		})
 	}

@@ -64,6 +64,13 @@ const (
 	// holdAfterPause is how long the rate holds at the start of an
 	// episode that began at the end of a pause (see held).
 	holdAfterPause = time.Second
+	// jitterSpan and jitterRequests are how long and how many successes
+	// a steady episode must have lasted for a refusal at its end, under
+	// the ceiling, to count as arrival jitter whatever the burst
+	// allowance is not yet known to be: an allowance the pause refilled
+	// is spent within seconds at a rate well over the limit.
+	jitterSpan     = 3 * time.Second
+	jitterRequests = 30
 	// inheritWindow is how long after its first request a controller
 	// restored from an earlier process's state (see Controller.Restore)
 	// takes a refusal, before its first success, for that process's doing:
@@ -155,6 +162,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	// it, or (a provider that allows no burst) arrival jitter at the limit.
 	drained := !shared && c.epPaused && c.epN >= 2 && sent.Sub(c.epStart) < holdAfterPause
 	spread := c.allowance == 0 && (fitted == fitApart || fitted == fitFirst && drained)
+	// A steady episode of jitterSpan or more: a burst allowance the pause
+	// refilled would have been spent within it, at any rate much over the
+	// limit.
+	long := !shared && sent.Sub(c.epStart) >= jitterSpan && c.epN >= jitterRequests
+	sure := c.floor(sent)
+	jittered := false // read as jitter what could have been a burst allowance, or a limit that shrank
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		rate, top, confirmed = r0*min(beta, exitCut), r0, false
@@ -165,7 +178,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// Too few successes to measure: spread, as below.
 		rate, w = r0*spreadCut, r0*ceilingMargin
 	case est == 0:
-		if !shared && (c.shortCut || c.epOK <= shortEpisode) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+		if !shared && (c.shortCut || c.epOK <= shortEpisode || c.jittered) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
 			// pause), or twice in a row within a few requests: the limit
 			// is far below the rate the last cut set.
@@ -177,7 +190,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	case fitted >= fitStep:
 		// Two episodes measured the limit (see twoPoint): just under it.
 		rate, w, confirmed = est*episodeMargin, est, confirmed || fitted == fitSure
-	case steady && est >= steadyShare*r0 && r0 < jitterShare*c.ceiling && !spread:
+	case steady && est >= steadyShare*r0 && r0 < jitterShare*c.ceiling && (!spread || long):
 		// A refusal at a rate the provider delivered all through a long
 		// episode, under the ceiling: arrival jitter against a provider
 		// that allows no burst (two requests sent an interval apart arrive
@@ -185,6 +198,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// kept; frequent ones lower a temporary cap instead (the refusal
 		// budget, see refusalCap).
 		rate, w, confirmed = r0*jitterCut, c.ceiling, c.confirmed
+		jittered = spread
 	case steady && est < farShare*r0:
 		// At a steady rate the provider delivered far less: the limit
 		// shrank, or a burst allowance hid it. Drop to it.
@@ -221,7 +235,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// refilled (see refill), not a cut under the rate.
 		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
 	}
-	if f := c.floor(sent); !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
+	if f := c.surer(now, sure); !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
 		r0 <= shrinkSlack*c.postCut && c.refusals.count(now) > refusalProbe {
 		// A fourth overshoot within the refusal window, at the rate the
 		// last cut set (the cuts have not yet reached the limit), with no
@@ -247,7 +261,11 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		capShare, _ := refusalCap(c.violations.count(now) + 1)
 		rate, confirmed = min(rate, r0*beta, w*capShare), false
 	}
+	if !shared && why == cutOvershoot {
+		c.sure.note(now, sure, rate < r0*min(beta, deepCut)*shrinkSlack)
+	}
 	c.shortCut = est == 0 && why == cutOvershoot && c.cuts > 0
+	c.jittered = jittered
 	c.fitTop = 0
 	if !shared && why == cutOvershoot && c.cuts > 0 {
 		c.fitTop = r0 * fitAbove // fit once the answers in flight are in (see applyFit)

@@ -220,6 +220,46 @@ func (c *Controller) floor(sent time.Time) float64 {
 	return 0
 }
 
+// sureRate is the best rate an episode in the refusal window surely
+// delivered (see floor): a later short episode's floor is no measure of
+// the limit when a long one before it showed the provider admitting more.
+// A cut that finds the limit far under the rate forgets it: the limit may
+// have shrunk.
+type sureRate struct {
+	rate float64
+	when time.Time
+}
+
+// note records the floor f of the episode a cut at now ended, or forgets
+// the record when deep (the limit lies far under what it showed).
+func (s *sureRate) note(now time.Time, f float64, deep bool) {
+	switch {
+	case deep:
+		*s = sureRate{}
+	case f > 0 && f > s.at(now):
+		*s = sureRate{rate: f, when: now}
+	}
+}
+
+// at returns the recorded rate, or 0 once it is older than the refusal
+// window.
+func (s *sureRate) at(now time.Time) float64 {
+	if s.when.IsZero() || now.Sub(s.when) >= refusalWindow {
+		return 0
+	}
+	return s.rate
+}
+
+// surer returns f, the floor of the episode that ends now, or the best
+// floor an episode in the refusal window showed when that is higher; 0 when
+// f is 0 (the episode shows none).
+func (c *Controller) surer(now time.Time, f float64) float64 {
+	if f <= 0 {
+		return 0
+	}
+	return max(f, c.sure.at(now))
+}
+
 // startEpisode starts a new episode at now, or at the end of the pause in
 // force: nothing is sent before it.
 func (c *Controller) startEpisode(now time.Time) {

@@ -2,9 +2,10 @@ package aimd_test
 
 import (
 	"fmt"
-	"pgregory.net/rapid"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/forage-go/forage/aimd"
 )
@@ -101,7 +102,7 @@ func TestBurstAllowanceNeverBanned(t *testing.T) {
 // slowProviders allow a few requests a second, with an allowance of a few
 // seconds' worth or more (an API's free tier; Shopify's 2/s with a bucket
 // of 40): a pause of a second refills only a request or two of it.
-var slowProviders = []gcraShape{{1, 5}, {2, 40}, {3, 3}, {5, 3}, {8, 4}}
+var slowProviders = []gcraShape{{1, 5}, {1, 10}, {1, 20}, {1, 40}, {2, 40}, {3, 3}, {5, 3}, {8, 4}}
 
 // TestSlowProvidersNeverBanned: a slow provider's allowance hides its
 // limit from the climb, which meets the first refusal at many times the
@@ -112,7 +113,13 @@ var slowProviders = []gcraShape{{1, 5}, {2, 40}, {3, 3}, {5, 3}, {8, 4}}
 // the pause refilled, and a fourth refusal within the minute to what the
 // provider surely admits. Before, 1/s, 2/s and 3/s were banned within
 // 10 s here, the rate cut by 10-20% a refusal (all five, with several
-// workers, through the budget package).
+// workers, through the budget package). And 1/s with an allowance of 10,
+// 20 or 40 was banned within 20 s: each pause admitted one request, which
+// gave the fourth refusal no floor to drop to, so the cuts halved the
+// rate from 30/s or more until the fifth; and when one did, the ceiling
+// stayed over the limit. Now a run of single successes after pauses drops
+// the rate to what the pauses refilled, and the fourth refusal sets the
+// ceiling there too.
 func TestSlowProvidersNeverBanned(t *testing.T) {
 	eachProvider(t, slowProviders, answerBan, 5*time.Minute, func(t *testing.T, _ gcraShape, r simResult) {
 		t.Logf("goodput %.1f%%, %d refused, %d bans", 100*r.goodput, r.refused, r.bans)

@@ -235,15 +235,22 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// refilled (see refill), not a cut under the rate.
 		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
 	}
-	if f := c.surer(now, sure); !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
+	refill := 0.0
+	if c.shortCut {
+		refill = c.refill(sent) // the episode before was short too
+	}
+	if f := c.surer(now, sure, refill); !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
 		r0 <= shrinkSlack*c.postCut && c.refusals.count(now) > refusalProbe {
 		// A fourth overshoot within the refusal window, at the rate the
 		// last cut set (the cuts have not yet reached the limit), with no
 		// sure measure of it: a provider that bans at five is counting.
-		// The rate drops to what the provider surely admits (see floor),
-		// and the climb back stops spreadCut under the rate the rule
-		// above chose, under the refusal cap.
-		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
+		// The rate drops to what the provider surely admits (see floor
+		// and surer), and so does the ceiling, unconfirmed: the climb
+		// holds under it while the refusal cap stops the probe, and a
+		// ceiling above the limit (spreadCut under the rate the rule
+		// above chose, before) drew the fifth from slow providers with
+		// a large allowance (1/s with 20 or 40, 5/s with 40).
+		rate, w, confirmed = f, f, false
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
 		// A fourth refused request within the refusal window, counting

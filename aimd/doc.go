@@ -106,14 +106,19 @@
 //     second with two successes or more, the rate drops to what the
 //     provider admitted from the last refusal to this one (the limit, when
 //     the pause was too short to fill its allowance; under it otherwise).
+//     When each pause admits a single request (1/s with an allowance of 20
+//     or 40), the fourth refusal in a minute drops the rate, and the
+//     ceiling, to one request per pause, unless a long episode in the
+//     minute showed the provider admitting more (then the limit fell, and
+//     the rate halves).
 //   - The refusal budget: providers that ban count violations per minute,
 //     not per cent. With two overshoots in the last minute the probe above
 //     the ceiling stops; each further one lowers a temporary cap under the
 //     ceiling by 5%, lifted as they age out. A fourth within the minute, at
 //     the rate the last cut set and with no sure measure of the limit, drops
-//     the rate to what the provider surely admitted (n-1 requests in the T
-//     seconds from a refusal to the next), the best such rate an episode in
-//     the minute showed, so a provider that bans at five is not
+//     the rate and the ceiling to what the provider surely admitted (n-1
+//     requests in the T seconds from a refusal to the next), the best such
+//     rate an episode in the minute showed, so a provider that bans at five is not
 //     triggered, and sparse jitter refusals of a provider that allows no
 //     burst (real runs over loopback saw them at 93-98% of a 17/s limit,
 //     seconds apart) do not drop the rate to a short episode's measure:

@@ -251,13 +251,25 @@ func (s *sureRate) at(now time.Time) float64 {
 }
 
 // surer returns f, the floor of the episode that ends now, or the best
-// floor an episode in the refusal window showed when that is higher; 0 when
-// f is 0 (the episode shows none).
-func (c *Controller) surer(now time.Time, f float64) float64 {
-	if f <= 0 {
-		return 0
+// floor an episode in the refusal window showed when that is higher. When
+// the episode shows no floor (a single success after its pause), it
+// returns refill, what the pause refilled, which the caller passes only
+// when the episode before was short too: the one request a slow
+// provider's pause of a second admits is, four refusals into a minute,
+// the only measure of its limit there is (1/s with an allowance of 20:
+// each episode after a pause admits one request at any rate, and the
+// cuts halve the rate from 30/s until the fifth refusal bans). After a
+// long episode in the window, a single success is a limit that fell (it
+// halved), which the deep cut follows, and it returns 0.
+func (c *Controller) surer(now time.Time, f, refill float64) float64 {
+	s := c.sure.at(now)
+	switch {
+	case f > 0:
+		return max(f, s)
+	case s > 0:
+		return 0 // a long episode showed more: the limit fell, and the deep cut follows it
 	}
-	return max(f, c.sure.at(now))
+	return refill
 }
 
 // startEpisode starts a new episode at now, or at the end of the pause in

@@ -193,6 +193,7 @@ type Controller struct {
 	quota       quotaMeter
 	hist        rateHistory   // recent rates, to date a refused request's rate
 	exitTop     float64       // the rate slow start overshot at, until an echo confirms it
+	startOK     int           // successes before slow start's first refusal
 	quotaCeil   float64       // the ceiling a long refusal's delivered rate set (see applyQuota); echoes of that refusal do not confirm it
 	epStart     time.Time     // start of the episode: the last cut, or the end of its pause
 	epOK        float64       // successes of requests sent since epStart (weighted, see SetShare)

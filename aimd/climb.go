@@ -66,11 +66,35 @@ const (
 	holdAfterPause = time.Second
 	// jitterSpan and jitterRequests are how long and how many successes
 	// a steady episode must have lasted for a refusal at its end, under
-	// the ceiling, to count as arrival jitter whatever the burst
-	// allowance is not yet known to be: an allowance the pause refilled
-	// is spent within seconds at a rate well over the limit.
+	// the ceiling, to count as arrival jitter even while the burst
+	// allowance is not known: an allowance the pause refilled is spent
+	// within seconds at a rate well over the limit.
 	jitterSpan     = 3 * time.Second
 	jitterRequests = 30
+	// refillAllowance is how many requests slow start must have been
+	// admitted before its first refusal for a run of single successes
+	// after pauses to be read as a slow provider's allowance that hid its
+	// limit (see surer): one that allows no burst refuses slow start
+	// within a request or two of its limit (1/s: the second request, at
+	// the initial rate).
+	refillAllowance = 10
+	// sureDrop is how far under the best sure rate of the minute (see
+	// sureRate) an episode may deliver and still stand with it; further
+	// under, the limit fell (see surer).
+	sureDrop = 0.85
+	// sureSent is how much of the rate it was sent at an episode must
+	// have delivered for the best sure rate of the minute to stand for
+	// its floor (see surer): arrival jitter refuses a request at a rate
+	// the provider otherwise delivers in full.
+	sureSent = 0.9
+	// sureSpan is how long an episode must have lasted for its delivered
+	// rate to be compared with the best sure rate of the minute: a
+	// shorter one after a pause delivers the allowance the pause refilled.
+	sureSpan = 1500 * time.Millisecond
+	// refillFar is how far over what the pauses refill an episode of the
+	// minute must have been admitted for a run of single successes to
+	// read as a limit that fell rather than a slow one (see surer).
+	refillFar = 4
 	// inheritWindow is how long after its first request a controller
 	// restored from an earlier process's state (see Controller.Restore)
 	// takes a refusal, before its first success, for that process's doing:
@@ -171,6 +195,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	switch {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		rate, top, confirmed = r0*min(beta, exitCut), r0, false
+		c.startOK = c.okSinceCut
 	case why == cutRefusing || why == cutLatencyGrowing:
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
 	case why != cutOvershoot:
@@ -236,21 +261,38 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
 	}
 	refill := 0.0
-	if c.shortCut {
-		refill = c.refill(sent) // the episode before was short too
+	if c.shortCut && c.startOK >= refillAllowance {
+		// The episode before was short too, and slow start was admitted
+		// many requests before its first refusal: an allowance hid the
+		// limit.
+		refill = c.refill(sent)
 	}
-	if f := c.surer(now, sure, refill); !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
+	ep := c.episode(sent)
+	if sent.Sub(c.epStart) < sureSpan {
+		ep = 0 // too short to tell a limit from an allowance the pause refilled
+	}
+	f, fell := c.surer(now, sure, refill, ep, r0)
+	if !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
 		r0 <= shrinkSlack*c.postCut && c.refusals.count(now) > refusalProbe {
 		// A fourth overshoot within the refusal window, at the rate the
 		// last cut set (the cuts have not yet reached the limit), with no
 		// sure measure of it: a provider that bans at five is counting.
 		// The rate drops to what the provider surely admits (see floor
-		// and surer), and so does the ceiling, unconfirmed: the climb
-		// holds under it while the refusal cap stops the probe, and a
-		// ceiling above the limit (spreadCut under the rate the rule
-		// above chose, before) drew the fifth from slow providers with
-		// a large allowance (1/s with 20 or 40, 5/s with 40).
-		rate, w, confirmed = f, f, false
+		// and surer), and the climb back stops spreadCut under the rate
+		// the rule above chose, under the refusal cap; or, when the
+		// pauses' refills are the only measure, at them (a ceiling over
+		// them drew the fifth from 1/s with an allowance of 20 or 40);
+		// or, when the limit fell, at half what the episode delivered
+		// (a pause refills an allowance, which the episode spent on top
+		// of the limit: 30/s with an allowance of 3, halved, drew the
+		// fifth).
+		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
+		switch {
+		case sure <= 0:
+			w = f
+		case fell:
+			w = max(f, min(w, c.episode(sent)*deepCut))
+		}
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
 		// A fourth refused request within the refusal window, counting

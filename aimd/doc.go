@@ -56,10 +56,10 @@
 //     provider that allows no burst: a 3% cut, the ceiling kept. So is one
 //     after a steady episode of 3 s or more whose burst allowance is not
 //     known yet (an allowance the pause refilled is spent sooner at a rate
-//     well over the limit); if the next refusal comes within a request or
-//     two of its pause, the limit fell far below (it halved), and the cut is
-//     deep at once. At a
-//     steady rate that delivered far less, the limit shrank or a burst
+//     well over the limit); if the next refusal comes within a few requests
+//     of its pause (fewer than five successes), the limit fell far below
+//     (it halved), and the cut is deep at once. At a steady rate that
+//     delivered far less, the limit shrank or a burst
 //     allowance hid it: the rate drops to what was delivered at once. A
 //     refusal within a few requests of the last cut cuts by Decrease; two in
 //     a row mean the limit is far below, and halve it.
@@ -106,25 +106,30 @@
 //     second with two successes or more, the rate drops to what the
 //     provider admitted from the last refusal to this one (the limit, when
 //     the pause was too short to fill its allowance; under it otherwise).
-//     When each pause admits a single request (1/s with an allowance of 20
-//     or 40), the fourth refusal in a minute drops the rate, and the
-//     ceiling, to one request per pause, unless a long episode in the
-//     minute showed the provider admitting more (then the limit fell, and
-//     the rate halves).
+//     When each pause admits a single request and slow start was admitted
+//     ten or more (1/s with an allowance of 10, 20 or 40), the fourth
+//     refusal in a minute drops the rate, and the ceiling, to one request
+//     per pause, unless an episode in the minute showed the provider
+//     admitting far more (then the limit fell, and the rate halves).
 //   - The refusal budget: providers that ban count violations per minute,
 //     not per cent. With two overshoots in the last minute the probe above
 //     the ceiling stops; each further one lowers a temporary cap under the
 //     ceiling by 5%, lifted as they age out. A fourth within the minute, at
 //     the rate the last cut set and with no sure measure of the limit, drops
-//     the rate and the ceiling to what the provider surely admitted (n-1
-//     requests in the T seconds from a refusal to the next), the best such
-//     rate an episode in the minute showed, so a provider that bans at five is not
-//     triggered, and sparse jitter refusals of a provider that allows no
-//     burst (real runs over loopback saw them at 93-98% of a 17/s limit,
-//     seconds apart) do not drop the rate to a short episode's measure:
-//     55-60% of the limit for the rest of the minute, before. (1/s with a burst of 5, 2/s with 40, 3/s with 3 and 8/s
-//     with 4 were banned within 10 s; they are not, at a few milliseconds
-//     of latency.) A controller that sees a share of the traffic (see
+//     the rate to what the provider surely admitted (n-1 requests in the T
+//     seconds from a refusal to the next), so a provider that bans at five
+//     is not triggered. An episode of more than 1.5 s that delivered what
+//     it was sent at, and about the best such rate an episode of the minute
+//     showed, was refused by arrival jitter: that best rate stands (sparse
+//     jitter refusals of a provider that allows no burst, seen at 93-98% of
+//     a 17/s limit over loopback seconds apart, dropped the rate to 55-60%
+//     of the limit for the rest of the minute). One that delivered less
+//     shows the limit fell: its own rate, and the ceiling at most half what
+//     it delivered (a pause refilled an allowance it spent on top of the
+//     limit). (1/s with a burst of 5, 10, 20 or 40, 2/s with 40, 3/s with 3
+//     and 8/s with 4 were banned within 20 s; they are not, at a few
+//     milliseconds of latency; nor are limits with an allowance of 3 that
+//     halve or fall to a tenth after holding for seconds.) A controller that sees a share of the traffic (see
 //     [Controller.SetShare]) counts every refused request that asked for a
 //     pause of 2 s or less (a longer one is a spent window, not the rate's),
 //     echoes and the other processes' included ([State.Refusals] carries

@@ -220,24 +220,29 @@ func (c *Controller) floor(sent time.Time) float64 {
 	return 0
 }
 
-// sureRate is the best rate an episode in the refusal window surely
-// delivered (see floor): a later short episode's floor is no measure of
-// the limit when a long one before it showed the provider admitting more.
-// A cut that finds the limit far under the rate forgets it: the limit may
-// have shrunk.
+// sureRate is the best floor (see floor) an episode in the refusal window
+// showed: a later short episode's floor is no measure of the limit when a
+// long one before it showed the provider admitting more. A cut that finds
+// the limit far under the rate forgets it for the rate (the limit may
+// have shrunk), not for telling a slow limit from one that fell (most).
 type sureRate struct {
 	rate float64
 	when time.Time
+	most float64   // the best floor of the minute, deep cuts or not
+	seen time.Time // when most was noted
 }
 
 // note records the floor f of the episode a cut at now ended, or forgets
 // the record when deep (the limit lies far under what it showed).
 func (s *sureRate) note(now time.Time, f float64, deep bool) {
+	if f > 0 && (f > s.most || now.Sub(s.seen) >= refusalWindow) {
+		s.most, s.seen = f, now
+	}
 	switch {
 	case deep:
-		*s = sureRate{}
+		s.rate, s.when = 0, time.Time{}
 	case f > 0 && f > s.at(now):
-		*s = sureRate{rate: f, when: now}
+		s.rate, s.when = f, now
 	}
 }
 
@@ -250,26 +255,49 @@ func (s *sureRate) at(now time.Time) float64 {
 	return s.rate
 }
 
-// surer returns f, the floor of the episode that ends now, or the best
-// floor an episode in the refusal window showed when that is higher. When
-// the episode shows no floor (a single success after its pause), it
-// returns refill, what the pause refilled, which the caller passes only
-// when the episode before was short too: the one request a slow
-// provider's pause of a second admits is, four refusals into a minute,
-// the only measure of its limit there is (1/s with an allowance of 20:
-// each episode after a pause admits one request at any rate, and the
-// cuts halve the rate from 30/s until the fifth refusal bans). After a
-// long episode in the window, a single success is a limit that fell (it
-// halved), which the deep cut follows, and it returns 0.
-func (c *Controller) surer(now time.Time, f, refill float64) float64 {
+// shown returns the best floor an episode in the refusal window showed,
+// deep cuts or not.
+func (s *sureRate) shown(now time.Time) float64 {
+	if s.seen.IsZero() || now.Sub(s.seen) >= refusalWindow {
+		return 0
+	}
+	return s.most
+}
+
+// surer returns the rate the provider surely admits, for the fourth
+// overshoot in a minute (see cut), from f, the floor of the episode that
+// ends now, ep, what it delivered (0 when it lasted under sureSpan: a
+// shorter one after a pause delivers the allowance the pause refilled),
+// and r0, the rate it was sent at; and whether the limit fell.
+//
+//   - An episode that delivered what it was sent at, and about the best
+//     floor of the minute (see sureRate), was refused by arrival jitter:
+//     that floor stands, not the episode's own, which counts the pause.
+//     (Refusals at 93-98% of a 17/s limit, seconds apart, dropped the
+//     rate to 55-60% of it for the rest of the minute.)
+//   - One that delivered less shows the limit fell: its own floor.
+//   - One with no floor (a single success after its pause) after a run of
+//     them: refill, what the pauses refilled, which the caller passes
+//     only when slow start was admitted many requests (an allowance hid
+//     the limit: 1/s with an allowance of 20 admits one request a pause
+//     at any rate, and the cuts halved the rate from 30/s until the fifth
+//     refusal banned); unless an episode of the minute was admitted far
+//     more than that (the limit fell, and the deep cut follows it: 0).
+func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64) (float64, bool) {
 	s := c.sure.at(now)
 	switch {
+	case s > 0 && (ep < sureDrop*s || ep < sureSent*r0):
+		// The episode delivered less than it was sent at, or far less
+		// than the record: the limit fell, and the record is no measure
+		// of it; nor are the pauses' refills (the limit allowed more
+		// than one request a pause a moment ago).
+		return f, true
 	case f > 0:
-		return max(f, s)
-	case s > 0:
-		return 0 // a long episode showed more: the limit fell, and the deep cut follows it
+		return max(f, s), false
+	case s > 0 || c.sure.shown(now) > refillFar*refill:
+		return 0, false // an episode showed more: the limit fell, and the deep cut follows it
 	}
-	return refill
+	return refill, false
 }
 
 // startEpisode starts a new episode at now, or at the end of the pause in

@@ -290,8 +290,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		switch {
 		case sure <= 0:
 			w = f
+		case fell && ep > 0:
+			w = max(f, min(w, ep*deepCut))
+		case fell && c.brief:
+			w = f // two brief episodes in a row: the limit fell far, and the floor is all there is
 		case fell:
-			w = max(f, min(w, c.episode(sent)*deepCut))
+			w = max(f, min(w, r0*deepCut))
 		}
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
@@ -315,6 +319,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	}
 	c.shortCut = est == 0 && why == cutOvershoot && c.cuts > 0
 	c.jittered = jittered
+	c.brief = !shared && why == cutOvershoot && c.epPaused && sent.Sub(c.epStart) < sureSpan
 	c.fitTop = 0
 	if !shared && why == cutOvershoot && c.cuts > 0 {
 		c.fitTop = r0 * fitAbove // fit once the answers in flight are in (see applyFit)

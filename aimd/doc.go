@@ -126,7 +126,9 @@
 //     of the limit for the rest of the minute). One that delivered less
 //     shows the limit fell: its own rate, and the ceiling at most half what
 //     it delivered (a pause refilled an allowance it spent on top of the
-//     limit). (1/s with a burst of 5, 10, 20 or 40, 2/s with 40, 3/s with 3
+//     limit); a briefer one tells nothing: its own rate, and the ceiling at
+//     most half the refused rate, or at its rate after two brief ones in a
+//     row. (1/s with a burst of 5, 10, 20 or 40, 2/s with 40, 3/s with 3
 //     and 8/s with 4 were banned within 20 s; they are not, at a few
 //     milliseconds of latency; nor are limits with an allowance of 3 that
 //     halve or fall to a tenth after holding for seconds.) A controller that sees a share of the traffic (see

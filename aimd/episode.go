@@ -267,8 +267,9 @@ func (s *sureRate) shown(now time.Time) float64 {
 // surer returns the rate the provider surely admits, for the fourth
 // overshoot in a minute (see cut), from f, the floor of the episode that
 // ends now, ep, what it delivered (0 when it lasted under sureSpan: a
-// shorter one after a pause delivers the allowance the pause refilled),
-// and r0, the rate it was sent at; and whether the limit fell.
+// shorter one after a pause delivers the allowance the pause refilled, and
+// tells nothing: f stands), and r0, the rate it was sent at; and whether
+// the limit fell.
 //
 //   - An episode that delivered what it was sent at, and about the best
 //     floor of the minute (see sureRate), was refused by arrival jitter:
@@ -286,6 +287,8 @@ func (s *sureRate) shown(now time.Time) float64 {
 func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64) (float64, bool) {
 	s := c.sure.at(now)
 	switch {
+	case s > 0 && ep == 0:
+		return f, true // too short to tell whether the limit fell: its own floor, and the caller's caution
 	case s > 0 && (ep < sureDrop*s || ep < sureSent*r0):
 		// The episode delivered less than it was sent at, or far less
 		// than the record: the limit fell, and the record is no measure

@@ -213,10 +213,7 @@ func TestSparseJitterDoesNotCollapseTheRate(t *testing.T) {
 func TestHalvingAfterASteadyEpisode(t *testing.T) {
 	for _, rate := range []float64{17, 20, 40, 60} {
 		t.Run(fmt.Sprintf("%.0f/s", rate), func(t *testing.T) {
-			c, err := aimd.New(aimd.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustNew(t, aimd.Config{})
 			r := simulate(c, halving(rate, 1, answer429, 15*time.Second)(), 30*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
 			if r.refused > 5 || r.finalRate < 0.85*rate/2 {
 				t.Errorf("%d refused, final rate %.3g of the halved limit; want <= 5, >= 0.85", r.refused, 2*r.finalRate/rate)
@@ -247,17 +244,8 @@ func TestFallingLimitWithAnAllowanceNotBanned(t *testing.T) {
 		{10, 0.1, 10, 60 * time.Second}, {50, 0.1, 10, 90 * time.Second}, {5, 0.5, 40, 45 * time.Second},
 	} {
 		t.Run(fmt.Sprintf("%.0f/s burst %d x%.1f at %v", p.rate, p.burst, p.factor, p.at), func(t *testing.T) {
-			c, err := aimd.New(aimd.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := gcra(p.rate, p.burst, answerBan)()
-			srv.rate = func(d time.Duration) float64 {
-				if d >= p.at {
-					return p.rate * p.factor
-				}
-				return p.rate
-			}
+			c := mustNew(t, aimd.Config{})
+			srv := falling(p.rate, p.burst, answerBan, p.factor, p.at)()
 			if r := simulate(c, srv, 3*time.Minute, 5*time.Millisecond, 2500*time.Microsecond); r.bans > 0 {
 				t.Errorf("%d bans (%v); want none", r.bans, r)
 			}

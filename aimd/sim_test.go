@@ -192,11 +192,17 @@ func spurious(srv func() *simServer, at ...time.Duration) func() *simServer {
 
 // halving returns a GCRA server at rate/s whose limit halves at at.
 func halving(rate float64, burst int, a answer, at time.Duration) func() *simServer {
+	return falling(rate, burst, a, 0.5, at)
+}
+
+// falling returns a GCRA server at rate/s whose limit drops to factor of
+// it at at.
+func falling(rate float64, burst int, a answer, factor float64, at time.Duration) func() *simServer {
 	return func() *simServer {
 		s := gcra(rate, burst, a)()
 		s.rate = func(t time.Duration) float64 {
 			if t >= at {
-				return rate / 2
+				return rate * factor
 			}
 			return rate
 		}

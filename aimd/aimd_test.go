@@ -196,8 +196,8 @@ func TestCutsAndClimb(t *testing.T) {
 	// the limit lies between that and 104.5, so the cut is to 0.97 x 100.
 	refuse("overshoot after a climb: to just under what the episode delivered, ceiling just under r0", 96.93, 99.275)
 	climb("one success after the cut", 10*ms, 96.93, aimd.PhaseRecover)
-	refuse("refused one success after the cut: x0.9 again, the ceiling just under r0", 87.23, 92.08)
-	refuse("refusals continue with no success: back off", 43.62, 92.08)
+	refuse("refused one success after a cut that ended a long episode: the limit fell, x0.5, the ceiling just under r0", 48.46, 92.08)
+	refuse("refusals continue with no success: back off", 24.23, 92.08)
 	_ = log
 	// Four overshoots within a minute: the refusal budget caps the climb at
 	// 0.9 x the ceiling until they age out.

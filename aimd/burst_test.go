@@ -252,3 +252,22 @@ func TestFallingLimitWithAnAllowanceNotBanned(t *testing.T) {
 		})
 	}
 }
+
+// TestHalvedAfterALongHoldLeftInTwoRefusals: a limit that allows no burst
+// and halves after the controller held it for many seconds. The first
+// refusal ends a long steady episode and may be arrival jitter, so it cuts
+// a step; a second refusal on the second request after its pause shows
+// the limit fell, and cuts deep. It took a third refusal (a Decrease step
+// first), each a second of Retry-After: a real 20/s provider halving to
+// 10/s mid-run was refused on the first request after each of two pauses.
+func TestHalvedAfterALongHoldLeftInTwoRefusals(t *testing.T) {
+	for _, rate := range []float64{10, 17, 20, 40, 60, 100} {
+		t.Run(fmt.Sprintf("%.0f/s", rate), func(t *testing.T) {
+			c := mustNew(t, aimd.Config{})
+			r := simulate(c, halving(rate, 1, answer429, 25*time.Second)(), 40*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
+			if r.refused > 5 || r.finalRate < 0.85*rate/2 {
+				t.Errorf("%d refused, final rate %.3g of the halved limit; want <= 5 (two to find the limit, at most one of jitter, two to leave it), >= 0.85", r.refused, 2*r.finalRate/rate)
+			}
+		})
+	}
+}

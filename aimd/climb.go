@@ -203,10 +203,13 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// Too few successes to measure: spread, as below.
 		rate, w = r0*spreadCut, r0*ceilingMargin
 	case est == 0:
-		if !shared && (c.shortCut || c.epOK <= shortEpisode || c.jittered) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+		if !shared && (c.shortCut || c.epOK <= shortEpisode || c.jittered || c.longCut && c.epOK <= 1) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
-			// pause), or twice in a row within a few requests: the limit
-			// is far below the rate the last cut set.
+			// pause), or twice in a row within a few requests, or on the
+			// second after a cut that ended a long episode (a provider
+			// with no allowance left to refill): the limit is far below
+			// the rate the last cut set. (A limit halved after 10 s at it
+			// took a third refusal to leave, a Decrease step first.)
 			// Where between half of r0 and r0 the limit now lies is not
 			// known: the ceiling is unconfirmed, so the climb back is fast
 			// and the next refusal places it.
@@ -319,6 +322,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	}
 	c.shortCut = est == 0 && why == cutOvershoot && c.cuts > 0
 	c.jittered = jittered
+	c.longCut = long && why == cutOvershoot
 	c.brief = !shared && why == cutOvershoot && c.epPaused && sent.Sub(c.epStart) < sureSpan
 	c.fitTop = 0
 	if !shared && why == cutOvershoot && c.cuts > 0 {

@@ -531,3 +531,40 @@ func TestRestoreWithoutCeilingForgetsIt(t *testing.T) {
 		t.Fatalf("a second of success after: rate %g, want 16 (slow start)", got)
 	}
 }
+
+// TestSharedJitterAtTheCeilingKeepsIt: a controller that sees a share of
+// the traffic (one of eight processes taking turns) and held its ceiling
+// for 10 s with no refusal from any process reads the next refusal there as
+// arrival jitter: a 3% cut, the ceiling kept. Cut a Decrease step with the
+// ceiling 5% under it, eight processes at a 17/s provider held 85% of it
+// for the rest of the run. A refusal on its second request after that
+// cut's pause is a limit that fell: a deep cut.
+func TestSharedJitterAtTheCeilingKeepsIt(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t, aimd.Config{Initial: 100, Recovery: 10 * time.Second})
+	c.SetShare(0.125)
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
+	now = now.Add(10 * ms)
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms)})         // leaves slow start: 60, ceiling 95
+	c.ObserveAt(now.Add(ms), aimd.Signal{Class: forage.Throttled, Sent: now.Add(-6 * ms)}) // an echo confirms it
+	now = succeed(c, now, 11*time.Second, 10*ms)
+	before := c.Snapshot()
+	if !near(before.Rate, before.Ceiling, 0.05) {
+		t.Fatalf("after 11 s of successes: rate %.4g, ceiling %.4g; want the rate at the ceiling", before.Rate, before.Ceiling)
+	}
+	now = now.Add(10 * ms)
+	r0 := c.RateAt(now.Add(-5 * ms))
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second})
+	if s := c.Snapshot(); !near(s.Rate, 0.97*r0, 0.01) || s.Ceiling != before.Ceiling {
+		t.Fatalf("refused at the ceiling after 11 s without a refusal: rate %.4g ceiling %.4g; want %.4g and the ceiling kept, %.4g", s.Rate, s.Ceiling, 0.97*r0, before.Ceiling)
+	}
+	kept := c.Snapshot()
+	now = now.Add(time.Second + 10*ms) // the pause, then one success
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-5 * ms)})
+	now = now.Add(60 * ms)
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second})
+	if s := c.Snapshot(); s.Rate > 0.55*kept.Rate {
+		t.Fatalf("refused on the second request after the jitter cut's pause: rate %.4g from %.4g; want a deep cut", s.Rate, kept.Rate)
+	}
+}

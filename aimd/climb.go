@@ -199,11 +199,22 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	case why == cutRefusing || why == cutLatencyGrowing:
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
 	case why != cutOvershoot:
+	case shared && c.ceiling > 0 && r0 <= probeKeep*c.ceiling && c.quietFor(now) >= plateauHeld:
+		// At a controller that sees a share of the traffic, the first
+		// refusal any process drew for plateauHeld, at or just over the
+		// ceiling: the edge met by arrival jitter (processes taking turns
+		// hand over at the limit), not a limit under the ceiling. A small
+		// cut, the ceiling kept, as one process reads a refusal after a
+		// steady episode; the refusal budget counts it all the same. (Cut
+		// a Decrease step with the ceiling under it, eight processes taking
+		// turns at a 17/s provider held 85% of it for the rest of the run.)
+		rate, w, confirmed = r0*jitterCut, c.ceiling, c.confirmed
+		long = true // a refusal right after its pause: the limit fell, as below
 	case est == 0 && drained && c.allowance == 0:
 		// Too few successes to measure: spread, as below.
 		rate, w = r0*spreadCut, r0*ceilingMargin
 	case est == 0:
-		if !shared && (c.shortCut || c.epOK <= shortEpisode || c.jittered || c.longCut && c.epOK <= 1) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+		if (!shared && (c.shortCut || c.epOK <= shortEpisode || c.jittered) || c.longCut && c.epOK <= c.weight) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
 			// pause), or twice in a row within a few requests, or on the
 			// second after a cut that ended a long episode (a provider
@@ -341,6 +352,20 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.startEpisode(now)
 	c.hist.reset(now, c.rate)
 	return true
+}
+
+// quietFor returns how long before now the last cut or refused request
+// (another process's included, see State.Refusals) came; 0 when there was
+// none (nothing says how long it has been quiet).
+func (c *Controller) quietFor(now time.Time) time.Duration {
+	t := c.lastCut
+	if v := c.violations.latest(); v.After(t) {
+		t = v
+	}
+	if t.IsZero() {
+		return 0
+	}
+	return now.Sub(t)
 }
 
 // confirm marks the ceiling confirmed on an echo of the last cut: another

@@ -58,7 +58,11 @@
 //     known yet (an allowance the pause refilled is spent sooner at a rate
 //     well over the limit); if the next refusal comes within a few requests
 //     of its pause (fewer than five successes), the limit fell far below
-//     (it halved), and the cut is deep at once. At a steady rate that
+//     (it halved), and the cut is deep at once; so it is after any cut
+//     that ended an episode of 3 s or more when the next refusal comes on
+//     the second request after its pause (a 20/s limit halving to 10/s
+//     after 10 s at it took a third refusal, a Decrease step first). At a
+//     steady rate that
 //     delivered far less, the limit shrank or a burst
 //     allowance hid it: the rate drops to what was delivered at once. A
 //     refusal within a few requests of the last cut cuts by Decrease; two in
@@ -138,7 +142,11 @@
 //     them): with several, it stops probing and caps itself as above, and
 //     at an overshoot of its own with three or more already counted its
 //     ceiling goes 15% under the refused rate and its rate under the cap,
-//     since it has no episode of its own to measure the limit with.
+//     since it has no episode of its own to measure the limit with. The
+//     first refusal any process drew for 10 s, at or just over the
+//     ceiling, is arrival jitter there too (processes taking turns hand
+//     over at the limit): a 3% cut, the ceiling kept, and a deep one if
+//     the next comes on the second request after its pause.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; a 503 for a request sent after the cut for the

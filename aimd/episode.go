@@ -327,6 +327,17 @@ func (l *refusalLog) add(now time.Time) {
 	l.next = (l.next + 1) % len(l.at)
 }
 
+// latest returns the latest time logged, or the zero time when none is.
+func (l *refusalLog) latest() time.Time {
+	var t time.Time
+	for _, at := range l.at {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
 // count returns how many overshoots fell within refusalWindow before now.
 func (l *refusalLog) count(now time.Time) int {
 	n := 0

@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 )
 
@@ -269,5 +270,41 @@ func TestHalvedAfterALongHoldLeftInTwoRefusals(t *testing.T) {
 				t.Errorf("%d refused, final rate %.3g of the halved limit; want <= 5 (two to find the limit, at most one of jitter, two to leave it), >= 0.85", r.refused, 2*r.finalRate/rate)
 			}
 		})
+	}
+}
+
+// TestNoFitUnderAProvenFloor: a floor (n-1 successes in the T seconds
+// from a refusal to the next, pause included) proves the limit is at least
+// that. Two episodes after pauses whose counts happen to agree with a lower
+// floor must not fit the limit there, with a burst allowance to make up the
+// rest: a real 15/s provider that allows no burst, refused by arrival
+// jitter a second or so after each pause, was fitted at 5.9/s with an
+// allowance of 7, its ceiling confirmed, and eight processes sharing it
+// then split it by rate rather than take turns, and were banned. Here: 31
+// successes in the 2.1 s after a refusal (14.3/s at least), then 27 in 3.5
+// s after the next (a 2 s pause): fitted at 7.4/s with an allowance of 16.
+func TestNoFitUnderAProvenFloor(t *testing.T) {
+	c := mustNew(t, aimd.Config{Initial: 20})
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
+	now = now.Add(10 * ms)
+	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: 100 * ms})
+	episode := func(start time.Time, n int, d time.Duration) time.Time {
+		step := d / time.Duration(n)
+		for range n {
+			start = start.Add(step)
+			c.ObserveAt(start.Add(5*ms), aimd.Signal{Class: forage.Success, Sent: start})
+		}
+		return start
+	}
+	refuse := func(sent time.Time, pause time.Duration) {
+		c.ObserveAt(sent.Add(5*ms), aimd.Signal{Class: forage.Throttled, Sent: sent, RetryAfter: pause})
+	}
+	now = episode(now.Add(100*ms), 31, 2*time.Second).Add(10 * ms)
+	refuse(now, 2*time.Second)
+	now = episode(now.Add(5*ms+2*time.Second), 27, 1500*ms).Add(10 * ms)
+	refuse(now, time.Second)
+	if s := c.Snapshot(); s.Ceiling < 14 || s.Allowance > 0 {
+		t.Errorf("after an episode that proved 14.3/s: ceiling %.3g, allowance %.3g; want >= 14, none fitted", s.Ceiling, s.Allowance)
 	}
 }

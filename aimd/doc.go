@@ -80,7 +80,10 @@
 //     enough to. A provider whose pause refills its allowance only as far
 //     as its rate over the pause (40 per second with a burst of 40) is
 //     read from refusal to refusal instead: it delivers exactly its limit
-//     between them, and two episodes that agree with that settle it. Once
+//     between them, and two episodes that agree with that settle it,
+//     unless an episode of the minute surely delivered more (a 15/s
+//     provider that allows no burst, refused by arrival jitter a second
+//     after each pause, was read as 5.9/s with a burst of 7). Once
 //     B is known, every later episode after a pause is read with it. (A
 //     burst of 10 at 50/s: three refusals to settle, not five to eight; 20
 //     at 80/s or 40 at 40/s: three, not a refusal every 1.5 s all run

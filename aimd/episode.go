@@ -140,12 +140,17 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 		return est, fitApart
 	}
 	l := (n - prev.n) / (t - prev.t)
-	if f := c.floor(sent); f > 0 && f < est && prev.n >= twoPointSure*c.weight {
+	if f := c.floor(sent); f > 0 && f < est && prev.n >= twoPointSure*c.weight && f >= sureDrop*c.sure.at(sent) {
 		// A provider whose pause refills its allowance no further than
 		// its rate over the pause delivers, from refusal to refusal,
 		// exactly its rate: the floor. Two episodes of a dozen requests
 		// or more that agree with it within a request show that is what
-		// it is.
+		// it is; unless an episode of the minute surely delivered more
+		// (a floor is a lower bound of the limit): a provider that
+		// allows no burst, refused by arrival jitter a second or so
+		// after each pause, has floors of about half its rate, and two
+		// episodes that happened to agree with one put a 15/s limit at
+		// 5.9/s, its ceiling confirmed.
 		if d := c.weight / math.Abs(t-prev.t); math.Abs(l-f) <= d && d <= floorSpread*l {
 			c.allowance = max(1, (n-f*t)/c.weight)
 			return f, fitSure

@@ -395,3 +395,42 @@ func TestStaggerIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstTurnIsTheLearners: when learning hands a provider on to turns,
+// the first window is the learner's (it sends at the whole rate until the
+// plan is in force), and every other holder that sends stops a guard
+// before the plan: each hand-over from the learner to another holder at
+// the plan's start drew a refusal from a real provider that allows no
+// burst.
+func TestFirstTurnIsTheLearners(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	renew := func(doc *shareDoc, h string, cut bool) {
+		mergeShares(doc, claim{holder: h, now: now, st: aimd.State{Rate: 15, Ceiling: 15}, cut: cut, epoch: doc.Epoch,
+			demand: 15, hungry: true})
+		takeTurns(doc, now, 0, 0, turnLeadWatched)
+	}
+	var doc shareDoc
+	renew(&doc, "m", false) // the learner
+	renew(&doc, "a", false)
+	renew(&doc, "z", false)
+	for range learnCuts {
+		now = now.Add(time.Second)
+		renew(&doc, "a", false)
+		renew(&doc, "z", false)
+		renew(&doc, "m", true)
+	}
+	if doc.Turns == nil || len(doc.Turns.Plans) == 0 {
+		t.Fatalf("no turns planned after %d cuts: %+v", learnCuts, doc.Turns)
+	}
+	p := doc.Turns.Plans[0]
+	if p.Holders[0] != "m" {
+		t.Fatalf("the first plan's holders %v; want the learner m first", p.Holders)
+	}
+	guard := turnGuard(15)
+	if w, on := turnWait(doc.Turns, "a", p.From.Add(-guard/2), guard); w == 0 || on {
+		t.Errorf("a, whose window is not the first, may send %v before the plan: wait %v, in force %v", guard/2, w, on)
+	}
+	if w, _ := turnWait(doc.Turns, "m", p.From.Add(-guard/2), guard); w != 0 {
+		t.Errorf("the learner waits %v before its own first window", w)
+	}
+}

@@ -127,6 +127,11 @@ func takeTurns(doc *shareDoc, now time.Time, sent, refused float64, lead time.Du
 		return
 	}
 	from := now.Add(lead)
+	if i := slices.Index(holders, doc.Learner); len(t.Plans) == 0 && i > 0 {
+		// The learner sends at the whole rate until the plan is in
+		// force: the first window is its own, so nobody hands over then.
+		holders = append(append([]string{doc.Learner}, holders[:i]...), holders[i+1:]...)
+	}
 	if n := len(t.Plans); n > 0 {
 		// After the last plan's first window, at one of its window
 		// starts: a plan a holder learned is never replaced, and a window
@@ -226,14 +231,28 @@ func turnEdge(t *shareTurns, holder string, now time.Time, guard time.Duration) 
 // turnWait returns how long holder must wait at now before it may send
 // under turns t, keeping guard at the end of each of its windows (see
 // turnGuard; at most half the window, so a rate cut far under the plan's
-// never leaves a holder no time to send): zero when turns are not in force,
+// never leaves a holder no time to send), and before the first plan comes
+// into force unless the first window is its own: zero when turns are not
+// in force otherwise,
 // or in holder's own
 // window before its guard; otherwise until its next window starts, or until
 // turns end when the plans give it no window before they end, or shareSoon
 // when the last plan does not have it (the next renewal may bring a plan
 // that does). inForce says whether turns are in force.
 func turnWait(t *shareTurns, holder string, now time.Time, guard time.Duration) (wait time.Duration, inForce bool) {
-	if t == nil || !now.Before(t.Until) || len(t.Plans) == 0 || now.Before(t.Plans[0].From) {
+	if t == nil || !now.Before(t.Until) || len(t.Plans) == 0 {
+		return 0, false
+	}
+	if first := &t.Plans[0]; now.Before(first.From) {
+		// Not yet in force, but the holders that send before it (the
+		// learner, see learn; or all of them, by rate) stop a guard before
+		// it, but for the first window's holder: the learner's last
+		// request, sent just before the plan came into force, and that
+		// holder's first drew a refusal from a provider that allows no
+		// burst at each hand-over.
+		if w := first.From.Sub(now); w <= min(guard, first.Window/2) && len(first.Holders) > 0 && first.Holders[0] != holder {
+			return w, false
+		}
 		return 0, false
 	}
 	k := 0

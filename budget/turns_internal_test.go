@@ -191,6 +191,9 @@ func TestTurnWaitWalksTheWindows(t *testing.T) {
 		on     bool
 	}{
 		{"a", -time.Second, 0, false}, // before the plan: not in force
+		{"b", -time.Second, 0, false},
+		{"b", -50 * time.Millisecond, 50 * time.Millisecond, false}, // the guard before the plan: a's window comes first
+		{"a", -50 * time.Millisecond, 0, false},                     // a's own
 		{"a", 0, 0, true},
 		{"a", 1899 * time.Millisecond, 0, true},
 		{"a", 1900 * time.Millisecond, 4100 * time.Millisecond, true}, // the guard: next window at 6 s

@@ -204,7 +204,7 @@ type Controller struct {
 	prevEp      episodeRecord // the episode before this one, for the two-point estimate
 	shortCut    bool          // the last cut came too soon after the one before to measure an episode
 	jittered    bool          // the last cut read a long episode's refusal as jitter, though a burst allowance or a shrunk limit could explain it
-	longCut     bool          // the last cut ended an episode of jitterSpan and jitterRequests or more
+	longCut     bool          // the last cut ended an episode of jitterSpan and jitterRequests or more, or a quiet plateau of a shared controller
 	brief       bool          // the last cut's episode, after a pause, lasted under sureSpan
 	refusals    refusalLog    // recent overshoots, for the refusal budget
 	sure        sureRate      // the best rate an episode in the refusal window surely delivered (see floor)

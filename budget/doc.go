@@ -103,7 +103,7 @@
 // (for up to 10 s, or three cuts), while the others wait: a controller that
 // sees every answer finds the limit as one process does. Then a provider
 // that refused it and showed no burst allowance is served in turns (one
-// holder sends at a time), any other is shared by rate. See
+// holder sends at a time, the learner first), any other is shared by rate. See
 // [Config.Shares] for what happens when the store is unreachable.
 //
 // # Watching providers

@@ -196,8 +196,8 @@ func TestCutsAndClimb(t *testing.T) {
 	// the limit lies between that and 104.5, so the cut is to 0.97 x 100.
 	refuse("overshoot after a climb: to just under what the episode delivered, ceiling just under r0", 96.93, 99.275)
 	climb("one success after the cut", 10*ms, 96.93, aimd.PhaseRecover)
-	refuse("refused one success after a cut that ended a long episode: the limit fell, x0.5, the ceiling just under r0", 48.46, 92.08)
-	refuse("refusals continue with no success: back off", 24.23, 92.08)
+	refuse("refused one success after the cut (no pause): x0.9 again, the ceiling just under r0", 87.23, 92.08)
+	refuse("refusals continue with no success: back off", 43.62, 92.08)
 	_ = log
 	// Four overshoots within a minute: the refusal budget caps the climb at
 	// 0.9 x the ceiling until they age out.
@@ -567,4 +567,62 @@ func TestSharedJitterAtTheCeilingKeepsIt(t *testing.T) {
 	if s := c.Snapshot(); s.Rate > 0.55*kept.Rate {
 		t.Fatalf("refused on the second request after the jitter cut's pause: rate %.4g from %.4g; want a deep cut", s.Rate, kept.Rate)
 	}
+
+	// Not jitter: another process's refusal 2 s before (merged at a
+	// renewal), or a refusal well under the ceiling; nor, after the
+	// controller took up the shared rate again (Restore: the episode its
+	// jitter cut began is over), a refusal of its second request. (In a
+	// bubble: State and Restore date refusals by the clock.)
+	synctest.Test(t, func(t *testing.T) {
+		plateau := func() (*aimd.Controller, time.Time) {
+			c := mustNew(t, aimd.Config{Initial: 100, Recovery: 10 * time.Second})
+			c.SetShare(0.125)
+			now := time.Now()
+			c.ObserveAt(now, aimd.Signal{Class: forage.Success})
+			now = now.Add(10 * ms)
+			c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms)})
+			c.ObserveAt(now.Add(ms), aimd.Signal{Class: forage.Throttled, Sent: now.Add(-6 * ms)})
+			now = succeed(c, now, 11*time.Second, 10*ms)
+			time.Sleep(now.Sub(time.Now()))
+			return c, now
+		}
+		d, now := plateau()
+		st := d.State()
+		st.Refusals = append(st.Refusals, now.Add(-2*time.Second))
+		if err := d.Restore(st); err != nil {
+			t.Fatal(err)
+		}
+		top := d.Snapshot().Ceiling
+		now = succeed(d, now, 100*ms, 10*ms).Add(10 * ms)
+		d.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second})
+		if s := d.Snapshot(); s.Ceiling >= top {
+			t.Errorf("refused at the ceiling 2 s after another process's refusal: ceiling %.4g kept; want it lowered (not jitter)", s.Ceiling)
+		}
+		e, now := plateau()
+		st = e.State()
+		st.Rate = 0.9 * st.Ceiling
+		if err := e.Restore(st); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(10 * ms)
+		e.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second})
+		if s := e.Snapshot(); s.Ceiling >= st.Ceiling {
+			t.Errorf("refused at 90%% of the ceiling: ceiling %.4g kept; want it lowered (not jitter)", s.Ceiling)
+		}
+		f, now := plateau()
+		now = now.Add(10 * ms)
+		f.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second}) // jitter
+		time.Sleep(now.Add(500 * ms).Sub(time.Now()))
+		if err := f.Restore(f.State()); err != nil { // in its pause, the window of another process's rate, taken up
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second + 10*ms)
+		was := f.Snapshot().Rate
+		f.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-5 * ms)})
+		now = now.Add(60 * ms)
+		f.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second})
+		if s := f.Snapshot(); s.Rate < 0.7*was {
+			t.Errorf("refused on its second request after taking up the shared rate: rate %.4g from %.4g; want an ordinary cut, not a halving", s.Rate, was)
+		}
+	})
 }

@@ -199,11 +199,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	case why == cutRefusing || why == cutLatencyGrowing:
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
 	case why != cutOvershoot:
-	case shared && c.ceiling > 0 && r0 <= probeKeep*c.ceiling && c.quietFor(now) >= plateauHeld:
+	case shared && c.ceiling > 0 && r0 >= jitterShare*c.ceiling && (r0 <= c.ceiling || c.confirmed && r0 <= probeKeep*c.ceiling) && c.quietFor(now) >= plateauHeld:
 		// At a controller that sees a share of the traffic, the first
-		// refusal any process drew for plateauHeld, at or just over the
-		// ceiling: the edge met by arrival jitter (processes taking turns
-		// hand over at the limit), not a limit under the ceiling. A small
+		// refusal any process drew for plateauHeld, at the ceiling (or
+		// just over a confirmed one): the edge met by arrival jitter
+		// (processes taking turns hand over at the limit), not a limit
+		// under the ceiling. A small
 		// cut, the ceiling kept, as one process reads a refusal after a
 		// steady episode; the refusal budget counts it all the same. (Cut
 		// a Decrease step with the ceiling under it, eight processes taking
@@ -214,11 +215,13 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// Too few successes to measure: spread, as below.
 		rate, w = r0*spreadCut, r0*ceilingMargin
 	case est == 0:
-		if (!shared && (c.shortCut || c.epOK <= shortEpisode || c.jittered) || c.longCut && c.epOK <= c.weight) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
+		if (!shared && (c.shortCut || c.epOK <= shortEpisode || c.jittered) || c.longCut && c.epPaused && c.epOK <= c.weight) && c.cuts > 0 && r0 <= shrinkSlack*c.postCut {
 			// Refused on the first request after the last cut (or its
 			// pause), or twice in a row within a few requests, or on the
-			// second after a cut that ended a long episode (a provider
-			// with no allowance left to refill): the limit is far below
+			// second after the pause of a cut that ended a long episode
+			// (a provider with no allowance left to refill; a shared
+			// controller, on its own second since its own jitter cut, see
+			// Restore): the limit is far below
 			// the rate the last cut set. (A limit halved after 10 s at it
 			// took a third refusal to leave, a Decrease step first.)
 			// Where between half of r0 and r0 the limit now lies is not

@@ -59,14 +59,14 @@
 //     well over the limit); if the next refusal comes within a few requests
 //     of its pause (fewer than five successes), the limit fell far below
 //     (it halved), and the cut is deep at once; so it is after any cut
-//     that ended an episode of 3 s or more when the next refusal comes on
-//     the second request after its pause (a 20/s limit halving to 10/s
-//     after 10 s at it took a third refusal, a Decrease step first). At a
-//     steady rate that
-//     delivered far less, the limit shrank or a burst
-//     allowance hid it: the rate drops to what was delivered at once. A
-//     refusal within a few requests of the last cut cuts by Decrease; two in
-//     a row mean the limit is far below, and halve it.
+//     that ended an episode of 3 s and 30 successes or more, and paused,
+//     when the next refusal comes on the second request after the pause
+//     (a 20/s limit halving to 10/s after 10 s at it took a third
+//     refusal, a Decrease step first). At a steady rate that delivered far
+//     less, the limit shrank or a burst allowance hid it: the rate drops
+//     to what was delivered at once. Otherwise a refusal within a few
+//     requests of the last cut cuts by Decrease; two in a row mean the
+//     limit is far below, and halve it.
 //   - The burst allowance behind a pause: a provider that pauses the
 //     client (Retry-After) refills its burst allowance B meanwhile, so an
 //     episode that starts at a pause's end delivers B + L·T before its
@@ -146,10 +146,11 @@
 //     at an overshoot of its own with three or more already counted its
 //     ceiling goes 15% under the refused rate and its rate under the cap,
 //     since it has no episode of its own to measure the limit with. The
-//     first refusal any process drew for 10 s, at or just over the
-//     ceiling, is arrival jitter there too (processes taking turns hand
-//     over at the limit): a 3% cut, the ceiling kept, and a deep one if
-//     the next comes on the second request after its pause.
+//     first refusal any process drew for 10 s, at the ceiling (98% of it
+//     or more, or up to 5% over a confirmed one), is arrival jitter there
+//     too (processes taking turns hand over at the limit): a 3% cut, the
+//     ceiling kept, and a deep one if its own next request after the
+//     pause is refused too, before it takes up the shared rate again.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; a 503 for a request sent after the cut for the

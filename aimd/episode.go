@@ -156,8 +156,8 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 			return f, fitSure
 		}
 	}
-	if l < est/2 || l >= est || l > twoPointTight*min(prev.lo, c.postCut) {
-		return est, fitApart
+	if l < est/2 || l >= est || l > twoPointTight*min(prev.lo, c.postCut) || l < sureDrop*c.sure.at(sent) {
+		return est, fitApart // or under what an episode of the minute surely delivered, as above
 	}
 	if math.Abs(n-prev.n) >= twoPointSure*c.weight {
 		c.allowance = max(1, (n-l*t)/c.weight)

@@ -198,6 +198,7 @@ func (c *Controller) Restore(s State) error {
 	// is measured against it, and so is what the provider delivers.
 	c.hist.note(now, c.rate)
 	c.startEpisode(now)
+	c.longCut = false // the episode the last cut began is over: a refusal now says nothing of it
 	return nil
 }
 
@@ -212,7 +213,9 @@ func (c *Controller) Restore(s State) error {
 // are samples, not the provider's whole answer, so below 1 a refusal cuts
 // as an ordinary overshoot: no drop to an episode's delivered rate, no
 // halving because none of its own requests succeeded since the last cut
-// (the others' may have). A share out of range is ignored.
+// (the others' may have), but for a refusal of its second request after
+// the pause of its own jitter cut, in the episode that cut began (see
+// the package documentation). A share out of range is ignored.
 func (c *Controller) SetShare(share float64) {
 	if !(share > 0 && share <= 1) {
 		return

@@ -212,8 +212,9 @@ func (p *turnPlan) next(t time.Time) time.Time {
 // the holders hand on the climb with the turn: at the start of its next
 // window, to take up the rate the holder before it left, and half a guard
 // before the end of its own, after its last request, to leave the rate it
-// climbed to for the next. Zero when turns are not in force or no edge is
-// ahead.
+// climbed to for the next; in the guard before the first plan comes into
+// force, at its start. Zero when turns are not in force otherwise, or no
+// edge is ahead.
 func turnEdge(t *shareTurns, holder string, now time.Time, guard time.Duration) time.Duration {
 	wait, on := turnWait(t, holder, now, guard)
 	if !on || wait > 0 {
@@ -231,9 +232,9 @@ func turnEdge(t *shareTurns, holder string, now time.Time, guard time.Duration) 
 // turnWait returns how long holder must wait at now before it may send
 // under turns t, keeping guard at the end of each of its windows (see
 // turnGuard; at most half the window, so a rate cut far under the plan's
-// never leaves a holder no time to send), and before the first plan comes
-// into force unless the first window is its own: zero when turns are not
-// in force otherwise,
+// never leaves a holder no time to send), and for the last such guard
+// before the first plan comes into force unless the first window is its
+// own (inForce is false then): zero when turns are not in force otherwise,
 // or in holder's own
 // window before its guard; otherwise until its next window starts, or until
 // turns end when the plans give it no window before they end, or shareSoon

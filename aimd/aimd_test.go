@@ -583,7 +583,7 @@ func TestSharedJitterAtTheCeilingKeepsIt(t *testing.T) {
 			c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms)})
 			c.ObserveAt(now.Add(ms), aimd.Signal{Class: forage.Throttled, Sent: now.Add(-6 * ms)})
 			now = succeed(c, now, 11*time.Second, 10*ms)
-			time.Sleep(now.Sub(time.Now()))
+			time.Sleep(time.Until(now))
 			return c, now
 		}
 		d, now := plateau()
@@ -612,7 +612,7 @@ func TestSharedJitterAtTheCeilingKeepsIt(t *testing.T) {
 		f, now := plateau()
 		now = now.Add(10 * ms)
 		f.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second}) // jitter
-		time.Sleep(now.Add(500 * ms).Sub(time.Now()))
+		time.Sleep(time.Until(now.Add(500 * ms)))
 		if err := f.Restore(f.State()); err != nil { // in its pause, the window of another process's rate, taken up
 			t.Fatal(err)
 		}

@@ -212,12 +212,20 @@ func TestSparseJitterDoesNotCollapseTheRate(t *testing.T) {
 // request or two of the pause, shows it was not: the cut is deep at once,
 // and the halving costs five refusals in all, not six.
 func TestHalvingAfterASteadyEpisode(t *testing.T) {
-	for _, rate := range []float64{17, 20, 40, 60} {
+	halvedWithin(t, []float64{17, 20, 40, 60}, 15*time.Second, 30*time.Second, 5)
+}
+
+// halvedWithin runs a controller for dur against each burst-1 provider of
+// rates whose limit halves at at, and wants at most refused refusals and
+// a final rate within 15% of the halved limit.
+func halvedWithin(t *testing.T, rates []float64, at, dur time.Duration, refused int) {
+	t.Helper()
+	for _, rate := range rates {
 		t.Run(fmt.Sprintf("%.0f/s", rate), func(t *testing.T) {
 			c := mustNew(t, aimd.Config{})
-			r := simulate(c, halving(rate, 1, answer429, 15*time.Second)(), 30*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
-			if r.refused > 5 || r.finalRate < 0.85*rate/2 {
-				t.Errorf("%d refused, final rate %.3g of the halved limit; want <= 5, >= 0.85", r.refused, 2*r.finalRate/rate)
+			r := simulate(c, halving(rate, 1, answer429, at)(), dur, 5*time.Millisecond, 2500*time.Microsecond)
+			if r.refused > refused || r.finalRate < 0.85*rate/2 {
+				t.Errorf("%d refused, final rate %.3g of the halved limit; want <= %d, >= 0.85", r.refused, 2*r.finalRate/rate, refused)
 			}
 		})
 	}
@@ -262,15 +270,8 @@ func TestFallingLimitWithAnAllowanceNotBanned(t *testing.T) {
 // first), each a second of Retry-After: a real 20/s provider halving to
 // 10/s mid-run was refused on the first request after each of two pauses.
 func TestHalvedAfterALongHoldLeftInTwoRefusals(t *testing.T) {
-	for _, rate := range []float64{10, 17, 20, 40, 60, 100} {
-		t.Run(fmt.Sprintf("%.0f/s", rate), func(t *testing.T) {
-			c := mustNew(t, aimd.Config{})
-			r := simulate(c, halving(rate, 1, answer429, 25*time.Second)(), 40*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
-			if r.refused > 5 || r.finalRate < 0.85*rate/2 {
-				t.Errorf("%d refused, final rate %.3g of the halved limit; want <= 5 (two to find the limit, at most one of jitter, two to leave it), >= 0.85", r.refused, 2*r.finalRate/rate)
-			}
-		})
-	}
+	// Two to find the limit, at most one of jitter, two to leave it.
+	halvedWithin(t, []float64{10, 17, 20, 40, 60, 100}, 25*time.Second, 40*time.Second, 5)
 }
 
 // TestNoFitUnderAProvenFloor: a floor (n-1 successes in the T seconds

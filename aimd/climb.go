@@ -204,11 +204,11 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// refusal any process drew for plateauHeld, at the ceiling (or
 		// just over a confirmed one): the edge met by arrival jitter
 		// (processes taking turns hand over at the limit), not a limit
-		// under the ceiling. A small
-		// cut, the ceiling kept, as one process reads a refusal after a
-		// steady episode; the refusal budget counts it all the same. (Cut
-		// a Decrease step with the ceiling under it, eight processes taking
-		// turns at a 17/s provider held 85% of it for the rest of the run.)
+		// under the ceiling. A small cut, the ceiling kept, as one
+		// process reads a refusal after a steady episode; the refusal
+		// budget counts it all the same. (Cut a Decrease step with the
+		// ceiling under it, eight processes taking turns at a 17/s
+		// provider held 85% of it for the rest of the run.)
 		rate, w, confirmed = r0*jitterCut, c.ceiling, c.confirmed
 		long = true // a refusal right after its pause: the limit fell, as below
 	case est == 0 && drained && c.allowance == 0:
@@ -221,9 +221,9 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			// second after the pause of a cut that ended a long episode
 			// (a provider with no allowance left to refill; a shared
 			// controller, on its own second since its own jitter cut, see
-			// Restore): the limit is far below
-			// the rate the last cut set. (A limit halved after 10 s at it
-			// took a third refusal to leave, a Decrease step first.)
+			// Restore): the limit is far below the rate the last cut set.
+			// (A limit halved after 10 s at it took a third refusal to
+			// leave, a Decrease step first.)
 			// Where between half of r0 and r0 the limit now lies is not
 			// known: the ceiling is unconfirmed, so the climb back is fast
 			// and the next refusal places it.

@@ -190,6 +190,7 @@ type Controller struct {
 	latencyBase time.Duration // latency of the first request sent after the last latency cut
 	latencyMin  float64       // lowest Success latency seen, seconds
 	latencyHot  bool          // in a latency episode: above target, not yet back halfway
+	recent      latencyRing   // the latencies of the last successes, for the arrival jitter
 	quota       quotaMeter
 	hist        rateHistory   // recent rates, to date a refused request's rate
 	exitTop     float64       // the rate slow start overshot at, until an echo confirms it

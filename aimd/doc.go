@@ -105,7 +105,15 @@
 //     of latency a burst provider settles at 88-94% within 30 s where they
 //     reached 74-82%. A provider that allows no burst and refuses from
 //     arrival jitter fits at any rate over the one sent at; such a band
-//     names nothing.
+//     names nothing. Any two refusals fit some bucket: a large allowance
+//     (over a second of its rate) at a low rate, fitted from two, also
+//     explains a climb that was admitted far over that rate, as a provider
+//     that allows no burst at the climb's top explains it when refused by
+//     as much arrival jitter as the latencies show (their 95th percentile
+//     over the lowest, up to 5 ms). When both do, the fit waits for a third
+//     refusal. (A 200/s provider refused at 113/s, a second after slow
+//     start's 213/s, fitted 25/s with an allowance of 140 and was held
+//     there: 12.7% of its limit over a minute.)
 //   - A slow provider: its allowance hides its limit from the climb, which
 //     meets the first refusal at many times the limit, and each pause of a
 //     second then refills only a request or two of it, so every episode

@@ -49,6 +49,17 @@ const (
 	// before was held up on its way. By the model it then had up to
 	// rate × fitJitter of a token more than it did.
 	fitJitter = 2 * time.Millisecond
+	// fitMinRefusals is how many refusals, answered apart, the fit needs
+	// to name a bucket whose allowance is over fitLargeAllowance's worth
+	// of its rate, when a provider that allows no burst at the fastest
+	// rate admitted, refused by arrival jitter (as much as the latencies
+	// show, up to fitFastJitter), explains the answers too (see fit).
+	// fitPeakRun is how many admitted requests in a row that rate is
+	// measured over.
+	fitMinRefusals    = 3
+	fitLargeAllowance = time.Second
+	fitFastJitter     = 5 * time.Millisecond
+	fitPeakRun        = 32
 	// fitTight is how far apart, as a factor, the lowest and the highest
 	// rate that fit may lie for the fit to name the limit.
 	fitTight = 1.2
@@ -77,9 +88,10 @@ func (e fitEntry) ok() bool  { return e&1 == 1 }
 // a share of the traffic), or once the fit has named the limit. Not safe
 // for concurrent use; the Controller's mutex guards it.
 type fitLog struct {
-	base time.Time
-	e    []fitEntry
-	off  bool
+	base   time.Time
+	e      []fitEntry
+	off    bool
+	jitter time.Duration // the arrival jitter the latencies show (see Controller.arrivalJitter)
 }
 
 // note records the answer of class kind to a request sent at sent, or
@@ -147,7 +159,7 @@ func (l *fitLog) fit(top float64) (fitResult, bool) {
 	lo, hi, plain := math.Inf(1), 0.0, false
 	seen := func(r float64) { lo, hi = min(lo, r), max(hi, r) }
 	for rate := bottom; rate <= top*(1+1e-9); rate *= fitRatio {
-		m, _, p := fitMargin(es, rate)
+		m, _, p := fitMargin(es, rate, fitJitter)
 		if p || m >= 0 {
 			seen(rate)
 		}
@@ -183,16 +195,32 @@ func (l *fitLog) fit(top float64) (fitResult, bool) {
 	if plain {
 		hi = top // bounded only by the rates sent at
 	}
+	_, burst, _ := fitMargin(es, lo, fitJitter)
+	if burst > lo*fitLargeAllowance.Seconds() && fitRefusals(es) < fitMinRefusals {
+		// A large allowance at a low rate, from two refusals, explains a
+		// climb admitted far over that rate; so may a provider that
+		// allows no burst at the climb's top, refused by a few
+		// milliseconds of arrival jitter (a 200/s provider refused at
+		// 113/s a second after slow start's 213/s fitted 25/s with an
+		// allowance of 140, and held there). When it does, with as much
+		// jitter as the latencies show (up to fitFastJitter), a third
+		// refusal tells them apart.
+		if peak := fitPeak(es); peak > top {
+			if _, _, p := fitMargin(es, peak, min(l.jitter, fitFastJitter)); p {
+				return fitResult{}, false
+			}
+		}
+	}
 	named := !plain && hi <= fitTight*lo
 	if named {
 		l.drop()
 	}
-	_, burst, _ := fitMargin(es, lo)
 	return fitResult{lo: lo, hi: hi, named: named, burst: burst}, true
 }
 
 // fitMargin returns how much room the answers leave a bucket of the given
-// rate with an allowance: the largest allowance at which it refuses every
+// rate with an allowance, judged with up to jitter of arrival jitter (see
+// fitJitter): the largest allowance at which it refuses every
 // refused request, less the smallest at which it admits every admitted one
 // (all but fitOutliers), and that least allowance, need. A bucket of that
 // rate fits when the margin is >= 0. When only a bucket that allows no
@@ -208,8 +236,8 @@ func (l *fitLog) fit(top float64) (fitResult, bool) {
 // in [s, t) (the bucket was last full at one of them); so one pass finds
 // the least B that had a token for each admitted request and the most
 // that had none for each refused one.
-func fitMargin(es []fitEntry, rate float64) (margin, need float64, plain bool) {
-	slack := rate * fitJitter.Seconds()
+func fitMargin(es []fitEntry, rate float64, jitter time.Duration) (margin, need float64, plain bool) {
+	slack := rate * jitter.Seconds()
 	perUnit := rate * fitUnit.Seconds()
 	need, need2, most := 1.0, 1.0, math.Inf(1)
 	peak, admitted := math.Inf(-1), 0.0
@@ -240,8 +268,40 @@ func fitMargin(es []fitEntry, rate float64) (margin, need float64, plain bool) {
 
 // fitRoom is fitMargin's margin alone.
 func fitRoom(es []fitEntry, rate float64) float64 {
-	m, _, _ := fitMargin(es, rate)
+	m, _, _ := fitMargin(es, rate, fitJitter)
 	return m
+}
+
+// fitRefusals returns how many runs of refused requests es (sorted by send
+// time) holds: the refusals the provider answered apart, each with the
+// echoes sent with it.
+func fitRefusals(es []fitEntry) int {
+	n := 0
+	for i, e := range es {
+		if !e.ok() && (i == 0 || es[i-1].ok()) {
+			n++
+		}
+	}
+	return n
+}
+
+// fitPeak returns the fastest rate the admitted requests of es (sorted by
+// send time) were sent at, over fitPeakRun of them in a row: slow start's
+// top, usually.
+func fitPeak(es []fitEntry) float64 {
+	var ok []int64
+	for _, e := range es {
+		if e.ok() {
+			ok = append(ok, e.at())
+		}
+	}
+	peak := 0.0
+	for i := fitPeakRun; i < len(ok); i++ {
+		if d := ok[i] - ok[i-fitPeakRun]; d > 0 {
+			peak = max(peak, fitPeakRun/(float64(d)*fitUnit.Seconds()))
+		}
+	}
+	return peak
 }
 
 // applyFit narrows what the last cut set to the band of rates the fit
@@ -256,6 +316,7 @@ func fitRoom(es []fitEntry, rate float64) float64 {
 func (c *Controller) applyFit(now time.Time) {
 	top := c.fitTop
 	c.fitTop = 0
+	c.fits.jitter = c.arrivalJitter()
 	f, ok := c.fits.fit(top)
 	if !ok {
 		return

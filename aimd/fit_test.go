@@ -61,11 +61,11 @@ func TestFitFindsTheBucket(t *testing.T) {
 		if rate > f.hi*fitRatio || f.named && rate < f.lo/fitRatio {
 			slices.Sort(es)
 			for r := top / fitSpan; r <= top; r *= fitRatio {
-				m, _, p := fitMargin(es, r)
+				m, _, p := fitMargin(es, r, fitJitter)
 				t.Logf("%.4f %.3f %v", r, m, p)
 			}
 			for _, r := range []float64{rate * 0.99, rate, rate * 1.01} {
-				m, _, p := fitMargin(es, r)
+				m, _, p := fitMargin(es, r, fitJitter)
 				t.Logf("at %.4f %.3f %v", r, m, p)
 			}
 			t.Fatalf("bucket %.2f/s burst %.0f: band [%.2f, %.2f]", rate, burst, f.lo, f.hi)
@@ -205,5 +205,79 @@ func TestFitLogOffAfterARestart(t *testing.T) {
 	d.ObserveAt(fitEpoch.Add(100*time.Millisecond), ok)
 	if d.fits.off || len(d.fits.e) != 2 {
 		t.Fatalf("restored mid-run: off %v, %d logged; want kept, 2", d.fits.off, len(d.fits.e))
+	}
+}
+
+// climbLog logs a climb from 10/s, ×1.5 every 100 ms, up to top and 40
+// requests at it (every request admitted): the log as slow start leaves
+// it.
+func climbLog(l *fitLog, top float64) time.Duration {
+	now, x, atTop := time.Duration(0), 10.0, 0
+	for next := 100 * time.Millisecond; atTop < 40; {
+		l.note(fitEpoch.Add(now), forage.Success, false)
+		now += time.Duration(float64(time.Second) / x).Round(fitUnit)
+		if x == top {
+			atTop++
+		}
+		if now >= next {
+			x, next = min(x*1.5, top), next+100*time.Millisecond
+		}
+	}
+	return now
+}
+
+// TestFitNamesNoLargeAllowanceFromTwoRefusals: any two refusals fit some
+// bucket. A provider that allows no burst at 200/s, admitting slow start's
+// climb to 213/s and refusing (by arrival jitter: the request before was
+// held up on its way) at its top and then at 113/s, 34 requests after a
+// second's pause, fits 25/s with an allowance of about 140; traced over
+// loopback HTTP, that fit held the rate at 24/s for the rest of the run
+// (12.7% of the limit). With as much jitter in the latencies, such a fit
+// waits for a third refusal; a bucket with that allowance then draws one
+// where it says, and is named. Latencies without jitter name it at once,
+// as before (a large allowance hides a limit that bans at five).
+func TestFitNamesNoLargeAllowanceFromTwoRefusals(t *testing.T) {
+	l := fitLog{jitter: 4 * time.Millisecond} // 3 ms of latency, 7 at the 95th percentile
+	now, x := climbLog(&l, 213), 113.0
+	l.note(fitEpoch.Add(now), forage.Throttled, false)
+	now += time.Second
+	for range 34 {
+		l.note(fitEpoch.Add(now), forage.Success, false)
+		now += time.Duration(float64(time.Second) / x).Round(fitUnit)
+	}
+	l.note(fitEpoch.Add(now), forage.Throttled, false)
+	top := x * fitAbove
+	still := fitLog{e: slices.Clone(l.e)} // latencies that show no jitter
+	if f, ok := l.fit(top); ok && (f.named || f.hi < top/fitAbove) {
+		t.Fatalf("two refusals: band [%.1f, %.1f] named %v, allowance %.0f; want nothing under the refused rate", f.lo, f.hi, f.named, f.burst)
+	}
+	if f, ok := still.fit(top); !ok || !f.named {
+		t.Fatalf("two refusals, no jitter in the latencies: band [%.1f, %.1f] named %v (ok %v); want named, as before", f.lo, f.hi, f.named, ok)
+	}
+
+	// The bucket the two refusals fit: 25/s, an allowance of 140.
+	var b fitLog
+	level, last := 140.0, time.Duration(0)
+	now, x = 0, 10
+	next, refusals := 100*time.Millisecond, 0
+	for refusals < 3 {
+		level = min(140, level+25*(now-last).Seconds())
+		last = now
+		if level < 1 {
+			b.note(fitEpoch.Add(now), forage.Throttled, false)
+			refusals++
+			now, x = now+time.Second, []float64{113, 87, 87}[refusals-1]
+			continue
+		}
+		level--
+		b.note(fitEpoch.Add(now), forage.Success, false)
+		now += time.Duration(float64(time.Second) / x).Round(fitUnit)
+		if refusals == 0 && now >= next {
+			x, next = x*1.5, next+100*time.Millisecond
+		}
+	}
+	f, ok := b.fit(87 * fitAbove)
+	if !ok || !f.named || f.lo > 25*fitRatio || f.hi < 25/fitRatio {
+		t.Fatalf("three refusals of a 25/s bucket with an allowance of 140: band [%.1f, %.1f] named %v (ok %v); want 25/s named", f.lo, f.hi, f.named, ok)
 	}
 }

@@ -381,8 +381,11 @@ func (c *Controller) smooth(s Signal) {
 		return
 	}
 	x := s.Latency.Seconds()
-	if s.Class == forage.Success && (c.latencyMin == 0 || x < c.latencyMin) {
-		c.latencyMin = x
+	if s.Class == forage.Success {
+		c.recent.add(x)
+		if c.latencyMin == 0 || x < c.latencyMin {
+			c.latencyMin = x
+		}
 	}
 	switch {
 	case c.latency == 0:
@@ -390,6 +393,49 @@ func (c *Controller) smooth(s Signal) {
 	case s.Class == forage.Success || x > c.latency:
 		c.latency += latencyWeight * (x - c.latency)
 	}
+}
+
+// latencyRing keeps the latencies of the last len(at) successes, in
+// seconds. Not safe for concurrent use; the Controller's mutex guards it.
+type latencyRing struct {
+	at [32]float32
+	n  int // samples so far
+}
+
+// add records a success's latency x.
+func (r *latencyRing) add(x float64) {
+	r.at[r.n%len(r.at)] = float32(x)
+	r.n++
+}
+
+// high returns the second highest latency of the ring (of 32: about the
+// 95th percentile), or 0 with fewer than 8 samples.
+func (r *latencyRing) high() float64 {
+	if r.n < 8 {
+		return 0
+	}
+	var a, b float32 // the highest and the second highest
+	for _, x := range r.at[:min(r.n, len(r.at))] {
+		switch {
+		case x > a:
+			a, b = x, a
+		case x > b:
+			b = x
+		}
+	}
+	return float64(b)
+}
+
+// arrivalJitter returns how much later than it was sent a request may
+// reach the provider, as the spread of the last successes' latencies
+// shows it: their 95th percentile over the lowest latency seen. A delay on
+// the way back shows in the latency as one on the way out does; the two
+// cannot be told apart, so the spread is taken whole.
+func (c *Controller) arrivalJitter() time.Duration {
+	if hi := c.recent.high(); hi > c.latencyMin {
+		return time.Duration((hi - c.latencyMin) * float64(time.Second))
+	}
+	return 0
 }
 
 // latencyPressure reports whether the latency signal holds the rate: the

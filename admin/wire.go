@@ -120,11 +120,19 @@ func writeError(w http.ResponseWriter, code int, field string, err error) {
 	writeJSON(w, code, body)
 }
 
+// writeJSON answers v as JSON with code. A value JSON cannot hold (a NaN
+// a host's own Provider reported) is a 500 that says so, not a 200 with an
+// empty body.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		body, _ = json.Marshal(map[string]string{"error": "admin: the answer cannot be encoded as JSON: " + redact.String(err.Error())})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // decodeOne decodes the one JSON value a body holds into v, unknown fields

@@ -2,6 +2,7 @@ package aimd_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -35,9 +36,13 @@ func genDuration(t *rapid.T, label string, max time.Duration) time.Duration {
 	return time.Duration(rapid.Int64Range(0, int64(max)).Draw(t, label))
 }
 
+// hostile are quota counts no provider should send, which a host that
+// builds its own Outcome may pass on: NaN, infinite, negative.
+var hostile = []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, -1e300}
+
 // genSignal draws any Signal for a response observed at now: every Class
 // (and an unknown one), with or without latency, Retry-After, send time
-// (possibly far in the past) and a Quota.
+// (possibly far in the past) and a Quota (hostile counts too).
 func genSignal(t *rapid.T, now time.Time) aimd.Signal {
 	s := aimd.Signal{Class: forage.Class(rapid.IntRange(0, 6).Draw(t, "class"))}
 	if rapid.Bool().Draw(t, "hasLatency") {
@@ -51,8 +56,9 @@ func genSignal(t *rapid.T, now time.Time) aimd.Signal {
 	}
 	if rapid.IntRange(0, 3).Draw(t, "hasQuota") == 0 {
 		s.Quota = forage.Quota{
-			Limit:     rapid.Float64Range(0, 1e4).Draw(t, "limit"),
-			Remaining: rapid.SampledFrom([]float64{0, 1, 50, 1e4}).Draw(t, "remaining"),
+			Limit:     rapid.OneOf(rapid.Float64Range(0, 1e4), rapid.SampledFrom(hostile)).Draw(t, "limit"),
+			Remaining: rapid.SampledFrom(append([]float64{0, 1, 50, 1e4}, hostile...)).Draw(t, "remaining"),
+			Used:      rapid.SampledFrom(append([]float64{0, 1}, hostile...)).Draw(t, "used"),
 			Reset:     genDuration(t, "reset", time.Minute),
 			Window:    rapid.SampledFrom([]time.Duration{0, time.Second, time.Minute}).Draw(t, "window"),
 			Known:     known,
@@ -75,6 +81,9 @@ func checkInvariants(t *rapid.T, c *aimd.Controller, i int, now time.Time, befor
 	after := c.Snapshot()
 	if r := c.RateAt(now); r != after.Rate || !(r >= cfg.Min && r <= cfg.Max) {
 		t.Fatalf("step %d (%+v): rate %g (snapshot %g) outside [%g, %g]", i, s, r, after.Rate, cfg.Min, cfg.Max)
+	}
+	if !(after.Ceiling >= 0) || math.IsInf(after.Ceiling, 0) {
+		t.Fatalf("step %d (%+v): ceiling %g, want finite and >= 0", i, s, after.Ceiling)
 	}
 	if after.PausedUntil.Before(before.PausedUntil) {
 		t.Fatalf("step %d (%+v): pause moved back from %v to %v", i, s, before.PausedUntil, after.PausedUntil)
@@ -308,12 +317,23 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 			// at its limit (a Reset of a second or less, rounded up, hides
 			// the true wait; see the package documentation); any other
 			// response's always does.
-			spent := h.Remaining == 0 && h.Reset > 0 && (s.Class != forage.Success || h.Reset > time.Second && h.Limit == 0)
+			// Hostile counts are not known: a Remaining under 0 is 0, a
+			// NaN or infinite one nothing; a limit that is not a finite
+			// number >= 0, no limit.
+			left := h.Remaining
+			if left < 0 && !math.IsInf(left, -1) {
+				left = 0
+			}
+			limit := h.Limit
+			if !(limit >= 0) || math.IsInf(limit, 1) {
+				limit = 0
+			}
+			spent := left == 0 && h.Reset > 0 && (s.Class != forage.Success || h.Reset > time.Second && limit == 0)
 			if spent && c.PausedUntil().Before(now.Add(h.Reset)) {
 				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.PausedUntil())
 			}
-			if s.Class < forage.Permanent && h.Limit > 0 && h.Window > 0 {
-				capRate = max(h.Limit/h.Window.Seconds(), c.Config().Min)
+			if s.Class < forage.Permanent && limit > 0 && h.Window > 0 {
+				capRate = max(limit/h.Window.Seconds(), c.Config().Min)
 			}
 			if r := c.RateAt(now); capRate > 0 && r > capRate*(1+1e-12) {
 				t.Fatalf("step %d: rate %g above the declared %g", i, r, capRate)

@@ -1,6 +1,7 @@
 package aimd
 
 import (
+	"math"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -81,14 +82,29 @@ type hint struct {
 }
 
 // hintOf reads q: nothing unless what is left of it is known (usage
-// without a limit gives nothing to pace by).
+// without a limit gives nothing to pace by). A count that is not a finite
+// number (a host's own Outcome may carry a NaN parsed from a body) is not
+// known: what is left, then only the limit and window stand; the limit,
+// then no limit. What is left under 0 is 0 (over the quota: spent). (A NaN
+// limit once made the ceiling NaN, and the rate fell to its least for
+// good.)
 func hintOf(q forage.Quota) hint {
 	left, ok := q.Left()
 	if !ok {
 		return hint{}
 	}
-	return hint{limit: q.Limit, left: left, reset: q.Reset, window: q.Window}
+	var h hint
+	if q.Limit >= 0 && finite(q.Limit) {
+		h.limit, h.window = q.Limit, max(q.Window, 0)
+	}
+	if finite(left) {
+		h.left, h.reset = max(left, 0), max(q.Reset, 0)
+	}
+	return h
 }
+
+// finite reports whether x is neither NaN nor infinite.
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // exhausted reports whether h says the quota is spent until reset.
 func (h hint) exhausted() bool {

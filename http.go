@@ -23,6 +23,10 @@ import (
 // pause then tells the scheduler when to resume.
 const MaxRetryAfter = 72 * time.Hour
 
+// errNoResponse is the error of an Outcome built from no response and no
+// error.
+var errNoResponse = errors.New("forage: no response and no error (a broken fetcher)")
+
 // FromHTTP builds an Outcome from a response and error as an
 // [http.RoundTripper] or [http.Client.Do] returns them: the status, the
 // Retry-After and rate-limit headers. It does not read or close the body.
@@ -34,6 +38,10 @@ const MaxRetryAfter = 72 * time.Hour
 // [errors.Is] and [errors.As] still reach the original error (a
 // [*url.Error] stays one, with its URL redacted).
 //
+// No response and no error is a broken fetcher, and a status outside
+// 100-599 (net/http reads "HTTP/1.1 000" as status 0) is not one: both are
+// [Permanent], as [Classify] says, never a success.
+//
 // A response that comes with an error is a redirect the client stopped
 // following: net/http returns the last 3xx and "stopped after 10
 // redirects" for a loop, or the error of a CheckRedirect. It is never a
@@ -42,11 +50,19 @@ const MaxRetryAfter = 72 * time.Hour
 func FromHTTP(resp *http.Response, err error) Outcome {
 	o := Outcome{Err: redact.Error(err)}
 	if resp == nil {
+		if err == nil {
+			o.Err = Mark(errNoResponse, Permanent)
+		}
 		return o
 	}
 	o.Status = resp.StatusCode
-	if err != nil {
+	switch {
+	case err != nil:
 		o.Err = Mark(fmt.Errorf("forage: a redirect (HTTP %d) the client stopped following: %w", resp.StatusCode, o.Err), Permanent)
+	case resp.StatusCode < 100 || resp.StatusCode > 599:
+		// net/http reads any three digits as a status, 000 included: not
+		// one RFC 9110 defines, and never a success.
+		o.Err = Mark(fmt.Errorf("forage: HTTP status %03d is not a status code", resp.StatusCode), Permanent)
 	}
 	now := time.Now()
 	if v := resp.Header.Get("Retry-After"); v != "" {

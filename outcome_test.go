@@ -147,3 +147,29 @@ func TestQuotaLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestPropertyFromHTTPAgreesWithClassify: whatever the status (net/http
+// reads any three digits, 000 included) and whether an error came with it
+// (with a response, only a redirect the client stopped following),
+// FromHTTP's Outcome classifies as Classify does. Before, a status under
+// 100 and no response at all were successes.
+func TestPropertyFromHTTPAgreesWithClassify(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		var resp *http.Response
+		if rapid.IntRange(0, 9).Draw(rt, "hasResp") > 0 {
+			resp = &http.Response{StatusCode: rapid.IntRange(0, 999).Draw(rt, "code"), Header: http.Header{}}
+		}
+		var err error
+		if rapid.IntRange(0, 3).Draw(rt, "hasErr") == 0 {
+			err = errors.New("connection reset")
+			if resp != nil { // net/http returns both only for a redirect it stopped following
+				resp.StatusCode = rapid.IntRange(300, 399).Draw(rt, "redirect")
+			}
+		}
+		got, want := forage.FromHTTP(resp, err).Class(), forage.Classify(resp, err)
+		if got != want {
+			rt.Fatalf("FromHTTP(%v, %v).Class() = %v, Classify says %v", resp, err, got, want)
+		}
+	})
+}

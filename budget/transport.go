@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,7 +20,9 @@ import (
 // or TRACE, or a request with an Idempotency-Key or X-Idempotency-Key
 // header, and only when its body can be sent again (no body, or GetBody
 // set). Any other request (a POST without an idempotency key, whatever its
-// body) is sent at most once, whatever the answer. The Transport drains
+// body) is sent at most once, whatever the answer. A GetBody that fails
+// ends the retries: the caller gets the last answer, and the provider is
+// not charged with the host's failure. The Transport drains
 // and closes the bodies of the responses it discards, and returns the last
 // response when it gives up, so the caller sees the provider's final
 // answer (e.g. the last 429).
@@ -103,17 +106,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var last *http.Response
 	tries := 0
 	attempt := func(ctx context.Context) forage.Outcome {
-		if last != nil { // the previous answer is being retried: discard it
-			discard(last)
-			last = nil
-		}
 		r := req.WithContext(ctx)
 		if tries > 0 && req.GetBody != nil {
 			body, err := req.GetBody()
 			if err != nil {
-				return forage.Outcome{Err: forage.Mark(err, forage.Permanent)}
+				// The host's body cannot be sent again: not the provider's
+				// answer (Canceled tells it nothing), and the caller gets
+				// the provider's last one, which stays undiscarded.
+				return forage.Outcome{Err: forage.Mark(fmt.Errorf("budget: transport: the request body cannot be sent again: %w", err), forage.Canceled)}
 			}
 			r.Body = body
+		}
+		if last != nil { // the previous answer is being retried: discard it
+			discard(last)
+			last = nil
 		}
 		tries++
 		resp, err := t.base.RoundTrip(r)

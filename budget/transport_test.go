@@ -319,3 +319,32 @@ func TestTransportClosesUnsentBody(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportKeepsTheLastAnswerWhenTheBodyCannotBeSentAgain: a PUT with
+// an idempotency key answered 503, whose GetBody then fails: the caller
+// gets the 503 (its body unread, open), and the provider is not charged
+// with a failure of the host's own. Before, the 503 was drained and closed
+// first, and RoundTrip returned no response and a permanent error.
+func TestTransportKeepsTheLastAnswerWhenTheBodyCannotBeSentAgain(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{codes: []int{503, 200}}
+		client, reg := transportClient(t, base)
+		req, _ := http.NewRequest(http.MethodPut, "http://api.example.com/orders/7", bytes.NewReader([]byte("order")))
+		req.Header.Set("Idempotency-Key", "order-7")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("spool gone") }
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("err %v, want the 503", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || string(body) != "answer" || len(base.seen) != 1 {
+			t.Fatalf("status %d, body %q after %d attempts; want 503 \"answer\" after 1", resp.StatusCode, body, len(base.seen))
+		}
+		p, _ := reg.Lookup("api.example.com")
+		if s := p.Snapshot(); s.Permanent != 0 {
+			t.Fatalf("%d permanent failures charged to the provider, want 0", s.Permanent)
+		}
+	})
+}

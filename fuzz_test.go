@@ -74,7 +74,7 @@ func checkQuota(t *testing.T, h http.Header) {
 	if r.Reset < 0 || r.Reset > forage.MaxRetryAfter || (!r.Has(forage.QuotaReset) && r.Reset != 0) {
 		t.Fatalf("ParseQuota(%v) = %+v: bad Reset", h, r)
 	}
-	if r.Window < 0 || r.Window > 366*24*time.Hour || (!r.Has(forage.QuotaWindow) && r.Window != 0) {
+	if r.Window < 0 || r.Window > 366*24*time.Hour || (!r.Has(forage.QuotaWindow) && r.Window != 0) || (r.Has(forage.QuotaWindow) && r.Window < time.Millisecond) {
 		t.Fatalf("ParseQuota(%v) = %+v: bad Window", h, r)
 	}
 }

@@ -127,8 +127,12 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     X-MBX-USED-WEIGHT is used only when no interval is given.
 //
 // Values must be non-negative decimal numbers; anything else is ignored, as
-// is a window over a year. Resets in the past are 0; resets are capped at
+// is a window under a millisecond or over a year. Resets in the past are 0; resets are capped at
 // [MaxRetryAfter]. It never panics.
+//
+// In the structured RateLimit header, only the first policy's state counts,
+// with the RateLimit-Policy of the same name: a field one policy leaves out
+// is never filled from another's.
 //
 // Each family is read on its own, and the first one that gives anything is
 // the answer: a limit from RateLimit-Limit is never paired with the window
@@ -136,10 +140,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // quota the provider never announced.
 func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
 	var r Quota
-	for _, v := range h["Ratelimit"] {
-		r.parseParams(v, now, false)
-	}
-	r.parsePolicy(h.Get("Ratelimit-Policy"))
+	name, state := firstPolicy(strings.Join(h.Values("Ratelimit"), ", "))
+	r.parseParams(state, now, false)
+	r.parsePolicy(h.Get("Ratelimit-Policy"), name)
 	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family
 	for i := 1; i < len(separateFamilies) && r.Known == 0; i++ {
 		r.parseSeparate(h, &separateFamilies[i], now)

@@ -66,8 +66,10 @@ func (q Quota) Left() (float64, bool) {
 const (
 	epochSeconds = 1e9
 	epochMillis  = 1e12
-	// maxWindow bounds a believable quota window; longer values are ignored
-	// as garbage.
+	// minWindow and maxWindow bound a believable quota window; shorter and
+	// longer values are ignored as garbage. (A window of 1e-10 s was known
+	// yet 0, which reads as no window at all.)
+	minWindow = time.Millisecond
 	maxWindow = 366 * 24 * time.Hour
 )
 
@@ -103,13 +105,49 @@ func (r *Quota) parseParams(v string, now time.Time, policy bool) {
 	}
 }
 
-// parsePolicy reads the first policy of a RateLimit-Policy value: an
-// optional bare quota ("100;w=60", the older draft) and its parameters.
-func (r *Quota) parsePolicy(v string) {
+// firstPolicy returns the name and the parameters of the first policy of a
+// structured RateLimit value ("default";r=50;t=30, "day";r=900;t=3600:
+// "default" and its own parameters only, so a field the first policy does
+// not give is never taken from another), or "" and the whole value in the
+// older draft's form ("limit=100, remaining=50, reset=5", whose commas
+// separate parameters, not policies).
+func firstPolicy(v string) (name, params string) {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, `"`) {
+		return "", v
+	}
 	first, _, _ := strings.Cut(v, ",")
-	quota, params, _ := strings.Cut(first, ";")
-	r.setCount(QuotaLimit, &r.Limit, strings.TrimSpace(quota))
-	r.parseParams(params, time.Time{}, true)
+	name, params, _ = strings.Cut(first[1:], `"`)
+	return name, params
+}
+
+// parsePolicy reads the policy of a RateLimit-Policy value that the state
+// (see firstPolicy) named, or its first policy when the state named none:
+// an optional bare quota ("100;w=60", the older draft) and its parameters.
+// A policy of another name is not the state's: it gives nothing. (The
+// "burst" policy's window was paired with the "day" policy's state.)
+func (r *Quota) parsePolicy(v, name string) {
+	for i := 0; v != ""; i++ {
+		var member string
+		member, v, _ = strings.Cut(v, ",")
+		member = strings.TrimSpace(member)
+		if name == "" && i > 0 {
+			return
+		}
+		own, rest := firstPolicy(member)
+		if name != "" && own != name {
+			continue
+		}
+		if own != "" {
+			member = strings.TrimPrefix(rest, ";")
+			r.parseParams(member, time.Time{}, true)
+			return
+		}
+		quota, params, _ := strings.Cut(member, ";")
+		r.setCount(QuotaLimit, &r.Limit, strings.TrimSpace(quota))
+		r.parseParams(params, time.Time{}, true)
+		return
+	}
 }
 
 // parseSeparate reads one family of separate headers, such as
@@ -257,7 +295,7 @@ func (r *Quota) setWindow(val string) {
 		return
 	}
 	secs, ok := parseNumber(val)
-	if !ok || secs <= 0 || secs > maxWindow.Seconds() {
+	if !ok || secs < minWindow.Seconds() || secs > maxWindow.Seconds() {
 		return
 	}
 	r.Window, r.Known = secondsDuration(secs, maxWindow), r.Known|QuotaWindow

@@ -95,6 +95,9 @@ type memSource struct {
 	outcome func(s slice.Slice) forage.Outcome
 	// badNext, if set, makes every page carry this Next.
 	badNext []byte
+	// rewind, if set, makes the page after record i carry the Next of
+	// record rewind[i] (a cursor that goes back).
+	rewind map[int]int
 }
 
 func newSource(n, page int) *memSource {
@@ -142,6 +145,9 @@ func (m *memSource) Fetch(_ context.Context, s slice.Slice) (slice.Page[rec], fo
 	}
 	if m.badNext != nil {
 		p.Next = m.badNext
+	}
+	if r, ok := m.rewind[i]; ok {
+		p.Next = cursor(r)
 	}
 	if m.outcome != nil {
 		return p, m.outcome(s)

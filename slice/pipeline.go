@@ -36,6 +36,8 @@ func (s *session[R]) stream(ctx context.Context) error {
 	}
 	p := s.pipeline(cp.Cursor)
 	defer p.abandon()
+	var passed passedCursors
+	passed.add(cp.Cursor)
 	for {
 		p.plan(ctx)
 		if len(p.q) == 0 {
@@ -58,6 +60,17 @@ func (s *session[R]) stream(ctx context.Context) error {
 			return s.deferStream(ctx, cp.Cursor, stop)
 		}
 		b := p.gather(f, page)
+		if err := checkPassed(&passed, cp.Cursor, b); err != nil {
+			p.abandon()
+			return fmt.Errorf("slice: %v: %w", r.key, err)
+		}
+		if err := ctx.Err(); err != nil {
+			// Stopped while the fetch was under way: the run stops at this
+			// slice boundary, the page unwritten (the next run fetches it
+			// again), rather than written and then left uncommitted.
+			p.abandon()
+			return fmt.Errorf("slice: %v: stopped before writing the slice after cursor %q: %w", r.key, b.first.sl.After, err)
+		}
 		if err := p.keepLease(ctx); err != nil {
 			return err
 		}
@@ -80,8 +93,59 @@ func (s *session[R]) stream(ctx context.Context) error {
 		if cp, err = s.commit(ctx, cp, b); err != nil {
 			return err
 		}
+		for _, pg := range b.pages {
+			passed.add(pg.Next)
+		}
 		p.landed(ctx, b.last, b.page.Next)
 	}
+}
+
+// passedCursors remembers the last maxPassed cursors a stream run passed
+// (the one it started at and each page's Next it committed), so a Source
+// whose cursor goes back to one of them is caught: committed, its pages
+// would be fetched and written again and again, each run a success, until
+// a budget ran out (a page after cursor 30 that said Next 10 was fetched
+// 574,000 times in a minute).
+type passedCursors struct {
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+// maxPassed bounds the cursors passedCursors keeps: a cycle longer than
+// that many slices goes unseen.
+const maxPassed = 1024
+
+// add records cursor as passed.
+func (c *passedCursors) add(cursor []byte) {
+	if c.set == nil {
+		c.set = make(map[string]struct{})
+	}
+	k := string(cursor)
+	if _, ok := c.set[k]; ok {
+		return
+	}
+	if len(c.ring) < maxPassed {
+		c.ring = append(c.ring, k)
+	} else {
+		delete(c.set, c.ring[c.next])
+		c.ring[c.next], c.next = k, (c.next+1)%maxPassed
+	}
+	c.set[k] = struct{}{}
+}
+
+// checkPassed returns an error wrapping [ErrInvalidPage] when a page of b ends
+// at a cursor the run passed: at the cursor committed last only for the
+// first page, whose slice began there (no progress: caught up).
+func checkPassed[R any](c *passedCursors, cursor []byte, b batch[R]) error {
+	for i, pg := range b.pages {
+		_, back := c.set[string(pg.Next)]
+		twice := slices.ContainsFunc(b.pages[:i], func(q Page[R]) bool { return bytes.Equal(q.Next, pg.Next) })
+		if (back || twice) && !(i == 0 && bytes.Equal(pg.Next, cursor)) {
+			return fmt.Errorf("%w: Page.Next %q goes back to a cursor this run passed (a Source whose cursor cycles would fetch the same pages for good)", ErrInvalidPage, pg.Next)
+		}
+	}
+	return nil
 }
 
 // written writes batch b with the sink and counts its records.

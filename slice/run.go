@@ -72,7 +72,9 @@ type session[R any] struct {
 // with Report.Reason set): retrying cannot help, but the hole after the
 // last commit must not pass for the end of the data, so it records a gap at
 // that cursor whose Reason is "permanent: " and the error's message
-// (redacted, at most 512 bytes). The others are a cancelled ctx, a Source,
+// (redacted, at most 512 bytes). The others are a cancelled ctx (a page
+// whose fetch was under way when ctx ended is not written: the run stops
+// at that slice boundary), a Source,
 // Sink or Store failure, or a lost lease
 // ([checkpoint.ErrLeaseLost]: another owner took the stream over). The
 // checkpoint is then the last commit, and the next run resumes from it.
@@ -133,6 +135,9 @@ func (s *session[R]) slice(ctx context.Context, sl Slice) (Page[R], *budget.Erro
 	page, stop, err := s.land(sl, s.fetch(ctx, sl, nil))
 	if stop != nil || err != nil {
 		return Page[R]{}, stop, err
+	}
+	if err := ctx.Err(); err != nil { // stopped during the fetch: not written, fetched again next time
+		return Page[R]{}, nil, fmt.Errorf("slice: %v: stopped before writing the slice after cursor %q: %w", s.r.key, sl.After, err)
 	}
 	if err := s.write(ctx, sl, 1, page); err != nil {
 		return Page[R]{}, nil, err

@@ -263,6 +263,69 @@ func TestAnEmptyStreamAtItsStartIsCaughtUp(t *testing.T) {
 	}
 }
 
+// TestRunStopsAtACursorThatGoesBack: a Source whose page after record 30
+// says Next is record 10's cursor (an old token handed back) is a broken
+// source: the run stops with ErrInvalidPage, that page unwritten, the
+// checkpoint at 30. Before, each such cycle was committed and the run went
+// round it until its budget ran out (574,000 fetches in a minute, a
+// record written 191,000 times, the report naming only the deadline), and
+// under the scheduler every run counted as a success.
+func TestRunStopsAtACursorThatGoesBack(t *testing.T) {
+	t.Parallel()
+	for name, rewind := range map[string]map[int]int{"to an earlier cursor": {30: 10}, "to the one it started at": {30: 0}} {
+		t.Run(name, func(t *testing.T) {
+			g := newRig(50, 10)
+			g.src.rewind = rewind
+			g.src.outcome = func(slice.Slice) forage.Outcome {
+				if g.src.fetches.Load() > 100 {
+					return forage.Outcome{Status: 400} // a bound for a run that goes round the cycle
+				}
+				return forage.Outcome{Status: 200}
+			}
+			if _, err := g.store.Commit(context.Background(), catchUp, cursor(0), 0, checkpoint.Lease{}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
+			if !errors.Is(err, slice.ErrInvalidPage) || string(rep.Cursor) != "30" || g.src.fetches.Load() != 4 {
+				t.Fatalf("Run = %+v, %v after %d fetches; want ErrInvalidPage at cursor 30 after 4", rep, err, g.src.fetches.Load())
+			}
+			if cp := g.store.load(t, catchUp); string(cp.Cursor) != "30" {
+				t.Fatalf("checkpoint %q, want 30", cp.Cursor)
+			}
+			for k, n := range g.sink.deliveries {
+				if n != 1 {
+					t.Fatalf("record %d written %d times, want once", k, n)
+				}
+			}
+		})
+	}
+}
+
+// TestRunWritesNothingOnceStopped: a run whose context ends while a fetch
+// is under way (a job paused, a provider paused, the scheduler stopping)
+// stops at that slice boundary: the page the fetch returned is not written
+// (the next run fetches it again). Before, it was written with the ended
+// context and its commit then refused: durable but not committed.
+func TestRunWritesNothingOnceStopped(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g.src.outcome = func(s slice.Slice) forage.Outcome {
+		if position(s.After) == 20 {
+			cancel() // stopped while the page was on its way
+		}
+		return forage.Outcome{Status: 200}
+	}
+	rep, err := g.runner(t, checkpoint.CatchUp).Run(ctx, nil)
+	if !errors.Is(err, context.Canceled) || string(rep.Cursor) != "20" {
+		t.Fatalf("Run = %+v, %v; want context.Canceled at cursor 20", rep, err)
+	}
+	if _, ok := g.sink.data[20]; ok || len(g.sink.data) != 20 {
+		t.Fatalf("the sink holds %d records (record 20: %v); want the 20 committed, not the page fetched as the run stopped", len(g.sink.data), ok)
+	}
+}
+
 func TestRunStopsWhenSourceMakesNoProgress(t *testing.T) {
 	t.Parallel()
 	g := newRig(50, 10)

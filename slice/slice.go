@@ -26,8 +26,11 @@ var ErrInvalidConfig = errors.New("slice: invalid config")
 var invalid = cfgerr.For("slice", ErrInvalidConfig)
 
 // ErrInvalidPage is wrapped by the error a run returns when the [Source]
-// broke its contract: a page without a Next cursor, or with an inverted
-// Covered range. Nothing of such a page is written or committed.
+// broke its contract: a page without a Next cursor, with an inverted
+// Covered range, or whose Next goes back to a cursor the run passed (one
+// of the last 1024 it started at or committed: a cursor that cycles would
+// fetch and write the same pages for good). Nothing of such a page is
+// written or committed.
 var ErrInvalidPage = errors.New("slice: invalid page")
 
 // Slice is the smallest replayable unit of a stream: one request's worth
@@ -58,7 +61,7 @@ type Page[R any] struct {
 	// empty) that is an empty Next with no Records, the answer of a
 	// provider that has nothing yet. Otherwise required: an empty Next
 	// after a non-empty After, or with Records, is an [ErrInvalidPage]
-	// error.
+	// error, as is a Next the run already passed.
 	Next []byte
 	// Covered is the time range the provider answered for, even when it
 	// returned no records (an empty answer proves there is nothing to fetch

@@ -277,6 +277,8 @@ func TestAddStreamValidates(t *testing.T) {
 		{"no sink", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Sink = nil }, "Config.Sink"},
 		{"options set", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Stream = "x" }, "Stream.Options"},
 		{"bad options", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.MaxBatch = -1 }, "Config.MaxBatch"},
+		// A series no store accepts: each run advanced one slice, then failed at the coverage.
+		{"bad series", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Series = "x\x00" }, "Config.Series"},
 		{"negative run", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.RunFor = -1 }, "Stream.RunFor"},
 	} {
 		s, err := schedule.New(tc.cfg, schedule.NewMemoryJobStore(), nil)

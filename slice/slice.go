@@ -352,6 +352,12 @@ func (c *Config[R]) validate() error {
 	switch {
 	case c.Stream == "":
 		return invalid.Must("Config.Stream", `name the stream, e.g. "binance/BTC-USDT/1m"`, `""`)
+	case checkpoint.CheckName("Config.Stream", c.Stream) != nil:
+		return name("Config.Stream", c.Stream)
+	case c.Owner != "" && checkpoint.CheckName("Config.Owner", c.Owner) != nil:
+		return name("Config.Owner", c.Owner)
+	case c.Series != "" && checkpoint.CheckName("Config.Series", c.Series) != nil:
+		return name("Config.Series", c.Series)
 	case !c.Mode.Valid():
 		return bad("Mode", "checkpoint.CatchUp or checkpoint.SteadyState", c.Mode)
 	case c.LeaseTTL < 0:
@@ -374,6 +380,12 @@ func (c *Config[R]) validate() error {
 		return invalid.Must("Config.TxSink", "be nil when Config.Sink is set: set exactly one (the TxSink alone writes and commits in one transaction)", fmt.Sprintf("%T", c.TxSink))
 	}
 	return nil
+}
+
+// name reports a name that no store accepts (see [checkpoint.CheckName]):
+// the run would fail at its first lease, commit or coverage.
+func name(field, v string) error {
+	return invalid.Reword(checkpoint.ErrInvalid.Error()+": ", field, checkpoint.CheckName(field, v))
 }
 
 // defaultOwner names this process and runner: host, pid and a random suffix

@@ -34,6 +34,12 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source must be set: implement slice.Source"},
 		{"no sink", func(c *slice.Config[rec]) { c.Sink = nil }, "Config.Sink must be set: implement slice.Sink"},
 		{"two sinks", func(c *slice.Config[rec]) { c.TxSink = &txSink{} }, "Config.TxSink must be nil when Config.Sink is set: set exactly one"},
+		// Names no store accepts: the run failed at its first lease, or
+		// after its first commit, at the coverage.
+		{"stream with a control character", func(c *slice.Config[rec]) { c.Stream = "btc\n1m" }, `Config.Stream must not contain control characters (U+000A at byte 3) (got "btc\n1m")`},
+		{"owner with a control character", func(c *slice.Config[rec]) { c.Owner = "host\x1b[2J" }, "Config.Owner must not contain control characters"},
+		{"series with NUL", func(c *slice.Config[rec]) { c.Series = "x\x00" }, "Config.Series must not contain control characters"},
+		{"stream not UTF-8", func(c *slice.Config[rec]) { c.Stream = "\xff" }, "Config.Stream must be valid UTF-8"},
 	} {
 		cfg := valid()
 		tc.edit(&cfg)

@@ -8,7 +8,10 @@
 // errors.
 package cfgerr
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Errors makes the configuration errors of one package. Its zero value is
 // not useful; build one with [For]. It is a small value, safe to copy and
@@ -35,6 +38,15 @@ func (e Errors) Must(field, rule string, got any) error {
 // this package's sentinel and whatever err matches.
 func (e Errors) Wrap(field string, err error) error {
 	return &Error{msg: fmt.Sprintf("%s: %s: %v", e.pkg, field, err), sentinel: e.sentinel, cause: err}
+}
+
+// Reword reports err, another package's refusal of field whose message
+// reads "<prefix><field> <rule> (got <got>)" (a checkpoint.CheckName
+// error), in this package's words: "<pkg>: <field> <rule> (got <got>)". The
+// result matches this package's sentinel and whatever err matches.
+func (e Errors) Reword(prefix, field string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), prefix+field+" ")
+	return &Error{msg: fmt.Sprintf("%s: %s %s", e.pkg, field, msg), sentinel: e.sentinel, cause: err}
 }
 
 // Error is an invalid-configuration error. It matches its package's

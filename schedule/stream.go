@@ -42,12 +42,15 @@ type Stream[R any] struct {
 	// Every is the incremental job's cadence. Required (> 0) with
 	// Incremental.
 	Every time.Duration
-	// At is when a new incremental job first runs; its cycles then follow
-	// every Every from it (each jittered by [Config.Jitter], unless that is
-	// [NoJitter]). A time aligned to the data's own cadence, such as a
-	// candle's close plus a moment for the provider to settle it, has
-	// every run start just after new data lands. Zero means at once.
-	// Ignored for a job that exists: declaring again never moves it.
+	// At is when a new incremental job first runs; each later cycle is due
+	// Every after the one before was due (jittered by [Config.Jitter],
+	// unless that is [NoJitter]). A time aligned to the data's own cadence,
+	// such as a candle's close plus a moment for the provider to settle
+	// it, has every run start just after new data lands, until a wait
+	// moves the cycle: a provider's pause or spent quota (the cycle runs
+	// when it ends), a failure's backoff, or jitter, from which the cycles
+	// after it follow. Zero means at once. Ignored for a job that exists:
+	// declaring again never moves it.
 	At time.Time
 	// Sink makes pages durable; the run then commits the cursor with the
 	// checkpoint store ([Config.Checkpoints]). Exactly one of Sink and

@@ -32,7 +32,8 @@ type Config struct {
 	Burst int
 	// Limits are the provider's published limits, if any (Binance: 6000
 	// request weight per minute and 61,000 raw requests per 5 minutes). Each
-	// is enforced on its own; a call draws from every one. The adaptive rate
+	// is enforced on its own; a call draws from every one, all at the one
+	// time it is sent (the latest at which each admits it). The adaptive rate
 	// never exceeds the tightest of them. A call that would wait for them
 	// longer than MaxWait stops at once with [forage.ReasonQuota] (see MaxWait).
 	Limits []Limit
@@ -59,7 +60,9 @@ type Config struct {
 	// with [Error.Until] set, for the scheduler to wait out: the pause's
 	// reason, or [forage.ReasonQuota] for a known limit, which books nothing and
 	// sends no request. So does a wait that would end at or after the
-	// run's or the caller's deadline. Defaults to 1 minute.
+	// run's or the caller's deadline. A pause that comes while a call
+	// already waits for its slot holds it too, and stops it within MaxWait
+	// when it is longer. Defaults to 1 minute.
 	MaxWait time.Duration
 	// MaxPause is the longest pause a provider may impose by one answer
 	// (a Retry-After, a spent quota's reset); a longer one is clamped to it.

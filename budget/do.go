@@ -11,6 +11,7 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
+	"github.com/forage-go/forage/gcra"
 	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/retry"
 )
@@ -28,9 +29,6 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 	}
 	if err := p.checkWeight(o.weight); err != nil {
 		return err // before any admit or pacing: such a call can never be sent
-	}
-	if err := p.operatorPaused(); err != nil {
-		return err
 	}
 	var bo *retry.Backoff   // made on the first retry: the success path needs none
 	var last forage.Outcome // the previous attempt's outcome, for the stop error
@@ -113,6 +111,9 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	if err := ctx.Err(); err != nil {
 		return forage.Outcome{}, 0, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
 	}
+	if err := p.operatorPaused(); err != nil {
+		return forage.Outcome{}, 0, err // before each attempt: a retry too
+	}
 	if reason, ok := run.admitAt(time.Now()); !ok {
 		return forage.Outcome{}, 0, &Error{Provider: p.key, Reason: reason}
 	}
@@ -124,6 +125,13 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	}
 	t0 := p.metricsClock()
 	if err := p.acquire(ctx, run, o.weight); err != nil {
+		run.unadmit()
+		return forage.Outcome{}, 0, err
+	}
+	if err := p.operatorPaused(); err != nil {
+		// Paused by an operator while the call waited for its slot: no
+		// attempt (the slot is spent).
+		p.release()
 		run.unadmit()
 		return forage.Outcome{}, 0, err
 	}
@@ -340,44 +348,101 @@ func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool 
 // catches the calls that lost a race for the same slots.
 func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
 	for {
-		if p.cfg.Shares != nil {
-			if err := p.waitShare(ctx, run, start); err != nil {
+		for {
+			if p.cfg.Shares != nil {
+				if err := p.waitShare(ctx, run, start); err != nil {
+					return err
+				}
+			}
+			if err := p.waitPacer(ctx, weight, start); err != nil {
 				return err
 			}
+			if p.cfg.Shares == nil || p.inTurn(time.Now()) {
+				break
+			}
+			// The pacer's slot came after this process's turn: the slot is
+			// spent (nothing was sent), and the call waits for the next turn.
 		}
-		if err := p.waitPacer(ctx, weight, start); err != nil {
+		if p.cfg.Shares != nil {
+			now := time.Now()
+			p.sh.usedAt.Store(now.UnixNano()) // before used: a renewal that sees the call sees when it came
+			p.sh.used.Add(1)
+			if now.Sub(start) > time.Millisecond {
+				p.sh.waited.Add(1) // the pacer held it: this process would use more
+			}
+		}
+		if len(p.lims()) == 0 {
+			return nil
+		}
+		now := time.Now()
+		at, b, ok := p.bookLimits(now, weight, func(at time.Time) bool { return p.outlasts(ctx, run, at, start) })
+		if !ok {
+			return p.quotaSpent(at) // nothing booked
+		}
+		if err := sleepUntil(ctx, at); err != nil {
+			p.unbookLimits(b)
 			return err
 		}
-		if p.cfg.Shares == nil || p.inTurn(time.Now()) {
-			break
-		}
-		// The pacer's slot came after this process's turn: the slot is
-		// spent (nothing was sent), and the call waits for the next turn.
-	}
-	if p.cfg.Shares != nil {
-		now := time.Now()
-		p.sh.usedAt.Store(now.UnixNano()) // before used: a renewal that sees the call sees when it came
-		p.sh.used.Add(1)
-		if now.Sub(start) > time.Millisecond {
-			p.sh.waited.Add(1) // the pacer held it: this process would use more
-		}
-	}
-	for i, lim := range p.lims() {
-		now := time.Now()
-		wait := lim.ReserveNAt(now, p.cost(i, weight))
-		if wait == 0 {
+		if p.ctl.PausedUntil().After(time.Now()) {
+			// A Retry-After came while the call waited for its slot: its
+			// slots are spent (conservative), and it waits for the pause,
+			// or stops, as any call does.
 			continue
 		}
-		if until := now.Add(wait); p.outlasts(ctx, run, until, start) {
-			p.unbook(now, weight, i+1)
-			return p.quotaSpent(until)
-		}
-		if err := sleepUntil(ctx, now.Add(wait)); err != nil {
-			p.unbook(time.Now(), weight, i+1)
-			return err
+		return nil
+	}
+}
+
+// booking is one call's booking of the known limits, for unbookLimits.
+type booking struct {
+	lims   *[]*gcra.Limiter
+	gen    uint64
+	weight int
+}
+
+// bookLimits books a call of weight in every known limit at one time, at,
+// the latest at which each of them admits it, so the call is sent when
+// every limit counts it. (Booked one after another with a sleep between,
+// the calls that passed one limit at its pace queued behind another's slow
+// slots and went out together: 41 in 40 ms against a limit of 10 a
+// second.) When stop(at) says the call may not wait that long, it books
+// nothing and reports false.
+func (p *Local) bookLimits(now time.Time, weight int, stop func(time.Time) bool) (time.Time, booking, bool) {
+	p.limMu.Lock()
+	defer p.limMu.Unlock()
+	ptr := p.limits.Load()
+	at := now
+	for i, lim := range *ptr {
+		if t := now.Add(waitAt(lim, now, p.cost(i, weight))); t.After(at) {
+			at = t
 		}
 	}
-	return nil
+	if at.After(now) && stop(at) {
+		return at, booking{}, false
+	}
+	for i, lim := range *ptr {
+		lim.ReserveNAt(at, p.cost(i, weight))
+	}
+	p.limGen++
+	return at, booking{lims: ptr, gen: p.limGen, weight: weight}, true
+}
+
+// unbookLimits gives back the slots of b, for a call that stops before its
+// attempt, when they are still the last booked (no call booked after it,
+// and the limits were not replaced): giving back booked time takes it off
+// the end of the queue, which would hand a later call's slot to the next
+// one (150 units in a second against a limit of 100). Otherwise they stay
+// spent: conservative.
+func (p *Local) unbookLimits(b booking) {
+	p.limMu.Lock()
+	defer p.limMu.Unlock()
+	if b.lims == nil || b.gen != p.limGen || p.limits.Load() != b.lims {
+		return
+	}
+	now := time.Now()
+	for i, lim := range *b.lims {
+		lim.UnreserveNAt(now, p.cost(i, b.weight))
+	}
 }
 
 // waitPacer waits for the adaptive pacer. When a known limit sets its
@@ -386,8 +451,8 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 // by MaxWait from start, past which the call stops with [forage.ReasonQuota].
 func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) error {
 	limitBy := start.Add(p.cfg.MaxWait)
-	if d, ok := ctx.Deadline(); p.ceiling == 0 || (ok && !limitBy.Before(d)) {
-		return p.pacer.WaitN(ctx, 1) // no quota, or ctx's deadline comes first
+	if d, ok := ctx.Deadline(); ok && !limitBy.Before(d) {
+		return p.pacer.WaitN(ctx, 1) // ctx's deadline comes first
 	}
 	var err error
 	if lp, local := p.pacer.(localPacer); local {
@@ -397,11 +462,21 @@ func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) erro
 		err = p.pacer.WaitN(pctx, 1)
 		cancel()
 	}
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		now := time.Now()
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	now := time.Now()
+	if pu := p.ctl.PausedUntil(); pu.After(now) {
+		// A pause longer than MaxWait came while the call waited (one that
+		// came before stopped it in acquire): it stops as that would, with
+		// the pause's reason. (It slept through a 10-minute Retry-After.)
+		reason := p.pauseReason(now)
+		return &Error{Provider: p.key, Reason: reason, Until: p.until(reason)}
+	}
+	if p.ceiling > 0 {
 		return p.quotaSpent(now.Add(max(p.pacerWait(now), p.quotaWait(now, weight))))
 	}
-	return err
+	return p.pacer.WaitN(ctx, 1) // the learned rate alone: MaxWait does not bound its queue
 }
 
 // cost is what a call of weight draws from the i-th known limit.
@@ -410,14 +485,6 @@ func (p *Local) cost(i, weight int) int {
 		return weight
 	}
 	return 1
-}
-
-// unbook gives back the slots a call of weight booked in the first n known
-// limits, for a call that stops before its attempt.
-func (p *Local) unbook(now time.Time, weight, n int) {
-	for i, lim := range p.lims()[:n] {
-		lim.UnreserveNAt(now, p.cost(i, weight))
-	}
 }
 
 // quotaWait returns how long after now the known limits admit a call of
@@ -676,10 +743,13 @@ func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 		if p.cfg.Shares != nil {
 			left *= p.sh.fraction() // what is left is every process's: this one holds its share
 		}
+		p.limMu.Lock()
 		lim := p.lims()[i]
 		if have := lim.AllowNAt(now, 0).Remaining; float64(have) > left {
 			lim.ReserveNAt(now, have-int(left))
+			p.limGen++ // a booking: calls booked before it can no longer give theirs back
 		}
+		p.limMu.Unlock()
 	}
 }
 

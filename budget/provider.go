@@ -62,6 +62,8 @@ type Local struct {
 	ctl     *aimd.Controller
 	pacer   Pacer
 	limits  atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
+	limMu   sync.Mutex                      // held while booking the known limits (see bookLimits)
+	limGen  uint64                          // bookings of the known limits so far; guarded by limMu
 	brk     *breaker.Breaker
 	slots   chan struct{}
 	ceiling float64       // the tightest known limit, requests/s; 0 if none

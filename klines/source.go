@@ -170,6 +170,13 @@ func (s *Source) Init() error {
 // Client, Base, Symbol, Interval, Page and Now (its Until is not used),
 // and both are checked with [Source.Init]: the error names a bad field.
 //
+// A backfill near boundary may find the provider's last candles before it
+// not published yet (a provider whose clock runs behind the host's has
+// them still forming): its run is then caught up for now, its cursor
+// short of boundary. That is not done: run it again shortly, as
+// examples/ohlcv does, until its cursor reaches the candle before
+// boundary ([DecodeCursor]).
+//
 // boundary is where the head began when the stream was first collected,
 // e.g. the host's start time. A later start may pass a later boundary: the
 // steady-state cursor already committed is where the head resumes, and the

@@ -199,3 +199,44 @@ func TestLyingHonestOnceThenEmptyFails(t *testing.T) {
 		}
 	})
 }
+
+// TestALaggingProviderIsNeverDoneShort: a provider whose clock runs 45 s
+// behind this one has not published the last closed candle when the run
+// starts just after it closed (as a cron job does). The catch-up is then
+// caught up for now, short of until: it asks again until the provider
+// publishes it, and is done with every candle; with too little time
+// left, it is deferred and says why. It was "done" with the last candle
+// missing.
+func TestALaggingProviderIsNeverDoneShort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		timeout string
+		want    string
+	}{{"10m", "done"}, {"20s", "deferred"}} {
+		t.Run(tc.want, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := embeddedConfig()
+				cfg.Now = func() time.Time { return time.Now().Add(-45 * time.Second) }
+				srv, err := providertest.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := env{serve: func(*providertest.Server) (string, *http.Client, func(), error) { return "http://sim", srv.Client(), func() {}, nil }}
+				dir := t.TempDir()
+				until := time.Now().Truncate(time.Minute)
+				since := until.Add(-time.Hour)
+				r := cliIn(e, "-store", dir, "-since", since.Format(time.RFC3339), "-timeout", tc.timeout, "-json")
+				s := decodeSummary(t, r.stdout)
+				lines := exportOf(t, "-store", dir)
+				switch {
+				case s.Status != tc.want:
+					t.Fatalf("status %q with %d of 60 candles (stderr %q); want %s", s.Status, len(lines), r.stderr, tc.want)
+				case tc.want == "done" && len(lines) != 60:
+					t.Fatalf("done with %d of 60 candles", len(lines))
+				case tc.want == "deferred" && (len(s.Gaps) != 1 || !strings.Contains(s.Gaps[0].Reason, "not published")):
+					t.Fatalf("deferred with gaps %+v; want one saying the provider has not published the last candles", s.Gaps)
+				}
+			})
+		})
+	}
+}

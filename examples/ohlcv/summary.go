@@ -196,7 +196,11 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 		for _, sym := range c.o.symbols {
 			if ss := c.states[sym]; ss == nil || !ss.caughtUp && !ss.yielded && !ss.spent {
 				s.Status = "deferred"
-				s.Gaps = append(s.Gaps, gapInfo{Symbol: sym, Mode: checkpoint.CatchUp.String(), Reason: why})
+				reason := why
+				if ss != nil && ss.short {
+					reason = "the provider has not published the last candles before until yet"
+				}
+				s.Gaps = append(s.Gaps, gapInfo{Symbol: sym, Mode: checkpoint.CatchUp.String(), Reason: reason})
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -278,4 +280,26 @@ func TestDefaultsOverLoopback(t *testing.T) {
 	if lines := exportOf(t, "-store", dir); len(lines) != 1440 {
 		t.Fatalf("%d candles exported, want 1440", len(lines))
 	}
+}
+
+// TestADeletedCandleFileIsNoticed: a candle file removed while the store's
+// checkpoints say its candles were collected is an inconsistent store: the
+// next run fails and says so (it resumed after them, sent nothing, and said
+// done with nothing stored).
+func TestADeletedCandleFileIsNoticed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		since := time.Now().Truncate(time.Minute).Add(-2 * time.Hour).Format(time.RFC3339)
+		if s := collectOK(t, "-store", dir, "-since", since, "-json"); s.Status != "done" {
+			t.Fatalf("first run: %q", s.Status)
+		}
+		if err := os.Remove(filepath.Join(dir, "BTCUSDT-1m.csv")); err != nil {
+			t.Fatal(err)
+		}
+		r := cli(context.Background(), "-store", dir, "-since", since, "-json")
+		if s := decodeSummary(t, r.stdout); r.code != exitError || s.Status != "failed" || !strings.Contains(s.Error, "holds no candles") {
+			t.Fatalf("after the file was removed: exit %d, %q (%s); want a failure naming the inconsistency", r.code, s.Status, s.Error)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -80,9 +81,35 @@ func (b *fileBackend) sink(st *schedule.Stream[klines.Candle], symbol, interval 
 		if s, err = klines.OpenFileSink(b.dir, symbol, interval); err != nil {
 			return err
 		}
+		if err := b.consistent(st.Name, s); err != nil {
+			_ = s.Close()
+			return err
+		}
 		b.sinks[name] = s
 	}
 	st.Sink = s
+	return nil
+}
+
+// consistent refuses a candle file with no candles for a stream whose
+// checkpoints say candles were collected (the file was deleted or
+// replaced): the stream would resume after them and call the run done with
+// nothing stored. The fix is the user's: restore the file, or remove the
+// stream's state too to collect it again.
+func (b *fileBackend) consistent(stream string, s *klines.FileSink) error {
+	if s.Len() > 0 {
+		return nil
+	}
+	for _, mode := range []checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState} {
+		cp, err := b.store.Load(context.Background(), checkpoint.Key{Stream: stream, Mode: mode})
+		if err != nil {
+			return err
+		}
+		if last, derr := klines.DecodeCursor(cp.Cursor); len(cp.Cursor) > 0 && derr == nil {
+			return fmt.Errorf("ohlcv: %s: the candle file holds no candles, but the store's checkpoint says they were collected up to %s (%s): restore the file, or remove the store to collect again",
+				stream, last.UTC().Format(time.RFC3339), mode)
+		}
+	}
 	return nil
 }
 

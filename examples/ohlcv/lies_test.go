@@ -221,7 +221,9 @@ func TestALaggingProviderIsNeverDoneShort(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				e := env{serve: func(*providertest.Server) (string, *http.Client, func(), error) { return "http://sim", srv.Client(), func() {}, nil }}
+				e := env{serve: func(*providertest.Server) (string, *http.Client, func(), error) {
+					return "http://sim", srv.Client(), func() {}, nil
+				}}
 				dir := t.TempDir()
 				until := time.Now().Truncate(time.Minute)
 				since := until.Add(-time.Hour)

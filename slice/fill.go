@@ -137,6 +137,8 @@ func (s *session[R]) tasks(ctx context.Context, rg checkpoint.Range, cursor []by
 func (s *session[R]) fill(ctx context.Context, tasks []task) (stopped bool, err error) {
 	for i, t := range tasks {
 		pos := t.cursor
+		var passed passedCursors
+		passed.add(pos)
 		for {
 			sl, ok, err := s.r.cfg.Source.Next(ctx, pos, t.r)
 			if err != nil {
@@ -161,6 +163,11 @@ func (s *session[R]) fill(ctx context.Context, tasks []task) (stopped bool, err 
 			if bytes.Equal(page.Next, pos) {
 				break // no progress: the range is done
 			}
+			if _, back := passed.set[string(page.Next)]; back {
+				return false, fmt.Errorf("slice: %v: filling %v, slice after cursor %q: %w: Page.Next %q goes back to a cursor this fill passed (a Source whose cursor cycles would fetch the same pages for good)",
+					s.r.key, t.r, pos, ErrInvalidPage, page.Next)
+			}
+			passed.add(page.Next)
 			s.rep.Slices++
 			pos = page.Next
 		}

@@ -564,7 +564,10 @@ func TestRunPrefetchCancelledWaitsForItsFetches(t *testing.T) {
 }
 
 // TestRunPrefetchCarriesAFetchPanicOver: a Source that panics in a fetch
-// running ahead panics the run's goroutine, as it would without prefetch.
+// running ahead panics the run's goroutine, as it would without prefetch,
+// and the stream's lease is given back on the way (it was held until it
+// ended, so the scheduler's retry of the failed job yielded to its own
+// dead run; found by a review).
 func TestRunPrefetchCarriesAFetchPanicOver(t *testing.T) {
 	t.Parallel()
 	g, w := aheadRig(100, 10)
@@ -582,6 +585,7 @@ func TestRunPrefetchCarriesAFetchPanicOver(t *testing.T) {
 		if cp := g.store.load(t, catchUp); string(cp.Cursor) != "30" {
 			t.Fatalf("checkpoint %q, want the pages before the panic committed at 30", cp.Cursor)
 		}
+		assertFree(t, g.store)
 	}()
 	_, _ = r.Run(context.Background(), nil)
 	t.Fatal("Run returned after its source panicked")

@@ -109,19 +109,27 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 		return rep, fmt.Errorf("slice: %v: acquire lease: %w", r.key, err)
 	}
 	s := &session[R]{r: r, run: run, lease: lease, rep: &rep}
+	// Released even when the Source or Sink panics: the panic goes on up
+	// to the host (the scheduler turns it into a failed run), and the
+	// stream is free for the next run at once rather than when the lease
+	// ends.
+	defer s.release(ctx)
 	err = body(s)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if rerr := r.cfg.Store.Release(rctx, s.lease); rerr != nil {
-		// Correctness never depends on the release: the lease expires, and
-		// a lost lease fences every later commit. So it is logged, not
-		// returned.
-		r.log.WarnContext(ctx, "slice: release lease", "err", redact.String(rerr.Error()))
-	}
 	if err != nil {
 		r.log.ErrorContext(ctx, "slice: run failed", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
 	}
 	return rep, err
+}
+
+// release gives the session's lease back. Correctness never depends on
+// it: the lease expires, and a lost lease fences every later commit. So a
+// failure is logged, not returned.
+func (s *session[R]) release(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := s.r.cfg.Store.Release(rctx, s.lease); err != nil {
+		s.r.log.WarnContext(ctx, "slice: release lease", "err", redact.String(err.Error()))
+	}
 }
 
 // slice does everything for one slice of a fill short of recording it:

@@ -89,6 +89,8 @@
 //	other error                 failed              now + Backoff × 2^(n-1) (**)  -
 //	interrupted (cancellation)  queued              unchanged: due at once        -
 //	turn over (a stream)        queued              now                           -
+//	turn over, nothing done     queued              the provider's next slot      -
+//	  ... and no slot to wait   failed              now + Backoff × 2^(n-1) (**)  -
 //	yield (LeaseHeldError)      queued              holder's lease end (***)      -
 //
 // (*) now + PressureWait when the error names no end; never sooner than now +

@@ -26,7 +26,13 @@ const (
 	outInterrupted                    // stopped by the scheduler: run again, not a failure
 	outContinue                       // a stream's turn is over: progress, due again at once (or at until, the provider's next slot)
 	outYielded                        // another owner holds the stream: wait, neither success nor failure
+	outWaited                         // a stream's turn collected nothing, waiting for the provider's next slot: neither success nor failure
 )
+
+// errIdleTurn is the failure of a stream's turn that collected nothing
+// with nothing to explain it: every fetch failed or timed out, or took
+// longer than the turn.
+var errIdleTurn = errors.New("schedule: the stream's turn ended with nothing collected: its fetches failed, timed out or took longer than the turn (Stream.RunFor)")
 
 // outcome is one run's end, classified.
 type outcome struct {
@@ -201,9 +207,17 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 	case err == nil:
 		return outcome{kind: outSuccess}
 	case errors.Is(err, errTurnOver):
+		to := turnOver{}
+		errors.As(err, &to)
 		o := outcome{kind: outContinue}
-		if to := (turnOver{}); errors.As(err, &to) && to.next.After(now) {
+		if to.next.After(now) {
 			o.until = to.next // the provider's next slot is after the turn's end
+		}
+		switch {
+		case to.idle && !o.until.IsZero():
+			o.kind = outWaited
+		case to.idle:
+			o = outcome{kind: outFailed, err: errIdleTurn}
 		}
 		return o
 	}
@@ -263,6 +277,8 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 		}
 	case outRequeue: // a planned hand-off: the failure streak stands
 		j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
+	case outWaited: // likewise, until the provider's next slot
+		j.State, j.NextRun = StateQueued, maxTime(now, o.until)
 	case outPressure:
 		st.LastError = lastError(o.err)
 		j.State, j.NextRun = StateWaitingRateLimit, o.until
@@ -321,7 +337,7 @@ func (s *Scheduler) count(o outcome) {
 	c := [...]*atomicCounter{
 		outSuccess: &s.n.succeeded, outDone: &s.n.done, outRequeue: &s.n.requeued,
 		outPressure: &s.n.pressured, outFailed: &s.n.failed, outInterrupted: &s.n.interrupted,
-		outContinue: &s.n.succeeded, outYielded: &s.n.yielded,
+		outContinue: &s.n.succeeded, outYielded: &s.n.yielded, outWaited: &s.n.requeued,
 	}
 	c[o.kind].Add(1)
 }

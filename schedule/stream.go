@@ -232,9 +232,17 @@ func (s *Scheduler) streamOf(job *Job) *stream {
 // the job is due again at once.
 var errTurnOver = errors.New("schedule: the stream's turn is over")
 
-// turnOver is errTurnOver with when the stream may run again: zero for at
-// once.
-type turnOver struct{ next time.Time }
+// turnOver is errTurnOver with when the stream may run again (zero for at
+// once) and whether the turn collected nothing: no slice made durable, no
+// more gaps resolved than recorded (a stream run that stops resolves the
+// gap it resumed from and records one where it stopped). An idle turn is not a success: one the provider's next
+// slot explains waits for it, any other is a failure (a turn whose every
+// fetch timed out was counted a success, turn after turn, with nothing
+// collected).
+type turnOver struct {
+	next time.Time
+	idle bool
+}
 
 func (turnOver) Error() string        { return errTurnOver.Error() }
 func (turnOver) Is(target error) bool { return target == errTurnOver }
@@ -278,7 +286,7 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 			// The turn, not the host's envelope. A turn that ended because
 			// the provider's next slot comes after it (a pace slower than
 			// a turn) runs again when the slot comes, not at once.
-			return Result{}, turnOver{next: rep.Until}
+			return Result{}, turnOver{next: rep.Until, idle: rep.Slices == 0 && rep.Records == 0 && rep.Resolved <= len(rep.Gaps)}
 		case rep.Reason != "":
 			return Result{}, &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}
 		}

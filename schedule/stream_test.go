@@ -371,3 +371,46 @@ func TestSlowPacedTurnsDoNotSpin(t *testing.T) {
 		}
 	})
 }
+
+// hanger is a Source whose every fetch waits until its context ends: a
+// provider that never answers.
+type hanger struct{ calls atomic.Int32 }
+
+func (h *hanger) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{}, true, nil
+}
+
+func (h *hanger) Fetch(ctx context.Context, _ slice.Slice) (slice.Page[int], forage.Outcome) {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return slice.Page[int]{}, forage.Outcome{Err: ctx.Err()}
+}
+
+// TestAnIdleTurnIsNotASuccess: a stream whose every fetch times out
+// collects nothing, turn after turn. Each turn is a failure naming why,
+// backed off, never a success. Before, each counted as one (29 successes
+// in 30 minutes, LastSuccess fresh, no error, nothing written; found by a
+// review).
+func TestAnIdleTurnIsNotASuccess(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, store := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		src := &hanger{}
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int]{Name: "s", Provider: "p", Backfill: src, Sink: discard}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		jobs, err := store.List(t.Context(), schedule.Query{})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("List = %d jobs, %v", len(jobs), err)
+		}
+		st := jobs[0].Stats
+		if st.Successes != 0 || st.Failures == 0 || !strings.Contains(st.LastError, "nothing collected") {
+			t.Fatalf("after 30 minutes of fetches that time out: %d runs, %d successes, %d failures, last error %q; want failures naming it, no success",
+				st.Runs, st.Successes, st.Failures, st.LastError)
+		}
+	})
+}

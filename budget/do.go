@@ -93,15 +93,52 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 	}
 }
 
-// checkWeight refuses a weight above the burst of a weighted limit.
+// checkWeight refuses a weight above the burst of a weighted limit: the
+// whole limit's, not this process's share of it (a call the limit admits
+// is legal in every process; see bookable).
 func (p *Local) checkWeight(weight int) error {
-	for i, l := range p.cfg.Limits {
-		if l.Weighted && weight > p.lims()[i].Burst() {
+	for _, l := range p.cfg.Limits {
+		if burst, _ := l.shape(); l.Weighted && weight > burst {
 			return &Error{Provider: p.key, Reason: forage.ReasonPermanent,
-				Err: fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, weight, p.lims()[i].Burst(), l.Name)}
+				Err: fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, weight, burst, l.Name)}
 		}
 	}
 	return nil
+}
+
+// reserve books a call of cost n in lim at at, and unreserve gives it
+// back. A process holding a share of a weighted limit paces it with its
+// share of the burst too, which a heavy call may exceed (a weight of 10
+// against a burst of 10 split in two: every such call failed as permanent
+// once a second process shared the provider). Such a call is sent once the
+// limiter's burst is all there (see waitAt) and books 2n − Burst units,
+// in pieces of at most the burst: its n, and once more the n − Burst it
+// sent over the burst, a debt the next calls wait out. Calls of weight n
+// then go at most every 2n − Burst intervals, so a window of the limit's
+// Per holds at most n + rate×Per×n/(2n − Burst) of this process's units:
+// within its share (Burst + rate×Per) whenever 2n − Burst ≤ rate×Per,
+// i.e. unless the share is so small that a call of weight n is more than
+// half of what it may send in a window.
+func reserve(lim *gcra.Limiter, at time.Time, n int) {
+	b := lim.Burst()
+	if n > b {
+		n = 2*n - b
+	}
+	for ; n > 0; n -= b {
+		lim.ReserveNAt(at, min(n, b))
+	}
+}
+
+// unreserve gives back what reserve booked, while it is still the last
+// booked (see unbookLimits).
+func unreserve(lim *gcra.Limiter, now time.Time, n int) {
+	b := lim.Burst()
+	if n > b {
+		n = 2*n - b
+	}
+	for ; n > 0; n -= b {
+		lim.UnreserveNAt(now, min(n, b))
+	}
 }
 
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the
@@ -374,14 +411,38 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 		if len(p.lims()) == 0 {
 			return nil
 		}
-		now := time.Now()
-		at, b, ok := p.bookLimits(now, weight, func(at time.Time) bool { return p.outlasts(ctx, run, at, start) })
-		if !ok {
-			return p.quotaSpent(at) // nothing booked
+		for {
+			now := time.Now()
+			at, b, ok := p.bookLimits(now, weight, func(at time.Time) bool { return p.outlasts(ctx, run, at, start) })
+			if !ok {
+				return p.quotaSpent(at) // nothing booked
+			}
+			if p.cfg.Shares != nil && at.Sub(now) > time.Millisecond {
+				p.sh.waited.Add(1) // a known limit held it: this process would use more of it
+			}
+			if err := sleepUntil(ctx, at); err != nil {
+				p.unbookLimits(b)
+				return err
+			}
+			if p.limits.Load() == b.lims {
+				break
+			}
+			// This process's share of the limits changed while the call
+			// waited (see splitLimits): its slot was booked at the old
+			// share, which another process may hold now. It books again
+			// at the new one. (Calls booked at a quarter went out at a
+			// quarter after their process was cut to a fiftieth and
+			// another granted the rest: 180 units in a second against a
+			// limit of 100.)
 		}
-		if err := sleepUntil(ctx, at); err != nil {
-			p.unbookLimits(b)
-			return err
+		if p.cfg.Shares != nil && p.sh.fraction() == 0 {
+			// This process's share went to nothing while the call waited
+			// for its slot (another learns the provider alone): its limits
+			// keep the last share, which is no longer its to send at, so
+			// the call waits for a share again (three processes cut to
+			// nothing sent 60 units a second against a limit of 100 that
+			// another held whole).
+			continue
 		}
 		if p.ctl.PausedUntil().After(time.Now()) {
 			// A Retry-After came while the call waited for its slot: its
@@ -421,7 +482,7 @@ func (p *Local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 		return at, booking{}, false
 	}
 	for i, lim := range *ptr {
-		lim.ReserveNAt(at, p.cost(i, weight))
+		reserve(lim, at, p.cost(i, weight))
 	}
 	p.limGen++
 	return at, booking{lims: ptr, gen: p.limGen, weight: weight}, true
@@ -441,7 +502,7 @@ func (p *Local) unbookLimits(b booking) {
 	}
 	now := time.Now()
 	for i, lim := range *b.lims {
-		lim.UnreserveNAt(now, p.cost(i, b.weight))
+		unreserve(lim, now, p.cost(i, b.weight))
 	}
 }
 

@@ -124,8 +124,10 @@ func (p localPacer) PauseUntil(t time.Time) { p.l.PauseUntil(t) }
 // waitAt returns how long after now a request of cost n would conform to l,
 // booking nothing: the wait [gcra.Decide] computes, read from a probe (a
 // cost-0 request, whose ResetAfter is the backlog TAT − now). A request
-// conforms once the backlog is at most (Burst − n) intervals.
+// conforms once the backlog is at most (Burst − n) intervals; one of a cost
+// over the burst (see reserve) once the whole burst is there.
 func waitAt(l *gcra.Limiter, now time.Time, n int) time.Duration {
+	n = min(n, l.Burst())
 	backlog := l.AllowNAt(now, 0).ResetAfter
 	return max(0, backlog-time.Duration(l.Burst()-n)*l.Interval())
 }

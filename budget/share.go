@@ -474,7 +474,11 @@ func (p *Local) joinShares(now time.Time) {
 	}
 	p.sh.watcher, _ = p.cfg.Shares.(ShareWatcher)
 	if !p.renew(now) {
+		// Its known limits too: the pacer's quarter alone does not bound
+		// a weighted limit (4 processes started during an outage sent 400
+		// units in a second against a limit of 100).
 		p.sh.share.Store(math.Float64bits(startShare))
+		p.splitLimits(now, startShare)
 	}
 }
 
@@ -967,7 +971,8 @@ func fairShare(doc shareDoc, holder string) float64 {
 // share of its rate, and the share of its burst (at least one unit), so
 // that the shares in force, which never add up to more than the whole,
 // never send more than the limit in any window. A limit whose burst share
-// changes is made again, empty: what the old one held is not carried over.
+// changes is made again, empty: what the old one held is not carried over,
+// and calls booked on it book again (see pace).
 func (p *Local) splitLimits(now time.Time, share float64) {
 	if len(p.cfg.Limits) == 0 || share <= 0 {
 		return
@@ -987,7 +992,13 @@ func (p *Local) splitLimits(now time.Time, share float64) {
 			next[i] = old[i] // a share too small to pace: keep the last
 			continue
 		}
-		lim.PauseUntil(now.Add(lim.Interval())) // empty: nothing conforms before one interval
+		// Empty: nothing conforms before one interval. A share that grew
+		// took over what others gave back, whose bursts may still be in
+		// the limit's window: it waits out that much more of its burst
+		// too (4 processes whose shares moved sent 103 units in a second
+		// against a limit of 100).
+		grow := max(0, lim.Burst()-old[i].Burst())
+		lim.PauseUntil(now.Add(time.Duration(1+grow) * lim.Interval()))
 		next[i] = lim
 	}
 	p.limits.Store(&next)

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,9 +37,16 @@ type recorder struct {
 
 // load restores the provider's controller from its record in cfg.Records,
 // if any, before the pacer is made: the learned rate and ceiling, and the
-// pause in force, clamped to MaxPause from now. A saved ban stays a ban:
-// calls it refuses say banned, and the next ban in a row pauses twice as
-// long.
+// pause in force. A saved ban stays a ban: calls it refuses say banned,
+// and the next ban in a row pauses twice as long. A pause that ends more
+// than MaxPause from now is clamped to MaxPause from now (one answer
+// imposes no more). A record is another process's word (another version,
+// a hand edit, a clock stepped back): a pause more than a day past that is
+// no pause any answer set, and is not honoured (clamped, it held every
+// start of the provider for MaxPause, and a record keeps the later pause:
+// for good); nor is a learned rate or ceiling that is negative or not a
+// finite number. Each is logged, and the provider starts as one with no
+// record would.
 func (p *Local) load(ctx context.Context) error {
 	if p.cfg.Records == nil {
 		return nil
@@ -56,8 +64,16 @@ func (p *Local) load(ctx context.Context) error {
 	// A provider that has refused for rate names its limit with 429: its
 	// 503s are failures, not load shedding, in this process too.
 	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed, Throttled: r.Throttled > 0}
+	if !finite(r.Rate) || !finite(r.Ceiling) {
+		p.warnRecord("a learned rate or ceiling that is not a rate; starting as a new provider", "rate", r.Rate, "ceiling", r.Ceiling)
+		st.Rate, st.Ceiling, st.Confirmed = 0, 0, false
+	}
 	until := r.PausedUntil
-	if cap := now.Add(p.cfg.MaxPause); until.After(cap) {
+	switch cap := now.Add(p.cfg.MaxPause); {
+	case until.After(cap.Add(absurdPause)):
+		p.warnRecord("a pause no answer set; not honoured", "paused_until", until, "max_pause", p.cfg.MaxPause)
+		until = time.Time{}
+	case until.After(cap):
 		until = cap
 	}
 	if until.After(now) {
@@ -78,6 +94,20 @@ func (p *Local) load(ctx context.Context) error {
 		return fmt.Errorf("budget: restoring the record of %q: %w", p.key, err)
 	}
 	return nil
+}
+
+// absurdPause is how far past MaxPause from now a saved pause is taken for
+// garbage rather than clamped (see load).
+const absurdPause = 24 * time.Hour
+
+// finite reports whether v is a rate: not negative, not NaN nor infinite.
+func finite(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+// warnRecord logs what load did not take from the provider's record.
+func (p *Local) warnRecord(msg string, attrs ...any) {
+	if p.cfg.Logger != nil {
+		p.cfg.Logger.Warn("budget: the provider's record holds "+msg, append([]any{"provider", p.key}, attrs...)...)
+	}
 }
 
 // record returns the provider's record as of now. Status is left "" so a

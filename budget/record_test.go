@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -345,4 +346,94 @@ func TestCapacityEvictionHandsOverTheLearnedState(t *testing.T) {
 		}
 		close(block)
 	})
+}
+
+// oneRecord is a RecordStore that holds one record, as written by hand or
+// by another version, and keeps what is saved.
+type oneRecord struct {
+	mu sync.Mutex
+	r  forage.ProviderRecord
+}
+
+func (o *oneRecord) LoadRecord(_ context.Context, key string) (forage.ProviderRecord, bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.r, o.r.Key == key, nil
+}
+
+func (o *oneRecord) SaveRecord(_ context.Context, r forage.ProviderRecord) error { return nil }
+
+// TestAHostileRecordStallsNobody: a record whose learned rate is NaN, or
+// whose pause ends in 2099, starts the provider as a new one: calls go.
+// Before, NaN failed every start of the provider ("State.Rate must be >= 0
+// and finite") until the record was fixed by hand, and the pause was
+// clamped to MaxPause at each start, and kept by the record: no call for
+// good (found by two reviews).
+func TestAHostileRecordStallsNobody(t *testing.T) {
+	t.Parallel()
+	for name, r := range map[string]forage.ProviderRecord{
+		"NaN rate":         {Key: "p", Rate: math.NaN(), Ceiling: 10},
+		"infinite ceiling": {Key: "p", Rate: 5, Ceiling: math.Inf(1)},
+		"negative rate":    {Key: "p", Rate: -3},
+		"pause in 2099":    {Key: "p", Rate: 5, PausedUntil: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), PauseReason: forage.ReasonBanned},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := fast()
+				cfg.Records = &oneRecord{r: r}
+				p, err := budget.NewLocal("p", cfg)
+				if err != nil {
+					t.Fatalf("NewLocal with record %+v: %v", r, err)
+				}
+				run, _ := budget.NewRun(budget.Envelope{})
+				if err := p.Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }); err != nil {
+					t.Fatalf("Do with record %+v: %v; want the call made", r, err)
+				}
+				if s := p.Snapshot(); math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) || s.Rate <= 0 {
+					t.Fatalf("rate %v after a record %+v", s.Rate, r)
+				}
+			})
+		})
+	}
+}
+
+// TestAHostileShareDocumentStallsNobody: a shared document whose pause ends
+// a day ahead (a process on a machine whose clock runs a day ahead drew a
+// one-second Retry-After), or that holds a dead process's lease of the
+// whole rate dated a day ahead, holds nobody for the day: the pause is
+// dropped, the lease ends a lease from now. Before, every process paused
+// for the day, or waited for the lease for the day (found by a review).
+func TestAHostileShareDocumentStallsNobody(t *testing.T) {
+	t.Parallel()
+	for name, doc := range map[string]func(now time.Time) string{
+		"pause a day ahead": func(now time.Time) string {
+			return fmt.Sprintf(`{"epoch":1,"rate":10,"paused_until":%q}`, now.Add(24*time.Hour).Format(time.RFC3339Nano))
+		},
+		"lease a day ahead": func(now time.Time) string {
+			return fmt.Sprintf(`{"epoch":1,"rate":10,"leases":{"elsewhere-77-abcd":{"share":1e300,"hungry":true,"expires":%q}}}`,
+				now.Add(24*time.Hour).Format(time.RFC3339Nano))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := checkpoint.NewMemoryStore(checkpoint.Config{})
+				if err := store.UpdateShares(context.Background(), "p", func([]byte) ([]byte, error) { return []byte(doc(time.Now())), nil }); err != nil {
+					t.Fatal(err)
+				}
+				cfg := fast()
+				cfg.Shares = store
+				p, err := budget.NewLocal("p", cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				run, _ := budget.NewRun(budget.Envelope{})
+				ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+				defer cancel()
+				if err := p.Do(ctx, run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }); err != nil || time.Since(start) > 10*time.Second {
+					t.Fatalf("Do = %v after %v; want the call made within seconds", err, time.Since(start))
+				}
+			})
+		})
+	}
 }

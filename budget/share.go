@@ -164,6 +164,38 @@ type shareDoc struct {
 	Silent  spell     `json:"silent,omitzero"`
 }
 
+// sane makes doc, as read from the store at now, one this process can act
+// on: the document is another process's word (another version, another
+// machine's clock, a hand edit), and one bad value must not stall every
+// process. A pause that ends more than maxPause (and the clock skew
+// shareAhead allows) after now is no pause any process could have been
+// given (one answer imposes at most MaxPause): it is dropped (a day-ahead
+// pause held every process for the day). A lease that ends more than a
+// lease after now ends a lease after now (a dead process's lease dated a
+// day ahead held its share for the day), and a share outside [0, 1] is
+// brought into it. Rates and ceilings that are negative or not finite
+// are none.
+func (doc *shareDoc) sane(now time.Time, maxPause time.Duration) {
+	if doc.PausedUntil.After(now.Add(maxPause + shareAhead)) {
+		doc.PausedUntil = time.Time{}
+	}
+	for _, f := range []*float64{&doc.Rate, &doc.Ceiling, &doc.Top} {
+		if !finite(*f) {
+			*f = 0
+		}
+	}
+	for h, l := range doc.Leases {
+		if l.Expires.After(now.Add(shareTTL + shareAhead)) {
+			l.Expires = now.Add(shareTTL)
+		}
+		if !(l.Share >= 0) {
+			l.Share = 0
+		}
+		l.Share = min(l.Share, 1)
+		doc.Leases[h] = l
+	}
+}
+
 // spell is a span of time.
 type spell struct {
 	From time.Time `json:"from"`
@@ -525,6 +557,7 @@ func (p *Local) pushed(b []byte) {
 		return
 	}
 	now := time.Now()
+	doc.sane(now, p.cfg.MaxPause)
 	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.PausedUntil()) {
 		p.sh.toldPause(pu)
 		_ = p.ctl.Restore(aimd.State{PausedUntil: pu})
@@ -659,6 +692,7 @@ func (p *Local) renew(now time.Time) bool {
 				doc = shareDoc{} // a document this version cannot read is started again
 			}
 		}
+		doc.sane(now, p.cfg.MaxPause)
 		was := doc
 		for h := range doc.Leases {
 			if h != s.id && goneHere(h) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/forage-go/forage/internal/durable"
 	"github.com/forage-go/forage/slice"
@@ -39,6 +40,13 @@ type FileSink struct {
 // refused with an error wrapping [ErrCorrupt] that names the file and the
 // line and says how to recover.
 func OpenFileSink(dir, symbol, interval string) (*FileSink, error) {
+	for _, part := range []string{symbol, interval} {
+		if !fileSafe(part) {
+			// A symbol is a name on the exchange, never a path: "../x"
+			// wrote outside dir.
+			return nil, fmt.Errorf("klines: cannot name a candle file after %q: a symbol and an interval are letters, digits, '.', '_' and '-' only", part)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -136,6 +144,30 @@ func truncate(path string, size int64) error {
 		return err
 	}
 	return f.Sync()
+}
+
+// fileSafe reports whether part may name a file in a directory and nothing
+// else: letters, digits, '.', '_' and '-', not "." nor "..".
+func fileSafe(part string) bool {
+	if part == "" || part == "." || part == ".." {
+		return false
+	}
+	for _, r := range part {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Has reports whether the candle that opens at t is stored. A host checks
+// with it that the file holds what its checkpoint says was collected: a
+// file restored from an older backup, or cut short, otherwise leaves a
+// hole the checkpoint has moved past.
+func (s *FileSink) Has(t time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.have[t.UnixMilli()]
 }
 
 // Len returns how many candles are stored.

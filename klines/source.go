@@ -86,6 +86,10 @@ var ErrInvalidConfig = errors.New("klines: invalid config")
 // invalid builds this package's configuration errors.
 var invalid = cfgerr.For("klines", ErrInvalidConfig)
 
+// maxStep bounds an interval: a year, more than any exchange's longest
+// candle (a month).
+const maxStep = 366 * 24 * time.Hour
+
 // Step returns the interval's length, or an error for an unknown interval.
 func Step(interval string) (time.Duration, error) {
 	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
@@ -94,7 +98,9 @@ func Step(interval string) (time.Duration, error) {
 	}
 	n, err := strconv.Atoi(interval[:len(interval)-1])
 	u, ok := units[interval[len(interval)-1]]
-	if err != nil || !ok || n <= 0 {
+	if err != nil || !ok || n <= 0 || time.Duration(n) > maxStep/u {
+		// A count past maxSteps overflowed to a step of nanoseconds (a
+		// step of 512 ns for 20211507185753197s), or to a negative one.
 		return 0, fmt.Errorf("klines: unknown interval %q", interval)
 	}
 	return time.Duration(n) * u, nil

@@ -143,6 +143,13 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		return err
 	}
 	c.reg = reg
+	// The registry's Run saves every provider's record as it ends: what
+	// was learned since the last background save (up to 5 s of it, and
+	// the counters) outlives the run, before the store closes.
+	regCtx, stopReg := context.WithCancel(context.WithoutCancel(ctx))
+	regDone := make(chan struct{})
+	go func() { defer close(regDone); _ = reg.Run(regCtx) }()
+	defer func() { stopReg(); <-regDone }()
 	if c.provider, err = reg.Get(key); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -282,24 +283,48 @@ func TestDefaultsOverLoopback(t *testing.T) {
 	}
 }
 
-// TestADeletedCandleFileIsNoticed: a candle file removed while the store's
-// checkpoints say its candles were collected is an inconsistent store: the
-// next run fails and says so (it resumed after them, sent nothing, and said
-// done with nothing stored).
+// TestADeletedCandleFileIsNoticed: a candle file removed, cut short at a
+// line, or with its last line's newline removed (cut off as torn when the
+// file is opened), while the store's checkpoints say its candles were
+// collected, is an inconsistent store: the next run fails and says so.
+// Before, it resumed after them and said done with the hole (with nothing
+// stored, or with the file's tail missing; the second found by a review).
 func TestADeletedCandleFileIsNoticed(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		since := time.Now().Truncate(time.Minute).Add(-2 * time.Hour).Format(time.RFC3339)
-		if s := collectOK(t, "-store", dir, "-since", since, "-json"); s.Status != "done" {
-			t.Fatalf("first run: %q", s.Status)
-		}
-		if err := os.Remove(filepath.Join(dir, "BTCUSDT-1m.csv")); err != nil {
-			t.Fatal(err)
-		}
-		r := cli(context.Background(), "-store", dir, "-since", since, "-json")
-		if s := decodeSummary(t, r.stdout); r.code != exitError || s.Status != "failed" || !strings.Contains(s.Error, "holds no candles") {
-			t.Fatalf("after the file was removed: exit %d, %q (%s); want a failure naming the inconsistency", r.code, s.Status, s.Error)
-		}
-	})
+	for name, damage := range map[string]func(path string) error{
+		"removed": os.Remove,
+		"cut short": func(path string) error {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			lines := bytes.SplitAfter(b, []byte("\n"))
+			return os.WriteFile(path, bytes.Join(lines[:len(lines)-11], nil), 0o644)
+		},
+		"last newline removed": func(path string) error {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(path, bytes.TrimSuffix(b, []byte("\n")), 0o644)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				since := time.Now().Truncate(time.Minute).Add(-2 * time.Hour).Format(time.RFC3339)
+				if s := collectOK(t, "-store", dir, "-since", since, "-json"); s.Status != "done" {
+					t.Fatalf("first run: %q", s.Status)
+				}
+				if err := damage(filepath.Join(dir, "BTCUSDT-1m.csv")); err != nil {
+					t.Fatal(err)
+				}
+				r := cli(context.Background(), "-store", dir, "-since", since, "-json")
+				s := decodeSummary(t, r.stdout)
+				if r.code != exitError || s.Status != "failed" || !strings.Contains(s.Error, "holds no candles") && !strings.Contains(s.Error, "lacks the candle at") {
+					t.Fatalf("after the file was damaged: exit %d, %q (%s); want a failure naming the inconsistency", r.code, s.Status, s.Error)
+				}
+			})
+		})
+	}
 }

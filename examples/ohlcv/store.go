@@ -91,24 +91,28 @@ func (b *fileBackend) sink(st *schedule.Stream[klines.Candle], symbol, interval 
 	return nil
 }
 
-// consistent refuses a candle file with no candles for a stream whose
-// checkpoints say candles were collected (the file was deleted or
-// replaced): the stream would resume after them and call the run done with
-// nothing stored. The fix is the user's: restore the file, or remove the
-// stream's state too to collect it again.
+// consistent refuses a candle file that lacks the last candle the
+// stream's checkpoints say were collected (the file was deleted, cut
+// short, or restored from a backup older than the store): the stream would
+// resume after it and call the run done with the hole. The fix is the
+// user's: restore the file, or remove the stream's state too to collect it
+// again.
 func (b *fileBackend) consistent(stream string, s *klines.FileSink) error {
-	if s.Len() > 0 {
-		return nil
-	}
 	for _, mode := range []checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState} {
 		cp, err := b.store.Load(context.Background(), checkpoint.Key{Stream: stream, Mode: mode})
 		if err != nil {
 			return err
 		}
-		if last, derr := klines.DecodeCursor(cp.Cursor); len(cp.Cursor) > 0 && derr == nil {
-			return fmt.Errorf("ohlcv: %s: the candle file holds no candles, but the store's checkpoint says they were collected up to %s (%s): restore the file, or remove the store to collect again",
-				stream, last.UTC().Format(time.RFC3339), mode)
+		last, derr := klines.DecodeCursor(cp.Cursor)
+		if len(cp.Cursor) == 0 || derr != nil || s.Has(last) {
+			continue
 		}
+		held := "holds no candles"
+		if s.Len() > 0 {
+			held = "lacks the candle at " + last.UTC().Format(time.RFC3339)
+		}
+		return fmt.Errorf("ohlcv: %s: the candle file %s, but the store's checkpoint says they were collected up to %s (%s): restore the file, or remove the store to collect again",
+			stream, held, last.UTC().Format(time.RFC3339), mode)
 	}
 	return nil
 }

@@ -48,4 +48,13 @@ type ProviderRecord struct {
 	Throttled int64 `json:"throttled,omitempty"`
 	// Updated is when the record was saved.
 	Updated time.Time `json:"updated,omitzero"`
+	// Refusals are the times of the requests the provider refused for rate
+	// in the minute before the save (the latest eight; see
+	// aimd.State.Refusals): the part of the provider's refusal budget
+	// already spent, which a provider that bans counts whoever was refused.
+	// A process that restarts counts them, so a crash loop does not spend
+	// the budget afresh at every start (a collector killed and restarted
+	// twelve times was banned by a provider that bans after five refusals
+	// a minute). A save replaces them. Times are kept to the microsecond.
+	Refusals []time.Time `json:"refusals,omitempty"`
 }

@@ -166,6 +166,15 @@ func (c *Controller) Restore(s State) error {
 	defer c.mu.Unlock()
 	now := time.Now()
 	c.violations.merge(now, s.Refusals)
+	if !c.started {
+		// A state an earlier process saved, taken before this one made a
+		// request: its refusals count against the refusal budget as this
+		// controller's own overshoots (the cap on the climb, see
+		// refusalCap). A collector restarted again and again climbed back
+		// to its restored ceiling each time, drew a refusal per start,
+		// and was banned at the fifth.
+		c.refusals.merge(now, s.Refusals)
+	}
 	c.throttled = c.throttled || s.Throttled
 	if s.Rate == 0 && s.PausedUntil.IsZero() {
 		return nil

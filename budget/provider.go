@@ -57,17 +57,18 @@ func NoRetry() CallOption { return CallOption{noRetry: true} }
 // record (at most one at a time, at most every few seconds), so the call
 // never waits for the store.
 type Local struct {
-	key     string
-	cfg     Config
-	ctl     *aimd.Controller
-	pacer   Pacer
-	limits  atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
-	limMu   sync.Mutex                      // held while booking the known limits (see bookLimits)
-	limGen  uint64                          // bookings of the known limits so far; guarded by limMu
-	brk     *breaker.Breaker
-	slots   chan struct{}
-	ceiling float64       // the tightest known limit, requests/s; 0 if none
-	retries *retry.Budget // for calls made without a Run
+	key      string
+	cfg      Config
+	ctl      *aimd.Controller
+	pacer    Pacer
+	limits   atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
+	limMu    sync.Mutex                      // held while booking the known limits (see bookLimits)
+	limGen   uint64                          // bookings of the known limits so far; guarded by limMu
+	brk      *breaker.Breaker
+	slots    chan struct{}
+	ceiling  float64       // the tightest known limit, requests/s; 0 if none
+	retries  *retry.Budget // for calls made without a Run
+	restored bool          // started from a learned rate in its record (see load); set before any call
 
 	mu        sync.Mutex    // held by the one goroutine moving the pacer (see follow)
 	dirty     atomic.Bool   // the controller changed since the pacer last followed
@@ -172,6 +173,14 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		}
 	} else if err := p.pacer.SetRate(p.rate); err != nil {
 		return nil, fmt.Errorf("budget: %s.Pacer: SetRate(%v): %w", path, p.rate, err)
+	}
+	if lp, ok := p.pacer.(localPacer); ok && p.restored && p.rate > 0 {
+		// The process before, killed while it sent at this rate, may have
+		// left the provider's bucket spent: the first request waits one
+		// interval, with no burst (restarted at once, each start's first
+		// request was refused for the last one of the process before, and
+		// a collector restarted again and again was banned for them).
+		lp.PauseUntil(time.Now().Add(time.Duration(float64(time.Second) / p.rate)))
 	}
 	p.joinShares(time.Now())
 	p.follow(time.Now()) // hands a restored pause, and the share, to the pacer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +64,7 @@ func (p *Local) load(ctx context.Context) error {
 	now := time.Now()
 	// A provider that has refused for rate names its limit with 429: its
 	// 503s are failures, not load shedding, in this process too.
-	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed, Throttled: r.Throttled > 0}
+	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed, Throttled: r.Throttled > 0, Refusals: r.Refusals}
 	if !finite(r.Rate) || !finite(r.Ceiling) {
 		p.warnRecord("a learned rate or ceiling that is not a rate; starting as a new provider", "rate", r.Rate, "ceiling", r.Ceiling)
 		st.Rate, st.Ceiling, st.Confirmed = 0, 0, false
@@ -90,6 +91,7 @@ func (p *Local) load(ctx context.Context) error {
 		p.savedTil, p.savedWhy = until, reason // already saved: follow need not write it back
 		p.mu.Unlock()
 	}
+	p.restored = st.Rate > 0
 	if err := p.ctl.Restore(st); err != nil {
 		return fmt.Errorf("budget: restoring the record of %q: %w", p.key, err)
 	}
@@ -121,6 +123,7 @@ func (p *Local) record(now time.Time) forage.ProviderRecord {
 		OK:        b.OK + int64(p.n.ok.Load()),
 		Throttled: b.Throttled + int64(p.n.throttled.Load()),
 		Updated:   now,
+		Refusals:  st.Refusals,
 	}
 	if st.PausedUntil.After(now) {
 		r.PausedUntil, r.PauseReason = st.PausedUntil, p.pauseReason(now)
@@ -182,7 +185,8 @@ func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderReco
 // learned state: rate, ceiling and pause.
 func sameLearned(r, saved forage.ProviderRecord) bool {
 	return r.Rate == saved.Rate && r.Ceiling == saved.Ceiling && r.Confirmed == saved.Confirmed &&
-		r.PausedUntil.Equal(saved.PausedUntil) && r.PauseReason == saved.PauseReason
+		r.PausedUntil.Equal(saved.PausedUntil) && r.PauseReason == saved.PauseReason &&
+		slices.EqualFunc(r.Refusals, saved.Refusals, time.Time.Equal)
 }
 
 // sameAll reports whether r holds what saved holds but for when it was saved

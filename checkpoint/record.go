@@ -81,6 +81,7 @@ func loadRecord(ctx context.Context, c *core, book recordBook, key string) (fora
 	}
 	defer c.mu.Unlock()
 	r, ok := book[key]
+	r.Refusals = slices.Clone(r.Refusals) // the caller's own
 	return r, ok, nil
 }
 
@@ -110,6 +111,7 @@ func saveRecord(ctx context.Context, c *core, book recordBook, r forage.Provider
 // Times lose their monotonic reading, as a round trip through a file would.
 func mergeRecord(saved forage.ProviderRecord, had bool, r forage.ProviderRecord) forage.ProviderRecord {
 	r.PausedUntil, r.Updated = r.PausedUntil.Round(0), r.Updated.Round(0)
+	r.Refusals = roundAll(r.Refusals)
 	if !had {
 		return r
 	}
@@ -122,9 +124,23 @@ func mergeRecord(saved forage.ProviderRecord, had bool, r forage.ProviderRecord)
 	return r
 }
 
+// roundAll returns a copy of ts with each time's monotonic reading
+// dropped (nil for none): the store keeps its own copy, wall clock only.
+func roundAll(ts []time.Time) []time.Time {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]time.Time, len(ts))
+	for i, t := range ts {
+		out[i] = t.Round(0)
+	}
+	return out
+}
+
 // sameRecord reports whether a and b hold the same record.
 func sameRecord(a, b forage.ProviderRecord) bool {
 	return a.PausedUntil.Equal(b.PausedUntil) && a.Updated.Equal(b.Updated) && a.Key == b.Key &&
+		slices.EqualFunc(a.Refusals, b.Refusals, time.Time.Equal) &&
 		a.Status == b.Status && a.Why == b.Why && a.Rate == b.Rate && a.Ceiling == b.Ceiling &&
 		a.Confirmed == b.Confirmed && a.PauseReason == b.PauseReason &&
 		a.Requests == b.Requests && a.OK == b.OK && a.Throttled == b.Throttled

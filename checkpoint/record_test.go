@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,8 +146,11 @@ func sameRecord(a, b forage.ProviderRecord) bool {
 	if !a.PausedUntil.Equal(b.PausedUntil) || !a.Updated.Equal(b.Updated) {
 		return false
 	}
-	a.PausedUntil, a.Updated = b.PausedUntil, b.Updated
-	return a == b
+	if !slices.EqualFunc(a.Refusals, b.Refusals, time.Time.Equal) {
+		return false
+	}
+	a.PausedUntil, a.Updated, a.Refusals, b.Refusals = b.PausedUntil, b.Updated, nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // TestOneFilePerProvider: however many saves, the directory holds one

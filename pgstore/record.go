@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
@@ -21,12 +22,12 @@ var _ budget.RecordStore = (*Store)(nil)
 // empty. The SET expressions read the row as it was.
 const (
 	loadRecordSQL = `
-SELECT status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated
+SELECT status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals
 FROM {{schema}}.provider_records WHERE key = $1`
 	saveRecordSQL = `
 INSERT INTO {{schema}}.provider_records AS r
-	(key, status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	(key, status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (key) DO UPDATE SET
 	status       = CASE WHEN excluded.status <> '' THEN excluded.status ELSE r.status END,
 	why          = CASE WHEN excluded.status <> '' THEN excluded.why ELSE r.why END,
@@ -38,7 +39,8 @@ ON CONFLICT (key) DO UPDATE SET
 	requests     = excluded.requests,
 	ok           = excluded.ok,
 	throttled    = excluded.throttled,
-	updated      = excluded.updated`
+	updated      = excluded.updated,
+	refusals     = excluded.refusals`
 )
 
 // LoadRecord returns the record saved for key and true, or the zero record
@@ -55,7 +57,7 @@ func (s *Store) LoadRecord(ctx context.Context, key string) (forage.ProviderReco
 	}
 	r := forage.ProviderRecord{Key: key}
 	err := s.pool.QueryRow(ctx, s.sql.loadRecord, key).Scan(&r.Status, &r.Why, &r.Rate, &r.Ceiling, &r.Confirmed,
-		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated)
+		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated, &r.Refusals)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return forage.ProviderRecord{}, false, nil
@@ -80,11 +82,19 @@ func (s *Store) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, s.sql.saveRecord, r.Key, r.Status, r.Why, r.Rate, r.Ceiling, r.Confirmed,
-		r.PausedUntil, string(r.PauseReason), r.Requests, r.OK, r.Throttled, r.Updated)
+		r.PausedUntil, string(r.PauseReason), r.Requests, r.OK, r.Throttled, r.Updated, refusals(r.Refusals))
 	if err != nil {
 		return s.failWrite("SaveRecord", err)
 	}
 	return nil
+}
+
+// refusals returns ts as the refusals column holds them: never NULL.
+func refusals(ts []time.Time) []time.Time {
+	if ts == nil {
+		return []time.Time{}
+	}
+	return ts
 }
 
 // checkRecord validates SaveRecord's record by the checkpoint stores' rule.

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,7 +91,19 @@ func drawRecord(t *rapid.T, key string) forage.ProviderRecord {
 		OK:          rapid.Int64().Draw(t, "ok"),
 		Throttled:   rapid.Int64().Draw(t, "throttled"),
 		Updated:     drawTime(t, "updated"),
+		Refusals:    drawRefusals(t),
 	}
+}
+
+// drawRefusals draws up to eight refusal times (none zero), or none.
+func drawRefusals(t *rapid.T) []time.Time {
+	var ts []time.Time
+	for i := range rapid.IntRange(0, 8).Draw(t, "refusals") {
+		if at := drawTime(t, fmt.Sprint("refusal", i)); !at.IsZero() {
+			ts = append(ts, at)
+		}
+	}
+	return ts
 }
 
 // merge is the model of SaveRecord: saved upserted with r.
@@ -128,6 +141,7 @@ func diff(got, want forage.ProviderRecord) string {
 	add("OK", got.OK == want.OK, got.OK, want.OK)
 	add("Throttled", got.Throttled == want.Throttled, got.Throttled, want.Throttled)
 	add("Updated", got.Updated.Equal(want.Updated), got.Updated, want.Updated)
+	add("Refusals", slices.EqualFunc(got.Refusals, want.Refusals, time.Time.Equal), got.Refusals, want.Refusals)
 	return strings.Join(d, "; ")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -308,4 +309,96 @@ func TestExhaustionKeepsFailureStreak(t *testing.T) {
 	if d := st.NextRun.Sub(st.Stats.LastRun); d != 10*time.Second {
 		t.Fatalf("backoff after the second failure = %v, want 10s", d)
 	}
+}
+
+// cutOff is a JobStore that fails every call while down: a process cut
+// off from the database while others reach it.
+type cutOff struct {
+	schedule.JobStore
+	down atomic.Bool
+}
+
+var errCutOff = errors.New("job store unreachable")
+
+func (d *cutOff) Get(ctx context.Context, id int64) (schedule.Job, error) {
+	if d.down.Load() {
+		return schedule.Job{}, errCutOff
+	}
+	return d.JobStore.Get(ctx, id)
+}
+
+func (d *cutOff) Update(ctx context.Context, j schedule.Job) (schedule.Job, error) {
+	if d.down.Load() {
+		return schedule.Job{}, errCutOff
+	}
+	return d.JobStore.Update(ctx, j)
+}
+
+func (d *cutOff) List(ctx context.Context, q schedule.Query) ([]schedule.Job, error) {
+	if d.down.Load() {
+		return nil, errCutOff
+	}
+	return d.JobStore.List(ctx, q)
+}
+
+func (d *cutOff) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f schedule.ClaimFilter) ([]schedule.Job, error) {
+	if d.down.Load() {
+		return nil, errCutOff
+	}
+	return d.JobStore.Claim(ctx, now, owner, ttl, limit, f)
+}
+
+// TestACutOffSchedulerStopsBeforeItsLeaseEnds: scheduler A runs a job and
+// loses its job store (B, which reaches it, rescues the job once A's lease
+// ends). A's run is stopped before its lease ends, so the job never runs
+// twice at once. Before, A ran it for a minute and a half alongside B's run
+// (found by a review).
+func TestACutOffSchedulerStopsBeforeItsLeaseEnds(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		mem := schedule.NewMemoryJobStore()
+		viewA := &cutOff{JobStore: mem}
+		var mu sync.Mutex
+		running, peak, runs := 0, 0, 0
+		worker := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			mu.Lock()
+			running, runs = running+1, runs+1
+			peak = max(peak, running)
+			mu.Unlock()
+			defer func() { mu.Lock(); running--; mu.Unlock() }()
+			select {
+			case <-time.After(2 * time.Minute): // a long run that honours its context
+				return schedule.Result{}, nil
+			case <-ctx.Done():
+				return schedule.Result{}, context.Cause(ctx)
+			}
+		})
+		cfg := schedule.Config{LeaseTTL: 30 * time.Second, Poll: time.Second, Owner: "A"}
+		a, err := schedule.New(cfg, viewA, worker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Owner = "B"
+		b, err := schedule.New(cfg, mem, worker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Upsert(t.Context(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"}); err != nil {
+			t.Fatal(err)
+		}
+		stopA := start(t, a)
+		time.Sleep(2 * time.Second)
+		viewA.down.Store(true)
+		stopB := start(t, b)
+		time.Sleep(90 * time.Second)
+		mu.Lock()
+		gotPeak, gotRuns := peak, runs
+		mu.Unlock()
+		viewA.down.Store(false)
+		stopB()
+		stopA()
+		if gotPeak != 1 || gotRuns < 2 {
+			t.Fatalf("%d runs, at most %d at once; want B's rescue (2 runs in all) and never two at once", gotRuns, gotPeak)
+		}
+	})
 }

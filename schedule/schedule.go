@@ -236,7 +236,9 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 // lease is past a third of its life, so no other scheduler rescues a job
 // that is still running. A job found paused or deleted in the store has its
 // run interrupted; a job found leased to someone else is lost (its outcome
-// will not be written). [Scheduler.Run] calls it; hosts driving runs
+// will not be written), and so is one whose lease is within LeaseTTL/6 of
+// its end because the store did not answer: it stops before another
+// scheduler may claim it. [Scheduler.Run] calls it; hosts driving runs
 // themselves call it at least every LeaseTTL/3. It returns the first store
 // error.
 func (s *Scheduler) RenewAt(ctx context.Context, now time.Time) error {
@@ -255,8 +257,23 @@ func (s *Scheduler) RenewAt(ctx context.Context, now time.Time) error {
 			first = err
 		}
 	}
+	// A run whose lease could not be renewed stops before the lease ends,
+	// with a margin for it to return: past its end, another scheduler may
+	// claim the job and run it too (a scheduler cut off from its store ran
+	// a job for a minute and a half alongside the one that rescued it).
+	s.mu.Lock()
+	for _, a := range s.active {
+		if !a.lost && !a.job.Lease.Until.After(now.Add(s.cfg.LeaseTTL/leaseMargin)) {
+			s.loseLocked(a)
+		}
+	}
+	s.mu.Unlock()
 	return first
 }
+
+// leaseMargin is the part of LeaseTTL before a lease ends, unrenewed, at
+// which its run is stopped (see RenewAt).
+const leaseMargin = 6
 
 // renew extends a's lease, noticing a pause, a deletion or a takeover.
 func (s *Scheduler) renew(ctx context.Context, now time.Time, a *active) error {

@@ -85,7 +85,8 @@ func run() error {
 	}
 
 	// One stream per symbol: its history backfilled (catch-up, up to the
-	// moment the collector started) when the exchange has room, its head
+	// last candle closed when the collector started) when the exchange has
+	// room, its head
 	// followed every few seconds (steady state, from that moment on),
 	// never both at once. The checkpoints and candles are files: a second
 	// run resumes where this one committed.
@@ -98,7 +99,7 @@ func run() error {
 			return err
 		}
 		defer sink.Close()
-		backfill, head, err := klines.Sources(&klines.Source{Client: client, Base: url, Symbol: symbol, Interval: "1m", Page: page, From: listed}, start)
+		backfill, head, err := klines.Sources(&klines.Source{Client: client, Base: url, Symbol: symbol, Interval: "1m", Page: page, From: listed}, start.Truncate(time.Minute))
 		if err != nil {
 			return err
 		}

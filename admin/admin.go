@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,9 +29,13 @@ type Config struct {
 	// reads from r. r.Method and r.URL.Path (relative to where the handler
 	// is mounted, after [http.StripPrefix]) say what is asked: GET and HEAD
 	// only read, POST and DELETE change state. It is called concurrently.
-	// Nil authorizes every request: then the handler must be reachable only
-	// by operators (behind the host's authentication, or on a private
-	// listener), since it pauses providers and creates and deletes jobs.
+	// Nil authorizes every request for an IP address or localhost and
+	// refuses any other Host with 403 (a web page could point a name of its
+	// own at the listener: DNS rebinding): then the handler must be
+	// reachable only by operators (on a private listener), since it pauses
+	// providers and creates and deletes jobs. Behind the host's own
+	// authentication, under a name, set it (to a func returning nil if that
+	// authentication is all there is).
 	Authorize func(r *http.Request) error
 	// MaxJobs caps the jobs the store may hold for POST /jobs to create one
 	// more: a creation beyond it answers 409, while updates of existing
@@ -228,6 +234,11 @@ func (h *Handler) routes() {
 // ServeHTTP authorizes r, refuses a state change a browser could have
 // forged, bounds the body and serves the route.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Authorize == nil && !localHost(r.Host) {
+		writeError(w, http.StatusForbidden, "Host", fmt.Errorf(
+			"admin: refused a request for host %q: with no Config.Authorize, only an IP address or localhost is served (a web page can point a name it controls at this listener)", r.Host))
+		return
+	}
 	if h.cfg.Authorize != nil {
 		if err := h.cfg.Authorize(r); err != nil {
 			code := http.StatusForbidden
@@ -256,6 +267,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	h.mux.ServeHTTP(w, r)
+}
+
+// localHost reports whether host (a request's Host, with or without a
+// port) is an IP address or localhost: a name a web page cannot point at
+// another address. With no Authorize, only such hosts are served: a page
+// the operator visits could otherwise rebind a name of its own to this
+// listener (DNS rebinding), and send it same-origin requests the
+// cross-origin check cannot tell from the operator's.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil
 }
 
 // wwwAuthenticate is the challenge of a 401 (RFC 9110, section 11.6.1).

@@ -32,7 +32,7 @@ func newAPI(t *testing.T, cfg schedule.Config, r schedule.Worker) *api {
 // type on state changes) and returns the status and the body.
 func (a *api) do(method, path, body string) (int, string) {
 	a.t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := localRequest(method, path, strings.NewReader(body))
 	if method != "GET" && method != "HEAD" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -287,7 +287,7 @@ func TestHandlerStatusPageEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := httptest.NewRequest("GET", "/", nil)
+	req := localRequest("GET", "/", nil)
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, req)
 	body, _ := io.ReadAll(rec.Body)

@@ -55,8 +55,12 @@
 //   - Authorization: [Config.Authorize], a hook of the host's, sees the
 //     request before anything of it is read and refuses it with 401 (its
 //     error wraps [ErrUnauthenticated]; the answer carries a
-//     WWW-Authenticate challenge) or 403. Without the hook every request is
-//     served: then only operators may reach the handler.
+//     WWW-Authenticate challenge) or 403. Without the hook every request
+//     for an IP address or localhost is served, and any other Host is
+//     refused with 403: a web page the operator visits could point a name
+//     of its own at the listener (DNS rebinding) and send it same-origin
+//     requests. Serve the handler under a name only with the hook (it may
+//     accept every request the host's own authentication let through).
 //   - No forgery: a state change (any method but GET, HEAD and OPTIONS)
 //     must carry "Content-Type: application/json", else 415, and must not
 //     come from another origin ([http.CrossOriginProtection]), else 403. A

@@ -3,6 +3,9 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/forage-go/forage/admin"
@@ -74,4 +77,13 @@ func streams(jobs []schedule.Job) []string {
 		out[i] = j.Stream
 	}
 	return out
+}
+
+// localRequest is httptest.NewRequest for the operator's own machine: its
+// Host is localhost, which a handler with no Authorize serves (see
+// TestHandlerRefusesReboundHosts).
+func localRequest(method, target string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, target, body)
+	r.Host = "localhost:8080"
+	return r
 }

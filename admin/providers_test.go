@@ -125,7 +125,7 @@ func TestSnapshotProvidersBounded(t *testing.T) {
 		t.Fatalf("GET /providers: %d bytes, want at most %d (one default page)", len(body), max)
 	}
 	rec := httptest.NewRecorder()
-	a.h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	a.h.ServeHTTP(rec, localRequest("GET", "/", nil))
 	page := rec.Body.String()
 	if max := schedule.MaxSnapshotProviders*1500 + 20_000; rec.Code != 200 || len(page) > max {
 		t.Fatalf("GET /: %d, %d bytes, want 200 and at most %d", rec.Code, len(page), max)
@@ -167,7 +167,7 @@ func TestPropertyProviderPaging(t *testing.T) {
 				rt.Fatalf("paging did not end after %d pages", step)
 			}
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest("GET", "/providers?limit="+fmt.Sprint(limit)+"&after="+url.QueryEscape(after), nil))
+			h.ServeHTTP(rec, localRequest("GET", "/providers?limit="+fmt.Sprint(limit)+"&after="+url.QueryEscape(after), nil))
 			var p providerPage
 			if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &p) != nil {
 				rt.Fatalf("page %d: %d %s", step, rec.Code, rec.Body)
@@ -204,11 +204,11 @@ func TestHandler401Challenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/jobs", nil))
+	h.ServeHTTP(rec, localRequest("GET", "/jobs", nil))
 	if got := rec.Header().Get("WWW-Authenticate"); rec.Code != 401 || !strings.HasPrefix(got, "Bearer") {
 		t.Fatalf("anonymous GET /jobs: %d with WWW-Authenticate %q, want 401 with a Bearer challenge", rec.Code, got)
 	}
-	req := httptest.NewRequest("GET", "/jobs", nil)
+	req := localRequest("GET", "/jobs", nil)
 	req.Header.Set("Authorization", "Bearer viewer")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -254,7 +254,7 @@ func TestHandlerSnapshotsOneAtATime(t *testing.T) {
 		for i := range 9 {
 			wg.Go(func() {
 				path := []string{"/stats", "/providers", "/"}[i%3]
-				if rec := send(h, httptest.NewRequest("GET", path, nil)); rec.Code != 200 {
+				if rec := send(h, localRequest("GET", path, nil)); rec.Code != 200 {
 					t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
 				}
 			})
@@ -308,7 +308,7 @@ func TestPropertyProviderPauses(t *testing.T) {
 				delete(paused, name)
 			}
 			verb := map[bool]string{true: "pause", false: "resume"}[pause]
-			req := httptest.NewRequest("POST", "/providers/"+url.PathEscape(name)+"/"+verb, nil)
+			req := localRequest("POST", "/providers/"+url.PathEscape(name)+"/"+verb, nil)
 			req.Header.Set("Content-Type", "application/json")
 			if rec := send(h, req); rec.Code != want {
 				rt.Fatalf("step %d: %s %q: %d %s, want %d", step, verb, name, rec.Code, rec.Body, want)
@@ -342,7 +342,7 @@ func TestHandlerMaxPausedProvidersConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			req := httptest.NewRequest("POST", fmt.Sprintf("/providers/p%d/pause", i), nil)
+			req := localRequest("POST", fmt.Sprintf("/providers/p%d/pause", i), nil)
 			req.Header.Set("Content-Type", "application/json")
 			rec := send(h, req)
 			mu.Lock()

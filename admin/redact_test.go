@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -29,7 +28,7 @@ func TestSecretsNeverStoredOrServed(t *testing.T) {
 		leaktest.CheckStored(t, s, true)
 		h := handler(t, s)
 		for _, path := range []string{"/jobs", "/jobs/1", "/jobs/2", "/jobs/3", "/jobs/4", "/", "/stats", "/providers"} {
-			rec := send(h, httptest.NewRequest("GET", path, nil))
+			rec := send(h, localRequest("GET", path, nil))
 			if body := rec.Body.String(); rec.Code != 200 || leaked(body) {
 				t.Errorf("GET %s: %d, a credential served:\n%s", path, rec.Code, body)
 			}
@@ -62,7 +61,7 @@ func TestStoredSecretsNotServed(t *testing.T) {
 	}
 	h := handler(t, s)
 	for _, path := range []string{"/jobs", "/jobs/1", "/", "/?state=failed"} {
-		rec := send(h, httptest.NewRequest("GET", path, nil))
+		rec := send(h, localRequest("GET", path, nil))
 		if body := rec.Body.String(); rec.Code != 200 || leaked(body) || !strings.Contains(body, "klines?symbol=REDACTED") || len(body) > 64<<10 {
 			t.Errorf("GET %s: %d, %d bytes: want the error redacted and cut", path, rec.Code, len(body))
 		}
@@ -79,7 +78,7 @@ func TestEchoedSecretsNotStored(t *testing.T) {
 		s := leaktest.EchoedRuns(t)
 		leaktest.CheckStored(t, s, false)
 		for _, path := range []string{"/jobs", "/"} {
-			if rec := send(handler(t, s), httptest.NewRequest("GET", path, nil)); rec.Code != 200 || leaked(rec.Body.String()) {
+			if rec := send(handler(t, s), localRequest("GET", path, nil)); rec.Code != 200 || leaked(rec.Body.String()) {
 				t.Errorf("GET %s: %d, a credential served", path, rec.Code)
 			}
 		}

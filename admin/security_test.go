@@ -28,7 +28,7 @@ func send(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 // forged is a request a page on another site can make a browser send
 // without a CORS preflight: a "simple" request.
 func forged(method, path, contentType, body string) *http.Request {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := localRequest(method, path, strings.NewReader(body))
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -274,7 +274,7 @@ func TestHandlerListBounded(t *testing.T) {
 	h := handler(t, s)
 	seen := 0
 	for after, pages := int64(0), 0; ; pages++ {
-		rec := send(h, httptest.NewRequest("GET", fmt.Sprintf("/jobs?limit=1000&after=%d", after), nil))
+		rec := send(h, localRequest("GET", fmt.Sprintf("/jobs?limit=1000&after=%d", after), nil))
 		if rec.Code != 200 || rec.Body.Len() > 4<<20+payload*2 {
 			t.Fatalf("page %d: %d, %d bytes: want 200 within 4 MiB and one job", pages, rec.Code, rec.Body.Len())
 		}
@@ -304,7 +304,7 @@ func TestHandlerListBounded(t *testing.T) {
 	}
 	// The status page holds no more than a batch either.
 	store.maxJobs = 0
-	if rec := send(h, httptest.NewRequest("GET", "/", nil)); rec.Code != 200 || store.maxJobs > 128 {
+	if rec := send(h, localRequest("GET", "/", nil)); rec.Code != 200 || store.maxJobs > 128 {
 		t.Fatalf("GET /: %d, one List held %d jobs", rec.Code, store.maxJobs)
 	}
 }
@@ -326,7 +326,7 @@ func TestHandlerListManyJobs(t *testing.T) {
 	}
 	h := handler(t, s)
 	for query, want := range map[string]int{"": 100, "?limit=1000": 1000} {
-		rec := send(h, httptest.NewRequest("GET", "/jobs"+query, nil))
+		rec := send(h, localRequest("GET", "/jobs"+query, nil))
 		var p listPage
 		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || len(p.Jobs) != want || p.Next != int64(want) || rec.Body.Len() > 1<<20 {
 			t.Fatalf("GET /jobs%s: %v, %d jobs, next %d, %d bytes; want %d jobs, next %d, under 1 MiB",
@@ -362,7 +362,7 @@ func TestPropertyListPaging(t *testing.T) {
 		}
 		var got []int64
 		for after, page := int64(0), 0; ; page++ {
-			rec := send(h, httptest.NewRequest("GET", fmt.Sprintf("/jobs?provider=a&limit=%d&after=%d", limit, after), nil))
+			rec := send(h, localRequest("GET", fmt.Sprintf("/jobs?provider=a&limit=%d&after=%d", limit, after), nil))
 			var p listPage
 			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 200 {
 				rt.Fatalf("page %d: %d %v", page, rec.Code, err)
@@ -424,5 +424,45 @@ func TestHandlerMaxJobs(t *testing.T) {
 		}
 		a.want("DELETE", fmt.Sprint("/jobs/", j.ID), "", http.StatusNoContent, nil)
 		a.want("POST", "/jobs", spec("3", 1), http.StatusCreated, nil)
+	}
+}
+
+// TestHandlerRefusesReboundHosts: with no Authorize, a request for a host
+// name other than localhost is refused, whatever it asks: a web page the
+// operator visits can point a name of its own at the handler's listener
+// (DNS rebinding) and send it same-origin requests that pass the
+// cross-origin check. Before, such a page paused a connector every
+// process obeys, read the jobs and deleted them (found by a review). An IP
+// address and localhost are served, and so is any host once Authorize is
+// set.
+func TestHandlerRefusesReboundHosts(t *testing.T) {
+	t.Parallel()
+	s, _ := newSched(t, schedule.Config{}, nil)
+	h := handler(t, s)
+	for _, r := range []struct{ method, path string }{{"GET", "/jobs"}, {"GET", "/"}, {"POST", "/providers/p/pause"}, {"DELETE", "/jobs/1"}} {
+		req := localRequest(r.method, r.path, nil)
+		req.Host = "rebind.evil:8080"
+		req.Header.Set("Origin", "http://rebind.evil:8080")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Content-Type", "application/json")
+		if rec := send(h, req); rec.Code != http.StatusForbidden {
+			t.Errorf("%s %s for host rebind.evil: %d %s, want 403", r.method, r.path, rec.Code, rec.Body)
+		}
+	}
+	for _, host := range []string{"localhost", "LOCALHOST:9000", "127.0.0.1:8080", "[::1]:8080", "10.0.0.7", "[fe80::1]"} {
+		req := localRequest("GET", "/jobs", nil)
+		req.Host = host
+		if rec := send(h, req); rec.Code != http.StatusOK {
+			t.Errorf("GET /jobs for host %q: %d %s, want 200", host, rec.Code, rec.Body)
+		}
+	}
+	authed, err := admin.New(s, admin.Config{Authorize: func(*http.Request) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := localRequest("GET", "/jobs", nil)
+	req.Host = "admin.example.com"
+	if rec := send(authed, req); rec.Code != http.StatusOK {
+		t.Errorf("GET /jobs for a named host with Authorize set: %d %s, want 200", rec.Code, rec.Body)
 	}
 }

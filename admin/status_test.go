@@ -113,7 +113,7 @@ func TestStatusPageCharts(t *testing.T) {
 func get(t *testing.T, a *api, path string) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	a.h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	a.h.ServeHTTP(rec, localRequest("GET", path, nil))
 	if rec.Code != 200 {
 		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
 	}

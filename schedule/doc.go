@@ -93,8 +93,9 @@
 //	  ... and no slot to wait   failed              now + Backoff × 2^(n-1) (**)  -
 //	yield (LeaseHeldError)      queued              holder's lease end (***)      -
 //
-// (*) now + PressureWait when the error names no end; never sooner than now +
-// Requeue, so that a run failing at once cannot spin. (***) within [now +
+// (*) now + PressureWait when the error names no end (an operator's pause,
+// which has none: now + 5 s at most, to see a resume soon); never sooner
+// than now + Requeue, so that a run failing at once cannot spin. (***) within [now +
 // Requeue, now + PressureWait]: the holder may finish sooner. (**) n is the
 // number of consecutive failures; capped at MaxBackoff; only a success
 // resets n. A done gap fill that changed during its run (new work upserted

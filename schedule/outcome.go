@@ -29,6 +29,11 @@ const (
 	outWaited                         // a stream's turn collected nothing, waiting for the provider's next slot: neither success nor failure
 )
 
+// pauseRecheck is how soon a job stopped by an operator's pause of its
+// provider runs again: about the time a resume takes to reach every
+// process sharing the provider's record (see budget.Registry.SetStatus).
+const pauseRecheck = 5 * time.Second
+
 // errIdleTurn is the failure of a stream's turn that collected nothing
 // with nothing to explain it: every fetch failed or timed out, or took
 // longer than the turn.
@@ -236,7 +241,13 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 			return outcome{kind: outRequeue, err: err}
 		case be.Reason.SourcePressure():
 			until := be.Until
-			if until.IsZero() {
+			switch {
+			case until.IsZero() && be.Reason == forage.ReasonPaused:
+				// An operator's pause has no end: its job looks again as
+				// soon as a resume could have reached this process (a
+				// resume waited out PressureWait, a minute, before).
+				until = now.Add(min(s.cfg.PressureWait, pauseRecheck))
+			case until.IsZero():
 				until = now.Add(s.cfg.PressureWait)
 			}
 			return outcome{kind: outPressure, until: maxTime(until, now.Add(s.cfg.Requeue)), err: err}

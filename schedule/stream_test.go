@@ -414,3 +414,53 @@ func TestAnIdleTurnIsNotASuccess(t *testing.T) {
 		}
 	})
 }
+
+// TestAResumeReachesTheSchedulerWithinSeconds: an operator pauses a
+// stream's provider, then resumes it; the stream runs again within a few
+// seconds of the resume. Before, the pause cooled the provider for
+// PressureWait (a minute), and the first run came 40 s after the resume
+// (found by a review).
+func TestAResumeReachesTheSchedulerWithinSeconds(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg, err := budget.NewRegistry(budget.RegistryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := schedule.NewMemoryJobStore()
+		s, err := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})}, store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &timed{from: time.Now(), until: time.Now, page: 60, load: &load{}}
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "s", Provider: "p", Incremental: src, Sink: &kept{}, Every: 5 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(10 * time.Second)
+		if err := reg.SetStatus(t.Context(), "p", budget.StatusPaused, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		jobs, err := store.List(t.Context(), schedule.Query{})
+		if err != nil || len(jobs) != 1 || jobs[0].State != schedule.StateWaitingRateLimit {
+			t.Fatalf("paused: jobs %+v, %v; want the one waiting", jobs, err)
+		}
+		if err := reg.SetStatus(t.Context(), "p", budget.StatusActive, ""); err != nil {
+			t.Fatal(err)
+		}
+		resumed, j := time.Now(), jobs[0]
+		for j.Stats.Runs == jobs[0].Stats.Runs || j.State == schedule.StateWaitingRateLimit {
+			if time.Since(resumed) > 10*time.Second {
+				t.Fatalf("no run %v after the resume: %+v", time.Since(resumed), j)
+			}
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			if j, err = store.Get(t.Context(), j.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

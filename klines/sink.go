@@ -170,6 +170,20 @@ func (s *FileSink) Has(t time.Time) bool {
 	return s.have[t.UnixMilli()]
 }
 
+// First returns the open time of the earliest candle stored, and false
+// when none is.
+func (s *FileSink) First() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, found := int64(0), false
+	for ms := range s.have {
+		if !found || ms < first {
+			first, found = ms, true
+		}
+	}
+	return time.UnixMilli(first).UTC(), found
+}
+
 // Len returns how many candles are stored.
 func (s *FileSink) Len() int {
 	s.mu.Lock()

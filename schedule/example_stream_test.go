@@ -25,7 +25,7 @@ func Example_streams() {
 	defer cancel()
 	dir, _ := os.MkdirTemp("", "forage-example-") // setup: a place for the files
 	defer os.RemoveAll(dir)
-	start := time.Now().Truncate(time.Minute) // the last closed candle's end
+	start := time.Now().Truncate(time.Minute)                                                          // the last closed candle's end
 	exchanges := map[string]*providertest.Server{"binance": exchange(start), "bybit": exchange(start)} // setup: simulated providers
 
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{})

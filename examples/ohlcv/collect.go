@@ -241,6 +241,7 @@ func (c *collector) all(ctx context.Context) error {
 		if err := c.be.sink(&st, sym, c.o.interval); err != nil {
 			return err
 		}
+		c.earlier(ctx, st.Name, sym)
 		if c.o.follow {
 			st.Incremental, st.Every, st.At = watched{head, sp, true}, c.o.step, c.nextClose(time.Now())
 		}
@@ -433,4 +434,23 @@ func lastOf(cursor []byte) string {
 		return t.UTC().Format(time.RFC3339)
 	}
 	return "the start"
+}
+
+// earlier says, on stderr, when -since asks for candles before those a
+// stream already collected: a stream's catch-up begins where its first
+// run began and goes on from its checkpoint, so a later run's earlier
+// -since collects nothing before that (it was ignored without a word).
+// A symbol listed after -since has nothing there either; the line says
+// both.
+func (c *collector) earlier(ctx context.Context, stream, sym string) {
+	cp, err := c.be.checkpoints().Load(ctx, checkpoint.Key{Stream: stream, Mode: checkpoint.CatchUp})
+	if err != nil || len(cp.Cursor) == 0 {
+		return // a first run: it starts at -since
+	}
+	first, ok, err := c.be.first(ctx, sym, c.o.interval)
+	if err != nil || !ok || !first.After(c.o.since) {
+		return
+	}
+	fmt.Fprintf(c.stderr, "ohlcv: %s %s: -since %s is before the first candle stored (%s): a stream's catch-up goes on from where its first run began, so no earlier candle is collected into this store (nor is there one if the symbol was listed later); collect [%s, %s) into another store\n",
+		sym, c.o.interval, c.o.since.UTC().Format(time.RFC3339), first.Format(time.RFC3339), c.o.since.UTC().Format(time.RFC3339), first.Format(time.RFC3339))
 }

@@ -145,3 +145,24 @@ func TestTheRecordHoldsTheWholeRun(t *testing.T) {
 		}
 	})
 }
+
+// TestAnEarlierSinceIsNoticed: a later run whose -since is before the first
+// candle the store holds says on stderr that those candles are not
+// collected into this store. Before, it ended done without a word (found
+// by a review).
+func TestAnEarlierSinceIsNoticed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		now := time.Now().Truncate(time.Minute)
+		collectOK(t, "-store", dir, "-since", now.Add(-2*time.Hour).Format(time.RFC3339))
+		r := cli(context.Background(), "-store", dir, "-since", now.Add(-5*time.Hour).Format(time.RFC3339))
+		if r.code != 0 || !strings.Contains(r.stderr, "is before the first candle stored") {
+			t.Fatalf("exit %d, stderr %q: want a line saying the earlier candles are not collected", r.code, r.stderr)
+		}
+		r = cli(context.Background(), "-store", dir, "-since", now.Add(-2*time.Hour).Format(time.RFC3339))
+		if strings.Contains(r.stderr, "is before the first candle stored") {
+			t.Fatalf("the same -since again: stderr %q, want no such line", r.stderr)
+		}
+	})
+}

@@ -105,6 +105,15 @@ func (b *pgBackend) sink(st *schedule.Stream[klines.Candle], symbol, interval st
 
 func (b *pgBackend) checkpoints() checkpoint.Store { return b.store }
 
+func (b *pgBackend) first(ctx context.Context, symbol, interval string) (time.Time, bool, error) {
+	var t *time.Time
+	err := b.store.Pool().QueryRow(ctx, b.sql(`SELECT min(open_time) FROM {{schema}}.candles WHERE symbol = $1 AND "interval" = $2`), symbol, interval).Scan(&t)
+	if err != nil || t == nil {
+		return time.Time{}, false, err
+	}
+	return t.UTC(), true, nil
+}
+
 // upsert returns the write of a page of symbol's candles at interval in
 // tx: the candles not stored yet, in one statement.
 func (b *pgBackend) upsert(symbol, interval string) func(context.Context, pgx.Tx, slice.Page[klines.Candle]) error {

@@ -31,6 +31,10 @@ type backend interface {
 	// pause a provider asked for (a 429's Retry-After, a ban), so a restart
 	// honours it, and the rate it learned, so a restart starts there.
 	records() budget.RecordStore
+	// first returns the open time of symbol's earliest stored candle at
+	// interval, and false when none is stored; sink has been called for
+	// it.
+	first(ctx context.Context, symbol, interval string) (time.Time, bool, error)
 	// export writes symbol's candles at interval, ascending, one CSV line
 	// each, and returns how many.
 	export(ctx context.Context, symbol, interval string, w io.Writer) (int, error)
@@ -118,6 +122,17 @@ func (b *fileBackend) consistent(stream string, s *klines.FileSink) error {
 }
 
 func (b *fileBackend) checkpoints() checkpoint.Store { return b.store }
+
+func (b *fileBackend) first(_ context.Context, symbol, interval string) (time.Time, bool, error) {
+	b.mu.Lock()
+	s := b.sinks[symbol+"-"+interval]
+	b.mu.Unlock()
+	if s == nil {
+		return time.Time{}, false, nil
+	}
+	t, ok := s.First()
+	return t, ok, nil
+}
 
 // transient is false: a local disk's errors (full, read-only, corrupt)
 // do not pass by themselves.

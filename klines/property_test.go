@@ -2,7 +2,6 @@ package klines_test
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"net/http"
 	"os"
@@ -120,11 +119,7 @@ func TestPropCollectsExactlyWhatTheProviderHas(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := r.Run(context.Background(), nil)
-		// A stretch without candles up to Until that no later candle
-		// confirms leaves the run not caught up: never done with what
-		// may be a hole.
-		tail := len(minutes) == 0 || minutes[len(minutes)-1] < span-1
-		if err != nil && !(tail && errors.Is(err, slice.ErrNoProgress)) || rep.Reason != "" {
+		if err != nil || rep.Reason != "" {
 			t.Fatalf("Run = %+v, %v", rep, err)
 		}
 		if !slices.Equal(got, minutes) && len(got)+len(minutes) > 0 {
@@ -191,21 +186,16 @@ func TestPropDroppedRowsNeverLeaveASilentHole(t *testing.T) {
 			return r.Run(context.Background(), nil)
 		}
 		rep, err := run(b)
-		tail := len(minutes) == 0 || minutes[len(minutes)-1] < span-1
-		noProgress := errors.Is(err, slice.ErrNoProgress)
-		if err != nil && !noProgress && (rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "leaves out candles")) {
-			t.Fatalf("Run = %+v, %v: want success, a permanent error about left-out candles, or no progress at an empty tail", rep, err)
+		if err != nil && (rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "leaves out candles")) {
+			t.Fatalf("Run = %+v, %v: want success or a permanent error about left-out candles", rep, err)
 		}
 		if len(got) > len(minutes) || !slices.Equal(got, minutes[:len(got)]) {
 			t.Fatalf("stored minutes %v, want a prefix of %v", got, minutes)
 		}
-		if (err == nil || noProgress) && !slices.Equal(got, minutes) {
+		if err == nil && !slices.Equal(got, minutes) {
 			t.Fatalf("a run without error stored %v, want %v: a silent hole", got, minutes)
 		}
-		if noProgress && !tail {
-			t.Fatalf("no progress (%v) with no empty tail", err)
-		}
-		if rep, err := run(&book{t0: t0, minutes: minutes, cap: b.cap}); err != nil && !(tail && errors.Is(err, slice.ErrNoProgress)) || rep.Reason != "" {
+		if rep, err := run(&book{t0: t0, minutes: minutes, cap: b.cap}); err != nil || rep.Reason != "" {
 			t.Fatalf("honest run = %+v, %v", rep, err)
 		}
 		if !slices.Equal(got, minutes) && len(got)+len(minutes) > 0 {

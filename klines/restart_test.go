@@ -2,7 +2,6 @@ package klines_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -85,9 +84,7 @@ func runCapped(t *testing.T, src *klines.Source, store checkpoint.Store, maxRequ
 		}
 	}
 	rep, err := r.Run(context.Background(), run)
-	// An empty stretch up to Until that no candle confirms is not caught
-	// up (slice.ErrNoProgress): what was collected is still checked.
-	if err != nil && !errors.Is(err, slice.ErrNoProgress) {
+	if err != nil {
 		t.Fatalf("Run = %+v, %v", rep, err)
 	}
 	return rep, got
@@ -196,10 +193,7 @@ func TestALaggingProviderNeverHasAFormingCandleStored(t *testing.T) {
 					if i > 0 {
 						time.Sleep(7 * time.Minute)
 					}
-					// A provider that lags has not published the last
-					// candles: the run is never done short of them
-					// (slice.ErrNoProgress), and the next asks again.
-					if rep, err := r.Run(context.Background(), nil); err != nil && !errors.Is(err, slice.ErrNoProgress) || rep.Reason != "" {
+					if rep, err := r.Run(context.Background(), nil); err != nil || rep.Reason != "" {
 						t.Fatalf("Run = %+v, %v", rep, err)
 					}
 				}

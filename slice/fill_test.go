@@ -306,25 +306,3 @@ func TestFillStopsAtACursorThatGoesBack(t *testing.T) {
 		t.Fatalf("Fill = %+v, %v after %d fetches; want ErrInvalidPage within 5", rep, err, g.src.fetches.Load())
 	}
 }
-
-// TestFillIsNotDoneWhileTheSourcePlansMore: a fill whose page after record
-// 30 comes back empty and unmoved while the Source still plans it fails
-// with ErrNoProgress and leaves its gap pending; a drain against the
-// honest provider fills it. Before, the range was done and its gap
-// resolved with records 30 to 39 missing.
-func TestFillIsNotDoneWhileTheSourcePlansMore(t *testing.T) {
-	t.Parallel()
-	g := newRig(100, 10)
-	g.src.stall = map[int]bool{30: true}
-	if _, err := g.store.AddGap(context.Background(), checkpoint.Gap{Key: catchUp, Range: g.span(0, 40), Reason: "detail"}); err != nil {
-		t.Fatal(err)
-	}
-	r := g.runner(t, checkpoint.CatchUp)
-	if rep, err := r.Drain(context.Background(), nil); !errors.Is(err, slice.ErrNoProgress) || len(pending(t, g.store, catchUp)) != 1 {
-		t.Fatalf("Drain = %+v, %v; want ErrNoProgress and the gap still pending", rep, err)
-	}
-	g.src.stall = nil
-	if rep, err := r.Drain(context.Background(), nil); err != nil || len(pending(t, g.store, catchUp)) != 0 || g.sink.missingIn(0, 40) >= 0 {
-		t.Fatalf("Drain = %+v, %v; want the gap filled", rep, err)
-	}
-}

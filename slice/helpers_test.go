@@ -98,10 +98,6 @@ type memSource struct {
 	// rewind, if set, makes the page after record i carry the Next of
 	// record rewind[i] (a cursor that goes back).
 	rewind map[int]int
-	// stall, if set, makes the page after record i empty with Next its
-	// After (no progress) while Next still plans it: a provider that has
-	// not published it, or skipped it.
-	stall map[int]bool
 }
 
 func newSource(n, page int) *memSource {
@@ -143,9 +139,6 @@ func (m *memSource) Fetch(_ context.Context, s slice.Slice) (slice.Page[rec], fo
 		return slice.Page[rec]{}, forage.Outcome{Status: 503}
 	}
 	i, j := max(position(s.After), m.index(s.Range.Start)), m.index(s.Range.End)
-	if m.stall[i] {
-		return slice.Page[rec]{Next: s.After}, forage.Outcome{Status: 200}
-	}
 	p := slice.Page[rec]{Next: cursor(j), Covered: s.Range}
 	for k := i; k < j; k++ {
 		p.Records = append(p.Records, rec{Key: k, Val: val(k)})

@@ -88,11 +88,6 @@ func (s *session[R]) stream(ctx context.Context) error {
 			if err := s.cover(ctx, b.page.Covered); err != nil {
 				return err
 			}
-			if r.key.Mode == checkpoint.CatchUp {
-				if err := s.stillPlanned(ctx, b.first.sl, checkpoint.Range{}); err != nil {
-					return err
-				}
-			}
 			return s.caughtUp(ctx)
 		}
 		if cp, err = s.commit(ctx, cp, b); err != nil {

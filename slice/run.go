@@ -354,26 +354,6 @@ func (s *session[R]) caughtUp(ctx context.Context) error {
 	return s.resolvePending(ctx)
 }
 
-// stillPlanned returns an error wrapping [ErrNoProgress] if the Source
-// plans a slice after sl.After again (within, for a fill) although sl's
-// page made no progress: what a bounded history says is there did not
-// come, so the run is not caught up, nor the range filled.
-func (s *session[R]) stillPlanned(ctx context.Context, sl Slice, within checkpoint.Range) error {
-	again, more, err := s.r.cfg.Source.Next(ctx, sl.After, within)
-	switch {
-	case err != nil:
-		return fmt.Errorf("slice: %v: plan the slice after cursor %q: %w", s.r.key, sl.After, err)
-	case !more:
-		return nil
-	}
-	where := ""
-	if !again.Range.IsZero() {
-		where = fmt.Sprintf(" (%v)", again.Range)
-	}
-	return fmt.Errorf("slice: %v: %w: the slice after cursor %q came back with nothing new, and the Source plans it again%s: the provider has not published it yet, or skipped it",
-		s.r.key, ErrNoProgress, sl.After, where)
-}
-
 // stopping notes in the report why the run stops (even if no gap can be
 // recorded) and fences the gap records it is about to write.
 func (s *session[R]) stopping(ctx context.Context, stop *budget.Error) error {

@@ -406,36 +406,3 @@ func TestRunReleasesLeaseWhenCancelled(t *testing.T) {
 		t.Fatalf("a cancelled run wrote a gap")
 	}
 }
-
-// TestRunIsNotCaughtUpWhileTheSourcePlansMore: a catch-up whose page after
-// record 30 comes back empty and unmoved while the Source still plans it
-// (a provider that has not published it yet, or skipped it) is not caught
-// up: the run ends with ErrNoProgress, the checkpoint at 30, and a later
-// run collects the rest. Before, it was caught up, done with records 30 to
-// 49 missing (found by a review writing its own Source). A steady-state
-// run reads the same page as a head poll that found nothing new: caught
-// up for now.
-func TestRunIsNotCaughtUpWhileTheSourcePlansMore(t *testing.T) {
-	t.Parallel()
-	g := newRig(50, 10)
-	g.src.stall = map[int]bool{30: true}
-	r := g.runner(t, checkpoint.CatchUp)
-	rep, err := r.Run(context.Background(), nil)
-	if !errors.Is(err, slice.ErrNoProgress) || rep.Reason != "" || string(rep.Cursor) != "30" {
-		t.Fatalf("Run = %+v, %v; want ErrNoProgress at cursor 30", rep, err)
-	}
-	if cp := g.store.load(t, catchUp); string(cp.Cursor) != "30" {
-		t.Fatalf("checkpoint %q, want 30", cp.Cursor)
-	}
-	assertFree(t, g.store)
-	g.src.stall = nil
-	if rep, err := r.Run(context.Background(), nil); err != nil || string(rep.Cursor) != "50" || len(g.sink.data) != 50 {
-		t.Fatalf("the next run = %+v, %v with %d records; want all 50", rep, err, len(g.sink.data))
-	}
-
-	h := newRig(50, 10)
-	h.src.stall = map[int]bool{30: true}
-	if rep, err := h.runner(t, checkpoint.SteadyState).Run(context.Background(), nil); err != nil || string(rep.Cursor) != "30" {
-		t.Fatalf("steady-state Run = %+v, %v; want caught up for now at 30", rep, err)
-	}
-}

@@ -33,17 +33,6 @@ var invalid = cfgerr.For("slice", ErrInvalidConfig)
 // written or committed.
 var ErrInvalidPage = errors.New("slice: invalid page")
 
-// ErrNoProgress is wrapped by the error a catch-up run or a fill returns
-// when a page made no progress (its Next is the slice's After) and the
-// [Source] still plans a slice from that cursor: the provider answered
-// with nothing a bounded history says is there. It has not published it
-// yet (its clock behind ours), or it skipped it. Either way the stream is
-// not caught up and the range is not filled: the checkpoint stays, the
-// fill's gap stays pending, and a later run asks again (the scheduler
-// backs off and retries). A steady-state run is different: a head poll
-// that finds nothing new is caught up for now.
-var ErrNoProgress = errors.New("slice: no progress where the source plans more")
-
 // Slice is the smallest replayable unit of a stream: one request's worth
 // (one page, one time window). The [Source] plans it with [Source.Next]; the
 // runner fetches it, writes it and only then commits the cursor after it, so
@@ -67,11 +56,8 @@ type Page[R any] struct {
 	Records []R
 	// Next is the cursor after the slice: the provider's next-page token, or
 	// a position the host encodes. Next equal to the slice's After means the
-	// source made no progress, and nothing is committed: a steady-state
-	// stream is caught up for now; a catch-up or a fill is caught up (the
-	// range done) only if [Source.Next] then plans nothing more from that
-	// cursor, and otherwise ends with [ErrNoProgress], never done with what
-	// may be a hole. At a stream's very start (After
+	// source made no progress: the stream is caught up (or the fill range is
+	// done) and nothing is committed; at a stream's very start (After
 	// empty) that is an empty Next with no Records, the answer of a
 	// provider that has nothing yet. Otherwise required: an empty Next
 	// after a non-empty After, or with Records, is an [ErrInvalidPage]

@@ -81,11 +81,13 @@ type symbolState struct {
 	yielded  bool // its last run found it held by another live process
 	spent    bool // a run stopped because the budget is spent
 	blips    int  // store failures in a row that may pass
-	// short is set while its catch-up found nothing more short of until
-	// ([slice.ErrNoProgress]): the provider, its clock behind this one,
-	// has not published the last candles yet. The scheduler runs the
-	// catch-up again after its backoff.
+	// short is set while its catch-up found nothing more short of until:
+	// the provider, its clock behind this one, has not published the last
+	// candles yet. The catch-up runs again at again (job is its job).
 	short bool
+	again time.Time
+	tries int
+	job   int64
 }
 
 // collect runs the collect command: it reaches the exchange, opens the
@@ -261,8 +263,35 @@ func (c *collector) all(ctx context.Context) error {
 		case <-c.changed:
 		case <-tick.C:
 		}
+		c.askAgain(ctx, sched)
 		if over, err := c.over(ctx, sched); over || err != nil {
 			return err
+		}
+	}
+}
+
+// shortWait is the first wait before a catch-up that found the provider's
+// last candles unpublished asks again; it doubles with each try, up to a
+// minute.
+const shortWait = 2 * time.Second
+
+// askAgain runs again the catch-ups that found the provider's last candles
+// unpublished, once their wait is over (see onRun).
+func (c *collector) askAgain(ctx context.Context, sched *schedule.Scheduler) {
+	c.mu.Lock()
+	var due []*symbolState
+	now := time.Now()
+	for _, ss := range c.states {
+		if ss.short && !ss.again.IsZero() && !now.Before(ss.again) {
+			due = append(due, ss)
+		}
+	}
+	c.mu.Unlock()
+	for _, ss := range due {
+		if _, err := sched.RunNow(ctx, ss.job); err == nil {
+			c.mu.Lock()
+			ss.again = time.Time{}
+			c.mu.Unlock()
 		}
 	}
 }
@@ -291,23 +320,6 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 		switch {
 		case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, schedule.ErrInterrupted)):
 			return // the command is ending: the checkpoint is the last commit
-		case errors.Is(err, slice.ErrNoProgress) && mode == checkpoint.CatchUp && !covers(rep.Cursor):
-			// Not one candle in the whole window (a symbol listed after
-			// it, or a provider with nothing): the summary says empty, and
-			// the next run asks again from the start.
-			ss.caughtUp, ss.short = true, false
-			c.progress[sym].caughtUp.Store(true)
-			return
-		case errors.Is(err, slice.ErrNoProgress) && mode == checkpoint.CatchUp:
-			// Caught up for now, short of until: the provider has not
-			// published the last candles yet (its clock runs behind this
-			// one, and they are still forming there). Never done with them
-			// missing: the scheduler asks again after its backoff, until
-			// they come or the run ends, deferred.
-			ss.short, ss.caughtUp = true, false
-			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider has not published the candles after %s yet; asking again in %s\n",
-				sym, c.o.interval, mode, lastOf(rep.Cursor), min(storeRetryWait<<min(job.Stats.Streak, maxStoreRetries-1), storeRetryWait<<(maxStoreRetries-1)))
-			return
 		case err != nil && c.be.transient(err) && ss.blips < maxStoreRetries:
 			// The store went away for a moment (PostgreSQL restarting, a
 			// dropped connection): the scheduler runs the stream again
@@ -343,6 +355,19 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider pushed back (%s); waiting until %s (%s)\n",
 				sym, c.o.interval, mode, why, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
 		case rep.Reason == "" && !rep.Yielded && mode == checkpoint.CatchUp:
+			if last, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil && last.Before(c.o.until.Add(-c.o.step)) {
+				// Caught up for now, short of until: the provider has not
+				// published the last candles yet (its clock runs behind
+				// this one, and they are still forming there). Never done
+				// with them missing: ask again shortly, until they come or
+				// the run ends, deferred.
+				ss.short, ss.job = true, job.ID
+				wait := min(shortWait<<min(ss.tries, 5), time.Minute)
+				ss.again, ss.tries = now.Add(wait), ss.tries+1
+				fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider has not published the candles after %s yet; asking again in %s\n",
+					sym, c.o.interval, mode, last.UTC().Format(time.RFC3339), wait)
+				return
+			}
 			ss.caughtUp, ss.short = true, false
 			c.progress[sym].caughtUp.Store(true)
 		}
@@ -363,8 +388,12 @@ func (c *collector) poke() {
 func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, error) {
 	c.mu.Lock()
 	failure, finished, spent := c.failure, true, false
+	var again time.Time // the soonest catch-up to ask again (see askAgain)
 	for _, sym := range c.o.symbols {
 		ss := c.states[sym]
+		if ss != nil && ss.short && (again.IsZero() || ss.again.Before(again)) {
+			again = ss.again
+		}
 		switch {
 		case ss == nil:
 			finished = false
@@ -382,7 +411,7 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 		return true, nil
 	}
 	d, ok := c.run.Deadline()
-	if !ok {
+	if !ok || !again.IsZero() && again.Before(d) {
 		return false, nil
 	}
 	// The budget ends before any stream's next chance to run: stop now
@@ -420,20 +449,6 @@ func streamError(sym, interval string, mode checkpoint.Mode, err error) error {
 func (c *collector) nextClose(now time.Time) time.Time {
 	settle := min(c.o.step/10, 2*time.Second)
 	return now.Truncate(c.o.step).Add(c.o.step + settle)
-}
-
-// covers reports whether a klines cursor covers a candle.
-func covers(cursor []byte) bool {
-	_, err := klines.DecodeCursor(cursor)
-	return len(cursor) > 0 && err == nil
-}
-
-// lastOf names the last candle a klines cursor covers, or "the start".
-func lastOf(cursor []byte) string {
-	if t, err := klines.DecodeCursor(cursor); len(cursor) > 0 && err == nil {
-		return t.UTC().Format(time.RFC3339)
-	}
-	return "the start"
 }
 
 // earlier says, on stderr, when -since asks for candles before those a

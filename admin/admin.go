@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -276,11 +277,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // listener (DNS rebinding), and send it same-origin requests the
 // cross-origin check cannot tell from the operator's.
 func localHost(host string) bool {
+	if host == "" {
+		return true // HTTP/1.0 without a Host: no browser sends that
+	}
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	return strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil
+	if _, err := netip.ParseAddr(host); err == nil { // zones too: fe80::1%eth0
+		return true
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") // RFC 6761: always loopback
 }
 
 // wwwAuthenticate is the challenge of a 401 (RFC 9110, section 11.6.1).

@@ -449,7 +449,7 @@ func TestHandlerRefusesReboundHosts(t *testing.T) {
 			t.Errorf("%s %s for host rebind.evil: %d %s, want 403", r.method, r.path, rec.Code, rec.Body)
 		}
 	}
-	for _, host := range []string{"localhost", "LOCALHOST:9000", "127.0.0.1:8080", "[::1]:8080", "10.0.0.7", "[fe80::1]"} {
+	for _, host := range []string{"localhost", "LOCALHOST:9000", "localhost.:8080", "app.localhost", "127.0.0.1:8080", "[::1]:8080", "10.0.0.7", "[fe80::1]", "[fe80::1%eth0]:8080", ""} {
 		req := localRequest("GET", "/jobs", nil)
 		req.Host = host
 		if rec := send(h, req); rec.Code != http.StatusOK {

@@ -1029,8 +1029,9 @@ func (p *Local) splitLimits(now time.Time, share float64) {
 		// Empty: nothing conforms before one interval. A share that grew
 		// took over what others gave back, whose bursts may still be in
 		// the limit's window: it waits out that much more of its burst
-		// too (4 processes whose shares moved sent 103 units in a second
-		// against a limit of 100).
+		// too (4 processes whose shares moved sent 120 units in a second
+		// against a limit of 100). It costs a process whose share moves
+		// often part of what the limit allows.
 		grow := max(0, lim.Burst()-old[i].Burst())
 		lim.PauseUntil(now.Add(time.Duration(1+grow) * lim.Interval()))
 		next[i] = lim

@@ -140,6 +140,20 @@ func parseCursor(b []byte) (cursor, error) {
 // and including the one that opens at t, the format every version reads.
 func EncodeCursor(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixMilli(), 10) }
 
+// ShownCandle returns the open time of the last candle the provider showed
+// up to a cursor (its "k" forms; see the package doc): a candle stored
+// once the cursor was committed. False when the cursor does not say: none
+// shown yet, or a plain cursor of an earlier version. Unlike
+// [DecodeCursor], whose time may end a stretch confirmed empty, it names a
+// candle that exists, which a host can look for in its store.
+func ShownCandle(b []byte) (time.Time, bool) {
+	c, err := parseCursor(b)
+	if err != nil || !c.hasLast || !c.hasCand {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(c.cand).UTC(), true
+}
+
 // DecodeCursor returns the open time of the last candle a cursor covers
 // (see the package doc); a plain cursor of earlier versions is
 // just that time. A cursor that covers no candle yet (a confirmation

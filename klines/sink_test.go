@@ -1,9 +1,16 @@
 package klines_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
+	"github.com/forage-go/forage/providertest"
+	"github.com/forage-go/forage/slice"
 )
 
 // TestOpenFileSinkRefusesAPath: a symbol or interval that would name a
@@ -22,5 +29,58 @@ func TestOpenFileSinkRefusesAPath(t *testing.T) {
 		if d, err := klines.Step(iv); err == nil {
 			t.Errorf("Step(%q) = %v, want an error", iv, d)
 		}
+	}
+}
+
+// TestShownCandleIsStored: run by run, a request at a time, over a stretch
+// before the symbol's listing and on: whenever the committed cursor says
+// the provider showed a candle, that candle is in the file, even where the
+// cursor's last time ends a stretch confirmed empty (no candle there). A
+// host checks its file against ShownCandle, not DecodeCursor (the first
+// check of examples/ohlcv refused a healthy restart there; found by a
+// review).
+func TestShownCandleIsStored(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Minute)
+	listed := now.Add(-3 * time.Hour)
+	srv, err := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 60, From: listed.Add(-2 * time.Hour)}
+	if err := src.Init(); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := klines.OpenFileSink(t.TempDir(), "BTCUSDT", "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	store := checkpoint.NewMemoryStore(checkpoint.Config{})
+	p, err := budget.NewLocal("sim", budget.Config{Adaptive: aimd.Config{Initial: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := slice.New(slice.Config[klines.Candle]{Stream: "s", Mode: checkpoint.CatchUp, Store: store, Provider: p, Source: src, Sink: sink, Prefetch: slice.NoPrefetch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyEnd := false
+	for n := range 6 {
+		run, _ := budget.NewRun(budget.Envelope{MaxRequests: 1})
+		_, _ = r.Run(context.Background(), run)
+		cp, err := store.Load(context.Background(), checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at, shown := klines.ShownCandle(cp.Cursor); shown && !sink.Has(at) {
+			t.Fatalf("run %d: cursor %q shows a candle at %v, not in the file", n+1, cp.Cursor, at)
+		}
+		if last, err := klines.DecodeCursor(cp.Cursor); err == nil && !sink.Has(last) {
+			emptyEnd = true // the cursor's last time ends the stretch before the listing
+		}
+	}
+	if !emptyEnd {
+		t.Log("no cursor ended a stretch confirmed empty in these runs")
 	}
 }

@@ -239,7 +239,8 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 // will not be written), and so is one whose lease is within LeaseTTL/6 of
 // its end because the store did not answer: it stops before another
 // scheduler may claim it. [Scheduler.Run] calls it; hosts driving runs
-// themselves call it at least every LeaseTTL/3. It returns the first store
+// themselves call it at least every LeaseTTL/3, and every LeaseTTL/6 or
+// more often while a renewal fails, so that call comes in time. It returns the first store
 // error.
 func (s *Scheduler) RenewAt(ctx context.Context, now time.Time) error {
 	due := now.Add(s.cfg.LeaseTTL * 2 / 3)

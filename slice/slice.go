@@ -61,7 +61,14 @@ type Page[R any] struct {
 	// empty) that is an empty Next with no Records, the answer of a
 	// provider that has nothing yet. Otherwise required: an empty Next
 	// after a non-empty After, or with Records, is an [ErrInvalidPage]
-	// error, as is a Next the run already passed.
+	// error, as is a Next the run already passed. The runner cannot tell
+	// "nothing there" from "nothing sent": a Source whose provider answered
+	// nothing where the Source expects data (a short or empty page inside
+	// a history it knows, a count that does not add up) must not answer
+	// with Next equal to After, which reads as caught up with a hole
+	// behind; it returns an outcome that stops the run instead
+	// (forage.Mark(err, forage.Transient) to try again, forage.Permanent
+	// for a lie), and the checkpoint stays where it was.
 	Next []byte
 	// Covered is the time range the provider answered for, even when it
 	// returned no records (an empty answer proves there is nothing to fetch

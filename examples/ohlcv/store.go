@@ -96,19 +96,20 @@ func (b *fileBackend) sink(st *schedule.Stream[klines.Candle], symbol, interval 
 }
 
 // consistent refuses a candle file that lacks the last candle the
-// stream's checkpoints say were collected (the file was deleted, cut
-// short, or restored from a backup older than the store): the stream would
-// resume after it and call the run done with the hole. The fix is the
-// user's: restore the file, or remove the stream's state too to collect it
-// again.
+// stream's checkpoints say the provider showed and the store collected
+// (the file was deleted, cut short, or restored from a backup older than
+// the store): the stream would resume after it and call the run done with
+// the hole. A cursor past a stretch confirmed empty names that candle too,
+// not the stretch's end, where there is none. The fix is the user's:
+// restore the file, or remove the stream's state too to collect it again.
 func (b *fileBackend) consistent(stream string, s *klines.FileSink) error {
 	for _, mode := range []checkpoint.Mode{checkpoint.CatchUp, checkpoint.SteadyState} {
 		cp, err := b.store.Load(context.Background(), checkpoint.Key{Stream: stream, Mode: mode})
 		if err != nil {
 			return err
 		}
-		last, derr := klines.DecodeCursor(cp.Cursor)
-		if len(cp.Cursor) == 0 || derr != nil || s.Has(last) {
+		last, shown := klines.ShownCandle(cp.Cursor)
+		if !shown || s.Has(last) {
 			continue
 		}
 		held := "holds no candles"

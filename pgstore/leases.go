@@ -47,16 +47,39 @@ const leaseOfSQL = `SELECT lease_owner, lease_token, lease_expires, released FRO
 
 // Acquire implements [checkpoint.Leases.Acquire] with one upsert. Besides
 // a released or expired lease, it takes over at once a lease whose
-// holder's process has died: see [Config.NoLeaseSession]. A refusal is a
+// holder's process has died: see [Config.NoLeaseSession]. A lease found
+// held is asked for again within 175 ms (a holder killed a moment ago may
+// not have had its session ended by the server yet). A refusal is a
 // [*checkpoint.LeaseHeldError] naming the holder and its expiry.
 func (s *Store) Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (checkpoint.Lease, error) {
 	if err := enter(ctx, checkAcquire(stream, owner, ttl)); err != nil {
 		return checkpoint.Lease{}, err
 	}
 	sess := s.sessionKey(ctx)
-	now := s.clock()
-	l := checkpoint.Lease{Stream: stream, Owner: owner, Expires: now.Add(ttl).Truncate(time.Microsecond)}
-	err := s.pool.QueryRow(ctx, s.sql.acquire, stream, owner, l.Expires, now, sess).Scan(&l.Token)
+	var l checkpoint.Lease
+	var err error
+	for try := 0; ; try++ {
+		now := s.clock()
+		l = checkpoint.Lease{Stream: stream, Owner: owner, Expires: now.Add(ttl).Truncate(time.Microsecond)}
+		err = s.pool.QueryRow(ctx, s.sql.acquire, stream, owner, l.Expires, now, sess).Scan(&l.Token)
+		if !errors.Is(err, pgx.ErrNoRows) || try == len(heldRetries) {
+			break
+		}
+		// Held: by a live process, or by one killed a moment ago whose
+		// session the server has not ended yet (its backend reads the
+		// closed socket when the machine gets to it). Asked again a few
+		// times within a fifth of a second, a restart at once after a
+		// SIGKILL does not yield to its own dead run (it did, on a busy
+		// machine, once the new process reached Acquire within a few
+		// milliseconds of the kill).
+		t := time.NewTimer(heldRetries[try])
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return checkpoint.Lease{}, ctx.Err()
+		case <-t.C:
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		op := "Acquire " + stream
 		row, err := s.leaseOf(ctx, op, stream)
@@ -71,6 +94,10 @@ func (s *Store) Acquire(ctx context.Context, stream, owner string, ttl time.Dura
 	}
 	return l, nil
 }
+
+// heldRetries are the waits before Acquire asks again for a lease found
+// held (see Acquire): 175 ms in all.
+var heldRetries = [...]time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 
 // Renew implements [checkpoint.Leases.Renew].
 func (s *Store) Renew(ctx context.Context, lease checkpoint.Lease, ttl time.Duration) (checkpoint.Lease, error) {

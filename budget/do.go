@@ -95,7 +95,7 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 
 // checkWeight refuses a weight above the burst of a weighted limit: the
 // whole limit's, not this process's share of it (a call the limit admits
-// is legal in every process; see bookable).
+// is legal in every process; see reserve).
 func (p *Local) checkWeight(weight int) error {
 	for _, l := range p.cfg.Limits {
 		if burst, _ := l.shape(); l.Weighted && weight > burst {
@@ -121,10 +121,7 @@ func (p *Local) checkWeight(weight int) error {
 // half of what it may send in a window.
 func reserve(lim *gcra.Limiter, at time.Time, n int) {
 	b := lim.Burst()
-	if n > b {
-		n = 2*n - b
-	}
-	for ; n > 0; n -= b {
+	for n = booked(n, b); n > 0; n -= b {
 		lim.ReserveNAt(at, min(n, b))
 	}
 }
@@ -133,12 +130,18 @@ func reserve(lim *gcra.Limiter, at time.Time, n int) {
 // booked (see unbookLimits).
 func unreserve(lim *gcra.Limiter, now time.Time, n int) {
 	b := lim.Burst()
-	if n > b {
-		n = 2*n - b
-	}
-	for ; n > 0; n -= b {
+	for n = booked(n, b); n > 0; n -= b {
 		lim.UnreserveNAt(now, min(n, b))
 	}
+}
+
+// booked returns the units a call of cost n books in a limiter of burst b
+// (see reserve).
+func booked(n, b int) int {
+	if n > b {
+		return 2*n - b
+	}
+	return n
 }
 
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the

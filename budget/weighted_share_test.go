@@ -70,6 +70,19 @@ func (l *sendLog) callers(ctx context.Context, wg *sync.WaitGroup, p *budget.Loc
 	}
 }
 
+// processes starts n providers of key "sim" with cfg, each driven by
+// workers callers of weight w until ctx ends (see callers).
+func (l *sendLog) processes(ctx context.Context, t *testing.T, wg *sync.WaitGroup, cfg budget.Config, n, workers, w int) {
+	t.Helper()
+	for range n {
+		p, err := budget.NewLocal("sim", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.callers(ctx, wg, p, workers, w)
+	}
+}
+
 // weighted100 is a weighted known limit of 100 units a second with a burst
 // of 10: a call may weigh up to 10.
 var weighted100 = []budget.Limit{{Name: "weight/1s", Count: 100, Per: time.Second, Weighted: true, Burst: 10}}
@@ -90,13 +103,7 @@ func TestAHeavyCallStaysLegalOnceShared(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var wg sync.WaitGroup
-		for range 2 {
-			p, err := budget.NewLocal("sim", cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			log.callers(ctx, &wg, p, 2, 10)
-		}
+		log.processes(ctx, t, &wg, cfg, 2, 2, 10)
 		wg.Wait()
 		most, all := log.worst(time.Second)
 		if len(log.errs) > 0 || most > 120 || all < 1500 {
@@ -123,13 +130,7 @@ func TestStartDuringAnOutageSplitsKnownLimits(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				var wg sync.WaitGroup
-				for range n {
-					p, err := budget.NewLocal("sim", cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					log.callers(ctx, &wg, p, 4, 10)
-				}
+				log.processes(ctx, t, &wg, cfg, n, 4, 10)
 				wg.Wait()
 				if most, all := log.worst(time.Second); most > 100 || all == 0 || len(log.errs) > 0 {
 					t.Fatalf("%d processes started with the store down: %d units, at most %d in a second, errors %v; want some, ≤ 100, none",
@@ -159,13 +160,7 @@ func TestCallsBookedAtAnOldShareBookAgain(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var wg sync.WaitGroup
-		for range 4 {
-			p, err := budget.NewLocal("sim", cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			log.callers(ctx, &wg, p, 4, 10)
-		}
+		log.processes(ctx, t, &wg, cfg, 4, 4, 10)
 		time.Sleep(2 * time.Second)
 		store.down.Store(false)
 		wg.Wait()

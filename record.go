@@ -57,4 +57,14 @@ type ProviderRecord struct {
 	// twelve times was banned by a provider that bans after five refusals
 	// a minute). A save replaces them. Times are kept to the microsecond.
 	Refusals []time.Time `json:"refusals,omitempty"`
+	// Spent holds, per known limit of the provider (keyed by the budget
+	// package: the limit's count, window and name), the time until which
+	// its allowance is accounted for: what this process and those before
+	// it booked, and a few seconds more. A process that restarts starts
+	// each limit from it, so a window the process before it spent is not
+	// spent again (killed and restarted every two seconds, collectors told
+	// 3 per hour sent 10 requests in 20 seconds), and a limit that has
+	// long recovered starts whole (a slow limit's next slot is not put off
+	// by every start). A save replaces it.
+	Spent map[string]time.Time `json:"spent,omitempty"`
 }

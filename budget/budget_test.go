@@ -454,12 +454,12 @@ func TestPacingAtInitialRate(t *testing.T) {
 	})
 }
 
-// TestWeightAboveBurstRefused: a call heavier than a weighted limit's burst
-// is refused as permanent without an attempt.
+// TestWeightAboveBurstRefused: a call heavier than both a weighted limit's
+// burst and half its count is refused as permanent without an attempt.
 func TestWeightAboveBurstRefused(t *testing.T) {
 	t.Parallel()
 	cfg := fast()
-	cfg.Limits = []budget.Limit{{Count: 100, Per: time.Minute, Weighted: true, Burst: 5}}
+	cfg.Limits = []budget.Limit{{Count: 10, Per: time.Minute, Weighted: true, Burst: 5}}
 	called := false
 	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		called = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -175,10 +176,14 @@ type Limit struct {
 	Per time.Duration
 	// Weighted makes the limit count a request's weight instead of 1.
 	Weighted bool
-	// Burst is how many units may go back to back after an idle spell, and
-	// so the largest [Weight] a call may carry (a heavier call stops with
-	// [ErrWeight]). Defaults to Count/10 (at least 1). The limit paces at (Count−Burst)/Per
-	// so that no window of length Per ever carries more than Count units,
+	// Burst is how many units may go back to back after an idle spell.
+	// Defaults to Count/10 (at least 1). A call may carry a [Weight] up to
+	// Burst, or up to Count/2 when that is more (it then waits for the
+	// whole burst and books its excess twice, a debt the next calls wait
+	// out); a heavier call stops with [ErrWeight]. After it the limit
+	// paces at (Count−Burst)/Per, or, when that leaves a unit unused for
+	// long (a slow limit: 3 per hour), just under (Count−Burst+1)/Per, so
+	// that no window of length Per ever carries more than Count units,
 	// however the requests fall.
 	Burst int
 }
@@ -311,21 +316,51 @@ func (c Config) withDefaults() Config {
 }
 
 // limiter builds the GCRA that enforces share of l (1: all of it): Burst
-// back to back, then a pace of (Count−Burst)/Per, so any window of length
-// Per holds at most Count. Processes that split l by shares (see
+// back to back, then the pace shape gives, so any window of length Per
+// holds at most Count. Processes that split l by shares (see
 // [Config.Shares]) each take their share of the burst (at least one unit)
 // and of the pace, so together they hold the same bound.
 func (l Limit) limiter(share float64) (*gcra.Limiter, error) {
-	burst, units := l.shape()
-	rate := share * units / l.Per.Seconds()
+	burst, rate := l.shape()
+	rate *= share
 	if math.IsInf(rate, 0) || !(rate > 0) {
 		return nil, invalid.Must(fmt.Sprintf("Limit %q", l.Name), "have a usable rate: (Count-Burst)/Per > 0 and finite", rate)
 	}
 	return gcra.New(gcra.Config{Rate: rate, Burst: max(1, int(share*float64(burst)))})
 }
 
-// shape returns l's burst and the units it paces per Per after it.
-func (l Limit) shape() (burst int, units float64) {
+// key names l in a provider's record (see [forage.ProviderRecord.Spent]):
+// its count, window, whether it is weighted, and its name.
+func (l Limit) key() string {
+	k := strconv.Itoa(l.Count) + "/" + l.Per.String()
+	if l.Weighted {
+		k += "/weighted"
+	}
+	if l.Name != "" {
+		k += "/" + l.Name
+	}
+	return k
+}
+
+// heaviest returns the largest weight a call may carry against l (see
+// [Limit.Burst]).
+func (l Limit) heaviest() int {
+	burst, _ := l.shape()
+	return max(burst, l.Count/2)
+}
+
+// slowMargin is the least margin a slow limit's interval keeps (see shape).
+const slowMargin = 250 * time.Millisecond
+
+// shape returns l's burst B and the rate, in units/s, it paces at after
+// it. A GCRA of burst B and interval I admits at most B + ⌊W/I⌋ units in
+// any window of length W, so an interval over Per/(Count−B+1) keeps every
+// window of Per within Count. A fast limit paces at (Count−B)/Per, a whole
+// unit under that, a margin against arrivals the network bunched; a slow
+// one, whose unit is a long time, keeps a margin of 1% of its interval,
+// at least slowMargin, instead (3 per hour with a burst of 1 paced at 2
+// per hour: a third of the quota unused).
+func (l Limit) shape() (burst int, rate float64) {
 	burst = l.Burst
 	if burst == 0 {
 		burst = max(1, l.Count/10)
@@ -333,9 +368,11 @@ func (l Limit) shape() (burst int, units float64) {
 	if burst >= l.Count {
 		burst = max(1, l.Count-1)
 	}
-	units = float64(l.Count - burst)
-	if units <= 0 {
-		units = 1
+	per := l.Per.Seconds()
+	exact := per / float64(l.Count-burst+1) // the bound itself
+	iv := exact + max(exact/100, slowMargin.Seconds())
+	if whole := per / float64(l.Count-burst); l.Count > burst && whole < iv {
+		iv = whole
 	}
-	return burst, units
+	return burst, 1 / iv
 }

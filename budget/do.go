@@ -93,35 +93,37 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 	}
 }
 
-// checkWeight refuses a weight above the burst of a weighted limit: the
-// whole limit's, not this process's share of it (a call the limit admits
-// is legal in every process; see reserve).
+// checkWeight refuses a weight a weighted limit cannot carry in one call:
+// above both its burst and half its count (see heaviest); the whole
+// limit's, not this process's share of it (a call the limit admits is
+// legal in every process; see reserve).
 func (p *Local) checkWeight(weight int) error {
 	for _, l := range p.cfg.Limits {
-		if burst, _ := l.shape(); l.Weighted && weight > burst {
+		if most := l.heaviest(); l.Weighted && weight > most {
 			return &Error{Provider: p.key, Reason: forage.ReasonPermanent,
-				Err: fmt.Errorf("%w: weight %d exceeds the burst %d of limit %q", ErrWeight, weight, burst, l.Name)}
+				Err: fmt.Errorf("%w: weight %d exceeds the %d limit %q carries in one call (its Burst, or half its Count); raise its Burst to the weight", ErrWeight, weight, most, l.Name)}
 		}
 	}
 	return nil
 }
 
 // reserve books a call of cost n in lim at at, and unreserve gives it
-// back. A process holding a share of a weighted limit paces it with its
-// share of the burst too, which a heavy call may exceed (a weight of 10
-// against a burst of 10 split in two: every such call failed as permanent
-// once a second process shared the provider). Such a call is sent once the
-// limiter's burst is all there (see waitAt) and books 2n − Burst units,
-// in pieces of at most the burst: its n, and once more the n − Burst it
-// sent over the burst, a debt the next calls wait out. Calls of weight n
-// then go at most every 2n − Burst intervals, so a window of the limit's
-// Per holds at most n + rate×Per×n/(2n − Burst) of this process's units:
-// within its share (Burst + rate×Per) whenever 2n − Burst ≤ rate×Per,
-// i.e. unless the share is so small that a call of weight n is more than
-// half of what it may send in a window.
+// back, in pieces of at most the burst. A call may weigh more than the
+// limiter's burst B: up to half the limit's count with the default burst
+// (a weight of 2 against 10 per second, whose burst is 1, failed as
+// permanent), or more than a process's share of the burst when a weighted
+// limit is shared (a weight of 10 against a burst of 10 split in two).
+// Such a call waits until the limiter has been idle n − B intervals (see
+// waitAt): its units are then those of a stream the limiter admits, n − B
+// paced out over that time and a burst of B at its end, all sent at the
+// end; the calls after it follow as they would that stream's. Every
+// window of the limit's Per that holds the call holds what one of that
+// stream's windows holds, as long as those n − B intervals are at most
+// half of Per (n ≤ (Count + B)/2; for a share, of the share's rate).
+// (Sent as soon as the burst was there, with 2n − B units booked, a weight
+// of 5 after three of 2 put 11 units in a minute against 10.)
 func reserve(lim *gcra.Limiter, at time.Time, n int) {
-	b := lim.Burst()
-	for n = booked(n, b); n > 0; n -= b {
+	for b := lim.Burst(); n > 0; n -= b {
 		lim.ReserveNAt(at, min(n, b))
 	}
 }
@@ -129,19 +131,9 @@ func reserve(lim *gcra.Limiter, at time.Time, n int) {
 // unreserve gives back what reserve booked, while it is still the last
 // booked (see unbookLimits).
 func unreserve(lim *gcra.Limiter, now time.Time, n int) {
-	b := lim.Burst()
-	for n = booked(n, b); n > 0; n -= b {
+	for b := lim.Burst(); n > 0; n -= b {
 		lim.UnreserveNAt(now, min(n, b))
 	}
-}
-
-// booked returns the units a call of cost n books in a limiter of burst b
-// (see reserve).
-func booked(n, b int) int {
-	if n > b {
-		return 2*n - b
-	}
-	return n
 }
 
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the
@@ -487,6 +479,7 @@ func (p *Local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 	for i, lim := range *ptr {
 		reserve(lim, at, p.cost(i, weight))
 	}
+	p.keepSpent(now, *ptr)
 	p.limGen++
 	return at, booking{lims: ptr, gen: p.limGen, weight: weight}, true
 }

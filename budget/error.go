@@ -13,10 +13,11 @@ import (
 // stopped for a [forage.Reason] rather than succeeding.
 var ErrStopped = errors.New("budget: stopped")
 
-// ErrWeight is wrapped by the error of a call whose [Weight] exceeds the
-// Burst of a weighted [Limit]: such a call could never be sent without
-// breaking the limit, so it stops as permanent, with no attempt made.
-var ErrWeight = errors.New("budget: weight exceeds a limit's burst")
+// ErrWeight is wrapped by the error of a call whose [Weight] is more than a
+// weighted [Limit] carries in one call (its Burst, or half its Count when
+// that is more): such a call could never be sent without breaking the
+// limit, so it stops as permanent, with no attempt made.
+var ErrWeight = errors.New("budget: weight exceeds what a limit carries in one call")
 
 // ErrInvalidConfig is wrapped by every configuration error of this package.
 var ErrInvalidConfig = errors.New("budget: invalid config")

@@ -11,8 +11,8 @@ import (
 )
 
 // ExampleLimit: a provider that publishes its quota, 3 requests an hour.
-// Once it is spent, a call does not block until the reset (30 minutes with
-// the default Burst of 1): it stops at once, before any request, as
+// Once it is spent, a call does not block until the reset (20 minutes and
+// a margin of 1%, with the default Burst of 1): it stops at once, before any request, as
 // source pressure with the time the limit admits a request again, for a
 // scheduler to wait out. A wait of up to Config.MaxWait is slept through.
 func ExampleLimit() {
@@ -31,5 +31,5 @@ func ExampleLimit() {
 	}
 	// Output:
 	// first call: <nil>
-	// second call: quota - source pressure: true - again in 30m0s - blocked: false
+	// second call: quota - source pressure: true - again in 20m0s - blocked: false
 }

@@ -125,9 +125,13 @@ func (p localPacer) PauseUntil(t time.Time) { p.l.PauseUntil(t) }
 // booking nothing: the wait [gcra.Decide] computes, read from a probe (a
 // cost-0 request, whose ResetAfter is the backlog TAT − now). A request
 // conforms once the backlog is at most (Burst − n) intervals; one of a cost
-// over the burst (see reserve) once the whole burst is there.
+// over the burst (see reserve) once the limiter has been idle n − Burst
+// intervals, which, as the probe cannot tell how long it has been, counts
+// from now when it is idle already.
 func waitAt(l *gcra.Limiter, now time.Time, n int) time.Duration {
-	n = min(n, l.Burst())
 	backlog := l.AllowNAt(now, 0).ResetAfter
+	if b := l.Burst(); n > b {
+		return backlog + time.Duration(n-b)*l.Interval()
+	}
 	return max(0, backlog-time.Duration(l.Burst()-n)*l.Interval())
 }

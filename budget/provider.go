@@ -64,6 +64,7 @@ type Local struct {
 	limits   atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
 	limMu    sync.Mutex                      // held while booking the known limits (see bookLimits)
 	limGen   uint64                          // bookings of the known limits so far; guarded by limMu
+	spent    []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
 	brk      *breaker.Breaker
 	slots    chan struct{}
 	ceiling  float64       // the tightest known limit, requests/s; 0 if none
@@ -116,7 +117,7 @@ func NewLocal(key string, cfg Config) (*Local, error) {
 // [Config.validate]).
 func newLocal(key string, cfg Config, path string) (*Local, error) {
 	cfg = cfg.withDefaults()
-	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight)}
+	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
 	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {
 		lim, err := l.limiter(1)
@@ -135,10 +136,12 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	ac := cfg.Adaptive
 	if p.ceiling > 0 && (ac.Max == 0 || ac.Max > p.ceiling) {
 		// A known limit bounds the discovered rate; a very slow one (100
-		// per hour) lowers the floor with it.
-		ac.Max = p.ceiling
+		// per hour) lowers the floor with it, down to the slowest rate
+		// the controller takes (2 a month is slower: its limiter alone
+		// holds it).
+		ac.Max = max(p.ceiling, slowestRate)
 		if ac.Initial == 0 {
-			ac.Initial = p.ceiling // told knowledge is used at once
+			ac.Initial = ac.Max // told knowledge is used at once
 		}
 		ac.Initial = min(ac.Initial, ac.Max)
 		if ac.Min == 0 {
@@ -179,14 +182,26 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		// left the provider's bucket spent: the first request waits one
 		// interval, with no burst (restarted at once, each start's first
 		// request was refused for the last one of the process before, and
-		// a collector restarted again and again was banned for them).
-		lp.PauseUntil(time.Now().Add(time.Duration(float64(time.Second) / p.rate)))
+		// a collector restarted again and again was banned for them), or
+		// restoredWait when that is shorter: a slow rate's interval (20
+		// minutes at 3 per hour) counted from every start held a host that
+		// runs every 5 minutes off the provider for good. Known limits
+		// restart from their record instead (see keepSpent).
+		lp.PauseUntil(time.Now().Add(min(restoredWait, time.Duration(float64(time.Second)/p.rate))))
 	}
 	p.joinShares(time.Now())
 	p.follow(time.Now()) // hands a restored pause, and the share, to the pacer
 	p.reportRate(0, p.rate)
 	return p, nil
 }
+
+// slowestRate is the least rate, in requests/s, aimd.Config takes (one
+// request in 11.6 days).
+const slowestRate = 1e-6
+
+// restoredWait is the longest a provider restored from its record holds its
+// first request (see newLocal).
+const restoredWait = 2 * time.Second
 
 // holding reports whether the provider holds state that must outlive an idle
 // spell at now: an operator's pause, a pause (Retry-After, a ban), an open

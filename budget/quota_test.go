@@ -16,8 +16,10 @@ import (
 )
 
 // hourly is a provider that knows its quota: 3 requests per hour. With the
-// default Burst of 1 the limit paces at 2 per hour, so after a request the
-// next one waits 30 minutes.
+// default Burst of 1 the limit paces at 3 per hour with a margin of 1%, so
+// after a request the next one waits hourSlot.
+const hourSlot = 20*time.Minute + 12*time.Second
+
 func hourly() budget.Config {
 	cfg := fast()
 	cfg.MaxWait = 0 // the default, 1 minute
@@ -60,8 +62,8 @@ func TestSpentQuotaStopsAtOnce(t *testing.T) {
 			t.Fatal("a request was sent against a spent quota")
 		case time.Since(start) != 0:
 			t.Fatalf("Do blocked for %v, want an immediate stop", time.Since(start))
-		case e.Until.Sub(start) != 30*time.Minute:
-			t.Fatalf("Until = +%v, want +30m (the limit's next slot)", e.Until.Sub(start))
+		case e.Until.Sub(start) != hourSlot:
+			t.Fatalf("Until = +%v, want +%v (the limit's next slot)", e.Until.Sub(start), hourSlot)
 		case run.Attempts() != 1:
 			t.Fatalf("run counts %d attempts, want 1 (the refused call is not counted)", run.Attempts())
 		}
@@ -88,8 +90,8 @@ func TestSpentQuotaUnderRunDeadline(t *testing.T) {
 			t.Fatalf("first call: %v", err)
 		}
 		e := quotaStop(t, p.Do(t.Context(), run, status(200, 0)))
-		if time.Since(start) != 0 || e.Until.Sub(start) != 30*time.Minute {
-			t.Fatalf("stopped after %v with Until +%v, want at once with +30m", time.Since(start), e.Until.Sub(start))
+		if time.Since(start) != 0 || e.Until.Sub(start) != hourSlot {
+			t.Fatalf("stopped after %v with Until +%v, want at once with +%v", time.Since(start), e.Until.Sub(start), hourSlot)
 		}
 	})
 }
@@ -103,7 +105,7 @@ func TestQuotaWaitWithinMaxWait(t *testing.T) {
 		cfg.MaxWait = time.Hour
 		p := newLocal(t, cfg)
 		start := time.Now()
-		for i, want := range []time.Duration{0, 30 * time.Minute, time.Hour} {
+		for i, want := range []time.Duration{0, hourSlot, 2 * hourSlot} {
 			if err := p.Do(t.Context(), nil, status(200, 0)); err != nil || time.Since(start) != want {
 				t.Fatalf("call %d: Do = %v at +%v, want nil at +%v", i, err, time.Since(start), want)
 			}
@@ -125,8 +127,8 @@ func TestQuotaStopBooksNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 50 {
-			if e := quotaStop(t, p.Do(t.Context(), nil, status(200, 0))); e.Until.Sub(start) != 30*time.Minute {
-				t.Fatalf("refusal %d: Until +%v, want +30m", i, e.Until.Sub(start))
+			if e := quotaStop(t, p.Do(t.Context(), nil, status(200, 0))); e.Until.Sub(start) != hourSlot {
+				t.Fatalf("refusal %d: Until +%v, want +%v", i, e.Until.Sub(start), hourSlot)
 			}
 		}
 	})
@@ -140,7 +142,7 @@ func TestPropertyQuotaBounded(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(rt *rapid.T) {
-			per := rapid.SampledFrom([]time.Duration{time.Second, time.Minute, time.Hour}).Draw(rt, "per")
+			per := rapid.SampledFrom([]time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour}).Draw(rt, "per")
 			count := rapid.IntRange(1, 12).Draw(rt, "count")
 			burst := 0
 			if count > 1 {
@@ -151,8 +153,8 @@ func TestPropertyQuotaBounded(t *testing.T) {
 			weighted := rapid.Bool().Draw(rt, "weighted")
 			cfg.Limits = []budget.Limit{{Name: "l", Count: count, Per: per, Burst: burst, Weighted: weighted}}
 			maxWeight := 1
-			if weighted { // the limit's burst, as Limit.Burst documents it
-				maxWeight = min(max(burst, count/10, 1), max(count-1, 1))
+			if weighted { // the limit's burst, or half its count, as Limit.Burst documents it
+				maxWeight = max(min(max(burst, count/10, 1), max(count-1, 1)), count/2)
 				// A weighted limit sets no ceiling: the adaptive pacer
 				// (1000/s) is not the quota, and its queue is not tested.
 				cfg.Burst = 64

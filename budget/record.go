@@ -11,6 +11,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/gcra"
 )
 
 // A provider's record (see [RecordStore]) is loaded once, when the provider
@@ -95,7 +96,77 @@ func (p *Local) load(ctx context.Context) error {
 	if err := p.ctl.Restore(st); err != nil {
 		return fmt.Errorf("budget: restoring the record of %q: %w", p.key, err)
 	}
+	p.restoreSpent(now, r.Spent)
 	return nil
+}
+
+// spentAhead is how far past what a process booked on a fast known limit
+// (an interval under spentAhead) its record accounts for (see keepSpent):
+// about one save every spentAhead while the limit is in use, and what a
+// restart after a kill may lose of it. A slow limit's record accounts for
+// each booking exactly, one save each.
+const spentAhead = time.Second
+
+// restoreSpent starts each known limit from the time its record accounts
+// for (see [forage.ProviderRecord.Spent]), as if this process had booked
+// up to it: the process before may have spent the limit's window, up to
+// then. A time further ahead than a limit can be booked (its whole burst
+// of intervals, MaxWait, and spentAhead) is another process's fault and is
+// shortened to that, and logged. A shared provider's limits are split by the shares
+// instead (a dead process's share stays held until its lease ends).
+func (p *Local) restoreSpent(now time.Time, spent map[string]time.Time) {
+	if p.cfg.Shares != nil || len(spent) == 0 {
+		return
+	}
+	for i, l := range p.cfg.Limits {
+		at, ok := spent[l.key()]
+		if !ok || !at.After(now) {
+			continue
+		}
+		lim := p.lims()[i]
+		if most := now.Add(time.Duration(lim.Burst())*lim.Interval() + p.cfg.MaxWait + spentAhead); at.After(most) {
+			p.warnRecord("a known limit accounted for further ahead than it can be booked; shortened", "limit", l.key(), "spent", at)
+			at = most
+		}
+		lim.PauseUntil(at.Add(-time.Duration(lim.Burst()-1) * lim.Interval())) // its theoretical arrival time: at
+		p.spent[i].Store(at.UnixNano())
+	}
+}
+
+// keepSpent makes the record account for what the known limits' latest
+// booking at now took, before the call is sent: when a limit is booked past
+// the time the record accounts for, it saves the record, at once, with
+// every fast limit accounted spentAhead past its booking and every slow
+// one at it. So a process killed at any moment has booked no more than its
+// record says, and the one after it starts from there (see restoreSpent);
+// the store is written about once every spentAhead while a fast limit is
+// in use, and at each booking of a slow one.
+// A failing store is logged, and the call goes on: the limits hold in this
+// process either way. p.limMu is held. A shared provider's limits are
+// split by the shares instead.
+func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
+	if p.cfg.Records == nil || p.cfg.Shares != nil {
+		return
+	}
+	behind := false
+	for i, lim := range lims {
+		if now.Add(lim.AllowNAt(now, 0).ResetAfter).UnixNano() > p.spent[i].Load() {
+			behind = true
+		}
+	}
+	if !behind {
+		return
+	}
+	for i, lim := range lims {
+		ahead := time.Duration(0)
+		if lim.Interval() < spentAhead {
+			ahead = spentAhead
+		}
+		if at := now.Add(lim.AllowNAt(now, 0).ResetAfter + ahead).UnixNano(); at > p.spent[i].Load() {
+			p.spent[i].Store(at)
+		}
+	}
+	p.saveRecord(now, nil)
 }
 
 // absurdPause is how far past MaxPause from now a saved pause is taken for
@@ -124,6 +195,16 @@ func (p *Local) record(now time.Time) forage.ProviderRecord {
 		Throttled: b.Throttled + int64(p.n.throttled.Load()),
 		Updated:   now,
 		Refusals:  st.Refusals,
+	}
+	for i, l := range p.cfg.Limits {
+		if at := p.spent[i].Load(); at > now.UnixNano() {
+			if r.Spent == nil {
+				r.Spent = make(map[string]time.Time, len(p.cfg.Limits))
+			}
+			if t := time.Unix(0, at); t.After(r.Spent[l.key()]) {
+				r.Spent[l.key()] = t
+			}
+		}
 	}
 	if st.PausedUntil.After(now) {
 		r.PausedUntil, r.PauseReason = st.PausedUntil, p.pauseReason(now)

@@ -1016,8 +1016,8 @@ func (p *Local) splitLimits(now time.Time, share float64) {
 	old := p.lims()
 	next := make([]*gcra.Limiter, len(old))
 	for i, l := range p.cfg.Limits {
-		burst, units := l.shape()
-		if max(1, int(share*float64(burst))) == old[i].Burst() && old[i].SetRateAt(now, share*units/l.Per.Seconds()) == nil {
+		burst, rate := l.shape()
+		if max(1, int(share*float64(burst))) == old[i].Burst() && old[i].SetRateAt(now, share*rate) == nil {
 			next[i] = old[i]
 			continue
 		}

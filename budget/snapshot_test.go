@@ -18,7 +18,7 @@ func TestSnapshotShowsStatusPauseAndLimits(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		cfg := fast()
-		cfg.Limits = []budget.Limit{{Name: "10/m", Count: 10, Per: time.Minute, Burst: 5}} // 5 back to back, then one per 12 s
+		cfg.Limits = []budget.Limit{{Name: "10/m", Count: 10, Per: time.Minute, Burst: 5}} // 5 back to back, then one per 10.25 s
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg})
 		p := provider(reg, "api.example.com")
 		s := p.Snapshot()
@@ -33,8 +33,9 @@ func TestSnapshotShowsStatusPauseAndLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		reset := start.Add(36 * time.Second) // three 12 s slots booked (the pacer spaced the calls)
-		want := int((time.Until(reset) + 12*time.Second - 1) / (12 * time.Second))
+		const slot = 10250 * time.Millisecond // 60 s / (10 − 5 + 1), and a margin of 250 ms
+		reset := start.Add(3 * slot)          // three slots booked (the pacer spaced the calls)
+		want := int((time.Until(reset) + slot - 1) / slot)
 		if l := p.Snapshot().Limits[0]; l.Used != want || want < 1 || !l.Reset.Equal(reset) {
 			t.Fatalf("after 3 calls, %v in: %+v; want %d used, whole again at %v", time.Since(start), l, want, reset)
 		}

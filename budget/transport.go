@@ -38,7 +38,8 @@ import (
 // were never sent.
 //
 // The run a request belongs to is taken from its context ([WithRun]); a
-// request without one is unbounded. Transport is safe for concurrent use.
+// request without one is unbounded. Its weight, for a weighted [Limit],
+// is taken from its context too ([WithCall]); 1 without. Transport is safe for concurrent use.
 type Transport struct {
 	reg  *Registry
 	base http.RoundTripper
@@ -59,6 +60,22 @@ type runKey struct{}
 // request's attempts against it.
 func WithRun(ctx context.Context, run *Run) context.Context {
 	return context.WithValue(ctx, runKey{}, run)
+}
+
+type callKey struct{}
+
+// WithCall returns a context carrying call options for the requests a
+// [Transport] sends with it: [Weight] for an endpoint that costs more of a
+// weighted [Limit] (a Binance endpoint of weight 10), [NoRetry] for one
+// not to be sent twice. They add to what the Transport sets itself.
+func WithCall(ctx context.Context, opts ...CallOption) context.Context {
+	return context.WithValue(ctx, callKey{}, append(callsFrom(ctx), opts...))
+}
+
+// callsFrom returns the call options ctx carries (see [WithCall]).
+func callsFrom(ctx context.Context) []CallOption {
+	o, _ := ctx.Value(callKey{}).([]CallOption)
+	return o[:len(o):len(o)] // appending copies: a derived context never writes into its parent's
 }
 
 // RunFrom returns the run carried by ctx, or nil (unbounded).
@@ -129,7 +146,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The response body is read after RoundTrip returns, so the attempt's
 	// context must outlive the attempt: no per-attempt timeout here (the
 	// http.Client's Timeout bounds the exchange, body included).
-	opts := []CallOption{{keepContext: true}}
+	opts := append([]CallOption{{keepContext: true}}, callsFrom(req.Context())...)
 	if !replayable {
 		opts = append(opts, NoRetry())
 	}

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -81,7 +82,7 @@ func loadRecord(ctx context.Context, c *core, book recordBook, key string) (fora
 	}
 	defer c.mu.Unlock()
 	r, ok := book[key]
-	r.Refusals = slices.Clone(r.Refusals) // the caller's own
+	r.Refusals, r.Spent = slices.Clone(r.Refusals), maps.Clone(r.Spent) // the caller's own
 	return r, ok, nil
 }
 
@@ -111,7 +112,7 @@ func saveRecord(ctx context.Context, c *core, book recordBook, r forage.Provider
 // Times lose their monotonic reading, as a round trip through a file would.
 func mergeRecord(saved forage.ProviderRecord, had bool, r forage.ProviderRecord) forage.ProviderRecord {
 	r.PausedUntil, r.Updated = r.PausedUntil.Round(0), r.Updated.Round(0)
-	r.Refusals = roundAll(r.Refusals)
+	r.Refusals, r.Spent = roundAll(r.Refusals), roundMap(r.Spent)
 	if !had {
 		return r
 	}
@@ -137,10 +138,23 @@ func roundAll(ts []time.Time) []time.Time {
 	return out
 }
 
+// roundMap returns a copy of m with each time's monotonic reading dropped
+// (nil for none), as roundAll does.
+func roundMap(m map[string]time.Time) map[string]time.Time {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]time.Time, len(m))
+	for k, t := range m {
+		out[k] = t.Round(0)
+	}
+	return out
+}
+
 // sameRecord reports whether a and b hold the same record.
 func sameRecord(a, b forage.ProviderRecord) bool {
 	return a.PausedUntil.Equal(b.PausedUntil) && a.Updated.Equal(b.Updated) && a.Key == b.Key &&
-		slices.EqualFunc(a.Refusals, b.Refusals, time.Time.Equal) &&
+		slices.EqualFunc(a.Refusals, b.Refusals, time.Time.Equal) && maps.EqualFunc(a.Spent, b.Spent, time.Time.Equal) &&
 		a.Status == b.Status && a.Why == b.Why && a.Rate == b.Rate && a.Ceiling == b.Ceiling &&
 		a.Confirmed == b.Confirmed && a.PauseReason == b.PauseReason &&
 		a.Requests == b.Requests && a.OK == b.OK && a.Throttled == b.Throttled

@@ -22,12 +22,12 @@ var _ budget.RecordStore = (*Store)(nil)
 // empty. The SET expressions read the row as it was.
 const (
 	loadRecordSQL = `
-SELECT status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals
+SELECT status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals, spent
 FROM {{schema}}.provider_records WHERE key = $1`
 	saveRecordSQL = `
 INSERT INTO {{schema}}.provider_records AS r
-	(key, status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+	(key, status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals, spent)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 ON CONFLICT (key) DO UPDATE SET
 	status       = CASE WHEN excluded.status <> '' THEN excluded.status ELSE r.status END,
 	why          = CASE WHEN excluded.status <> '' THEN excluded.why ELSE r.why END,
@@ -40,7 +40,8 @@ ON CONFLICT (key) DO UPDATE SET
 	ok           = excluded.ok,
 	throttled    = excluded.throttled,
 	updated      = excluded.updated,
-	refusals     = excluded.refusals`
+	refusals     = excluded.refusals,
+	spent        = excluded.spent`
 )
 
 // LoadRecord returns the record saved for key and true, or the zero record
@@ -57,7 +58,7 @@ func (s *Store) LoadRecord(ctx context.Context, key string) (forage.ProviderReco
 	}
 	r := forage.ProviderRecord{Key: key}
 	err := s.pool.QueryRow(ctx, s.sql.loadRecord, key).Scan(&r.Status, &r.Why, &r.Rate, &r.Ceiling, &r.Confirmed,
-		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated, &r.Refusals)
+		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated, &r.Refusals, &r.Spent)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return forage.ProviderRecord{}, false, nil
@@ -82,7 +83,7 @@ func (s *Store) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, s.sql.saveRecord, r.Key, r.Status, r.Why, r.Rate, r.Ceiling, r.Confirmed,
-		r.PausedUntil, string(r.PauseReason), r.Requests, r.OK, r.Throttled, r.Updated, refusals(r.Refusals))
+		r.PausedUntil, string(r.PauseReason), r.Requests, r.OK, r.Throttled, r.Updated, refusals(r.Refusals), spent(r.Spent))
 	if err != nil {
 		return s.failWrite("SaveRecord", err)
 	}
@@ -95,6 +96,14 @@ func refusals(ts []time.Time) []time.Time {
 		return []time.Time{}
 	}
 	return ts
+}
+
+// spent returns m as the spent column holds it: an object, never null.
+func spent(m map[string]time.Time) map[string]time.Time {
+	if m == nil {
+		return map[string]time.Time{}
+	}
+	return m
 }
 
 // checkRecord validates SaveRecord's record by the checkpoint stores' rule.

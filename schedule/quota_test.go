@@ -48,11 +48,12 @@ func (p *pages) requests() ([]string, []time.Time) {
 }
 
 // TestSpentKnownQuotaWaitsForReset: a backfill against a provider whose
-// known quota (3 per hour, so one request every 30 minutes) is spent after
+// known quota (3 per hour, so one request every slot: 20 minutes and a
+// margin of 1%) is spent after
 // its first page goes to waiting_rate_limit with its next run at the
 // limit's next slot; it is not run again before then (one run, one request
-// in the first 30 minutes, not a run a second); and each later run resumes
-// from the committed cursor, so every page is requested once, 30 minutes
+// in the first slot, not a run a second); and each later run resumes
+// from the committed cursor, so every page is requested once, a slot
 // apart, until the stream is done. The stream is declared: the scheduler
 // reads the runs' reports itself. The same holds for runs with a short
 // RunFor (before, runs with a deadline stopped as deadline and were
@@ -86,10 +87,11 @@ func spentQuotaWaits(t *testing.T, runFor time.Duration) {
 	time.Sleep(10 * time.Minute)
 	synctest.Wait()
 	j, _ := store.Get(t.Context(), job.ID)
-	if from, _ := src.requests(); j.State != schedule.StateWaitingRateLimit || j.NextRun.Sub(begin) != 30*time.Minute ||
+	const slot = 20*time.Minute + 12*time.Second
+	if from, _ := src.requests(); j.State != schedule.StateWaitingRateLimit || j.NextRun.Sub(begin) != slot ||
 		j.Stats.Runs != 1 || len(from) != 1 {
-		t.Fatalf("at +10m: state %s, next run +%v, %d runs, %d requests; want waiting_rate_limit, +30m, 1 run, 1 request",
-			j.State, j.NextRun.Sub(begin), j.Stats.Runs, len(from))
+		t.Fatalf("at +10m: state %s, next run +%v, %d runs, %d requests; want waiting_rate_limit, +%v, 1 run, 1 request",
+			j.State, j.NextRun.Sub(begin), j.Stats.Runs, len(from), slot)
 	}
 
 	time.Sleep(2 * time.Hour)
@@ -100,7 +102,7 @@ func spentQuotaWaits(t *testing.T, runFor time.Duration) {
 	for _, a := range at {
 		offsets = append(offsets, a.Sub(begin))
 	}
-	wantAt := []time.Duration{0, 30 * time.Minute, time.Hour, 90 * time.Minute}
+	wantAt := []time.Duration{0, slot, 2 * slot, 3 * slot}
 	if !slices.Equal(from, []string{"", "1", "2", "3"}) || !slices.Equal(offsets, wantAt) || j.State != schedule.StateSuccess || j.Stats.Runs != 4 {
 		t.Fatalf("requests after cursors %q at %v, job %s after %d runs; want each page once at %v, success after 4 runs",
 			from, offsets, j.State, j.Stats.Runs, wantAt)

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -92,7 +93,23 @@ func drawRecord(t *rapid.T, key string) forage.ProviderRecord {
 		Throttled:   rapid.Int64().Draw(t, "throttled"),
 		Updated:     drawTime(t, "updated"),
 		Refusals:    drawRefusals(t),
+		Spent:       drawSpent(t),
 	}
+}
+
+// drawSpent draws up to three known limits' accounted times (none zero),
+// or none.
+func drawSpent(t *rapid.T) map[string]time.Time {
+	var m map[string]time.Time
+	for i := range rapid.IntRange(0, 3).Draw(t, "spent") {
+		if at := drawTime(t, fmt.Sprint("spent", i)); !at.IsZero() {
+			if m == nil {
+				m = map[string]time.Time{}
+			}
+			m[rapid.SampledFrom([]string{"3/1h0m0s", "1200/1m0s/weighted/weight", "10/1s/ünïcode key"}).Draw(t, fmt.Sprint("spentKey", i))] = at
+		}
+	}
+	return m
 }
 
 // drawRefusals draws up to eight refusal times (none zero), or none.
@@ -142,6 +159,7 @@ func diff(got, want forage.ProviderRecord) string {
 	add("Throttled", got.Throttled == want.Throttled, got.Throttled, want.Throttled)
 	add("Updated", got.Updated.Equal(want.Updated), got.Updated, want.Updated)
 	add("Refusals", slices.EqualFunc(got.Refusals, want.Refusals, time.Time.Equal), got.Refusals, want.Refusals)
+	add("Spent", maps.EqualFunc(got.Spent, want.Spent, time.Time.Equal), got.Spent, want.Spent)
 	return strings.Join(d, "; ")
 }
 

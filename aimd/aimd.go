@@ -180,6 +180,11 @@ type Controller struct {
 	postCut     float64       // the rate the last cut set
 	kUp         float64       // climb coefficient below the ceiling, requests/s per s^3
 	declared    float64       // Limit/Window from a Quota; 0 = none
+	declCeil    bool          // the ceiling is the declared quota's, not one learned from refusals
+	undeclared  int           // successes with no Quota since the last declaration (see declare)
+	hinted      bool          // the rate is what a Quota said was left over its reset (see success)
+	hintPlenty  bool          // the last such Quota said a tenth of its limit or more was left
+	quotaLied   bool          // refused while a Quota said plenty was left: it only bounds the climb
 	pausedUntil time.Time     // no request before it
 	heldUntil   time.Time     // the pause as set by responses that were not echoes
 	lastCut     time.Time     // last decrease; zero = none yet

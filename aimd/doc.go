@@ -186,7 +186,14 @@
 // (Limit per Window) caps the rate at Limit/Window and sets it to
 // Remaining/Reset on each success, which spends a fixed window evenly with
 // no refusal at all; without a Window the same is done while the successes
-// seen within Reset do not disprove a window of Limit. A served response
+// seen within Reset do not disprove a window of Limit. The headers are one
+// source among several, and may be one endpoint's or a lie: a declared
+// Limit/Window holds until another replaces it (raising or lowering it) or
+// three successes in a row declare nothing, and is not exported as a
+// learned ceiling; a refusal for rate while a quota said a tenth or more of
+// it was left starts discovery over from Config.Initial, after which what
+// is left only bounds the climb (a provider saying 99,999 of 100,000 left
+// while refusing over 10/s: 3 refusals in 30 s, not one in two requests). A served response
 // that says the quota is spent pauses until Reset only when it can be a
 // window: a token bucket at its rate says "0 left" after every request,
 // with a Reset rounded up to a second, and is held at its rate instead. The
@@ -219,8 +226,10 @@
 //	            Transient slower  again while the queue still     refusal
 //	            than the target   grows
 //
-// Pause, for every Class: a Retry-After pauses until now + RetryAfter, and
-// a Quota with nothing left until now + Reset; a pause never moves back.
+// Pause, for every Class: a Retry-After pauses until now + RetryAfter
+// (but on a Success, whose Retry-After is about that request: a 202 with a
+// job to poll, a 303 to come back to), and a Quota with nothing left until
+// now + Reset; a pause never moves back.
 // The rate always stays in [Config.Min, Config.Max] (and under a declared
 // Limit/Window). [Controller.Snapshot] reports rate, ceiling, pause,
 // decreases and phase for metrics.

@@ -59,6 +59,11 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	until := c.retryAfter(now, s, h)
 	if kind == forage.Success {
 		c.watchQuota(now, h)
+		// A served request's Retry-After is about that request (a 202
+		// polling a job, a 303 to come back to later), not the provider's
+		// pause: it paused every request to a host for as long as a job
+		// took. A Quota that says the quota is spent still pauses.
+		until = c.retryAfter(now, Signal{}, h)
 	}
 	if kind == forage.Success && h.exhausted() && !c.spentWindow(h) {
 		until = now.Add(s.RetryAfter) // a bucket at the limit, not a spent window
@@ -71,7 +76,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		c.heldUntil = until
 	}
 	c.smooth(s)
-	c.declare(h)
+	c.declare(kind, h)
 	// A share of the traffic, a spent window or a ban, or 503s found to
 	// be noise: the answers stop being one bucket's (see fitLog).
 	if !c.fits.off {
@@ -259,10 +264,22 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		return
 	}
 	if c.windowHint(h) {
-		c.rate = c.clamp(h.left / spendOver(h.reset).Seconds())
-		c.fitClimb()
+		spend := c.clamp(h.left / spendOver(h.reset).Seconds())
+		c.hintPlenty = h.left >= plentyLeft*h.limit
+		if !c.quotaLied {
+			c.rate, c.hinted = spend, true // spend the window evenly, from its first answer
+			c.fitClimb()
+			return
+		}
+		// Refused for rate while the quota said plenty was left (see
+		// refused): what is left only bounds the climb. Taken as the rate,
+		// it undid every cut at the next answer, and 44% of the requests
+		// were refused.
+		c.climb(now, dt)
+		c.rate = min(c.rate, spend)
 		return
 	}
+	c.hinted = false // the quota no longer sets the rate
 	if h.exhausted() && h.limit > 1 {
 		return // at the limit of a bucket: hold (a bucket of one is always at it)
 	}
@@ -282,6 +299,20 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	before := c.state()
 	cut := false
 	switch {
+	case c.hinted && c.hintPlenty && !c.quotaLied:
+		// Refused for rate while the quota said a tenth of it or more was
+		// left: a tighter limit it does not name (10 a second under 1200
+		// a minute), or a lie (99999 of 100000 left while refusing at 10
+		// a second). Its word set the rate, so nothing was learned of the
+		// limit: discovery starts over, from the start (see Config.Initial),
+		// and the quota's word only bounds the climb from now on.
+		c.quotaLied, c.hinted = true, false
+		c.rate = c.clamp(min(c.cfg.Initial, c.rate))
+		if !c.declCeil {
+			c.ceiling, c.confirmed = 0, false
+		}
+		c.lastCut = now
+		c.fitClimb()
 	case !sent.IsZero() && !c.lastCut.IsZero() && !sent.After(c.lastCut):
 		c.confirm() // in flight at the last cut: an echo, which proves it
 	case echo:
@@ -341,19 +372,42 @@ func (c *Controller) pause(until time.Time) {
 }
 
 // declare applies a Quota's declared quota, Limit/Window, as a ceiling the
-// rate never exceeds.
-func (c *Controller) declare(h hint) {
+// rate never exceeds, until another declaration replaces it, raising it or
+// lowering it; a ceiling learned from refusals under it stays. A
+// declaration lapses after declareLapse successes in a row that declare
+// nothing: it was one endpoint's (an export allowed 10 an hour, on the host
+// of an API allowed 20 a second), or a lie; one answer's
+// "RateLimit-Policy: 1;w=31536000" held a provider at one request every
+// 20 seconds for good, and in its record across restarts.
+func (c *Controller) declare(kind forage.Class, h hint) {
 	d := h.ceiling()
 	if d <= 0 {
+		if c.declared > 0 && kind == forage.Success && h.limit <= 0 {
+			if c.undeclared++; c.undeclared >= declareLapse {
+				c.declared, c.undeclared = 0, 0
+				if c.declCeil {
+					c.ceiling, c.confirmed, c.declCeil = 0, false, false // slow start from the rate: nothing is known
+				}
+				c.fitClimb()
+			}
+		}
 		return
 	}
-	c.declared = d
-	if c.ceiling == 0 || c.ceiling > d {
-		c.ceiling, c.confirmed = d, true // the provider's word, not a guess
+	c.declared, c.undeclared = d, 0
+	if c.ceiling == 0 || c.ceiling > d || c.declCeil {
+		c.ceiling, c.confirmed, c.declCeil = d, true, true // the provider's word, not a guess
 	}
 	c.rate = c.clamp(c.rate)
 	c.fitClimb()
 }
+
+// plentyLeft is the share of its limit a Quota must say is left for a
+// refusal then to show it is not the whole story (see refused).
+const plentyLeft = 0.1
+
+// declareLapse is how many successes in a row that declare no quota end a
+// declaration (see declare).
+const declareLapse = 3
 
 // applyQuota lowers the rate and the ceiling to est, the rate the provider
 // delivered over a cycle that ended in a long refusal (a spent quota window,

@@ -88,7 +88,9 @@ func checkInvariants(t *rapid.T, c *aimd.Controller, i int, now time.Time, befor
 	if after.PausedUntil.Before(before.PausedUntil) {
 		t.Fatalf("step %d (%+v): pause moved back from %v to %v", i, s, before.PausedUntil, after.PausedUntil)
 	}
-	if s.RetryAfter > 0 && after.PausedUntil.Before(now.Add(s.RetryAfter)) {
+	// A served request's Retry-After is the caller's (a 202 polling a
+	// job), not a pause of the provider.
+	if s.RetryAfter > 0 && s.Class != forage.Success && after.PausedUntil.Before(now.Add(s.RetryAfter)) {
 		t.Fatalf("step %d (%+v): paused until %v, want at least now+RetryAfter %v", i, s, after.PausedUntil, now.Add(s.RetryAfter))
 	}
 	if s.Class != forage.Success && after.Rate > before.Rate {
@@ -297,7 +299,8 @@ func TestPropertyCoolOffWithoutSendTime(t *testing.T) {
 }
 
 // TestPropertyQuotaPausesAndCaps: a spent quota pauses until its reset, and
-// a declared Limit/Window caps the rate from then on.
+// a declared Limit/Window caps the rate until another declaration replaces
+// it or three successes in a row declare nothing.
 func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -308,6 +311,7 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 		}
 		now := t0
 		var capRate float64
+		undeclared := 0
 		for i := range rapid.IntRange(1, 100).Draw(t, "steps") {
 			var s aimd.Signal
 			now, s = step(t, now)
@@ -332,8 +336,18 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 			if spent && c.PausedUntil().Before(now.Add(h.Reset)) {
 				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.PausedUntil())
 			}
-			if s.Class < forage.Permanent && limit > 0 && h.Window > 0 {
-				capRate = max(limit/h.Window.Seconds(), c.Config().Min)
+			// A declaration holds until the next replaces it, or until
+			// three successes in a row declare nothing.
+			if _, known := h.Left(); !known {
+				limit = 0
+			}
+			switch {
+			case s.Class < forage.Permanent && limit > 0 && h.Window > 0:
+				capRate, undeclared = max(limit/h.Window.Seconds(), c.Config().Min), 0
+			case capRate > 0 && s.Class == forage.Success && limit <= 0:
+				if undeclared++; undeclared == 3 {
+					capRate, undeclared = 0, 0
+				}
 			}
 			if r := c.RateAt(now); capRate > 0 && r > capRate*(1+1e-12) {
 				t.Fatalf("step %d: rate %g above the declared %g", i, r, capRate)

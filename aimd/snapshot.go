@@ -134,8 +134,15 @@ type State struct {
 func (c *Controller) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil, Throttled: c.throttled,
+	st := State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil, Throttled: c.throttled,
 		Refusals: c.violations.recent(time.Now())}
+	if c.declCeil {
+		// The provider's word, which its next answer gives again: not
+		// learned, and not a ceiling for a later process to hold to (one
+		// answer's lie would outlive it).
+		st.Ceiling, st.Confirmed = 0, false
+	}
+	return st
 }
 
 // Restore resumes from a state an earlier controller of the same provider

@@ -77,7 +77,8 @@ func TestCollectsEveryClosedCandleOnce(t *testing.T) {
 }
 
 // TestProviderErrorsAreClassified: an unknown symbol is a permanent error
-// carrying the provider's message; garbage is permanent, never a panic.
+// carrying the provider's message; garbage is classified (a body that is not
+// JSON: transient), never a panic.
 func TestProviderErrorsAreClassified(t *testing.T) {
 	t.Parallel()
 	srv, _ := providertest.New(providertest.Config{})
@@ -101,8 +102,8 @@ func TestProviderErrorsAreClassified(t *testing.T) {
 	_, out = garbage.Fetch(context.Background(), sl)
 	p, _ := budget.NewLocal("x", budget.Config{})
 	err = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return out })
-	if r, _ := budget.ReasonOf(err); r != forage.ReasonPermanent || !errors.Is(err, out.Err) {
-		t.Fatalf("garbage: %v, want permanent", err)
+	if out.Class() != forage.Transient || err == nil || !errors.Is(err, out.Err) {
+		t.Fatalf("garbage: %v (class %v), want transient: not JSON, likely not the provider's own answer", err, out.Class())
 	}
 }
 

@@ -2,6 +2,7 @@ package klines
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -328,8 +329,17 @@ func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limi
 		return nil, out
 	}
 	rows, err := s.decode(body, w, limit)
-	if err != nil {
-		out.Err = forage.Mark(err, forage.Permanent) // garbage or a broken contract: classified, never a panic
+	switch {
+	case err != nil && !json.Valid(body):
+		// Not JSON at all: a gateway's or a CDN's page, or a body cut
+		// short yet framed as whole. The next answer is likely the
+		// provider's own: worth a retry, within the run's retry budget
+		// and the breaker (one such page ended every stream of a
+		// follower for good).
+		out.Err = forage.Mark(fmt.Errorf("klines: the answer is not JSON: %w", err), forage.Transient)
+		return nil, out
+	case err != nil:
+		out.Err = forage.Mark(err, forage.Permanent) // a broken contract: classified, never a panic
 		return nil, out
 	}
 	return rows, out

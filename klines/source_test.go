@@ -187,9 +187,11 @@ func rowOf(ms int64, v ...string) string {
 // TestBrokenAnswersAreProviderErrors: rows newest first, repeated, off the
 // interval's boundaries, outside the asked span, more than asked, values
 // that are not decimal numbers (a newline that would forge a CSV line,
-// NaN, Inf, empty, an exponent, a sign), a null answer, an empty body or
-// one past the 8 MiB cap are permanent provider errors that say what broke,
-// never skipped and never stored.
+// NaN, Inf, empty, an exponent, a sign), a null answer or one past the 8
+// MiB cap are permanent provider errors that say what broke, never skipped
+// and never stored; an answer that is not JSON at all (empty, a gateway's
+// HTML page, cut short) is a transient one, retried within the run's
+// budget (one such page ended every stream of a follower for good).
 func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)
@@ -215,7 +217,9 @@ func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 		{"negative", value(4, "-1"), `"-1", not a decimal number`},
 		{"null value", "[" + strings.Replace(row(base), `"10"`, "null", 1) + "]", `the volume at 2030-01-01 00:00:00 +0000 UTC is ""`},
 		{"null", "null", "answered null"},
-		{"empty body", "", "decode"},
+		{"empty body", "", "not JSON"},
+		{"a gateway's page", "<html><body>502 Bad Gateway</body></html>", "not JSON"},
+		{"cut short", "[" + row(base) + ",[", "not JSON"},
 		{"not klines", `{"foo":1}`, "decode"},
 		{"past the cap", "[" + strings.Repeat(" ", klines.MaxAnswer) + "]", "answer larger than 8 MiB"},
 	} {
@@ -241,6 +245,14 @@ func TestBrokenAnswersAreProviderErrors(t *testing.T) {
 			})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("%s: Do = %v, want an error on one line saying %q", tc.name, err, tc.want)
+			}
+			if strings.Contains(tc.want, "not JSON") {
+				// Not the provider's own answer, likely (a gateway's page):
+				// transient, retried within the run's budget.
+				if reason, _ := budget.ReasonOf(err); reason == forage.ReasonPermanent || attempts < 2 {
+					t.Fatalf("%s: reason %s after %d attempts, want transient, retried", tc.name, reason, attempts)
+				}
+				return
 			}
 			if reason, _ := budget.ReasonOf(err); reason != forage.ReasonPermanent || attempts != 1 {
 				t.Fatalf("%s: reason %s after %d attempts, want permanent after 1", tc.name, reason, attempts)

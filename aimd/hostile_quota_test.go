@@ -1,0 +1,106 @@
+package aimd_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
+)
+
+// all is every field a Quota can name.
+const all = forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow
+
+// TestQuotaHeadersNeverUndoACut: a provider that says 99,999 of 100,000
+// are left on every answer while it refuses over 10 a second. Its word
+// spends the window at once (the rate jumps to what is left over the
+// reset), but once it has refused a request, what it says is left only
+// bounds the climb, and discovery starts over: 3 refusals in 30 s (2
+// without the headers), and the rate settles under the limit. Each answer
+// undid the cut: 30 of 61 requests were refused, the rate at 10,000/s.
+func TestQuotaHeadersNeverUndoACut(t *testing.T) {
+	t.Parallel()
+	c, err := aimd.New(aimd.Config{Initial: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lie := forage.Quota{Limit: 100000, Remaining: 99999, Reset: 10 * time.Second, Known: all &^ forage.QuotaWindow}
+	now, end := t0, t0.Add(30*time.Second)
+	refused, sent := 0, 0
+	var free time.Time // the provider: 10 a second, no burst
+	for now.Before(end) {
+		if pu := c.PausedUntil(); pu.After(now) {
+			now = pu
+		}
+		now = now.Add(max(time.Duration(float64(time.Second)/c.RateAt(now)), time.Millisecond))
+		sent++
+		if now.Before(free) {
+			refused++
+			c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Latency: time.Millisecond, RetryAfter: time.Second})
+			continue
+		}
+		free = now.Add(100 * time.Millisecond)
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: time.Millisecond, Quota: lie})
+	}
+	if r := c.RateAt(now); refused > 4 || r > 10 {
+		t.Fatalf("30 s against 10/s whose every answer says 99999 left: %d of %d refused, rate %v at the end; want a few, under 10", refused, sent, r)
+	}
+}
+
+// TestADeclarationLapses: one answer declaring a quota of 1 a year (one
+// endpoint's, or a lie) pins the rate to the floor; three answers in a row
+// that declare nothing end it, and the rate climbs again. A later
+// declaration raises the ceiling a lower one set. Neither is exported as a
+// learned ceiling. One such answer held a provider at one request every 20
+// seconds for good, and in its record across restarts.
+func TestADeclarationLapses(t *testing.T) {
+	t.Parallel()
+	c, err := aimd.New(aimd.Config{Initial: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	year := 365 * 24 * time.Hour
+	now := t0
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond,
+		Quota: forage.Quota{Limit: 1, Remaining: 1, Reset: year, Window: year, Known: all}})
+	if r, st := c.RateAt(now), c.State(); r != c.Config().Min || st.Ceiling != 0 || st.Confirmed {
+		t.Fatalf("declared 1 a year: rate %v, exported ceiling %v (confirmed %v); want the floor, none exported", r, st.Ceiling, st.Confirmed)
+	}
+	for range 3 {
+		now = now.Add(20 * time.Second)
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond})
+	}
+	for range 200 {
+		now = now.Add(time.Second / 20)
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond})
+	}
+	if r := c.RateAt(now); r < 5 {
+		t.Fatalf("ten seconds of answers declaring nothing after the declaration: rate %v, want it climbing again", r)
+	}
+	minute := forage.Quota{Limit: 60, Remaining: 59, Reset: time.Minute, Window: time.Minute, Known: all}
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
+	minute.Limit, minute.Remaining = 600, 599
+	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
+	if s := c.Snapshot(); s.Ceiling != 10 {
+		t.Fatalf("60 a minute, then 600 a minute declared: ceiling %v, want 10 (the later word)", s.Ceiling)
+	}
+}
+
+// TestARetryAfterOnASuccessPausesNothing: a 202 with Retry-After (a job
+// to poll later) does not pause the provider; a 429 with one does. It
+// paused every request to the host for as long as the job took.
+func TestARetryAfterOnASuccessPausesNothing(t *testing.T) {
+	t.Parallel()
+	c, err := aimd.New(aimd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ObserveAt(t0, aimd.Signal{Class: forage.Success, RetryAfter: 2 * time.Minute})
+	if pu := c.PausedUntil(); !pu.IsZero() {
+		t.Fatalf("a success with Retry-After 2m: paused until +%v, want no pause", pu.Sub(t0))
+	}
+	c.ObserveAt(t0, aimd.Signal{Class: forage.Throttled, RetryAfter: 2 * time.Minute})
+	if pu := c.PausedUntil(); !pu.Equal(t0.Add(2 * time.Minute)) {
+		t.Fatalf("a 429 with Retry-After 2m: paused until +%v, want +2m", pu.Sub(t0))
+	}
+}

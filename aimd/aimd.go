@@ -182,6 +182,8 @@ type Controller struct {
 	declared    float64       // Limit/Window from a Quota; 0 = none
 	declCeil    bool          // the ceiling is the declared quota's, not one learned from refusals
 	undeclared  int           // successes with no Quota since the last declaration (see declare)
+	loneAt      time.Time     // when the last 503 slow start let pass was sent (see refused); zero = none
+	loneOK      int           // successes since it
 	hinted      bool          // the rate is what a Quota said was left over its reset (see success)
 	hintPlenty  bool          // the last such Quota said a tenth of its limit or more was left
 	quotaLied   bool          // refused while a Quota said plenty was left: it only bounds the climb

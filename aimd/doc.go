@@ -161,7 +161,10 @@
 //     pause is refused too, before it takes up the shared rate again.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
-//     while cuts stop them; a 503 for a request sent after the cut for the
+//     while cuts stop them; in slow start, only once a second one comes
+//     within 10 successes of the one before (a shedder at the top of the
+//     climb refuses the next requests too; the first of 5% random 503s,
+//     read as the climb's end, held a 17/s provider at a third of it); a 503 for a request sent after the cut for the
 //     previous one, before 30 successes came back, shows they do not depend
 //     on the rate: the cut is undone (at the next success) and from then on
 //     a 503 counts as pressure only while the recent 503 share rises well

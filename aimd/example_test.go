@@ -120,11 +120,11 @@ func ExampleController_Snapshot() {
 	fmt.Println(c.Snapshot().Phase)
 
 	sent := now.Add(time.Second)
-	c.ObserveAt(sent.Add(50*time.Millisecond), aimd.Signal{Class: forage.Overloaded, Sent: sent})
+	c.ObserveAt(sent.Add(50*time.Millisecond), aimd.Signal{Class: forage.Throttled, Sent: sent})
 	s := c.Snapshot()
 	fmt.Printf("%s rate=%.0f ceiling=%.0f decreases=%d\n", s.Phase, s.Rate, s.Ceiling, s.Decreases)
 
-	c.ObserveAt(sent.Add(60*time.Millisecond), aimd.Signal{Class: forage.Overloaded, Sent: sent.Add(time.Millisecond)})
+	c.ObserveAt(sent.Add(60*time.Millisecond), aimd.Signal{Class: forage.Throttled, Sent: sent.Add(time.Millisecond)})
 	s = c.Snapshot()
 	fmt.Printf("%s rate=%.0f ceiling=%.0f decreases=%d\n", s.Phase, s.Rate, s.Ceiling, s.Decreases)
 	// Output:

@@ -280,6 +280,9 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		return
 	}
 	c.hinted = false // the quota no longer sets the rate
+	if !c.loneAt.IsZero() {
+		c.loneOK++
+	}
 	if h.exhausted() && h.limit > 1 {
 		return // at the limit of a bucket: hold (a bucket of one is always at it)
 	}
@@ -299,6 +302,17 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	before := c.state()
 	cut := false
 	switch {
+	case kind == forage.Overloaded && c.ceiling == 0 && c.cuts == 0 && !c.throttled && (c.loneAt.IsZero() || c.loneOK >= loneGap):
+		// A 503 in slow start, from a provider that has not refused with
+		// 429, after loneGap successes or more: a shedder at the top of
+		// the climb refuses the next requests too, a gateway's noise
+		// comes alone. The next 503 within loneGap successes ends the
+		// climb. (The first of 5% random 503s, read as its end, held a
+		// 17/s provider at 5/s for 25 s of a 30 s run.)
+		c.loneAt, c.loneOK = sent, 0
+		if sent.IsZero() {
+			c.loneAt = now
+		}
 	case c.hinted && c.hintPlenty && !c.quotaLied:
 		// Refused for rate while the quota said a tenth of it or more was
 		// left: a tighter limit it does not name (10 a second under 1200
@@ -400,6 +414,10 @@ func (c *Controller) declare(kind forage.Class, h hint) {
 	c.rate = c.clamp(c.rate)
 	c.fitClimb()
 }
+
+// loneGap is how many successes must separate two 503s in slow start for
+// the later to be let pass too (see refused).
+const loneGap = 10
 
 // plentyLeft is the share of its limit a Quota must say is left for a
 // refusal then to show it is not the whole story (see refused).

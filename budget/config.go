@@ -177,7 +177,9 @@ type Limit struct {
 	// Weighted makes the limit count a request's weight instead of 1.
 	Weighted bool
 	// Burst is how many units may go back to back after an idle spell.
-	// Defaults to Count/10 (at least 1). A call may carry a [Weight] up to
+	// Defaults to Count/10 (at least 1). The pacing after it keeps every
+	// window within Count, so a host that runs in short spells (once a day
+	// against 2 a day) gets Burst units a spell, not Count. A call may carry a [Weight] up to
 	// Burst, or up to Count/2 when that is more (it then waits for the
 	// whole burst and books its excess twice, a debt the next calls wait
 	// out); a heavier call stops with [ErrWeight]. After it the limit
@@ -349,8 +351,14 @@ func (l Limit) heaviest() int {
 	return max(burst, l.Count/2)
 }
 
-// slowMargin is the least margin a slow limit's interval keeps (see shape).
-const slowMargin = 250 * time.Millisecond
+// slowMargin and slowMarginMost bound the margin a slow limit's interval
+// keeps (see shape): a host that runs once a day against 2 a day, at the
+// same time each day, waits up to 2 s for its slot (MaxWait covers it),
+// not 14 minutes (1% of 12 hours).
+const (
+	slowMargin     = 250 * time.Millisecond
+	slowMarginMost = 2 * time.Second
+)
 
 // shape returns l's burst B and the rate, in units/s, it paces at after
 // it. A GCRA of burst B and interval I admits at most B + ⌊W/I⌋ units in
@@ -358,8 +366,8 @@ const slowMargin = 250 * time.Millisecond
 // window of Per within Count. A fast limit paces at (Count−B)/Per, a whole
 // unit under that, a margin against arrivals the network bunched; a slow
 // one, whose unit is a long time, keeps a margin of 1% of its interval,
-// at least slowMargin, instead (3 per hour with a burst of 1 paced at 2
-// per hour: a third of the quota unused).
+// within [slowMargin, slowMarginMost], instead (3 per hour with a burst of
+// 1 paced at 2 per hour: a third of the quota unused).
 func (l Limit) shape() (burst int, rate float64) {
 	burst = l.Burst
 	if burst == 0 {
@@ -370,7 +378,7 @@ func (l Limit) shape() (burst int, rate float64) {
 	}
 	per := l.Per.Seconds()
 	exact := per / float64(l.Count-burst+1) // the bound itself
-	iv := exact + max(exact/100, slowMargin.Seconds())
+	iv := exact + min(max(exact/100, slowMargin.Seconds()), slowMarginMost.Seconds())
 	if whole := per / float64(l.Count-burst); l.Count > burst && whole < iv {
 		iv = whole
 	}

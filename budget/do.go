@@ -710,8 +710,9 @@ func (p *Local) fitBurst() {
 	if p.ctl.Snapshot().Allowance >= catchUpAllowance {
 		want = 2
 	}
+	want = max(want, p.limitBurst) // the burst the tightest known limit declares
 	if lp.l.Burst() != want {
-		_ = lp.l.SetBurst(want) // 1 and 2 are always valid
+		_ = lp.l.SetBurst(want) // valid: the limit's own was
 	}
 }
 

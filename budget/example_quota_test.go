@@ -12,7 +12,7 @@ import (
 
 // ExampleLimit: a provider that publishes its quota, 3 requests an hour.
 // Once it is spent, a call does not block until the reset (20 minutes and
-// a margin of 1%, with the default Burst of 1): it stops at once, before any request, as
+// a margin of 2 s, with the default Burst of 1): it stops at once, before any request, as
 // source pressure with the time the limit admits a request again, for a
 // scheduler to wait out. A wait of up to Config.MaxWait is slept through.
 func ExampleLimit() {

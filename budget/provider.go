@@ -57,19 +57,20 @@ func NoRetry() CallOption { return CallOption{noRetry: true} }
 // record (at most one at a time, at most every few seconds), so the call
 // never waits for the store.
 type Local struct {
-	key      string
-	cfg      Config
-	ctl      *aimd.Controller
-	pacer    Pacer
-	limits   atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
-	limMu    sync.Mutex                      // held while booking the known limits (see bookLimits)
-	limGen   uint64                          // bookings of the known limits so far; guarded by limMu
-	spent    []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
-	brk      *breaker.Breaker
-	slots    chan struct{}
-	ceiling  float64       // the tightest known limit, requests/s; 0 if none
-	retries  *retry.Budget // for calls made without a Run
-	restored bool          // started from a learned rate in its record (see load); set before any call
+	key        string
+	cfg        Config
+	ctl        *aimd.Controller
+	pacer      Pacer
+	limits     atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
+	limMu      sync.Mutex                      // held while booking the known limits (see bookLimits)
+	limGen     uint64                          // bookings of the known limits so far; guarded by limMu
+	spent      []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
+	brk        *breaker.Breaker
+	slots      chan struct{}
+	ceiling    float64       // the tightest known limit, requests/s; 0 if none
+	limitBurst int           // that limit's burst (see fitBurst); 0 if none
+	retries    *retry.Budget // for calls made without a Run
+	restored   bool          // started from a learned rate in its record (see load); set before any call
 
 	mu        sync.Mutex    // held by the one goroutine moving the pacer (see follow)
 	dirty     atomic.Bool   // the controller changed since the pacer last followed
@@ -129,6 +130,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 			r := float64(l.Count) / l.Per.Seconds()
 			if p.ceiling == 0 || r < p.ceiling {
 				p.ceiling = r
+				p.limitBurst, _ = l.shape()
 			}
 		}
 	}
@@ -171,13 +173,20 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	p.nextSave = time.Now().Add(recordEvery)
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
-		if p.pacer, err = newLocalPacer(p.rate, cfg.Burst); err != nil {
+		burst := cfg.Burst
+		if burst == 1 && cfg.Shares == nil {
+			// The tightest known limit runs the pacer at its rate: its
+			// burst is the provider's word too (2 a day with a burst of 2,
+			// paced one at a time, sent one a day to a host that ran daily).
+			burst = max(burst, p.limitBurst)
+		}
+		if p.pacer, err = newLocalPacer(p.rate, burst); err != nil {
 			return nil, invalid.Wrap(path+".Burst", err)
 		}
 	} else if err := p.pacer.SetRate(p.rate); err != nil {
 		return nil, fmt.Errorf("budget: %s.Pacer: SetRate(%v): %w", path, p.rate, err)
 	}
-	if lp, ok := p.pacer.(localPacer); ok && p.restored && p.rate > 0 {
+	if lp, ok := p.pacer.(localPacer); ok && p.restored && p.rate > 0 && (p.ceiling == 0 || p.rate < p.ceiling) {
 		// The process before, killed while it sent at this rate, may have
 		// left the provider's bucket spent: the first request waits one
 		// interval, with no burst (restarted at once, each start's first
@@ -185,8 +194,10 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		// a collector restarted again and again was banned for them), or
 		// restoredWait when that is shorter: a slow rate's interval (20
 		// minutes at 3 per hour) counted from every start held a host that
-		// runs every 5 minutes off the provider for good. Known limits
-		// restart from their record instead (see keepSpent).
+		// runs every 5 minutes off the provider for good. At a known
+		// limit's rate, none: the limits restart from their record (see
+		// keepSpent), and a wait would cost a host that runs once a day
+		// the limit's burst.
 		lp.PauseUntil(time.Now().Add(min(restoredWait, time.Duration(float64(time.Second)/p.rate))))
 	}
 	p.joinShares(time.Now())

@@ -49,7 +49,7 @@ func (p *pages) requests() ([]string, []time.Time) {
 
 // TestSpentKnownQuotaWaitsForReset: a backfill against a provider whose
 // known quota (3 per hour, so one request every slot: 20 minutes and a
-// margin of 1%) is spent after
+// margin of 2 s) is spent after
 // its first page goes to waiting_rate_limit with its next run at the
 // limit's next slot; it is not run again before then (one run, one request
 // in the first slot, not a run a second); and each later run resumes
@@ -87,7 +87,7 @@ func spentQuotaWaits(t *testing.T, runFor time.Duration) {
 	time.Sleep(10 * time.Minute)
 	synctest.Wait()
 	j, _ := store.Get(t.Context(), job.ID)
-	const slot = 20*time.Minute + 12*time.Second
+	const slot = 20*time.Minute + 2*time.Second
 	if from, _ := src.requests(); j.State != schedule.StateWaitingRateLimit || j.NextRun.Sub(begin) != slot ||
 		j.Stats.Runs != 1 || len(from) != 1 {
 		t.Fatalf("at +10m: state %s, next run +%v, %d runs, %d requests; want waiting_rate_limit, +%v, 1 run, 1 request",

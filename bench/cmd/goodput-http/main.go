@@ -80,6 +80,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -222,7 +223,7 @@ func planned(rw row, cl string, run time.Duration, full bool) bool {
 }
 
 // plan lists the cells o selects, longest runs first (so the parallel
-// cells finish together), then in table order.
+// cells finish together), then in table order; the solo rows' cells last.
 func plan(o options, rs []row, cls []client) []cellPlan {
 	var out []cellPlan
 	for _, d := range o.durs {
@@ -238,6 +239,9 @@ func plan(o options, rs []row, cls []client) []cellPlan {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b cellPlan) int { return int(b.run - a.run) })
+	slices.SortStableFunc(out, func(a, b cellPlan) int { // the solo rows last
+		return cmp.Compare(b2i(rs[a.row].solo), b2i(rs[b.row].solo))
+	})
 	return out
 }
 
@@ -300,6 +304,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // usesOhlcv reports whether any cell runs the ohlcv binary.
 func usesOhlcv(cells []cellPlan, cls []client) bool {
 	for _, c := range cells {
@@ -344,8 +356,8 @@ func buildOhlcv(ctx context.Context, dir string) (string, error) {
 	}
 }
 
-// runAll runs the cells, o.parallel at once, printing progress to stderr,
-// and returns the results in plan order.
+// runAll runs the cells, o.parallel at once (a solo row's alone), printing
+// progress to stderr, and returns the results in plan order.
 func runAll(ctx context.Context, o options, rs []row, cls []client, cells []cellPlan, stderr io.Writer) []result {
 	results := make([]result, len(cells))
 	sem := make(chan struct{}, o.parallel)
@@ -353,15 +365,25 @@ func runAll(ctx context.Context, o options, rs []row, cls []client, cells []cell
 	var wg sync.WaitGroup
 	start, done := time.Now(), 0
 	for i, c := range cells {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+		slots := 1
+		if rs[c.row].solo {
+			slots = o.parallel // alone: every slot, once the cells before it are done
+		}
+		for range slots {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
 		}
 		if ctx.Err() != nil {
 			break
 		}
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() {
+				for range slots {
+					<-sem
+				}
+			}()
 			rw, cl := rs[c.row], cls[c.client]
 			results[i] = runCell(ctx, rw, cl, c.run, o)
 			mu.Lock()

@@ -65,6 +65,7 @@ type Local struct {
 	limMu      sync.Mutex                      // held while booking the known limits (see bookLimits)
 	limGen     uint64                          // bookings of the known limits so far; guarded by limMu
 	spent      []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
+	spentQuiet atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
 	brk        *breaker.Breaker
 	slots      chan struct{}
 	ceiling    float64       // the tightest known limit, requests/s; 0 if none

@@ -142,7 +142,8 @@ func (p *Local) restoreSpent(now time.Time, spent map[string]time.Time) {
 // the store is written about once every spentAhead while a fast limit is
 // in use, and at each booking of a slow one.
 // A failing store is logged, and the call goes on: the limits hold in this
-// process either way. p.limMu is held. A shared provider's limits are
+// process either way; a store that failed or took over spentSaveTimeout is
+// not waited for again for spentQuietFor. p.limMu is held. A shared provider's limits are
 // split by the shares instead.
 func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
 	if p.cfg.Records == nil || p.cfg.Shares != nil {
@@ -154,7 +155,7 @@ func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
 			behind = true
 		}
 	}
-	if !behind {
+	if !behind || now.UnixNano() < p.spentQuiet.Load() {
 		return
 	}
 	for i, lim := range lims {
@@ -166,8 +167,21 @@ func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
 			p.spent[i].Store(at)
 		}
 	}
-	p.saveRecord(now, nil)
+	if _, ok := p.saveRecord(now, nil, spentSaveTimeout); !ok {
+		// The store failed or hung: calls do not wait for it again for a
+		// while (each would hold every booking for as long); the
+		// background saves carry the accounted times when it is back.
+		p.spentQuiet.Store(now.Add(spentQuietFor).UnixNano())
+	}
 }
+
+// spentSaveTimeout bounds keepSpent's save, which every booking of the
+// provider waits for; spentQuietFor is how long keepSpent saves nothing
+// after one failed.
+const (
+	spentSaveTimeout = time.Second
+	spentQuietFor    = 30 * time.Second
+)
 
 // absurdPause is how far past MaxPause from now a saved pause is taken for
 // garbage rather than clamped (see load).
@@ -217,7 +231,7 @@ func (p *Local) record(now time.Time) forage.ProviderRecord {
 // response or the next call the pause refuses: the pause holds in memory
 // either way.
 func (p *Local) savePause(now time.Time) {
-	if r, ok := p.saveRecord(now, nil); ok {
+	if r, ok := p.saveRecord(now, nil, recordSaveTimeout); ok {
 		p.savedTil, p.savedWhy = r.PausedUntil, r.PauseReason
 	}
 }
@@ -231,14 +245,14 @@ func (p *Local) saveSoon() {
 	}
 	go func() {
 		defer p.rec.active.Store(false)
-		p.saveRecord(time.Now(), sameLearned)
+		p.saveRecord(time.Now(), sameLearned, recordSaveTimeout)
 	}()
 }
 
 // saveRecord writes the record as of now to cfg.Records, and returns it and
 // whether it was saved. When skip says the record needs no save, given the
 // last one saved, it writes nothing. A failure is logged and counted.
-func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderRecord) bool) (forage.ProviderRecord, bool) {
+func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderRecord) bool, within time.Duration) (forage.ProviderRecord, bool) {
 	if p.cfg.Records == nil {
 		return forage.ProviderRecord{}, false
 	}
@@ -248,7 +262,7 @@ func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderReco
 	if skip != nil && skip(r, p.rec.saved) {
 		return r, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), recordSaveTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	if err := p.cfg.Records.SaveRecord(ctx, r); err != nil {
 		p.n.saveErrs.Add(1)
@@ -283,4 +297,4 @@ func (p *Local) lastRecord() forage.ProviderRecord { return p.record(time.Now())
 
 // flush saves the record if anything in it changed since the last save: for
 // a provider the registry evicts, whose successor loads it.
-func (p *Local) flush() { p.saveRecord(time.Now(), sameAll) }
+func (p *Local) flush() { p.saveRecord(time.Now(), sameAll, recordSaveTimeout) }

@@ -297,3 +297,31 @@ func TestTheTransportSendsWeights(t *testing.T) {
 		t.Fatalf("three requests of weight 10 against a burst of 20: %v, served %d; want two served and a quota stop", errs, served.Load())
 	}
 }
+
+// TestAHangingRecordStoreHoldsNoCall: with a record store that hangs,
+// calls against a known limit wait for it once, a second at most, then go
+// at the limit's pace without it (the accounted times go with the next
+// background save that gets through). Each booking the record did not cover
+// waited for the store, up to 10 s.
+func TestAHangingRecordStoreHoldsNoCall(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakeRecords{block: make(chan struct{})}
+		defer close(store.block)
+		cfg := fast()
+		cfg.Limits = []budget.Limit{{Count: 10, Per: time.Second}}
+		cfg.Records = store
+		p := newLocal(t, cfg)
+		start := time.Now()
+		for i := range 50 {
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		// 50 calls at 9/s after a burst of 1: about 5.4 s; the store's one
+		// second on top.
+		if took := time.Since(start); took > 7*time.Second {
+			t.Fatalf("50 calls at 10/s with a hanging record store took %v, want about 6.5 s", took)
+		}
+	})
+}

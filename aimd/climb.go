@@ -345,6 +345,9 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if w <= 0 {
 		w = r0
 	}
+	if c.declCeil && c.bound(w) != c.ceiling {
+		c.declCeil = false
+	}
 	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
 	c.refusals.add(now)
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling

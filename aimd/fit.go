@@ -333,6 +333,9 @@ func (c *Controller) applyFit(now time.Time) {
 	if rate == c.rate && w >= c.ceiling && confirmed == c.confirmed {
 		return // the band says nothing the cut did not
 	}
+	if w < c.ceiling {
+		c.declCeil = false
+	}
 	c.ceiling, c.confirmed = min(c.ceiling, w), confirmed
 	c.rate, c.postCut = rate, min(c.postCut, rate)
 	c.fitClimb()

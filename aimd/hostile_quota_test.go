@@ -1,6 +1,7 @@
 package aimd_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -102,5 +103,67 @@ func TestARetryAfterOnASuccessPausesNothing(t *testing.T) {
 	c.ObserveAt(t0, aimd.Signal{Class: forage.Throttled, RetryAfter: 2 * time.Minute})
 	if pu := c.PausedUntil(); !pu.Equal(t0.Add(2 * time.Minute)) {
 		t.Fatalf("a 429 with Retry-After 2m: paused until +%v, want +2m", pu.Sub(t0))
+	}
+}
+
+// TestACeilingLearnedUnderADeclaredQuotaStays: a provider that declares
+// 1200 a minute, honestly, and limits to 10 a second besides (a burst of
+// 10), without saying so. The ceiling its refusals teach stays under the
+// declared quota's: the next declaring answer does not put it back, and
+// State exports it. It did put it back: 156 refusals in 5 minutes, one
+// every 2 s, and the exported ceiling was none.
+func TestACeilingLearnedUnderADeclaredQuotaStays(t *testing.T) {
+	t.Parallel()
+	c, err := aimd.New(aimd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lat = 50 * time.Millisecond
+	type answer struct {
+		at  time.Time
+		sig aimd.Signal
+	}
+	now := t0
+	var pending []answer
+	next, winStart, used, refused := now, now, 0.0, 0
+	var tat time.Time // the hidden 10/s limit, a burst of 10
+	for now.Sub(t0) < 5*time.Minute {
+		if len(pending) > 0 && !pending[0].at.After(next) {
+			now = pending[0].at
+			c.ObserveAt(now, pending[0].sig)
+			pending = pending[1:]
+			continue
+		}
+		now = next
+		if pu := c.PausedUntil(); pu.After(now) {
+			next = pu
+			continue
+		}
+		for !now.Before(winStart.Add(time.Minute)) {
+			winStart, used = winStart.Add(time.Minute), 0
+		}
+		reset := time.Duration(math.Ceil(winStart.Add(time.Minute).Sub(now).Seconds())) * time.Second
+		sig := aimd.Signal{Sent: now, Latency: lat}
+		switch {
+		case used >= 1200:
+			sig.Class, sig.RetryAfter = forage.Throttled, reset
+			refused++
+		case tat.Sub(now) > 900*time.Millisecond:
+			sig.Class = forage.Throttled
+			refused++
+		default:
+			if tat.Before(now) {
+				tat = now
+			}
+			tat = tat.Add(100 * time.Millisecond)
+			used++
+			sig.Class = forage.Success
+		}
+		sig.Quota = forage.Quota{Limit: 1200, Remaining: 1200 - used, Reset: reset, Window: time.Minute, Known: all}
+		pending = append(pending, answer{now.Add(lat), sig})
+		next = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+	}
+	if st := c.State(); refused > 20 || st.Ceiling == 0 || st.Ceiling > 11 {
+		t.Fatalf("5 minutes against 1200/min declared and 10/s hidden: %d refused, exported ceiling %v; want a few, about 10", refused, st.Ceiling)
 	}
 }

@@ -440,7 +440,7 @@ func (c *Controller) applyQuota(est float64) {
 	est = c.clamp(est)
 	c.rate = min(c.rate, est)
 	if c.ceiling == 0 || est < c.ceiling {
-		c.ceiling, c.confirmed = est, c.near(est)
+		c.ceiling, c.confirmed, c.declCeil = est, c.near(est), false
 		c.quotaCeil = est
 	}
 	c.fitClimb()

@@ -180,9 +180,9 @@ type Limit struct {
 	// Defaults to Count/10 (at least 1). The pacing after it keeps every
 	// window within Count, so a host that runs in short spells (once a day
 	// against 2 a day) gets Burst units a spell, not Count. A call may carry a [Weight] up to
-	// Burst, or up to Count/2 when that is more (it then waits for the
-	// whole burst and books its excess twice, a debt the next calls wait
-	// out); a heavier call stops with [ErrWeight]. After it the limit
+	// Burst, or up to Count/2 when that is more (it then waits until the
+	// limit has been idle for its excess over Burst); a heavier call stops
+	// with [ErrWeight]. After it the limit
 	// paces at (Count−Burst)/Per, or, when that leaves a unit unused for
 	// long (a slow limit: 3 per hour), just under (Count−Burst+1)/Per, so
 	// that no window of length Per ever carries more than Count units,

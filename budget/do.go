@@ -389,6 +389,7 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 			if err := p.waitPacer(ctx, weight, start); err != nil {
 				return err
 			}
+			p.keepPace(time.Now())
 			if p.cfg.Shares == nil || p.inTurn(time.Now()) {
 				break
 			}

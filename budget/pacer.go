@@ -126,12 +126,13 @@ func (p localPacer) PauseUntil(t time.Time) { p.l.PauseUntil(t) }
 // cost-0 request, whose ResetAfter is the backlog TAT − now). A request
 // conforms once the backlog is at most (Burst − n) intervals; one of a cost
 // over the burst (see reserve) once the limiter has been idle n − Burst
-// intervals, which, as the probe cannot tell how long it has been, counts
-// from now when it is idle already.
+// intervals: its backlog as of that long before now. (Counted from now, a
+// call whose excess takes longer than MaxWait was refused at every try,
+// each Until as far off as the last.)
 func waitAt(l *gcra.Limiter, now time.Time, n int) time.Duration {
-	backlog := l.AllowNAt(now, 0).ResetAfter
 	if b := l.Burst(); n > b {
-		return backlog + time.Duration(n-b)*l.Interval()
+		return l.AllowNAt(now.Add(-time.Duration(n-b)*l.Interval()), 0).ResetAfter
 	}
+	backlog := l.AllowNAt(now, 0).ResetAfter
 	return max(0, backlog-time.Duration(l.Burst()-n)*l.Interval())
 }

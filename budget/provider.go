@@ -66,6 +66,8 @@ type Local struct {
 	limGen     uint64                          // bookings of the known limits so far; guarded by limMu
 	spent      []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
 	spentQuiet atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
+	paceSpent  atomic.Int64                    // the pacer's time (Unix ns) the record accounts for (see keepPace)
+	paceFrom   time.Time                       // the pacer's accounted time in the record loaded; set before any call
 	brk        *breaker.Breaker
 	slots      chan struct{}
 	ceiling    float64       // the tightest known limit, requests/s; 0 if none
@@ -195,11 +197,16 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 		// a collector restarted again and again was banned for them), or
 		// restoredWait when that is shorter: a slow rate's interval (20
 		// minutes at 3 per hour) counted from every start held a host that
-		// runs every 5 minutes off the provider for good. At a known
+		// runs every 5 minutes off the provider for good. A slow rate's
+		// slot is in the record instead (see keepPace). At a known
 		// limit's rate, none: the limits restart from their record (see
 		// keepSpent), and a wait would cost a host that runs once a day
 		// the limit's burst.
 		lp.PauseUntil(time.Now().Add(min(restoredWait, time.Duration(float64(time.Second)/p.rate))))
+	}
+	if lp, ok := p.pacer.(localPacer); ok && p.paceFrom.After(time.Now()) {
+		lp.PauseUntil(p.paceFrom.Add(-time.Duration(lp.l.Burst()-1) * lp.l.Interval())) // its theoretical arrival time: paceFrom
+		p.paceSpent.Store(p.paceFrom.UnixNano())
 	}
 	p.joinShares(time.Now())
 	p.follow(time.Now()) // hands a restored pause, and the share, to the pacer

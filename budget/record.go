@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -97,7 +98,56 @@ func (p *Local) load(ctx context.Context) error {
 		return fmt.Errorf("budget: restoring the record of %q: %w", p.key, err)
 	}
 	p.restoreSpent(now, r.Spent)
+	if at := r.Spent[paceKey]; at.After(now) && st.Rate > 0 {
+		// The pacer's slot, when the rate was slow (see keepPace): at most
+		// an interval of the learned rate ahead, and what the limits allow.
+		p.paceFrom = minTime(at, now.Add(time.Duration(float64(time.Second)/st.Rate)+spentAhead))
+	}
 	return nil
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// paceKey is the adaptive pacer's key in a record's Spent (see keepPace):
+// no known limit's (see [Limit.key]).
+const paceKey = "pace"
+
+// keepPace makes the record account for the adaptive pacer's slot, when
+// the rate is so slow that an interval is spentAhead or more (the
+// provider admits a request every few seconds or less), before the call
+// is sent, as keepSpent does for the known limits: a process killed at any
+// moment and restarted at once then waits for the slot the one before it
+// took (restarted every 3 s, collectors of a provider learned at one
+// request in 20 s sent 20 a minute). A faster rate's interval is covered by
+// the restored wait (see newLocal) and needs no store write.
+func (p *Local) keepPace(now time.Time) {
+	lp, ok := p.pacer.(localPacer)
+	if !ok || p.cfg.Records == nil || p.cfg.Shares != nil || lp.l.Interval() < spentAhead ||
+		p.ceiling > 0 && lp.l.Rate() >= p.ceiling*0.999 { // a known limit's rate: its limiters are accounted
+		return
+	}
+	tat := now.Add(lp.l.AllowNAt(now, 0).ResetAfter).UnixNano()
+	if tat <= p.paceSpent.Load() {
+		return
+	}
+	if now.UnixNano() < p.spentQuiet.Load() {
+		p.paceSpent.Store(tat) // the background saves carry it (see sameLearned)
+		return
+	}
+	if !p.rec.mu.TryLock() {
+		return // a background save is under way: no call waits for it (see keepSpent)
+	}
+	defer p.rec.mu.Unlock()
+	p.paceSpent.Store(tat)
+	if _, ok := p.saveLocked(now, nil, spentSaveTimeout); !ok {
+		p.spentQuiet.Store(now.Add(spentQuietFor).UnixNano())
+	}
 }
 
 // spentAhead is how far past what a process booked on a fast known limit
@@ -108,9 +158,9 @@ func (p *Local) load(ctx context.Context) error {
 const spentAhead = time.Second
 
 // restoreSpent starts each known limit from the time its record accounts
-// for (see [forage.ProviderRecord.Spent]), as if this process had booked
-// up to it: the process before may have spent the limit's window, up to
-// then. A time further ahead than a limit can be booked (its whole burst
+// for (see [forage.ProviderRecord.Spent]): no call before it, and no burst
+// at it, as if this process had booked up to it: the process before may
+// have spent the limit's window, up to then. A time further ahead than a limit can be booked (its whole burst
 // of intervals, MaxWait, and spentAhead) is another process's fault and is
 // shortened to that, and logged. A shared provider's limits are split by the shares
 // instead (a dead process's share stays held until its lease ends).
@@ -128,7 +178,11 @@ func (p *Local) restoreSpent(now time.Time, spent map[string]time.Time) {
 			p.warnRecord("a known limit accounted for further ahead than it can be booked; shortened", "limit", l.key(), "spent", at)
 			at = most
 		}
-		lim.PauseUntil(at.Add(-time.Duration(lim.Burst()-1) * lim.Interval())) // its theoretical arrival time: at
+		// Nothing before at, and no burst at it: the time was accounted
+		// at the burst of the process before, which may not be this one's
+		// (restored at the tolerance of a burst raised between runs, a
+		// limit of 3 an hour held 4).
+		lim.PauseUntil(at)
 		p.spent[i].Store(at.UnixNano())
 	}
 }
@@ -155,7 +209,14 @@ func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
 			behind = true
 		}
 	}
-	if !behind || now.UnixNano() < p.spentQuiet.Load() {
+	if !behind {
+		return
+	}
+	quiet := now.UnixNano() < p.spentQuiet.Load()
+	if !quiet && !p.rec.mu.TryLock() {
+		// A background save is under way, which may take as long as the
+		// store lets it (recordSaveTimeout): no booking waits for it. The
+		// next booking past what the record accounts for tries again.
 		return
 	}
 	for i, lim := range lims {
@@ -167,7 +228,11 @@ func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
 			p.spent[i].Store(at)
 		}
 	}
-	if _, ok := p.saveRecord(now, nil, spentSaveTimeout); !ok {
+	if quiet {
+		return // the background saves carry the accounted times (see sameLearned)
+	}
+	defer p.rec.mu.Unlock()
+	if _, ok := p.saveLocked(now, nil, spentSaveTimeout); !ok {
 		// The store failed or hung: calls do not wait for it again for a
 		// while (each would hold every booking for as long); the
 		// background saves carry the accounted times when it is back.
@@ -209,6 +274,9 @@ func (p *Local) record(now time.Time) forage.ProviderRecord {
 		Throttled: b.Throttled + int64(p.n.throttled.Load()),
 		Updated:   now,
 		Refusals:  st.Refusals,
+	}
+	if at := p.paceSpent.Load(); at > now.UnixNano() {
+		r.Spent = map[string]time.Time{paceKey: time.Unix(0, at)}
 	}
 	for i, l := range p.cfg.Limits {
 		if at := p.spent[i].Load(); at > now.UnixNano() {
@@ -258,6 +326,11 @@ func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderReco
 	}
 	p.rec.mu.Lock()
 	defer p.rec.mu.Unlock()
+	return p.saveLocked(now, skip, within)
+}
+
+// saveLocked is saveRecord with p.rec.mu held.
+func (p *Local) saveLocked(now time.Time, skip func(r, saved forage.ProviderRecord) bool, within time.Duration) (forage.ProviderRecord, bool) {
 	r := p.record(now)
 	if skip != nil && skip(r, p.rec.saved) {
 		return r, false
@@ -277,11 +350,12 @@ func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderReco
 }
 
 // sameLearned reports whether r holds what saved holds of the provider's
-// learned state: rate, ceiling and pause.
+// learned state: rate, ceiling, pause, refusals and the known limits'
+// accounted times.
 func sameLearned(r, saved forage.ProviderRecord) bool {
 	return r.Rate == saved.Rate && r.Ceiling == saved.Ceiling && r.Confirmed == saved.Confirmed &&
 		r.PausedUntil.Equal(saved.PausedUntil) && r.PauseReason == saved.PauseReason &&
-		slices.EqualFunc(r.Refusals, saved.Refusals, time.Time.Equal)
+		slices.EqualFunc(r.Refusals, saved.Refusals, time.Time.Equal) && maps.EqualFunc(r.Spent, saved.Spent, time.Time.Equal)
 }
 
 // sameAll reports whether r holds what saved holds but for when it was saved

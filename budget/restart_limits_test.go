@@ -299,10 +299,11 @@ func TestTheTransportSendsWeights(t *testing.T) {
 }
 
 // TestAHangingRecordStoreHoldsNoCall: with a record store that hangs,
-// calls against a known limit wait for it once, a second at most, then go
-// at the limit's pace without it (the accounted times go with the next
-// background save that gets through). Each booking the record did not cover
-// waited for the store, up to 10 s.
+// calls against a known limit wait for it a second at most, every 30 s at
+// most, and otherwise go at the limit's pace without it (the accounted
+// times go with the next background save that gets through), a background
+// save under way included. Each booking the record did not cover waited
+// for the store, up to 10 s, and then for the background save's lock.
 func TestAHangingRecordStoreHoldsNoCall(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -313,15 +314,107 @@ func TestAHangingRecordStoreHoldsNoCall(t *testing.T) {
 		cfg.Records = store
 		p := newLocal(t, cfg)
 		start := time.Now()
-		for i := range 50 {
+		longest := time.Duration(0)
+		for i := range 400 {
+			at := time.Now()
 			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
 				t.Fatalf("call %d: %v", i, err)
 			}
+			longest = max(longest, time.Since(at))
 		}
-		// 50 calls at 9/s after a burst of 1: about 5.4 s; the store's one
-		// second on top.
-		if took := time.Since(start); took > 7*time.Second {
-			t.Fatalf("50 calls at 10/s with a hanging record store took %v, want about 6.5 s", took)
+		// 400 calls at 9/s: about 44 s, past the background saves (every
+		// 5 s, each hanging 10 s) and the end of the quiet spell (30 s);
+		// the store's second at the start and at the quiet spell's end.
+		if took := time.Since(start); took > 47*time.Second || longest > 1200*time.Millisecond {
+			t.Fatalf("400 calls at 10/s with a hanging record store took %v, the longest %v; want about 45 s, none over 1.2 s", took, longest)
+		}
+	})
+}
+
+// TestAHeavyCallGoesOnceTheLimitIsIdle: a call of weight 50 against 100 an
+// hour (burst 10), after the provider was idle a day, goes at once; the
+// next one is refused with an Until it is sent at. Each try was refused
+// with an Until as far off as the last (its wait for the limit to be idle
+// was counted from now), and the call never went.
+func TestAHeavyCallGoesOnceTheLimitIsIdle(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fast()
+		cfg.MaxWait = time.Minute
+		cfg.Limits = []budget.Limit{{Count: 100, Per: time.Hour, Weighted: true}}
+		p := newLocal(t, cfg)
+		time.Sleep(24 * time.Hour)
+		sent := 0
+		call := func() error {
+			return p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+				sent++
+				return forage.Outcome{Status: 200}
+			}, budget.Weight(50))
+		}
+		if err := call(); err != nil || sent != 1 {
+			t.Fatalf("after a day idle: Do = %v, sent %d; want sent at once", err, sent)
+		}
+		e := quotaStop(t, call())
+		time.Sleep(time.Until(e.Until))
+		if err := call(); err != nil || sent != 2 {
+			t.Fatalf("at the Until of the stop: Do = %v, sent %d; want sent", err, sent)
+		}
+	})
+}
+
+// TestACrashLoopKeepsASlowLearnedPace: a provider learned at one request in
+// 20 s (no known limit), its collector killed and restarted every 3 s for a
+// minute, each start calling at once: the provider sees its learned pace
+// (4 requests in the minute at most), not a request per start. With the
+// restored wait capped at 2 s and nothing recording the pacer's slot, it
+// saw 20.
+func TestACrashLoopKeepsASlowLearnedPace(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		if err := store.SaveRecord(context.Background(), forage.ProviderRecord{Key: "api", Rate: 0.05, Ceiling: 0.06, Confirmed: true, Throttled: 9, Updated: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		var log sendLogW
+		start := time.Now()
+		for time.Since(start) < time.Minute {
+			view := &mortal{RecordStore: store}
+			p, err := budget.NewLocal("api", budget.Config{Records: view})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			_ = p.Do(ctx, nil, func(context.Context) forage.Outcome { log.add(1); return forage.Outcome{Status: 200} })
+			<-ctx.Done()
+			cancel()
+			view.dead.Store(true)
+		}
+		if log.sent > 4 {
+			t.Fatalf("learned at 3 a minute, restarted every 3 s for a minute: %d requests; want 4 at most", log.sent)
+		}
+	})
+}
+
+// TestABurstChangedBetweenRunsKeepsTheWindow: a run against 3 an hour with
+// a burst of 1, then one with a burst of 2, a second later: at most 3 in
+// any hour. Restored at the new burst's tolerance, the accounted time let 4
+// through.
+func TestABurstChangedBetweenRunsKeepsTheWindow(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		var log sendLogW
+		for _, burst := range []int{1, 2, 2} {
+			cfg := fast()
+			cfg.Limits = []budget.Limit{{Count: 3, Per: time.Hour, Burst: burst}}
+			cfg.Records = store
+			p := newLocal(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+			hammer(ctx, p, &log, 1, 1)
+			cancel()
+		}
+		if got := log.most(time.Hour); got > 3 {
+			t.Fatalf("runs at bursts 1, 2, 2: %d in an hour, want 3 at most", got)
 		}
 	})
 }

@@ -67,7 +67,8 @@ type callKey struct{}
 // WithCall returns a context carrying call options for the requests a
 // [Transport] sends with it: [Weight] for an endpoint that costs more of a
 // weighted [Limit] (a Binance endpoint of weight 10), [NoRetry] for one
-// not to be sent twice. They add to what the Transport sets itself.
+// not to be sent twice. They add to what the Transport sets itself and to
+// what ctx carried already (of several weights, the heaviest counts).
 func WithCall(ctx context.Context, opts ...CallOption) context.Context {
 	return context.WithValue(ctx, callKey{}, append(callsFrom(ctx), opts...))
 }

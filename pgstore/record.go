@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -51,19 +52,27 @@ ON CONFLICT (key) DO UPDATE SET
 // ban, a Retry-After), ending a call at once with the time to resume
 // rather than waiting for it. It fails with an error wrapping
 // [checkpoint.ErrInvalid] for a key that is not a valid name
-// ([checkpoint.CheckName]).
+// ([checkpoint.CheckName]). A spent column that is not an object of times
+// (a hand edit) reads as none.
 func (s *Store) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
 	if err := enter(ctx, checkpoint.CheckName("provider key", key)); err != nil {
 		return forage.ProviderRecord{}, false, err
 	}
 	r := forage.ProviderRecord{Key: key}
+	var spent []byte
 	err := s.pool.QueryRow(ctx, s.sql.loadRecord, key).Scan(&r.Status, &r.Why, &r.Rate, &r.Ceiling, &r.Confirmed,
-		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated, &r.Refusals, &r.Spent)
+		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated, &r.Refusals, &spent)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return forage.ProviderRecord{}, false, nil
 	case err != nil:
 		return forage.ProviderRecord{}, false, s.fail("LoadRecord", err)
+	}
+	if json.Unmarshal(spent, &r.Spent) != nil {
+		// Written by hand or by another program: not an object of times.
+		// None is read, rather than no provider built at all; the next
+		// save replaces it.
+		r.Spent = nil
 	}
 	return r, true, nil
 }

@@ -197,3 +197,31 @@ func TestMigrationMovesPauses(t *testing.T) {
 		}
 	}
 }
+
+// TestAHandEditedSpentColumnStallsNobody: a provider record whose spent
+// column is not an object of times (a hand edit, another program) reads as
+// none: the provider is built, and its next save writes a good one. It
+// failed LoadRecord, so every Registry.Get of the key failed until the row
+// was fixed by hand.
+func TestAHandEditedSpentColumnStallsNobody(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, nil)
+	ctx := context.Background()
+	table := pgx.Identifier{s.Schema(), "provider_records"}.Sanitize()
+	for i, bad := range []string{`{"3/1h0m0s":"soon"}`, `{"k":5}`, `[]`, `"x"`, `null`} {
+		key := "api" + string(rune('a'+i))
+		if err := s.SaveRecord(ctx, forage.ProviderRecord{Key: key, Rate: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, "UPDATE "+table+" SET spent = $1::jsonb WHERE key = $2", bad, key); err != nil {
+			t.Fatal(err)
+		}
+		r, ok, err := s.LoadRecord(ctx, key)
+		if err != nil || !ok || r.Rate != 2 || len(r.Spent) != 0 {
+			t.Fatalf("spent %s: LoadRecord = %+v, %v, %v; want the record, with no spent times", bad, r, ok, err)
+		}
+		if _, err := budget.NewLocal(key, budget.Config{Records: s}); err != nil {
+			t.Fatalf("spent %s: NewLocal: %v", bad, err)
+		}
+	}
+}

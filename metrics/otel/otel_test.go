@@ -41,7 +41,7 @@ func TestInMemoryReader(t *testing.T) {
 			`forage.stops{provider=api.example.com,reason=throttled} 1`,
 			`forage.stops{provider=api.example.com,reason=unavailable} 1`,
 			`forage.pauses{provider=api.example.com,reason=throttled} 1`,
-			`forage.rate.cuts{provider=api.example.com} 2`,
+			`forage.rate.cuts{provider=api.example.com} 1`,
 			`forage.breaker.transitions{provider=api.example.com,state=open} 1`,
 			`forage.in_flight{provider=api.example.com} 0`,
 			`forage.attempt.duration{provider=api.example.com} count=7 sum=0.14`,

@@ -52,7 +52,7 @@ forage_stops_total{provider="api.example.com",reason="unavailable"} 1
 forage_pauses_total{provider="api.example.com",reason="throttled"} 1
 # HELP forage_rate_cuts_total Cuts of the pacing rate.
 # TYPE forage_rate_cuts_total counter
-forage_rate_cuts_total{provider="api.example.com"} 2
+forage_rate_cuts_total{provider="api.example.com"} 1
 # HELP forage_breaker_transitions_total Circuit breaker transitions, by the state entered.
 # TYPE forage_breaker_transitions_total counter
 forage_breaker_transitions_total{provider="api.example.com",state="open"} 1

@@ -34,8 +34,9 @@ func answers(latency, retryAfter time.Duration, codes ...int) func(context.Conte
 // Run runs the scripted calls against a provider keyed
 // api.example.com that reports to m: three successes, a 503 retried to a
 // success, a 429 with Retry-After 1s, a 500 that opens the breaker (two
-// failures in a row), and a call the open breaker refuses. The 503 and
-// the 429 cut the rate; the 500 (transient) does not.
+// failures in a row), and a call the open breaker refuses. The 429 cuts
+// the rate; the 503, alone in slow start (see aimd), and the 500
+// (transient) do not.
 func Run(t testing.TB, m budget.Metrics) {
 	t.Helper()
 	p, err := budget.NewLocal("api.example.com", budget.Config{

@@ -160,10 +160,11 @@ const spentAhead = time.Second
 // restoreSpent starts each known limit from the time its record accounts
 // for (see [forage.ProviderRecord.Spent]): no call before it, and no burst
 // at it, as if this process had booked up to it: the process before may
-// have spent the limit's window, up to then. A time further ahead than a limit can be booked (its whole burst
-// of intervals, MaxWait, and spentAhead) is another process's fault and is
-// shortened to that, and logged. A shared provider's limits are split by the shares
-// instead (a dead process's share stays held until its lease ends).
+// have spent the limit's window, up to then. A time further ahead than a
+// limit can be booked (its whole burst of intervals, MaxWait, and
+// spentAhead) is another process's fault and is shortened to that, and
+// logged. A shared provider's limits are split by the shares instead (a
+// dead process's share stays held until its lease ends).
 func (p *Local) restoreSpent(now time.Time, spent map[string]time.Time) {
 	if p.cfg.Shares != nil || len(spent) == 0 {
 		return
@@ -197,8 +198,9 @@ func (p *Local) restoreSpent(now time.Time, spent map[string]time.Time) {
 // in use, and at each booking of a slow one.
 // A failing store is logged, and the call goes on: the limits hold in this
 // process either way; a store that failed or took over spentSaveTimeout is
-// not waited for again for spentQuietFor. p.limMu is held. A shared provider's limits are
-// split by the shares instead.
+// not waited for again for spentQuietFor, nor a background save under way.
+// p.limMu is held. A shared provider's limits are split by the shares
+// instead.
 func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
 	if p.cfg.Records == nil || p.cfg.Shares != nil {
 		return

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Claim implements [JobStore.Claim] in O((k + s) log p + k log n) for k
-// jobs taken and s providers skipped, after promoting the jobs that came
-// due since the last claim.
+// Claim implements [JobStore.Claim] in O((k + s) log p + (k + l) log n)
+// for k jobs taken, s providers skipped and l jobs leased, after promoting
+// the jobs that came due since the last claim.
 func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f ClaimFilter) ([]Job, error) {
 	if err := validateClaim(owner, ttl, limit, &f); err != nil {
 		return nil, err
@@ -24,6 +24,9 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 	var held []*entry // jobs passed over: their stream is leased
 	var out []Job
 	lease := JobLease{Owner: owner, Until: now.Add(ttl)}
+	for _, e := range s.leased.items {
+		s.holdBusy(e.prov, &held)
+	}
 	for len(out) < limit && len(s.ready.items) > 0 {
 		p := s.ready.items[0]
 		e := p.best
@@ -49,6 +52,7 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 		j.State, j.Lease, j.Updated = StateRunning, lease, now
 		j.Version++
 		s.place(e)
+		s.holdBusy(p, &held)
 		c := j.copy()
 		c.Lease.TakenFrom = from
 		out = append(out, c)
@@ -60,6 +64,20 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 		s.fix(p)
 	}
 	return out, nil
+}
+
+// holdBusy takes p's best ready jobs whose stream another job runs out of
+// its ready heaps, into held, until the claim ends: such a job is not
+// claimable (never two jobs of a stream at once), so it neither ranks p
+// nor, as a head job, holds back p's backfill. (A due head job whose stream
+// a backfill ran hid the provider's other backfill behind the head-first
+// rule, and the claim took another provider's later job first.)
+func (s *MemoryJobStore) holdBusy(p *prov, held *[]*entry) {
+	for p.best != nil && p.busy[p.best.job.Stream] > 0 {
+		e := p.best
+		s.unplace(e)
+		*held = append(*held, e)
+	}
 }
 
 // skipper returns a membership test for the providers in list.

@@ -402,3 +402,38 @@ func TestACutOffSchedulerStopsBeforeItsLeaseEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestABusyHeadJobHidesNoBackfill: a provider's due head job whose stream
+// another job runs cannot be claimed, so it does not hold back the
+// provider's backfill of another stream, which ranks first (due 30 s
+// before another provider's head job) and is claimed first, as the job
+// store contract ranks them. The memory store let the busy head job rank
+// its provider (and, head first, hide the backfill), and claimed the other
+// provider's later job instead.
+func TestABusyHeadJobHidesNoBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	store := schedule.NewMemoryJobStore()
+	add := func(provider string, kind schedule.Kind, stream string, due time.Time) schedule.Job {
+		t.Helper()
+		j, err := store.Upsert(ctx, schedule.Job{Provider: provider, Kind: kind, Stream: stream, Interval: time.Hour,
+			State: schedule.StateIdle, NextRun: due})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	add("a", schedule.KindBackfill, "y", now.Add(-2*time.Minute)) // runs: stream y of a is busy
+	f := schedule.ClaimFilter{Aging: 30 * time.Second}
+	if got, err := store.Claim(ctx, now, "o1", time.Minute, 1, f); err != nil || len(got) != 1 {
+		t.Fatalf("first claim: %v, %v", got, err)
+	}
+	want := add("a", schedule.KindBackfill, "x", now.Add(-time.Minute))
+	add("a", schedule.KindIncremental, "y", now) // due, but its stream runs
+	add("c", schedule.KindIncremental, "z", now.Add(-30*time.Second))
+	got, err := store.Claim(ctx, now, "o1", time.Minute, 1, f)
+	if err != nil || len(got) != 1 || got[0].ID != want.ID {
+		t.Fatalf("claim = %+v, %v; want a's backfill of x (due first; a's head job is held by its busy stream)", got, err)
+	}
+}

@@ -21,6 +21,7 @@ var claimTests = []test{
 	{"HeadFirstTailWhenIdle", testClaimHeadFirst},
 	{"TailHook", testClaimTailHook},
 	{"OneJobPerStream", testClaimOneJobPerStream},
+	{"BusyHeadHidesNoBackfill", testClaimBusyHead},
 	{"RescuesExpiredLeases", testClaimRescue},
 	{"RenewAndReleaseByUpdate", testClaimRenewRelease},
 	{"ConcurrentClaimsNeverShareAJob", testClaimRace},
@@ -328,4 +329,23 @@ func testClaimRace(t *testing.T, e *env) {
 	if len(seen) != jobs {
 		t.Fatalf("%d jobs leased in all, want %d", len(seen), jobs)
 	}
+}
+
+func testClaimBusyHead(t *testing.T, e *env) {
+	// A due head job of a stream another job runs cannot be claimed: it
+	// neither ranks its provider nor holds back the provider's backfill of
+	// another stream, which, due first, is claimed first (before c's head
+	// job, due 30 s later; every priority 0).
+	add := func(provider string, k schedule.Kind, stream string, next time.Time) schedule.Job {
+		j := job(provider, k, stream, next)
+		j.Priority = 0
+		return e.insert(j)
+	}
+	running := add("a", schedule.KindBackfill, "y", at(0))
+	f := schedule.ClaimFilter{Aging: 30 * time.Second}
+	diff(t, "the backfill of y", []int64{running.ID}, e.claim(at(120), "o", 1, f))
+	back := add("a", schedule.KindBackfill, "x", at(60))
+	add("a", schedule.KindIncremental, "y", at(120))
+	add("c", schedule.KindIncremental, "z", at(90))
+	diff(t, "a's backfill of x first", []int64{back.ID}, e.claim(at(120), "o", 1, f))
 }

@@ -177,16 +177,15 @@ type Limit struct {
 	// Weighted makes the limit count a request's weight instead of 1.
 	Weighted bool
 	// Burst is how many units may go back to back after an idle spell.
-	// Defaults to Count/10 (at least 1). The pacing after it keeps every
-	// window within Count, so a host that runs in short spells (once a day
-	// against 2 a day) gets Burst units a spell, not Count. A call may carry a [Weight] up to
-	// Burst, or up to Count/2 when that is more (it then waits until the
-	// limit has been idle for its excess over Burst); a heavier call stops
-	// with [ErrWeight]. After it the limit
-	// paces at (Count−Burst)/Per, or, when that leaves a unit unused for
-	// long (a slow limit: 3 per hour), just under (Count−Burst+1)/Per, so
-	// that no window of length Per ever carries more than Count units,
-	// however the requests fall.
+	// Defaults to Count/10 (at least 1). After it the limit paces at
+	// (Count−Burst)/Per, or, when that leaves a unit unused for long (a
+	// slow limit: 3 per hour), just under (Count−Burst+1)/Per, so that no
+	// window of length Per ever carries more than Count units, however the
+	// requests fall; so a host that runs in short spells (once a day
+	// against 2 a day) gets Burst units a spell, not Count. A call may
+	// carry a [Weight] up to Burst, or up to Count/2 when that is more (it
+	// then waits until the limit has been idle for its excess over Burst);
+	// a heavier call stops with [ErrWeight].
 	Burst int
 }
 

@@ -101,17 +101,12 @@ func (p *Local) load(ctx context.Context) error {
 	if at := r.Spent[paceKey]; at.After(now) && st.Rate > 0 {
 		// The pacer's slot, when the rate was slow (see keepPace): at most
 		// an interval of the learned rate ahead, and what the limits allow.
-		p.paceFrom = minTime(at, now.Add(time.Duration(float64(time.Second)/st.Rate)+spentAhead))
+		if most := now.Add(time.Duration(float64(time.Second)/st.Rate) + spentAhead); at.After(most) {
+			at = most
+		}
+		p.paceFrom = at
 	}
 	return nil
-}
-
-// minTime returns the earlier of a and b.
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // paceKey is the adaptive pacer's key in a record's Spent (see keepPace):

@@ -68,6 +68,8 @@ func shortRows() []shortRow {
 	ban := base(providertest.RateLimit(15, 1), providertest.AnswerBan)
 	halves := base(providertest.RateLimit(40, 1), providertest.Answer429)
 	halves.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.RateLimit(20, 1)}}
+	halves20 := base(providertest.RateLimit(20, 1), providertest.Answer429)
+	halves20.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.RateLimit(10, 1)}}
 	return []shortRow{
 		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.RateLimit(17, 1), providertest.Answer429), rate: 17, workers: 3},
 		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.RateLimit(13, 2), providertest.Answer429), rate: 13, workers: 3},
@@ -84,6 +86,7 @@ func shortRows() []shortRow {
 		{name: "gcra 17/s, slow-down", cfg: base(providertest.RateLimit(17, 1), providertest.AnswerSlowDown), rate: 17, workers: 3},
 		{name: "gcra 15/s, ban after 5/min", cfg: ban, rate: 15, workers: 3},
 		{name: "gcra 40/s halving to 20/s", cfg: halves, rate: 30, workers: 3},
+		{name: "gcra 20/s halving to 10/s", cfg: halves20, rate: 15, workers: 3},
 		{name: "17/s + 5% 502", cfg: noisy(providertest.Fault502, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
 		{name: "17/s + 10% 502", cfg: noisy(providertest.Fault502, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
 		{name: "17/s + 10% 500", cfg: noisy(providertest.Fault500, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},

@@ -193,6 +193,7 @@ type Controller struct {
 	cuts        uint64        // decreases so far
 	okSinceCut  int           // successes since the last decrease
 	lastCredit  time.Time     // last success credited to the climb
+	sends       sendRing      // when the last requests answered were sent, for the demand (see used)
 	latency     float64       // smoothed latency, seconds; 0 = no sample
 	latencyBase time.Duration // latency of the first request sent after the last latency cut
 	latencyMin  float64       // lowest Success latency seen, seconds

@@ -424,7 +424,7 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		return
 	}
 	prev := c.rate
-	if c.held(now) {
+	if c.held(now) || !c.used() {
 		return
 	}
 	switch {
@@ -459,6 +459,84 @@ func (c *Controller) climb(now time.Time, dt float64) {
 // the traffic measures no episodes (see SetShare), and does not hold.
 func (c *Controller) held(now time.Time) bool {
 	return c.epPaused && c.ceiling > 0 && c.weight <= 1 && now.Sub(c.epStart) < holdAfterPause
+}
+
+// used reports whether the caller uses the rate it has: whether the last
+// requests answered were sent in at least 1/usedShare of the slots the
+// rate then in force gave (for a controller that sees a share of the
+// traffic, its share of them; see SetShare). A caller that sends less
+// than it may (a worker or two at a long latency, a collector busy
+// writing) proves nothing about the rate above what it sends, and climbing
+// on its successes left the rate unbounded: one worker at 10/s for 20 s
+// raised it to 1088/s, and 32 workers then drew 30 refusals at once from a
+// 50/s provider. The slots are counted at the rate each request was sent
+// at, not the rate now: slow start climbs faster than its requests, which
+// the pacer spaces at the rate they were booked at. Until sendRing's worth
+// of requests were answered since the last pause, it says yes: slow
+// start's first requests, and a pause's wait is not the caller's.
+func (c *Controller) used() bool {
+	u, ok := c.sends.use(c.pausedUntil)
+	return !ok || u*c.weight >= 1/usedShare
+}
+
+// sendRing keeps the last requests answered: when each was sent and the
+// rate in force then. Not safe for concurrent use; the Controller's mutex
+// guards it.
+type sendRing struct {
+	at   [sendRingSize]time.Time
+	rate [sendRingSize]float64
+	n    int // answers noted, all told
+}
+
+// sendRingSize is how many requests the ring keeps.
+const sendRingSize = 4
+
+// usedShare is how far above the rate the caller sends at the controller
+// may climb: room for a demand that grows, as a congestion window may
+// grow to twice what is in flight.
+const usedShare = 2.0
+
+// add notes a request sent at sent (zero: unknown, not noted) at rate.
+func (r *sendRing) add(sent time.Time, rate float64) {
+	if sent.IsZero() || !(rate > 0) {
+		return
+	}
+	i := r.n % sendRingSize
+	r.at[i], r.rate[i] = sent, rate
+	r.n++
+}
+
+// use returns the share of the slots the ring's requests used: the
+// intervals of the rates they were sent at, from the first to the last,
+// over the time between them; ok is false until the ring is full of
+// requests sent from from on.
+func (r *sendRing) use(from time.Time) (share float64, ok bool) {
+	if r.n < sendRingSize {
+		return 0, false
+	}
+	first, last := 0, 0
+	for i, t := range r.at {
+		if t.Before(r.at[first]) {
+			first = i
+		}
+		if t.After(r.at[last]) {
+			last = i
+		}
+	}
+	if r.at[first].Before(from) {
+		return 0, false
+	}
+	span := r.at[last].Sub(r.at[first]).Seconds()
+	slots := 0.0
+	for i := range r.at {
+		if i != last {
+			slots += 1 / r.rate[i]
+		}
+	}
+	if span <= 0 {
+		return 1, true
+	}
+	return slots / span, true
 }
 
 // curve advances rate r by dt seconds along the cubic through the ceiling

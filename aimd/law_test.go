@@ -36,6 +36,50 @@ func TestPropertyClimbIsLogarithmic(t *testing.T) {
 	})
 }
 
+// TestPropertyTheRateFollowsDemand: a caller that sends less than its rate
+// allows (one worker at a long latency, a collector busy writing) never
+// raises it far above what it sends: whatever its demand d and latency,
+// after a minute of successes the rate is at most 16d, or Initial × 1.5⁴
+// (slow start's first answers, before the demand is known); and it rises
+// again as soon as the caller uses it. (It climbed to the Max on
+// successes alone, and a caller that then sent at that rate met the
+// provider's limit with every request in flight at once.) The bound is
+// loose: twice the demand, measured at the rates the last requests were
+// sent at, and slow start's x1.5 per answer over the answers since, more
+// of them as more are in flight.
+func TestPropertyTheRateFollowsDemand(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		demand := rapid.Float64Range(0.2, 200).Draw(t, "demand")
+		latency := genDuration(t, "latency", 500*time.Millisecond)
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gap := time.Duration(float64(time.Second) / demand)
+		sent := t0
+		for sent.Sub(t0) < time.Minute { // each answer comes latency after its request
+			c.ObserveAt(sent.Add(latency), aimd.Signal{Class: forage.Success, Sent: sent})
+			sent = sent.Add(gap)
+		}
+		now := sent.Add(latency)
+		bound := max(4*math.Pow(1.5, 4) /* the default Initial, x1.5 per answer */, 16*demand)
+		if r := c.RateAt(now); r > bound {
+			t.Fatalf("rate %.1f after a minute of a caller sending %.2f/s, want at most %.1f", r, demand, bound)
+		}
+		// The caller now sends as fast as the rate allows: the climb resumes.
+		was := c.RateAt(now)
+		for range 200 {
+			sent = now
+			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: sent})
+		}
+		if r := c.RateAt(now); r <= was {
+			t.Fatalf("rate %.1f after 200 requests at the rate, want over %.1f", r, was)
+		}
+	})
+}
+
 // TestPropertyNoiseNeverCollapses: against a burst-1 limit L that answers
 // 429 above it, with a steady share (up to 10%) of requests failing at
 // random for reasons that have nothing to do with the rate (5xx, or 503s

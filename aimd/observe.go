@@ -33,6 +33,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		sent = now.Add(-s.Latency)
 	}
 	h := hintOf(s.Quota)
+	c.sends.add(sent, c.rateAt(sent))
 	if s.Class >= forage.Permanent {
 		c.pause(c.retryAfter(now, s, h)) // the provider's word on when to come back holds
 		return                           // a broken or canceled request says nothing about the rate

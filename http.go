@@ -38,6 +38,10 @@ var errNoResponse = errors.New("forage: no response and no error (a broken fetch
 // [errors.Is] and [errors.As] still reach the original error (a
 // [*url.Error] stays one, with its URL redacted).
 //
+// A Retry-After given as a date and a reset given as a Unix time are read
+// against the response's Date header when it has one (the provider's
+// clock, which may not agree with ours), else against the local clock.
+//
 // No response and no error is a broken fetcher, and a status outside
 // 100-599 (net/http reads "HTTP/1.1 000" as status 0) is not one: both are
 // [Permanent], as [Classify] says, never a success.
@@ -64,7 +68,7 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 		// one RFC 9110 defines, and never a success.
 		o.Err = Mark(fmt.Errorf("forage: HTTP status %03d is not a status code", resp.StatusCode), Permanent)
 	}
-	now := time.Now()
+	now := serverNow(resp.Header, time.Now())
 	if v := resp.Header.Get("Retry-After"); v != "" {
 		if d, ok := ParseRetryAfter(v, now); ok {
 			o.RetryAfter = d
@@ -74,6 +78,23 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 		o.Quota = rl
 	}
 	return o
+}
+
+// serverNow returns the time the response was sent, by the provider's
+// clock, from its Date header; local when it has none. A Retry-After date
+// and a reset given as a Unix time are the provider's clock: read against
+// ours, a provider whose clock runs 5 minutes behind said "retry now" when
+// it meant 2 seconds, and retrying early is how a ban is earned (one whose
+// clock runs ahead made us wait minutes more). Date, truncated to the
+// second and stamped before the response travelled, never shortens the
+// wait the provider meant.
+func serverNow(h http.Header, local time.Time) time.Time {
+	if v := h.Get("Date"); v != "" {
+		if t, err := http.ParseTime(strings.TrimSpace(v)); err == nil {
+			return t
+		}
+	}
+	return local
 }
 
 // ParseRetryAfter parses the value of a Retry-After header (RFC 9110

@@ -106,3 +106,34 @@ func BenchmarkParseRetryAfter(b *testing.B) {
 		})
 	}
 }
+
+// TestPropertyRetryAfterOnTheProvidersClock: a provider whose clock is
+// off by up to a day either way, answering with a Date header and a
+// Retry-After date (or an X-RateLimit-Reset Unix time) w seconds after its
+// Date, is waited for w seconds, give or take the second Date is truncated
+// to: never less (it said "retry now" read against our clock when its
+// clock ran behind), and never minutes more when it ran ahead.
+func TestPropertyRetryAfterOnTheProvidersClock(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		skew := time.Duration(rapid.Int64Range(-int64(24*time.Hour), int64(24*time.Hour)).Draw(t, "skew"))
+		w := rapid.IntRange(1, 3600).Draw(t, "wait")
+		theirs := time.Now().Add(skew).Truncate(time.Second)
+		h := http.Header{}
+		h.Set("Date", theirs.UTC().Format(http.TimeFormat))
+		if rapid.Bool().Draw(t, "reset") {
+			h.Set("X-RateLimit-Limit", "100")
+			h.Set("X-RateLimit-Remaining", "0")
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(theirs.Add(time.Duration(w)*time.Second).Unix(), 10))
+			o := forage.FromHTTP(&http.Response{StatusCode: http.StatusOK, Header: h}, nil)
+			if got, want := o.Quota.Reset, time.Duration(w)*time.Second; !o.Quota.Has(forage.QuotaReset) || got < want || got > want+time.Second {
+				t.Fatalf("reset %v (known %v) with the provider's clock %v off ours, want %v", got, o.Quota.Has(forage.QuotaReset), skew, want)
+			}
+			return
+		}
+		h.Set("Retry-After", theirs.Add(time.Duration(w)*time.Second).UTC().Format(http.TimeFormat))
+		o := forage.FromHTTP(&http.Response{StatusCode: http.StatusTooManyRequests, Header: h}, nil)
+		if got, want := o.RetryAfter, time.Duration(w)*time.Second; got < want || got > want+time.Second {
+			t.Fatalf("Retry-After %v with the provider's clock %v off ours, want %v", got, skew, want)
+		}
+	})
+}

@@ -3,6 +3,8 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -65,4 +67,46 @@ func TestMaxAttemptsOneTurnsRetriesOff(t *testing.T) {
 	if err == nil || n != 1 {
 		t.Fatalf("Do with MaxAttempts 1 against 503s: %d attempts, err %v; want 1 attempt and an error", n, err)
 	}
+}
+
+// TestBadArgumentsAreErrorsNotPanics: a key no provider may have (empty,
+// or with a control character: keys are printed in logs and on the status
+// page), a nil attempt and a negative weight are errors naming what is
+// wrong, with no attempt made; a Transport over a nil Registry has one of
+// its own. Each of these panicked or was taken silently.
+func TestBadArgumentsAreErrorsNotPanics(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"", "a\nb", "tab\there", "\xff"} {
+		if _, err := budget.NewLocal(key, budget.Config{}); err == nil || !errors.Is(err, budget.ErrInvalidConfig) || !strings.Contains(err.Error(), "key must be") {
+			t.Errorf("NewLocal(%q) = %v, want an error naming the key, wrapping ErrInvalidConfig", key, err)
+		}
+		reg, err := budget.NewRegistry(budget.RegistryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := reg.Get(key); err == nil || p != nil {
+			t.Errorf("Registry.Get(%q) = %v, %v; want no provider and an error", key, p, err)
+		}
+		if _, err := budget.NewRegistry(budget.RegistryConfig{Overrides: map[string]budget.Config{key: {}}}); err == nil || !strings.Contains(err.Error(), "RegistryConfig.Overrides") {
+			t.Errorf("NewRegistry with Overrides[%q] = %v, want an error naming it", key, err)
+		}
+	}
+	p := newLocal(t, fast())
+	if err := p.Do(context.Background(), nil, nil); err == nil {
+		t.Error("Do with a nil attempt: no error")
+	} else if r, _ := budget.ReasonOf(err); r != forage.ReasonPermanent {
+		t.Errorf("Do with a nil attempt: %v, want a permanent stop", err)
+	}
+	calls := 0
+	err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome { calls++; return forage.Outcome{Status: 200} }, budget.Weight(-3))
+	if !errors.Is(err, budget.ErrWeight) || calls != 0 {
+		t.Errorf("Do with Weight(-3): %v after %d attempts, want ErrWeight and none", err, calls)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	resp, err := (&http.Client{Transport: budget.NewTransport(nil, nil)}).Get(srv.URL)
+	if err != nil {
+		t.Fatalf("a Transport over a nil Registry: %v", err)
+	}
+	resp.Body.Close()
 }

@@ -17,9 +17,18 @@ import (
 )
 
 // do is [Local.Do] without the metrics of a call's stop.
+// errNoAttempt is the error of a Do call with a nil attempt.
+var errNoAttempt = errors.New("budget: Do needs an attempt (got nil)")
+
 func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
+	if attempt == nil {
+		return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: errNoAttempt}
+	}
 	var o CallOption
 	for _, opt := range opts {
+		if opt.weight < 0 {
+			return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: fmt.Errorf("%w: Weight(%d): a weight is at least 1", ErrWeight, opt.weight)}
+		}
 		o.weight = max(o.weight, opt.weight)
 		o.noRetry = o.noRetry || opt.noRetry
 		o.keepContext = o.keepContext || opt.keepContext

@@ -13,11 +13,11 @@ import (
 // stopped for a [forage.Reason] rather than succeeding.
 var ErrStopped = errors.New("budget: stopped")
 
-// ErrWeight is wrapped by the error of a call whose [Weight] is more than a
-// weighted [Limit] carries in one call (its Burst, or half its Count when
-// that is more): such a call could never be sent without breaking the
-// limit, so it stops as permanent, with no attempt made.
-var ErrWeight = errors.New("budget: weight exceeds what a limit carries in one call")
+// ErrWeight is wrapped by the error of a call whose [Weight] is negative,
+// or more than a weighted [Limit] carries in one call (its Burst, or half
+// its Count when that is more): such a call could never be sent without
+// breaking the limit, so it stops as permanent, with no attempt made.
+var ErrWeight = errors.New("budget: call weight out of range")
 
 // ErrInvalidConfig is wrapped by every configuration error of this package.
 var ErrInvalidConfig = errors.New("budget: invalid config")
@@ -47,7 +47,8 @@ type Error struct {
 	Err error
 }
 
-// Error formats the stop as "budget: <provider>: <reason>[ (status N)][: err]".
+// Error formats the stop as
+// "budget: <provider>: <reason>[ (status N)][ until <RFC 3339 time>][: err]".
 func (e *Error) Error() string {
 	msg := "budget: "
 	if e.Provider != "" {
@@ -56,6 +57,9 @@ func (e *Error) Error() string {
 	msg += string(e.Reason)
 	if e.Status != 0 {
 		msg += fmt.Sprintf(" (status %d)", e.Status)
+	}
+	if !e.Until.IsZero() {
+		msg += " until " + e.Until.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()

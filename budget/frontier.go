@@ -102,13 +102,15 @@ func (f *Frontier) Add(rawURL string) error {
 // an operator's pause, a run deadline that comes before the host's next
 // slot, or a cancelled call); it then sets the host aside until the
 // [Error.Until] the stop names. Any other error drops the URL: the caller
-// counts it, and may Add it again. done must be called exactly once (later
-// calls do nothing).
+// counts it, and may Add it again. done reports whether it put the URL
+// back, so a worker counts as failed exactly the URLs with an error that
+// done did not put back. done must be called exactly once (later calls do
+// nothing and report false).
 //
 // ok is false when ctx ends, when the [Run] ctx carries ([WithRun]) is
 // spent, or when no URL is left: none waiting and none handed out (a URL
 // handed out may come back).
-func (f *Frontier) Next(ctx context.Context) (rawURL string, done func(err error), ok bool) {
+func (f *Frontier) Next(ctx context.Context) (rawURL string, done func(err error) (again bool), ok bool) {
 	run := RunFrom(ctx)
 	for {
 		if _, spent := run.Exhausted(); spent || ctx.Err() != nil {
@@ -204,15 +206,17 @@ func (f *Frontier) provider(key string) *Local {
 }
 
 // doneFunc returns the done func of URL u handed out from h.
-func (f *Frontier) doneFunc(h *hostQueue, u string, run *Run) func(error) {
+func (f *Frontier) doneFunc(h *hostQueue, u string, run *Run) func(error) bool {
 	var once sync.Once
-	return func(err error) {
-		once.Do(func() { f.done(h, u, run, err) })
+	return func(err error) (again bool) {
+		once.Do(func() { again = f.done(h, u, run, err) })
+		return again
 	}
 }
 
-// done takes back URL u of host h, fetched with err (see [Frontier.Next]).
-func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) {
+// done takes back URL u of host h, fetched with err (see [Frontier.Next]),
+// and reports whether it was put back.
+func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) bool {
 	now := time.Now()
 	again, until := unsent(err, run, now)
 	if e := (*Error)(nil); errors.As(err, &e) && e.Provider != "" && e.Provider != h.key {
@@ -232,6 +236,7 @@ func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) {
 	// the bulkhead, its breaker probe): the next pick asks afresh.
 	h.aside = until
 	f.wake()
+	return again
 }
 
 // unsent reports whether a fetch that ended with err stopped in the budget

@@ -252,13 +252,19 @@ func TestFrontierPutsBackWhatWasNotSent(t *testing.T) {
 		if !ok || u != "http://a.test/1" {
 			t.Fatalf("Next = %q, %v, want a.test/1", u, ok)
 		}
-		done(&budget.Error{Reason: forage.ReasonCircuitOpen, Until: start.Add(2 * time.Second)})
-		done(nil) // a second call does nothing
+		if !done(&budget.Error{Reason: forage.ReasonCircuitOpen, Until: start.Add(2 * time.Second)}) {
+			t.Error("done after the breaker's stop reported the URL not put back")
+		}
+		if done(nil) { // a second call does nothing
+			t.Error("a second done reported the URL put back")
+		}
 		u, done, _ = f.Next(t.Context())
 		if u != "http://a.test/1" || time.Since(start) != 2*time.Second {
 			t.Fatalf("after the breaker's stop: Next = %q after %v, want a.test/1 after 2s", u, time.Since(start))
 		}
-		done(errors.New("connection refused"))
+		if done(errors.New("connection refused")) {
+			t.Error("done after a failure reported the URL put back: the worker would not count it")
+		}
 		u, done, _ = f.Next(t.Context())
 		if u != "http://a.test/2" {
 			t.Fatalf("after a failure: Next = %q, want a.test/2 (the failed URL dropped)", u)

@@ -3,9 +3,12 @@ package budget
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
@@ -42,7 +45,8 @@ type CallOption struct {
 }
 
 // Weight makes the call cost w units of every weighted [Limit] (endpoints
-// that cost more than others). The default weight is 1.
+// that cost more than others). The default weight is 1, and so is 0; a
+// negative weight stops the call as permanent (see [ErrWeight]).
 func Weight(w int) CallOption { return CallOption{weight: w} }
 
 // NoRetry makes the call a single attempt: for requests that are not safe to
@@ -110,10 +114,23 @@ var _ Provider = (*Local)(nil)
 // in force ends; a failing load is an error (a provider that forgot a ban
 // would call into it).
 func NewLocal(key string, cfg Config) (*Local, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
 	if err := cfg.validate("Config"); err != nil {
 		return nil, err
 	}
 	return newLocal(key, cfg, "Config")
+}
+
+// checkKey rejects a provider key that is empty, not UTF-8, or holds a
+// control character: keys name providers in logs, metrics, records and
+// the status page, where a newline forges a line.
+func checkKey(key string) error {
+	if key == "" || !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
+		return invalid.Must("key", "be non-empty UTF-8 text without control characters", fmt.Sprintf("%q", key))
+	}
+	return nil
 }
 
 // newLocal builds the provider for key, restored from its record in

@@ -115,6 +115,9 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		return nil, err
 	}
 	for key, c := range cfg.Overrides {
+		if err := checkKey(key); err != nil {
+			return nil, invalid.Wrap(fmt.Sprintf("RegistryConfig.Overrides[%q]", key), err)
+		}
 		if err := c.validate(fmt.Sprintf("RegistryConfig.Overrides[%q]", key)); err != nil {
 			return nil, err
 		}
@@ -141,8 +144,9 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 
 // Get returns the one Provider for key, creating it on first use: two
 // callers asking for the same key get the same Provider. The error says
-// why a provider could not be created: a [RecordStore] that cannot load
-// the provider's record. [Registry.Lookup] finds a Provider without creating
+// why a provider could not be created: a key that is empty or holds a
+// control character, or a [RecordStore] that cannot load the provider's
+// record. [Registry.Lookup] finds a Provider without creating
 // one.
 func (r *Registry) Get(key string) (Provider, error) {
 	s := &r.shards[hash(key)&r.mask]
@@ -170,6 +174,9 @@ func (r *Registry) Lookup(key string) (Provider, bool) {
 }
 
 func (r *Registry) create(s *shard, key string) (Provider, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
 	cfg, ok := r.cfg.Overrides[key]
 	if !ok {
 		cfg = r.cfg.Defaults

@@ -46,10 +46,14 @@ type Transport struct {
 }
 
 // NewTransport returns a Transport over base (nil means
-// [http.DefaultTransport]) whose providers come from reg.
+// [http.DefaultTransport]) whose providers come from reg (nil means a
+// Registry of its own, with the default [RegistryConfig]).
 func NewTransport(reg *Registry, base http.RoundTripper) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
+	}
+	if reg == nil {
+		reg, _ = NewRegistry(RegistryConfig{}) // the zero config is valid
 	}
 	return &Transport{reg: reg, base: base}
 }

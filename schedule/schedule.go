@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/forage-go/forage/internal/cfgerr"
 	"github.com/forage-go/forage/internal/redact"
 )
 
@@ -117,7 +118,7 @@ func New(cfg Config, store JobStore, worker Worker) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if store == nil {
+	if cfgerr.IsNil(store) {
 		return nil, invalidConfig.Must("New's store", "not be nil: use schedule.NewMemoryJobStore() or a database store", "nil")
 	}
 	if cfg.Owner == "" {

@@ -58,6 +58,13 @@ func TestNewValidatesConfig(t *testing.T) {
 	if _, err := schedule.New(schedule.Config{}, nil, idle); !errors.Is(err, schedule.ErrInvalidConfig) || !strings.Contains(err.Error(), "NewMemoryJobStore") {
 		t.Errorf("New with a nil store = %v, want ErrInvalidConfig saying how to fix it", err)
 	}
+	var typedNil *schedule.MemoryJobStore // compares unequal to nil as a JobStore, and panicked at the first claim
+	if _, err := schedule.New(schedule.Config{}, typedNil, idle); !errors.Is(err, schedule.ErrInvalidConfig) {
+		t.Errorf("New with a typed nil store = %v, want ErrInvalidConfig", err)
+	}
+	if err := schedule.AddStream(context.Background(), nil, schedule.Stream[int]{Name: "s", Provider: "p"}); !errors.Is(err, schedule.ErrInvalid) || !strings.Contains(err.Error(), "schedule.New") {
+		t.Errorf("AddStream to a nil scheduler = %v, want ErrInvalid saying how to fix it", err)
+	}
 	// A nil Worker is valid: every job may be a declared stream
 	// (TestJobNeitherStreamNorWorkerFails).
 	if _, err := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(), nil); err != nil {

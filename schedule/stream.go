@@ -120,6 +120,9 @@ const defaultRunFor = time.Minute
 // Incremental now nil) has its job deleted. The error names the invalid
 // field.
 func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
+	if s == nil {
+		return invalid("AddStream's scheduler", "must not be nil: use schedule.New", "nil")
+	}
 	if err := st.validate(s); err != nil {
 		return err
 	}

@@ -336,8 +336,11 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("stream", cfg.Stream, "mode", cfg.Mode.String())
+	if cfgerr.IsNil(cfg.Sink) {
+		cfg.Sink = nil // a typed nil beside a TxSink
+	}
 	r := &Runner[R]{cfg: cfg, key: checkpoint.Key{Stream: cfg.Stream, Mode: cfg.Mode}, log: log, sink: cfg.Sink, autoPrefetch: auto}
-	if cfg.TxSink != nil {
+	if !cfgerr.IsNil(cfg.TxSink) {
 		r.sink = cfg.TxSink
 	}
 	return r, nil
@@ -375,15 +378,15 @@ func (c *Config[R]) validate() error {
 		return bad("Prefetch", fmt.Sprintf("in [%d (NoPrefetch), %d]", NoPrefetch, maxPrefetch), c.Prefetch)
 	case c.MaxBatch < 0:
 		return bad("MaxBatch", ">= 0", c.MaxBatch)
-	case c.Store == nil:
+	case cfgerr.IsNil(c.Store):
 		return missing("Store", "use checkpoint.NewMemoryStore, checkpoint.OpenFileStore or a database store")
-	case c.Provider == nil:
+	case cfgerr.IsNil(c.Provider):
 		return missing("Provider", "use budget.NewLocal or a budget.Registry's Provider for the stream's provider key")
-	case c.Source == nil:
+	case cfgerr.IsNil(c.Source):
 		return missing("Source", "implement slice.Source to plan and fetch the stream's slices")
-	case c.Sink == nil && c.TxSink == nil:
+	case cfgerr.IsNil(c.Sink) && cfgerr.IsNil(c.TxSink):
 		return missing("Sink", "implement slice.Sink (or use slice.SinkFunc) to write pages durably, or set Config.TxSink")
-	case c.Sink != nil && c.TxSink != nil:
+	case !cfgerr.IsNil(c.Sink) && !cfgerr.IsNil(c.TxSink):
 		return invalid.Must("Config.TxSink", "be nil when Config.Sink is set: set exactly one (the TxSink alone writes and commits in one transaction)", fmt.Sprintf("%T", c.TxSink))
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
 )
@@ -34,6 +35,10 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"no source", func(c *slice.Config[rec]) { c.Source = nil }, "Config.Source must be set: implement slice.Source"},
 		{"no sink", func(c *slice.Config[rec]) { c.Sink = nil }, "Config.Sink must be set: implement slice.Sink"},
 		{"two sinks", func(c *slice.Config[rec]) { c.TxSink = &txSink{} }, "Config.TxSink must be nil when Config.Sink is set: set exactly one"},
+		// Typed nils: each compared unequal to nil and panicked in Run.
+		{"typed nil provider", func(c *slice.Config[rec]) { c.Provider = (*budget.Local)(nil) }, "Config.Provider must be set"},
+		{"nil sink func", func(c *slice.Config[rec]) { c.Sink = slice.SinkFunc[rec](nil) }, "Config.Sink must be set"},
+		{"typed nil store", func(c *slice.Config[rec]) { c.Store = (*checkpoint.MemoryStore)(nil) }, "Config.Store must be set"},
 		// Names no store accepts: the run failed at its first lease, or
 		// after its first commit, at the coverage.
 		{"stream with a control character", func(c *slice.Config[rec]) { c.Stream = "btc\n1m" }, `Config.Stream must not contain control characters (U+000A at byte 3) (got "btc\n1m")`},

@@ -198,12 +198,9 @@ func crawl(ctx context.Context, p plan) (result, error) {
 					return // the run is spent, or every URL is fetched
 				}
 				err := fetch(ctx, client, u)
-				if err != nil && ctx.Err() == nil {
-					if _, budgeted := budget.ReasonOf(err); !budgeted {
-						failed.Add(1) // answered, but not with the page: never counted as fetched
-					}
+				if again := done(err); err != nil && !again && ctx.Err() == nil {
+					failed.Add(1) // answered, but not with the page: never counted as fetched
 				}
-				done(err)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ package cfgerr
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -66,4 +67,18 @@ func (e *Error) Unwrap() []error {
 		return []error{e.sentinel}
 	}
 	return []error{e.sentinel, e.cause}
+}
+
+// IsNil reports whether v is nil or an interface holding a nil pointer,
+// func, map, channel or slice (a typed nil: a nil *T passed as an
+// interface compares unequal to nil, and its first method call panics).
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
+		return r.IsNil()
+	}
+	return false
 }

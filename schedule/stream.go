@@ -291,7 +291,11 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 			// a turn) runs again when the slot comes, not at once.
 			return Result{}, turnOver{next: rep.Until, idle: rep.Slices == 0 && rep.Records == 0 && rep.Resolved <= len(rep.Gaps)}
 		case rep.Reason != "":
-			return Result{}, &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}
+			stop := &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}
+			if rep.Stop != nil { // with what the provider last said
+				stop.Status, stop.Err = rep.Stop.Status, rep.Stop.Err
+			}
+			return Result{}, stop
 		}
 	}
 	if !ran {

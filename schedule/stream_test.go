@@ -464,3 +464,47 @@ func TestAResumeReachesTheSchedulerWithinSeconds(t *testing.T) {
 		}
 	})
 }
+
+// down is a Source whose every fetch is answered 503 with the provider's
+// words: a provider down for maintenance.
+type down struct{}
+
+func (down) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{}, true, nil
+}
+
+func (down) Fetch(context.Context, slice.Slice) (slice.Page[int], forage.Outcome) {
+	return slice.Page[int]{}, forage.Outcome{Status: 503, Err: errors.New("HTTP 503: down for maintenance")}
+}
+
+// TestAStopSaysWhatTheProviderSaid: a stream stopped by a provider that
+// answers 503 keeps, in its job's last error, what the stop said of the
+// provider's answers (here the breaker's open state, naming the 503s it
+// counted). Before, the stop was rebuilt from its reason alone: the last
+// error read "budget: p: circuit_open until …", with nothing of the 503s.
+func TestAStopSaysWhatTheProviderSaid(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, store := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int]{Name: "s", Provider: "p", Backfill: down{}, Sink: discard}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		var last string
+		for range 60 { // the first stop, before the breaker opens
+			time.Sleep(time.Second)
+			synctest.Wait()
+			jobs, err := store.List(t.Context(), schedule.Query{})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("List = %d jobs, %v", len(jobs), err)
+			}
+			if last = jobs[0].Stats.LastError; last != "" {
+				break
+			}
+		}
+		if !strings.Contains(last, "503") {
+			t.Fatalf("last error %q; want it to say what the provider answered (503)", last)
+		}
+	})
+}

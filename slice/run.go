@@ -223,7 +223,7 @@ func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error
 		return Page[R]{}, be, nil
 	}
 	if errors.As(f.err, &be) && be.Reason == forage.ReasonPermanent {
-		s.rep.Reason = forage.ReasonPermanent
+		s.rep.Reason, s.rep.Stop = forage.ReasonPermanent, be
 	}
 	return Page[R]{}, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, sl.After, f.err)
 }
@@ -357,7 +357,7 @@ func (s *session[R]) caughtUp(ctx context.Context) error {
 // stopping notes in the report why the run stops (even if no gap can be
 // recorded) and fences the gap records it is about to write.
 func (s *session[R]) stopping(ctx context.Context, stop *budget.Error) error {
-	s.rep.Reason, s.rep.Until = stop.Reason, stop.Until
+	s.rep.Reason, s.rep.Until, s.rep.Stop = stop.Reason, stop.Until, stop
 	return s.fence(ctx)
 }
 

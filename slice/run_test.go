@@ -143,6 +143,32 @@ func TestRunDefersOnSourcePressure(t *testing.T) {
 	}
 }
 
+// TestRunReportsWhatTheProviderSaid: a run stopped by the provider keeps
+// its stop whole in the report, with the last answer's status and error:
+// the scheduler's job error said "unavailable" and nothing of the 503 or
+// of what came with it.
+func TestRunReportsWhatTheProviderSaid(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	said := errors.New("HTTP 503: down for maintenance")
+	stop := &budget.Error{Reason: forage.ReasonUnavailable, Status: 503, Err: said, Until: t0.Add(time.Minute)}
+	calls := 0
+	g.prov.stop = func() *budget.Error {
+		if calls++; calls > 1 {
+			return stop
+		}
+		return nil
+	}
+	rep, err := g.runner(t, checkpoint.SteadyState).Run(context.Background(), nil)
+	if err != nil || rep.Stop == nil || rep.Stop.Status != 503 || !errors.Is(rep.Stop, said) || rep.Reason != forage.ReasonUnavailable {
+		t.Fatalf("Run = %+v, %v: want a source-pressure stop whose Stop says 503 and what came with it", rep, err)
+	}
+	g.prov.stop = nil
+	if rep, err := g.runner(t, checkpoint.SteadyState).Run(context.Background(), nil); err != nil || rep.Stop != nil {
+		t.Fatalf("Run = %+v, %v: want no Stop for a run that finished", rep, err)
+	}
+}
+
 // TestRunPermanentErrorIsAnError: a permanent provider error ends the run
 // with the error, keeps the checkpoint at the last commit, and records a
 // gap there whose reason names the error, so the hole after it never

@@ -465,6 +465,11 @@ type Report struct {
 	// source pressure (a Retry-After, a ban, the breaker's open state), from
 	// [budget.Error.Until]. Zero when unknown or irrelevant.
 	Until time.Time
+	// Stop is the provider's stop that ended the run early, as
+	// [budget.Provider.Do] returned it: its Reason and Until are the ones
+	// above, with the last answer's status and error (what a 503 said, the
+	// dial error of a host that is down). Nil when no stop ended the run.
+	Stop *budget.Error
 	// Gaps are the gap records the run wrote, in order. A stream run writes
 	// at most one; a fill writes one per range left unfetched.
 	Gaps []checkpoint.Gap

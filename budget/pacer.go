@@ -22,6 +22,13 @@ import (
 type localPacer struct {
 	l    *gcra.Limiter
 	head chan struct{} // held by the one waiter asking the limiter
+	// faster wakes the waiter sleeping until its slot when the rate
+	// more than doubles: the slot it sleeps until was computed at the
+	// rate before. (At the floor's 0.05/s it slept up to 20 s after the
+	// provider came back and the rate rose to 6/s.) Not for the small
+	// steps of a climb: a waiter woken at each kept the sends too close
+	// behind the climb, and the limit was met a few per cent lower.
+	faster chan struct{}
 }
 
 var _ Pacer = localPacer{}
@@ -31,7 +38,7 @@ func newLocalPacer(rate float64, burst int) (localPacer, error) {
 	if err != nil {
 		return localPacer{}, err
 	}
-	return localPacer{l: l, head: make(chan struct{}, 1)}, nil
+	return localPacer{l: l, head: make(chan struct{}, 1), faster: make(chan struct{}, 1)}, nil
 }
 
 // WaitN waits until n units conform and books them. It fails at once, with
@@ -107,6 +114,7 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 		}
 		select {
 		case <-timer.C:
+		case <-p.faster:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -115,8 +123,22 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 	return nil
 }
 
-// SetRate changes the rate; it applies to the very next slot.
-func (p localPacer) SetRate(rate float64) error { return p.l.SetRate(rate) }
+// SetRate changes the rate; it applies to the very next slot, and, when
+// the rate more than doubles, a waiter sleeping until a slot of the slower
+// rate before asks again.
+func (p localPacer) SetRate(rate float64) error {
+	was := p.l.Interval()
+	if err := p.l.SetRate(rate); err != nil {
+		return err
+	}
+	if 2*p.l.Interval() < was {
+		select {
+		case p.faster <- struct{}{}:
+		default: // one wake is pending already
+		}
+	}
+	return nil
+}
 
 // PauseUntil holds every request until t; it applies to the very next slot.
 func (p localPacer) PauseUntil(t time.Time) { p.l.PauseUntil(t) }

@@ -1,0 +1,41 @@
+package budget
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestAFasterRateWakesTheWaiter: a call waiting for its slot at a slow rate
+// goes as soon as the rate rises, not when the slow rate's slot comes.
+// (At the aimd floor of 0.05/s, a call slept 20 s after the provider came
+// back and the rate had risen to 6/s.)
+func TestAFasterRateWakesTheWaiter(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p, err := newLocalPacer(0.05, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WaitN(context.Background(), 1); err != nil { // the first slot: the next is 20 s away
+			t.Fatal(err)
+		}
+		start := time.Now()
+		went := make(chan time.Duration)
+		go func() {
+			if err := p.WaitN(context.Background(), 1); err != nil {
+				t.Error(err)
+			}
+			went <- time.Since(start)
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if err := p.SetRate(10); err != nil {
+			t.Fatal(err)
+		}
+		if d := <-went; d > 1100*time.Millisecond {
+			t.Errorf("the waiter went %v after the rate rose to 10/s at 1s; want by 1.1s", d)
+		}
+	})
+}

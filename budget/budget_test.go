@@ -260,8 +260,9 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 
 // TestOpenBreakerNamesTheLastFailure: the circuit_open stop says what the
 // provider did, not only that the breaker is open: the last failure's
-// status, or, for an attempt that got no answer, its error with the URL's
-// query values masked; never an answer's body.
+// status, or, for an attempt that got no answer or a 2xx answer the host
+// could not read, its error with the URL's query values masked; never the
+// body of an answer with an error status.
 func TestOpenBreakerNamesTheLastFailure(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -271,6 +272,9 @@ func TestOpenBreakerNamesTheLastFailure(t *testing.T) {
 	}{
 		{"refused", forage.Outcome{Err: forage.Mark(errors.New(`Get "http://h/x?apikey=S3CRET": dial tcp 127.0.0.1:1: connect: connection refused`), forage.Transient)}, "connection refused"},
 		{"502", forage.Outcome{Status: 502, Err: errors.New("body: S3CRET")}, "the last failure: HTTP 502"},
+		// A 2xx the host could not read: why, not only "HTTP 200".
+		{"200 not JSON", forage.Outcome{Status: 200, Err: forage.Mark(errors.New("klines: the answer is not JSON (text/html)"), forage.Transient)},
+			"the last failure: HTTP 200: klines: the answer is not JSON (text/html)"},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			cfg := fast()

@@ -269,14 +269,25 @@ func (p *Local) fastFail(run *Run, err error) error {
 
 // failed notes the cause of a failed attempt for fastFail: the status of
 // an answer (never its body), or the redacted error of an attempt that got
-// none (refused connection, unknown host, timeout).
+// none (refused connection, unknown host, timeout) or whose 2xx answer the
+// host could not read (HTML where JSON was due, a truncated body: "HTTP
+// 200" alone said nothing of why it failed).
 func (p *Local) failed(out forage.Outcome) {
 	why := fmt.Sprintf("HTTP %d", out.Status)
-	if out.Status == 0 && out.Err != nil {
+	switch {
+	case out.Status == 0 && out.Err != nil:
 		why = redact.String(out.Err.Error())
+	case out.Status/100 == 2 && out.Err != nil:
+		why += ": " + redact.String(out.Err.Error())
+	}
+	if r := []rune(why); len(r) > maxFailText {
+		why = string(r[:maxFailText]) + "…"
 	}
 	p.lastFail.Store(&why)
 }
+
+// maxFailText bounds the last failure's text in a stop's error, in runes.
+const maxFailText = 200
 
 // release gives back a bulkhead slot.
 func (p *Local) release() {

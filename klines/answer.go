@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/redact"
 )
@@ -133,6 +134,31 @@ func apiError(status int, body []byte) error {
 		return fmt.Errorf("klines: provider said %d %s (code %d)", status, redact.String(e.Msg), e.Code)
 	}
 	return fmt.Errorf("klines: provider said %d", status)
+}
+
+// errorObject reads a 200 answer whose body is Binance's error object
+// ({"code":-1000,"msg":"…"}) instead of klines: the error it says, and its
+// class by the code: the server's own trouble (-1000 unknown, -1001
+// disconnected, -1006 unexpected response, -1007 timeout, -1008 overloaded)
+// is worth a retry; too many requests (-1003, -1015) is throttled; any
+// other code (a bad symbol or parameter) is permanent. ok is false for any
+// other body.
+func errorObject(body []byte) (err error, class forage.Class, ok bool) {
+	var e struct {
+		Code *int   `json:"code"`
+		Msg  string `json:"msg"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Code == nil || e.Msg == "" {
+		return nil, 0, false
+	}
+	err = fmt.Errorf("klines: provider said %s (code %d) with HTTP 200", redact.String(e.Msg), *e.Code)
+	switch *e.Code {
+	case -1000, -1001, -1006, -1007, -1008:
+		return err, forage.Transient, true
+	case -1003, -1015:
+		return err, forage.Throttled, true
+	}
+	return err, forage.Permanent, true
 }
 
 // errNull is the error of an answer that is JSON null, not an array.

@@ -193,6 +193,7 @@ type Controller struct {
 	cuts        uint64        // decreases so far
 	okSinceCut  int           // successes since the last decrease
 	lastCredit  time.Time     // last success credited to the climb
+	firstCredit time.Time     // the first success earns the time since then, up to two intervals (see Restore); zero = nothing
 	sends       sendRing      // when the last requests answered were sent, for the demand (see used)
 	latency     float64       // smoothed latency, seconds; 0 = no sample
 	latencyBase time.Duration // latency of the first request sent after the last latency cut

@@ -373,6 +373,12 @@ func (c *Controller) credit(now time.Time) float64 {
 	if now.After(last) {
 		c.lastCredit = now
 	}
+	if from := c.firstCredit; last.IsZero() && !from.IsZero() {
+		c.firstCredit = time.Time{}
+		if now.After(from) {
+			return min(now.Sub(from).Seconds(), 2/c.rate) // see Restore
+		}
+	}
 	if last.IsZero() || !now.After(last) {
 		return 0
 	}

@@ -207,6 +207,18 @@ func (c *Controller) Restore(s State) error {
 		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed
 	}
 	c.postCut = c.rate
+	// A fresh controller restored under its cold start, with no confirmed
+	// ceiling, where refusals with no success between them left it (an
+	// outage, a provider that refused everything for a while): its first
+	// success earns two intervals of the restored rate, as the first after
+	// a slot's wait would, not nothing: the time since the restore, up to
+	// two intervals. (A rate restored at the floor of 0.05/s took 20 s per
+	// step: 1 request in 10 s against a provider that had come back at
+	// 20/s. Two whole intervals, 40 s of climb, overshot it: 7 refusals.)
+	c.firstCredit = time.Time{}
+	if c.lastCredit.IsZero() && c.rate < c.cfg.Initial && !c.confirmed {
+		c.firstCredit = now
+	}
 	if c.ceiling != wasCeiling || c.confirmed != wasConfirmed || c.rate < was || c.kUp == 0 {
 		c.fitClimb()
 	} // else further along the climb under way: it goes on as it was fitted

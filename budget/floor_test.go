@@ -1,0 +1,44 @@
+package budget_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/providertest"
+)
+
+// TestARateLeftAtTheFloorRecovers: a process restarted after an outage had
+// driven its provider's rate to the aimd floor (0.05/s, an unconfirmed
+// ceiling from slow start's first refusal) climbs again as soon as the
+// provider answers, without drawing refusals. It sent one request in 10 s:
+// the first success after the restore earned no climb, and the next slot
+// was 20 s away.
+func TestARateLeftAtTheFloorRecovers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		if err := store.SaveRecord(context.Background(), forage.ProviderRecord{Key: "sim", Rate: 0.05, Ceiling: 3.8}); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.RateLimit(20, 1), Answer: providertest.Answer429,
+			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := budget.NewLocal("sim", budget.Config{Records: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		drive(ctx, p, 3, simAttempt(srv.Transport(), nil))
+		if st := srv.Stats(); st.OK < 20 || st.Throttled > 0 {
+			t.Errorf("10 s after a restore at 0.05/s against a 20/s provider: %d ok, %d refused; want 20 or more, none refused", st.OK, st.Throttled)
+		}
+	})
+}

@@ -96,6 +96,11 @@ func (s *session[R]) stream(ctx context.Context) error {
 		for _, pg := range b.pages {
 			passed.add(pg.Next)
 		}
+		if slices.ContainsFunc(b.pages, func(pg Page[R]) bool { return pg.Last }) {
+			// The provider said nothing comes after it for now.
+			p.abandon()
+			return s.caughtUp(ctx)
+		}
 		p.landed(ctx, b.last, b.page.Next)
 	}
 }
@@ -441,7 +446,7 @@ type batch[R any] struct {
 // before it was being made durable.
 func (p *pipeline[R]) gather(head *flight[R], page Page[R]) batch[R] {
 	b := batch[R]{first: head, last: head, pages: []Page[R]{page}, page: page}
-	for len(b.pages) < p.s.r.cfg.MaxBatch && len(p.q) > 0 && b.held() {
+	for len(b.pages) < p.s.r.cfg.MaxBatch && len(p.q) > 0 && b.held() && !b.pages[len(b.pages)-1].Last {
 		f := p.q[0]
 		if !f.ready() || f.res.panicked != nil || f.res.err != nil || checkPage(f.sl, f.res.page) != nil ||
 			bytes.Equal(f.res.page.Next, f.sl.After) {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,5 +432,71 @@ func TestRunReleasesLeaseWhenCancelled(t *testing.T) {
 	assertFree(t, g.store)
 	if len(pending(t, g.store, catchUp)) != 0 {
 		t.Fatalf("a cancelled run wrote a gap")
+	}
+}
+
+// feed is a "list events since a token" Source: pages of up to page
+// events after a token (the count so far, as the rig's checks read it), the last one flagged Last when last is
+// set (has_more false), as cursor APIs say it.
+type feed struct {
+	events, page int
+	last         bool
+	fetches      atomic.Int64
+}
+
+func (f *feed) Next(_ context.Context, c []byte, _ checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{After: c}, true, nil
+}
+
+func (f *feed) Fetch(_ context.Context, s slice.Slice) (slice.Page[rec], forage.Outcome) {
+	f.fetches.Add(1)
+	from := 0
+	if len(s.After) > 0 {
+		from, _ = strconv.Atoi(string(s.After))
+	}
+	to := min(from+f.page, f.events)
+	p := slice.Page[rec]{Next: []byte(strconv.Itoa(to)), Last: f.last && to == f.events}
+	for k := from; k < to; k++ {
+		p.Records = append(p.Records, rec{Key: k, Val: val(k)})
+	}
+	if to == from && len(s.After) > 0 {
+		p.Next = s.After // nothing new
+	}
+	return p, forage.Outcome{Status: 200}
+}
+
+// TestALastPageEndsTheRun: a page the provider says is the last for now
+// (Page.Last) is committed and the run is caught up, with no request after
+// it; the next run asks once, from its Next. Without it, each run asks once
+// more after the last page, and a followed feed is polled all through a
+// turn.
+func TestALastPageEndsTheRun(t *testing.T) {
+	t.Parallel()
+	for _, last := range []bool{false, true} {
+		g := newRig(0, 10)
+		src := &feed{events: 25, page: 10, last: last}
+		r := func() *slice.Runner[rec] {
+			return g.runner(t, checkpoint.SteadyState, func(c *slice.Config[rec]) { c.Source = src })
+		}
+		rep := run(t, r())
+		want := int64(4) // three pages, and the one that finds nothing new
+		if last {
+			want = 3
+		}
+		if rep.Records != 25 || string(rep.Cursor) != "25" || src.fetches.Load() != want {
+			t.Fatalf("last %v: report %+v after %d requests; want 25 records, cursor 25, %d requests", last, rep, src.fetches.Load(), want)
+		}
+		if err := g.sink.exactly(25); err != nil {
+			t.Fatal(err)
+		}
+		src.events = 30 // five more
+		rep = run(t, r())
+		want += 1 // the five, in one page flagged last
+		if !last {
+			want++ // and the one after
+		}
+		if rep.Records != 5 || string(rep.Cursor) != "30" || src.fetches.Load() != want {
+			t.Fatalf("last %v: second run %+v after %d requests in all; want 5 records, cursor 30, %d requests", last, rep, src.fetches.Load(), want)
+		}
 	}
 }

@@ -75,6 +75,14 @@ type Page[R any] struct {
 	// there). Optional: the zero Range means unknown. With [Config.Series]
 	// set, it is added to the series' coverage after the slice is durable.
 	Covered checkpoint.Range
+	// Last says the provider has nothing after this page for now (its
+	// has_more is false, its next-page token null): a stream run commits
+	// the page and is caught up, without asking after Next again; the next
+	// run starts from Next. Optional: without it, a stream run asks after
+	// Next until a page makes no progress, one request more per run (a
+	// followed feed polled at the full rate all through each run instead
+	// of once per turn). Ignored by a fill, whose range says where it ends.
+	Last bool
 }
 
 // Source is the host's side of one stream: it plans slices and fetches them.

@@ -91,3 +91,60 @@ func TestRestartHonoursTheProvidersPause(t *testing.T) {
 		}
 	})
 }
+
+// throttleAfterFirst passes the first request to the exchange and answers
+// every later one 429 with "Retry-After: 3600".
+type throttleAfterFirst struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    int
+}
+
+func (t *throttleAfterFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.n++
+	first := t.n == 1
+	t.mu.Unlock()
+	if first {
+		return t.next.RoundTrip(req)
+	}
+	return &http.Response{
+		StatusCode: http.StatusTooManyRequests,
+		Header:     http.Header{"Retry-After": {"3600"}, "Content-Type": {"application/json"}},
+		Body:       io.NopCloser(strings.NewReader(`{"code":-1003,"msg":"Too many requests."}`)),
+		Request:    req,
+	}, nil
+}
+
+// TestADeferredSummaryNamesThePauseAndWhereItStands: a run held back by the
+// provider's pause, saved by the run before it, ends deferred at its
+// -timeout; its summary says where the catch-up stands (the candles the
+// earlier run committed) and that the provider's pause held it. It said
+// "stopped (deadline) after the start", of a stream that held 1000 candles.
+func TestADeferredSummaryNamesThePauseAndWhereItStands(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		exchange := &throttleAfterFirst{}
+		e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
+			exchange.next = srv.Transport()
+			return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
+		}}
+		run := func(args ...string) result {
+			var out, errOut bytes.Buffer
+			code := runEnv(context.Background(), e, append([]string{"-store", dir, "-json"}, args...), &out, &errOut)
+			return result{code, out.String(), errOut.String()}
+		}
+		if first := run("-timeout", "10s"); decodeSummary(t, first.stdout).Candles == 0 {
+			t.Fatalf("first run collected nothing: %q %q", first.stdout, first.stderr)
+		}
+		second := run("-timeout", "5s")
+		s := decodeSummary(t, second.stdout)
+		if s.Status != "deferred" || len(s.Gaps) != 1 {
+			t.Fatalf("second run: %+v, want deferred with one gap", s)
+		}
+		if g := s.Gaps[0]; g.After == "" || !strings.Contains(g.Reason, "pause (throttled) lasts until") {
+			t.Fatalf("gap %+v: want where the catch-up stands and the provider's pause named", g)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/slice"
@@ -189,9 +191,15 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 		// A catch-up that neither reached until nor stopped with a gap (the
 		// deadline passed while it waited to run) is never done: it is
 		// deferred, and says why.
+		now := time.Now()
 		why := "unfinished"
-		if r, spent := c.run.ExhaustedAt(time.Now()); spent {
+		if r, spent := c.run.ExhaustedAt(now); spent {
 			why = string(r)
+		}
+		if snap.PausedUntil.After(now) {
+			// What held the streams back: the provider's pause (saved by
+			// an earlier run, or asked for in this one), not the clock.
+			why += fmt.Sprintf("; the provider's pause (%s) lasts until %s", orThrottled(snap.PauseReason), snap.PausedUntil.UTC().Format(time.RFC3339))
 		}
 		for _, sym := range c.o.symbols {
 			if ss := c.states[sym]; ss == nil || !ss.caughtUp && !ss.yielded && !ss.spent {
@@ -200,7 +208,14 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 				if ss != nil && ss.short {
 					reason = "the provider has not published the last candles before until yet"
 				}
-				s.Gaps = append(s.Gaps, gapInfo{Symbol: sym, Mode: checkpoint.CatchUp.String(), Reason: reason})
+				gi := gapInfo{Symbol: sym, Mode: checkpoint.CatchUp.String(), Reason: reason}
+				if t, ok := c.committed(sym); ok {
+					gi.After = t.Format(time.RFC3339) // where it stands, from an earlier run too
+				}
+				if snap.PausedUntil.After(now) {
+					gi.Until = snap.PausedUntil.UTC().Format(time.RFC3339)
+				}
+				s.Gaps = append(s.Gaps, gi)
 			}
 		}
 	}
@@ -271,6 +286,27 @@ func (s summary) held() []string {
 		}
 	}
 	return out
+}
+
+// committed returns the open time of the last candle sym's catch-up
+// committed past, by this run or an earlier one, and whether it has one.
+func (c *collector) committed(sym string) (time.Time, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cp, err := c.be.checkpoints().Load(ctx, checkpoint.Key{Stream: "ohlcv/" + sym + "/" + c.o.interval, Mode: checkpoint.CatchUp})
+	if err != nil || len(cp.Cursor) == 0 {
+		return time.Time{}, false
+	}
+	t, err := klines.DecodeCursor(cp.Cursor)
+	return t, err == nil
+}
+
+// orThrottled names a pause's reason, throttled when it has none.
+func orThrottled(r forage.Reason) forage.Reason {
+	if r == "" {
+		return forage.ReasonThrottled
+	}
+	return r
 }
 
 func orNone(s string) string {

@@ -27,6 +27,15 @@ import (
 // fine for thousands of hosts, not for millions. Asking a provider about
 // its breaker may deliver a transition ([breaker.Config.OnTransition]) on
 // the goroutine inside Next: such a hook must not call the Frontier.
+//
+// A crawl ends when every URL is fetched or dropped, or when its context
+// or [Run] ends. A host that refuses everything (down, answering 503 and
+// Retry-After to each request, or 429 for good) is called ever more
+// slowly, down to the floor of its provider's adaptive rate
+// ([aimd.Config.Min]), so that it is never hammered; each of its URLs
+// takes longer to drop, and URLs its open breaker held back are put back.
+// Bound a crawl that must end with a Run's deadline ([Envelope.Deadline],
+// [WithRun]).
 type Frontier struct {
 	reg     *Registry
 	perHost int

@@ -37,6 +37,15 @@ import (
 // waiting for a slot, so under a slow provider it cancels requests that
 // were never sent.
 //
+// One RoundTrip is one attempt per try, counted by the budget. net/http
+// itself sends an idempotent request (GET, HEAD) again, once, when a
+// kept-alive connection it reused fails before the answer (the server
+// closed it, or reset it mid-answer); the budget does not see that second
+// send. A provider that resets connections under load may so see a few
+// requests more than the budget counted; a base transport with
+// keep-alives off ([http.Transport.DisableKeepAlives]) sends each attempt
+// exactly once, at the cost of a connection per request.
+//
 // The run a request belongs to is taken from its context ([WithRun]); a
 // request without one is unbounded. Its weight, for a weighted [Limit],
 // is taken from its context too ([WithCall]); 1 without. Transport is safe for concurrent use.

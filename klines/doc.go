@@ -8,7 +8,9 @@
 // collection's end, so a stretch without candles, such as the years before
 // a symbol's listing, costs one request, plus one to confirm it. Every
 // Fetch makes exactly one request, so every request is one attempt to the
-// provider's budget, paced like any other; what a page leaves to check is
+// provider's budget, paced like any other (but for net/http's own second
+// send of a GET whose reused connection failed before the answer; see
+// budget.Transport); what a page leaves to check is
 // written into its cursor, and the next slice checks it. The Source keeps
 // only closed candles, moves the cursor to the last candle it received
 // (never past one it did not), and reports the span the answer covered,

@@ -26,14 +26,12 @@ func Example_spentQuota() {
 	}})
 	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{}),
 		Requeue: 10 * time.Millisecond}, schedule.NewMemoryJobStore(), nil) // setup: Requeue, the shortest wait, cut to keep the example fast
-	src := &pages{n: 3}              // setup: a Source of 3 pages that logs each request
-	caughtUp := make(chan string, 1) // setup: until the history is in
-	_ = schedule.AddStream(ctx, s, schedule.Stream[int]{Name: "history", Provider: "api", Backfill: src, Sink: discard,
-		OnRun: backfilled(caughtUp)})
+	src := &pages{n: 3} // setup: a Source of 3 pages that logs each request
+	_ = schedule.AddStream(ctx, s, schedule.Stream[int]{Name: "history", Provider: "api", Backfill: src, Sink: discard})
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
 
-	<-caughtUp
+	_ = s.Backfilled(ctx) // until the history is in
 	cancel()
 	<-ran // Run returns once every run ended and its outcome is written
 	jobs, _ := s.Jobs(context.Background(), schedule.Query{})

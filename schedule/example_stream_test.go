@@ -11,7 +11,6 @@ import (
 	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/providertest"
 	"github.com/forage-go/forage/schedule"
-	"github.com/forage-go/forage/slice"
 )
 
 // Example_streams: many streams over many providers, resumable, head first,
@@ -32,7 +31,6 @@ func Example_streams() {
 	cps, _ := checkpoint.OpenFileStore(dir, checkpoint.Config{})
 	defer cps.Close()
 	s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: cps}, schedule.NewMemoryJobStore(), nil)
-	caughtUp := make(chan string, 4) // setup: the example stops once the history is in
 	for name, ex := range exchanges {
 		for _, sym := range []string{"BTCUSDT", "ETHUSDT"} {
 			sink, _ := klines.OpenFileSink(dir, name+"-"+sym, "1m")
@@ -40,22 +38,19 @@ func Example_streams() {
 			back, head, _ := klines.Sources(&klines.Source{Client: ex.Client(), Base: "http://" + name, Symbol: sym, Interval: "1m",
 				From: start.Add(-24 * time.Hour)}, start)
 			_ = schedule.AddStream(ctx, s, schedule.Stream[klines.Candle]{Name: name + "/" + sym + "/1m", Provider: name,
-				Backfill: back, Incremental: head, Every: time.Minute, Sink: sink, OnRun: backfilled(caughtUp)})
+				Backfill: back, Incremental: head, Every: time.Minute, Sink: sink})
 		}
 	}
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
 
-	for range 4 {
-		fmt.Println(<-caughtUp, "backfilled")
+	if err := s.Backfilled(ctx); err == nil { // the example stops once the history is in
+		fmt.Println("every stream backfilled")
 	}
 	cancel()
 	<-ran // setup: Run returns once every run ended and its outcome is written
-	// Unordered output:
-	// binance/BTCUSDT/1m backfilled
-	// binance/ETHUSDT/1m backfilled
-	// bybit/BTCUSDT/1m backfilled
-	// bybit/ETHUSDT/1m backfilled
+	// Output:
+	// every stream backfilled
 }
 
 // exchange is a simulated exchange listing BTCUSDT and ETHUSDT since two
@@ -70,14 +65,4 @@ func exchange(start time.Time) *providertest.Server {
 		panic(err)
 	}
 	return srv
-}
-
-// backfilled returns an OnRun hook that sends a stream's name on ch when a
-// run of its backfill caught up.
-func backfilled(ch chan<- string) func(schedule.Job, slice.Report, error) {
-	return func(j schedule.Job, rep slice.Report, err error) {
-		if j.Kind == schedule.KindBackfill && err == nil && rep.Reason == "" && !rep.Yielded {
-			ch <- j.Stream
-		}
-	}
 }

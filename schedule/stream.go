@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -302,4 +304,80 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 		return Result{}, fmt.Errorf("schedule: stream %q has no %s source for a %s job", job.Stream, modes[0], job.Kind)
 	}
 	return Result{Done: true}, nil
+}
+
+// backfilledPoll is how often [Scheduler.Backfilled] looks at the jobs.
+const backfilledPoll = 250 * time.Millisecond
+
+// Backfilled waits until the backfill of every stream declared with
+// [AddStream] has reached the start of its history ([StateSuccess]), and
+// returns nil then. It runs nothing itself: call it while [Scheduler.Run]
+// runs (in this process or another sharing the job store). When ctx ends
+// first, its error says which backfills are not done and where each
+// stands (its state, when it runs next, its last error), and wraps ctx's
+// error. A backfill that fails for good (an unknown symbol) is retried
+// with backoff and never done: bound the wait with ctx's deadline.
+//
+// A host that collects up to now and stops runs the scheduler, waits for
+// Backfilled, and cancels it; a host that also follows the head keeps it
+// running.
+func (s *Scheduler) Backfilled(ctx context.Context) error {
+	tick := time.NewTicker(backfilledPoll)
+	defer tick.Stop()
+	for {
+		left, total, err := s.unfinished(ctx)
+		if err == nil && len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("schedule: backfills not known to be done: %w (listing the jobs: %v)", ctx.Err(), err)
+			}
+			return fmt.Errorf("schedule: %d of %d backfills not done: %s: %w", len(left), total, strings.Join(left, "; "), ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// unfinished describes, one each, the declared streams whose backfill is
+// not done, and says how many declared streams have a backfill.
+func (s *Scheduler) unfinished(ctx context.Context) (left []string, total int, err error) {
+	s.mu.Lock()
+	want := map[string]string{} // stream -> provider
+	for name, st := range s.streams {
+		if st.run[checkpoint.CatchUp] != nil {
+			want[name] = st.provider
+		}
+	}
+	s.mu.Unlock()
+	jobs, err := s.Jobs(ctx, Query{Kind: KindBackfill})
+	if err != nil {
+		return nil, len(want), err
+	}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if p, ok := want[j.Stream]; !ok || p != j.Provider {
+			continue
+		}
+		seen[j.Stream] = true
+		if j.State == StateSuccess {
+			continue
+		}
+		d := fmt.Sprintf("%s %s", j.Stream, j.State)
+		if j.State != StateRunning && !j.NextRun.IsZero() {
+			d += " until " + j.NextRun.UTC().Format(time.RFC3339)
+		}
+		if j.Stats.LastError != "" {
+			d += " (" + j.Stats.LastError + ")"
+		}
+		left = append(left, d)
+	}
+	for name := range want {
+		if !seen[name] {
+			left = append(left, name+": no backfill job")
+		}
+	}
+	slices.Sort(left)
+	return left, len(want), nil
 }

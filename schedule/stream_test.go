@@ -508,3 +508,40 @@ func TestAStopSaysWhatTheProviderSaid(t *testing.T) {
 		}
 	})
 }
+
+// TestBackfilledWaitsForEveryBackfill: Backfilled returns nil once every
+// declared stream's backfill reached the start of its history, and, when
+// its context ends first, an error naming each backfill not done, where it
+// stands and why (here a provider down for maintenance), wrapping the
+// context's error. Hosts wrote this wait themselves, from OnRun.
+func TestBackfilledWaitsForEveryBackfill(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		now := time.Now()
+		for _, name := range []string{"a", "b"} {
+			src := &timed{from: now.Add(-time.Hour), until: func() time.Time { return now }, page: 60, load: &load{}}
+			if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: name, Provider: "p", Backfill: src, Sink: &kept{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop := start(t, s)
+		defer stop()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := s.Backfilled(ctx); err != nil {
+			t.Fatalf("Backfilled = %v, want nil: an hour of history each", err)
+		}
+
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int]{Name: "c", Provider: "q", Backfill: down{}, Sink: discard}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel = context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		err := s.Backfilled(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 3 backfills not done: c ") || !strings.Contains(err.Error(), "503") {
+			t.Fatalf("Backfilled = %v; want the deadline, naming backfill c and what its provider answered", err)
+		}
+		t.Log(err)
+	})
+}

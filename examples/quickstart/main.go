@@ -114,14 +114,14 @@ func run() error {
 		return err
 	}
 	go t.progress(ctx, start, provider)
-	backfilled := t.backfilled(len(symbols))
 	ran := make(chan error, 1)
 	go func() { ran <- sched.Run(ctx) }()
 
-	select { // every backfill caught up, or a backstop: the run takes about 30 s
-	case <-backfilled:
-	case <-time.After(3 * time.Minute):
-		return fmt.Errorf("quickstart: the backfills are not done after 3 minutes")
+	// Every backfill caught up, or a backstop: the run takes about 30 s.
+	wait, stopWaiting := context.WithTimeout(ctx, 3*time.Minute)
+	defer stopWaiting()
+	if err := sched.Backfilled(wait); err != nil {
+		return err
 	}
 	caughtUp, okAtBackfill := time.Now(), exchange.Stats().OK
 	time.Sleep(6 * time.Second) // the head, followed a little longer
@@ -155,45 +155,13 @@ func simulatedExchange(listed time.Time) (*providertest.Server, string, func(), 
 type tally struct {
 	candles, slices atomic.Int64
 	mu              sync.Mutex
-	caughtUp        map[string]bool // streams whose backfill caught up
-	done            chan struct{}   // closed once want streams caught up
-	want            int
 	transitions     []string
 }
 
 // run is every stream's OnRun hook.
-func (t *tally) run(job schedule.Job, rep slice.Report, err error) {
+func (t *tally) run(_ schedule.Job, rep slice.Report, _ error) {
 	t.candles.Add(int64(rep.Records))
 	t.slices.Add(int64(rep.Slices))
-	if job.Kind != schedule.KindBackfill || err != nil || rep.Reason != "" || rep.Yielded {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.caughtUp == nil {
-		t.caughtUp = map[string]bool{}
-	}
-	t.caughtUp[job.Stream] = true
-	if len(t.caughtUp) == t.want && t.done != nil {
-		close(t.done)
-		t.done = nil
-	}
-}
-
-// backfilled returns a channel closed once n streams' backfills caught up.
-func (t *tally) backfilled(n int) <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ch := make(chan struct{})
-	t.want, t.done = n, ch
-	if t.caughtUp == nil {
-		t.caughtUp = map[string]bool{}
-	}
-	if len(t.caughtUp) >= n {
-		close(ch)
-		t.done = nil
-	}
-	return ch
 }
 
 // transition is the breaker's OnTransition hook.

@@ -313,10 +313,13 @@ const backfilledPoll = 250 * time.Millisecond
 // [AddStream] has reached the start of its history ([StateSuccess]), and
 // returns nil then. It runs nothing itself: call it while [Scheduler.Run]
 // runs (in this process or another sharing the job store). When ctx ends
-// first, its error says which backfills are not done and where each
-// stands (its state, when it runs next, its last error), and wraps ctx's
-// error. A backfill that fails for good (an unknown symbol) is retried
-// with backoff and never done: bound the wait with ctx's deadline.
+// first, or has a deadline that no backfill not done can meet (each waits,
+// not running, until after it: a provider's long pause, a spent quota),
+// its error says which backfills are not done and where each stands (its
+// state, when it runs next, its last error), and wraps ctx's error (or
+// [context.DeadlineExceeded], returned early). A backfill that fails for
+// good (an unknown symbol) is retried with backoff and never done: bound
+// the wait with ctx's deadline.
 //
 // A host that collects up to now and stops runs the scheduler, waits for
 // Backfilled, and cancels it; a host that also follows the head keeps it
@@ -324,25 +327,48 @@ const backfilledPoll = 250 * time.Millisecond
 func (s *Scheduler) Backfilled(ctx context.Context) error {
 	tick := time.NewTicker(backfilledPoll)
 	defer tick.Stop()
+	deadline, bounded := ctx.Deadline()
 	for {
-		left, total, err := s.unfinished(ctx)
+		left, total, err := s.unfinished(ctx, deadline)
 		if err == nil && len(left) == 0 {
 			return nil
+		}
+		if err == nil && bounded && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.may }) {
+			return fmt.Errorf("schedule: %d of %d backfills cannot be done by the deadline: %s: %w", len(left), total, describe(left), context.DeadlineExceeded)
 		}
 		select {
 		case <-ctx.Done():
 			if err != nil {
 				return fmt.Errorf("schedule: backfills not known to be done: %w (listing the jobs: %v)", ctx.Err(), err)
 			}
-			return fmt.Errorf("schedule: %d of %d backfills not done: %s: %w", len(left), total, strings.Join(left, "; "), ctx.Err())
+			return fmt.Errorf("schedule: %d of %d backfills not done: %s: %w", len(left), total, describe(left), ctx.Err())
 		case <-tick.C:
 		}
 	}
 }
 
-// unfinished describes, one each, the declared streams whose backfill is
-// not done, and says how many declared streams have a backfill.
-func (s *Scheduler) unfinished(ctx context.Context) (left []string, total int, err error) {
+// unfinishedJob is a declared stream's backfill that is not done: where it
+// stands, for people, and whether it may run again before the deadline
+// Backfilled was given.
+type unfinishedJob struct {
+	desc string
+	may  bool
+}
+
+// describe joins the descriptions of left.
+func describe(left []unfinishedJob) string {
+	ds := make([]string, len(left))
+	for i, u := range left {
+		ds[i] = u.desc
+	}
+	return strings.Join(ds, "; ")
+}
+
+// unfinished returns the declared streams whose backfill is not done, in
+// stream order, and says how many declared streams have a backfill. A
+// backfill may run before deadline (zero: none) unless it waits, not
+// running, until after it, or is paused.
+func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []unfinishedJob, total int, err error) {
 	s.mu.Lock()
 	want := map[string]string{} // stream -> provider
 	for name, st := range s.streams {
@@ -364,20 +390,23 @@ func (s *Scheduler) unfinished(ctx context.Context) (left []string, total int, e
 		if j.State == StateSuccess {
 			continue
 		}
-		d := fmt.Sprintf("%s %s", j.Stream, j.State)
+		u := unfinishedJob{desc: fmt.Sprintf("%s %s", j.Stream, j.State), may: true}
 		if j.State != StateRunning && !j.NextRun.IsZero() {
-			d += " until " + j.NextRun.UTC().Format(time.RFC3339)
+			u.desc += " until " + j.NextRun.UTC().Format(time.RFC3339)
 		}
 		if j.Stats.LastError != "" {
-			d += " (" + j.Stats.LastError + ")"
+			u.desc += " (" + j.Stats.LastError + ")"
 		}
-		left = append(left, d)
+		if !deadline.IsZero() && j.State != StateRunning && (j.State == StatePaused || !j.NextRun.Before(deadline)) {
+			u.may = false
+		}
+		left = append(left, u)
 	}
 	for name := range want {
 		if !seen[name] {
-			left = append(left, name+": no backfill job")
+			left = append(left, unfinishedJob{desc: name + ": no backfill job", may: true})
 		}
 	}
-	slices.Sort(left)
+	slices.SortFunc(left, func(a, b unfinishedJob) int { return strings.Compare(a.desc, b.desc) })
 	return left, len(want), nil
 }

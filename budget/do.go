@@ -16,10 +16,10 @@ import (
 	"github.com/forage-go/forage/retry"
 )
 
-// do is [Local.Do] without the metrics of a call's stop.
 // errNoAttempt is the error of a Do call with a nil attempt.
 var errNoAttempt = errors.New("budget: Do needs an attempt (got nil)")
 
+// do is [Local.Do] without the metrics of a call's stop.
 func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
 	if attempt == nil {
 		return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: errNoAttempt}

@@ -74,7 +74,8 @@ func (s *session[R]) stream(ctx context.Context) error {
 		if err := p.keepLease(ctx); err != nil {
 			return err
 		}
-		if b.held() {
+		last := slices.ContainsFunc(b.pages, func(pg Page[R]) bool { return pg.Last })
+		if b.held() && !last {
 			p.plan(ctx) // keep the window fetching while b is made durable
 		}
 		if bytes.Equal(b.page.Next, cp.Cursor) {
@@ -96,7 +97,7 @@ func (s *session[R]) stream(ctx context.Context) error {
 		for _, pg := range b.pages {
 			passed.add(pg.Next)
 		}
-		if slices.ContainsFunc(b.pages, func(pg Page[R]) bool { return pg.Last }) {
+		if last {
 			// The provider said nothing comes after it for now.
 			p.abandon()
 			return s.caughtUp(ctx)

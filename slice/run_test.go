@@ -500,3 +500,57 @@ func TestALastPageEndsTheRun(t *testing.T) {
 		}
 	}
 }
+
+// aheadFeed is feed with a Predictor: each page is predicted to end page
+// events on, so a run fetches ahead.
+type aheadFeed struct {
+	feed
+	after atomic.Int64 // fetches after the last event
+}
+
+func (f *aheadFeed) Expect(s slice.Slice) ([]byte, bool) {
+	from, _ := strconv.Atoi(string(s.After))
+	return []byte(strconv.Itoa(from + f.page)), true
+}
+
+func (f *aheadFeed) Fetch(ctx context.Context, s slice.Slice) (slice.Page[rec], forage.Outcome) {
+	if from, _ := strconv.Atoi(string(s.After)); len(s.After) > 0 && from >= f.events {
+		f.after.Add(1)
+	}
+	return f.feed.Fetch(ctx, s)
+}
+
+// TestALastPageStopsTheFetchAhead: a run that fetches ahead plans no slice
+// after a page flagged Last once it has it (it planned 2-4 more, each a
+// request, abandoned when the run ended).
+func TestALastPageStopsTheFetchAhead(t *testing.T) {
+	t.Parallel()
+	g := newRig(0, 10)
+	src := &aheadFeed{feed: feed{events: 30, page: 10, last: true}}
+	rep := run(t, g.runner(t, checkpoint.SteadyState, func(c *slice.Config[rec]) { c.Source = src; c.Prefetch = 4; c.MaxBatch = 1 }))
+	if rep.Records != 30 || src.after.Load() > 0 {
+		t.Fatalf("report %+v, %d requests after the page flagged Last; want 30 records and none", rep, src.after.Load())
+	}
+}
+
+// nilTx is a TxSink whose Commit dereferences its receiver.
+type nilTx struct{ n int }
+
+func (x *nilTx) Write(context.Context, slice.Page[rec]) error { return nil }
+
+func (x *nilTx) Commit(context.Context, checkpoint.Key, slice.Page[rec], int64, checkpoint.Lease) (checkpoint.Checkpoint, error) {
+	x.n++
+	return checkpoint.Checkpoint{}, nil
+}
+
+// TestATypedNilTxSinkBesideASinkIsNone: a nil *T as the TxSink beside a
+// Sink is no TxSink (New took it for none, and the first commit called it:
+// a nil dereference).
+func TestATypedNilTxSinkBesideASinkIsNone(t *testing.T) {
+	t.Parallel()
+	g := newRig(25, 10)
+	rep := run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.TxSink = (*nilTx)(nil) }))
+	if rep.Records != 25 {
+		t.Fatalf("report %+v: want the 25 records through the Sink", rep)
+	}
+}

@@ -77,8 +77,9 @@ type Page[R any] struct {
 	Covered checkpoint.Range
 	// Last says the provider has nothing after this page for now (its
 	// has_more is false, its next-page token null): a stream run commits
-	// the page and is caught up, without asking after Next again; the next
-	// run starts from Next. Optional: without it, a stream run asks after
+	// the page and is caught up, without asking after Next again (slices a
+	// Predictor's fetch-ahead had under way are abandoned); the next run
+	// starts from Next. Optional: without it, a stream run asks after
 	// Next until a page makes no progress, one request more per run (a
 	// followed feed polled at the full rate all through each run instead
 	// of once per turn). Ignored by a fill, whose range says where it ends.
@@ -347,8 +348,11 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 	if cfgerr.IsNil(cfg.Sink) {
 		cfg.Sink = nil // a typed nil beside a TxSink
 	}
+	if cfgerr.IsNil(cfg.TxSink) {
+		cfg.TxSink = nil // a typed nil beside a Sink: commit would call it
+	}
 	r := &Runner[R]{cfg: cfg, key: checkpoint.Key{Stream: cfg.Stream, Mode: cfg.Mode}, log: log, sink: cfg.Sink, autoPrefetch: auto}
-	if !cfgerr.IsNil(cfg.TxSink) {
+	if cfg.TxSink != nil {
 		r.sink = cfg.TxSink
 	}
 	return r, nil

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/forage-go/forage/gcra"
@@ -22,13 +23,15 @@ import (
 type localPacer struct {
 	l    *gcra.Limiter
 	head chan struct{} // held by the one waiter asking the limiter
-	// faster wakes the waiter sleeping until its slot when the rate
-	// more than doubles: the slot it sleeps until was computed at the
-	// rate before. (At the floor's 0.05/s it slept up to 20 s after the
+	// faster wakes the waiter sleeping until its slot when the rate has
+	// more than doubled since it went to sleep (slept, the interval it
+	// computed its slot at; 0 while none sleeps): that slot was the
+	// slower rate's. (At the floor's 0.05/s it slept up to 20 s after the
 	// provider came back and the rate rose to 6/s.) Not for the small
 	// steps of a climb: a waiter woken at each kept the sends too close
 	// behind the climb, and the limit was met a few per cent lower.
 	faster chan struct{}
+	slept  *atomic.Int64
 }
 
 var _ Pacer = localPacer{}
@@ -38,7 +41,7 @@ func newLocalPacer(rate float64, burst int) (localPacer, error) {
 	if err != nil {
 		return localPacer{}, err
 	}
-	return localPacer{l: l, head: make(chan struct{}, 1), faster: make(chan struct{}, 1)}, nil
+	return localPacer{l: l, head: make(chan struct{}, 1), faster: make(chan struct{}, 1), slept: new(atomic.Int64)}, nil
 }
 
 // WaitN waits until n units conform and books them. It fails at once, with
@@ -109,9 +112,11 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 		if timer == nil {
 			timer = time.NewTimer(r.RetryAfter)
 			defer timer.Stop()
+			defer p.slept.Store(0)
 		} else {
 			timer.Reset(r.RetryAfter)
 		}
+		p.slept.Store(int64(p.l.Interval()))
 		select {
 		case <-timer.C:
 		case <-p.faster:
@@ -123,15 +128,14 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 	return nil
 }
 
-// SetRate changes the rate; it applies to the very next slot, and, when
-// the rate more than doubles, a waiter sleeping until a slot of the slower
-// rate before asks again.
+// SetRate changes the rate; it applies to the very next slot, and, once
+// the rate is more than twice the one a waiter computed its slot at, the
+// waiter asks again.
 func (p localPacer) SetRate(rate float64) error {
-	was := p.l.Interval()
 	if err := p.l.SetRate(rate); err != nil {
 		return err
 	}
-	if 2*p.l.Interval() < was {
+	if was := time.Duration(p.slept.Load()); 2*p.l.Interval() < was {
 		select {
 		case p.faster <- struct{}{}:
 		default: // one wake is pending already

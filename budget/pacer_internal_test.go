@@ -39,3 +39,39 @@ func TestAFasterRateWakesTheWaiter(t *testing.T) {
 		}
 	})
 }
+
+// TestAClimbInStepsWakesTheWaiter: a rate that rises in steps of under
+// double each, to far over twice the one a waiter's slot was computed at,
+// wakes it (each step was compared with the one before it, and the waiter
+// slept the slow rate's whole 20 s).
+func TestAClimbInStepsWakesTheWaiter(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p, err := newLocalPacer(0.05, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WaitN(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		went := make(chan time.Duration)
+		go func() {
+			if err := p.WaitN(context.Background(), 1); err != nil {
+				t.Error(err)
+			}
+			went <- time.Since(start)
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		for r := 0.05 * 1.9; r < 10; r *= 1.9 {
+			if err := p.SetRate(r); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if d := <-went; d > 3*time.Second {
+			t.Errorf("the waiter went %v after the rate rose 200-fold in 1.5 s in steps of x1.9; want within the climb", d)
+		}
+	})
+}

@@ -194,7 +194,8 @@ type Controller struct {
 	okSinceCut  int           // successes since the last decrease
 	lastCredit  time.Time     // last success credited to the climb
 	firstCredit time.Time     // the first success earns the time since then, up to two intervals (see Restore); zero = nothing
-	sends       sendRing      // when the last requests answered were sent, for the demand (see used)
+	unheld      bool          // the success that earned firstCredit climbs through a pause's hold
+	sends       sendMeter     // the share of the rate the caller uses (see used)
 	latency     float64       // smoothed latency, seconds; 0 = no sample
 	latencyBase time.Duration // latency of the first request sent after the last latency cut
 	latencyMin  float64       // lowest Success latency seen, seconds

@@ -338,8 +338,9 @@ func TestLatencySignal(t *testing.T) {
 	if got := c.RateAt(now); got != held {
 		t.Fatalf("rate moved to %g within the hysteresis band, want held at %g", got, held)
 	}
-	for range 30 {
-		observe(20 * ms)
+	for range 100 { // the queue drained: answers as fast as the rate sends (one every 20 ms was under half of it)
+		now = now.Add(5 * ms)
+		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 20 * ms})
 	}
 	if got := c.RateAt(now); got <= held {
 		t.Errorf("rate %g after the queue drained, want above %g", got, held)

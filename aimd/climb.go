@@ -424,7 +424,9 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		return
 	}
 	prev := c.rate
-	if c.held(now) || !c.used() {
+	unheld := c.unheld
+	c.unheld = false
+	if c.held(now) && !unheld || !c.used() {
 		return
 	}
 	switch {
@@ -461,82 +463,97 @@ func (c *Controller) held(now time.Time) bool {
 	return c.epPaused && c.ceiling > 0 && c.weight <= 1 && now.Sub(c.epStart) < holdAfterPause
 }
 
-// used reports whether the caller uses the rate it has: whether the last
-// requests answered were sent in at least 1/usedShare of the slots the
-// rate then in force gave (for a controller that sees a share of the
-// traffic, its share of them; see SetShare). A caller that sends less
-// than it may (a worker or two at a long latency, a collector busy
-// writing) proves nothing about the rate above what it sends, and climbing
-// on its successes left the rate unbounded: one worker at 10/s for 20 s
-// raised it to 1088/s, and 32 workers then drew 30 refusals at once from a
-// 50/s provider. The slots are counted at the rate each request was sent
-// at, not the rate now: slow start climbs faster than its requests, which
-// the pacer spaces at the rate they were booked at. Until sendRing's worth
-// of requests were answered since the last pause, it says yes: slow
-// start's first requests, and a pause's wait is not the caller's.
+// used reports whether the caller uses the rate it has: whether, over
+// about the last second (see sendMeter), it sent at least 1/usedShare of
+// the requests the rate in force allowed (for a controller that sees a
+// share of the traffic, its share of them; see SetShare). A caller that
+// sends less than it may (a worker or two at a long latency, a collector
+// busy writing between bursts of fetches) proves nothing about the rate
+// above what it sends, and climbing on its successes left the rate
+// unbounded: one worker at 10/s for 20 s raised it to 1088/s, and 32
+// workers then drew 30 refusals at once from a 50/s provider. Until
+// usedMinSends requests were answered, it says yes: slow start's first
+// requests.
 func (c *Controller) used() bool {
-	u, ok := c.sends.use(c.pausedUntil)
+	u, ok := c.sends.use()
 	return !ok || u*c.weight >= 1/usedShare
 }
 
-// sendRing keeps the last requests answered: when each was sent and the
-// rate in force then. Not safe for concurrent use; the Controller's mutex
-// guards it.
-type sendRing struct {
-	at   [sendRingSize]time.Time
-	rate [sendRingSize]float64
-	n    int // answers noted, all told
+// firstCreditMax bounds the credit of a restored controller's first
+// success (see Controller.Restore): the longest a restored provider holds
+// its first request.
+const firstCreditMax = 2 * time.Second
+
+// The demand measure (see sendMeter).
+const (
+	// usedShare is how far above the rate the caller sends at the
+	// controller may climb: room for a demand that grows, as a congestion
+	// window may grow to twice what is in flight.
+	usedShare = 2.0
+	// usedWindow and usedIntervals set the meter's memory: a second, or
+	// usedIntervals intervals of the rate when that is longer.
+	usedWindow    = time.Second
+	usedIntervals = 4
+	// usedMinSends is how many requests the meter needs to say anything.
+	usedMinSends = 4
+)
+
+// sendMeter measures what share of the rate the caller uses: the requests
+// it sent against the slots the rate in force between them gave, each
+// weighted down as it ages (by e^(-age/window)). Slots are counted at the
+// rate in force when the request before was sent, the one the pacer
+// spaced the next at, so slow start, which climbs faster than its
+// requests, is not mistaken for a caller that sends less than it may. A
+// pause's wait is not the caller's: it gives no slots. A burst of requests
+// after a long quiet spell (a collector that fetches ahead, then writes)
+// uses a few of the many slots the spell gave. Not safe for concurrent
+// use; the Controller's mutex guards it.
+type sendMeter struct {
+	last         time.Time // the latest send noted
+	lastRate     float64   // the rate in force then
+	sends, slots float64   // aged sums
+	n            int       // sends noted, all told
 }
 
-// sendRingSize is how many requests the ring keeps.
-const sendRingSize = 4
-
-// usedShare is how far above the rate the caller sends at the controller
-// may climb: room for a demand that grows, as a congestion window may
-// grow to twice what is in flight.
-const usedShare = 2.0
-
-// add notes a request sent at sent (zero: unknown, not noted) at rate.
-func (r *sendRing) add(sent time.Time, rate float64) {
+// add notes a request sent at sent (zero: unknown, not noted) with rate in
+// force, the provider paused until pauseEnd (if after the last send).
+func (m *sendMeter) add(sent time.Time, rate float64, pauseEnd time.Time) {
 	if sent.IsZero() || !(rate > 0) {
 		return
 	}
-	i := r.n % sendRingSize
-	r.at[i], r.rate[i] = sent, rate
-	r.n++
+	m.n++
+	if m.last.IsZero() {
+		m.last, m.lastRate, m.sends, m.slots = sent, rate, 1, 1
+		return
+	}
+	if !sent.After(m.last) {
+		m.sends++ // sent with the latest (answers come out of order): no time passed
+		return
+	}
+	from := m.last
+	if pauseEnd.After(from) {
+		from = pauseEnd
+		if from.After(sent) {
+			from = sent
+		}
+	}
+	window := max(usedWindow.Seconds(), usedIntervals/m.lastRate)
+	k := math.Exp(-sent.Sub(m.last).Seconds() / window)
+	m.sends = m.sends*k + 1
+	m.slots = m.slots*k + m.lastRate*sent.Sub(from).Seconds()
+	m.last, m.lastRate = sent, rate
 }
 
-// use returns the share of the slots the ring's requests used: the
-// intervals of the rates they were sent at, from the first to the last,
-// over the time between them; ok is false until the ring is full of
-// requests sent from from on.
-func (r *sendRing) use(from time.Time) (share float64, ok bool) {
-	if r.n < sendRingSize {
+// use returns the share of the slots the caller used, and whether the
+// meter has seen enough to say.
+func (m *sendMeter) use() (float64, bool) {
+	if m.n < usedMinSends {
 		return 0, false
 	}
-	first, last := 0, 0
-	for i, t := range r.at {
-		if t.Before(r.at[first]) {
-			first = i
-		}
-		if t.After(r.at[last]) {
-			last = i
-		}
-	}
-	if r.at[first].Before(from) {
-		return 0, false
-	}
-	span := r.at[last].Sub(r.at[first]).Seconds()
-	slots := 0.0
-	for i := range r.at {
-		if i != last {
-			slots += 1 / r.rate[i]
-		}
-	}
-	if span <= 0 {
+	if m.slots <= 0 {
 		return 1, true
 	}
-	return slots / span, true
+	return m.sends / m.slots, true
 }
 
 // curve advances rate r by dt seconds along the cubic through the ceiling

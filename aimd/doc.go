@@ -26,10 +26,11 @@
 // The climb is time-based (per second of successful traffic, not per
 // response), so it does not depend on how many requests are in flight, and
 // idle time earns nothing. Nor does a rate the caller does not use: while
-// its last requests filled less than half the slots of the rate they were
-// sent at (one worker at a long latency, a collector busy writing), the
-// rate holds, a few times over what it sends rather than at the Max, and
-// a caller that then sends faster meets the limit as slow start does. Plain AIMD climbs linearly and halves, so its rate
+// over about the last second it sent less than half the requests the rate
+// allowed (one worker at a long latency, a collector busy writing between
+// bursts of fetches), the rate holds, a few times over what it sends
+// rather than at the Max, and a caller that then sends faster meets the
+// limit as slow start does. Plain AIMD climbs linearly and halves, so its rate
 // saw-tooths between half the limit and the limit and averages about 75% of
 // it. A user's run is often 30 seconds, so this controller finds the limit
 // in a second or two and then spends as few refusals as it can, since a

@@ -67,15 +67,48 @@ func TestPropertyTheRateFollowsDemand(t *testing.T) {
 		if r := c.RateAt(now); r > bound {
 			t.Fatalf("rate %.1f after a minute of a caller sending %.2f/s, want at most %.1f", r, demand, bound)
 		}
-		// The caller now sends as fast as the rate allows: the climb resumes.
-		was := c.RateAt(now)
-		for range 200 {
+		// The caller now sends as fast as the rate allows: the climb resumes
+		// within a few seconds (the meter's memory is about one).
+		was, from := c.RateAt(now), now
+		for now.Sub(from) < 3*time.Second {
 			sent = now
 			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
 			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: sent})
 		}
 		if r := c.RateAt(now); r <= was {
-			t.Fatalf("rate %.1f after 200 requests at the rate, want over %.1f", r, was)
+			t.Fatalf("rate %.1f after 3 s of requests at the rate, want over %.1f", r, was)
+		}
+	})
+}
+
+// TestPropertyABurstyCallerClimbsOnlyInItsBursts: a caller that sends n
+// requests at the pacer's rate (a fetch-ahead window), then nothing for a
+// while (it writes), uses the rate only in its bursts: whatever n, its
+// quiet spells and the latency, the rate stays under a few bursts' worth a
+// second (slow start's first answers climb, before the demand is known).
+// Measured over its last four requests, each burst looked like full use:
+// bursts of 8 every 10 s raised the rate to 442/s in 5 minutes.
+func TestPropertyABurstyCallerClimbsOnlyInItsBursts(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 16).Draw(t, "burst")
+		quiet := time.Duration(rapid.Int64Range(int64(2*time.Second), int64(time.Minute)).Draw(t, "quiet"))
+		latency := genDuration(t, "latency", 500*time.Millisecond)
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		for now.Sub(t0) < 5*time.Minute {
+			for range n {
+				r := c.RateAt(now)
+				c.ObserveAt(now.Add(latency), aimd.Signal{Class: forage.Success, Sent: now})
+				now = now.Add(time.Duration(float64(time.Second) / r))
+			}
+			now = now.Add(quiet)
+		}
+		if r, bound := c.RateAt(now), 4*math.Pow(1.5, 4)+4*float64(n); r > bound {
+			t.Fatalf("rate %.1f after 5 minutes of bursts of %d every %v, want at most %.1f", r, n, quiet, bound)
 		}
 	})
 }

@@ -33,7 +33,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		sent = now.Add(-s.Latency)
 	}
 	h := hintOf(s.Quota)
-	c.sends.add(sent, c.rateAt(sent))
+	c.sends.add(sent, c.rateAt(sent), c.pausedUntil)
 	if s.Class >= forage.Permanent {
 		c.pause(c.retryAfter(now, s, h)) // the provider's word on when to come back holds
 		return                           // a broken or canceled request says nothing about the rate
@@ -376,7 +376,8 @@ func (c *Controller) credit(now time.Time) float64 {
 	if from := c.firstCredit; last.IsZero() && !from.IsZero() {
 		c.firstCredit = time.Time{}
 		if now.After(from) {
-			return min(now.Sub(from).Seconds(), 2/c.rate) // see Restore
+			c.unheld = true // see Restore
+			return min(now.Sub(from).Seconds(), 2/c.rate, firstCreditMax.Seconds())
 		}
 	}
 	if last.IsZero() || !now.After(last) {

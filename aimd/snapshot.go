@@ -172,6 +172,7 @@ func (c *Controller) Restore(s State) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
+	fresh := !c.started
 	c.violations.merge(now, s.Refusals)
 	if !c.started {
 		// A state an earlier process saved, taken before this one made a
@@ -200,6 +201,9 @@ func (c *Controller) Restore(s State) error {
 		c.inherited = true
 	}
 	c.started = true
+	// The demand measured before says nothing of the restored rate, which
+	// others may have used (processes taking turns): measured afresh.
+	c.sends = sendMeter{}
 	was, wasCeiling, wasConfirmed := c.rate, c.ceiling, c.confirmed
 	c.rate = c.clamp(s.Rate)
 	c.ceiling, c.confirmed = 0, false // none known: slow start from the rate
@@ -210,13 +214,15 @@ func (c *Controller) Restore(s State) error {
 	// A fresh controller restored under its cold start, with no confirmed
 	// ceiling, where refusals with no success between them left it (an
 	// outage, a provider that refused everything for a while): its first
-	// success earns two intervals of the restored rate, as the first after
-	// a slot's wait would, not nothing: the time since the restore, up to
-	// two intervals. (A rate restored at the floor of 0.05/s took 20 s per
+	// success earns the time since the restore, up to two intervals of the
+	// restored rate and firstCreditMax, as the first after a slot's wait
+	// would, not nothing; and climbs though a restored pause's hold is on
+	// (see held). (A rate restored at the floor of 0.05/s took 20 s per
 	// step: 1 request in 10 s against a provider that had come back at
-	// 20/s. Two whole intervals, 40 s of climb, overshot it: 7 refusals.)
+	// 20/s. Two whole intervals, 40 s of climb, overshot it: 7 refusals,
+	// and so did the time since the restore across a pause of a minute.)
 	c.firstCredit = time.Time{}
-	if c.lastCredit.IsZero() && c.rate < c.cfg.Initial && !c.confirmed {
+	if fresh && c.lastCredit.IsZero() && c.rate < c.cfg.Initial && !c.confirmed {
 		c.firstCredit = now
 	}
 	if c.ceiling != wasCeiling || c.confirmed != wasConfirmed || c.rate < was || c.kUp == 0 {

@@ -20,9 +20,23 @@ import (
 // was 20 s away.
 func TestARateLeftAtTheFloorRecovers(t *testing.T) {
 	t.Parallel()
+	for _, pause := range []time.Duration{0, 10 * time.Second, time.Minute} {
+		testAFloorRecovers(t, pause)
+	}
+}
+
+// testAFloorRecovers is TestARateLeftAtTheFloorRecovers with the record's
+// pause (the outage's last Retry-After) ending pause after the restore:
+// the 10 s are counted from its end. (With one, the hold after the pause
+// stopped the first success's climb: 1 request in the 10 s.)
+func testAFloorRecovers(t *testing.T, pause time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
-		if err := store.SaveRecord(context.Background(), forage.ProviderRecord{Key: "sim", Rate: 0.05, Ceiling: 3.8}); err != nil {
+		rec := forage.ProviderRecord{Key: "sim", Rate: 0.05, Ceiling: 3.8}
+		if pause > 0 {
+			rec.PausedUntil = time.Now().Add(pause)
+		}
+		if err := store.SaveRecord(context.Background(), rec); err != nil {
 			t.Fatal(err)
 		}
 		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.RateLimit(20, 1), Answer: providertest.Answer429,
@@ -34,11 +48,11 @@ func TestARateLeftAtTheFloorRecovers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), pause+10*time.Second)
 		defer cancel()
 		drive(ctx, p, 3, simAttempt(srv.Transport(), nil))
 		if st := srv.Stats(); st.OK < 20 || st.Throttled > 0 {
-			t.Errorf("10 s after a restore at 0.05/s against a 20/s provider: %d ok, %d refused; want 20 or more, none refused", st.OK, st.Throttled)
+			t.Errorf("10 s after a restore at 0.05/s against a 20/s provider (a pause of %v first): %d ok, %d refused; want 20 or more, none refused", pause, st.OK, st.Throttled)
 		}
 	})
 }

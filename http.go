@@ -38,9 +38,10 @@ var errNoResponse = errors.New("forage: no response and no error (a broken fetch
 // [errors.Is] and [errors.As] still reach the original error (a
 // [*url.Error] stays one, with its URL redacted).
 //
-// A Retry-After given as a date and a reset given as a Unix time are read
-// against the response's Date header when it has one (the provider's
-// clock, which may not agree with ours), else against the local clock.
+// A Retry-After given as a date is read against the response's Date
+// header when it has one (the provider's clock, which may not agree with
+// ours), else against the local clock; so is a reset given as a Unix time
+// when the two clocks differ by more than a couple of seconds.
 //
 // No response and no error is a broken fetcher, and a status outside
 // 100-599 (net/http reads "HTTP/1.1 000" as status 0) is not one: both are
@@ -68,20 +69,35 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 		// one RFC 9110 defines, and never a success.
 		o.Err = Mark(fmt.Errorf("forage: HTTP status %03d is not a status code", resp.StatusCode), Permanent)
 	}
-	now := serverNow(resp.Header, time.Now())
+	local := time.Now()
+	theirs := serverNow(resp.Header, local)
 	if v := resp.Header.Get("Retry-After"); v != "" {
-		if d, ok := ParseRetryAfter(v, now); ok {
+		if d, ok := ParseRetryAfter(v, theirs); ok {
 			o.RetryAfter = d
 		}
 	}
-	if rl, ok := ParseQuota(resp.Header, now); ok {
+	// A reset may be a Unix time in milliseconds, finer than Date's
+	// second: against Date, one 400 ms away read as up to 1.4 s (a spent
+	// window's pause, not a bucket's next token). The local clock is as
+	// good within dateSlack of the provider's.
+	quotaNow := local
+	if skew := local.Sub(theirs); skew > dateSlack || skew < -dateSlack {
+		quotaNow = theirs
+	}
+	if rl, ok := ParseQuota(resp.Header, quotaNow); ok {
 		o.Quota = rl
 	}
 	return o
 }
 
+// dateSlack is how far apart the provider's clock (its Date header, cut
+// to the second and stamped before the answer travelled) and ours may be
+// for a reset to be read against ours.
+const dateSlack = 2 * time.Second
+
 // serverNow returns the time the response was sent, by the provider's
-// clock, from its Date header; local when it has none. A Retry-After date
+// clock, from its Date header (and Age, for a copy a cache kept); local
+// when it has none. A Retry-After date
 // and a reset given as a Unix time are the provider's clock: read against
 // ours, a provider whose clock runs 5 minutes behind said "retry now" when
 // it meant 2 seconds, and retrying early is how a ban is earned (one whose
@@ -89,12 +105,18 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 // second and stamped before the response travelled, never shortens the
 // wait the provider meant.
 func serverNow(h http.Header, local time.Time) time.Time {
-	if v := h.Get("Date"); v != "" {
-		if t, err := http.ParseTime(strings.TrimSpace(v)); err == nil {
-			return t
-		}
+	v := h.Get("Date")
+	if v == "" {
+		return local
 	}
-	return local
+	t, err := http.ParseTime(strings.TrimSpace(v))
+	if err != nil {
+		return local
+	}
+	if age, ok := parseDigits(strings.TrimSpace(h.Get("Age"))); ok {
+		t = t.Add(secondsCapped(age)) // a cache's copy: Date is when the provider made it
+	}
+	return t
 }
 
 // ParseRetryAfter parses the value of a Retry-After header (RFC 9110

@@ -148,10 +148,10 @@ func errorObject(body []byte) (err error, class forage.Class, ok bool) {
 		Code *int   `json:"code"`
 		Msg  string `json:"msg"`
 	}
-	if json.Unmarshal(body, &e) != nil || e.Code == nil || e.Msg == "" {
+	if json.Unmarshal(body, &e) != nil || e.Code == nil {
 		return nil, 0, false
 	}
-	err = fmt.Errorf("klines: provider said %s (code %d) with HTTP 200", redact.String(e.Msg), *e.Code)
+	err = fmt.Errorf("klines: provider said %q (code %d) with HTTP 200", redact.Clip(redact.String(e.Msg), 200), *e.Code)
 	switch *e.Code {
 	case -1000, -1001, -1006, -1007, -1008:
 		return err, forage.Transient, true

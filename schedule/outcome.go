@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
@@ -397,7 +399,15 @@ const maxLastError = 2048
 
 // lastError is err's message as Stats keeps it: every URL redacted (a
 // failing request's query often holds the provider's credentials, and
-// the message is persisted and served) and at most maxLastError bytes.
+// the message is persisted and served), on one line (a provider's words
+// may hold line breaks, which forge lines in a log or a terminal) and at
+// most maxLastError bytes.
 func lastError(err error) string {
-	return redact.Clip(redact.String(err.Error()), maxLastError)
+	msg := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, err.Error())
+	return redact.Clip(redact.String(msg), maxLastError)
 }

@@ -24,7 +24,7 @@ var snippetImports = map[string]string{
 	"providertest": "github.com/forage-go/forage/providertest", "retry": "github.com/forage-go/forage/retry",
 	"schedule": "github.com/forage-go/forage/schedule", "slice": "github.com/forage-go/forage/slice",
 	"context": "context", "errors": "errors", "fmt": "fmt", "http": "net/http", "io": "io",
-	"log": "log", "os": "os", "slog": "log/slog", "atomic": "sync/atomic", "time": "time",
+	"log": "log", "os": "os", "slog": "log/slog", "atomic": "sync/atomic", "sync": "sync", "time": "time",
 }
 
 // TestReadmeSnippetsCompile builds every ```go block of README.md, so the

@@ -40,6 +40,13 @@ type Stream[R any] struct {
 	// mode ([checkpoint.SteadyState]), every Every: head work, which runs
 	// before any backfill of its provider. Nil means no incremental job.
 	// At least one of Backfill and Incremental is required.
+	//
+	// The two keep separate bookmarks: a history split at a moment (time
+	// windows, such as candles) has both. A feed read by a token ("events
+	// after this one") has one cursor: declare it as Incremental alone; its
+	// first run starts from the empty cursor (the whole feed), each later
+	// one from the last commit, every Every (set [slice.Page.Last] on the
+	// page the provider says is the last for now).
 	Incremental slice.Source[R]
 	// Every is the incremental job's cadence. Required (> 0) with
 	// Incremental.

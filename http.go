@@ -114,7 +114,11 @@ func serverNow(h http.Header, local time.Time) time.Time {
 		return local
 	}
 	if age, ok := parseDigits(strings.TrimSpace(h.Get("Age"))); ok {
-		t = t.Add(secondsCapped(age)) // a cache's copy: Date is when the provider made it
+		// A cache's copy: Date is when the provider made it. Age only
+		// corrects a Date behind our clock, by as much as it is behind: a
+		// larger one (garbage, or a cache's overestimate) would shorten or
+		// erase the wait the provider asked for.
+		t = t.Add(min(secondsCapped(age), max(0, local.Sub(t))+dateSlack))
 	}
 	return t
 }

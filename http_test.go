@@ -174,4 +174,15 @@ func TestAMillisecondResetIsNotReadAgainstDate(t *testing.T) {
 	if got := forage.FromHTTP(&http.Response{StatusCode: http.StatusTooManyRequests, Header: cached}, nil).RetryAfter; got < 29*time.Second || got > 31*time.Second {
 		t.Errorf("a cache's copy an hour old, Retry-After 30 s after it was served: %v, want about 30s", got)
 	}
+	// An Age the Date does not bear out (garbage, or a fresh Date) never
+	// shortens the wait by more than the clocks' slack.
+	for _, age := range []string{"120", "999999999999"} {
+		h := http.Header{}
+		h.Set("Date", now.UTC().Format(http.TimeFormat))
+		h.Set("Age", age)
+		h.Set("Retry-After", now.Add(60*time.Second).UTC().Format(http.TimeFormat))
+		if got := forage.FromHTTP(&http.Response{StatusCode: http.StatusTooManyRequests, Header: h}, nil).RetryAfter; got < 57*time.Second {
+			t.Errorf("Age %s on a fresh Date, Retry-After 60 s on: %v, want about a minute", age, got)
+		}
+	}
 }

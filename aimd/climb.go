@@ -424,9 +424,7 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		return
 	}
 	prev := c.rate
-	unheld := c.unheld
-	c.unheld = false
-	if c.held(now) && !unheld || !c.used() {
+	if c.held(now) && !c.unheld || !c.used() {
 		return
 	}
 	switch {
@@ -500,7 +498,7 @@ const (
 
 // sendMeter measures what share of the rate the caller uses: the requests
 // it sent against the slots the rate in force between them gave, each
-// weighted down as it ages (by e^(-age/window)). Slots are counted at the
+// request and each slot weighted down as it ages (by e^(-age/window)). Slots are counted at the
 // rate in force when the request before was sent, the one the pacer
 // spaced the next at, so slow start, which climbs faster than its
 // requests, is not mistaken for a caller that sends less than it may. A
@@ -540,7 +538,10 @@ func (m *sendMeter) add(sent time.Time, rate float64, pauseEnd time.Time) {
 	window := max(usedWindow.Seconds(), usedIntervals/m.lastRate)
 	k := math.Exp(-sent.Sub(m.last).Seconds() / window)
 	m.sends = m.sends*k + 1
-	m.slots = m.slots*k + m.lastRate*sent.Sub(from).Seconds()
+	// The slots of [from, sent), each aged as it lies back from sent: a
+	// quiet spell of a minute weighs a window's worth, not a minute's
+	// (the caller then sending at the full rate had no climb for 4-11 s).
+	m.slots = m.slots*k + m.lastRate*window*(1-math.Exp(-sent.Sub(from).Seconds()/window))
 	m.last, m.lastRate = sent, rate
 }
 

@@ -107,8 +107,43 @@ func TestPropertyABurstyCallerClimbsOnlyInItsBursts(t *testing.T) {
 			}
 			now = now.Add(quiet)
 		}
-		if r, bound := c.RateAt(now), 4*math.Pow(1.5, 4)+4*float64(n); r > bound {
+		if r, bound := c.RateAt(now), 4*math.Pow(1.5, 4)+8*float64(n); r > bound {
 			t.Fatalf("rate %.1f after 5 minutes of bursts of %d every %v, want at most %.1f", r, n, quiet, bound)
+		}
+	})
+}
+
+// TestPropertyAQuietSpellIsForgottenInASecondOrTwo: a caller that used its
+// rate, fell quiet for a while (its job's next turn, an open breaker) and
+// then sends at the full rate again climbs again within two seconds: the
+// quiet spell's slots age like any others. (They counted at full weight:
+// after a minute's quiet, 4 s without a climb at 20/s and 11 s at 1/s.)
+func TestPropertyAQuietSpellIsForgottenInASecondOrTwo(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rate := rapid.Float64Range(1, 200).Draw(t, "rate")
+		quiet := time.Duration(rapid.Int64Range(int64(time.Second), int64(10*time.Minute)).Draw(t, "quiet"))
+		if err := c.Restore(aimd.State{Rate: rate, Ceiling: 10 * rate, Confirmed: true}); err != nil { // climbing to a known ceiling
+			t.Fatal(err)
+		}
+		now := t0
+		send := func(d time.Duration) {
+			for end := now.Add(d); now.Before(end); {
+				sent := now
+				now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+				c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: sent})
+			}
+		}
+		send(2 * time.Second)
+		now = now.Add(quiet)
+		was := c.RateAt(now)
+		send(2 * time.Second)
+		if r := c.RateAt(now); r <= was {
+			t.Fatalf("rate %.2f after 2 s at the full rate following %v of quiet, want over %.2f", r, quiet, was)
 		}
 	})
 }

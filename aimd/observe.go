@@ -33,7 +33,12 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		sent = now.Add(-s.Latency)
 	}
 	h := hintOf(s.Quota)
-	c.sends.add(sent, c.rateAt(sent), c.pausedUntil)
+	if at := sent; !at.IsZero() {
+		if at.After(now) {
+			at = now // a send stamped after its answer: another clock
+		}
+		c.sends.add(at, c.rateAt(at), c.pausedUntil)
+	}
 	if s.Class >= forage.Permanent {
 		c.pause(c.retryAfter(now, s, h)) // the provider's word on when to come back holds
 		return                           // a broken or canceled request says nothing about the rate
@@ -261,6 +266,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)
 	}
 	dt := c.credit(now)
+	defer func() { c.unheld = false }() // this success's, whatever path it takes (see credit)
 	if c.latencyPressure(now, sent, s.Latency) {
 		return
 	}

@@ -201,9 +201,12 @@ func (c *Controller) Restore(s State) error {
 		c.inherited = true
 	}
 	c.started = true
-	// The demand measured before says nothing of the restored rate, which
-	// others may have used (processes taking turns): measured afresh.
-	c.sends = sendMeter{}
+	if fresh {
+		// An earlier process's state: what this one measured of its own
+		// demand (nothing much) starts afresh. (Not at each adoption of a
+		// shared rate: its slots are counted at the rate of each send.)
+		c.sends = sendMeter{}
+	}
 	was, wasCeiling, wasConfirmed := c.rate, c.ceiling, c.confirmed
 	c.rate = c.clamp(s.Rate)
 	c.ceiling, c.confirmed = 0, false // none known: slow start from the rate

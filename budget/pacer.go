@@ -65,12 +65,13 @@ func (p localPacer) waitBy(ctx context.Context, n int, by time.Time) error {
 			return err
 		}
 	}
+	iv := p.l.Interval() // the rate r is computed at, or a faster one
 	r := p.l.AllowN(n)
 	if r.Allowed { // the common case: no timer, nothing allocated
 		<-p.head
 		return nil
 	}
-	err := p.sleepUntilConform(ctx, n, r, by)
+	err := p.sleepUntilConform(ctx, n, r, iv, by)
 	<-p.head
 	return err
 }
@@ -95,8 +96,8 @@ func (p localPacer) queue(ctx context.Context, by time.Time) error {
 
 // sleepUntilConform sleeps until the next slot and asks again, until the
 // request conforms, ctx ends, or the slot would come after ctx's deadline
-// or by (if set).
-func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result, by time.Time) error {
+// or by (if set). iv is the interval r was reckoned at (read before it).
+func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result, iv time.Duration, by time.Time) error {
 	var timer *time.Timer
 	for !r.Allowed {
 		if r.RetryAfter == gcra.Never {
@@ -116,13 +117,19 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 		} else {
 			timer.Reset(r.RetryAfter)
 		}
-		p.slept.Store(int64(p.l.Interval()))
-		select {
-		case <-timer.C:
-		case <-p.faster:
-		case <-ctx.Done():
-			return ctx.Err()
+		// Stored, then the rate read again: a SetRate between the slot's
+		// reckoning and the store either sees it and wakes this waiter,
+		// or is seen here.
+		p.slept.Store(int64(iv))
+		if 2*p.l.Interval() >= iv {
+			select {
+			case <-timer.C:
+			case <-p.faster:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
+		iv = p.l.Interval()
 		r = p.l.AllowN(n)
 	}
 	return nil

@@ -404,8 +404,8 @@ const maxLastError = 2048
 // most maxLastError bytes.
 func lastError(err error) string {
 	msg := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029' {
+			return ' ' // a line break, or text that reorders what follows
 		}
 		return r
 	}, err.Error())

@@ -137,28 +137,28 @@ func apiError(status int, body []byte) error {
 }
 
 // errorObject reads a 200 answer whose body is Binance's error object
-// ({"code":-1000,"msg":"…"}) instead of klines: the error it says, and its
-// class by the code: the server's own trouble (-1000 unknown, -1001
-// disconnected, -1006 unexpected response, -1007 timeout, -1008 overloaded)
-// is worth a retry; too many requests (-1003, -1015) is throttled; any
-// other code (a bad symbol or parameter) is permanent. ok is false for any
-// other body.
-func errorObject(body []byte) (err error, class forage.Class, ok bool) {
+// ({"code":-1000,"msg":"…"}) instead of klines: the error it says, marked
+// with its class by the code: the server's own trouble (-1000 unknown,
+// -1001 disconnected, -1006 unexpected response, -1007 timeout, -1008
+// overloaded) is worth a retry; too many requests (-1003, -1015) is
+// throttled; any other code (a bad symbol or parameter) is permanent. It
+// returns nil for any other body.
+func errorObject(body []byte) error {
 	var e struct {
 		Code *int   `json:"code"`
 		Msg  string `json:"msg"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Code == nil {
-		return nil, 0, false
+		return nil
 	}
-	err = fmt.Errorf("klines: provider said %q (code %d) with HTTP 200", redact.Clip(redact.String(e.Msg), 200), *e.Code)
+	err := fmt.Errorf("klines: provider said %q (code %d) with HTTP 200", redact.Clip(redact.String(e.Msg), 200), *e.Code)
 	switch *e.Code {
 	case -1000, -1001, -1006, -1007, -1008:
-		return err, forage.Transient, true
+		return forage.Mark(err, forage.Transient)
 	case -1003, -1015:
-		return err, forage.Throttled, true
+		return forage.Mark(err, forage.Throttled)
 	}
-	return err, forage.Permanent, true
+	return forage.Mark(err, forage.Permanent)
 }
 
 // errNull is the error of an answer that is JSON null, not an array.

@@ -339,12 +339,12 @@ func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limi
 		out.Err = forage.Mark(fmt.Errorf("klines: the answer is not JSON: %w", err), forage.Transient)
 		return nil, out
 	case err != nil:
-		if e, class, ok := errorObject(body); ok {
+		if e := errorObject(body); e != nil {
 			// An error object where the array was due, with a 200: what
 			// the provider said, classified by its code (its words were
 			// lost in "cannot unmarshal object", and an unknown error
 			// (-1000) ended a stream for good).
-			out.Err = forage.Mark(e, class)
+			out.Err = e
 			return nil, out
 		}
 		out.Err = forage.Mark(err, forage.Permanent) // a broken contract: classified, never a panic

@@ -498,14 +498,14 @@ const (
 
 // sendMeter measures what share of the rate the caller uses: the requests
 // it sent against the slots the rate in force between them gave, each
-// request and each slot weighted down as it ages (by e^(-age/window)). Slots are counted at the
-// rate in force when the request before was sent, the one the pacer
-// spaced the next at, so slow start, which climbs faster than its
-// requests, is not mistaken for a caller that sends less than it may. A
-// pause's wait is not the caller's: it gives no slots. A burst of requests
-// after a long quiet spell (a collector that fetches ahead, then writes)
-// uses a few of the many slots the spell gave. Not safe for concurrent
-// use; the Controller's mutex guards it.
+// request and each slot weighted down as it ages (by e^(-age/window)).
+// Slots are counted at the rate in force when the request before was
+// sent, the one the pacer spaced the next at, so slow start, which climbs
+// faster than its requests, is not mistaken for a caller that sends less
+// than it may. A pause's wait is not the caller's: it gives no slots. A
+// burst of requests after a quiet spell (a collector that fetches ahead,
+// then writes) uses a few of the many slots the spell gave. Not safe for
+// concurrent use; the Controller's mutex guards it.
 type sendMeter struct {
 	last         time.Time // the latest send noted
 	lastRate     float64   // the rate in force then

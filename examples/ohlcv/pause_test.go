@@ -16,12 +16,14 @@ import (
 
 // throttleFirst answers the first request it sees with 429 and
 // "Retry-After: 120", as an exchange does to a client over its limit, and
-// passes every other request to the exchange. It notes when each request
-// came.
+// passes every other request to the exchange; with after set, the other way
+// round: it passes the first and answers every later one 429 with
+// "Retry-After: 3600". It notes when each request came.
 type throttleFirst struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	sent []time.Time
+	next  http.RoundTripper
+	after bool
+	mu    sync.Mutex
+	sent  []time.Time
 }
 
 func (t *throttleFirst) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -29,15 +31,19 @@ func (t *throttleFirst) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.sent = append(t.sent, time.Now())
 	first := len(t.sent) == 1
 	t.mu.Unlock()
-	if !first {
+	if first == t.after {
 		return t.next.RoundTrip(req)
 	}
 	if req.Body != nil {
 		req.Body.Close()
 	}
+	wait := "120"
+	if t.after {
+		wait = "3600"
+	}
 	return &http.Response{
 		StatusCode: http.StatusTooManyRequests,
-		Header:     http.Header{"Retry-After": {"120"}, "Content-Type": {"application/json"}},
+		Header:     http.Header{"Retry-After": {wait}, "Content-Type": {"application/json"}},
 		Body:       io.NopCloser(strings.NewReader(`{"code":-1003,"msg":"Too many requests."}`)),
 		Request:    req,
 	}, nil
@@ -92,30 +98,6 @@ func TestRestartHonoursTheProvidersPause(t *testing.T) {
 	})
 }
 
-// throttleAfterFirst passes the first request to the exchange and answers
-// every later one 429 with "Retry-After: 3600".
-type throttleAfterFirst struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	n    int
-}
-
-func (t *throttleAfterFirst) RoundTrip(req *http.Request) (*http.Response, error) {
-	t.mu.Lock()
-	t.n++
-	first := t.n == 1
-	t.mu.Unlock()
-	if first {
-		return t.next.RoundTrip(req)
-	}
-	return &http.Response{
-		StatusCode: http.StatusTooManyRequests,
-		Header:     http.Header{"Retry-After": {"3600"}, "Content-Type": {"application/json"}},
-		Body:       io.NopCloser(strings.NewReader(`{"code":-1003,"msg":"Too many requests."}`)),
-		Request:    req,
-	}, nil
-}
-
 // TestADeferredSummaryNamesThePauseAndWhereItStands: a run held back by the
 // provider's pause, saved by the run before it, ends deferred at its
 // -timeout; its summary says where the catch-up stands (the candles the
@@ -125,7 +107,7 @@ func TestADeferredSummaryNamesThePauseAndWhereItStands(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		exchange := &throttleAfterFirst{}
+		exchange := &throttleFirst{after: true}
 		e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
 			exchange.next = srv.Transport()
 			return "http://sim", &http.Client{Transport: exchange}, func() {}, nil

@@ -362,14 +362,22 @@ type unfinishedJob struct {
 	may  bool
 }
 
-// describe joins the descriptions of left.
+// describe joins the descriptions of left, the first maxDescribed of them
+// (thousands of streams would make an error of megabytes).
 func describe(left []unfinishedJob) string {
-	ds := make([]string, len(left))
-	for i, u := range left {
-		ds[i] = u.desc
+	ds := make([]string, 0, min(len(left), maxDescribed)+1)
+	for _, u := range left[:min(len(left), maxDescribed)] {
+		ds = append(ds, u.desc)
+	}
+	if n := len(left) - maxDescribed; n > 0 {
+		ds = append(ds, fmt.Sprintf("and %d more", n))
 	}
 	return strings.Join(ds, "; ")
 }
+
+// maxDescribed is how many backfills not done an error of Backfilled
+// describes.
+const maxDescribed = 10
 
 // unfinished returns the declared streams whose backfill is not done, in
 // stream order, and says how many declared streams have a backfill. A

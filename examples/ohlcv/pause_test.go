@@ -49,6 +49,22 @@ func (t *throttleFirst) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
+// throttledRuns returns a func that runs the command (-json, its other
+// args given) against the simulated exchange behind exchange, on one file
+// store for every run.
+func throttledRuns(t *testing.T, exchange *throttleFirst) func(args ...string) result {
+	dir := t.TempDir()
+	e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
+		exchange.next = srv.Transport()
+		return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
+	}}
+	return func(args ...string) result {
+		var out, errOut bytes.Buffer
+		code := runEnv(context.Background(), e, append([]string{"-store", dir, "-json"}, args...), &out, &errOut)
+		return result{code, out.String(), errOut.String()}
+	}
+}
+
 // times returns when the requests came.
 func (t *throttleFirst) times() []time.Time {
 	t.mu.Lock()
@@ -64,17 +80,8 @@ func (t *throttleFirst) times() []time.Time {
 func TestRestartHonoursTheProvidersPause(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
 		exchange := &throttleFirst{}
-		e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
-			exchange.next = srv.Transport()
-			return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
-		}}
-		run := func(args ...string) result {
-			var out, errOut bytes.Buffer
-			code := runEnv(context.Background(), e, append([]string{"-store", dir, "-json"}, args...), &out, &errOut)
-			return result{code, out.String(), errOut.String()}
-		}
+		run := throttledRuns(t, exchange)
 		first := run("-timeout", "10s")
 		if len(exchange.times()) != 1 {
 			t.Fatalf("first run sent %d requests, want the one refused (stdout %q, stderr %q)", len(exchange.times()), first.stdout, first.stderr)
@@ -106,17 +113,8 @@ func TestRestartHonoursTheProvidersPause(t *testing.T) {
 func TestADeferredSummaryNamesThePauseAndWhereItStands(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
 		exchange := &throttleFirst{after: true}
-		e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
-			exchange.next = srv.Transport()
-			return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
-		}}
-		run := func(args ...string) result {
-			var out, errOut bytes.Buffer
-			code := runEnv(context.Background(), e, append([]string{"-store", dir, "-json"}, args...), &out, &errOut)
-			return result{code, out.String(), errOut.String()}
-		}
+		run := throttledRuns(t, exchange)
 		if first := run("-timeout", "10s"); decodeSummary(t, first.stdout).Candles == 0 {
 			t.Fatalf("first run collected nothing: %q %q", first.stdout, first.stderr)
 		}

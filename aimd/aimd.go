@@ -209,6 +209,7 @@ type Controller struct {
 	epStart     time.Time     // start of the episode: the last cut, or the end of its pause
 	epOK        float64       // successes of requests sent since epStart (weighted, see SetShare)
 	epN         int           // the same successes, each counted once
+	epFail      float64       // failures (Transient) of requests sent since epStart: the limit admitted them too (weighted)
 	epPaused    bool          // the episode began at the end of a pause
 	allowance   float64       // the provider's burst allowance, as the two-point estimate or the bucket fit found it; 0 = not known
 	weight      float64       // what one success counts for: 1/share (see SetShare)

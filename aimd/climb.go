@@ -196,6 +196,15 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		rate, top, confirmed = r0*min(beta, exitCut), r0, false
 		c.startOK = c.okSinceCut
+	case why == cutRefusing && c.epPaused && c.epN == 0 && c.ceiling > 0 && r0 <= c.ceiling:
+		// The first request after a pause refused, at or under the
+		// ceiling: a hiccup of the provider, a request of another client,
+		// or a limit that fell far. Back off as for refusals that go on,
+		// but climb back fast (the ceiling unconfirmed): if the limit
+		// fell, the next refusal places it; if not, the ceiling is met
+		// again within seconds, not after a whole Recovery (a 17/s
+		// provider refused once so was held at 45% of it for 25 s).
+		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, false
 	case why == cutRefusing || why == cutLatencyGrowing:
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
 	case why != cutOvershoot:

@@ -81,6 +81,12 @@ const (
 	// share must rise, once a provider is known to be noisy, before a 503
 	// counts as pressure again.
 	noiseExcess = 0.1
+	// noiseSettle is how long after a cut for a 503 a request must be
+	// sent for its 503 to show that the cut failed.
+	noiseSettle = 500 * time.Millisecond
+	// noiseMaxShare is the 503 share from which 503s are never found to be
+	// noise (see Controller.readOverload).
+	noiseMaxShare = 0.25
 )
 
 // episode returns the rate, in requests/s, that the provider delivered in
@@ -99,14 +105,15 @@ func (c *Controller) episode(sent time.Time) float64 {
 	if t <= 0 {
 		return 0
 	}
+	n := c.epOK + c.epFail
 	if c.epPaused && c.allowance > 1 {
 		// The pause refilled the allowance the two-point estimate found:
 		// the episode spent it on top of the limit.
-		if est := (c.epOK - c.allowance*c.weight) / t; est >= (c.epOK-1)/t/2 {
+		if est := (n - c.allowance*c.weight) / t; est >= (n-1)/t/2 {
 			return est
 		}
 	}
-	return (c.epOK - 1) / t
+	return (n - 1) / t
 }
 
 // twoPoint refines est, the episode's delivered rate up to a refusal of a
@@ -131,7 +138,7 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 	if est <= 0 || !ok || !c.epPaused {
 		return est, fitNone
 	}
-	n, t := c.epOK, sent.Sub(c.epStart).Seconds()
+	n, t := c.epOK+c.epFail, sent.Sub(c.epStart).Seconds()
 	c.prevEp = episodeRecord{n: n, t: t, lo: c.postCut}
 	if prev.t <= 0 {
 		return est, fitFirst // the first that qualifies: the next has one to compare with
@@ -311,7 +318,7 @@ func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64) (float64, b
 // startEpisode starts a new episode at now, or at the end of the pause in
 // force: nothing is sent before it.
 func (c *Controller) startEpisode(now time.Time) {
-	c.epStart, c.epOK, c.epN, c.epPaused = now, 0, 0, false
+	c.epStart, c.epOK, c.epN, c.epFail, c.epPaused = now, 0, 0, 0, false
 	if c.pausedUntil.After(now) {
 		c.epStart, c.epPaused = c.pausedUntil, true
 	}
@@ -433,11 +440,13 @@ type quotaWatch struct {
 // for concurrent use; the Controller's mutex guards it.
 type noiseMeter struct {
 	slow, fast float64   // average 503 share: over about 64 responses, and the recent share
+	seen       int       // responses observed, up to 4/noiseSlow (see share)
 	floor      float64   // the noise share, fixed when the provider was found noisy
 	first      snapshot  // the controller before the cuts that proved it noisy
 	noisy      bool      // cuts for 503s did not stop them
 	restore    bool      // undo those cuts at the next success
 	cutAt      time.Time // the last cut for a 503; zero = none pending proof
+	cutMid     float64   // halfway between the rates before and after that cut
 	okAfter    float64   // successes sent after cutAt (weighted, see Controller.SetShare)
 	// The last noiseTrials cuts for 503s, oldest first: whether each
 	// stopped them, and the controller before it (to undo them).
@@ -446,9 +455,9 @@ type noiseMeter struct {
 	trials int // how many of them are recorded
 }
 
-// cut records a cut for a 503 at now, made from the controller state b,
-// as the newest trial, awaiting its proof.
-func (m *noiseMeter) cut(now time.Time, b snapshot) {
+// cut records a cut for a 503 at now, made from the controller state b to
+// rate, as the newest trial, awaiting its proof.
+func (m *noiseMeter) cut(now time.Time, b snapshot, rate float64) {
 	if m.trials == noiseTrials {
 		copy(m.worked[:], m.worked[1:])
 		copy(m.before[:], m.before[1:])
@@ -456,7 +465,7 @@ func (m *noiseMeter) cut(now time.Time, b snapshot) {
 	}
 	m.worked[m.trials], m.before[m.trials] = true, b
 	m.trials++
-	m.cutAt, m.okAfter = now, 0
+	m.cutAt, m.okAfter, m.cutMid = now, 0, (b.rate+rate)/2
 }
 
 // record settles the newest trial: whether the cut stopped the 503s. It
@@ -496,6 +505,18 @@ func (m *noiseMeter) observe(overloaded bool) {
 	}
 	m.slow += noiseSlow * (x - m.slow)
 	m.fast += noiseFast * (x - m.fast)
+	m.seen = min(m.seen+1, 4/noiseSlow)
+}
+
+// share returns the larger of the two averages, each corrected for the
+// responses it has not seen yet (both start at 0): the 503 share, early in
+// a run too.
+func (m *noiseMeter) share() float64 {
+	n := float64(m.seen)
+	if n == 0 {
+		return 0
+	}
+	return max(m.slow/(1-math.Pow(1-noiseSlow, n)), m.fast/(1-math.Pow(1-noiseFast, n)))
 }
 
 // pressure reports whether a 503 in a noisy provider counts as pressure:

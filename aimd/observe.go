@@ -97,6 +97,9 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	case forage.Throttled, forage.Overloaded:
 		c.refused(now, sent, until, echo, kind)
 	case forage.Transient:
+		if !c.epStart.IsZero() && !sent.IsZero() && !sent.Before(c.epStart) {
+			c.epFail += c.weight
+		}
 		c.latencyPressure(now, sent, s.Latency)
 	}
 	c.hist.note(now, c.rate)
@@ -208,17 +211,30 @@ func (c *Controller) readOverload(now, sent time.Time) forage.Class {
 			return forage.Overloaded
 		}
 		return forage.Transient
-	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter < noiseProof:
+	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt.Add(noiseSettle)) && m.okAfter > 0 && m.okAfter < noiseProof && c.rateAt(sent) <= m.cutMid:
 		// The cut did not stop them. A cut may simply not have been enough
 		// (the rate is still over the limit), but when most of the recent
 		// cuts for 503s did not stop them either, they do not depend on the
-		// rate.
+		// rate. A 503 before any success since the cut proves nothing: a
+		// provider whose burst allowance hid its limit refuses everything
+		// until the cuts reach it, and a gateway's noise comes between
+		// successes, nor one sent within noiseSettle of the cut: the
+		// cuts of a descent to the limit come that close, each a step
+		// short of it. Nor does one sent after the climb took the rate more
+		// than halfway back to where the cut began: that may be the next
+		// overshoot of a limit the cut went under (a slow provider climbs
+		// back before noiseProof successes). Nor is a share of noiseMaxShare or more noise: a
+		// provider that fails that much whatever the rate is down, which
+		// is the breaker's to judge, and one that sheds that much at this
+		// rate is far over its limit. (Read as noise, a 7/s provider with
+		// an allowance of 24 had its cuts undone, slow start resumed, and
+		// took 10/s with 32% refused for good.)
 		m.cutAt = time.Time{}
-		if !m.record(false) {
+		if !m.record(false) || m.share() >= noiseMaxShare {
 			return forage.Overloaded
 		}
 		m.noisy, m.restore = true, true // undone at the next success: only a success raises the rate
-		m.floor = max(m.slow, m.fast)   // at least the share that just proved itself noise
+		m.floor = m.share()             // at least the share that just proved itself noise
 		return forage.Transient
 	}
 	return forage.Overloaded
@@ -348,7 +364,7 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		cut = c.cut(now, sent, cutRefusing)
 	}
 	if m := &c.noise; cut && kind == forage.Overloaded {
-		m.cut(now, before)
+		m.cut(now, before, c.rate)
 	}
 	if !until.After(now.Add(rateRefusal)) {
 		// Echoes too: a provider that bans counts every refused request.

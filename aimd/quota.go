@@ -4,9 +4,14 @@ import "time"
 
 // Thresholds for reading a refusal episode as a spent quota.
 const (
-	quotaMinRefusal = 2 * time.Second // shorter refusals are ordinary overshoots
-	quotaMinShare   = 4               // the refusal is at least 1/4 of the cycle
-	quotaMinOK      = 10              // successes needed for a meaningful rate
+	// quotaMinRefusal: shorter refusals are ordinary overshoots. Two
+	// refusals with a second's Retry-After each, back to back (the first
+	// request after the pause refused too: a hiccup, another client, a
+	// jitter), span 2 s; read as a spent quota, they set a 17/s
+	// provider's ceiling to the 7.6/s its cycle delivered.
+	quotaMinRefusal = 2500 * time.Millisecond
+	quotaMinShare   = 4  // the refusal is at least 1/4 of the cycle
+	quotaMinOK      = 10 // successes needed for a meaningful rate
 )
 
 // quotaMeter measures what the provider delivered over a cycle: a productive

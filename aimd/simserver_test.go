@@ -53,6 +53,16 @@ type simServer struct {
 	// it conforms: a burst the client itself made, or a hiccup of the
 	// provider. It does not count against the limit nor as a violation.
 	spurious []time.Duration
+	// faultEvery, when set, fails every faultEvery-th request the limit
+	// admitted with a Transient error (a gateway's 502 behind the rate
+	// limiter: the request counted against the limit all the same).
+	// refuseAgain, when set, refuses the request after the
+	// refuseAgain-th refusal too, conforming or not (once): a hiccup
+	// that meets the first request after a pause.
+	refuseAgain, refusals int
+	faultEvery            int
+	faultFrom             time.Duration // no fault before it
+	admitted              int
 }
 
 // reply is the server's answer to one request.
@@ -72,8 +82,13 @@ func (s *simServer) take(at time.Duration) reply {
 	if at < s.banTill {
 		return reply{kind: forage.Throttled, retryAfter: wholeSeconds(s.banTill - at)}
 	}
-	if len(s.spurious) > 0 && at >= s.spurious[0] {
-		s.spurious = s.spurious[1:]
+	again := s.refuseAgain > 0 && s.refusals == s.refuseAgain
+	if again || len(s.spurious) > 0 && at >= s.spurious[0] {
+		if again {
+			s.refuseAgain = 0
+		} else {
+			s.spurious = s.spurious[1:]
+		}
 		r := reply{kind: forage.Throttled, retryAfter: time.Second}
 		switch s.answer {
 		case answerBare429:
@@ -87,7 +102,13 @@ func (s *simServer) take(at time.Duration) reply {
 	}
 	over, wait := s.limit(at)
 	r := reply{hint: s.hint(at)}
+	if over {
+		s.refusals++
+	}
 	if !over {
+		if s.admitted++; s.faultEvery > 0 && at >= s.faultFrom && s.admitted%s.faultEvery == 0 {
+			r.kind = forage.Transient
+		}
 		return r
 	}
 	switch s.answer {

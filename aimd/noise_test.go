@@ -1,0 +1,104 @@
+package aimd_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage/aimd"
+)
+
+// noisy returns srv failing every every-th request its limit admitted
+// from from on.
+func noisy(srv func() *simServer, every int, from time.Duration) func() *simServer {
+	return func() *simServer {
+		s := srv()
+		s.faultEvery, s.faultFrom = every, from
+		return s
+	}
+}
+
+// TestNoiseDoesNotLowerWhatAnEpisodeDelivered: a provider that allows no
+// burst, refused once by arrival jitter a few seconds after the limit is
+// found, and failing a steady share of the requests its limit admitted
+// with a 5xx (a gateway behind the rate limiter). The failures counted
+// against the limit as much as the successes did, so the episode that
+// ended with the jitter's refusal delivered its whole rate, and the rate
+// and ceiling after it are those of the same provider without the
+// failures. Before, an episode counted its successes only: 10% of
+// failures set the ceiling 10% lower, and a 17/s provider was held at
+// 12.8/s for the rest of a 30 s run (13.5/s with 5%, 14.2/s without);
+// real runs with 5% random 503s held the same provider at 11-14/s.
+func TestNoiseDoesNotLowerWhatAnEpisodeDelivered(t *testing.T) {
+	for _, limit := range []float64{10, 17, 40, 100} {
+		for _, at := range []time.Duration{5 * time.Second, 8 * time.Second, 12 * time.Second} {
+			run := func(every int) simResult {
+				c := mustNew(t, aimd.Config{})
+				return simulate(c, spurious(noisy(gcra(limit, 1, answer429), every, at-2*time.Second), at)(), 30*time.Second, 5*time.Millisecond, 0)
+			}
+			quiet := run(0)
+			for _, every := range []int{20, 10} {
+				t.Run(fmt.Sprintf("%.0f/s, jitter at %v, 1 in %d fails", limit, at, every), func(t *testing.T) {
+					if r := run(every); r.finalRate < 0.97*quiet.finalRate {
+						t.Errorf("final rate %.3g of the limit; %.3g without the failures", r.finalRate/limit, quiet.finalRate/limit)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestPropertyAHiccupAfterAPauseCostsSeconds: a provider that allows no
+// burst refuses the first request after one of its pauses too (a hiccup,
+// another client's request, arrival jitter), after the first, second or
+// third refusal of the run. 30 s into the run the rate is back at 85% of
+// the limit or more, with no ban. Before, the two refusals a second apart
+// read as a spent quota (two pauses of a second back to back) and set the
+// ceiling to the rate delivered over the cycle: a 17/s provider was held
+// at 7.6/s for the rest of the run; with that mended, the cut for it (by
+// half, as for refusals that go on) climbed back over a whole Recovery,
+// 45% of the limit at first and 85% only 20 s later.
+func TestPropertyAHiccupAfterAPauseCostsSeconds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		limit := float64(rapid.IntRange(8, 100).Draw(t, "limit"))
+		after := rapid.IntRange(2, 3).Draw(t, "after")
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := gcra(limit, 1, answer429)()
+		srv.refuseAgain = after
+		r := simulate(c, srv, 30*time.Second, 5*time.Millisecond, 0)
+		if r.finalRate < 0.85*limit || r.bans > 0 {
+			t.Fatalf("rate %.3g of the limit at 30 s, %d bans (%v)", r.finalRate/limit, r.bans, r)
+		}
+	})
+}
+
+// TestPropertyA503LimitIsNotNoise: a provider that sheds load with 503
+// (no Retry-After) once its limit is spent, behind a burst allowance that
+// hides the limit from slow start, tens of milliseconds away. The cuts
+// after slow start's overshoot meet 503s until they reach the limit: that
+// is pressure, not a gateway's noise, and after a minute the rate is at
+// most a probe's step over the limit, with few of the last half-minute's
+// requests refused. Before, 503s before any success since a cut counted
+// as cuts that failed: the provider was found noisy, the cuts undone and
+// slow start resumed, and a 7/s provider with an allowance of 24 was sent
+// 10/s with 32% refused for good.
+func TestPropertyA503LimitIsNotNoise(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(2, 60).Draw(t, "limit")
+		burst := rapid.IntRange(1, 40).Draw(t, "burst")
+		latency := time.Duration(rapid.IntRange(5, 60).Draw(t, "latency_ms")) * time.Millisecond
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := simulate(c, gcra(limit, burst, answer503)(), time.Minute, latency, latency/2)
+		if r.finalRate > 1.2*limit {
+			t.Fatalf("final rate %.3g of the limit (%v)", r.finalRate/limit, r)
+		}
+	})
+}

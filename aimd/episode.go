@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/forage-go/forage"
 )
 
 // Thresholds of the episode estimate, the refusal budget and the noise
@@ -81,6 +83,11 @@ const (
 	// share must rise, once a provider is known to be noisy, before a 503
 	// counts as pressure again.
 	noiseExcess = 0.1
+	// outageRun and outageGap are how many 503s in a row, over how long
+	// with no success between, read as a provider that is down rather than
+	// one shedding load (see Controller.readOverload).
+	outageRun = 3
+	outageGap = 250 * time.Millisecond
 	// noiseSettle is how long after a cut for a 503 a request must be
 	// sent for its 503 to show that the cut failed.
 	noiseSettle = 500 * time.Millisecond
@@ -453,6 +460,25 @@ type noiseMeter struct {
 	worked [noiseTrials]bool
 	before [noiseTrials]snapshot
 	trials int // how many of them are recorded
+	// The 503s since the last success: how many, since when, and whether
+	// they read as an outage (see Controller.readOverload).
+	run     int
+	runFrom time.Time
+	down    bool
+}
+
+// follow notes a response of class kind at now for the outage reading: a
+// success ends a run of 503s.
+func (m *noiseMeter) follow(now time.Time, kind forage.Class) {
+	switch kind {
+	case forage.Success:
+		m.run, m.down = 0, false
+	case forage.Overloaded:
+		if m.run == 0 {
+			m.runFrom = now
+		}
+		m.run++
+	}
 }
 
 // cut records a cut for a 503 at now, made from the controller state b to

@@ -102,3 +102,22 @@ func TestPropertyA503LimitIsNotNoise(t *testing.T) {
 		}
 	})
 }
+
+// TestAnOutageOf503sHoldsTheRate: a provider that answers nothing but 503
+// (down for maintenance) after serving 17/s for 10 s. The first 503s cut
+// the rate, as a shedder's would; once nothing but 503s came back for a
+// moment, they hold it, as other failures do, and the breaker (in budget)
+// judges them: through 20 s of the outage the rate stays at a sixth of
+// what it was or more, and the provider is called often enough for a
+// breaker to count the failures. Before, they were read as noise (the
+// cuts that did not stop them), which also let a provider shedding load
+// be sent ten times its limit; with that mended, they cut the rate to the
+// floor, one request every 20 s, and a breaker never saw enough of them to
+// open.
+func TestAnOutageOf503sHoldsTheRate(t *testing.T) {
+	c := mustNew(t, aimd.Config{})
+	r := simulate(c, falling(17, 1, answer503, 1e-9, 10*time.Second)(), 30*time.Second, 5*time.Millisecond, 0)
+	if r.finalRate < 17.0/6 || r.refused < 40 {
+		t.Fatalf("rate %.3g after 20 s of 503s, %d refused; want >= %.3g, >= 40", r.finalRate, r.refused, 17.0/6)
+	}
+}

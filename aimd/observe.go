@@ -51,6 +51,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	}
 	kind := s.Class
 	c.noise.observe(kind == forage.Overloaded)
+	c.noise.follow(now, kind)
 	switch kind {
 	case forage.Throttled:
 		c.throttled = true
@@ -205,6 +206,16 @@ func (c *Controller) readOverload(now, sent time.Time) forage.Class {
 	m := &c.noise
 	switch {
 	case c.throttled:
+		return forage.Transient
+	case m.down || m.run >= outageRun && now.Sub(m.runFrom) >= outageGap:
+		// Nothing but 503s for outageGap: a provider that is down, not
+		// one that sheds the excess of a rate (the cuts of a descent to a
+		// limit its allowance hid meet a success within moments). They
+		// hold the rate, as other failures do, until a success, and the
+		// breaker judges them: cut after cut, the rate was at the floor
+		// before the breaker saw enough of them to open, and a provider
+		// down for maintenance was called once every 20 s for good.
+		m.down = true
 		return forage.Transient
 	case m.noisy:
 		if m.pressure() {

@@ -165,8 +165,9 @@ type Stats struct {
 	// pressure, not interruptions).
 	Failures int64
 	// Streak counts consecutive failures; it sets the backoff. A success
-	// resets it; budget exhaustion, source pressure and interruptions
-	// leave it as it was.
+	// resets it, and a failed run of a declared stream that committed
+	// slices first starts it again at one; budget exhaustion, source
+	// pressure and interruptions leave it as it was.
 	Streak int
 	// LastError is the error of the last failed or pushed-back run, with
 	// every URL's query values and userinfo redacted (they often hold the

@@ -46,6 +46,7 @@ type outcome struct {
 	kind  outcomeKind
 	until time.Time // the end of the provider's pause (outPressure), of the holder's lease (outYielded)
 	err   error
+	fresh bool // a failure after the run committed progress: the failure streak starts again
 }
 
 // FinishAt reports the end of a run of job, which must have come from this
@@ -256,7 +257,7 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 		case be.Reason == forage.ReasonCanceled:
 			return outcome{kind: outInterrupted}
 		}
-		return outcome{kind: outFailed, err: err}
+		return outcome{kind: outFailed, err: err, fresh: errors.As(err, new(progressed))}
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded): // the run's own wall clock
@@ -264,7 +265,7 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrInterrupted):
 		return outcome{kind: outInterrupted}
 	}
-	return outcome{kind: outFailed, err: err}
+	return outcome{kind: outFailed, err: err, fresh: errors.As(err, new(progressed))}
 }
 
 // apply writes outcome o of a run that started at start into j.
@@ -298,6 +299,9 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 	case outFailed:
 		st.Failures++
 		st.Streak++
+		if o.fresh {
+			st.Streak = 1 // the runs before made progress: not one failure after another
+		}
 		st.LastError = lastError(o.err)
 		j.State, j.NextRun = StateFailed, now.Add(s.backoff(st.Streak))
 	case outInterrupted:

@@ -106,6 +106,7 @@ type stream struct {
 	runFor   time.Duration
 	parent   *budget.Run                                // Stream.Run
 	onRun    func(job Job, rep slice.Report, err error) // Stream.OnRun
+	declared time.Time                                  // when AddStream declared it (see Backfilled)
 	// run runs the stream once in mode (a Drain when drain is set) with
 	// the lease owner owner, within env. Nil for a mode not declared.
 	run map[checkpoint.Mode]func(ctx context.Context, owner string, env *budget.Run, drain bool) (slice.Report, error)
@@ -139,7 +140,7 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 	if err != nil {
 		return invalid("Stream.Provider", "must be a valid provider key: "+err.Error(), fmt.Sprintf("%q", st.Provider))
 	}
-	str := &stream{provider: st.Provider, runFor: st.RunFor, parent: st.Run, onRun: st.OnRun,
+	str := &stream{provider: st.Provider, runFor: st.RunFor, parent: st.Run, onRun: st.OnRun, declared: time.Now(),
 		run: map[checkpoint.Mode]func(context.Context, string, *budget.Run, bool) (slice.Report, error){}}
 	if str.runFor == 0 {
 		str.runFor = defaultRunFor
@@ -290,6 +291,8 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 		}
 		_, hostSpent := st.parent.ExhaustedAt(time.Now())
 		switch {
+		case err != nil && rep.Slices > 0:
+			return Result{}, progressed{err}
 		case err != nil:
 			return Result{}, err
 		case rep.Yielded:
@@ -313,20 +316,34 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 	return Result{Done: true}, nil
 }
 
+// progressed is the error of a stream run that failed after committing
+// slices: its job's failure streak starts again at one, so a feed whose
+// runs each commit pages and then meet a failure (a 401 now and then) is
+// not backed off as if every run had failed (5 s, 10 s, … up to an hour).
+type progressed struct{ err error }
+
+func (p progressed) Error() string { return p.err.Error() }
+func (p progressed) Unwrap() error { return p.err }
+
 // backfilledPoll is how often [Scheduler.Backfilled] looks at the jobs.
 const backfilledPoll = 250 * time.Millisecond
 
-// Backfilled waits until the backfill of every stream declared with
-// [AddStream] has reached the start of its history ([StateSuccess]), and
-// returns nil then. It runs nothing itself: call it while [Scheduler.Run]
-// runs (in this process or another sharing the job store). When ctx ends
-// first, or has a deadline that no backfill not done can meet (each waits,
-// not running, until after it: a provider's long pause, a spent quota),
-// its error says which backfills are not done and where each stands (its
-// state, when it runs next, its last error), and wraps ctx's error (or
-// [context.DeadlineExceeded], returned early). A backfill that fails for
-// good (an unknown symbol) is retried with backoff and never done: bound
-// the wait with ctx's deadline.
+// Backfilled waits until every stream declared with [AddStream] has
+// collected up to now once, and returns nil then: a stream with a
+// Backfill when its backfill has reached the start of its history
+// ([StateSuccess]); a stream with an Incremental alone (a cursor feed)
+// when a run of its incremental job has reached the head since the stream
+// was declared (a run that ended with nothing left to fetch). It runs
+// nothing itself: call it while [Scheduler.Run] runs (in this process or
+// another sharing the job store). When ctx ends first, or has a deadline
+// that no stream not done can meet (each waits, not running, until after
+// it: a provider's long pause, a spent quota, an incremental job's next
+// run), its error says which streams are not done and where each stands
+// (its job's state, when it runs next, its last error), and wraps ctx's
+// error (or [context.DeadlineExceeded], returned early). A job that fails
+// for good (an unknown symbol) is retried with backoff and never done:
+// bound the wait with ctx's deadline. With no stream declared it returns
+// nil at once.
 //
 // A host that collects up to now and stops runs the scheduler, waits for
 // Backfilled, and cancels it; a host that also follows the head keeps it
@@ -341,14 +358,14 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 			return nil
 		}
 		if err == nil && bounded && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.may }) {
-			return fmt.Errorf("schedule: %d of %d backfills cannot be done by the deadline: %s: %w", len(left), total, describe(left), context.DeadlineExceeded)
+			return fmt.Errorf("schedule: %d of %d streams cannot be done by the deadline: %s: %w", len(left), total, describe(left), context.DeadlineExceeded)
 		}
 		select {
 		case <-ctx.Done():
 			if err != nil {
-				return fmt.Errorf("schedule: backfills not known to be done: %w (listing the jobs: %v)", ctx.Err(), err)
+				return fmt.Errorf("schedule: streams not known to be done: %w (listing the jobs: %v)", ctx.Err(), err)
 			}
-			return fmt.Errorf("schedule: %d of %d backfills not done: %s: %w", len(left), total, describe(left), ctx.Err())
+			return fmt.Errorf("schedule: %d of %d streams not done: %s: %w", len(left), total, describe(left), ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -379,33 +396,45 @@ func describe(left []unfinishedJob) string {
 // describes.
 const maxDescribed = 10
 
-// unfinished returns the declared streams whose backfill is not done, in
-// stream order, and says how many declared streams have a backfill. A
-// backfill may run before deadline (zero: none) unless it waits, not
-// running, until after it, or is paused.
+// unfinished returns the declared streams not done (see Backfilled), in
+// stream order, and says how many streams are declared. A stream's job may
+// run before deadline (zero: none) unless it waits, not running, until
+// after it, or is paused.
 func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []unfinishedJob, total int, err error) {
+	type want struct {
+		provider string
+		kind     Kind
+		since    time.Time // an incremental job's success counts from then
+	}
 	s.mu.Lock()
-	want := map[string]string{} // stream -> provider
+	wants := map[string]want{} // stream -> its job that says it is done
 	for name, st := range s.streams {
-		if st.run[checkpoint.CatchUp] != nil {
-			want[name] = st.provider
+		switch {
+		case st.run[checkpoint.CatchUp] != nil:
+			wants[name] = want{provider: st.provider, kind: KindBackfill}
+		case st.run[checkpoint.SteadyState] != nil:
+			wants[name] = want{provider: st.provider, kind: KindIncremental, since: st.declared}
 		}
 	}
 	s.mu.Unlock()
-	jobs, err := s.Jobs(ctx, Query{Kind: KindBackfill})
+	jobs, err := s.Jobs(ctx, Query{})
 	if err != nil {
-		return nil, len(want), err
+		return nil, len(wants), err
 	}
 	seen := map[string]bool{}
 	for _, j := range jobs {
-		if p, ok := want[j.Stream]; !ok || p != j.Provider {
+		w, ok := wants[j.Stream]
+		if !ok || w.provider != j.Provider || w.kind != j.Kind {
 			continue
 		}
 		seen[j.Stream] = true
-		if j.State == StateSuccess {
+		if w.kind == KindBackfill && j.State == StateSuccess || w.kind == KindIncremental && !j.Stats.LastSuccess.Before(w.since) {
 			continue
 		}
 		u := unfinishedJob{desc: fmt.Sprintf("%s %s", j.Stream, j.State), may: true}
+		if w.kind == KindIncremental {
+			u.desc = fmt.Sprintf("%s %s, not at the head since it was declared", j.Stream, j.State)
+		}
 		if j.State != StateRunning && !j.NextRun.IsZero() {
 			u.desc += " until " + j.NextRun.UTC().Format(time.RFC3339)
 		}
@@ -417,11 +446,11 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 		}
 		left = append(left, u)
 	}
-	for name := range want {
+	for name, w := range wants {
 		if !seen[name] {
-			left = append(left, unfinishedJob{desc: name + ": no backfill job", may: true})
+			left = append(left, unfinishedJob{desc: fmt.Sprintf("%s: no %s job", name, w.kind), may: true})
 		}
 	}
 	slices.SortFunc(left, func(a, b unfinishedJob) int { return strings.Compare(a.desc, b.desc) })
-	return left, len(want), nil
+	return left, len(wants), nil
 }

@@ -542,7 +542,7 @@ func TestBackfilledWaitsForEveryBackfill(t *testing.T) {
 		defer cancel()
 		began := time.Now()
 		err := s.Backfilled(ctx)
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 3 backfills") || !strings.Contains(err.Error(), ": c ") || !strings.Contains(err.Error(), "503") {
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 3 streams") || !strings.Contains(err.Error(), ": c ") || !strings.Contains(err.Error(), "503") {
 			t.Fatalf("Backfilled = %v; want the deadline, naming backfill c and what its provider answered", err)
 		}
 		t.Logf("after %v: %v", time.Since(began), err)
@@ -550,6 +550,102 @@ func TestBackfilledWaitsForEveryBackfill(t *testing.T) {
 		// known, not at the deadline.
 		if waited := time.Since(began); waited >= time.Minute {
 			t.Errorf("Backfilled returned after %v, at the deadline; want as soon as no backfill can be done by it", waited)
+		}
+	})
+}
+
+// tokens is a cursor feed ("items after a token"): n items in pages of
+// page, the token the count so far, the last page flagged Last.
+type tokens struct{ n, page int64 }
+
+func (f tokens) Next(_ context.Context, c []byte, _ checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{After: c}, true, nil
+}
+
+func (f tokens) Fetch(_ context.Context, s slice.Slice) (slice.Page[int64], forage.Outcome) {
+	from, _ := strconv.ParseInt(string(s.After), 10, 64)
+	to := min(from+f.page, f.n)
+	p := slice.Page[int64]{Next: []byte(strconv.FormatInt(to, 10)), Last: to == f.n}
+	for x := from; x < to; x++ {
+		p.Records = append(p.Records, x)
+	}
+	return p, forage.Outcome{Status: 200}
+}
+
+// TestBackfilledWaitsForACursorFeed: a cursor feed is declared with an
+// Incremental alone (it has one cursor); Backfilled returns once a run of
+// it has reached the head, with every item in the sink. Before, it
+// returned nil at once, no backfill being declared: a host that syncs up
+// to now and exits said "done" with nothing collected.
+func TestBackfilledWaitsForACursorFeed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		sink := &kept{}
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "items", Provider: "p", Incremental: tokens{n: 300, page: 50}, Every: time.Minute, Sink: sink}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := s.Backfilled(ctx); err != nil {
+			t.Fatalf("Backfilled = %v, want nil", err)
+		}
+		if h := sink.holes(0, 300); len(h) > 0 {
+			t.Fatalf("Backfilled returned with %d of 300 items missing", len(h))
+		}
+	})
+}
+
+// flaky is a cursor feed whose every third page is refused once (a 401 now
+// and then), after the pages before it in the run were committed.
+type flaky struct {
+	mu      sync.Mutex
+	refused map[int64]bool
+}
+
+func (f *flaky) Next(_ context.Context, c []byte, _ checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{After: c}, true, nil
+}
+
+func (f *flaky) Fetch(_ context.Context, s slice.Slice) (slice.Page[int64], forage.Outcome) {
+	from, _ := strconv.ParseInt(string(s.After), 10, 64)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if from%30 == 20 && !f.refused[from] {
+		f.refused[from] = true
+		return slice.Page[int64]{}, forage.Outcome{Status: 401, Err: errors.New("HTTP 401: token expired")}
+	}
+	p := slice.Page[int64]{Next: []byte(strconv.FormatInt(from+10, 10))}
+	for x := from; x < from+10; x++ {
+		p.Records = append(p.Records, x)
+	}
+	return p, forage.Outcome{Status: 200}
+}
+
+// TestAFailureAfterProgressIsNotAStreak: a feed whose runs each commit
+// pages and then meet one failure (a 401) is not backed off as if every run
+// had failed: its failure streak stays at one. Before, the streak grew at
+// every such run (5 s, 10 s, … an hour between runs) though each run moved
+// the stream forward.
+func TestAFailureAfterProgressIsNotAStreak(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, store := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "items", Provider: "p", Backfill: &flaky{refused: map[int64]bool{}}, Sink: &kept{}}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		jobs, err := store.List(t.Context(), schedule.Query{})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("List = %d jobs, %v", len(jobs), err)
+		}
+		if st := jobs[0].Stats; st.Failures < 5 || st.Streak > 1 {
+			t.Fatalf("stats %+v; want 5 failures or more, each after progress, and a streak of at most 1", st)
 		}
 	})
 }

@@ -234,6 +234,11 @@ func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error
 // is broken (a source that forgot its cursor would fetch them for good).
 func checkPage[R any](sl Slice, p Page[R]) error {
 	if len(p.Next) == 0 && (len(sl.After) > 0 || len(p.Records) > 0) {
+		if p.Last {
+			// A provider's last page often carries no cursor (next: null):
+			// the Source must still say where the next run resumes.
+			return fmt.Errorf("%w: Page.Next must not be empty, on the last page too: the position after its records (its last record's id or time), where the next run asks from (got %d records after cursor %q, Last)", ErrInvalidPage, len(p.Records), sl.After)
+		}
 		return fmt.Errorf("%w: Page.Next must not be empty (got %d records after cursor %q)", ErrInvalidPage, len(p.Records), sl.After)
 	}
 	if !p.Covered.IsZero() && p.Covered.Empty() {

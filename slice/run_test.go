@@ -254,6 +254,31 @@ func TestRunRejectsInvalidPage(t *testing.T) {
 	}
 }
 
+// onePage is a dataset of one page whose provider gives no next cursor.
+type onePage struct{}
+
+func (onePage) Next(_ context.Context, c []byte, _ checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{After: c}, true, nil
+}
+
+func (onePage) Fetch(context.Context, slice.Slice) (slice.Page[rec], forage.Outcome) {
+	return slice.Page[rec]{Records: []rec{{Key: 1}}, Last: true}, forage.Outcome{Status: 200}
+}
+
+// TestALastPageWithoutNextSaysWhatToSet: a one-page dataset (next: null,
+// has_more: false) read into a Page with no Next but Last is rejected, and
+// the error tells the host what Next must be on a last page. Before, it
+// said only that Next must not be empty, and a host had to guess.
+func TestALastPageWithoutNextSaysWhatToSet(t *testing.T) {
+	t.Parallel()
+	g := newRig(50, 10)
+	r := g.runner(t, checkpoint.SteadyState, func(c *slice.Config[rec]) { c.Source = onePage{} })
+	_, err := r.Run(context.Background(), nil)
+	if !errors.Is(err, slice.ErrInvalidPage) || !strings.Contains(err.Error(), "last page") {
+		t.Fatalf("Run = %v; want ErrInvalidPage saying what a last page's Next must be", err)
+	}
+}
+
 // emptyStart is a stream with nothing yet: every fetch answers no records
 // and the cursor it was asked after, empty at the very start.
 type emptyStart struct{}

@@ -79,7 +79,10 @@ type Page[R any] struct {
 	// has_more is false, its next-page token null): a stream run commits
 	// the page and is caught up, without asking after Next again (slices a
 	// Predictor's fetch-ahead had under way are abandoned); the next run
-	// starts from Next. Optional: without it, a stream run asks after
+	// starts from Next, which the last page must set too (a provider's
+	// last page often has no next-page token: use the position after its
+	// last record, e.g. that record's id, in a form the Source reads
+	// back). Optional: without it, a stream run asks after
 	// Next until a page makes no progress, one request more per run (a
 	// followed feed polled at the full rate all through each run instead
 	// of once per turn). Ignored by a fill, whose range says where it ends.

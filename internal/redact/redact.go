@@ -338,7 +338,7 @@ func word(w string, st state) (string, state) {
 	}
 	switch st {
 	case authValue:
-		if isAuthScheme(w) {
+		if isAuthScheme(strings.TrimLeft(w, "'`([{")) { // 'Bearer in a Python-style dict
 			return w, secret
 		}
 		return Mask, plain
@@ -354,6 +354,12 @@ func word(w string, st state) (string, state) {
 	}
 	if r, ok := urlWord(w); ok {
 		return r, plain
+	}
+	if b := strings.TrimLeft(w, "'`([{"); b == "Bearer" || b == "BEARER" {
+		// "Bearer S3CRET is expired": whatever stands before it, the word
+		// after the scheme as headers spell it is a credential (prose's
+		// "a bearer token is required" keeps its word).
+		return w, secret
 	}
 	if k := SecretKey(w); k != "" {
 		if k == "authorization" {

@@ -326,7 +326,10 @@ func TestClip(t *testing.T) {
 // Before, "Authorization:Bearer X" masked the scheme word and let X pass,
 // as did both forms of a printed http.Header, and a passphrase
 // (OK-ACCESS-PASSPHRASE, KC-API-PASSPHRASE), a signature header
-// (OK-ACCESS-SIGN), a cookie and an AWS Credential= went through whole.
+// (OK-ACCESS-SIGN), a cookie and an AWS Credential= went through whole;
+// and a provider's error body echoing a Python-style dict
+// ({'Authorization': 'Bearer X'}) masked the quoted scheme word and let X
+// pass, as did "Bearer X" in free text.
 func TestHeaderCredentialsAreMasked(t *testing.T) {
 	t.Parallel()
 	checkMasked(t,
@@ -344,6 +347,8 @@ func TestHeaderCredentialsAreMasked(t *testing.T) {
 		`Authorization: AWS4-HMAC-SHA256 Credential=S3CRET/2024/us-east-1, Signature=S3CRET`,
 		`'password': 'S3CRET'`,
 		`{'api_key': 'S3CRET'}`,
+		`{'Authorization': 'Bearer S3CRET'}`,
+		`unauthorized: Bearer S3CRET is expired`,
 	)
 }
 

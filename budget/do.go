@@ -202,11 +202,21 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	case class == forage.Success && p.bans.Load() != 0:
 		p.bans.Store(0) // a ban in a row needs no success in between
 	}
+	// A refusal of a request sent while a pause an earlier refusal set
+	// was in force (it was in flight, or booked, when that came back) is
+	// an echo of it: the pause handles it, and the breaker does not count
+	// it as an outage (a dozen requests in flight at a window's end opened
+	// it for 15 s).
+	echo := (class == forage.Throttled || class == forage.Overloaded) && p.ctl.PausedUntil().After(start)
 	p.feedback(start, end, &out, class)
 	if class == forage.Transient || class == forage.Overloaded {
 		p.failed(out)
 	}
-	done(class)
+	if echo {
+		done(forage.Canceled)
+	} else {
+		done(class)
+	}
 	p.end(class, out.Latency)
 	if class == forage.Canceled {
 		return out, class, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: out.Err}

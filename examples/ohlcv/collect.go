@@ -29,13 +29,14 @@ var embeddedSymbols = []string{"BTCUSDT", "ETHUSDT", "BNBUSDT", "SOLUSDT", "XRPU
 // told: its provider discovers it.
 const embeddedLimit = 20
 
-// maxStoreRetries is how many times in a row a stream is run again after
-// its store failed with an error that may pass (see backend.transient);
-// storeRetryWait is the first wait, doubled each time (0.5 s to 8 s, 15.5 s
-// in all).
+// storeRetryWait is the first wait before a stream whose store failed
+// with an error that may pass (see backend.transient) is run again,
+// doubled at each failure in a row up to maxStoreWait: a store that is
+// down (PostgreSQL restarting, a failover) is waited for until it returns
+// or the command's -timeout ends it, with a line on stderr at each try.
 const (
-	maxStoreRetries = 5
-	storeRetryWait  = 500 * time.Millisecond
+	storeRetryWait = 500 * time.Millisecond
+	maxStoreWait   = 4 * time.Second
 )
 
 // storeGrace is how long past the deadline a stream run may still hold
@@ -222,8 +223,8 @@ func (c *collector) all(ctx context.Context) error {
 		// No jitter: the head runs just after each candle closes.
 		MaxRunning: 2 * n, MaxPerProvider: 2 * n, Jitter: schedule.NoJitter, Budget: c.reg, Checkpoints: c.be.checkpoints(), Requeue: pressureWait, PressureWait: pressureWait,
 		// A stream that failed with a store error that may pass runs
-		// again after 0.5 s, 1 s, 2 s …; see onRun for when it gives up.
-		Backoff: storeRetryWait, MaxBackoff: storeRetryWait << (maxStoreRetries - 1),
+		// again after 0.5 s, 1 s, 2 s, then every 4 s until the store is back.
+		Backoff: storeRetryWait, MaxBackoff: maxStoreWait,
 	}, schedule.NewMemoryJobStore(), nil)
 	if err != nil {
 		return err
@@ -298,7 +299,7 @@ func (c *collector) askAgain(ctx context.Context, sched *schedule.Scheduler) {
 
 // onRun returns the hook that tallies each run of sym's stream and
 // decides what it means for the command: a failure ends it (a store error
-// that may pass only after maxStoreRetries in a row), a long push-back is
+// that may pass is waited out instead), a long push-back is
 // reported, a yield or a spent budget is noted.
 func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 	return func(job schedule.Job, rep slice.Report, err error) {
@@ -320,13 +321,14 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 		switch {
 		case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, schedule.ErrInterrupted)):
 			return // the command is ending: the checkpoint is the last commit
-		case err != nil && c.be.transient(err) && ss.blips < maxStoreRetries:
-			// The store went away for a moment (PostgreSQL restarting, a
-			// dropped connection): the scheduler runs the stream again
-			// from the checkpoint, which is the last commit.
+		case err != nil && c.be.transient(err):
+			// The store went away (PostgreSQL restarting, a dropped
+			// connection): the scheduler runs the stream again from the
+			// checkpoint, which is the last commit, once it is back.
+			// (It gave up after 15.5 s, and a failover took longer.)
 			ss.blips++
-			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: store unavailable (%s); run again in %s (%d of %d)\n",
-				sym, c.o.interval, mode, oneLine(err), storeRetryWait<<(ss.blips-1), ss.blips, maxStoreRetries)
+			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: store unavailable (%s); run again in %s (try %d; until the store is back or -timeout ends the command)\n",
+				sym, c.o.interval, mode, oneLine(err), min(storeRetryWait<<min(ss.blips-1, 8), maxStoreWait), ss.blips)
 			return
 		case err != nil:
 			if c.failure == nil {

@@ -309,3 +309,33 @@ func TestNoFitUnderAProvenFloor(t *testing.T) {
 		t.Errorf("after an episode that proved 14.3/s: ceiling %.3g, allowance %.3g; want >= 14, none fitted", s.Ceiling, s.Allowance)
 	}
 }
+
+// TestPropertySlowProvidersWithAnAllowanceNeverBanned: a provider of
+// 1-3 requests a second with an allowance of 1-12, a few milliseconds
+// away, that bans after 5 refusals a minute, is never triggered in two
+// minutes. Slow start spends the allowance; each pause then refills about
+// one request, so the episodes after it each admit one and are refused at
+// the next: a run of them drops the rate to what the pauses refill
+// (spreadCut under it when slow start met a small allowance: the refills
+// say the limit within a token, not surely under it), and the fourth
+// refusal of the minute sets the ceiling at what the provider surely
+// admits. Before, 0.5/s with an allowance of 3, 5 or 9 and 0.7/s with 4
+// were banned within 9-14 s (the cuts halved the rate from 15/s each
+// time, no floor to drop to), and 1/s with 9 after 44 s (a ceiling over
+// the limit drained the allowance into a fifth refusal): of 192 such
+// providers of 0.3-3/s, 76 were banned, now 12, all under 1/s (the
+// package's known limits).
+func TestPropertySlowProvidersWithAnAllowanceNeverBanned(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(1, 3).Draw(t, "limit")
+		burst := rapid.IntRange(1, 12).Draw(t, "burst")
+		latency := time.Duration(rapid.IntRange(2, 10).Draw(t, "latency_ms")) * time.Millisecond
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := simulate(c, gcra(limit, burst, answerBan)(), 2*time.Minute, latency, latency/2); r.bans > 0 {
+			t.Fatalf("banned (%v)", r)
+		}
+	})
+}

@@ -287,7 +287,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
 	}
 	refill := 0.0
-	if c.shortCut && c.startOK >= refillAllowance {
+	if c.shortCut && (c.startOK >= refillAllowance || c.brief && c.epN <= 1) {
+		// (Or the episode before was brief, after a pause, and this one
+		// admitted one request at most after its own: a run of them, at
+		// rates each cut deep, is a limit far under the rate; halving the
+		// rate from 15/s at each took a 0.5/s provider with an allowance
+		// of 5 to its fifth refusal, and its ban.)
 		// The episode before was short too, and slow start was admitted
 		// many requests before its first refusal: an allowance hid the
 		// limit.
@@ -297,32 +302,30 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if sent.Sub(c.epStart) < sureSpan {
 		ep = 0 // too short to tell a limit from an allowance the pause refilled
 	}
-	f, fell := c.surer(now, sure, refill, ep, r0)
+	f, _ := c.surer(now, sure, refill, ep, r0)
 	if !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
 		r0 <= shrinkSlack*c.postCut && c.refusals.count(now) > refusalProbe {
 		// A fourth overshoot within the refusal window, at the rate the
 		// last cut set (the cuts have not yet reached the limit), with no
 		// sure measure of it: a provider that bans at five is counting.
-		// The rate drops to what the provider surely admits (see floor
-		// and surer), and the climb back stops spreadCut under the rate
-		// the rule above chose, under the refusal cap; or, when the
-		// pauses' refills are the only measure, at them (a ceiling over
-		// them drew the fifth from 1/s with an allowance of 20 or 40);
-		// or, when the limit fell, at half what the episode delivered
-		// (a pause refills an allowance, which the episode spent on top
-		// of the limit: 30/s with an allowance of 3, halved, drew the
-		// fifth).
-		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
-		switch {
-		case sure <= 0:
-			w = f
-		case fell && ep > 0:
-			w = max(f, min(w, ep*deepCut))
-		case fell && c.brief:
-			w = f // two brief episodes in a row: the limit fell far, and the floor is all there is
-		case fell:
-			w = max(f, min(w, r0*deepCut))
-		}
+		// The rate and the ceiling drop to what the provider surely
+		// admits (see floor and surer), and the refusal cap keeps the
+		// climb under it (a ceiling over the pauses' refills drew the
+		// fifth from 1/s with an allowance of 20 or 40; one at half what
+		// a falling limit's episode delivered, from 30/s with an
+		// allowance of 3). They go a token under it: a provider's bucket may
+		// hold most of a token at a refusal, so an episode of T seconds
+		// may be admitted one more than its floor counts; or, for the
+		// refills of pauses that each admitted a single request (one a
+		// pause says the limit within a token over the pause, over or
+		// under), spreadCut under them. (0.5/s with an allowance of 2,
+		// held at the 0.53/s an episode of two successes showed, and
+		// 0.7/s with 4 at the 0.77/s its refills showed, drew the fifth
+		// and were banned; so did 1/s with 9, its ceiling left over the
+		// floor.)
+		t := max(c.sinceCut(sent), 1e-9)
+		safe := max(f-c.weight/t, f*spreadCut)
+		rate, w, confirmed = safe, safe, false
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
 		// A fourth refused request within the refusal window, counting

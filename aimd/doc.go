@@ -136,9 +136,12 @@
 //     the ceiling stops; each further one lowers a temporary cap under the
 //     ceiling by 5%, lifted as they age out. A fourth within the minute, at
 //     the rate the last cut set and with no sure measure of the limit, drops
-//     the rate to what the provider surely admitted (n-1 requests in the T
-//     seconds from a refusal to the next), so a provider that bans at five
-//     is not triggered. An episode of more than 1.5 s that delivered what
+//     the rate and the ceiling to what the provider surely admitted (n-1
+//     requests in the T seconds from a refusal to the next, less a token
+//     over T: a bucket may hold most of a token at a refusal; or, when each
+//     pause admitted a single request after slow start met a small
+//     allowance, 15% under what the pauses refilled), so a provider that
+//     bans at five is not triggered. An episode of more than 1.5 s that delivered what
 //     it was sent at, and about the best such rate an episode of the minute
 //     showed, was refused by arrival jitter: that best rate stands (sparse
 //     jitter refusals of a provider that allows no burst, seen at 93-98% of
@@ -270,13 +273,11 @@
 // goodput of providers that do not ban, at 50ms, and still could not save
 // those whose first overshoot draws four.) Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
-// window is spent: ~2-5% refused. The climb counts time, not use: a client
-// that sends less than its rate allows (one worker 50 ms from a provider
-// of 20/s) raises the rate far past what it sends (144/s) and cuts from
-// there, so its ceiling lies far over the limit; processes sharing a
-// provider through the budget package then split a rate none of them sent
-// at. (Holding the climb to twice the rate of recent answers, as TCP's
-// window validation does, cost 30 points of goodput where a limit halves
-// at 100 ms; not shipped.) A 503 noise share of 20% still collapses
-// the rate of a provider that never answers 429 (10% does not).
+// window is spent: ~2-5% refused. Under 1/s, with an allowance of 2 to 12,
+// a provider that bans after 5 refusals a minute may still be triggered
+// (12 of 96 simulated, two minutes at 2-10 ms; 58 of them before the
+// rules above): a token over a pause of a second or two is most of such a
+// limit, so no episode measures it surely before the fifth refusal; tell
+// forage the limit. A 503 noise share of 20% still collapses the rate of
+// a provider that never answers 429 (10% does not).
 package aimd

@@ -121,3 +121,21 @@ func TestAnOutageOf503sHoldsTheRate(t *testing.T) {
 		t.Fatalf("rate %.3g after 20 s of 503s, %d refused; want >= %.3g, >= 40", r.finalRate, r.refused, 17.0/6)
 	}
 }
+
+// TestALongRetryAfterOnABucket: a token bucket (34.6/s, an allowance of 9)
+// that asks for 5 s after every refusal, whatever the true wait. The first
+// long refusal reads as a spent window (the rate its cycle delivered, 5/s,
+// unconfirmed), and the climb from there is a new episode: over two
+// minutes the provider is served at 70% of its limit or more (each refusal
+// costs it 5 s). Before, the episode was judged against the rate before
+// that refusal (52/s): the climb's refusal at 45/s read as a steady rate
+// the provider delivered far less of, and the ceiling went to 14.5/s for
+// good: 40%.
+func TestALongRetryAfterOnABucket(t *testing.T) {
+	c := mustNew(t, aimd.Config{})
+	srv := gcra(34.6, 9, answer429)()
+	srv.fixedRA = 5 * time.Second
+	if r := simulate(c, srv, 2*time.Minute, time.Millisecond, 500*time.Microsecond); r.goodput < 0.7 {
+		t.Fatalf("%v: want >= 70%% served", r)
+	}
+}

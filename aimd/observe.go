@@ -480,6 +480,7 @@ const declareLapse = 3
 func (c *Controller) applyQuota(est float64) {
 	est = c.clamp(est)
 	c.rate = min(c.rate, est)
+	c.postCut = min(c.postCut, c.rate) // the rate the next episode starts from (steady is judged against it)
 	if c.ceiling == 0 || est < c.ceiling {
 		c.ceiling, c.confirmed, c.declCeil = est, c.near(est), false
 		c.quotaCeil = est

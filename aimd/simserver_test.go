@@ -61,8 +61,11 @@ type simServer struct {
 	// that meets the first request after a pause.
 	refuseAgain, refusals int
 	faultEvery            int
-	faultFrom             time.Duration // no fault before it
-	admitted              int
+	// fixedRA, when set, is the Retry-After of every 429, whatever the
+	// wait (providers that always say 5 s, or 60).
+	fixedRA   time.Duration
+	faultFrom time.Duration // no fault before it
+	admitted  int
 }
 
 // reply is the server's answer to one request.
@@ -114,6 +117,9 @@ func (s *simServer) take(at time.Duration) reply {
 	switch s.answer {
 	case answer429:
 		r.kind, r.retryAfter = forage.Throttled, wholeSeconds(wait)
+		if s.fixedRA > 0 {
+			r.retryAfter = s.fixedRA
+		}
 	case answer429ms:
 		r.kind, r.retryAfter = forage.Throttled, wait
 	case answerBare429:

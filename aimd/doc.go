@@ -172,11 +172,21 @@
 //     while cuts stop them; in slow start, only once a second one comes
 //     within 10 successes of the one before (a shedder at the top of the
 //     climb refuses the next requests too; the first of 5% random 503s,
-//     read as the climb's end, held a 17/s provider at a third of it); a 503 for a request sent after the cut for the
-//     previous one, before 30 successes came back, shows they do not depend
-//     on the rate: the cut is undone (at the next success) and from then on
-//     a 503 counts as pressure only while the recent 503 share rises well
-//     above the floor measured so far. Other 5xx never move the rate.
+//     read as the climb's end, held a 17/s provider at a third of it). A
+//     503 for a request sent after the cut for the previous one, with a
+//     success since and before 30 more came back, at least half a second
+//     after that cut and at no more than halfway back to the rate it cut
+//     from, shows the cut failed; when three of the last eight failed so,
+//     and the 503 share is under 25%, they do not depend on the rate: the
+//     cuts are undone (at the next success) and from then on a 503 counts
+//     as pressure only while the recent 503 share rises well above the
+//     floor measured then. (A shedder whose allowance hid its limit
+//     refuses everything while the cuts go down to it: read as noise, a
+//     7/s one was sent 10/s with a third refused, for good.) Nothing but
+//     503s for a quarter of a second, three or more with no success, is
+//     an outage: they hold the rate, as other failures do, until a
+//     success, and the breaker judges them. Other 5xx never move the rate,
+//     and count in what an episode delivered: the limit admitted them.
 //   - Confirmation: a ceiling is confirmed when the limit is met twice (an
 //     echo: another request in flight refused too; or a later overshoot
 //     near it). Until then the climb runs Recovery/16 and the probe

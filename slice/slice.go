@@ -68,7 +68,11 @@ type Page[R any] struct {
 	// with Next equal to After, which reads as caught up with a hole
 	// behind; it returns an outcome that stops the run instead
 	// (forage.Mark(err, forage.Transient) to try again, forage.Permanent
-	// for a lie), and the checkpoint stays where it was.
+	// for a lie), and the checkpoint stays where it was. Likewise a
+	// provider that answers the cursor it was given while it says more
+	// follows (has_more true, next the same token): a stuck cursor, which
+	// read as caught up would leave the stream idle at it for good; the
+	// Source stops the run with an outcome that says so.
 	Next []byte
 	// Covered is the time range the provider answered for, even when it
 	// returned no records (an empty answer proves there is nothing to fetch

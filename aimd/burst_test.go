@@ -339,3 +339,19 @@ func TestPropertySlowProvidersWithAnAllowanceNeverBanned(t *testing.T) {
 		}
 	})
 }
+
+// TestSlowProvidersUnderOnePerSecondWithAFewTokens: the slow providers of
+// the known limits' edge that the fourth refusal's margin saves: 0.5/s with
+// an allowance of 2 (an episode of two successes showed 0.53/s, over its
+// limit) and 0.7/s with 4 (its pauses' refills showed 0.77/s), a few
+// milliseconds away, are not banned in two minutes.
+func TestSlowProvidersUnderOnePerSecondWithAFewTokens(t *testing.T) {
+	for _, p := range []gcraShape{{0.5, 3}, {0.5, 5}, {0.7, 4}, {1, 9}} {
+		t.Run(fmt.Sprintf("%.1f/s burst %d", p.rate, p.burst), func(t *testing.T) {
+			c := mustNew(t, aimd.Config{})
+			if r := simulate(c, gcra(p.rate, p.burst, answerBan)(), 2*time.Minute, 4*time.Millisecond, 2*time.Millisecond); r.bans > 0 {
+				t.Fatalf("banned (%v)", r)
+			}
+		})
+	}
+}

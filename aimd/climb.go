@@ -71,6 +71,10 @@ const (
 	// within seconds at a rate well over the limit.
 	jitterSpan     = 3 * time.Second
 	jitterRequests = 30
+	// fewTokens is how few requests an episode's floor may count for the
+	// fourth refusal in a minute to set rate and ceiling a token under it
+	// (see cut).
+	fewTokens = 4
 	// refillAllowance is how many requests slow start must have been
 	// admitted before its first refusal for a run of single successes
 	// after pauses to be read as a slow provider's allowance that hid its
@@ -302,7 +306,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if sent.Sub(c.epStart) < sureSpan {
 		ep = 0 // too short to tell a limit from an allowance the pause refilled
 	}
-	f, _ := c.surer(now, sure, refill, ep, r0)
+	f, fell := c.surer(now, sure, refill, ep, r0)
 	if !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
 		r0 <= shrinkSlack*c.postCut && c.refusals.count(now) > refusalProbe {
 		// A fourth overshoot within the refusal window, at the rate the
@@ -313,19 +317,34 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// climb under it (a ceiling over the pauses' refills drew the
 		// fifth from 1/s with an allowance of 20 or 40; one at half what
 		// a falling limit's episode delivered, from 30/s with an
-		// allowance of 3). They go a token under it: a provider's bucket may
-		// hold most of a token at a refusal, so an episode of T seconds
-		// may be admitted one more than its floor counts; or, for the
-		// refills of pauses that each admitted a single request (one a
-		// pause says the limit within a token over the pause, over or
-		// under), spreadCut under them. (0.5/s with an allowance of 2,
-		// held at the 0.53/s an episode of two successes showed, and
-		// 0.7/s with 4 at the 0.77/s its refills showed, drew the fifth
-		// and were banned; so did 1/s with 9, its ceiling left over the
-		// floor.)
-		t := max(c.sinceCut(sent), 1e-9)
-		safe := max(f-c.weight/t, f*spreadCut)
-		rate, w, confirmed = safe, safe, false
+		// allowance of 3). When the episode's floor counts fewer than
+		// fewTokens requests, rate and ceiling go a token under it: a
+		// provider's bucket may hold most of a token at a refusal, so an
+		// episode of T seconds may be admitted one more than its floor
+		// counts; or, for the refills of pauses that each admitted a
+		// single request (one a pause says the limit within a token over
+		// the pause, over or under), spreadCut under them. (0.5/s with an
+		// allowance of 2, held at the 0.53/s an episode of two successes
+		// showed, and 0.7/s with 4 at the 0.77/s its refills showed, drew
+		// the fifth and were banned. Applied to every provider, the
+		// margin cost limits that halve 5 points of goodput.)
+		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
+		switch t := max(c.sinceCut(sent), 1e-9); {
+		case f*t < fewTokens:
+			// A slow provider: a token is much of what the episode
+			// measured, so rate and ceiling go a token under it, or
+			// spreadCut under it (see below).
+			safe := max(f-c.weight/t, f*spreadCut)
+			rate, w = safe, safe
+		case sure <= 0:
+			w = f
+		case fell && ep > 0:
+			w = max(f, min(w, ep*deepCut))
+		case fell && c.brief:
+			w = f // two brief episodes in a row: the limit fell far, and the floor is all there is
+		case fell:
+			w = max(f, min(w, r0*deepCut))
+		}
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
 		// A fourth refused request within the refusal window, counting

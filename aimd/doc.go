@@ -173,20 +173,21 @@
 //     within 10 successes of the one before (a shedder at the top of the
 //     climb refuses the next requests too; the first of 5% random 503s,
 //     read as the climb's end, held a 17/s provider at a third of it). A
-//     503 for a request sent after the cut for the previous one, with a
-//     success since and before 30 more came back, at least half a second
-//     after that cut and at no more than halfway back to the rate it cut
-//     from, shows the cut failed; when three of the last eight failed so,
-//     and the 503 share is under 25%, they do not depend on the rate: the
-//     cuts are undone (at the next success) and from then on a 503 counts
-//     as pressure only while the recent 503 share rises well above the
-//     floor measured then. (A shedder whose allowance hid its limit
-//     refuses everything while the cuts go down to it: read as noise, a
-//     7/s one was sent 10/s with a third refused, for good.) Nothing but
-//     503s for a quarter of a second, three or more with no success, is
-//     an outage: they hold the rate, as other failures do, until a
-//     success, and the breaker judges them. Other 5xx never move the rate,
-//     and count in what an episode delivered: the limit admitted them.
+//     503 for a request sent after the cut for the previous one, with
+//     three successes or more since it but fewer than 30, at no more than
+//     halfway back to the rate it cut from, shows the cut failed; when
+//     three of the last eight failed so, and the 503 share is under 25%,
+//     they do not depend on the rate: the cuts are undone (at the next
+//     success) and from then on a 503 counts as pressure only while the
+//     recent 503 share rises well above the floor measured then. (A
+//     shedder whose allowance hid its limit refuses all but a request or
+//     two while the cuts go down to it: read as noise, a 7/s one was sent
+//     10/s with a third refused, for good.) Nothing but 503s for a quarter
+//     of a second, three or more with no success, is an outage: they no
+//     longer cut at each answer (the rate goes down by 30% a second, to
+//     1/s) until a success, and the breaker judges them. Other 5xx never
+//     move the rate, and count in what an episode delivered: the limit
+//     admitted them.
 //   - Confirmation: a ceiling is confirmed when the limit is met twice (an
 //     echo: another request in flight refused too; or a later overshoot
 //     near it). Until then the climb runs Recovery/16 and the probe
@@ -239,6 +240,8 @@
 //	                              continue; never up; not for     shrank)
 //	                              an echo
 //	Overloaded  503               as Throttled, unless noise      as Throttled
+//	                              (holds) or an outage (x0.7 a
+//	                              second, to 1/s)
 //	Transient   other 5xx, 408,   holds                           -
 //	            timeout, reset
 //	Permanent   other 4xx         never moves                     never moves
@@ -284,10 +287,11 @@
 // those whose first overshoot draws four.) Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
 // window is spent: ~2-5% refused. Under 1/s, with an allowance of 2 to 12,
-// a provider that bans after 5 refusals a minute may still be triggered
-// (12 of 96 simulated, two minutes at 2-10 ms; 58 of them before the
-// rules above): a token over a pause of a second or two is most of such a
-// limit, so no episode measures it surely before the fifth refusal; tell
-// forage the limit. A 503 noise share of 20% still collapses the rate of
+// a provider that bans after 5 refusals a minute may still be triggered:
+// of 192 simulated providers of 0.3-3/s with allowances of 1-12, 2-10 ms
+// away, 12 are in two minutes, all under 1/s (76 were, before the fourth
+// refusal's margin and the pauses' refills): a token over a pause of a
+// second or two is most of such a limit, so no episode measures it surely
+// before the fifth refusal; tell forage the limit. A 503 noise share of 20% still collapses the rate of
 // a provider that never answers 429 (10% does not).
 package aimd

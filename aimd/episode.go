@@ -88,9 +88,17 @@ const (
 	// one shedding load (see Controller.readOverload).
 	outageRun = 3
 	outageGap = 250 * time.Millisecond
-	// noiseSettle is how long after a cut for a 503 a request must be
-	// sent for its 503 to show that the cut failed.
-	noiseSettle = 500 * time.Millisecond
+	// outageStep, outageDecay and outageFloor are how the rate goes down
+	// through an outage: by outageDecay every outageStep, to outageFloor
+	// (enough for a breaker to count failures; a lower rate stays).
+	outageStep  = time.Second
+	outageDecay = 0.7
+	outageFloor = 1.0
+	// noiseSettle is how many successes must have come back since a cut
+	// for a 503 for the cut to have failed (see Controller.readOverload).
+	// (Counted in time, half a second, a gateway's noise at 200/s never
+	// proved itself.)
+	noiseSettle = 3
 	// noiseMaxShare is the 503 share from which 503s are never found to be
 	// noise (see Controller.readOverload).
 	noiseMaxShare = 0.25
@@ -465,6 +473,7 @@ type noiseMeter struct {
 	run     int
 	runFrom time.Time
 	down    bool
+	downAt  time.Time // the last step down of the rate in an outage
 }
 
 // follow notes a response of class kind at now for the outage reading: a

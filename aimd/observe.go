@@ -98,8 +98,8 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	case forage.Throttled, forage.Overloaded:
 		c.refused(now, sent, until, echo, kind)
 	case forage.Transient:
-		if !c.epStart.IsZero() && !sent.IsZero() && !sent.Before(c.epStart) {
-			c.epFail += c.weight
+		if !c.epStart.IsZero() && !sent.IsZero() && !sent.Before(c.epStart) && !c.noise.down {
+			c.epFail += c.weight // admitted by the limit, unlike an outage's 503s
 		}
 		c.latencyPressure(now, sent, s.Latency)
 	}
@@ -211,27 +211,41 @@ func (c *Controller) readOverload(now, sent time.Time) forage.Class {
 		// Nothing but 503s for outageGap: a provider that is down, not
 		// one that sheds the excess of a rate (the cuts of a descent to a
 		// limit its allowance hid meet a success within moments). They
-		// hold the rate, as other failures do, until a success, and the
-		// breaker judges them: cut after cut, the rate was at the floor
-		// before the breaker saw enough of them to open, and a provider
-		// down for maintenance was called once every 20 s for good.
-		m.down = true
+		// no longer cut at each answer, and the breaker judges them: cut
+		// after cut, the rate was at the floor before the breaker saw
+		// enough of them to open, and a provider down for maintenance was
+		// called once every 20 s for good. The rate goes down slowly
+		// instead (outageDecay a second, to outageFloor), so that a
+		// shedder that counts refused requests too, which admits none
+		// while the rate is over its limit, is let out (held, it served
+		// 1.5% for good), and a spent window answered with 503 draws few.
+		if !m.down {
+			m.down, m.downAt = true, now
+		}
+		if now.Sub(m.downAt) >= outageStep {
+			m.downAt = now
+			if r := c.rate * outageDecay; r < c.rate && c.rate > outageFloor {
+				c.rate = c.clamp(max(r, outageFloor))
+				c.postCut = min(c.postCut, c.rate)
+				c.fitClimb()
+				c.hist.reset(now, c.rate)
+			}
+		}
 		return forage.Transient
 	case m.noisy:
 		if m.pressure() {
 			return forage.Overloaded
 		}
 		return forage.Transient
-	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt.Add(noiseSettle)) && m.okAfter > 0 && m.okAfter < noiseProof && c.rateAt(sent) <= m.cutMid:
+	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter >= noiseSettle && m.okAfter < noiseProof && c.rateAt(sent) <= m.cutMid:
 		// The cut did not stop them. A cut may simply not have been enough
 		// (the rate is still over the limit), but when most of the recent
 		// cuts for 503s did not stop them either, they do not depend on the
-		// rate. A 503 before any success since the cut proves nothing: a
-		// provider whose burst allowance hid its limit refuses everything
-		// until the cuts reach it, and a gateway's noise comes between
-		// successes, nor one sent within noiseSettle of the cut: the
-		// cuts of a descent to the limit come that close, each a step
-		// short of it. Nor does one sent after the climb took the rate more
+		// rate. A 503 before noiseSettle successes since the cut proves
+		// nothing: a provider whose burst allowance hid its limit refuses
+		// all but a few requests while the cuts go down to it, each a step
+		// short of it, and a gateway's noise comes between runs of
+		// successes. Nor does one sent after the climb took the rate more
 		// than halfway back to where the cut began: that may be the next
 		// overshoot of a limit the cut went under (a slow provider climbs
 		// back before noiseProof successes). Nor is a share of noiseMaxShare or more noise: a

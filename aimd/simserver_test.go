@@ -53,19 +53,24 @@ type simServer struct {
 	// it conforms: a burst the client itself made, or a hiccup of the
 	// provider. It does not count against the limit nor as a violation.
 	spurious []time.Duration
-	// faultEvery, when set, fails every faultEvery-th request the limit
-	// admitted with a Transient error (a gateway's 502 behind the rate
-	// limiter: the request counted against the limit all the same).
 	// refuseAgain, when set, refuses the request after the
 	// refuseAgain-th refusal too, conforming or not (once): a hiccup
 	// that meets the first request after a pause.
 	refuseAgain, refusals int
-	faultEvery            int
+	// faultEvery, when set, fails every faultEvery-th request the limit
+	// admitted from faultFrom on with a Transient error (a gateway's 502
+	// behind the rate limiter: the request counted against the limit all
+	// the same).
+	faultEvery int
+	faultFrom  time.Duration
+	admitted   int
 	// fixedRA, when set, is the Retry-After of every 429, whatever the
 	// wait (providers that always say 5 s, or 60).
-	fixedRA   time.Duration
-	faultFrom time.Duration // no fault before it
-	admitted  int
+	fixedRA time.Duration
+	// countRefused makes a GCRA count refused requests too (a sliding
+	// log): over the limit, every request is refused until the client
+	// slows down.
+	countRefused bool
 }
 
 // reply is the server's answer to one request.
@@ -150,7 +155,7 @@ func (s *simServer) limit(at time.Duration) (bool, time.Duration) {
 			s.tat = next
 			return false, 0
 		}
-		if queue {
+		if queue || s.countRefused {
 			s.tat = next
 		}
 		return true, next - at - tau

@@ -202,12 +202,14 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	case class == forage.Success && p.bans.Load() != 0:
 		p.bans.Store(0) // a ban in a row needs no success in between
 	}
-	// A refusal of a request sent while a pause an earlier refusal set
-	// was in force (it was in flight, or booked, when that came back) is
-	// an echo of it: the pause handles it, and the breaker does not count
-	// it as an outage (a dozen requests in flight at a window's end opened
-	// it for 15 s).
-	echo := (class == forage.Throttled || class == forage.Overloaded) && p.ctl.PausedUntil().After(start)
+	// A 429 to a request sent while a pause an earlier 429 set was in
+	// force (it was in flight, or booked, when that came back) is an echo
+	// of it: the pause handles it, and the breaker does not count it as an
+	// outage (a dozen requests in flight at a window's end opened it for
+	// 15 s). A 503 always counts: a provider that is down answers every
+	// request in flight with one, and counting each pause's first alone,
+	// the breaker never saw enough of them to open.
+	echo := class == forage.Throttled && p.ctl.PausedUntil().After(start)
 	p.feedback(start, end, &out, class)
 	if class == forage.Transient || class == forage.Overloaded {
 		p.failed(out)

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/providertest"
@@ -46,6 +47,37 @@ func TestEchoesOfARefusalDoNotOpenTheBreaker(t *testing.T) {
 		drive(ctx, p, 12, simAttempt(srv.Transport(), func() { mu.Lock(); ok++; mu.Unlock() }))
 		if got := float64(ok) / (21 * 60); opened.Load() > 0 || got < 0.6 {
 			t.Fatalf("breaker opened %d times, %.0f%% of the limit served; want never, >= 60%%", opened.Load(), 100*got)
+		}
+	})
+}
+
+// TestAnOutageOf503sWithRetryAfterOpensTheBreaker: a provider down for
+// maintenance answers every request 503 with Retry-After: 1, 400 ms away,
+// to 12 workers, for a minute: the breaker opens. (Counting only each
+// pause's first 503, the others being in flight when it came, the breaker
+// saw about one failure a cycle and never opened.)
+func TestAnOutageOf503sWithRetryAfterOpensTheBreaker(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var opened, calls atomic.Int64
+		p, err := budget.NewLocal("down", budget.Config{Breaker: breaker.Config{OnTransition: func(tr breaker.Transition) {
+			if tr.To == breaker.StateOpen {
+				opened.Add(1)
+			}
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempt := func(ctx context.Context) forage.Outcome {
+			calls.Add(1)
+			time.Sleep(400 * time.Millisecond)
+			return forage.Outcome{Status: 503, RetryAfter: time.Second}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		drive(ctx, p, 12, attempt)
+		if opened.Load() == 0 {
+			t.Fatalf("a total outage of 503s never opened the breaker (%d calls)", calls.Load())
 		}
 	})
 }

@@ -106,7 +106,6 @@ type stream struct {
 	runFor   time.Duration
 	parent   *budget.Run                                // Stream.Run
 	onRun    func(job Job, rep slice.Report, err error) // Stream.OnRun
-	declared time.Time                                  // when AddStream declared it (see Backfilled)
 	// run runs the stream once in mode (a Drain when drain is set) with
 	// the lease owner owner, within env. Nil for a mode not declared.
 	run map[checkpoint.Mode]func(ctx context.Context, owner string, env *budget.Run, drain bool) (slice.Report, error)
@@ -140,7 +139,7 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 	if err != nil {
 		return invalid("Stream.Provider", "must be a valid provider key: "+err.Error(), fmt.Sprintf("%q", st.Provider))
 	}
-	str := &stream{provider: st.Provider, runFor: st.RunFor, parent: st.Run, onRun: st.OnRun, declared: time.Now(),
+	str := &stream{provider: st.Provider, runFor: st.RunFor, parent: st.Run, onRun: st.OnRun,
 		run: map[checkpoint.Mode]func(context.Context, string, *budget.Run, bool) (slice.Report, error){}}
 	if str.runFor == 0 {
 		str.runFor = defaultRunFor
@@ -332,8 +331,10 @@ const backfilledPoll = 250 * time.Millisecond
 // collected up to now once, and returns nil then: a stream with a
 // Backfill when its backfill has reached the start of its history
 // ([StateSuccess]); a stream with an Incremental alone (a cursor feed)
-// when a run of its incremental job has reached the head since the stream
-// was declared (a run that ended with nothing left to fetch). It runs
+// when its incremental job is idle after a run that reached the head (one
+// that ended with nothing left to fetch, not one whose turn ran out), in
+// this process or, after a restart, the one before: its next run comes
+// at its Every. It runs
 // nothing itself: call it while [Scheduler.Run] runs (in this process or
 // another sharing the job store). When ctx ends first, or has a deadline
 // that no stream not done can meet (each waits, not running, until after
@@ -404,7 +405,6 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 	type want struct {
 		provider string
 		kind     Kind
-		since    time.Time // an incremental job's success counts from then
 	}
 	s.mu.Lock()
 	wants := map[string]want{} // stream -> its job that says it is done
@@ -413,7 +413,7 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 		case st.run[checkpoint.CatchUp] != nil:
 			wants[name] = want{provider: st.provider, kind: KindBackfill}
 		case st.run[checkpoint.SteadyState] != nil:
-			wants[name] = want{provider: st.provider, kind: KindIncremental, since: st.declared}
+			wants[name] = want{provider: st.provider, kind: KindIncremental}
 		}
 	}
 	s.mu.Unlock()
@@ -428,12 +428,12 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 			continue
 		}
 		seen[j.Stream] = true
-		if w.kind == KindBackfill && j.State == StateSuccess || w.kind == KindIncremental && !j.Stats.LastSuccess.Before(w.since) {
-			continue
+		if w.kind == KindBackfill && j.State == StateSuccess || w.kind == KindIncremental && j.State == StateIdle && !j.Stats.LastSuccess.IsZero() {
+			continue // a periodic job is idle after a run that reached the head
 		}
 		u := unfinishedJob{desc: fmt.Sprintf("%s %s", j.Stream, j.State), may: true}
 		if w.kind == KindIncremental {
-			u.desc = fmt.Sprintf("%s %s, not at the head since it was declared", j.Stream, j.State)
+			u.desc = fmt.Sprintf("%s %s, not at the head", j.Stream, j.State)
 		}
 		if j.State != StateRunning && !j.NextRun.IsZero() {
 			u.desc += " until " + j.NextRun.UTC().Format(time.RFC3339)

@@ -649,3 +649,72 @@ func TestAFailureAfterProgressIsNotAStreak(t *testing.T) {
 		}
 	})
 }
+
+// TestBackfilledWaitsForACursorFeedsBacklog: a cursor feed with a backlog
+// longer than one turn: Backfilled returns once a run reached the head, not
+// after the first turn that ran out of time (it returned after 2 s with
+// 2,600 of 20,000 items).
+func TestBackfilledWaitsForACursorFeedsBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		sink := &kept{}
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "items", Provider: "p", Incremental: tokens{n: 20000, page: 10}, Every: time.Minute, RunFor: 2 * time.Second, Sink: sink}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+		defer cancel()
+		began := time.Now()
+		if err := s.Backfilled(ctx); err != nil {
+			t.Fatalf("Backfilled = %v, want nil", err)
+		}
+		if h := sink.holes(0, 20000); len(h) > 0 {
+			t.Fatalf("Backfilled returned after %v with items missing (%d hole ranges, first %v)", time.Since(began), len(h), h[0])
+		}
+	})
+}
+
+// TestBackfilledAfterARestart: the same job store and checkpoints, the feed
+// caught up by the previous process a minute ago, Every an hour: the new
+// process's Backfilled returns at once (it waited for a success since its
+// own declaration, an hour away).
+func TestBackfilledAfterARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := budget.NewRegistry(budget.RegistryConfig{})
+		cps := checkpoint.NewMemoryStore(checkpoint.Config{})
+		store := schedule.NewMemoryJobStore()
+		mk := func() *schedule.Scheduler {
+			s, err := schedule.New(schedule.Config{Budget: r, Checkpoints: cps}, store, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		decl := func(s *schedule.Scheduler) {
+			if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "items", Provider: "p", Incremental: tokens{n: 300, page: 50}, Every: time.Hour, Sink: &kept{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s1 := mk()
+		decl(s1)
+		stop := start(t, s1)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		if err := s1.Backfilled(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		stop()
+		time.Sleep(time.Minute)
+		s2 := mk()
+		decl(s2)
+		stop2 := start(t, s2)
+		defer stop2()
+		ctx2, cancel2 := context.WithTimeout(t.Context(), 10*time.Minute)
+		defer cancel2()
+		began := time.Now()
+		if err := s2.Backfilled(ctx2); err != nil {
+			t.Fatalf("after a restart, Backfilled = %v after %v (the feed was at the head a minute ago)", err, time.Since(began))
+		}
+	})
+}

@@ -327,8 +327,8 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 			// checkpoint, which is the last commit, once it is back.
 			// (It gave up after 15.5 s, and a failover took longer.)
 			ss.blips++
-			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: store unavailable (%s); run again in %s (try %d; until the store is back or -timeout ends the command)\n",
-				sym, c.o.interval, mode, oneLine(err), min(storeRetryWait<<min(ss.blips-1, 8), maxStoreWait), ss.blips)
+			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: store unavailable (%s); running it again shortly (try %d; until the store is back or -timeout ends the command)\n",
+				sym, c.o.interval, mode, oneLine(err), ss.blips)
 			return
 		case err != nil:
 			if c.failure == nil {

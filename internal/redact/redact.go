@@ -147,8 +147,8 @@ func String(s string) string {
 // mask is one pass of [String].
 func mask(s string) string {
 	s = maskXML(maskPEM(s))
-	if !strings.ContainsAny(s, "?=:%") {
-		return s
+	if !strings.ContainsAny(s, "?=:%") && !strings.Contains(s, "Bearer") && !strings.Contains(s, "BEARER") {
+		return s // no key, no query, no bearer scheme: nothing a word rule masks
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -360,6 +360,10 @@ func word(w string, st state) (string, state) {
 		// after the scheme as headers spell it is a credential (prose's
 		// "a bearer token is required" keeps its word).
 		return w, secret
+	} else if (strings.HasPrefix(b, "Bearer") || strings.HasPrefix(b, "BEARER")) && len(b) > len("Bearer") && strings.ContainsRune(":,=", rune(b[len("Bearer")])) {
+		// "Bearer:S3CRET", "Bearer,S3CRET": the rest of the word.
+		i := len(w) - len(b) + len("Bearer") + 1
+		return w[:i] + Mask, plain
 	}
 	if k := SecretKey(w); k != "" {
 		if k == "authorization" {

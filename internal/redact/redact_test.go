@@ -329,7 +329,8 @@ func TestClip(t *testing.T) {
 // (OK-ACCESS-SIGN), a cookie and an AWS Credential= went through whole;
 // and a provider's error body echoing a Python-style dict
 // ({'Authorization': 'Bearer X'}) masked the quoted scheme word and let X
-// pass, as did "Bearer X" in free text.
+// pass, as did "Bearer X" in free text (with or without a ":" or "=" in
+// the message), "Bearer:X" and "Bearer,X".
 func TestHeaderCredentialsAreMasked(t *testing.T) {
 	t.Parallel()
 	checkMasked(t,
@@ -349,6 +350,11 @@ func TestHeaderCredentialsAreMasked(t *testing.T) {
 		`{'api_key': 'S3CRET'}`,
 		`{'Authorization': 'Bearer S3CRET'}`,
 		`unauthorized: Bearer S3CRET is expired`,
+		`Bearer S3CRET is expired`,
+		`HTTP 401 (Bearer S3CRET rejected)`,
+		`invalid token 'Bearer S3CRET'`,
+		`Bearer:S3CRET`,
+		`Bearer,S3CRET`,
 	)
 }
 

@@ -95,6 +95,7 @@ type symbolState struct {
 // store, runs every symbol's streams, and prints the summary.
 func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) error {
 	start := time.Now()
+	stderr = &syncWriter{w: stderr} // progress lines and the streams' notes come from several goroutines
 	c := &collector{o: o, base: o.baseURL, client: &http.Client{}, stderr: stderr, states: map[string]*symbolState{}}
 	key := "sim"
 	if c.base != "" {
@@ -470,4 +471,18 @@ func (c *collector) earlier(ctx context.Context, stream, sym string) {
 	}
 	fmt.Fprintf(c.stderr, "ohlcv: %s %s: -since %s is before the first candle stored (%s): a stream's catch-up goes on from where its first run began, so no earlier candle is collected into this store (nor is there one if the symbol was listed later); collect [%s, %s) into another store\n",
 		sym, c.o.interval, c.o.since.UTC().Format(time.RFC3339), first.Format(time.RFC3339), c.o.since.UTC().Format(time.RFC3339), first.Format(time.RFC3339))
+}
+
+// syncWriter serializes the writes to w: the progress lines and the
+// streams' notes on stderr come from several goroutines, and a writer that
+// is not an *os.File (a test's buffer) interleaves or races otherwise.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

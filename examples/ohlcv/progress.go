@@ -26,6 +26,9 @@ const lineEvery = 10 * time.Second
 // isTerminal reports whether w is a terminal: progress is drawn as bars
 // there, and written as a line every lineEvery elsewhere.
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*syncWriter); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -323,7 +323,7 @@ func TestNoFitUnderAProvenFloor(t *testing.T) {
 // were banned within 9-14 s (the cuts halved the rate from 15/s each
 // time, no floor to drop to), and 1/s with 9 after 44 s (a ceiling over
 // the limit drained the allowance into a fifth refusal): of 192 such
-// providers of 0.3-3/s, 76 were banned, now 12, all under 1/s (the
+// providers of 0.3-3/s, 76 were banned, now 15, all under 1/s (the
 // package's known limits).
 func TestPropertySlowProvidersWithAnAllowanceNeverBanned(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

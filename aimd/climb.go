@@ -333,10 +333,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// margin cost limits that halve 5 points of goodput.)
 		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
 		switch t := max(c.sinceCut(sent), 1e-9); {
-		case f*t < fewTokens:
+		case f*t < fewTokens && c.startOK < refillAllowance:
 			// A slow provider: a token is much of what the episode
 			// measured, so rate and ceiling go a token under it, or
-			// spreadCut under it (see below).
+			// spreadCut under it (see below). Not one whose slow start
+			// was admitted many: a 200/s provider's brief episodes after
+			// pauses (arrival jitter) took it to 5% of its limit.
 			safe := max(f-c.weight/t, f*spreadCut)
 			rate, w = safe, safe
 		case sure <= 0:

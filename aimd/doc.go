@@ -289,7 +289,7 @@
 // window is spent: ~2-5% refused. Under 1/s, with an allowance of 2 to 12,
 // a provider that bans after 5 refusals a minute may still be triggered:
 // of 192 simulated providers of 0.3-3/s with allowances of 1-12, 2-10 ms
-// away, 12 are in two minutes, all under 1/s (76 were, before the fourth
+// away, 15 are in two minutes, all under 1/s (76 were, before the fourth
 // refusal's margin and the pauses' refills): a token over a pause of a
 // second or two is most of such a limit, so no episode measures it surely
 // before the fifth refusal; tell forage the limit. A 503 noise share of 20% still collapses the rate of

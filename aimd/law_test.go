@@ -167,32 +167,11 @@ func TestPropertyNoiseNeverCollapses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		interval := time.Duration(float64(time.Second) / limit)
-		var tat time.Time // the server's GCRA: admitted when it arrives at or after tat
-		seen429 := false
-		now := t0
-		for now.Sub(t0) < 60*time.Second {
-			if pu := c.PausedUntil(); pu.After(now) {
-				now = pu
+		noisyRun(c, limit, share, noise, noise == forage.Overloaded, rng, func(at time.Duration, r float64) {
+			if at > 10*time.Second && r < limit/2 {
+				t.Fatalf("at %v: rate %.2f under half the limit %.1f (noise %v at %.0f%%)", at, r, limit, noise, 100*share)
 			}
-			sent := now
-			kind := forage.Success
-			var retry time.Duration
-			switch {
-			case sent.Before(tat):
-				kind, retry, seen429 = forage.Throttled, time.Second, true
-			case rng.Float64() < share && (noise == forage.Transient || seen429):
-				kind, tat = noise, sent.Add(interval)
-			default:
-				tat = sent.Add(interval)
-			}
-			at := sent.Add(5 * time.Millisecond)
-			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: sent, RetryAfter: retry})
-			if r := c.RateAt(at); at.Sub(t0) > 10*time.Second && r < limit/2 {
-				t.Fatalf("at %v: rate %.2f under half the limit %.1f (noise %v at %.0f%%)", at.Sub(t0), r, limit, noise, 100*share)
-			}
-			now = sent.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
-		}
+		})
 	})
 }
 
@@ -288,4 +267,37 @@ func TestPropertyBanNeverTriggered(t *testing.T) {
 			now = next
 		}
 	})
+}
+
+// noisyRun drives c for 60 s of simulated time, one request at a time and
+// 5 ms away, against a GCRA of limit that refuses with 429 and a second's
+// Retry-After, and answers a random share of the requests it admits with
+// noise (from the first 429 on when after429 is set); see gets each
+// answer's time into the run and the rate after it.
+func noisyRun(c *aimd.Controller, limit, share float64, noise forage.Class, after429 bool, rng *rand.Rand, see func(at time.Duration, rate float64)) {
+	interval := time.Duration(float64(time.Second) / limit)
+	var tat time.Time // the server's GCRA: admitted when it arrives at or after tat
+	seen429 := !after429
+	now := t0
+	for now.Sub(t0) < 60*time.Second {
+		if pu := c.PausedUntil(); pu.After(now) {
+			now = pu
+		}
+		sent := now
+		kind := forage.Success
+		var retry time.Duration
+		switch {
+		case sent.Before(tat):
+			kind, retry, seen429 = forage.Throttled, time.Second, true
+		case rng.Float64() < share && seen429:
+			kind, tat = noise, sent.Add(interval)
+		default:
+			tat = sent.Add(interval)
+		}
+		at := sent.Add(5 * time.Millisecond)
+		c.ObserveAt(at, aimd.Signal{Class: kind, Sent: sent, RetryAfter: retry})
+		r := c.RateAt(at)
+		see(at.Sub(t0), r)
+		now = sent.Add(time.Duration(float64(time.Second) / r))
+	}
 }

@@ -27,34 +27,13 @@ func TestRandom503sBeforeAny429AreNoise(t *testing.T) {
 		for seed := 0; seed < 40; seed++ {
 			rng := rand.New(rand.NewPCG(uint64(seed), 1))
 			c, _ := aimd.New(aimd.Config{})
-			interval := time.Duration(float64(time.Second) / limit)
-			var tat time.Time
-			now := t0
 			var acc, n float64
-			for now.Sub(t0) < 60*time.Second {
-				if pu := c.PausedUntil(); pu.After(now) {
-					now = pu
-				}
-				sent := now
-				kind := forage.Success
-				var retry time.Duration
-				switch {
-				case sent.Before(tat):
-					kind, retry = forage.Throttled, time.Second
-				case rng.Float64() < share:
-					kind, tat = forage.Overloaded, sent.Add(interval)
-				default:
-					tat = sent.Add(interval)
-				}
-				at := sent.Add(5 * time.Millisecond)
-				c.ObserveAt(at, aimd.Signal{Class: kind, Sent: sent, RetryAfter: retry})
-				r := c.RateAt(at)
-				if at.Sub(t0) > 20*time.Second {
+			noisyRun(c, limit, share, forage.Overloaded, false, rng, func(at time.Duration, r float64) {
+				if at > 20*time.Second {
 					acc += min(r, limit)
 					n++
 				}
-				now = sent.Add(time.Duration(float64(time.Second) / r))
-			}
+			})
 			if m := acc / n / limit; m < 0.1 {
 				t.Logf("noise %.2f seed %d: mean rate %.3g of the limit", share, seed, m)
 			}

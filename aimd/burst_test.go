@@ -355,3 +355,21 @@ func TestSlowProvidersUnderOnePerSecondWithAFewTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestAFastProvidersFourthRefusalIsNoSlowLimit: a 200/s provider that
+// allows no burst, refused by arrival jitter at 5, 11 and 17 s and then on
+// the third request after the last pause (two went through): the fourth
+// refusal of the minute. Slow start was admitted hundreds of requests, so
+// the episode's floor (two requests in about a second, pause included) is
+// no slow limit to sit a token under: the rate stays over a fifth of the
+// limit. Before, it went to 0.8-2.5/s for the rest of the minute (a real
+// 30 s crawl: 5% of the limit).
+func TestAFastProvidersFourthRefusalIsNoSlowLimit(t *testing.T) {
+	for _, at := range []time.Duration{18020 * time.Millisecond, 18028 * time.Millisecond, 18036 * time.Millisecond} {
+		c := mustNew(t, aimd.Config{})
+		srv := spurious(gcra(200, 1, answer429), 5*time.Second, 11*time.Second, 17*time.Second, at)()
+		if r := simulate(c, srv, 40*time.Second, 3*time.Millisecond, time.Millisecond); r.finalRate < 40 {
+			t.Errorf("fourth refusal at %v: final rate %.3g (%v); want >= 40", at, r.finalRate, r)
+		}
+	}
+}

@@ -291,18 +291,14 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
 	}
 	refill := 0.0
-	if c.shortCut && (c.startOK >= refillAllowance || c.brief && c.epN <= 1 && c.startOK < refillAllowance) {
-		// (Or the episode before was brief, after a pause, this one
-		// admitted one request at most after its own, and slow start was
-		// admitted only a few: a run of them, at rates each cut deep, is
-		// a slow limit far under the rate; halving the rate from 15/s at
-		// each took a 0.5/s provider with an allowance of 5 to its fifth
-		// refusal, and its ban. Not after a slow start admitted many: a
-		// 200/s provider whose arrival jitter refused the second request
-		// after two pauses was held at 0.8/s for the minute.)
+	if c.shortCut && (c.startOK >= refillAllowance || c.brief && c.epN <= 1) {
 		// The episode before was short too, and slow start was admitted
 		// many requests before its first refusal: an allowance hid the
-		// limit.
+		// limit. (Or the episode before was brief, after a pause, and
+		// this one admitted one request at most after its own: a run of
+		// them, at rates each cut deep, is a slow limit far under the
+		// rate; halving the rate from 15/s at each took a 0.5/s provider
+		// with an allowance of 5 to its fifth refusal, and its ban.)
 		refill = c.refill(sent)
 	}
 	ep := c.episode(sent)

@@ -109,7 +109,7 @@ func simulate(c rateController, s *simServer, dur, latency, jitter time.Duration
 		if jitter > 0 {
 			lat += time.Duration(rng.Int64N(int64(jitter)))
 		}
-		heap.Push(&flights, inFlight{at: now + lat + r.delay, sent: now, r: r})
+		heap.Push(&flights, inFlight{at: now + lat + r.late + r.delay, sent: now, r: r})
 	}
 	var allowed float64
 	for t := time.Duration(0); t < dur; t += 100 * time.Millisecond {

@@ -71,18 +71,34 @@ type simServer struct {
 	// log): over the limit, every request is refused until the client
 	// slows down.
 	countRefused bool
+	// late, when set, delays each request's arrival by what it returns
+	// (the network stack and the scheduler of a busy machine): the
+	// server judges the request at its arrival, not its sending.
+	late func() time.Duration
 }
 
 // reply is the server's answer to one request.
 type reply struct {
 	kind       forage.Class
 	delay      time.Duration // extra latency (slow-down)
+	late       time.Duration // how late the request reached the server (see simServer.late)
 	retryAfter time.Duration
 	hint       forage.Quota
 }
 
 // take decides the request sent at at.
 func (s *simServer) take(at time.Duration) reply {
+	if s.late != nil {
+		late := s.late()
+		r := s.judge(at + late)
+		r.late = late
+		return r
+	}
+	return s.judge(at)
+}
+
+// judge decides the request that reached the server at at.
+func (s *simServer) judge(at time.Duration) reply {
 	if s.banAt > 0 && at >= s.banAt {
 		s.banAt, s.banTill = 0, at+s.banFor
 		s.bans++

@@ -102,6 +102,11 @@ const (
 	// noiseMaxShare is the 503 share from which 503s are never found to be
 	// noise (see Controller.readOverload).
 	noiseMaxShare = 0.25
+	// noiseDescent is how many times under the rate the caller sent at
+	// when the first cut for a 503 came a 503 must come, no cut since that
+	// first one having worked, for the 503s to be noise whatever the
+	// trials say (see Controller.readOverload).
+	noiseDescent = 8
 )
 
 // episode returns the rate, in requests/s, that the provider delivered in
@@ -468,6 +473,12 @@ type noiseMeter struct {
 	worked [noiseTrials]bool
 	before [noiseTrials]snapshot
 	trials int // how many of them are recorded
+	// The descent: the controller before the first cut for a 503 since
+	// the last that worked (origin.rate is zero when there is none), and
+	// the successes since (weighted, see Controller.SetShare).
+	origin   snapshot
+	okOrigin float64
+	from     float64 // the rate the caller sent at then: a slow start's rate outruns a few workers far away
 	// The 503s since the last success: how many, since when, and whether
 	// they read as an outage (see Controller.readOverload).
 	run     int
@@ -492,7 +503,7 @@ func (m *noiseMeter) follow(now time.Time, kind forage.Class) {
 
 // cut records a cut for a 503 at now, made from the controller state b to
 // rate, as the newest trial, awaiting its proof.
-func (m *noiseMeter) cut(now time.Time, b snapshot, rate float64) {
+func (m *noiseMeter) cut(now time.Time, b snapshot, rate, sending float64) {
 	if m.trials == noiseTrials {
 		copy(m.worked[:], m.worked[1:])
 		copy(m.before[:], m.before[1:])
@@ -500,6 +511,9 @@ func (m *noiseMeter) cut(now time.Time, b snapshot, rate float64) {
 	}
 	m.worked[m.trials], m.before[m.trials] = true, b
 	m.trials++
+	if m.origin.rate == 0 {
+		m.origin, m.okOrigin, m.from = b, 0, sending
+	}
 	m.cutAt, m.okAfter, m.cutMid = now, 0, (b.rate+rate)/2
 }
 

@@ -237,6 +237,20 @@ func (c *Controller) readOverload(now, sent time.Time) forage.Class {
 			return forage.Overloaded
 		}
 		return forage.Transient
+	case m.origin.rate > 0 && !sent.IsZero() && c.rateAt(sent) <= m.from/noiseDescent && m.okOrigin >= noiseProof && m.share() < noiseMaxShare:
+		// Cut after cut for 503s, none of which stopped them, down to an
+		// eighth of the rate the caller sent at when the first came (see
+		// noiseDescent), with noiseProof successes or more between
+		// them all along: a shedder's 503s stop once the rate is under
+		// its limit, and the share it sheds falls as the rate does; a
+		// gateway's come at any rate. (The trials below rarely settle
+		// when the noise is a sixth of the answers: the next 503 comes
+		// before noiseSettle successes, or after the climb back; a 241/s
+		// provider failing 15% of requests with 503 was cut to 1/s.)
+		m.noisy, m.restore = true, true
+		m.first, m.trials, m.cutAt = m.origin, 0, time.Time{}
+		m.floor, m.origin = m.share(), snapshot{}
+		return forage.Transient
 	case !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter >= noiseSettle && m.okAfter < noiseProof && c.rateAt(sent) <= m.cutMid:
 		// The cut did not stop them. A cut may simply not have been enough
 		// (the rate is still over the limit), but when most of the recent
@@ -260,6 +274,7 @@ func (c *Controller) readOverload(now, sent time.Time) forage.Class {
 		}
 		m.noisy, m.restore = true, true // undone at the next success: only a success raises the rate
 		m.floor = m.share()             // at least the share that just proved itself noise
+		m.origin = snapshot{}
 		return forage.Transient
 	}
 	return forage.Overloaded
@@ -293,9 +308,12 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 	}
 	if m := &c.noise; !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) {
 		if m.okAfter += c.weight; m.okAfter >= noiseProof {
-			m.cutAt = time.Time{}
+			m.cutAt, m.origin = time.Time{}, snapshot{}
 			m.record(true) // the cut worked: the 503s were about the rate
 		}
+	}
+	if m := &c.noise; m.origin.rate > 0 {
+		m.okOrigin += c.weight
 	}
 	if m := &c.noise; m.restore {
 		m.restore = false
@@ -389,7 +407,11 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		cut = c.cut(now, sent, cutRefusing)
 	}
 	if m := &c.noise; cut && kind == forage.Overloaded {
-		m.cut(now, before, c.rate)
+		sending := before.rate
+		if u, ok := c.sends.use(); ok && u < 1 {
+			sending *= u
+		}
+		m.cut(now, before, c.rate, sending)
 	}
 	if !until.After(now.Add(rateRefusal)) {
 		// Echoes too: a provider that bans counts every refused request.

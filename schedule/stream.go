@@ -125,9 +125,12 @@ const defaultRunFor = time.Minute
 // AddStream is idempotent: declaring a stream again (at every start of
 // the host) replaces its sources and sinks and updates its jobs'
 // definition, keeping their schedule and state, so a restart resumes
-// where the last run committed; a kind declared no more (Backfill or
-// Incremental now nil) has its job deleted. The error names the invalid
-// field.
+// where the last run committed; a backfill that had finished is queued to
+// run once more (its Backfill may now reach further: a later boundary; a
+// run over a range already collected commits nothing), so [Scheduler.Backfilled]
+// does not take the earlier success for this one's; a kind declared no
+// more (Backfill or Incremental now nil) has its job deleted. The error
+// names the invalid field.
 func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 	if s == nil {
 		return invalid("AddStream's scheduler", "must not be nil: use schedule.New", "nil")
@@ -181,8 +184,18 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 		{Provider: st.Provider, Kind: KindIncremental, Stream: st.Name, Priority: st.Priority, Interval: st.Every, NextRun: st.At}}
 	for i, src := range []slice.Source[R]{st.Backfill, st.Incremental} {
 		if src != nil {
-			if _, err := s.Upsert(ctx, specs[i]); err != nil {
+			j, err := s.Upsert(ctx, specs[i])
+			if err != nil {
 				return err
+			}
+			if j.Kind == KindBackfill && j.State == StateSuccess {
+				// Finished in an earlier process: this declaration's
+				// Backfill may reach further (a later boundary), and
+				// Backfilled would take the old success for it. One run
+				// finds what is left from the checkpoint, or nothing.
+				if _, err := s.RunNow(ctx, j.ID); err != nil && !errors.Is(err, ErrRunning) {
+					return err
+				}
 			}
 			continue
 		}

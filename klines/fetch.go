@@ -223,7 +223,12 @@ func (s *Source) confirm(ctx context.Context, sl slice.Slice, c cursor) (slice.P
 		return slice.Page[Candle]{Next: sl.After}, out // nothing confirms it: cover nothing
 	}
 	next := cursor{last: end.Add(-s.step).UnixMilli(), hasLast: true, cand: c.cand, hasCand: c.hasCand}
-	if len(rows) == 1 {
+	if len(rows) == 1 && !rows[0].OpenTime.Before(s.From) {
+		// (Not one before From: the stream never stored it, and a cursor
+		// names only candles stored (see ShownCandle). An exchange that
+		// leaves quiet minutes out showed the one before a quiet From,
+		// and the host's check of its store then found it missing at
+		// every later start.)
 		next.cand, next.hasCand = rows[0].OpenTime.UnixMilli(), true
 	}
 	return slice.Page[Candle]{Next: next.bytes(), Covered: stretch}, out

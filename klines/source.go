@@ -121,14 +121,22 @@ func (s *Source) until() time.Time {
 	return s.floor(s.now())
 }
 
-// floor returns the open time of the candle that contains t. Binance aligns
-// candles to the Unix epoch and weeks to Mondays (1970-01-05).
-func (s *Source) floor(t time.Time) time.Time {
+// floor returns the open time of the candle that contains t.
+func (s *Source) floor(t time.Time) time.Time { return Floor(t, s.step) }
+
+// Floor returns the open time of the candle of length step (see [Step])
+// that contains t, as Binance aligns candles: to the Unix epoch, and weeks
+// to Mondays (1970-01-05). It is not [time.Time.Truncate], which counts
+// from the year 1: the two differ for 3d candles by two days.
+func Floor(t time.Time, step time.Duration) time.Time {
 	var off int64
-	if s.step%(7*24*time.Hour) == 0 {
+	if step%(7*24*time.Hour) == 0 {
 		off = (4 * 24 * time.Hour).Milliseconds()
 	}
-	ms, d := t.UnixMilli(), s.step.Milliseconds()
+	ms, d := t.UnixMilli(), step.Milliseconds()
+	if d <= 0 {
+		return t.UTC()
+	}
 	m := (ms - off) % d
 	if m < 0 {
 		m += d

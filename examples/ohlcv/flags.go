@@ -163,7 +163,7 @@ func parseWindow(since, until string, step time.Duration, now time.Time) (time.T
 		}
 		end = t
 	}
-	end = end.UTC().Truncate(step)
+	end = klines.Floor(end, step) // as the exchange aligns candles: not Truncate's year 1 (3d)
 	start := end.Add(-24 * time.Hour)
 	if since != "" {
 		t, err := time.Parse(time.RFC3339, since)
@@ -172,7 +172,7 @@ func parseWindow(since, until string, step time.Duration, now time.Time) (time.T
 		}
 		start = t.UTC()
 	}
-	start = start.Truncate(step)
+	start = klines.Floor(start, step)
 	if !start.Before(end) {
 		return time.Time{}, time.Time{}, badFlag("since", "must be at least one interval before -until "+end.Format(time.RFC3339), since)
 	}

@@ -1,0 +1,33 @@
+package klines_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/klines"
+)
+
+// Candles are aligned as the exchange aligns them: to the Unix epoch, and
+// weeks to Mondays; 3d candles differ from time.Truncate's year 1 by two
+// days.
+func TestFloorAlignsAsTheExchange(t *testing.T) {
+	at := time.Date(2000, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		interval string
+		want     time.Time
+	}{
+		{"1m", at},
+		{"1h", at},
+		{"1d", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"3d", time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC)},
+		{"1w", time.Date(1999, 12, 27, 0, 0, 0, 0, time.UTC)}, // a Monday
+	} {
+		step, err := klines.Step(c.interval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := klines.Floor(at, step); !got.Equal(c.want) {
+			t.Errorf("Floor(%v, %s) = %v, want %v", at, c.interval, got, c.want)
+		}
+	}
+}

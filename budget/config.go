@@ -24,12 +24,14 @@ type Config struct {
 	// defaults (a start at 4 requests/s, or at the tightest known Limit).
 	Adaptive aimd.Config
 	// Burst is how many requests the adaptive pacer may send back to back
-	// after an idle spell. Defaults to 1: collectors pace, they do not burst;
-	// with the default, once the controller has measured a burst allowance
-	// of 3 or more at the provider, the pacer allows 2, so a slot its timer
-	// wakes late for is made up at the next one. Raise it for rates above a
-	// few hundred per second, where timer overshoot (about a millisecond)
-	// would otherwise cost throughput.
+	// after an idle spell. Zero means 1, fitted: collectors pace, they do
+	// not burst; once the controller has measured a burst allowance of 3
+	// or more at the provider, the pacer allows 2, so a slot its timer
+	// wakes late for is made up at the next one, and with a known Limit
+	// the pacer allows the tightest one's Burst (its word). Set it (1 for
+	// requests always one interval apart) and it is kept. Raise it for
+	// rates above a few hundred per second, where timer overshoot (about a
+	// millisecond) would otherwise cost throughput.
 	Burst int
 	// Limits are the provider's published limits, if any (Binance: 6000
 	// request weight per minute and 61,000 raw requests per 5 minutes). Each
@@ -292,9 +294,6 @@ func (c *Config) validate(path string) error {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	if c.Burst == 0 {
-		c.Burst = 1
-	}
 	if c.AttemptTimeout == 0 {
 		c.AttemptTimeout = 30 * time.Second
 	}

@@ -736,7 +736,7 @@ const catchUpAllowance = 3
 // controller measures no allowance) keep theirs. p.mu is held.
 func (p *Local) fitBurst() {
 	lp, local := p.pacer.(localPacer)
-	if !local || p.cfg.Burst != 1 || p.cfg.Shares != nil {
+	if !local || p.cfg.Burst != 0 || p.cfg.Shares != nil {
 		return
 	}
 	want := 1

@@ -193,8 +193,8 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	p.nextSave = time.Now().Add(recordEvery)
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
-		burst := cfg.Burst
-		if burst == 1 && cfg.Shares == nil {
+		burst := max(cfg.Burst, 1)
+		if cfg.Burst == 0 && cfg.Shares == nil {
 			// The tightest known limit runs the pacer at its rate: its
 			// burst is the provider's word too (2 a day with a burst of 2,
 			// paced one at a time, sent one a day to a host that ran daily).

@@ -418,3 +418,34 @@ func TestABurstChangedBetweenRunsKeepsTheWindow(t *testing.T) {
 		}
 	})
 }
+
+// A Burst the host set is kept: 1 sends one interval apart even when the
+// tightest known limit (3 a day) allows a burst of 2 (the default, zero, takes the
+// limit's word and sends two at once). A host's 1 was read as the default
+// and raised.
+func TestABurstTheHostSetIsKept(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		burst int
+		want  time.Duration // when the second call is sent
+	}{{0, 0}, {1, 8 * time.Hour}} {
+		synctest.Test(t, func(t *testing.T) {
+			p := newLocal(t, budget.Config{Burst: c.burst, MaxWait: 24 * time.Hour,
+				Limits: []budget.Limit{{Count: 3, Per: 24 * time.Hour, Burst: 2}}})
+			start := time.Now()
+			var sent []time.Duration
+			for range 2 {
+				err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+					sent = append(sent, time.Since(start))
+					return forage.Outcome{Status: 200}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sent[1] < c.want || c.want == 0 && sent[1] > time.Second {
+				t.Fatalf("Burst %d, a limit of 3 a day with a burst of 2: the second call sent after %v, want %v", c.burst, sent[1], c.want)
+			}
+		})
+	}
+}

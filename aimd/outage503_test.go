@@ -7,11 +7,13 @@ import (
 	"github.com/forage-go/forage/aimd"
 )
 
-// A 503 shedder (no Retry-After) whose limiter counts refused requests too
-// (a sliding log): over the limit every request is refused until the
-// client slows down. The outage reading holds the rate over the limit for
-// good: nothing is served again.
-func TestZZCountRefused503Shedder(t *testing.T) {
+// TestA503ShedderThatCountsRefusals: a 503 shedder (no Retry-After) whose
+// limiter counts refused requests too (a sliding log): over the limit
+// every request is refused until the client slows down, which reads as an
+// outage. The outage's slow descent lets it out: at least half of what it
+// can serve is served over two minutes. (Held at its rate through the
+// outage reading, it served 1.5% for good.)
+func TestA503ShedderThatCountsRefusals(t *testing.T) {
 	c := mustNew(t, aimd.Config{})
 	s := gcra(5, 5, answer503)()
 	s.countRefused = true

@@ -29,7 +29,7 @@ func TestPacerCatchesUpWhereTheProviderAllowsIt(t *testing.T) {
 		{50, 10, 0, true},
 		{17, 1, 0, false},
 		{50, 10, 1, false}, // the host's 1 holds: one interval apart
-		{50, 10, 3, true}, // the host's 3 holds
+		{50, 10, 3, true},  // the host's 3 holds
 	} {
 		t.Run(fmt.Sprintf("%.0f/s burst %d, Burst %d", c.rate, c.burst, c.cfgBurst), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

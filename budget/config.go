@@ -21,7 +21,8 @@ import (
 type Config struct {
 	// Adaptive configures the controller that discovers the provider's
 	// ceiling; its rate drives the pacer. The zero value means aimd's
-	// defaults (a start at 4 requests/s, or at the tightest known Limit).
+	// defaults (a start at 4 requests/s, or at the tightest known Limit
+	// that counts requests: a Weighted one says nothing of requests/s).
 	Adaptive aimd.Config
 	// Burst is how many requests the adaptive pacer may send back to back
 	// after an idle spell. Zero means 1, fitted: collectors pace, they do
@@ -37,7 +38,8 @@ type Config struct {
 	// request weight per minute and 61,000 raw requests per 5 minutes). Each
 	// is enforced on its own; a call draws from every one, all at the one
 	// time it is sent (the latest at which each admits it). The adaptive rate
-	// never exceeds the tightest of them. A call that would wait for them
+	// never exceeds the tightest of those that count requests (not
+	// Weighted ones: those hold by their own limiter alone). A call that would wait for them
 	// longer than MaxWait stops at once with [forage.ReasonQuota] (see MaxWait).
 	Limits []Limit
 	// Breaker configures the provider's circuit breaker. Its Name defaults to

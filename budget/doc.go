@@ -96,9 +96,14 @@
 // trip per request: each holds a lease on a share of the provider's rate,
 // renewed about every second, and paces locally at its share. Shares are
 // split by demand and never add up to more than the whole; a cut or a
-// pause any process sees reaches the others at once; known [Limit]s are
-// split by the same shares, so together the processes never exceed them;
-// a dead process's share goes to the others when its lease ends. The
+// pause any process sees reaches the others at their next renewal, or
+// within milliseconds when the store is a [ShareWatcher]; known [Limit]s
+// are split by the same shares, so together the processes stay within
+// them as long as each holds at least one unit of a limit's Burst (keep
+// Burst at least the number of processes) and none is cut off from the
+// store alone (it paces at half its last share, which the others may be
+// granted meanwhile; see [Config.Shares]); a dead
+// process's share goes to the others when its lease ends. The
 // first process to call a provider nobody has learned yet learns it alone
 // (for up to 10 s, or three cuts), while the others wait: a controller that
 // sees every answer finds the limit as one process does. Then a provider

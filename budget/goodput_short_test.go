@@ -247,9 +247,6 @@ func TestGoodputShort(t *testing.T) {
 // the run (2 seeds in 8: 34% and 37%).
 func TestNoiseNeverHoldsTheRateUnderHalf(t *testing.T) {
 	t.Parallel()
-	if raceEnabled {
-		t.Skip("a measurement, ten times slower under the race detector")
-	}
 	for _, row := range shortRows() {
 		if !strings.HasSuffix(row.name, "% 503") {
 			continue

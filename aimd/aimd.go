@@ -206,6 +206,10 @@ type Controller struct {
 	exitTop     float64       // the rate slow start overshot at, until an echo confirms it
 	startOK     int           // successes before slow start's first refusal
 	quotaCeil   float64       // the ceiling a long refusal's delivered rate set (see applyQuota); echoes of that refusal do not confirm it
+	quotaTop    float64       // where the fast climb above quotaCeil stops, confirmed (see applyQuota); 0 = none
+	quotaHeld   float64       // the ceiling quotaTop set, once the climb met it
+	costly      time.Duration // the pause the last long refusal asked for (see applyQuota); 0 after a short one
+	lastR0      float64       // the rate the last cut's refused request was sent at, when it climbed there (see cut); 0 = not
 	epStart     time.Time     // start of the episode: the last cut, or the end of its pause
 	epOK        float64       // successes of requests sent since epStart (weighted, see SetShare)
 	epN         int           // the same successes, each counted once

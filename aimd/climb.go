@@ -176,6 +176,13 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		}
 	}
 	r0 := c.rateAt(sent)
+	c.lastR0, c.quotaTop = 0, 0
+	if c.ceiling == 0 || (c.ceiling == c.quotaCeil || c.ceiling == c.quotaHeld) && r0 > c.ceiling {
+		// In slow start, or climbing fast over a long refusal's estimate
+		// (see applyQuota): not at a ceiling the provider had admitted
+		// (a ban another client drew there says nothing of the rate).
+		c.lastR0 = r0
+	}
 	beta, w, top := c.cfg.Decrease, r0*ceilingMargin, 0.0
 	rate := r0 * beta
 	confirmed := c.near(r0) || c.ceiling > 0 && r0 > c.ceiling && now.Sub(c.lastCut).Seconds() < c.cycle()
@@ -469,6 +476,13 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		c.rate += c.cfg.Increase * dt
 	default:
 		c.rate = curve(c.rate, c.ceiling, c.kUp, c.kProbe(), dt)
+		if q := c.quotaTop; q > 0 && c.rate > q && !c.confirmed {
+			// The fast climb above a long refusal's estimate met the
+			// margin under where that refusal came (see applyQuota).
+			c.rate, c.ceiling, c.confirmed, c.quotaTop = max(prev, c.bound(q)), c.bound(q), true, 0
+			c.quotaHeld = c.ceiling
+			c.fitClimb()
+		}
 		n := c.refusals.count(now)
 		if c.weight > 1 {
 			n = max(n, c.violations.count(now)) // the others' overshoots are not this one's to count: their refusals are
@@ -631,12 +645,19 @@ func (c *Controller) recovery() float64 {
 // cycle after passing the ceiling, or Recovery/unconfirmedProbe after it
 // while the ceiling is unconfirmed.
 func (c *Controller) kProbe() float64 {
-	rec := c.cycle()
+	rec := max(c.cycle(), probeCost*c.costly.Seconds())
 	if !c.confirmed {
 		rec = c.cfg.Recovery.Seconds() / unconfirmedProbe
 	}
 	return c.ceiling * (1 - c.cfg.Decrease) / (rec * rec * rec)
 }
+
+// probeCost is how many times the pause a refusal costs (see
+// Controller.costly) the probe above a confirmed ceiling takes to pass
+// ceiling × (2 - Decrease): a provider that answers each refusal with 60 s
+// of Retry-After is probed over ten minutes, not 45 s (probed as often as
+// others, a 201/s one was refused every 90 s, a third of it).
+const probeCost = 10
 
 // fitClimb fits the climb from the current rate to the ceiling to take one
 // recovery, however deep the cut was.

@@ -209,7 +209,16 @@
 //     requests in flight when the refusal began do not confirm it (they
 //     are refused whatever the rate). A window spent again confirms it; a
 //     provider 30 ms away banned for two minutes is served at its limit
-//     again within a minute of the ban's end.
+//     again within a minute of the ban's end. The fast climb above the
+//     guess stops 15% under the rate the long refusal came at, when the
+//     rate had climbed there (slow start, or a climb above an earlier
+//     guess), and the ceiling is confirmed there; the probe above a
+//     confirmed ceiling then takes ten times the last long pause (a
+//     provider that answers every refusal at its rate with 60 s of
+//     Retry-After is probed over ten minutes): climbing fast above each
+//     cycle's guess, such a provider was refused at every cycle's top and
+//     called 20 s in every 80 (8-10% of it; now 55-70% over ten minutes,
+//     at 88-98% of its limit by the end).
 //
 // A [Signal.Quota] parsed from rate-limit headers paces directly. A windowed quota
 // (Limit per Window) caps the rate at Limit/Window and sets it to

@@ -421,6 +421,11 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		// 88-95% of 200/10s).
 		c.violations.add(now)
 	}
+	if d := until.Sub(now); d >= quotaMinRefusal {
+		c.costly = d // a refusal here costs that much of the provider (see probeCost)
+	} else if !until.IsZero() && !echo {
+		c.costly = 0
+	}
 	if c.pausedUntil.After(now) {
 		if est, ok := c.quota.estimate(c.pausedUntil); ok {
 			c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)
@@ -520,9 +525,24 @@ func (c *Controller) applyQuota(est float64) {
 	if c.ceiling == 0 || est < c.ceiling {
 		c.ceiling, c.confirmed, c.declCeil = est, c.near(est), false
 		c.quotaCeil = est
+		// The fast climb above the estimate stops a margin under the
+		// rate the long refusal came at (see quotaTopShare).
+		c.quotaTop = 0
+		if top := c.lastR0 * quotaTopShare; !c.confirmed && top > est {
+			c.quotaTop = top
+		}
 	}
 	c.fitClimb()
 }
+
+// quotaTopShare is how far under the rate a long refusal came at the fast
+// climb above that cycle's delivered rate stops, the ceiling confirmed
+// there, so the probe above it is slow. A spent window is spent again
+// below it, as a rate climbing into it spent it; a provider that answers
+// every refusal at its rate limit with a long Retry-After (60 s) is not
+// refused again at each cycle's top: climbing fast above each cycle's
+// estimate, a 201/s one was called 20 s in every 80, 9% of it, for good.
+const quotaTopShare = 0.85
 
 // smooth folds s.Latency into the smoothed latency. Only a Success may pull
 // it down: a fast refusal is not evidence of a healthy provider.

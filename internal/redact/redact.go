@@ -341,9 +341,14 @@ func word(w string, st state) (string, state) {
 		if isAuthScheme(strings.TrimLeft(w, "'`([{")) { // 'Bearer in a Python-style dict
 			return w, secret
 		}
-		return Mask, plain
+		// A credential, or a scheme this package does not know
+		// ("Klaviyo-API-Key pk_…", "SSWS …"): the word after it is
+		// masked too, unless this one ends the value.
+		return Mask, goesOn(w, secret)
 	case secret:
-		return Mask, plain
+		// "session=…; csrftoken=…; sid=…": a Cookie header's pairs, or
+		// an auth header's parameters, go on after a ";".
+		return Mask, goesOn(w, plain)
 	case keyed, authKeyed:
 		if w[0] == ':' || w[0] == '=' {
 			if opener(w[1:]) {
@@ -389,9 +394,27 @@ func word(w string, st state) (string, state) {
 			// the scheme stays, the credential is the next word.
 			return w, secret
 		}
-		return w[:i+1] + Mask, plain
+		if auth {
+			return w[:i+1] + Mask, goesOn(w, secret) // "Authorization:[Key": a scheme this package does not know
+		}
+		return w[:i+1] + Mask, goesOn(w, plain)
 	}
 	return w, st
+}
+
+// goesOn returns the state after a masked word w of a header's value: for
+// a word that may be followed by more of the value (an Authorization
+// scheme's credential, a Cookie's next pair after a ";"), secret; else
+// the state next. An Authorization value (next secret) goes on unless w
+// ends it (a quote, a bracket, a comma); any value goes on after a ";".
+func goesOn(w string, next state) state {
+	if strings.HasSuffix(w, ";") {
+		return secret
+	}
+	if next == secret && (w == "" || strings.ContainsRune("\"'`)]},", rune(w[len(w)-1]))) {
+		return plain
+	}
+	return next
 }
 
 // urlWord redacts w by [URL] if it looks like a URL or a path with a

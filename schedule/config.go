@@ -84,8 +84,10 @@ type Config struct {
 	// Owner prefixes the lease owner of every claim, so an operator can tell
 	// which process runs a job. Like every name a store holds, it must be
 	// valid UTF-8 without control characters ([checkpoint.CheckName]), at
-	// most 1003 bytes (a claim appends "/<sequence>"). Defaults to
-	// "schedule-<pid>-<random>".
+	// most 994 bytes. A claim appends ".<random>/<sequence>" to it (the
+	// random part per Scheduler, so processes given one Owner hold
+	// distinct leases). Defaults to "schedule-<pid>-<random>", to which a
+	// claim appends "/<sequence>".
 	Owner string
 	// Spare reports whether provider has budget to spare for a backfill.
 	// It is consulted only after the head-first rule allowed the backfill
@@ -123,7 +125,7 @@ const NoJitter = -1.0
 const NoAging = time.Duration(-1)
 
 // maxOwnerSuffix is the longest suffix a claim appends to Config.Owner.
-const maxOwnerSuffix = "/18446744073709551615"
+const maxOwnerSuffix = ".01234567/18446744073709551615"
 
 // The defaults of [Config].
 const (

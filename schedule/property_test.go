@@ -177,7 +177,9 @@ func TestPropertyClaimAtLimits(t *testing.T) {
 		maxRun := rapid.IntRange(1, 4).Draw(rt, "MaxRunning")
 		perProv := rapid.IntRange(1, maxRun).Draw(rt, "MaxPerProvider")
 		nProv := rapid.IntRange(1, 3).Draw(rt, "providers")
-		s, store := newSched(rt, schedule.Config{MaxRunning: maxRun, MaxPerProvider: perProv}, nil)
+		// LeaseTTL 90 s: RenewAt comes at least every 50 s here, and must come
+		// every LeaseTTL/3 (a lease that ended is lost, not renewed).
+		s, store := newSched(rt, schedule.Config{MaxRunning: maxRun, MaxPerProvider: perProv, LeaseTTL: 90 * time.Second}, nil)
 		ctx := context.Background()
 		for i := range rapid.IntRange(1, 10).Draw(rt, "jobs") {
 			upsert(rt, s, t0, schedule.Spec{

@@ -121,10 +121,16 @@ func New(cfg Config, store JobStore, worker Worker) (*Scheduler, error) {
 	if cfgerr.IsNil(store) {
 		return nil, invalidConfig.Must("New's store", "not be nil: use schedule.NewMemoryJobStore() or a database store", "nil")
 	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
 	if cfg.Owner == "" {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
 		cfg.Owner = fmt.Sprintf("schedule-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
+	} else {
+		// Processes given one Owner (a host name, a deployment's name)
+		// hold distinct leases: with "collector/1" in two of them, a
+		// stalled one's late finish passed the owner check of a job the
+		// other had rescued, and marked it done while it ran.
+		cfg.Owner += "." + hex.EncodeToString(b[:])
 	}
 	s := &Scheduler{
 		cfg: cfg, store: store, worker: worker, rand: cfg.Random,
@@ -283,7 +289,11 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, a *active) error {
 	id, owner := a.job.ID, a.job.Lease.Owner
 	s.mu.Unlock()
 	j, err := s.mutate(ctx, id, func(j *Job) error {
-		if j.Lease.Owner != owner {
+		if j.Lease.Owner != owner || !j.Lease.Until.After(now) {
+			// Taken over, or ended: once it ended, another scheduler
+			// may have been given the stream (a stalled one renewed its
+			// expired lease and ran on beside the one that had claimed
+			// the stream's gap fill).
 			return errLost
 		}
 		j.Lease.Until, j.Updated = now.Add(s.cfg.LeaseTTL), now

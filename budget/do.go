@@ -190,9 +190,20 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
 	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
 	class := p.classify(&out)
+	stuck := false
 	switch {
 	case out.Err != nil && ctx.Err() != nil:
 		class = forage.Canceled // the caller gave up mid-attempt: not the provider's fault
+		// Unless, through the Transport (no AttemptTimeout: the caller's
+		// context is the attempt's only bound), its deadline came while
+		// the attempt had been in flight four times as long as the
+		// provider's successes take, or with none yet: the provider did
+		// not answer in time, which the breaker counts (a provider that
+		// never answered was never seen failing). Not one the caller's
+		// batch ending caught just after it was sent.
+		if o.keepContext && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			stuck = end.Sub(start) >= 4*time.Duration(p.okLatency.Load())
+		}
 	case class == forage.Canceled && timedOut:
 		class = forage.Transient // our attempt timeout, not the caller's cancel
 	}
@@ -210,16 +221,20 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	// request in flight with one, and counting each pause's first alone,
 	// the breaker never saw enough of them to open.
 	echo := class == forage.Throttled && p.ctl.PausedUntil().After(start)
-	p.feedback(start, end, &out, class)
-	if class == forage.Transient || class == forage.Overloaded {
+	seen := class // what the provider is told it did
+	if stuck {
+		seen = forage.Transient
+	}
+	p.feedback(start, end, &out, seen)
+	if seen == forage.Transient || seen == forage.Overloaded {
 		p.failed(out)
 	}
 	if echo {
 		done(forage.Canceled)
 	} else {
-		done(class)
+		done(seen)
 	}
-	p.end(class, out.Latency)
+	p.end(seen, out.Latency)
 	if class == forage.Canceled {
 		return out, class, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: out.Err}
 	}
@@ -639,6 +654,13 @@ func (p *Local) feedback(start, end time.Time, out *forage.Outcome, class forage
 	switch class {
 	case forage.Success:
 		p.n.ok.Add(1)
+		if l := int64(out.Latency); l > 0 {
+			old := p.okLatency.Load()
+			if old == 0 {
+				old = l // the first taken whole
+			}
+			p.okLatency.Store(old + (l-old)/8)
+		}
 	case forage.Throttled:
 		p.n.throttled.Add(1)
 	case forage.Overloaded:

@@ -70,6 +70,7 @@ type Local struct {
 	limGen     uint64                          // bookings of the known limits so far; guarded by limMu
 	spent      []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
 	spentQuiet atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
+	okLatency  atomic.Int64                    // smoothed latency of successes, ns (see stuck); 0 before the first
 	paceSpent  atomic.Int64                    // the pacer's time (Unix ns) the record accounts for (see keepPace)
 	paceFrom   time.Time                       // the pacer's accounted time in the record loaded; set before any call
 	brk        *breaker.Breaker

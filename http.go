@@ -314,7 +314,25 @@ func classifyError(err error) Class {
 	case f&errNetwork != 0:
 		return Transient
 	}
-	return Permanent
+	return http2Class(err.Error())
+}
+
+// http2Class classifies an error of net/http's HTTP/2 client by its text
+// (its types are unexported): a stream reset or a connection going away is
+// transient, as a reset connection is over HTTP/1.1 (it was Permanent: an
+// aborted handler stopped the call after one send over HTTP/2, where over
+// HTTP/1.1 it was retried and succeeded); ENHANCE_YOUR_CALM, HTTP/2's own
+// "slow down", is overloaded. Anything else is permanent.
+func http2Class(msg string) Class {
+	switch {
+	case !strings.Contains(msg, "stream error: ") && !strings.Contains(msg, "http2: ") && !strings.Contains(msg, "connection error: "):
+		return Permanent
+	case strings.Contains(msg, "ENHANCE_YOUR_CALM"):
+		return Overloaded
+	case strings.Contains(msg, "PROTOCOL_ERROR"), strings.Contains(msg, "FRAME_SIZE_ERROR"), strings.Contains(msg, "COMPRESSION_ERROR"):
+		return Permanent // the exchange itself is broken: a retry meets it again
+	}
+	return Transient
 }
 
 // errKinds is what scanError found in an error tree.

@@ -71,11 +71,7 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 	}
 	local := time.Now()
 	theirs := serverNow(resp.Header, local)
-	if v := resp.Header.Get("Retry-After"); v != "" {
-		if d, ok := ParseRetryAfter(v, theirs); ok {
-			o.RetryAfter = d
-		}
-	}
+	o.RetryAfter = retryAfter(resp.Header.Values("Retry-After"), theirs)
 	// A reset may be a Unix time in milliseconds, finer than Date's
 	// second: against Date, one 400 ms away read as up to 1.4 s (a spent
 	// window's pause, not a bucket's next token). The local clock is as
@@ -88,6 +84,31 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 		o.Quota = rl
 	}
 	return o
+}
+
+// retryAfter returns the longest pause the Retry-After values ask for,
+// each line and each comma-separated part of one (an intermediary that
+// merged two headers: "120, 120"; two lines, "1" then "120"), or 0 when
+// none parses. The longest is the safe reading: sent again after the
+// shorter, a provider that meant the longer counts a violation (one
+// merged header was dropped unparsed, and the request sent again at
+// once; of two lines, the first was taken).
+func retryAfter(values []string, now time.Time) time.Duration {
+	var d time.Duration
+	for _, v := range values {
+		if p, ok := ParseRetryAfter(v, now); ok {
+			d = max(d, p)
+			continue
+		}
+		// An HTTP-date holds a comma ("Wed, 21 Oct 2015 07:28:00 GMT"):
+		// only a value that did not parse whole is split.
+		for part := range strings.SplitSeq(v, ",") {
+			if p, ok := ParseRetryAfter(strings.TrimSpace(part), now); ok {
+				d = max(d, p)
+			}
+		}
+	}
+	return d
 }
 
 // dateSlack is how far apart the provider's clock (its Date header, cut

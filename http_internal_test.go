@@ -1,6 +1,9 @@
 package forage
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The HTTP/2 client's errors, known by their text (its types are
 // unexported): resets and connections going away are transient,
@@ -17,6 +20,28 @@ func TestHTTP2ErrorsAreClassified(t *testing.T) {
 	} {
 		if got := http2Class(msg); got != want {
 			t.Errorf("http2Class(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}
+
+// Retry-After given more than once, as lines or merged by an intermediary,
+// is read as the longest pause it asks for; an HTTP-date's comma is not a
+// separator.
+func TestRetryAfterGivenTwiceIsTheLongest(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		values []string
+		want   time.Duration
+	}{
+		{[]string{"1", "120"}, 120 * time.Second},
+		{[]string{"120, 120"}, 120 * time.Second},
+		{[]string{"5, garbage, 30"}, 30 * time.Second},
+		{[]string{"Wed, 01 Jan 2025 00:01:00 GMT"}, time.Minute},
+		{[]string{"garbage"}, 0},
+		{nil, 0},
+	} {
+		if got := retryAfter(c.values, now); got != c.want {
+			t.Errorf("retryAfter(%q) = %v, want %v", c.values, got, c.want)
 		}
 	}
 }

@@ -261,13 +261,14 @@ func untilCapped(t, now time.Time) time.Duration {
 }
 
 // ClassifyStatus returns the class of an HTTP status code: 1xx–3xx Success;
-// 429 and 418 Throttled; 503 Overloaded; 408 and other 5xx Transient; other
+// 429 and 418 Throttled; 503 and 529 (a site overloaded: Anthropic's
+// overloaded_error, Qualys) Overloaded; 408 and other 5xx Transient; other
 // 4xx Permanent. A code outside 100–599 is not HTTP and is Permanent.
 func ClassifyStatus(code int) Class {
 	switch {
 	case code == http.StatusTooManyRequests, code == http.StatusTeapot:
 		return Throttled
-	case code == http.StatusServiceUnavailable:
+	case code == http.StatusServiceUnavailable, code == statusSiteOverloaded:
 		return Overloaded
 	case code == http.StatusRequestTimeout:
 		return Transient
@@ -280,6 +281,10 @@ func ClassifyStatus(code int) Class {
 	}
 	return Permanent
 }
+
+// statusSiteOverloaded is 529, which no RFC defines but providers send
+// when shedding load, as others send 503.
+const statusSiteOverloaded = 529
 
 // Classify returns the class of one attempt's result. A non-nil err takes
 // precedence over resp (the Go HTTP client returns one or the other);

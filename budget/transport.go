@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -197,11 +196,13 @@ func replayable(req *http.Request) bool {
 	return key || xkey
 }
 
-// discard drains a bounded amount of a response body, so the connection can
-// be reused, and closes it.
+// discard closes a response body that is being retried, unread: draining
+// it first, for the connection's reuse, waits on the provider, and one that
+// stalled mid-body held the retry (and its in-flight slot and breaker
+// ticket) until the caller's deadline, or for good. An unread body's
+// connection is closed, not reused.
 func discard(resp *http.Response) {
 	if resp.Body != nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 	}
 }

@@ -32,11 +32,11 @@ import (
 // Without concurrent claims the result is exactly the contract's greedy
 // choice: the jobs taken come from the best providers, all of them locked.
 
-const (
+var (
 	// claimCandSQL runs step 1. Parameters: now, the providers to leave
 	// out, the per-provider cap, how many providers to lock, the claim's
 	// limit, the aging in nanoseconds.
-	claimCandSQL = `SELECT id, provider, tail, priority, next_run FROM {{schema}}.claim_candidates($1, $2, $3, $4, $5, $6)`
+	claimCandSQL = `SELECT id, provider, tail, priority, ` + finite("next_run") + ` FROM {{schema}}.claim_candidates($1, $2, $3, $4, $5, $6)`
 
 	// claimLeaseSQL leases the jobs $2 to owner $3 until $4, if each is
 	// still claimable at $1 (no other job of its stream leased) and not

@@ -37,15 +37,26 @@ var _ schedule.JobStore = (*JobStore)(nil)
 // [Store.Migrate] creates its tables with the others.
 func (s *Store) Jobs() *JobStore { return &s.jobs }
 
-// jobCols are the columns of a job, in the order scanJob reads them.
-const jobCols = `id, provider, kind, stream, priority, interval_ns, payload, state, next_run,
-	runs, successes, failures, streak, last_error, last_run, last_success, lease_owner, lease_until,
-	version, created, updated`
+// jobCols are the columns of a job, in the order scanJob reads them; its
+// times read finite (see finite).
+var jobCols = `id, provider, kind, stream, priority, interval_ns, payload, state, ` + finite("next_run") + `,
+	runs, successes, failures, streak, last_error, ` + finite("last_run") + `, ` + finite("last_success") + `, lease_owner, ` + finite("lease_until") + `,
+	version, ` + finite("created") + `, ` + finite("updated")
+
+// finite reads the timestamptz column col as a time Go can hold: a row
+// edited by hand to 'infinity' (a common way to park a row in SQL) as the
+// year 9999, and '-infinity' as the year 1, never due and due at once.
+// Scanned as they are, one such row failed every claim and every listing
+// of every provider's jobs.
+func finite(col string) string {
+	return "CASE WHEN " + col + " IS NULL OR isfinite(" + col + ") THEN " + col + " WHEN " + col +
+		" > 'epoch' THEN '9999-12-31 00:00:00+00'::timestamptz ELSE '0001-01-01 00:00:00+00'::timestamptz END"
+}
 
 // upsertJobSQL inserts a job, or redefines the job with the same identity,
 // in one statement; it also makes sure the provider has its row in
 // job_providers, which claims lock. Parameters: the fields of jobArgs.
-const upsertJobSQL = `
+var upsertJobSQL = `
 WITH p AS (
 	INSERT INTO {{schema}}.job_providers (provider) VALUES ($1::text) ON CONFLICT DO NOTHING
 )
@@ -61,7 +72,7 @@ RETURNING ` + jobCols
 // updateJobSQL is Update's compare-and-swap: it writes the mutable fields
 // only if the version and the identity match. Parameters: ID, expected
 // version, then jobArgs without Created.
-const updateJobSQL = `
+var updateJobSQL = `
 UPDATE {{schema}}.jobs SET priority = $6, interval_ns = $7, payload = $8, state = $9, next_run = $10,
 	runs = $11, successes = $12, failures = $13, streak = $14, last_error = $15, last_run = $16,
 	last_success = $17, lease_owner = $18, lease_until = $19, updated = $20, version = version + 1
@@ -71,7 +82,7 @@ RETURNING ` + jobCols
 // jobOfSQL reads what a failed Update needs to say why it failed.
 const jobOfSQL = `SELECT provider, kind, stream, version FROM {{schema}}.jobs WHERE id = $1`
 
-const (
+var (
 	getJobSQL    = `SELECT ` + jobCols + ` FROM {{schema}}.jobs WHERE id = $1`
 	deleteJobSQL = `DELETE FROM {{schema}}.jobs WHERE id = $1`
 	// listJobsSQL is the head of List; the filters and the limit are

@@ -48,6 +48,11 @@ func (s *Store) UpdateShares(ctx context.Context, key string, f func(doc []byte)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.fail("UpdateShares", err)
 		}
+		if err == nil && version < 1 {
+			// A row edited by hand: read as no row, its insert did
+			// nothing, and each save was "lost to other processes".
+			return s.fail("UpdateShares", fmt.Errorf("the provider_shares row of %q has version %d, which no save writes (edited by hand?): delete the row, or set its version to 1 or more", key, version))
+		}
 		next, err := f(bytes.Clone(doc))
 		if err != nil {
 			return err

@@ -123,3 +123,44 @@ func snippetFile(pkg string, b block) string {
 	}
 	return head + "func _() {\n" + text + "\n}\n" // statements
 }
+
+// TestReadmeNamesTestsThatExist: every test the README names (its
+// guarantees table says which test holds each promise) is a test function
+// of the tree, nested modules included. A row once named a test that did
+// not exist, and `go test -run` on it passed, running nothing.
+func TestReadmeNamesTestsThatExist(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			have[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("`(Test\\w+)`").FindAllSubmatch(readme, -1) {
+		if name := string(m[1]); !have[name] {
+			t.Errorf("README.md names %s, which no _test.go of the tree declares", name)
+		}
+	}
+}

@@ -101,10 +101,17 @@ func retryAfter(values []string, now time.Time) time.Duration {
 			continue
 		}
 		// An HTTP-date holds a comma ("Wed, 21 Oct 2015 07:28:00 GMT"):
-		// only a value that did not parse whole is split.
-		for part := range strings.SplitSeq(v, ",") {
+		// only a value that did not parse whole is split, and a part is
+		// tried with the one after it too (a merged date's two halves).
+		parts := strings.Split(v, ",")
+		for i, part := range parts {
 			if p, ok := ParseRetryAfter(strings.TrimSpace(part), now); ok {
 				d = max(d, p)
+			}
+			if i+1 < len(parts) {
+				if p, ok := ParseRetryAfter(strings.TrimSpace(part+","+parts[i+1]), now); ok {
+					d = max(d, p)
+				}
 			}
 		}
 	}
@@ -344,14 +351,20 @@ func classifyError(err error) Class {
 }
 
 // http2Class classifies an error of net/http's HTTP/2 client by its text
-// (its types are unexported): a stream reset or a connection going away is
-// transient, as a reset connection is over HTTP/1.1 (it was Permanent: an
+// (its types are unexported): a stream reset the server sent or a
+// connection going away is transient, as a reset connection is over HTTP/1.1 (it was Permanent: an
 // aborted handler stopped the call after one send over HTTP/2, where over
 // HTTP/1.1 it was retried and succeeded); ENHANCE_YOUR_CALM, HTTP/2's own
 // "slow down", is overloaded. Anything else is permanent.
 func http2Class(msg string) Class {
+	// The provider's doing only: a reset it sent, a GOAWAY, a lost
+	// connection. The client's own ("http2: request body larger than
+	// specified content length", an invalid header value) fail the same
+	// way every time.
+	fromPeer := strings.Contains(msg, "stream error: ") && strings.Contains(msg, "received from peer") ||
+		strings.Contains(msg, "http2: server sent GOAWAY") || strings.Contains(msg, "http2: client connection lost")
 	switch {
-	case !strings.Contains(msg, "stream error: ") && !strings.Contains(msg, "http2: ") && !strings.Contains(msg, "connection error: "):
+	case !fromPeer:
 		return Permanent
 	case strings.Contains(msg, "ENHANCE_YOUR_CALM"):
 		return Overloaded

@@ -17,6 +17,8 @@ func TestHTTP2ErrorsAreClassified(t *testing.T) {
 		`http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=NO_ERROR, debug=""`: Transient,
 		"stream error: stream ID 7; PROTOCOL_ERROR; received from peer":                                   Permanent,
 		"some other failure": Permanent,
+		"http2: request body larger than specified content length": Permanent,
+		"http2: invalid Authorization header field value":          Permanent,
 	} {
 		if got := http2Class(msg); got != want {
 			t.Errorf("http2Class(%q) = %v, want %v", msg, got, want)
@@ -37,6 +39,8 @@ func TestRetryAfterGivenTwiceIsTheLongest(t *testing.T) {
 		{[]string{"120, 120"}, 120 * time.Second},
 		{[]string{"5, garbage, 30"}, 30 * time.Second},
 		{[]string{"Wed, 01 Jan 2025 00:01:00 GMT"}, time.Minute},
+		{[]string{"Wed, 01 Jan 2025 00:01:00 GMT, Wed, 01 Jan 2025 00:02:00 GMT"}, 2 * time.Minute},
+		{[]string{"Wed, 01 Jan 2025 00:30:00 GMT, 5"}, 30 * time.Minute},
 		{[]string{"garbage"}, 0},
 		{nil, 0},
 	} {

@@ -213,7 +213,8 @@
 //     guess stops 15% under the rate the long refusal came at, when the
 //     rate had climbed there (slow start, or a climb above an earlier
 //     guess), and the ceiling is confirmed there; the probe above a
-//     confirmed ceiling then takes ten times the last long pause (a
+//     confirmed ceiling then takes ten times the last long pause of a
+//     429, until a refusal asks for a short one or none (a
 //     provider that answers every refusal at its rate with 60 s of
 //     Retry-After is probed over ten minutes): climbing fast above each
 //     cycle's guess, such a provider was refused at every cycle's top and

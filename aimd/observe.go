@@ -421,9 +421,12 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		// 88-95% of 200/10s).
 		c.violations.add(now)
 	}
-	if d := until.Sub(now); d >= quotaMinRefusal {
-		c.costly = d // a refusal here costs that much of the provider (see probeCost)
-	} else if !until.IsZero() && !echo {
+	if d := until.Sub(now); d >= quotaMinRefusal && kind == forage.Throttled {
+		c.costly = d // a refusal for rate here costs that much of the provider (see probeCost)
+	} else if !echo {
+		// A short pause, or none: refusals are cheap again. (Not a 503's
+		// long pause either: a maintenance window says nothing of what a
+		// refusal for rate costs.)
 		c.costly = 0
 	}
 	if c.pausedUntil.After(now) {

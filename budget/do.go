@@ -196,13 +196,13 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		class = forage.Canceled // the caller gave up mid-attempt: not the provider's fault
 		// Unless, through the Transport (no AttemptTimeout: the caller's
 		// context is the attempt's only bound), its deadline came while
-		// the attempt had been in flight four times as long as the
-		// provider's successes take, or with none yet: the provider did
-		// not answer in time, which the breaker counts (a provider that
-		// never answered was never seen failing). Not one the caller's
-		// batch ending caught just after it was sent.
+		// the attempt had been in flight a second or more and four times
+		// as long as the provider's successes take: the provider did not
+		// answer in time, which the breaker counts (a provider that never
+		// answered was never seen failing). Not one the caller's batch
+		// ending caught just after it was sent.
 		if o.keepContext && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			stuck = end.Sub(start) >= 4*time.Duration(p.okLatency.Load())
+			stuck = end.Sub(start) >= max(4*time.Duration(p.okLatency.Load()), stuckFloor)
 		}
 	case class == forage.Canceled && timedOut:
 		class = forage.Transient // our attempt timeout, not the caller's cancel
@@ -240,6 +240,10 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	}
 	return out, class, nil
 }
+
+// stuckFloor is the least time in flight for a request the caller's
+// deadline ended to count as the provider's failure (see Do).
+const stuckFloor = time.Second
 
 // call runs the attempt under its timeout and releases the bulkhead slot.
 // If the attempt panics, the slot is released, the breaker ticket reported

@@ -3,7 +3,6 @@ package budget_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,44 +19,42 @@ import (
 // breaker closed, the rate untouched).
 func TestAProviderThatNeverAnswersIsSeenFailing(t *testing.T) {
 	for _, clientTimeout := range []bool{false, true} {
-		stop := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-stop:
-			}
-		}))
-		cfg := budget.Config{Adaptive: aimd.Config{Initial: 100, Max: 100}, Breaker: breaker.Config{MinRequests: 5}}
-		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg})
-		c := &http.Client{Transport: budget.NewTransport(reg, srv.Client().Transport)}
-		if clientTimeout {
-			c.Timeout = 30 * time.Millisecond
-		}
-		for range 10 {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		synctest.Test(t, func(t *testing.T) {
+			silent := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				<-r.Context().Done()
+				return nil, r.Context().Err()
+			})
+			cfg := budget.Config{Adaptive: aimd.Config{Initial: 100, Max: 100}, Breaker: breaker.Config{MinRequests: 5}}
+			reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg})
+			c := &http.Client{Transport: budget.NewTransport(reg, silent)}
 			if clientTimeout {
-				ctx = context.Background()
+				c.Timeout = 2 * time.Second
 			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/x", nil)
-			if resp, err := c.Do(req); err == nil {
-				resp.Body.Close()
+			for range 10 {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				if clientTimeout {
+					ctx = context.Background()
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example.com/x", nil)
+				if resp, err := c.Do(req); err == nil {
+					resp.Body.Close()
+				}
+				cancel()
 			}
-			cancel()
-		}
-		r, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-		p, _ := reg.Get(budget.HostKey(r))
-		if s := p.Snapshot(); s.Transient < 5 {
-			t.Errorf("client timeout %v: %d attempts timed out against a silent provider, %d counted as failures (breaker %s); want 5 or more (the breaker's MinRequests)",
-				clientTimeout, s.Requests, s.Transient, s.Breaker)
-		}
-		close(stop)
-		srv.Close()
+			r, _ := http.NewRequest(http.MethodGet, "http://api.example.com/x", nil)
+			p, _ := reg.Get(budget.HostKey(r))
+			if s := p.Snapshot(); s.Transient < 10 {
+				t.Errorf("client timeout %v: %d attempts timed out after 2 s against a silent provider, %d counted as failures (breaker %s); want every one",
+					clientTimeout, s.Requests, s.Transient, s.Breaker)
+			}
+		})
 	}
 }
 
 // A deadline that comes just after the attempt was sent, at a provider
 // that answers in 100 ms (a caller's batch ending), is the caller's: not
-// a failure of the provider.
+// a failure of the provider, before its first success too (eight requests
+// in flight at a cold batch's end counted as eight failures).
 func TestADeadlineJustAfterTheSendIsTheCallers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: budget.Config{Adaptive: aimd.Config{Initial: 100, Max: 100}}})
@@ -78,15 +75,21 @@ func TestADeadlineJustAfterTheSendIsTheCallers(t *testing.T) {
 			}
 			return err
 		}
-		for range 5 {
-			if err := get(context.Background()); err != nil {
-				t.Fatal(err)
+		// Cold (no success yet: a batch's end meets the first requests)
+		// and warm.
+		for i := range 6 {
+			if i > 0 {
+				if err := get(context.Background()); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		defer cancel()
-		if err := get(ctx); err == nil {
-			t.Fatal("a deadline 20 ms into a 100 ms answer: a response; want the deadline's error")
+			if i == 0 || i == 5 {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+				if err := get(ctx); err == nil {
+					t.Fatal("a deadline 20 ms into a 100 ms answer: a response; want the deadline's error")
+				}
+				cancel()
+			}
 		}
 		r, _ := http.NewRequest(http.MethodGet, "http://api.example.com/x", nil)
 		p, _ := reg.Get(budget.HostKey(r))

@@ -34,11 +34,11 @@ import (
 // (context.WithTimeout around client.Do, or a deadline per run), not with
 // http.Client.Timeout: the client's Timeout also counts the time spent
 // waiting for a slot, so under a slow provider it cancels requests that
-// were never sent. A deadline that ends a request the provider had four
-// times its usual latency to answer (or any, before its first success)
-// counts as the provider's failure, for the breaker: a provider that never
-// answers opens it. One that ends a request sent just before (a batch's
-// end) is the caller's.
+// were never sent. A deadline that ends a request the provider had a
+// second or more, and four times its usual latency, to answer counts as
+// the provider's failure, for the breaker: a provider that never answers
+// opens it. One that ends a request sent just before (a batch's end) is
+// the caller's.
 //
 // One RoundTrip is one attempt per try, counted by the budget. net/http
 // itself sends an idempotent request (GET, HEAD) again, once, when a

@@ -8,6 +8,10 @@
 #   make lint     gofmt check + vet + staticcheck (pinned; scripts/staticcheck.sh
 #                 installs it on first use) in every module
 #   make goodput  the provider-policy simulation tables (budget, and bench/ beside peers)
+#   make untuned  the simulated table of providers forage was not tuned on
+#                 (concurrency limits, sliding logs, per-minute windows, big
+#                 buckets, high latency, queues, every Retry-After form,
+#                 limits that change; budget/untuned_test.go). About 15 s.
 #   make goodput-http  the same policies in real time over loopback HTTP: the
 #                 built examples/ohlcv (1 and 3 symbols), a budget.Transport
 #                 crawl and the peers, 30 s and 120 s runs (see
@@ -38,7 +42,7 @@ GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput goodput-http goodput-far goodput-pg vet release-check ui-check
+.PHONY: test bench lint goodput untuned goodput-http goodput-far goodput-pg vet release-check ui-check
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
@@ -76,6 +80,9 @@ bench:
 goodput:
 	$(GO) test -count=1 -run 'TestGoodput$$|TestGoodputShort' -v ./budget
 	cd bench && $(GO) test -count=1 -run TestPeers -v .
+
+untuned:
+	UNTUNED=1 $(GO) test -count=1 -run TestUntuned -v ./budget
 
 goodput-http:
 	cd bench && $(GO) run ./cmd/goodput-http -dur 30s,120s -md

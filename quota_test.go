@@ -134,6 +134,25 @@ func TestParseQuota(t *testing.T) {
 	}
 }
 
+// TestAnEpochResetOnAClockBefore2001: a Unix time within a year of a clock
+// set before the 1e9 threshold (testing/synctest's starts in 2000) is still
+// a Unix time, in seconds and in milliseconds; it was read as 30 years of
+// delta seconds, and paused the provider for the longest pause allowed.
+func TestAnEpochResetOnAClockBefore2001(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
+	for _, v := range []string{strconv.FormatInt(now.Unix()+60, 10), strconv.FormatInt(now.Unix()+60, 10) + "000"} {
+		q, ok := forage.ParseQuota(header("X-RateLimit-Reset", v), now)
+		if !ok || q.Reset != time.Minute {
+			t.Errorf("X-RateLimit-Reset: %s at %v: Reset %v (ok %v), want 1m0s", v, now, q.Reset, ok)
+		}
+	}
+	// A delta stays a delta at any clock, even one at 1970.
+	if q, _ := forage.ParseQuota(header("X-RateLimit-Reset", "60"), time.Unix(30, 0)); q.Reset != time.Minute {
+		t.Errorf("X-RateLimit-Reset: 60 at 1970: Reset %v, want 1m0s", q.Reset)
+	}
+}
+
 // TestParseQuotaInvariants: for headers assembled from random pieces of
 // valid and invalid syntax, the result keeps its invariants (see
 // checkRateLimit).

@@ -279,6 +279,9 @@ func TestQuotaHeaders(t *testing.T) {
 		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
 		{"a bucket of one says 0 left after every request: no pause", forage.Success, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
 		{"spent, on a refusal: pause until Reset", forage.Throttled, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 24, time.Second},
+		{"a refusal that names only its Reset: pause until Reset", forage.Throttled, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 24, 5 * time.Second},
+		{"a 503 that names only its Reset: pause until Reset (a lone 503 is no cut)", forage.Overloaded, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 40, 5 * time.Second},
+		{"a success that names only its Reset: nothing", forage.Success, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 40, 0},
 	} {
 		c := mustNew(t, aimd.Config{Initial: 40})
 		c.ObserveAt(t0, aimd.Signal{Class: tc.kind, Quota: tc.hint})

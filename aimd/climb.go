@@ -545,10 +545,14 @@ const (
 // sendMeter measures what share of the rate the caller uses: the requests
 // it sent against the slots the rate in force between them gave, each
 // request and each slot weighted down as it ages (by e^(-age/window)).
-// Slots are counted at the rate in force when the request before was
-// sent, the one the pacer spaced the next at, so slow start, which climbs
-// faster than its requests, is not mistaken for a caller that sends less
-// than it may. A pause's wait is not the caller's: it gives no slots. A
+// Slots are counted at the lower of the rates in force when the request
+// before was sent and when this one was: the one the pacer spaced it at.
+// Slow start, which climbs faster than its requests, is then not mistaken
+// for a caller that sends less than it may, nor is a run of cuts (a
+// fixed window spent with no Retry-After halves the rate at each refused
+// request: counted at the rate before each cut, half the slots looked
+// unused, and the climb stayed off for a minute after the window reopened,
+// the rate at its least). A pause's wait is not the caller's: it gives no slots. A
 // burst of requests after a quiet spell (a collector that fetches ahead,
 // then writes) uses a few of the many slots the spell gave. Not safe for
 // concurrent use; the Controller's mutex guards it.
@@ -587,7 +591,7 @@ func (m *sendMeter) add(sent time.Time, rate float64, pauseEnd time.Time) {
 	// The slots of [from, sent), each aged as it lies back from sent: a
 	// quiet spell of a minute weighs a window's worth, not a minute's
 	// (the caller then sending at the full rate had no climb for 4-11 s).
-	m.slots = m.slots*k + m.lastRate*window*(1-math.Exp(-sent.Sub(from).Seconds()/window))
+	m.slots = m.slots*k + min(m.lastRate, rate)*window*(1-math.Exp(-sent.Sub(from).Seconds()/window))
 	m.last, m.lastRate = sent, rate
 }
 

@@ -12,14 +12,19 @@ import (
 // Signal is a value; it is safe for concurrent use.
 //
 // The Quota (IETF RateLimit-*, X-RateLimit-*, X-MBX-USED-WEIGHT-1M
-// and the like) counts only when what is left of it is known
+// and the like) counts when what is left of it is known
 // ([forage.Quota.Left]): Remaining, or Limit and Used. The controller reads
 // it conservatively, because the same headers mean different things for a
 // fixed window (Reset is the end of the window) and a token bucket (Reset
 // is the time to refill the whole burst):
 //
 //   - Nothing left with Reset > 0 on a refusal or a Permanent response:
-//     the quota is spent; pause until now + Reset.
+//     the quota is spent; pause until now + Reset. So does a refusal
+//     whose Quota gives a Reset and nothing of what is left: the refusal
+//     says it is spent.
+//
+// A Quota with neither Remaining nor Limit and Used counts only so (a
+// Reset alone on a refusal), and not otherwise.
 //   - Limit and Window both set: a windowed quota. Limit/Window becomes a
 //     ceiling the rate never exceeds from then on, and on a Success the rate
 //     is set to what is left over Reset (less half a second when Reset is in

@@ -6,14 +6,18 @@ package forage
 //
 // Reasons fall in three families, and callers act on the family:
 //
-//   - budget exhaustion ([ReasonRequestCap], [ReasonDeadline],
-//     [ReasonRetryBudget]): a planned hand-off. The run's envelope ran out;
-//     the provider is fine. Re-queue the remainder soon and arm no cool-down.
+//   - budget exhaustion ([ReasonRequestCap], [ReasonDeadline]): a planned
+//     hand-off. The run's envelope ran out; the provider is fine. Re-queue
+//     the remainder soon and arm no cool-down.
 //   - source pressure ([ReasonThrottled], [ReasonQuota], [ReasonUnavailable],
 //     [ReasonCircuitOpen], [ReasonBanned], [ReasonPaused]): the provider
-//     pushed back, its known quota is spent, or an operator paused it. Wait
-//     until it allows calls again (the stop's Until) and cool this provider
-//     only.
+//     pushed back or kept failing, its known quota is spent, or an
+//     operator paused it. Wait until it allows calls again (the stop's
+//     Until) and cool this provider only. A call the run's retry budget
+//     would not retry stops for what the provider last did (throttled,
+//     unavailable), with the budget's error ([github.com/forage-go/forage/retry.ErrBudgetExhausted])
+//     wrapped in its cause: a provider that never answered is never a spent
+//     budget.
 //   - failure ([ReasonPermanent], [ReasonCanceled], [ReasonPacer]): the
 //     request itself was refused (a 4xx other than 408/418/429), the caller gave
 //     up, or the host's pacer failed.
@@ -30,8 +34,6 @@ const (
 	// retry's backoff, falls after the deadline; another provider may still
 	// have room: check the run's Exhausted before ending the whole run).
 	ReasonDeadline Reason = "deadline"
-	// ReasonRetryBudget: the run's retry budget had no token for a retry.
-	ReasonRetryBudget Reason = "retry_budget"
 
 	// ReasonThrottled: the provider answered 429 (or asked for a pause longer
 	// than the call may wait, or longer than the run has left, other than a
@@ -86,11 +88,11 @@ func (r Reason) SourcePressure() bool {
 	return false
 }
 
-// Exhausted reports whether r is budget exhaustion: request_cap, deadline or
-// retry_budget. Exhaustion is a planned defer, never a provider failure.
+// Exhausted reports whether r is budget exhaustion: request_cap or
+// deadline. Exhaustion is a planned defer, never a provider failure.
 func (r Reason) Exhausted() bool {
 	switch r {
-	case ReasonRequestCap, ReasonDeadline, ReasonRetryBudget:
+	case ReasonRequestCap, ReasonDeadline:
 		return true
 	}
 	return false

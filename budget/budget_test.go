@@ -3,10 +3,12 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/retry"
 	"pgregory.net/rapid"
 )
 
@@ -306,7 +309,8 @@ func TestReasons(t *testing.T) {
 	}{
 		{"request cap", budget.Envelope{MaxRequests: 2}, 0, nil, status(500, 0), forage.ReasonRequestCap},
 		{"deadline", budget.Envelope{}, -time.Second, nil, status(200, 0), forage.ReasonDeadline},
-		{"retry budget", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(503, 0), forage.ReasonRetryBudget},
+		{"retry budget spent: what the provider did", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(503, 0), forage.ReasonUnavailable},
+		{"retry budget spent on a 429", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(429, 0), forage.ReasonThrottled},
 		{"throttled after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 3 }, status(429, 0), forage.ReasonThrottled},
 		{"unavailable after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 2 }, status(503, 0), forage.ReasonUnavailable},
 		{"banned", budget.Envelope{}, 0, nil, status(418, time.Minute), forage.ReasonBanned},
@@ -719,4 +723,33 @@ func TestSlowKnownLimit(t *testing.T) {
 	if _, err := budget.NewRegistry(budget.RegistryConfig{Defaults: cfg}); err != nil {
 		t.Fatalf("NewRegistry: %v", err)
 	}
+}
+
+// TestAProviderThatNeverAnswersIsNoSpentBudget: calls to a provider that
+// refuses every connection stop as unavailable, the first (out of
+// attempts) and every later one (out of retry tokens), never as a spent
+// budget: they stopped as retry_budget, which reads as a planned hand-off,
+// and a scheduler behind them counted no failure, for good. The budget's
+// word is in the error.
+func TestAProviderThatNeverAnswersIsNoSpentBudget(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p := newLocal(t, fast())
+		run := newRun(t, budget.Envelope{})
+		refused := func(context.Context) forage.Outcome {
+			return forage.FromHTTP(nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+		}
+		spent := false
+		for i := range 20 {
+			err := p.Do(context.Background(), run, refused)
+			got := reasonOf(t, err)
+			if got != forage.ReasonUnavailable || got.Exhausted() {
+				t.Fatalf("call %d: reason %q (err %v), want unavailable", i, got, err)
+			}
+			spent = spent || errors.Is(err, retry.ErrBudgetExhausted)
+		}
+		if !spent {
+			t.Fatal("no call said the retry budget was spent")
+		}
+	})
 }

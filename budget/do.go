@@ -93,13 +93,28 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		// refused (breaker, run, deadline) has spent it: conservative, the
 		// budget is never exceeded.
 		if !p.retryBudget(run).Withdraw() {
+			// The call stops for what the provider did: the retry budget
+			// only says the run may not retry it. (Stopped as a spent
+			// budget, a provider that never answered read as a planned
+			// hand-off, and a scheduler never counted a failure.)
 			p.event(slog.LevelWarn, "budget: retry budget spent; the call stops without retrying", slog.Int("status", out.Status))
-			return &Error{Provider: p.key, Reason: forage.ReasonRetryBudget, Status: out.Status, Err: out.Err}
+			stop.Err, stop.Until = retrySpent(out.Err), p.until(stop.Reason)
+			return stop
 		}
 		if err := sleepUntil(ctx, wake); err != nil {
 			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: err}
 		}
 	}
+}
+
+// retrySpent is the error of a call stopped because the run's retry
+// budget had no token for a retry: [retry.ErrBudgetExhausted], with what
+// the provider last said.
+func retrySpent(err error) error {
+	if err == nil {
+		return retry.ErrBudgetExhausted
+	}
+	return fmt.Errorf("%w: %w", retry.ErrBudgetExhausted, err)
 }
 
 // checkWeight refuses a weight a weighted limit cannot carry in one call:

@@ -24,11 +24,13 @@
 // # Reasons
 //
 // A call that does not succeed returns an [*Error] naming its [forage.Reason].
-// Budget exhaustion (request_cap, deadline, retry_budget) is a planned
-// defer: the owner's envelope ran out and the provider is fine. Source
-// pressure (throttled, quota, unavailable, circuit_open, banned, paused)
-// means the provider pushed back, its known quota is spent, or an operator
-// paused it; [Error.Until] says when
+// Budget exhaustion (request_cap, deadline) is a planned defer: the
+// owner's envelope ran out and the provider is fine. Source pressure
+// (throttled, quota, unavailable, circuit_open, banned, paused) means the
+// provider pushed back or kept failing, its known quota is spent, or an
+// operator paused it; a call the run's retry budget would not retry stops
+// so too, for what the provider last did, with [retry.ErrBudgetExhausted]
+// in its error. [Error.Until] says when
 // it may be called again. A Retry-After longer than the run has left ends
 // the call as source pressure rather than sleeping past the deadline.
 //

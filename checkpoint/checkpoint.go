@@ -138,8 +138,8 @@ type Gap struct {
 	Range Range
 	// Reason says why the run stopped: a reason of the root package's
 	// vocabulary, e.g. "request_cap", "deadline", "throttled". A stop the
-	// provider gave no answer for (unavailable, circuit_open, retry_budget:
-	// a refused connection, a timeout) or refused for good (permanent)
+	// provider gave no answer for (unavailable, circuit_open: a refused
+	// connection, a timeout) or refused for good (permanent)
 	// adds ": " and
 	// the cause, redacted, e.g. "unavailable: dial tcp 10.0.0.1:443:
 	// connection refused"; group gaps by what comes before the first ':'.

@@ -86,6 +86,8 @@
 //	nil + Done, gap fill        (deleted)           -                             -
 //	budget exhaustion           queued              now + Requeue                 no cool-down
 //	source pressure             waiting_rate_limit  Error.Until (*)               cooled until then
+//	  ... the provider failing  failed (counted)    Error.Until (*)               cooled until then
+//	  (unavailable, circuit_open)
 //	other error                 failed              now + Backoff × 2^(n-1) (**)  -
 //	interrupted (cancellation)  queued              unchanged: due at once        -
 //	turn over (a stream)        queued              now                           -

@@ -82,12 +82,15 @@ const (
 	StateRunning State = "running"
 	// StateWaitingRateLimit: the provider pushed back, or its known quota
 	// is spent; NextRun is the end of its pause (Retry-After, the limit's
-	// reset, the next slot of a [budget.Limit]).
+	// reset, the next slot of a [budget.Limit]). A provider that kept
+	// failing (unavailable, circuit open) fails the job instead.
 	StateWaitingRateLimit State = "waiting_rate_limit"
 	// StateSuccess: a backfill that reached the earliest data. It never
 	// runs again unless run now.
 	StateSuccess State = "success"
-	// StateFailed: the last run failed; NextRun is after the backoff.
+	// StateFailed: the last run failed; NextRun is after the backoff, or,
+	// when the provider was failing (unavailable, circuit open), the end of
+	// its cool-down.
 	StateFailed State = "failed"
 	// StatePaused: paused by an operator; it never runs until resumed.
 	StatePaused State = "paused"

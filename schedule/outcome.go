@@ -47,6 +47,10 @@ type outcome struct {
 	until time.Time // the end of the provider's pause (outPressure), of the holder's lease (outYielded)
 	err   error
 	fresh bool // a failure after the run committed progress: the failure streak starts again
+	// down marks source pressure that is the provider failing (it kept
+	// answering 5xx, timing out or refusing connections, or its breaker
+	// is open): the job waits as for pressure, and fails (see apply).
+	down bool
 }
 
 // FinishAt reports the end of a run of job, which must have come from this
@@ -146,6 +150,9 @@ func (s *Scheduler) logOutcome(j Job, o outcome) {
 		level, msg = slog.LevelWarn, "schedule: run failed; backing off"
 	case outPressure:
 		level, msg = slog.LevelInfo, pressureMsg(o.err)
+		if o.down {
+			level, msg = slog.LevelWarn, "schedule: the provider is failing; the job waits for its cool-down"
+		}
 	case outYielded:
 		level, msg = slog.LevelInfo, "schedule: the stream is held by another owner; the job waits"
 	case outRequeue:
@@ -253,7 +260,9 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 			case until.IsZero():
 				until = now.Add(s.cfg.PressureWait)
 			}
-			return outcome{kind: outPressure, until: maxTime(until, now.Add(s.cfg.Requeue)), err: err}
+			down := be.Reason == forage.ReasonUnavailable || be.Reason == forage.ReasonCircuitOpen
+			return outcome{kind: outPressure, until: maxTime(until, now.Add(s.cfg.Requeue)), err: err,
+				down: down, fresh: down && errors.As(err, new(progressed))}
 		case be.Reason == forage.ReasonCanceled:
 			return outcome{kind: outInterrupted}
 		}
@@ -296,6 +305,18 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 	case outPressure:
 		st.LastError = lastError(o.err)
 		j.State, j.NextRun = StateWaitingRateLimit, o.until
+		if o.down {
+			// A provider that is failing is no rate limit: the job is
+			// failed, counted, and waits for the provider's cool-down
+			// (a provider that never answered showed its jobs waiting on
+			// a rate limit with no failure, for good).
+			st.Failures++
+			st.Streak++
+			if o.fresh {
+				st.Streak = 1
+			}
+			j.State = StateFailed
+		}
 	case outFailed:
 		st.Failures++
 		st.Streak++

@@ -41,11 +41,12 @@ func TestOutcomeTable(t *testing.T) {
 		{"gap fill unfinished", schedule.KindGapFill, schedule.Result{}, nil, schedule.StateQueued, finish.Add(requeue), time.Time{}, 1, 0},
 		{"gap fill done is deleted", schedule.KindGapFill, schedule.Result{Done: true}, nil, "", time.Time{}, time.Time{}, 0, 0},
 		{"request cap", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonRequestCap}, schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
-		{"retry budget", schedule.KindIncremental, schedule.Result{}, fmt.Errorf("page 3: %w", &budget.Error{Reason: forage.ReasonRetryBudget}), schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
 		{"run deadline", schedule.KindIncremental, schedule.Result{}, context.DeadlineExceeded, schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
 		{"throttled until reset", schedule.KindIncremental, schedule.Result{}, throttle, schedule.StateWaitingRateLimit, throttle.Until, throttle.Until, 0, 0},
-		{"unavailable, end unknown", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonUnavailable}, schedule.StateWaitingRateLimit, finish.Add(time.Minute), finish.Add(time.Minute), 0, 0},
-		{"circuit open", schedule.KindGapFill, schedule.Result{}, &budget.Error{Reason: forage.ReasonCircuitOpen, Until: finish.Add(30 * time.Second)}, schedule.StateWaitingRateLimit, finish.Add(30 * time.Second), finish.Add(30 * time.Second), 0, 0},
+		// A provider that kept failing fails the job (counted) and cools
+		// the provider: it showed as waiting on a rate limit, no failure.
+		{"unavailable, end unknown", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonUnavailable}, schedule.StateFailed, finish.Add(time.Minute), finish.Add(time.Minute), 0, 1},
+		{"circuit open", schedule.KindGapFill, schedule.Result{}, &budget.Error{Reason: forage.ReasonCircuitOpen, Until: finish.Add(30 * time.Second)}, schedule.StateFailed, finish.Add(30 * time.Second), finish.Add(30 * time.Second), 0, 1},
 		{"permanent", schedule.KindIncremental, schedule.Result{}, &budget.Error{Reason: forage.ReasonPermanent, Status: 400}, schedule.StateFailed, finish.Add(5 * time.Second), time.Time{}, 0, 1},
 		{"other error", schedule.KindBackfill, schedule.Result{}, errors.New("sink: disk full"), schedule.StateFailed, finish.Add(5 * time.Second), time.Time{}, 0, 1},
 		{"canceled", schedule.KindIncremental, schedule.Result{}, context.Canceled, schedule.StateQueued, t0, time.Time{}, 0, 0},

@@ -109,8 +109,8 @@
 // boundaries, when a fetch starts, never inside one: an in-flight slice is
 // finished, not torn, and with fetching ahead every slice before the one
 // that stopped is still written and committed before the gap is recorded. When the
-// budget is spent ([forage.Reason.Exhausted]: request_cap, deadline,
-// retry_budget) or the provider pushes back
+// budget is spent ([forage.Reason.Exhausted]: request_cap, deadline)
+// or the provider pushes back or fails
 // ([forage.Reason.SourcePressure]: throttled, quota, unavailable,
 // circuit_open, banned, paused), the run stops, records a [checkpoint.Gap] at the last committed
 // cursor with the reason, and returns a [Report] saying why: a planned

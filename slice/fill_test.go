@@ -204,7 +204,7 @@ func TestPropDrainRecoversEveryRange(t *testing.T) {
 			if !stops.hit() {
 				return nil
 			}
-			return &budget.Error{Reason: stopReasons[stops.pick(7)]} // exhaustion or pressure
+			return &budget.Error{Reason: stopReasons[stops.pick(6)]} // exhaustion or pressure
 		}
 		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
 			c.GapBatch, c.Now = rapid.IntRange(1, 4).Draw(t, "batch"), func() time.Time { return now }
@@ -253,7 +253,7 @@ func TestPropDrainRecoversEveryRange(t *testing.T) {
 // TestGapOfAStopWithoutAnswerNamesTheCause: a stop after attempts that got
 // no answer at all (a refused connection, an unknown host) records a gap
 // whose reason names the cause, with the URL's query values masked: the
-// reason alone ("retry_budget") does not say the provider was unreachable.
+// reason alone ("unavailable") does not say the provider was unreachable.
 // A stop after an answer keeps the reason alone.
 func TestGapOfAStopWithoutAnswerNamesTheCause(t *testing.T) {
 	t.Parallel()
@@ -261,8 +261,8 @@ func TestGapOfAStopWithoutAnswerNamesTheCause(t *testing.T) {
 		stop *budget.Error
 		want string
 	}{
-		{&budget.Error{Reason: forage.ReasonRetryBudget, Err: errors.New(`Get "http://h/k?apikey=S3CRET": dial tcp 127.0.0.1:1: connect: connection refused`)},
-			`retry_budget: Get "http://h/k?apikey=REDACTED": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{&budget.Error{Reason: forage.ReasonUnavailable, Err: errors.New(`Get "http://h/k?apikey=S3CRET": dial tcp 127.0.0.1:1: connect: connection refused`)},
+			`unavailable: Get "http://h/k?apikey=REDACTED": dial tcp 127.0.0.1:1: connect: connection refused`},
 		{&budget.Error{Reason: forage.ReasonThrottled, Status: 429, Err: errors.New("S3CRET body")}, "throttled"},
 		// A run's spent clock: the pacer's "next slot after the deadline"
 		// is no cause, and a gap reason that carried it could not be

@@ -93,8 +93,10 @@ type memSource struct {
 	fetches  atomic.Int64
 	// outcome, if set, replaces the outcome of a fetch (the page is kept).
 	outcome func(s slice.Slice) forage.Outcome
-	// badNext, if set, makes every page carry this Next.
-	badNext []byte
+	// badNext, if set, makes every page carry this Next;
+	// lastNoProgress makes those pages Last too.
+	badNext        []byte
+	lastNoProgress bool
 	// rewind, if set, makes the page after record i carry the Next of
 	// record rewind[i] (a cursor that goes back).
 	rewind map[int]int
@@ -144,7 +146,7 @@ func (m *memSource) Fetch(_ context.Context, s slice.Slice) (slice.Page[rec], fo
 		p.Records = append(p.Records, rec{Key: k, Val: val(k)})
 	}
 	if m.badNext != nil {
-		p.Next = m.badNext
+		p.Next, p.Last = m.badNext, m.lastNoProgress
 	}
 	if r, ok := m.rewind[i]; ok {
 		p.Next = cursor(r)

@@ -17,7 +17,7 @@ import (
 
 // stopReasons are the stops a provider may return besides success.
 var stopReasons = []forage.Reason{
-	forage.ReasonRequestCap, forage.ReasonDeadline, forage.ReasonRetryBudget,
+	forage.ReasonRequestCap, forage.ReasonDeadline,
 	forage.ReasonThrottled, forage.ReasonUnavailable, forage.ReasonCircuitOpen, forage.ReasonBanned,
 	forage.ReasonPermanent,
 }

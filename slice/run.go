@@ -241,6 +241,11 @@ func checkPage[R any](sl Slice, p Page[R]) error {
 		}
 		return fmt.Errorf("%w: Page.Next must not be empty (got %d records after cursor %q)", ErrInvalidPage, len(p.Records), sl.After)
 	}
+	if len(p.Records) > 0 && string(p.Next) == string(sl.After) {
+		// The records would be fetched and written again by the next run,
+		// and the one after: every run a duplicate, counted as collected.
+		return fmt.Errorf("%w: Page.Next must move past the page's records (got %d records and Next equal to the cursor %q they were fetched after)", ErrInvalidPage, len(p.Records), sl.After)
+	}
 	if !p.Covered.IsZero() && p.Covered.Empty() {
 		return fmt.Errorf("%w: Page.Covered must be zero or non-empty (got %v)", ErrInvalidPage, p.Covered)
 	}

@@ -87,7 +87,7 @@ func TestRunYieldsWhenLeased(t *testing.T) {
 
 func TestRunDefersOnBudgetExhaustion(t *testing.T) {
 	t.Parallel()
-	for _, reason := range []forage.Reason{forage.ReasonRequestCap, forage.ReasonDeadline, forage.ReasonRetryBudget} {
+	for _, reason := range []forage.Reason{forage.ReasonRequestCap, forage.ReasonDeadline} {
 		g := newRig(50, 10)
 		g.prov.stop = stopAfter(2, reason, time.Time{})
 		rep, err := g.runner(t, checkpoint.CatchUp).Run(context.Background(), nil)
@@ -379,15 +379,35 @@ func TestRunWritesNothingOnceStopped(t *testing.T) {
 	}
 }
 
+// TestRunStopsWhenSourceMakesNoProgress: a page with records whose Next is
+// the cursor it was fetched after is a broken Source (ErrInvalidPage),
+// nothing of it written: it ended the run as caught up, its records
+// written, so that every later run wrote them again and counted them as
+// collected.
 func TestRunStopsWhenSourceMakesNoProgress(t *testing.T) {
 	t.Parallel()
-	g := newRig(50, 10)
-	g.src.badNext = []byte("0") // every page says: at record 0
-	// The first page moves the cursor from the start to "0"; the second one
-	// does not move it, which ends the run as caught up, uncommitted.
-	rep := run(t, g.runner(t, checkpoint.SteadyState))
-	if rep.Slices != 1 || string(rep.Cursor) != "0" || g.store.load(t, steady).Version != 1 || g.src.fetches.Load() != 2 {
-		t.Fatalf("report %+v after %d fetches: want 1 committed slice, then a stop", rep, g.src.fetches.Load())
+	for _, last := range []bool{false, true} {
+		g := newRig(50, 10)
+		g.src.badNext = []byte("0") // every page says: at record 0
+		g.src.lastNoProgress = last
+		// The first page moves the cursor from the start to "0"; the second
+		// one (of this run, or, when each page is the last, of the next)
+		// does not move it.
+		rep, err := g.runner(t, checkpoint.SteadyState).Run(context.Background(), nil)
+		slices := 1
+		if last {
+			if err != nil || rep.Slices != 1 {
+				t.Fatalf("first run: %+v, %v: want the first page, committed", rep, err)
+			}
+			rep, err = g.runner(t, checkpoint.SteadyState).Run(context.Background(), nil)
+			slices = 0
+		}
+		if !errors.Is(err, slice.ErrInvalidPage) || rep.Slices != slices || string(rep.Cursor) != "0" || g.store.load(t, steady).Version != 1 || g.src.fetches.Load() != 2 {
+			t.Fatalf("last %v: report %+v, %v after %d fetches: want 1 committed slice, then ErrInvalidPage", last, rep, err, g.src.fetches.Load())
+		}
+		if len(g.sink.data) != 10 {
+			t.Fatalf("last %v: the sink holds %d records; want the first page's 10 alone", last, len(g.sink.data))
+		}
 	}
 }
 

@@ -55,9 +55,11 @@ type Page[R any] struct {
 	// provider had nothing there); an empty page is not given to the Sink.
 	Records []R
 	// Next is the cursor after the slice: the provider's next-page token, or
-	// a position the host encodes. Next equal to the slice's After means the
-	// source made no progress: the stream is caught up (or the fill range is
-	// done) and nothing is committed; at a stream's very start (After
+	// a position the host encodes. Next equal to the slice's After, with no
+	// Records, means the source made no progress: the stream is caught up
+	// (or the fill range is done) and nothing is committed; with Records it
+	// is an [ErrInvalidPage] error, nothing written (the next run would
+	// fetch and write them again); at a stream's very start (After
 	// empty) that is an empty Next with no Records, the answer of a
 	// provider that has nothing yet. Otherwise required: an empty Next
 	// after a non-empty After, or with Records, is an [ErrInvalidPage]

@@ -339,6 +339,22 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 		}
 		ss.blips = 0
 		now := time.Now()
+		if down := rep.Reason == forage.ReasonUnavailable || rep.Reason == forage.ReasonCircuitOpen; down && c.provider.Snapshot().OK == 0 {
+			// Not one request answered: a wrong -base-url, a host that
+			// is down, or one that answers with something else (an HTML
+			// page). The command fails and says so: it ended "deferred"
+			// with status 0 (a cron job stayed green for good) or, with
+			// no -timeout, retried for ever.
+			why := string(rep.Reason)
+			if n := len(rep.Gaps); n > 0 {
+				why = rep.Gaps[n-1].Reason
+			}
+			if c.failure == nil {
+				c.failure = fmt.Errorf("%s %s %s: the provider at %s has not answered one request (%s); is -base-url right?",
+					sym, c.o.interval, mode, hostOf(c.base), why)
+			}
+			return
+		}
 		if rep.Reason.SourcePressure() && rep.Until.After(now) {
 			c.progress[sym].waiting(rep.Until, string(rep.Reason))
 		}
@@ -355,8 +371,12 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 			if n := len(rep.Gaps); n > 0 {
 				why = rep.Gaps[n-1].Reason
 			}
-			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider pushed back (%s); waiting until %s (%s)\n",
-				sym, c.o.interval, mode, why, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
+			what := "pushed back"
+			if rep.Reason == forage.ReasonUnavailable || rep.Reason == forage.ReasonCircuitOpen {
+				what = "is failing"
+			}
+			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider %s (%s); waiting until %s (%s)\n",
+				sym, c.o.interval, mode, what, why, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
 		case rep.Reason == "" && !rep.Yielded && mode == checkpoint.CatchUp:
 			if last, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil && last.Before(c.o.until.Add(-c.o.step)) {
 				// Caught up for now, short of until: the provider has not
@@ -435,6 +455,16 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 		}
 	}
 	return true, nil
+}
+
+// hostOf returns the scheme and host of a base URL: nothing of its user,
+// path or query, where a credential may be.
+func hostOf(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return "-base-url"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // streamError names the stream a run failed on. A permanent provider error

@@ -166,3 +166,32 @@ func TestAnEarlierSinceIsNoticed(t *testing.T) {
 		}
 	})
 }
+
+// TestAProviderThatNeverAnswersFailsTheCommand: a -base-url nobody answers
+// at, or one that answers with something that is not the API (an HTML
+// page), fails the command (exit 1, naming the host and the cause, no
+// credential), with or without -timeout: it ended "deferred" with exit
+// 0 (a cron job stayed green for good), or without -timeout retried for
+// ever.
+func TestAProviderThatNeverAnswersFailsTheCommand(t *testing.T) {
+	t.Parallel()
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<html><body>Welcome to nginx!</body></html>")
+	}))
+	defer html.Close()
+	for _, base := range []string{"http://user:secret@127.0.0.1:1", html.URL} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		r := cli(ctx, "-json", "-base-url", base, "-store", t.TempDir(), "-symbols", "BTCUSDT")
+		cancel()
+		if r.code != exitError || !strings.Contains(r.stderr, "has not answered one request") {
+			t.Fatalf("%s: exit %d, stderr %q: want exit %d naming the provider", base, r.code, r.stderr, exitError)
+		}
+		if s := decodeSummary(t, r.stdout); s.Status != "failed" {
+			t.Fatalf("%s: status %q, want failed", base, s.Status)
+		}
+		if strings.Contains(r.stdout+r.stderr, "secret") {
+			t.Fatalf("a credential leaked: stdout %q stderr %q", r.stdout, r.stderr)
+		}
+	}
+}

@@ -51,7 +51,9 @@
 // provider sent no candle at all for a stream, e.g. a symbol not listed
 // yet: nothing is covered and the next run asks again), deferred on its
 // budget (a gap is recorded and the summary says why) or was interrupted; 2 for bad flags; 1
-// for an unreachable store or a permanent provider error, e.g. an unknown
+// for an unreachable store, a provider that answered no request of the run
+// (a wrong -base-url, a host that is down or serves something else), or a
+// permanent provider error, e.g. an unknown
 // symbol ("Invalid symbol.") or a provider that broke the klines contract
 // (a gap record names it); 3 when another live process holds a stream, or
 // the whole file store (status "yielded": nothing was done for it; the

@@ -12,7 +12,7 @@
 //
 //	forage_attempts_total{provider,class}          attempts answered, by class (success, throttled, overloaded, transient, permanent, canceled)
 //	forage_retries_total{provider}                 attempts that were retries
-//	forage_stops_total{provider,reason}            calls that ended without success, by reason (throttled, circuit_open, quota, retry_budget, …)
+//	forage_stops_total{provider,reason}            calls that ended without success, by reason (throttled, unavailable, circuit_open, quota, …)
 //	forage_pauses_total{provider,reason}           pauses set or extended (throttled, banned)
 //	forage_rate_cuts_total{provider}               cuts of the pacing rate
 //	forage_breaker_transitions_total{provider,state}  breaker transitions, by the state entered

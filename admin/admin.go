@@ -17,7 +17,8 @@ import (
 )
 
 // Config configures the handler [New] returns. The zero value is valid:
-// every request is authorized (see Authorize), POST /jobs creates jobs
+// every request for an IP address or localhost is authorized, any other
+// Host refused (see Authorize), POST /jobs creates jobs
 // while the store holds fewer than 100,000, at most 1,000 providers are
 // paused through it, a GET /jobs, /providers or /connectors page holds at
 // most 4 MiB of JSON, and the charts sample every 5 s.

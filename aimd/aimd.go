@@ -167,12 +167,15 @@ func orDefault[T float64 | time.Duration](v, def T) T {
 // responses it sees and tells the pacer the rate to send at. It is safe for
 // concurrent use: one mutex guards the state, taken once per response and
 // once per rate read.
+//
+// The zero Controller is not usable (its methods panic): make one with [New].
 type Controller struct {
 	cfg Config
 
 	mu          sync.Mutex
 	started     bool          // a response has been observed
 	inherited   bool          // restored from an earlier process's state, no success since (see inheritWindow)
+	reentry     float64       // the rate restored at start, climbed back to from Initial (see Restore); 0 = none
 	inheritFrom time.Time     // when the first request after the restore was sent; zero before its answer
 	rate        float64       // requests/s
 	ceiling     float64       // learned ceiling W, requests/s; 0 = none yet

@@ -109,6 +109,10 @@ const (
 	// them a step for good. A restored rate truly over the limit is cut at
 	// the next refusal.
 	inheritWindow = time.Second
+	// reentryAge is how old a state restored into a fresh controller
+	// may be for its rate to be sent at once (see Controller.Restore): a
+	// supervisor's restart, a registry's eviction, a deploy.
+	reentryAge = time.Minute
 )
 
 // cutKind says why the rate is cut.
@@ -176,7 +180,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		}
 	}
 	r0 := c.rateAt(sent)
-	c.lastR0, c.quotaTop = 0, 0
+	c.lastR0, c.quotaTop, c.reentry = 0, 0, 0
 	if c.ceiling == 0 || (c.ceiling == c.quotaCeil || c.ceiling == c.quotaHeld) && r0 > c.ceiling {
 		// In slow start, or climbing fast over a long refusal's estimate
 		// (see applyQuota): not at a ceiling the provider had admitted
@@ -467,6 +471,10 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		return
 	}
 	switch {
+	case c.reentry > c.rate:
+		// Back to a rate restored at start, at slow start's pace (see
+		// Restore).
+		c.rate = min(c.rate*math.Exp2(dt/c.cfg.SlowStart.Seconds()), c.reentry)
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		// At most x1.5 per response: at a few requests/s one answer would
 		// otherwise credit a whole doubling, and the first refusal would

@@ -373,6 +373,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.Class) {
 	c.quota.refuse(now, sent, until)
 	c.lastCredit = now // time spent refused is not successful traffic
+	c.reentry = 0      // the climb back to a restored rate ends at the first refusal, cut or not
 	before := c.state()
 	cut := false
 	switch {

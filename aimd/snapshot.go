@@ -127,6 +127,11 @@ type State struct {
 	// the controller's own, so that one of several processes sharing the
 	// provider (see [Controller.SetShare]) counts them all.
 	Refusals []time.Time `json:"refusals,omitempty"`
+	// Updated is when the state was taken ([Controller.State] sets it);
+	// zero means now. A fresh controller (one that has made no request)
+	// restored from a state older than a minute does not trust its rate at
+	// once: see [Controller.Restore].
+	Updated time.Time `json:"updated,omitzero"`
 }
 
 // State returns the controller's learned state, for [Controller.Restore] in
@@ -134,8 +139,9 @@ type State struct {
 func (c *Controller) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := State{Rate: c.rate, Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil, Throttled: c.throttled,
-		Refusals: c.violations.recent(time.Now())}
+	now := time.Now()
+	st := State{Rate: max(c.rate, c.reentry), Ceiling: c.ceiling, Confirmed: c.confirmed, PausedUntil: c.pausedUntil, Throttled: c.throttled,
+		Refusals: c.violations.recent(now), Updated: now}
 	if c.declCeil {
 		// The provider's word, which its next answer gives again: not
 		// learned, and not a ceiling for a later process to hold to (one
@@ -154,8 +160,16 @@ func (c *Controller) State() State {
 // controllers that hand a climb on to each other (processes sharing a
 // provider, taking turns) climb as one; any other state fits a new climb
 // from its rate. A state with a rate and no ceiling forgets the ceiling the
-// controller had: it slow-starts from the rate. A state with
-// a rate or ceiling that is negative, NaN or infinite is rejected with an
+// controller had: it slow-starts from the rate. A fresh controller (one
+// that has made no request) restored from a state taken more than a
+// minute ago (see State.Updated) sends at [Config.Initial] first and
+// climbs back to the state's rate at slow start's pace, unless a refusal
+// ends that climb: the provider may serve less than it did when the state
+// was taken, and a restored rate sent at once from every worker drew a
+// refusal from each request in flight (a provider that bans after five a
+// minute banned 1.1 s after the start, where a start with no state was
+// never banned). [Controller.State] reports the state's rate meanwhile. A
+// state with a rate or ceiling that is negative, NaN or infinite is rejected with an
 // error wrapping [ErrInvalidConfig], and nothing changes; the zero State
 // changes nothing either. Refusals are added to the controller's own
 // (those of the last minute, up to now and a second: a later time is
@@ -208,7 +222,18 @@ func (c *Controller) Restore(s State) error {
 		c.sends = sendMeter{}
 	}
 	was, wasCeiling, wasConfirmed := c.rate, c.ceiling, c.confirmed
-	c.rate = c.clamp(s.Rate)
+	c.rate, c.reentry = c.clamp(s.Rate), 0
+	if fresh && c.rate > c.cfg.Initial && !s.Updated.IsZero() && now.Sub(s.Updated) > reentryAge {
+		// The provider may serve less than it did (its limit fell while
+		// the collector was down a while; a record edited by hand): the rate
+		// starts at Initial and climbs back at slow start's pace
+		// (doubling every 250 ms: 1 s from 4/s to 64/s), unless a refusal
+		// ends the climb first. Sent at once from every worker, a
+		// restored rate drew a refusal from each request in flight, and
+		// a provider that bans after five a minute banned 1.1 s after the
+		// start, where a start with no record was never banned.
+		c.rate, c.reentry = c.cfg.Initial, c.rate
+	}
 	c.ceiling, c.confirmed = 0, false // none known: slow start from the rate
 	if s.Ceiling > 0 {
 		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed

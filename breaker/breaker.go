@@ -206,6 +206,8 @@ func (c *Config) bucketPeriod() error {
 // Breaker is a circuit breaker over gobreaker's TwoStepCircuitBreaker with a
 // rolling window, an evidence floor, a ratio rule and a burst rule, and
 // transition events. It is safe for concurrent use.
+//
+// The zero Breaker is not usable (its methods panic): make one with [New].
 type Breaker struct {
 	cb           *gobreaker.TwoStepCircuitBreaker[struct{}]
 	name         string

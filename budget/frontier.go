@@ -36,6 +36,8 @@ import (
 // takes longer to drop, and URLs its open breaker held back are put back.
 // Bound a crawl that must end with a Run's deadline ([Envelope.Deadline],
 // [WithRun]).
+//
+// The zero Frontier is not usable (its methods panic): make one with [NewFrontier].
 type Frontier struct {
 	reg     *Registry
 	perHost int

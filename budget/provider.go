@@ -60,6 +60,8 @@ func NoRetry() CallOption { return CallOption{noRetry: true} }
 // [Config.Records] set, a call may start a short-lived one that saves the
 // record (at most one at a time, at most every few seconds), so the call
 // never waits for the store.
+//
+// The zero Local is not usable (its methods panic): make one with [NewLocal] (or [Registry.Get]).
 type Local struct {
 	key        string
 	cfg        Config

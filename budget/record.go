@@ -66,7 +66,10 @@ func (p *Local) load(ctx context.Context) error {
 	now := time.Now()
 	// A provider that has refused for rate names its limit with 429: its
 	// 503s are failures, not load shedding, in this process too.
-	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed, Throttled: r.Throttled > 0, Refusals: r.Refusals}
+	st := aimd.State{Rate: r.Rate, Ceiling: r.Ceiling, Confirmed: r.Confirmed, Throttled: r.Throttled > 0, Refusals: r.Refusals, Updated: r.Updated}
+	if st.Updated.IsZero() {
+		st.Updated = time.Unix(0, 0) // saved by no process (by hand): of unknown age, not trusted at once
+	}
 	if !finite(r.Rate) || !finite(r.Ceiling) {
 		p.warnRecord("a learned rate or ceiling that is not a rate; starting as a new provider", "rate", r.Rate, "ceiling", r.Ceiling)
 		st.Rate, st.Ceiling, st.Confirmed = 0, 0, false

@@ -56,6 +56,8 @@ type RegistryConfig struct {
 // so lookups do not contend, evicts providers idle longer than IdleTTL, and
 // never drops one that is in use. Registry is safe for concurrent use; it
 // starts no goroutine (call [Registry.Run] for periodic eviction).
+//
+// The zero Registry is not usable (its methods panic): make one with [NewRegistry].
 type Registry struct {
 	cfg    RegistryConfig
 	shards []shard

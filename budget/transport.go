@@ -52,6 +52,8 @@ import (
 // The run a request belongs to is taken from its context ([WithRun]); a
 // request without one is unbounded. Its weight, for a weighted [Limit],
 // is taken from its context too ([WithCall]); 1 without. Transport is safe for concurrent use.
+//
+// The zero Transport is not usable (its methods panic): make one with [NewTransport].
 type Transport struct {
 	reg  *Registry
 	base http.RoundTripper

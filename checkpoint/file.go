@@ -38,6 +38,8 @@ import (
 // lease found on opening is honoured until it expires.)
 //
 // FileStore is safe for concurrent use. Writes are serialized.
+//
+// The zero FileStore is not usable (its methods panic): make one with [OpenFileStore].
 type FileStore struct {
 	c    *core
 	dir  string
@@ -69,7 +71,7 @@ func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
 		return nil, err
 	}
 	s := &FileStore{dir: dir, lock: lock, records: recordBook{}}
-	s.c = newCore(cfg.Now, diskDir(dir))
+	s.c = newCore(cfg.Now, diskDir{dir, lock})
 	if err := s.loadAll(); err != nil {
 		_ = lock.Close()
 		return nil, err
@@ -179,8 +181,11 @@ func recovery(name string) string {
 }
 
 // diskDir is the persister of a FileStore: it writes records to the files of
-// one directory.
-type diskDir string
+// one directory, the one whose lock file it holds open.
+type diskDir struct {
+	dir  string
+	lock *os.File
+}
 
 // tmpPrefix starts the names of files being written.
 const tmpPrefix = ".tmp-"
@@ -214,7 +219,10 @@ func (d diskDir) saveGaps(lastID int64, open []Gap) error {
 // error syncing the directory wraps errVisible, since the new content may
 // already be what a reader sees.
 func (d diskDir) write(file string, data []byte) error {
-	dir := string(d)
+	dir := d.dir
+	if err := d.held(); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("checkpoint: writing %s: %w", file, err)
@@ -236,6 +244,26 @@ func (d diskDir) write(file string, data []byte) error {
 	}
 	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("%w: %s: %w", errVisible, file, err)
+	}
+	return nil
+}
+
+// held checks that the directory is still the one whose lock file d
+// holds: a directory moved away and made again (a backup restored, an
+// "rm -rf" to start over) while the store was open let a second store lock
+// the new one, and both wrote to it (a checkpoint went back, a lease token
+// was handed out twice). One stat per write, which fsyncs anyway.
+func (d diskDir) held() error {
+	if d.lock == nil {
+		return nil
+	}
+	mine, err := d.lock.Stat()
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	there, err := os.Stat(filepath.Join(d.dir, lockName))
+	if err != nil || !os.SameFile(mine, there) {
+		return fmt.Errorf("%w: %s is no longer the directory this FileStore locked (moved, made again, or its %s removed): nothing written; open it again", ErrLocked, d.dir, lockName)
 	}
 	return nil
 }

@@ -365,3 +365,54 @@ func TestFileStoreFailedWriteChangesNothing(t *testing.T) {
 		t.Errorf("gaps after a failed AddGap: %d, want 1", len(gs))
 	}
 }
+
+// TestFileStoreWritesNothingToADirectoryMadeAgain: a store's directory
+// moved away and made again while the store is open (a backup restored,
+// an "rm -rf" to start over) is locked by a second store; the first then
+// writes nothing (ErrLocked), so the second's checkpoint never goes back
+// and a lease token is never handed out twice. Both wrote to it: after a
+// reopen the checkpoint was the first store's older one, and token 1 was
+// given twice.
+func TestFileStoreWritesNothingToADirectoryMadeAgain(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "store")
+	ctx := context.Background()
+	key := checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}
+	a, err := checkpoint.OpenFileStore(dir, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	la, err := a.Acquire(ctx, "s", "A", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Commit(ctx, key, []byte("A1"), 0, la); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := checkpoint.OpenFileStore(dir, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lb, err := b.Acquire(ctx, "s", "B", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := b.Commit(ctx, key, []byte("B1"), 0, lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Commit(ctx, key, []byte("A2"), 1, la); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Fatalf("the first store committed into the directory made again: %v; want ErrLocked", err)
+	}
+	if _, err := a.Acquire(ctx, "t", "A", time.Hour); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Fatalf("the first store granted a lease in the directory made again: %v; want ErrLocked", err)
+	}
+	if got, err := b.Load(ctx, key); err != nil || got.Version != cp.Version || string(got.Cursor) != "B1" {
+		t.Fatalf("the second store's checkpoint: %+v, %v; want %q at version %d", got, err, "B1", cp.Version)
+	}
+}

@@ -20,6 +20,8 @@ type Config struct {
 // against. Its state dies with the process.
 //
 // MemoryStore is safe for concurrent use.
+//
+// The zero MemoryStore is not usable (its methods panic): make one with [NewMemoryStore].
 type MemoryStore struct {
 	c *core
 	// records is guarded by c.mu; see record.go.

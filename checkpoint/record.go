@@ -62,7 +62,7 @@ func (s *FileStore) LoadRecord(ctx context.Context, key string) (forage.Provider
 // [ErrInvalid]; on any error nothing changes. It implements
 // budget.RecordStore.
 func (s *FileStore) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
-	return saveRecord(ctx, s.c, s.records, r, diskDir(s.dir).saveRecord)
+	return saveRecord(ctx, s.c, s.records, r, diskDir{s.dir, s.lock}.saveRecord)
 }
 
 // LoadRecord is [FileStore.LoadRecord] for a store kept in memory.

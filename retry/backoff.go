@@ -68,6 +68,8 @@ func NoJitter() float64 { return 1 }
 // Backoff is not safe for concurrent use: it counts the retries of one
 // logical request. Give each request its own, and call [Backoff.Reset] (or
 // let [backoff.Retry] call it) before reusing one.
+//
+// The zero Backoff is not usable (its methods panic): make one with [NewBackoff].
 type Backoff struct {
 	base, cap time.Duration
 	rand      func() float64

@@ -63,6 +63,8 @@ type BudgetConfig struct {
 // Budget is safe for concurrent use by every request of a run; its methods
 // are lock-free and allocate nothing. Its counters are each exact, but read
 // one at a time while other goroutines act they are not a single snapshot.
+//
+// The zero Budget is not usable (its methods panic): make one with [NewBudget].
 type Budget struct {
 	ratio    int64 // nano-tokens deposited per first attempt
 	max      int64 // nano-token cap of the balance

@@ -17,6 +17,8 @@ import (
 // A claim at a time earlier than a previous claim's rebuilds the indexes
 // (O(n)); so does a claim with a different [ClaimFilter.Aging]. Both are
 // rare: one scheduler passes the clock's time and a fixed Aging.
+//
+// The zero MemoryJobStore is not usable (its methods panic): make one with [NewMemoryJobStore].
 type MemoryJobStore struct {
 	mu      sync.Mutex
 	lastID  int64

@@ -24,6 +24,9 @@ const maxWakes = 4096
 // logged and retried at the next poll. Only one Run may be active per
 // Scheduler.
 func (s *Scheduler) Run(ctx context.Context) error {
+	if s.store == nil {
+		return errors.New("schedule: Run on a zero Scheduler: make one with New") // it spun, polling nothing
+	}
 	if !s.inRun.CompareAndSwap(false, true) {
 		return errors.New("schedule: Run called while already running")
 	}

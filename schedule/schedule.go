@@ -59,6 +59,9 @@ type Result struct {
 // does the work until its context ends. The explicit-time methods
 // ([Scheduler.ClaimAt], [Scheduler.FinishAt], [Scheduler.RenewAt]) drive
 // the same decisions step by step without Run.
+//
+// The zero Scheduler is not usable (Run returns an error, other methods
+// panic): make one with [New].
 type Scheduler struct {
 	cfg    Config
 	store  JobStore

@@ -273,3 +273,13 @@ func TestPauseWhileClaimedKeepsPaused(t *testing.T) {
 		t.Fatalf("Delete of an unknown job = %v, want ErrNotFound", err)
 	}
 }
+
+// TestRunOnAZeroSchedulerIsAnError: a Scheduler not made by New says so;
+// it spun, polling nothing, a core busy until its context ended.
+func TestRunOnAZeroSchedulerIsAnError(t *testing.T) {
+	t.Parallel()
+	var s schedule.Scheduler
+	if err := s.Run(context.Background()); err == nil {
+		t.Fatal("Run on a zero Scheduler returned nil")
+	}
+}

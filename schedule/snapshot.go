@@ -45,7 +45,9 @@ type ProviderSnapshot struct {
 	Due int `json:"due"`
 	// Running counts its jobs under a live lease, in any scheduler.
 	Running int `json:"running"`
-	// Paused reports whether it is paused in this scheduler.
+	// Paused reports whether it is paused: in this scheduler
+	// ([Scheduler.PauseProvider]), or by an operator's status in its
+	// budget record ([budget.Registry.SetStatus], in every process).
 	Paused bool `json:"paused"`
 	// CoolingUntil is the end of its cool-down after source pressure; zero
 	// when not cooling.
@@ -162,7 +164,9 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 	s.mu.Unlock()
 	if s.cfg.Budget != nil {
 		for _, b := range s.cfg.Budget.Snapshot() {
-			get(b.Key).Budget = &b
+			p := get(b.Key)
+			p.Budget = &b
+			p.Paused = p.Paused || b.Status == budget.StatusPaused // "paused": false beside status "paused" read as a contradiction
 		}
 	}
 	names := make([]string, 0, len(provs))

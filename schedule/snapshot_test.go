@@ -158,3 +158,27 @@ func TestSpecValidateAgreesWithUpsert(t *testing.T) {
 		}
 	})
 }
+
+// TestAConnectorPauseIsShownAsPaused: a provider an operator paused
+// through its budget record reads as paused in the snapshot, beside its
+// budget's status: it read "paused": false next to status "paused".
+func TestAConnectorPauseIsShownAsPaused(t *testing.T) {
+	t.Parallel()
+	reg, err := budget.NewRegistry(budget.RegistryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newSched(t, schedule.Config{Budget: reg}, nil)
+	ctx := context.Background()
+	if err := reg.SetStatus(ctx, "sim", budget.StatusPaused, "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(snap.Providers, func(p schedule.ProviderSnapshot) bool { return p.Provider == "sim" })
+	if i < 0 || !snap.Providers[i].Paused || snap.Providers[i].Budget == nil || snap.Providers[i].Budget.Status != budget.StatusPaused {
+		t.Fatalf("providers %+v: want sim paused, with its budget's status", snap.Providers)
+	}
+}

@@ -313,6 +313,8 @@ const defaultMaxBatch = 64
 // A Runner holds no state between runs; it is safe for concurrent use, and
 // concurrent runs of one stream exclude each other through the lease (one
 // runs, the others yield).
+//
+// The zero Runner is not usable (its methods panic): make one with [New].
 type Runner[R any] struct {
 	cfg  Config[R]
 	key  checkpoint.Key

@@ -308,7 +308,8 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 		if job.Kind != schedule.KindBackfill {
 			mode = checkpoint.SteadyState
 		}
-		c.record(c.stats(sym, mode), rep, err)
+		st := c.stats(sym, mode)
+		c.record(st, rep, err)
 		defer c.poke()
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -335,16 +336,19 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 			if c.failure == nil {
 				c.failure = streamError(sym, c.o.interval, mode, err)
 			}
+			st.failed = true
 			return
 		}
 		ss.blips = 0
 		now := time.Now()
-		if down := rep.Reason == forage.ReasonUnavailable || rep.Reason == forage.ReasonCircuitOpen; down && c.provider.Snapshot().OK == 0 {
-			// Not one request answered: a wrong -base-url, a host that
-			// is down, or one that answers with something else (an HTML
-			// page). The command fails and says so: it ended "deferred"
-			// with status 0 (a cron job stayed green for good) or, with
-			// no -timeout, retried for ever.
+		if rep.Reason == forage.ReasonUnavailable && c.provider.Snapshot().OK == 0 && noAnswer(rep.Stop) {
+			// Not one request answered, by anything that is the API: a
+			// wrong -base-url, a host that is down, or one that answers
+			// with something else (an HTML page). The command fails and
+			// says so: it ended "deferred" with status 0 (a cron job
+			// stayed green for good) or, with no -timeout, retried for
+			// ever. (An API that answers 5xx is an outage: the run waits
+			// it out, deferred at -timeout.)
 			why := string(rep.Reason)
 			if n := len(rep.Gaps); n > 0 {
 				why = rep.Gaps[n-1].Reason
@@ -353,6 +357,7 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 				c.failure = fmt.Errorf("%s %s %s: the provider at %s has not answered one request (%s); is -base-url right?",
 					sym, c.o.interval, mode, hostOf(c.base), why)
 			}
+			st.failed = true
 			return
 		}
 		if rep.Reason.SourcePressure() && rep.Until.After(now) {
@@ -455,6 +460,13 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 		}
 	}
 	return true, nil
+}
+
+// noAnswer reports whether a stop after attempts came with no answer of
+// the API: no HTTP status at all (a refused connection, a name that does not resolve), or a
+// success status whose body was not the API's.
+func noAnswer(stop *budget.Error) bool {
+	return stop != nil && (stop.Status == 0 || stop.Status >= 200 && stop.Status < 300)
 }
 
 // hostOf returns the scheme and host of a base URL: nothing of its user,

@@ -52,7 +52,8 @@
 // yet: nothing is covered and the next run asks again), deferred on its
 // budget (a gap is recorded and the summary says why) or was interrupted; 2 for bad flags; 1
 // for an unreachable store, a provider that answered no request of the run
-// (a wrong -base-url, a host that is down or serves something else), or a
+// (a wrong -base-url, a host that is down or serves something else than
+// the API; an API that answers 5xx is an outage, waited out), or a
 // permanent provider error, e.g. an unknown
 // symbol ("Invalid symbol.") or a provider that broke the klines contract
 // (a gap record names it); 3 when another live process holds a stream, or

@@ -89,8 +89,9 @@ type streamStats struct {
 	HeldBy    string `json:"held_by,omitempty"`
 	HeldUntil string `json:"held_until,omitempty"`
 
-	gaps  []checkpoint.Gap // left open by the last run
-	until time.Time        // the last run's time to resume after pressure
+	gaps   []checkpoint.Gap // left open by the last run
+	until  time.Time        // the last run's time to resume after pressure
+	failed bool             // its run failed the command (stderr says why)
 }
 
 // stats returns the tally of sym in mode, made at its first run.
@@ -251,6 +252,13 @@ func (s summary) print(w io.Writer, asJSON bool) error {
 	}
 	for _, st := range s.Streams {
 		if st.Last == "" && st.Runs > 0 && !st.Yielded {
+			switch {
+			case st.failed:
+				continue // its error ends the output, on stderr
+			case s.Status == "failed":
+				fmt.Fprintf(&b, "  %s %s: nothing collected: the command ended on another stream's failure\n", st.Symbol, st.Mode)
+				continue
+			}
 			why := "not listed, or it answered none"
 			if s.OK == 0 {
 				why = "no answer yet"

@@ -86,7 +86,9 @@ type Stream[R any] struct {
 	// OnRun, if set, is called after each run of the stream with the job,
 	// the run's report and error, from the run's goroutine, before the
 	// scheduler applies the outcome: for a host's progress, tallies and
-	// logs. It must not block for long.
+	// logs. It must not block for long. A run whose turn ran out (RunFor)
+	// reports [forage.ReasonDeadline]: the turn's own deadline, a hand-off
+	// to the next turn, not the host's.
 	OnRun func(job Job, rep slice.Report, err error)
 	// Priority orders the stream's jobs among due jobs, lower first, in
 	// [0, MaxPriority]. Zero means each kind's [Kind.DefaultPriority].
@@ -222,6 +224,8 @@ func (st *Stream[R]) validate(s *Scheduler) error {
 		return invalidConfig.Must("Config.Budget", "be set to run streams: it hands out each stream's provider", "nil")
 	case s.cfg.Checkpoints == nil:
 		return invalidConfig.Must("Config.Checkpoints", "be set to run streams: it keeps their checkpoints, leases and gap records", "nil")
+	case st.Name == "":
+		return invalid("Stream.Name", "must not be empty: it names the stream's jobs and checkpoints", `""`) // Spec.Stream, a field the host never set, was named
 	case st.Backfill == nil && st.Incremental == nil:
 		return invalid("Stream.Backfill", "must be set, or Stream.Incremental: a stream needs a source", "nil")
 	case st.Incremental != nil && st.Every <= 0:

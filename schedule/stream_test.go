@@ -272,7 +272,7 @@ func TestAddStreamValidates(t *testing.T) {
 		{"no checkpoints", schedule.Config{Budget: r}, nil, "Config.Checkpoints"},
 		{"no source", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Backfill = nil }, "Stream.Backfill"},
 		{"no every", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Incremental = src }, "Stream.Every"},
-		{"no name", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Name = "" }, "Spec.Stream"},
+		{"no name", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Name = "" }, "Stream.Name"}, // it named Spec.Stream, a field the host never set
 		{"bad provider", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Provider = "a\nb" }, "Spec.Provider"},
 		{"no sink", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Sink = nil }, "Config.Sink"},
 		{"options set", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Stream = "x" }, "Stream.Options"},

@@ -503,6 +503,9 @@ func (c *collector) nextClose(now time.Time) time.Time {
 // A symbol listed after -since has nothing there either; the line says
 // both.
 func (c *collector) earlier(ctx context.Context, stream, sym string) {
+	if !c.o.sinceSet {
+		return // a warning about a -since the user never gave reads as a bug
+	}
 	cp, err := c.be.checkpoints().Load(ctx, checkpoint.Key{Stream: stream, Mode: checkpoint.CatchUp})
 	if err != nil || len(cp.Cursor) == 0 {
 		return // a first run: it starts at -since

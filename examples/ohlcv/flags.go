@@ -20,6 +20,7 @@ type options struct {
 	interval    string
 	step        time.Duration // the interval's length
 	since       time.Time     // catch-up start, truncated to the interval
+	sinceSet    bool          // -since was given (not the default)
 	until       time.Time     // catch-up end (exclusive), truncated to the interval
 	page        int
 	store       string // a directory or a postgres:// DSN
@@ -133,6 +134,7 @@ func parseCollect(args []string) (options, error) {
 	if o.since, o.until, err = parseWindow(since, until, o.step, time.Now()); err != nil {
 		return o, err
 	}
+	o.sinceSet = since != ""
 	switch {
 	case o.page < 1 || o.page > 1000:
 		return o, badFlag("page", "must be in [1, 1000]", o.page)

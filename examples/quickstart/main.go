@@ -88,8 +88,10 @@ func run() error {
 	// last candle closed when the collector started) when the exchange has
 	// room, its head
 	// followed every few seconds (steady state, from that moment on),
-	// never both at once. The checkpoints and candles are files: a second
-	// run resumes where this one committed.
+	// never both at once. The checkpoints and candles are files, in a
+	// directory made for this run and removed at its end; given a
+	// directory of its own, a second run would resume where this one
+	// committed.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := &http.Client{}

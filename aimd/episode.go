@@ -109,6 +109,10 @@ const (
 	noiseDescent = 8
 )
 
+// episodeLatencies is how many smoothed latencies an episode must last
+// for what it delivered to be measured (see episode).
+const episodeLatencies = 2
+
 // episode returns the rate, in requests/s, that the provider delivered in
 // the current episode up to a request sent at sent: the successes of
 // requests sent since the episode began (the last cut, or the end of its
@@ -122,7 +126,11 @@ func (c *Controller) episode(sent time.Time) float64 {
 		return 0
 	}
 	t := sent.Sub(c.epStart).Seconds()
-	if t <= 0 {
+	if t <= 0 || t < episodeLatencies*c.latency {
+		// Most of the episode's requests are still on their way: the
+		// successes answered so far, over the whole episode, are not
+		// what the provider delivered (5 answers in 0.53 s read a 30/s
+		// server 200 ms away as 7.6/s, and held it there).
 		return 0
 	}
 	n := c.epOK + c.epFail

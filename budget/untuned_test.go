@@ -699,3 +699,23 @@ func TestARefusalThatNamesOnlyItsResetIsHonoured(t *testing.T) {
 		}
 	}
 }
+
+// TestAnEpisodeStillInFlightIsNotWhatTheProviderDelivered: at a latency
+// comparable to an episode (a server 200 ms to 1 s away, or one that
+// queues), the successes answered so far over the whole episode are not
+// what the provider delivered: most answers are on their way. Read so, a
+// 30/s server that queues was held at 7.6/s (60% of it over two minutes),
+// and a 40/s provider a second away at 11/s in one run in five (29%).
+func TestAnEpisodeStillInFlightIsNotWhatTheProviderDelivered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		seeds uint64
+	}{{"queue 30/s, 503 past depth 10, 16 workers", 2}, {"gcra 40/s b5, 1s latency, 64 workers", 5}} {
+		for seed := range tc.seeds {
+			if r := runUntuned(t, untunedRow(t, tc.name), 2*time.Minute, seed+1, false); r.goodput < 0.85 {
+				t.Errorf("%s, seed %d: goodput %.1f%% over 2m, want >= 85%% (rate %.2f/s at the end)", tc.name, seed+1, 100*r.goodput, r.rate)
+			}
+		}
+	}
+}

@@ -475,6 +475,9 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		// Back to a rate restored at start, at slow start's pace (see
 		// Restore).
 		c.rate = min(c.rate*math.Exp2(dt/c.cfg.SlowStart.Seconds()), c.reentry)
+		if c.rate >= c.reentry {
+			c.reentry = 0 // back: the rate is the learned one again
+		}
 	case c.ceiling == 0 && !c.cfg.DisableSlowStart:
 		// At most x1.5 per response: at a few requests/s one answer would
 		// otherwise credit a whole doubling, and the first refusal would

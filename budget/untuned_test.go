@@ -393,6 +393,7 @@ func untunedRows() []uRow {
 		g("bucket 500 burst, 2/s refill, RA", 2, 500, raSeconds, 8),
 		g("bucket 100 burst, 5/s refill, RA", 5, 100, raSeconds, 8),
 		g("bucket 1000 burst, 1/s refill, RA", 1, 1000, raSeconds, 8),
+		g("bucket 40 burst, 2/s refill, RA (a leaky bucket)", 2, 40, raSeconds, 4),
 		{name: "gcra 40/s b5, 1s latency, 64 workers", workers: 64, lat: time.Second, jit: 200 * time.Millisecond, form: raSeconds,
 			make:     func(*uProvider) func(time.Duration, int) verdict { return gcraPolicy(rateConst(40), 5) },
 			capacity: rateCap(40), full: 40},

@@ -142,6 +142,14 @@ func encodeStream(name string, s streamState) ([]byte, error) {
 	return marshal(kindStream, rec)
 }
 
+// maxCounter bounds a version or a lease token read from a file: far
+// beyond what any store counts to (a commit a microsecond for 146,000
+// years), and far enough from the int64 limit that the next one does not
+// wrap. A file with a larger one was not written by a store (its checksum
+// recomputed by hand): a version of MaxInt64 committed to -2^63, and the
+// checkpoint was gone at the next open.
+const maxCounter = 1 << 62
+
 func decodeStream(file string, data []byte) (string, streamState, error) {
 	var rec streamRec
 	var s streamState
@@ -152,13 +160,13 @@ func decodeStream(file string, data []byte) (string, streamState, error) {
 		return "", s, fmt.Errorf("stream %q does not belong in this file", rec.Stream)
 	}
 	for _, c := range rec.Checkpoints {
-		if !c.Mode.Valid() || c.Version <= 0 || s.cps[c.Mode].Version != 0 {
+		if !c.Mode.Valid() || c.Version <= 0 || c.Version > maxCounter || s.cps[c.Mode].Version != 0 {
 			return "", s, fmt.Errorf("bad checkpoint record (mode %v, version %d)", c.Mode, c.Version)
 		}
 		s.cps[c.Mode] = Checkpoint{Key{rec.Stream, c.Mode}, c.Cursor, c.Version, c.UpdatedAt}
 	}
 	if l := rec.Lease; l != nil {
-		if l.Token <= 0 || l.Owner == "" {
+		if l.Token <= 0 || l.Token > maxCounter || l.Owner == "" {
 			return "", s, fmt.Errorf("bad lease record (owner %q, token %d)", l.Owner, l.Token)
 		}
 		s.lease = Lease{rec.Stream, l.Owner, l.Token, l.Expires}

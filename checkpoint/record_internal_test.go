@@ -2,7 +2,9 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +152,36 @@ func TestCorruptPausesFile(t *testing.T) {
 	defer s.Close()
 	if _, ok, err := s.LoadRecord(context.Background(), "p"); err != nil || ok {
 		t.Fatalf("LoadRecord after moving the file aside = %v, %v; want none", ok, err)
+	}
+}
+
+// TestAHandMadeCounterAtTheInt64LimitIsCorrupt: a stream file whose
+// checksum is right but whose version or lease token is near the int64
+// limit was not written by a store: it is corrupt (ErrCorrupt, naming the
+// file), not a version that wraps to -2^63 at the next commit (the
+// checkpoint was then gone at the next open) nor a token that wraps
+// negative (the stream wedged).
+func TestAHandMadeCounterAtTheInt64LimitIsCorrupt(t *testing.T) {
+	t.Parallel()
+	for _, rec := range []streamRec{
+		{Stream: "s", Checkpoints: []checkpointRec{{Mode: CatchUp, Cursor: []byte("c"), Version: math.MaxInt64}}},
+		{Stream: "s", Checkpoints: []checkpointRec{{Mode: CatchUp, Cursor: []byte("c"), Version: 3}},
+			Lease: &leaseRec{Owner: "x", Token: math.MaxInt64, Expires: time.Now().Add(-time.Hour), Released: true}},
+	} {
+		dir := t.TempDir()
+		payload, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, recordFile(streamPre, "s")), frame(kindStream, payload), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenFileStore(dir, Config{})
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%+v: OpenFileStore = %v; want ErrCorrupt", rec, err)
+		}
 	}
 }

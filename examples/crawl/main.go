@@ -34,9 +34,11 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/forage-go/forage/breaker"
@@ -96,7 +98,10 @@ func main() {
 		fmt.Printf("  %-6s %-22s over it: %-15s faults %3.0f%%  latency %v-%v\n",
 			h.name, h.sim.Limit, h.sim.Answer, 100*h.sim.FaultRate, h.sim.Latency, h.sim.Latency+h.sim.Jitter)
 	}
-	res, err := crawl(context.Background(), p)
+	// Ctrl-C (or SIGTERM) ends the crawl early, with its summary.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	res, err := crawl(ctx, p)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -180,6 +185,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	// already lets no new attempt start. (A cancel rather than a context
 	// deadline, so a cut-short attempt reads as the crawler giving up, not
 	// as the host timing out.)
+	outer := ctx
 	ctx, cancel := context.WithCancel(budget.WithRun(ctx, run))
 	defer cancel()
 	defer time.AfterFunc(time.Until(deadline), cancel).Stop()
@@ -211,6 +217,9 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	}
 	if why, spent := run.Exhausted(); spent {
 		res.stop = why.String()
+	}
+	if outer.Err() != nil {
+		res.stop = "interrupted" // Ctrl-C: what was fetched until then
 	}
 	cancel()
 	side.Wait()

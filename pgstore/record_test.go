@@ -101,7 +101,7 @@ func TestRecordAcrossProcesses(t *testing.T) {
 	}
 	a, b := open(), open()
 	until := time.Now().Add(2 * time.Minute).Truncate(time.Microsecond)
-	rec := forage.ProviderRecord{Key: "api.example.com", Rate: 7, Ceiling: 9, PausedUntil: until, PauseReason: forage.ReasonThrottled}
+	rec := forage.ProviderRecord{Key: "api.example.com", Rate: 7, Ceiling: 9, PausedUntil: until, PauseReason: forage.ReasonThrottled, Updated: time.Now()}
 	if err := a.SaveRecord(ctx, rec); err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,18 @@ func shortRows() []shortRow {
 	}
 }
 
+// traceLogger logs to stderr at level, each record timed in seconds since
+// it was made (in a synctest bubble: since the simulated run began).
+func traceLogger(level slog.Level) *slog.Logger {
+	t0 := time.Now()
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: func(g []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Float64("t", time.Since(t0).Seconds())
+		}
+		return a
+	}}))
+}
+
 // shortResult is one row's outcome.
 type shortResult struct {
 	goodput, refused float64
@@ -120,13 +132,7 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 		rt := srv.Transport()
 		var bcfg budget.Config
 		if os.Getenv("SHORT_TRACE") != "" {
-			t0 := time.Now()
-			bcfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: func(g []string, a slog.Attr) slog.Attr {
-				if a.Key == slog.TimeKey {
-					return slog.Float64("t", time.Since(t0).Seconds())
-				}
-				return a
-			}}))
+			bcfg.Logger = traceLogger(slog.LevelInfo)
 		}
 		p, err := budget.NewLocal("sim", bcfg)
 		if err != nil {

@@ -472,13 +472,7 @@ func runUntuned(t *testing.T, row uRow, d time.Duration, seed uint64, trace bool
 		p.decide = row.make(p)
 		var cfg budget.Config
 		if trace && os.Getenv("UNTUNED_LOG") != "" {
-			t0 := time.Now()
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(g []string, a slog.Attr) slog.Attr {
-				if a.Key == slog.TimeKey {
-					return slog.Float64("t", time.Since(t0).Seconds())
-				}
-				return a
-			}}))
+			cfg.Logger = traceLogger(slog.LevelDebug)
 		}
 		pv, err := budget.NewLocal("sim", cfg)
 		if err != nil {

@@ -97,7 +97,8 @@ type Config struct {
 	// finds it (see [RecordStore]): a provider loads its record when it is
 	// created, restoring the learned rate and ceiling and the pause in
 	// force, so a restart neither climbs again from the conservative start
-	// nor calls a provider that asked to be left alone. It saves the record
+	// (a record more than a minute old is climbed back to in a second or
+	// two) nor calls a provider that asked to be left alone. It saves the record
 	// whenever a pause is set or extended, in the background at most every
 	// few seconds while what it learned changes, and when a [Registry]
 	// evicts it. Nil keeps it all in memory only.

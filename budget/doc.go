@@ -67,7 +67,10 @@
 // learned rate and ceiling, the pause in force and its reason, an
 // operator's status, and counters. A provider loads it when it is created,
 // so a restarted process starts at the rate the last one learned instead of
-// climbing again from the conservative start, and saves it when a pause is
+// climbing again from the conservative start (from a record more than a
+// minute old, after a climb back of a second or two, at slow start's pace,
+// which a refusal ends: the provider may serve less than it did; see
+// [aimd.Controller.Restore]), and saves it when a pause is
 // set, in the background at most every few seconds while its rate moves
 // (never a store call per request), and when a [Registry] evicts it. A
 // provider never changes the operator's Status and Why (it saves with

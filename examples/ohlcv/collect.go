@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -65,7 +66,8 @@ type collector struct {
 	reg      *budget.Registry
 	provider budget.Provider
 	run      *budget.Run
-	verbose  io.Writer // nil unless -v
+	verbose  io.Writer  // nil unless -v
+	logOut   swapWriter // the provider's records, with -v: where verbose goes
 	stderr   io.Writer
 	changed  chan struct{}              // a run ended: all looks again
 	progress map[string]*streamProgress // by symbol
@@ -138,10 +140,16 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		defer stop()
 	}
 	c.key = key
+	defaults := budget.Config{MaxPause: o.maxPause, MaxWait: longWait, Shares: be.shares()}
+	if o.verbose {
+		// The provider's pauses and rate cuts, with the streams' lines.
+		c.logOut.set(stderr)
+		defaults.Logger = slog.New(slog.NewTextHandler(&c.logOut, nil))
+	}
 	reg, err := budget.NewRegistry(budget.RegistryConfig{
 		Records: be.records(),
 		// A pause longer than longWait comes back to loop, which says so.
-		Defaults: budget.Config{MaxPause: o.maxPause, MaxWait: longWait, Shares: be.shares()},
+		Defaults: defaults,
 	})
 	if err != nil {
 		return err
@@ -177,6 +185,7 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		c.stderr, stopProgress = c.showProgress(e, stderr)
 		if c.verbose != nil {
 			c.verbose = c.stderr
+			c.logOut.set(c.stderr)
 		}
 	}
 	err = c.all(ctx)
@@ -530,4 +539,28 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// swapWriter writes to a writer that may be replaced while others write
+// (stderr, then the lines above the progress bars); nil drops the writes.
+type swapWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write writes p to the current writer.
+func (s *swapWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+// set makes w the writer.
+func (s *swapWriter) set(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
 }

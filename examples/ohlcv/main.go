@@ -42,7 +42,7 @@
 //	-max-pause DUR      longest pause one answer of the provider may impose (default 1h)
 //	-follow             after catch-up, collect each new candle until SIGINT/SIGTERM
 //	-json               print the summary as one JSON line on stdout
-//	-v                  print one line per stream run on stderr
+//	-v                  print one line per stream run, and the provider's pauses and rate cuts, on stderr
 //	-progress           show progress on stderr (default true): on a terminal a bar per stream
 //	                    (candles and pages fetched, how far from now its cursor is, and whether it
 //	                    is catching up, steady or waiting until a time); otherwise one line every 10s
@@ -234,7 +234,7 @@ flags:
                       the provider may be called again
   -follow             keep collecting each new candle after catch-up, until SIGINT/SIGTERM
   -json               print the summary as one JSON line on stdout
-  -v                  print one line per stream run on stderr
+  -v                  print one line per stream run, and the provider's pauses and rate cuts, on stderr
   -progress           show progress on stderr: a bar per stream on a terminal, else a line every 10s
                       (default true; -progress=false for none)
 `

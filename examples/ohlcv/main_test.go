@@ -328,3 +328,23 @@ func TestADeletedCandleFileIsNoticed(t *testing.T) {
 		})
 	}
 }
+
+// TestVerboseShowsTheProvidersPausesAndCuts: -v prints, with each stream
+// run's line, what the provider did to the pace (a pause it asked for, a
+// cut of the rate), so a user who sees a slow run sees why. It printed
+// the streams' lines alone: the provider's records went nowhere.
+func TestVerboseShowsTheProvidersPausesAndCuts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		since := time.Now().Truncate(time.Minute).Add(-30 * 24 * time.Hour)
+		r := cli(context.Background(), "-store", dir, "-since", since.Format(time.RFC3339), "-v", "-progress=false")
+		if r.code != 0 {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		for _, want := range []string{"BTCUSDT", `msg="budget: rate cut"`, `msg="budget: provider paused"`} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr has no %s:\n%s", want, r.stderr)
+			}
+		}
+	})
+}

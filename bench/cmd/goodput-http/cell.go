@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/forage-go/forage/providertest"
@@ -62,6 +63,8 @@ type env struct {
 	run     time.Duration
 	dir     string
 	workers int
+	// log, when set (-trace), is the file for the ohlcv binary's -v log.
+	log string
 	// rec records the cell's requests; its start is the cell's.
 	rec *recorder
 	// For a pg client: the cell's database, the server's admin connection,
@@ -103,6 +106,9 @@ func runCell(ctx context.Context, rw row, cl client, run time.Duration, o option
 	go hs.Serve(ln)
 
 	e := env{base: "http://" + ln.Addr().String(), run: run, dir: dir, workers: o.workers, rec: rec}
+	if o.traceDir != "" {
+		e.log = filepath.Join(o.traceDir, fmt.Sprintf("%s-%s-%s.log", run, slug(rw.name), cl.name))
+	}
 	if cl.group != nil {
 		runGroupCell(ctx, rw, cl, &res, e, o)
 	} else {

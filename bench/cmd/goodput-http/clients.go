@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,8 @@ func allClients(bin string) []client {
 		{"rate2x", rate(2), false, nil},
 		// How much arrival jitter the machine has: a client pacing just
 		// under a limit that allows no burst is refused only by jitter.
+		{"rate0.7x", rate(0.7), true, nil},
+		{"rate0.8x", rate(0.8), true, nil},
 		{"rate0.9x", rate(0.9), true, nil},
 		{"rate0.95x", rate(0.95), true, nil},
 		// Processes sharing one provider through one PostgreSQL (make
@@ -105,14 +108,20 @@ func ohlcv(bin string, n int) func(context.Context, row, env) (string, error) {
 	return func(ctx context.Context, _ row, e env) (string, error) {
 		ctx, cancel := context.WithTimeout(ctx, e.run+ohlcvGrace)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, bin,
-			"-base-url", e.base, "-symbols", strings.Join(symbols[:n], ","),
+		args := []string{"-base-url", e.base, "-symbols", strings.Join(symbols[:n], ","),
 			"-interval", "1m", "-page", "100", "-since", listed.Format(time.RFC3339),
-			"-store", filepath.Join(e.dir, "store"), "-timeout", e.run.String(), "-json")
+			"-store", filepath.Join(e.dir, "store"), "-timeout", e.run.String(), "-json"}
+		if e.log != "" {
+			args = append(args, "-v", "-progress=false") // the provider's pauses and cuts, for the trace
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 5 * time.Second
 		err := cmd.Run()
+		if e.log != "" {
+			_ = os.WriteFile(e.log, stderr.Bytes(), 0o644)
+		}
 		var s ohlcvSummary
 		note := "no summary"
 		if jerr := json.Unmarshal(stdout.Bytes(), &s); jerr == nil {

@@ -58,14 +58,16 @@
 //
 //	-dur 30s,120s    run lengths (default 30s)
 //	-rows REGEXP     only rows whose name matches
-//	-clients A,B     only these clients (default all but rate0.9x and
-//	                 rate0.95x, which measure the machine's arrival jitter)
+//	-clients A,B     only these clients (default all but rate0.7x, rate0.8x,
+//	                 rate0.9x and rate0.95x, which measure the machine's
+//	                 arrival jitter, and the pg clients)
 //	-parallel N      cells run at once (default 4)
 //	-workers N       workers of the in-process clients (default 8)
 //	-full            every cell at every duration
 //	-json            one JSON object per cell instead of the Markdown table
 //	-md              the Markdown table (the default)
 //	-trace DIR       write each cell's per-second ok/refused/other counts as CSV
+//	                 (and the ohlcv binary's -v log: its streams, pauses and rate cuts)
 //	-tmp DIR         where cells' file stores go (default the system's temp dir)
 //	-ohlcv PATH      a built ohlcv binary (default: build examples/ohlcv)
 //	-seed N          the servers' seed (default 1)
@@ -143,7 +145,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.full, "full", false, "every cell at every duration")
 	fs.BoolVar(&o.json, "json", false, "JSON lines instead of the Markdown table")
 	fs.Bool("md", true, "the Markdown table (the default)")
-	fs.StringVar(&o.traceDir, "trace", "", "directory for per-second CSV traces")
+	fs.StringVar(&o.traceDir, "trace", "", "directory for per-second CSV traces (and the ohlcv -v logs)")
 	fs.StringVar(&o.tmp, "tmp", "", "directory for the cells' file stores (default the system's temp dir)")
 	fs.StringVar(&o.ohlcv, "ohlcv", "", "a built ohlcv binary (default: build examples/ohlcv)")
 	fs.Uint64Var(&o.seed, "seed", 1, "the servers' seed")

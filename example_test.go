@@ -72,7 +72,7 @@ func ExampleParseRetryAfter() {
 	// "120": 2m0s true
 	// "Fri, 01 Mar 2024 12:00:30 GMT": 30s true
 	// "Fri, 01 Mar 2024 11:00:00 GMT": 0s true
-	// "1.5": 0s false
+	// "1.5": 1.5s true
 	// "999999999": 72h0m0s true
 }
 

@@ -60,7 +60,7 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 		}
 		return o
 	}
-	o.Status = resp.StatusCode
+	o.Status, o.Header = resp.StatusCode, resp.Header
 	switch {
 	case err != nil:
 		o.Err = Mark(fmt.Errorf("forage: a redirect (HTTP %d) the client stopped following: %w", resp.StatusCode, o.Err), Permanent)
@@ -156,10 +156,13 @@ func serverNow(h http.Header, local time.Time) time.Time {
 // whether the value was valid.
 //
 // It accepts both forms, after trimming surrounding white space:
-//   - delta-seconds: a non-negative decimal integer ("120"). A sign, a
-//     fraction ("1.5") or an exponent is invalid, as the RFC's 1*DIGIT
-//     grammar says; a server that sends "1.5" is broken, and guessing would
-//     hide it.
+//   - delta-seconds: a non-negative decimal integer ("120"), or one with a
+//     fraction ("2.0", "1.5"), which the RFC's 1*DIGIT grammar does not
+//     allow but providers send (Shopify's "Retry-After: 2.0"): its meaning
+//     is plain, and ignored, the request went again at once, into the
+//     limit that refused it. A fraction is rounded up to the millisecond,
+//     so the wait is never shorter than asked. A sign or an exponent is
+//     invalid.
 //   - HTTP-date: the IMF-fixdate form ("Sun, 06 Nov 1994 08:49:37 GMT") and
 //     the obsolete RFC 850 and asctime forms, as [http.ParseTime] accepts
 //     them. A date at or before now means "retry now": (0, true).
@@ -175,6 +178,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	}
 	if secs, ok := parseDigits(value); ok {
 		return secondsCapped(secs), true
+	}
+	if d, ok := parseFraction(value); ok {
+		return d, true
 	}
 	t, err := http.ParseTime(value)
 	if err != nil {
@@ -251,6 +257,33 @@ func parseDigits(s string) (uint64, bool) {
 	return n, true
 }
 
+// parseFraction parses delta-seconds with a fraction, DIGITS "." DIGITS,
+// rounded up to the millisecond and capped at MaxRetryAfter.
+func parseFraction(s string) (time.Duration, bool) {
+	whole, frac, ok := strings.Cut(s, ".")
+	secs, ok1 := parseDigits(whole)
+	_, ok2 := parseDigits(frac)
+	if !ok || !ok1 || !ok2 {
+		return 0, false
+	}
+	if secs >= maxRetryAfterSeconds {
+		return MaxRetryAfter, true
+	}
+	// The first three digits are the milliseconds; any digit after them
+	// that is not 0 rounds them up.
+	ms := uint64(0)
+	for i := range 3 {
+		ms *= 10
+		if i < len(frac) {
+			ms += uint64(frac[i] - '0')
+		}
+	}
+	if len(frac) > 3 && strings.Trim(frac[3:], "0") != "" {
+		ms++
+	}
+	return min(time.Duration(secs)*time.Second+time.Duration(ms)*time.Millisecond, MaxRetryAfter), true
+}
+
 // secondsCapped converts whole seconds to a duration capped at
 // MaxRetryAfter.
 func secondsCapped(secs uint64) time.Duration {
@@ -295,8 +328,10 @@ const statusSiteOverloaded = 529
 
 // Classify returns the class of one attempt's result. A non-nil err takes
 // precedence over resp (the Go HTTP client returns one or the other);
-// otherwise the class is that of resp.StatusCode. No response and no error
-// is a broken fetcher: Permanent.
+// otherwise the class is that of resp.StatusCode, but for a 403 that says
+// when to come back (a Retry-After, or rate-limit headers with nothing
+// left), which is Throttled, as [Outcome.Class] reads it. No response and
+// no error is a broken fetcher: Permanent.
 //
 // Errors are classified by their whole Unwrap tree, as [errors.Is] and
 // [errors.As] see it:
@@ -322,6 +357,9 @@ func Classify(resp *http.Response, err error) Class {
 	}
 	if resp == nil {
 		return Permanent
+	}
+	if resp.StatusCode == http.StatusForbidden {
+		return FromHTTP(resp, nil).Class()
 	}
 	return ClassifyStatus(resp.StatusCode)
 }

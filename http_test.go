@@ -1,6 +1,7 @@
 package forage_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -40,13 +41,25 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Fri, 31 Dec 9999 23:59:59 GMT", forage.MaxRetryAfter, true}, // far future
 		{"Wed, 09 Nov 1994 08:49:37 GMT", 72 * time.Hour, true},       // exactly the cap
 		{"Wed, 09 Nov 1994 08:49:36 GMT", 72*time.Hour - time.Second, true},
+		// delta-seconds with a fraction: not the RFC's grammar, but what
+		// providers send (Shopify: "2.0"); rounded up to the millisecond
+		{"2.0", 2 * time.Second, true},
+		{"1.5", 1500 * time.Millisecond, true},
+		{" 0.25 ", 250 * time.Millisecond, true},
+		{"0.0001", time.Millisecond, true},
+		{"0.000", 0, true},
+		{"1.2340000", 1234 * time.Millisecond, true},
+		{"99999999999999999999.5", forage.MaxRetryAfter, true},
 		// invalid
 		{"", 0, false},
 		{"   ", 0, false},
 		{"-1", 0, false},
 		{"+5", 0, false},
-		{"1.5", 0, false},
 		{"1e3", 0, false},
+		{"1.", 0, false},
+		{".5", 0, false},
+		{"1.5.0", 0, false},
+		{"-1.5", 0, false},
 		{"0x10", 0, false},
 		{"12 34", 0, false},
 		{"120s", 0, false},
@@ -76,6 +89,25 @@ func TestParseRetryAfterSeconds(t *testing.T) {
 		}
 		if !ok || got != want {
 			rt.Fatalf("ParseRetryAfter(%d) = %v, %v; want %v, true", secs, got, ok, want)
+		}
+	})
+}
+
+// TestParseRetryAfterFraction: delta-seconds with a fraction wait at least
+// as long as they say, and less than a millisecond more.
+func TestParseRetryAfterFraction(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		secs := rapid.Uint64Range(0, 1e6).Draw(rt, "secs")
+		frac := rapid.StringMatching(`[0-9]{1,12}`).Draw(rt, "frac")
+		got, ok := forage.ParseRetryAfter(fmt.Sprintf("%d.%s", secs, frac), now)
+		exact, err := strconv.ParseFloat(fmt.Sprintf("%d.%s", secs, frac), 64)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		want := time.Duration(exact * float64(time.Second))
+		if !ok || got < min(want, forage.MaxRetryAfter)-time.Microsecond || got > min(want+time.Millisecond, forage.MaxRetryAfter) {
+			rt.Fatalf("ParseRetryAfter(%d.%s) = %v, %v; want %v rounded up to the millisecond", secs, frac, got, ok, want)
 		}
 	})
 }

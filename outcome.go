@@ -2,6 +2,7 @@ package forage
 
 import (
 	"errors"
+	"net/http"
 	"time"
 )
 
@@ -13,7 +14,12 @@ import (
 //
 // [Outcome.Class] classifies the attempt from Status and Err: a status of
 // 400 or more decides by itself (Err then only explains it, e.g. the
-// provider's message); a 3xx with an Err is a failure (a redirect the
+// provider's message), but for a 4xx that calls the request at fault (403,
+// 404, 400, ...): a 403 that says when to come back (a Retry-After, or a
+// quota with nothing left: GitHub answers its rate limits so) is
+// [Throttled], and otherwise the host's mark on Err decides, if it made
+// one (Google names its 403's rateLimitExceeded in the body: a host that
+// reads it marks the error Throttled); a 3xx with an Err is a failure (a redirect the
 // client did not follow to the end, e.g. a loop), classified by the host's
 // mark or else permanent; otherwise a nil Err is a success and an error is
 // classified by its kind ([Classify]). A host that finds garbage in a 200
@@ -36,12 +42,29 @@ type Outcome struct {
 	// headers (IETF RateLimit-*, X-RateLimit-*, Binance
 	// X-MBX-USED-WEIGHT-*); the zero value means none.
 	Quota Quota
+	// Header is the response's header, as [FromHTTP] sets it (nil for an
+	// attempt that got no response), for a host's own reading of a
+	// provider's signals (the budget package's Config.Classify: an AWS
+	// API's x-amzn-ErrorType: ThrottlingException on a 400). forage reads
+	// only what RetryAfter and Quota hold, and never logs, stores or
+	// serves it.
+	Header http.Header
 }
 
 // Class classifies the attempt, as the [Outcome] type documents, honouring
 // the host's marks ([Mark]).
 func (o Outcome) Class() Class {
 	switch {
+	case o.Status >= 400 && o.Status < 500 && ClassifyStatus(o.Status) == Permanent:
+		// A refusal the status calls the request's fault, but which the
+		// provider or the host explains as throttling.
+		if o.Status == http.StatusForbidden && o.spent() {
+			return Throttled
+		}
+		if c, ok := marked(o.Err); ok && c != Canceled {
+			return c
+		}
+		return Permanent
 	case o.Status >= 400 || (o.Status >= 300 && o.Err == nil):
 		// The status decides: a host's mark on an error that explains a
 		// 429 must not hide the throttling from the controller.
@@ -75,6 +98,15 @@ func Mark(err error, c Class) error {
 		c = Permanent
 	}
 	return &markedError{err: err, class: c}
+}
+
+// spent reports whether o says when to come back: a Retry-After, or a
+// quota with nothing left. A 403 that does is the provider's rate limit
+// (GitHub answers its limits with 403 as often as with 429, with
+// x-ratelimit-remaining: 0 or a retry-after), not a request it forbids.
+func (o Outcome) spent() bool {
+	left, ok := o.Quota.Left()
+	return o.RetryAfter > 0 || ok && left < 1
 }
 
 // marked returns the class a host gave err with [Mark]. It is a function

@@ -158,7 +158,17 @@ func TestPropertyFromHTTPAgreesWithClassify(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var resp *http.Response
 		if rapid.IntRange(0, 9).Draw(rt, "hasResp") > 0 {
-			resp = &http.Response{StatusCode: rapid.IntRange(0, 999).Draw(rt, "code"), Header: http.Header{}}
+			code := rapid.IntRange(0, 999).Draw(rt, "code")
+			if rapid.Bool().Draw(rt, "forbidden") {
+				code = http.StatusForbidden // the status whose headers can make it throttling
+			}
+			resp = &http.Response{StatusCode: code, Header: http.Header{}}
+			if rapid.Bool().Draw(rt, "retryAfter") {
+				resp.Header.Set("Retry-After", "5")
+			}
+			if rapid.Bool().Draw(rt, "spent") {
+				resp.Header.Set("X-RateLimit-Remaining", "0")
+			}
 		}
 		var err error
 		if rapid.IntRange(0, 3).Draw(rt, "hasErr") == 0 {

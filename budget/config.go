@@ -136,6 +136,17 @@ type Config struct {
 	// 429 names its limit that way, so its 503s count as failures; and 503s
 	// that a cut does not stop are read as noise (see the aimd package).
 	Classify func(forage.Outcome) forage.Class
+	// Ban, if set, reports whether an answer is the provider's ban: it
+	// refuses every request for a while and counts each one sent before
+	// the ban ends. A ban is read as throttling, pauses the provider
+	// (see BanPause) and stops the call with [forage.ReasonBanned],
+	// never retried. Nil means a 418 read as throttling (Binance's IP
+	// ban); set it for a provider that bans otherwise (Bybit and
+	// Binance's firewall answer 403 to an address that called too
+	// often: read as a request it forbids, each call went out and was
+	// refused). It sees the answer as Classify does, and must be as safe
+	// for concurrent use and as fast.
+	Ban func(forage.Outcome) bool
 	// Pacer, if set, paces the provider instead of a local [gcra.Limiter].
 	// It is paced at the adaptive rate (this process's share of it, with
 	// Shares). A pacer paces one provider: in a [Registry] set it in the

@@ -55,7 +55,7 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		}
 		last = out
 		stop := &Error{Provider: p.key, Reason: class.Reason(), Status: out.Status, Err: out.Err}
-		if banned(class, out) {
+		if p.banned(class, out) {
 			stop.Reason = forage.ReasonBanned
 		}
 		if !class.Retryable() || stop.Reason == forage.ReasonBanned || o.noRetry || try+1 >= p.cfg.MaxAttempts {
@@ -223,7 +223,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		class = forage.Transient // our attempt timeout, not the caller's cancel
 	}
 	switch {
-	case banned(class, out):
+	case p.banned(class, out):
 		p.ban(end, &out)
 	case class == forage.Success && p.bans.Load() != 0:
 		p.bans.Store(0) // a ban in a row needs no success in between
@@ -288,14 +288,16 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.O
 }
 
 // classify reads an attempt's outcome: the host's Config.Classify, or the
-// default rules.
+// default rules; an answer Config.Ban calls a ban is throttling.
 func (p *Local) classify(out *forage.Outcome) forage.Class {
+	var c forage.Class
 	if p.cfg.Classify == nil {
-		return out.Class()
-	}
-	c := p.cfg.Classify(*out)
-	if c > forage.Canceled {
+		c = out.Class()
+	} else if c = p.cfg.Classify(*out); c > forage.Canceled {
 		c = forage.Permanent
+	}
+	if c != forage.Success && c != forage.Canceled && p.cfg.Ban != nil && p.cfg.Ban(*out) {
+		c = forage.Throttled // a ban refuses for rate, whatever its status says
 	}
 	return c
 }
@@ -900,10 +902,14 @@ func (p *Local) until(reason forage.Reason) time.Time {
 	return time.Time{}
 }
 
-// banned reports whether an attempt of class is a ban: a throttling 418
-// (Binance's IP ban), which pauses the provider (see [Config.BanPause]) and
-// stops the call with [forage.ReasonBanned].
-func banned(class forage.Class, out forage.Outcome) bool {
+// banned reports whether an attempt of class is a ban: what Config.Ban
+// says, or else a throttling 418 (Binance's IP ban). A ban pauses the
+// provider (see [Config.BanPause]) and stops the call with
+// [forage.ReasonBanned]. classify has read a ban as throttling.
+func (p *Local) banned(class forage.Class, out forage.Outcome) bool {
+	if p.cfg.Ban != nil {
+		return class == forage.Throttled && p.cfg.Ban(out)
+	}
 	return class == forage.Throttled && out.Status == http.StatusTeapot
 }
 

@@ -54,7 +54,8 @@
 // cannot park a collector for days. A call sleeps through a pause of up to
 // [Config.MaxWait]; a longer one, or one that outlasts the run's deadline,
 // ends the call at once with [Error.Until] for the scheduler to wait out.
-// A ban (418) without a usable Retry-After still pauses: for
+// A ban (a 418, or what [Config.Ban] calls one: Bybit's 403) without a
+// usable Retry-After still pauses: for
 // [Config.BanPause] (1 minute by default), doubled for each further ban in
 // a row, up to MaxPause; the calls it stops say [forage.ReasonBanned].
 // With a [RecordStore] ([Config.Records], [RegistryConfig.Records]) the pause

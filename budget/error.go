@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -70,6 +71,18 @@ func (e *Error) Error() string {
 // Unwrap returns the last attempt's error, so errors.Is sees through a stop
 // to, e.g., context.Canceled.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Timeout reports whether the call stopped for a deadline: the run's or
+// the context's ([forage.ReasonDeadline]), or one its last attempt met. A
+// [Transport]'s caller that checks a *url.Error's Timeout sees it true, as
+// over an [http.Transport].
+func (e *Error) Timeout() bool {
+	if e.Reason == forage.ReasonDeadline || errors.Is(e.Err, context.DeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(e.Err, &t) && t.Timeout()
+}
 
 // Is reports whether target is [ErrStopped].
 func (e *Error) Is(target error) bool { return target == ErrStopped }

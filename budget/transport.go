@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/forage-go/forage"
 )
@@ -53,10 +55,26 @@ import (
 // request without one is unbounded. Its weight, for a weighted [Limit],
 // is taken from its context too ([WithCall]); 1 without. Transport is safe for concurrent use.
 //
-// The zero Transport is not usable (its methods panic): make one with [NewTransport].
+// A request is charged to the provider its host names ([HostKey]), or the
+// one Key names: a provider that limits each resource apart (GitHub's
+// search apart from its core API, Slack each method, Discord each route)
+// is keyed by resource, so one resource's spent quota does not pause the
+// others, nor its headers pace them. The key is the request URL's: a
+// request sent to an address with another Host header is charged to the
+// address.
+//
+// The zero Transport sends through [http.DefaultTransport] with a
+// Registry of its own; [NewTransport] names both.
 type Transport struct {
-	reg  *Registry
-	base http.RoundTripper
+	// Key, if set, returns the provider key of a request, instead of
+	// [HostKey]. Set it before the Transport's first request. An empty
+	// key is an error, and the request is not sent.
+	Key func(*http.Request) string
+
+	reg     *Registry
+	base    http.RoundTripper
+	own     *Registry // a zero Transport's, made by ownOnce
+	ownOnce sync.Once
 }
 
 // NewTransport returns a Transport over base (nil means
@@ -104,13 +122,20 @@ func RunFrom(ctx context.Context) *Run {
 }
 
 // HostKey returns the provider key of a request URL's host: lower case,
-// without a fully qualified name's trailing dot, the port without leading
-// zeros and without the scheme's default port. Every spelling of one
-// origin ("Example.com.", ":0443", ":443") shares one budget: a crawler
-// fed links written several ways must not send a server several times
-// its pace.
+// without a fully qualified name's trailing dot, an IP address in its
+// canonical form ("[0:0::1]" is "[::1]", "::ffff:10.0.0.1" is
+// "10.0.0.1"), the port without leading zeros and without the scheme's
+// default port. Every spelling of one origin ("Example.com.", ":0443",
+// ":443") shares one budget: a crawler fed links written several ways
+// must not send a server several times its pace. A name that is not ASCII
+// is keyed as written: net/http sends "bücher.example" to its punycode
+// form "xn--bcher-kva.example", which is keyed apart (give such links one
+// spelling, or set [Transport.Key]).
 func HostKey(req *http.Request) string {
 	host, port := strings.TrimSuffix(strings.ToLower(req.URL.Hostname()), "."), req.URL.Port()
+	if a, err := netip.ParseAddr(host); err == nil {
+		host = a.Unmap().String()
+	}
 	if n, err := strconv.ParseUint(port, 10, 16); err == nil {
 		port = strconv.FormatUint(n, 10)
 	}
@@ -134,8 +159,19 @@ func HostKey(req *http.Request) string {
 // the request's URL (the http.Client still wraps it in a *url.Error with the
 // whole URL: pass its answer through forage.FromHTTP before storing or logging it).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	p, err := t.reg.Get(HostKey(req))
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errors.New("budget: transport: nil Request.URL")
+	}
+	key := ""
+	if t.Key != nil {
+		key = t.Key(req)
+	} else {
+		key = HostKey(req)
+	}
+	p, err := t.registry().Get(key)
 	if err != nil {
+		closeBody(req) // a RoundTripper closes the body, even on errors
 		return nil, err
 	}
 	replayable := replayable(req)
@@ -158,7 +194,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			last = nil
 		}
 		tries++
-		resp, err := t.base.RoundTrip(r)
+		resp, err := t.transport().RoundTrip(r)
 		last = resp
 		return forage.FromHTTP(resp, err)
 	}
@@ -173,13 +209,49 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if last != nil {
 		return last, nil
 	}
-	if tries == 0 && req.Body != nil {
-		_ = req.Body.Close() // a RoundTripper closes the body, even unsent
+	if tries == 0 {
+		closeBody(req) // a RoundTripper closes the body, even unsent
 	}
 	if err == nil {
 		err = errors.New("budget: transport: attempt returned no response")
 	}
 	return nil, err
+}
+
+// registry returns t's Registry: a zero Transport's own, made once.
+func (t *Transport) registry() *Registry {
+	if t.reg != nil {
+		return t.reg
+	}
+	t.ownOnce.Do(func() {
+		t.own, _ = NewRegistry(RegistryConfig{}) // the zero config is valid
+	})
+	return t.own
+}
+
+// transport returns the base transport: http.DefaultTransport for a zero
+// Transport.
+func (t *Transport) transport() http.RoundTripper {
+	if t.base == nil {
+		return http.DefaultTransport
+	}
+	return t.base
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it has any to close, as [http.Client.CloseIdleConnections] expects of
+// a transport.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.transport().(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// closeBody closes req's body, if it has one.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
 }
 
 // replayable reports whether req may be sent again after an answer: the

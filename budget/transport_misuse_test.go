@@ -1,0 +1,48 @@
+package budget_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/forage-go/forage/budget"
+)
+
+func noPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s panicked: %v", what, r)
+		}
+	}()
+	f()
+}
+
+type closedBody struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closedBody) Close() error { c.closed = true; return nil }
+
+func TestTransportMisuse(t *testing.T) {
+	// A zero Transport, as &http.Transport{} is usable: nil-pointer panic.
+	noPanic(t, "a zero Transport", func() {
+		req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/", nil)
+		(&budget.Transport{}).RoundTrip(req)
+	})
+	// A nil URL: http.Transport answers "http: nil Request.URL"; this panics.
+	noPanic(t, "RoundTrip with a nil URL", func() {
+		budget.NewTransport(nil, nil).RoundTrip(&http.Request{Method: http.MethodGet, Header: http.Header{}})
+	})
+	// No host: the error is returned, but the body is never closed, which
+	// a RoundTripper must do "even on errors" (an *os.File upload leaks its fd).
+	body := &closedBody{Reader: strings.NewReader("x")}
+	req := &http.Request{Method: http.MethodPost, URL: &url.URL{Scheme: "http", Path: "/x"}, Header: http.Header{}, Body: body}
+	_, err := budget.NewTransport(nil, nil).RoundTrip(req)
+	if err == nil || !body.closed {
+		t.Errorf("no host: err %v, body closed %v; want an error and the body closed", err, body.closed)
+	}
+}

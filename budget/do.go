@@ -32,6 +32,9 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		o.weight = max(o.weight, opt.weight)
 		o.noRetry = o.noRetry || opt.noRetry
 		o.keepContext = o.keepContext || opt.keepContext
+		if opt.settle != nil {
+			o.settle = opt.settle
+		}
 	}
 	if o.weight == 0 {
 		o.weight = 1
@@ -216,7 +219,8 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		// answer in time, which the breaker counts (a provider that never
 		// answered was never seen failing). Not one the caller's batch
 		// ending caught just after it was sent.
-		if o.keepContext && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var unsent *unsentError
+		if o.keepContext && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(out.Err, &unsent) {
 			stuck = end.Sub(start) >= max(4*time.Duration(p.okLatency.Load()), stuckFloor)
 		}
 	case class == forage.Canceled && timedOut:
@@ -236,6 +240,18 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	// request in flight with one, and counting each pause's first alone,
 	// the breaker never saw enough of them to open.
 	echo := class == forage.Throttled && p.ctl.PausedUntil().After(start)
+	if class == forage.Success && o.settle != nil {
+		// Through the Transport, a success is the provider's once its
+		// body is read: until then the request holds its slot and its
+		// breaker ticket, and the controller has not heard of it. A body
+		// cut short is a transient failure (200s whose bodies a provider
+		// under load cut short climbed the rate from 4/s to 726/s in two
+		// seconds, the breaker closed), and a streaming answer counts in
+		// MaxInFlight until it ends.
+		p.settleLater(o.settle, out, start, done)
+		return out, class, nil
+	}
+	p.release()
 	seen := class // what the provider is told it did
 	if stuck {
 		seen = forage.Transient
@@ -256,13 +272,34 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	return out, class, nil
 }
 
+// settleLater arms s to settle a success through the Transport once its
+// body ends (see once): the slot, the feedback (a transient failure when
+// the body was cut short), the breaker ticket and the metrics. A function
+// of its own, so that a call that settles at once allocates nothing for
+// the closure.
+func (p *Local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class)) {
+	s.set(func(bodyErr error) {
+		p.release()
+		now, seen := time.Now(), forage.Success
+		if bodyErr != nil {
+			seen, out.Err = forage.Transient, forage.Mark(forage.FromHTTP(nil, bodyErr).Err, forage.Transient)
+		}
+		p.feedback(start, now, &out, seen)
+		if seen == forage.Transient {
+			p.failed(out)
+		}
+		done(seen)
+		p.end(seen, out.Latency)
+	})
+}
+
 // stuckFloor is the least time in flight for a request the caller's
 // deadline ended to count as the provider's failure (see Do).
 const stuckFloor = time.Second
 
-// call runs the attempt under its timeout and releases the bulkhead slot.
-// If the attempt panics, the slot is released, the breaker ticket reported
-// as canceled (ignored), and the panic goes on up.
+// call runs the attempt under its timeout; the caller releases the
+// bulkhead slot. If the attempt panics, the slot is released, the breaker
+// ticket reported as canceled (ignored), and the panic goes on up.
 func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.Outcome, o CallOption, done func(forage.Class)) (out forage.Outcome, start, end time.Time, timedOut bool) {
 	actx, cancel := ctx, context.CancelFunc(nil)
 	if p.cfg.AttemptTimeout > 0 && !o.keepContext {
@@ -273,8 +310,8 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.O
 		if cancel != nil {
 			cancel()
 		}
-		p.release()
 		if !finished {
+			p.release()
 			done(forage.Canceled)
 			p.end(forage.Canceled, time.Since(start))
 		}

@@ -41,7 +41,8 @@ type Provider interface {
 type CallOption struct {
 	weight      int
 	noRetry     bool
-	keepContext bool // the attempt's context outlives the attempt (Transport)
+	keepContext bool     // the attempt's context outlives the attempt (Transport)
+	settle      *settler // a success is settled when its body is read (Transport)
 }
 
 // Weight makes the call cost w units of every weighted [Limit] (endpoints

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -23,10 +24,19 @@ import (
 // set). Any other request (a POST without an idempotency key, whatever its
 // body) is sent at most once, whatever the answer. A GetBody that fails
 // ends the retries: the caller gets the last answer, and the provider is
-// not charged with the host's failure. The Transport drains
-// and closes the bodies of the responses it discards, and returns the last
-// response when it gives up, so the caller sees the provider's final
-// answer (e.g. the last 429).
+// not charged with the host's failure; nor is it with a request body that
+// fails to read (a source that reset), or one the caller's deadline ended
+// while it was still being read. The Transport closes the bodies of the
+// responses it discards, and returns the last response when it gives up,
+// so the caller sees the provider's final answer (e.g. the last 429).
+//
+// A success is the provider's once its body is read: until the body ends
+// (read to its end, closed, or the request's context done), the request
+// holds its [Config.MaxInFlight] slot and the provider has not heard of
+// it. A body cut short (a provider under load that resets the connection
+// mid-answer) is the provider's transient failure, as a failed request
+// is: it never raises the learned rate, and the breaker counts it. Close
+// every body, as net/http asks.
 //
 // A request waits for its host's pacing slot before it is sent. When the
 // request's context has a deadline that the wait would pass, or the host
@@ -193,22 +203,46 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			discard(last)
 			last = nil
 		}
+		var body *sentBody
+		if r.Body != nil && r.Body != http.NoBody {
+			body = &sentBody{ReadCloser: r.Body}
+			r.Body = body
+		}
 		tries++
 		resp, err := t.transport().RoundTrip(r)
 		last = resp
+		if err != nil && body != nil {
+			if berr := body.failed(); berr != nil {
+				// The host's body failed to read (a source that reset,
+				// a query that failed), not the provider: it tells the
+				// provider nothing (net/http wraps it in a network
+				// error, which read as the provider's failure, and nine
+				// opened a healthy provider's breaker).
+				return forage.Outcome{Err: forage.Mark(fmt.Errorf("budget: transport: reading the request body: %w", berr), forage.Canceled)}
+			}
+			if !body.sent() && ctx.Err() != nil {
+				// The caller's deadline ended the request while its body
+				// was still being read: the provider never had the whole
+				// request, so it did not fail to answer (see once).
+				err = &unsentError{err}
+			}
+		}
 		return forage.FromHTTP(resp, err)
 	}
 	// The response body is read after RoundTrip returns, so the attempt's
 	// context must outlive the attempt: no per-attempt timeout here (the
 	// http.Client's Timeout bounds the exchange, body included).
-	opts := append([]CallOption{{keepContext: true}}, callsFrom(req.Context())...)
+	settle := &settler{}
+	opts := append([]CallOption{{keepContext: true, settle: settle}}, callsFrom(req.Context())...)
 	if !replayable {
 		opts = append(opts, NoRetry())
 	}
 	err = p.Do(req.Context(), RunFrom(req.Context()), attempt, opts...)
 	if last != nil {
+		settleOnBody(req.Context(), last, settle)
 		return last, nil
 	}
+	settle.run(nil) // a success with no response to return: none is due
 	if tries == 0 {
 		closeBody(req) // a RoundTripper closes the body, even unsent
 	}
@@ -279,4 +313,135 @@ func discard(resp *http.Response) {
 	if resp.Body != nil {
 		_ = resp.Body.Close()
 	}
+}
+
+// sentBody records how reading a request's body went, for the Transport to
+// tell the host's failure from the provider's. net/http reads the body on
+// a goroutine of its own.
+type sentBody struct {
+	io.ReadCloser
+	mu  sync.Mutex
+	err error // the first read error other than io.EOF
+	eof bool  // read to its end
+}
+
+// Read reads from the body, noting an error and the end.
+func (b *sentBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.mu.Lock()
+		if err == io.EOF {
+			b.eof = true
+		} else if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// failed returns the body's read error, if reading it failed.
+func (b *sentBody) failed() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// sent reports whether the body was read to its end.
+func (b *sentBody) sent() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof
+}
+
+// unsentError is an attempt's error when the caller's deadline ended it
+// before its body was all read: the provider had no whole request to
+// answer, so once does not count it as the provider's failure to answer.
+type unsentError struct{ err error }
+
+func (e *unsentError) Error() string { return e.err.Error() }
+func (e *unsentError) Unwrap() error { return e.err }
+
+// settler holds what settles a success through the Transport once its
+// body is read (see once): at most once, whoever calls first.
+type settler struct {
+	mu   sync.Mutex
+	f    func(bodyErr error)
+	done bool
+}
+
+// set arms s with f.
+func (s *settler) set(f func(bodyErr error)) {
+	s.mu.Lock()
+	s.f = f
+	s.mu.Unlock()
+}
+
+// run settles with bodyErr (nil: the body was read to its end, or the
+// caller closed it or gave up), if s is armed and not settled yet.
+func (s *settler) run(bodyErr error) {
+	s.mu.Lock()
+	f := s.f
+	if s.done || f == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.done = true
+	s.mu.Unlock()
+	f(bodyErr)
+}
+
+// settleOnBody settles s when resp's body ends: read to its end, failed,
+// closed, or the request's context done (a body the caller never closes
+// holds no slot past it). A response with no body to read settles at
+// once, and so does a 101 (its body is the connection, and must stay an
+// io.ReadWriteCloser).
+func settleOnBody(ctx context.Context, resp *http.Response, s *settler) {
+	s.mu.Lock()
+	armed := s.f != nil
+	s.mu.Unlock()
+	if !armed {
+		return
+	}
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		s.run(nil)
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { s.run(nil) })
+	resp.Body = &settledBody{ReadCloser: resp.Body, s: s, stop: stop, ctx: ctx}
+}
+
+// settledBody is a response body that settles its success when it ends:
+// a read error that is not the caller's is the provider's failure.
+type settledBody struct {
+	io.ReadCloser
+	s    *settler
+	stop func() bool
+	ctx  context.Context
+}
+
+// Read reads from the body; its end settles the success, or the failure.
+func (b *settledBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == nil:
+	case err == io.EOF || b.ctx.Err() != nil:
+		b.end(nil) // read whole, or the caller gave up
+	default:
+		b.end(err) // cut short: the provider's
+	}
+	return n, err
+}
+
+// Close closes the body; a body closed before its end settles as read.
+func (b *settledBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.end(nil)
+	return err
+}
+
+// end settles once.
+func (b *settledBody) end(err error) {
+	b.stop()
+	b.s.run(err)
 }

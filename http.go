@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,8 @@ var errNoResponse = errors.New("forage: no response and no error (a broken fetch
 // [errors.Is] and [errors.As] still reach the original error (a
 // [*url.Error] stays one, with its URL redacted).
 //
+// A pause given in milliseconds (Azure's x-ms-retry-after-ms, and
+// retry-after-ms) counts as a Retry-After; of several, the longest holds.
 // A Retry-After given as a date is read against the response's Date
 // header when it has one (the provider's clock, which may not agree with
 // ours), else against the local clock; so is a reset given as a Unix time
@@ -71,7 +74,7 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 	}
 	local := time.Now()
 	theirs := serverNow(resp.Header, local)
-	o.RetryAfter = retryAfter(resp.Header.Values("Retry-After"), theirs)
+	o.RetryAfter = max(retryAfter(resp.Header.Values("Retry-After"), theirs), retryAfterMs(resp.Header))
 	// A reset may be a Unix time in milliseconds, finer than Date's
 	// second: against Date, one 400 ms away read as up to 1.4 s (a spent
 	// window's pause, not a bucket's next token). The local clock is as
@@ -84,6 +87,27 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 		o.Quota = rl
 	}
 	return o
+}
+
+// retryAfterMs returns the pause a Retry-After in milliseconds asks for
+// (Azure's x-ms-retry-after-ms, and retry-after-ms), or 0: the longest of
+// them, capped at MaxRetryAfter.
+func retryAfterMs(h http.Header) time.Duration {
+	var d time.Duration
+	for _, k := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		for _, v := range h.Values(k) {
+			v = strings.TrimSpace(v)
+			if _, ok := parseDigits(v); !ok {
+				continue // digits only: no sign, no fraction
+			}
+			ms, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || ms >= uint64(MaxRetryAfter/time.Millisecond) {
+				ms = uint64(MaxRetryAfter / time.Millisecond) // out of range: more than the cap
+			}
+			d = max(d, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	return d
 }
 
 // retryAfter returns the longest pause the Retry-After values ask for,
@@ -202,6 +226,8 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     in seconds (above 1e12, in milliseconds); below, delta seconds.
 //     Reset-After (always delta seconds) wins over Reset, as a delta does
 //     not depend on the two clocks agreeing;
+//   - Bybit's X-Bapi-Limit, X-Bapi-Limit-Status (what is left) and
+//     X-Bapi-Limit-Reset-Timestamp (a Unix time in milliseconds);
 //   - Binance's X-MBX-USED-WEIGHT-<n><unit> (unit s, m, h or d): the weight
 //     used in that interval, as Used and Window. Binance does not send the
 //     limit. With several intervals, the shortest one is reported; a bare

@@ -186,6 +186,8 @@ var separateFamilies = [...]separateKeys{
 	{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Used", "Ratelimit-Reset", "Ratelimit-Reset-After"},
 	{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Used", "X-Ratelimit-Reset", "X-Ratelimit-Reset-After"},
 	{"X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Used", "X-Rate-Limit-Reset", "X-Rate-Limit-Reset-After"},
+	// Bybit: the limit, what is left, and the reset as a Unix time in ms.
+	{"X-Bapi-Limit", "X-Bapi-Limit-Status", "", "X-Bapi-Limit-Reset-Timestamp", ""},
 }
 
 // binancePrefix is the canonical form of Binance's used-weight headers.

@@ -50,3 +50,40 @@ func TestMarkedThrottlingOnA4xxIsHonoured(t *testing.T) {
 		t.Errorf("a 403 the host marked Throttled classifies as %v; want throttled", c)
 	}
 }
+
+// Azure Cosmos DB names its pause in milliseconds (x-ms-retry-after-ms),
+// as others do with retry-after-ms: it was ignored, and the request sent
+// again after the backoff's first step.
+func TestRetryAfterInMilliseconds(t *testing.T) {
+	for _, c := range []struct {
+		h    http.Header
+		want time.Duration
+	}{
+		{http.Header{"X-Ms-Retry-After-Ms": {"1500"}}, 1500 * time.Millisecond},
+		{http.Header{"Retry-After-Ms": {" 250 "}}, 250 * time.Millisecond},
+		{http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"2"}}, 2 * time.Second},
+		{http.Header{"Retry-After-Ms": {"99999999999999999999999"}}, forage.MaxRetryAfter},
+		{http.Header{"Retry-After-Ms": {"-5"}}, 0},
+		{http.Header{"Retry-After-Ms": {"1.5"}}, 0},
+	} {
+		o := forage.FromHTTP(&http.Response{StatusCode: 429, Header: c.h}, nil)
+		if o.RetryAfter != c.want {
+			t.Errorf("%v: RetryAfter %v, want %v", c.h, o.RetryAfter, c.want)
+		}
+	}
+}
+
+// Bybit's rate-limit headers: the limit, what is left (X-Bapi-Limit-Status)
+// and the reset as a Unix time in milliseconds.
+func TestBybitQuotaHeaders(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	h := http.Header{
+		"X-Bapi-Limit":                 {"120"},
+		"X-Bapi-Limit-Status":          {"0"},
+		"X-Bapi-Limit-Reset-Timestamp": {strconv.FormatInt(now.Add(1500*time.Millisecond).UnixMilli(), 10)},
+	}
+	q, ok := forage.ParseQuota(h, now)
+	if left, known := q.Left(); !ok || q.Limit != 120 || !known || left != 0 || q.Reset != 1500*time.Millisecond {
+		t.Fatalf("Bybit headers read as %+v, %v; want limit 120, 0 left, reset 1.5s", q, ok)
+	}
+}

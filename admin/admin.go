@@ -18,7 +18,7 @@ import (
 
 // Config configures the handler [New] returns. The zero value is valid:
 // every request for an IP address or localhost is authorized, any other
-// Host refused (see Authorize), POST /jobs creates jobs
+// Host refused (see Hosts), POST /jobs creates jobs
 // while the store holds fewer than 100,000, at most 1,000 providers are
 // paused through it, a GET /jobs, /providers or /connectors page holds at
 // most 4 MiB of JSON, and the charts sample every 5 s.
@@ -28,17 +28,28 @@ type Config struct {
 	// it wraps [ErrUnauthenticated] and 403 otherwise. A 401 carries
 	// `WWW-Authenticate: Bearer realm="forage"`, as RFC 9110 requires:
 	// clients send credentials in the Authorization header, which the hook
-	// reads from r. r.Method and r.URL.Path (relative to where the handler
-	// is mounted, after [http.StripPrefix]) say what is asked: GET and HEAD
-	// only read, POST and DELETE change state. It is called concurrently.
-	// Nil authorizes every request for an IP address or localhost and
-	// refuses any other Host with 403 (a web page could point a name of its
-	// own at the listener: DNS rebinding): then the handler must be
-	// reachable only by operators (on a private listener), since it pauses
-	// providers and creates and deletes jobs. Behind the host's own
-	// authentication, under a name, set it (to a func returning nil if that
-	// authentication is all there is).
+	// reads from r. r.Method and r.URL.EscapedPath() (relative to where the
+	// handler is mounted, after [http.StripPrefix]) say what is asked: GET
+	// and HEAD only read, POST and DELETE change state. (r.URL.Path has
+	// its escapes decoded: /connectors/a.example%2Fv2/pause acts on the
+	// key "a.example/v2", which r.URL.Path shows as /connectors/a.example/v2/pause.)
+	// It is called concurrently.
+	// Nil authorizes every request: then the handler must be reachable
+	// only by operators (on a private listener), since it pauses providers
+	// and creates and deletes jobs. Behind the host's own authentication,
+	// set it (to a func returning nil if that authentication is all there
+	// is).
 	Authorize func(r *http.Request) error
+	// Hosts are the names the handler is served under, besides IP
+	// addresses and localhost; a request for any other Host is refused
+	// with 403, Authorize or not. A web page could point a name of its own
+	// at the listener (DNS rebinding) and send it same-origin requests that
+	// no origin check tells from the operator's: behind an authentication
+	// a browser does not send to that name (a cookie, a bearer token) they
+	// are refused anyway, but behind one that is the network alone (a VPN,
+	// a private listener, an address allow-list) only this check refuses
+	// them. A name matches without regard to case, with or without a port.
+	Hosts []string
 	// MaxJobs caps the jobs the store may hold for POST /jobs to create one
 	// more: a creation beyond it answers 409, while updates of existing
 	// jobs still pass. It bounds what one client of the API can make the
@@ -236,9 +247,9 @@ func (h *Handler) routes() {
 // ServeHTTP authorizes r, refuses a state change a browser could have
 // forged, bounds the body and serves the route.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.cfg.Authorize == nil && !localHost(r.Host) {
+	if !localHost(r.Host) && !h.knownHost(r.Host) {
 		writeError(w, http.StatusForbidden, "Host", fmt.Errorf(
-			"admin: refused a request for host %q: with no Config.Authorize, only an IP address or localhost is served (a web page can point a name it controls at this listener)", r.Host))
+			"admin: refused a request for host %q: only an IP address, localhost or a name in Config.Hosts is served (a web page can point a name it controls at this listener)", r.Host))
 		return
 	}
 	if h.cfg.Authorize != nil {
@@ -251,6 +262,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, code, "", err)
 			return
 		}
+	}
+	if safeMethod(r.Method) && crossSiteFetch(r) {
+		// A read another site's page made the browser send (an <img>, a
+		// script, a fetch): it cannot read the answer, but the collector
+		// would pay for each one, hundreds at a time. Following a link
+		// (a navigation to a document) is served.
+		writeError(w, http.StatusForbidden, "Sec-Fetch-Site", fmt.Errorf(
+			"admin: refused a %s %s another site's page sent (Sec-Fetch-Site: %s, Sec-Fetch-Mode: %s)",
+			r.Method, r.URL.EscapedPath(), r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-Mode")))
+		return
 	}
 	if !safeMethod(r.Method) {
 		if err := h.cop.Check(r); err != nil {
@@ -271,9 +292,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// crossSiteFetch reports whether the browser says another site's page
+// sent r other than as a navigation to a document (Fetch Metadata).
+func crossSiteFetch(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document"
+	}
+	return false
+}
+
+// knownHost reports whether host (with or without a port) is one of
+// Config.Hosts.
+func (h *Handler) knownHost(host string) bool {
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		host = name
+	}
+	host = strings.TrimSuffix(host, ".")
+	for _, n := range h.cfg.Hosts {
+		if strings.EqualFold(strings.TrimSuffix(n, "."), host) {
+			return true
+		}
+	}
+	return false
+}
+
 // localHost reports whether host (a request's Host, with or without a
 // port) is an IP address or localhost: a name a web page cannot point at
-// another address. With no Authorize, only such hosts are served: a page
+// another address. Only such hosts, and Config.Hosts, are served: a page
 // the operator visits could otherwise rebind a name of its own to this
 // listener (DNS rebinding), and send it same-origin requests the
 // cross-origin check cannot tell from the operator's.

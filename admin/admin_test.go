@@ -308,3 +308,13 @@ func TestHandlerStatusPageEscapes(t *testing.T) {
 		t.Fatalf("GET /?state=idle: %d", code)
 	}
 }
+
+// TestNextRunIsBounded: interval_ms was held to [0, 100 years], but a
+// next_run of 9999-12-31 made a job that never runs, answered 201; and
+// since an upsert never moves a job's schedule, posting the spec again
+// did not mend it (found by a review).
+func TestNextRunIsBounded(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t, schedule.Config{}, nil)
+	a.wantBad("POST", "/jobs", `{"provider":"p","kind":"backfill","stream":"s","next_run":"9999-12-31T23:59:59Z"}`, "next_run")
+}

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/redact"
 )
 
@@ -82,7 +84,7 @@ type limitJSON struct {
 // first) over the last rateWindow.
 func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON {
 	c := connectorJSON{
-		Key: b.Key, Status: b.Status, Why: redact.String(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
+		Key: b.Key, Status: b.Status, Why: plainWhy(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
 		Phase: b.Phase, Breaker: b.Breaker, InFlight: b.InFlight, Requests: b.Requests, Share: b.Share,
 		TurnsUntil: b.TurnsUntil,
 	}
@@ -149,7 +151,13 @@ func (h *Handler) serveConnectors(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	release, err := h.turn(r.Context()) // a snapshot of the whole registry: in turn, as the others
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	list, more := h.connectors(time.Now(), after, int(limit))
+	release()
 	var buf bytes.Buffer
 	buf.WriteString(`{"connectors":[`)
 	n := 0
@@ -296,4 +304,21 @@ func (h *Handler) setStatus(w http.ResponseWriter, r *http.Request, key, status,
 	}
 	now := time.Now()
 	writeJSON(w, http.StatusOK, connectorOf(now, p.Snapshot(), h.hist.of(key)))
+}
+
+// plainWhy is an operator's reason as the handler serves it: redacted, at
+// most checkpoint.MaxNameLen bytes, with every control, format (bidi,
+// zero-width) and line or paragraph separator character a U+FFFD. One
+// set through the API meets the name rule already; one read from a shared
+// record may be anything another program wrote there (200 KB on every
+// page, bidi overrides that reorder what the operator reads, escape
+// sequences).
+func plainWhy(why string) string {
+	why = strings.Map(func(r rune) rune {
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return unicode.ReplacementChar
+		}
+		return r
+	}, strings.ToValidUTF8(why, string(unicode.ReplacementChar)))
+	return redact.Clip(redact.String(why), checkpoint.MaxNameLen)
 }

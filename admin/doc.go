@@ -52,15 +52,21 @@
 // The handler can pause every provider and create and delete jobs, so
 // every request meets the same rules, in this order:
 //
+//   - Hosts: a request for an IP address, localhost or a name in
+//     [Config.Hosts] is served, any other Host refused with 403: a web
+//     page the operator visits could point a name of its own at the
+//     listener (DNS rebinding) and send it same-origin requests. List the
+//     names the handler is served under.
 //   - Authorization: [Config.Authorize], a hook of the host's, sees the
 //     request before anything of it is read and refuses it with 401 (its
 //     error wraps [ErrUnauthenticated]; the answer carries a
 //     WWW-Authenticate challenge) or 403. Without the hook every request
-//     for an IP address or localhost is served, and any other Host is
-//     refused with 403: a web page the operator visits could point a name
-//     of its own at the listener (DNS rebinding) and send it same-origin
-//     requests. Serve the handler under a name only with the hook (it may
-//     accept every request the host's own authentication let through).
+//     is served: serve it so only on a listener only operators reach.
+//   - No reads for other sites: a GET another site's page made the
+//     browser send (an <img>, a script, a fetch: Sec-Fetch-Site
+//     cross-site or same-site, other than a link followed to a document)
+//     is refused with 403; it could not read the answer, but would cost
+//     the collector a snapshot each, hundreds at a time.
 //   - No forgery: a state change (any method but GET, HEAD and OPTIONS)
 //     must carry "Content-Type: application/json", else 415, and must not
 //     come from another origin ([http.CrossOriginProtection]), else 403. A

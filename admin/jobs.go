@@ -149,6 +149,12 @@ func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "interval_ms", invalid("interval_ms", "must be in [0, 100 years]", in.IntervalMS))
 		return
 	}
+	if !in.NextRun.IsZero() && in.NextRun.After(time.Now().Add(100*365*24*time.Hour)) {
+		// A job that never runs, and an upsert never moves a job's
+		// schedule: posting the spec again would not mend it.
+		writeError(w, http.StatusBadRequest, "next_run", invalid("next_run", "must be within 100 years", in.NextRun.UTC().Format(time.RFC3339)))
+		return
+	}
 	payload, err := base64.StdEncoding.DecodeString(in.Payload)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "payload", invalid("payload", "must be base64", err))

@@ -104,7 +104,7 @@ func (h *Handler) snapshot(ctx context.Context, after string, limit int) (schedu
 	snap, err := h.s.SnapshotPage(ctx, time.Now(), after, limit)
 	for _, p := range snap.Providers {
 		if p.Budget != nil { // an operator's reason set by the host's code, unredacted
-			p.Budget.Why = redact.String(p.Budget.Why)
+			p.Budget.Why = plainWhy(p.Budget.Why)
 		}
 	}
 	return snap, err

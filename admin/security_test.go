@@ -433,8 +433,10 @@ func TestHandlerMaxJobs(t *testing.T) {
 // (DNS rebinding) and send it same-origin requests that pass the
 // cross-origin check. Before, such a page paused a connector every
 // process obeys, read the jobs and deleted them (found by a review). An IP
-// address and localhost are served, and so is any host once Authorize is
-// set.
+// address and localhost are served, and so are the names in Hosts.
+// Authorize does not lift the check: behind an authentication that is the
+// network alone (a hook returning nil, as the docs advised for one), a
+// rebound page paused a provider and deleted a job (found by a review).
 func TestHandlerRefusesReboundHosts(t *testing.T) {
 	t.Parallel()
 	s, _ := newSched(t, schedule.Config{}, nil)
@@ -456,13 +458,69 @@ func TestHandlerRefusesReboundHosts(t *testing.T) {
 			t.Errorf("GET /jobs for host %q: %d %s, want 200", host, rec.Code, rec.Body)
 		}
 	}
-	authed, err := admin.New(s, admin.Config{Authorize: func(*http.Request) error { return nil }})
+	passThrough := func(*http.Request) error { return nil } // the network is the authentication
+	authed, err := admin.New(s, admin.Config{Authorize: passThrough})
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, r := range []struct{ method, path string }{{"POST", "/providers/p/pause"}, {"DELETE", "/jobs/1"}} {
+		req := localRequest(r.method, r.path, nil)
+		req.Host = "rebind.evil:8080"
+		req.Header.Set("Origin", "http://rebind.evil:8080")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Content-Type", "application/json")
+		if rec := send(authed, req); rec.Code != http.StatusForbidden {
+			t.Errorf("%s %s for host rebind.evil with a pass-through Authorize: %d %s, want 403", r.method, r.path, rec.Code, rec.Body)
+		}
+	}
+	named, err := admin.New(s, admin.Config{Authorize: passThrough, Hosts: []string{"Admin.Example.com."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"admin.example.com", "admin.example.com:8443", "ADMIN.example.com."} {
+		req := localRequest("GET", "/jobs", nil)
+		req.Host = host
+		if rec := send(named, req); rec.Code != http.StatusOK {
+			t.Errorf("GET /jobs for %q, a name in Hosts: %d %s, want 200", host, rec.Code, rec.Body)
+		}
+	}
 	req := localRequest("GET", "/jobs", nil)
-	req.Host = "admin.example.com"
-	if rec := send(authed, req); rec.Code != http.StatusOK {
-		t.Errorf("GET /jobs for a named host with Authorize set: %d %s, want 200", rec.Code, rec.Body)
+	req.Host = "rebind.evil"
+	if rec := send(named, req); rec.Code != http.StatusForbidden {
+		t.Errorf("GET /jobs for a name not in Hosts: %d %s, want 403", rec.Code, rec.Body)
+	}
+}
+
+// TestHandlerRefusesReadsOtherSitesSend: a GET another site's page made
+// the browser send (an <img>, a script, a fetch) is refused: it could not
+// read the answer, but the collector paid a snapshot of the whole registry
+// for each (hundreds at once, found by a review). A link followed to the
+// page is served.
+func TestHandlerRefusesReadsOtherSitesSend(t *testing.T) {
+	t.Parallel()
+	s, _ := newSched(t, schedule.Config{}, nil)
+	h := handler(t, s)
+	for _, c := range []struct {
+		site, mode, dest string
+		want             int
+	}{
+		{"cross-site", "no-cors", "image", http.StatusForbidden},
+		{"cross-site", "cors", "empty", http.StatusForbidden},
+		{"same-site", "no-cors", "script", http.StatusForbidden},
+		{"cross-site", "navigate", "iframe", http.StatusForbidden},
+		{"cross-site", "navigate", "document", http.StatusOK},
+		{"same-origin", "cors", "empty", http.StatusOK},
+		{"none", "navigate", "document", http.StatusOK},
+		{"", "", "", http.StatusOK}, // not a browser
+	} {
+		for _, path := range []string{"/", "/connectors", "/stats", "/providers", "/jobs"} {
+			req := localRequest("GET", path, nil)
+			req.Header.Set("Sec-Fetch-Site", c.site)
+			req.Header.Set("Sec-Fetch-Mode", c.mode)
+			req.Header.Set("Sec-Fetch-Dest", c.dest)
+			if rec := send(h, req); rec.Code != c.want {
+				t.Errorf("GET %s (Sec-Fetch-Site %q, Mode %q, Dest %q): %d, want %d", path, c.site, c.mode, c.dest, rec.Code, c.want)
+			}
+		}
 	}
 }

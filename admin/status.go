@@ -143,11 +143,21 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	defer release()
-	snap, err := h.s.SnapshotPage(r.Context(), time.Now(), "", schedule.MaxSnapshotProviders)
+	page, err := h.renderStatus(r, state)
+	release() // before the write: a client that stops reading holds no turn (it held every dashboard's)
 	if err != nil {
 		writeErr(w, err)
 		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(page)
+}
+
+// renderStatus renders the status page, in turn.
+func (h *Handler) renderStatus(r *http.Request, state schedule.State) ([]byte, error) {
+	snap, err := h.s.SnapshotPage(r.Context(), time.Now(), "", schedule.MaxSnapshotProviders)
+	if err != nil {
+		return nil, err
 	}
 	var jobs []schedule.Job
 	more, err := h.page(r.Context(), schedule.Query{State: state}, statusJobs, func(j schedule.Job) bool {
@@ -157,8 +167,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 		return true
 	})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
 	var buf bytes.Buffer
 	data := struct {
@@ -171,9 +180,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 		More      bool
 	}{snap, schedule.States, stateBars(snap.Jobs, schedule.States), h.providerViews(time.Now(), snap), state, jobs, more}
 	if err := statusPage.Execute(&buf, data); err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write(buf.Bytes())
+	return buf.Bytes(), nil
 }

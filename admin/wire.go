@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -97,6 +98,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "id", err)
 	case errors.Is(err, schedule.ErrRunning):
 		writeError(w, http.StatusConflict, "", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		writeError(w, http.StatusServiceUnavailable, "", err) // the client gave up waiting its turn: no fault of ours
 	default:
 		writeError(w, http.StatusInternalServerError, "", err)
 	}

@@ -321,6 +321,7 @@ const (
 	authKeyed              // the same for Authorization
 	secret                 // the next word is a secret value
 	authValue              // the next word is a credential, or an auth scheme and then one
+	authParams             // after an auth scheme this package does not know: its credential, or its parameters
 )
 
 // word redacts one word w of [String], which the words before left in
@@ -342,8 +343,18 @@ func word(w string, st state) (string, state) {
 			return w, secret
 		}
 		// A credential, or a scheme this package does not know
-		// ("Klaviyo-API-Key pk_…", "SSWS …"): the word after it is
-		// masked too, unless this one ends the value.
+		// ("Klaviyo-API-Key pk_…", "SSWS …", "OAuth oauth_consumer_key=…"):
+		// the word after it is masked too, unless this one ends the value.
+		if st := goesOn(w, secret); st == secret {
+			return Mask, authParams
+		}
+		return Mask, goesOn(w, secret)
+	case authParams:
+		if len(w) > 1 && w[len(w)-1] == '=' && strings.IndexByte(w, '=') == len(w)-1 && SecretKey(w[:len(w)-1]) != "" {
+			// `OAuth oauth_consumer_key="…", oauth_signature="…"`: an
+			// auth scheme's parameters, each value the next word.
+			return w, secret
+		}
 		return Mask, goesOn(w, secret)
 	case secret:
 		// "session=…; csrftoken=…; sid=…": a Cookie header's pairs, or
@@ -498,7 +509,12 @@ func queryStart(w string) int {
 // and '.': a name ending with a suffix ("x-mbx-apikey", "access_token",
 // "client_secret"), or equal to a name.
 var (
-	secretSuffixes = []string{"apikey", "token", "secret", "signature", "password", "passwd", "passphrase", "authorization", "accesskey", "secretkey", "privatekey", "sign", "cookie", "credential", "sessionid", "sessid"}
+	secretSuffixes = []string{"apikey", "token", "secret", "signature", "password", "passwd", "passphrase", "authorization", "accesskey", "secretkey", "privatekey", "sign", "cookie", "credential", "sessionid", "sessid",
+		// keys by another name: Azure's Ocp-Apim-Subscription-Key and
+		// X-Functions-Key, Cloudflare's X-Auth-Key, Datadog's
+		// DD-APPLICATION-KEY, Alpaca's APCA-API-KEY-ID, AWS's AccessKeyId,
+		// OAuth 1's oauth_consumer_key, license, app and listen keys
+		"subscriptionkey", "functionskey", "authkey", "applicationkey", "appkey", "consumerkey", "licensekey", "listenkey", "accesskeyid", "apikeyid"}
 	secretNames    = []string{"key", "sig", "auth", "pwd", "pass"}
 )
 
@@ -506,8 +522,10 @@ var (
 // '[' and ']') if it names a value [String] masks wherever it stands:
 // one ending with apikey, token, secret, signature, password, passwd,
 // passphrase, sign, cookie, credential, sessionid, sessid, authorization, accesskey,
-// secretkey or privatekey ("api_key", "X-MBX-APIKEY", "access_token",
-// "client_secret", "OK-ACCESS-SIGN"), or one of key, sig,
+// secretkey, privatekey, subscriptionkey, functionskey, authkey,
+// applicationkey, appkey, consumerkey, licensekey, listenkey, accesskeyid
+// or apikeyid ("api_key", "X-MBX-APIKEY", "access_token",
+// "client_secret", "OK-ACCESS-SIGN", "Ocp-Apim-Subscription-Key"), or one of key, sig,
 // auth, pwd and pass; otherwise "". A name longer than 64 bytes, or with
 // a byte a parameter name does not hold, is none.
 func SecretKey(name string) string {

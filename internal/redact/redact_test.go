@@ -172,6 +172,10 @@ func TestStringSecretsOutsideURLs(t *testing.T) {
 		{`{"access_token":"t1"}`, `{"access_token":"REDACTED"}`},
 		{`Authorization: Bearer t1`, `Authorization: Bearer REDACTED`},
 		{`authorization: t1 rest`, `authorization: REDACTED REDACTED`}, // t1 may be a scheme this package does not know (SSWS, GenieKey): the word after it may be the credential
+		{`Authorization: OAuth oauth_consumer_key="S3", oauth_signature="x"`, `Authorization: REDACTED oauth_consumer_key="REDACTED", oauth_signature="REDACTED"`}, // OAuth 1's parameters: each value masked
+		{`Ocp-Apim-Subscription-Key: S3 is invalid`, `Ocp-Apim-Subscription-Key: REDACTED is invalid`},
+		{`map[X-Functions-Key:[S3]]`, `map[X-Functions-Key:REDACTED`}, // the rest of the word, brackets too
+		{`{"AccessKeyId": "S3"}`, `{"AccessKeyId": "REDACTED"}`},
 		{`auth=u:p key = k1 passwd:pw`, `auth=REDACTED key = REDACTED passwd:REDACTED`},
 		// Unchanged: no secret key, no query string.
 		{`error: connection refused at 10:30`, `error: connection refused at 10:30`},

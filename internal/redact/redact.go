@@ -316,12 +316,12 @@ func endTag(s, name string) int {
 type state uint8
 
 const (
-	plain     state = iota // nothing pending
-	keyed                  // a secret key name: a ":" or "=" word may follow
-	authKeyed              // the same for Authorization
-	secret                 // the next word is a secret value
-	authValue              // the next word is a credential, or an auth scheme and then one
-	authParams             // after an auth scheme this package does not know: its credential, or its parameters
+	plain      state = iota // nothing pending
+	keyed                   // a secret key name: a ":" or "=" word may follow
+	authKeyed               // the same for Authorization
+	secret                  // the next word is a secret value
+	authValue               // the next word is a credential, or an auth scheme and then one
+	authParams              // after an auth scheme this package does not know: its credential, or its parameters
 )
 
 // word redacts one word w of [String], which the words before left in
@@ -515,7 +515,7 @@ var (
 		// DD-APPLICATION-KEY, Alpaca's APCA-API-KEY-ID, AWS's AccessKeyId,
 		// OAuth 1's oauth_consumer_key, license, app and listen keys
 		"subscriptionkey", "functionskey", "authkey", "applicationkey", "appkey", "consumerkey", "licensekey", "listenkey", "accesskeyid", "apikeyid"}
-	secretNames    = []string{"key", "sig", "auth", "pwd", "pass"}
+	secretNames = []string{"key", "sig", "auth", "pwd", "pass"}
 )
 
 // SecretKey returns name normalized (lower case, without '-', '_', '.',

@@ -87,7 +87,9 @@
 //	budget exhaustion           queued              now + Requeue                 no cool-down
 //	source pressure             waiting_rate_limit  Error.Until (*)               cooled until then
 //	  ... the provider failing  failed (counted)    Error.Until (*)               cooled until then
-//	  (unavailable, circuit_open)
+//	  (circuit_open, or unavailable with its breaker open)
+//	  ... unavailable, breaker  failed (counted)    the later of Error.Until (*)  -
+//	  closed (the job's alone)                      and the backoff (**)
 //	other error                 failed              now + Backoff × 2^(n-1) (**)  -
 //	interrupted (cancellation)  queued              unchanged: due at once        -
 //	turn over (a stream)        queued              now                           -
@@ -107,12 +109,15 @@
 // interrupted the run: only a cancellation (context.Canceled,
 // [ErrInterrupted], a [budget.Error] with ReasonCanceled) counts as
 // interrupted, so source pressure met by a run being paused still cools
-// its provider. A job paused during its run stays paused whatever the
+// its provider. A context error of the runner's own while the run's
+// context is alive (a Sink's statement timeout, a Source's client
+// closed) is a failure, not a cancellation: read as one, it was run
+// again at once, with no failure counted nor reason kept, for good. A job paused during its run stays paused whatever the
 // outcome, which still sets its stats and next run. Every outcome releases
 // the lease and counts the run.
 //
 // Budget exhaustion ([forage.Reason.Exhausted]: request cap, deadline,
-// retry budget, or RunTimeout) is a planned hand-off: the remainder is due
+// RunTimeout) is a planned hand-off: the remainder is due
 // again soon and nothing cools. Source pressure
 // ([forage.Reason.SourcePressure]: throttled, quota, unavailable, circuit
 // open, banned, paused) cools that provider only: none of its jobs starts before the

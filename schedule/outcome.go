@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/redact"
@@ -50,7 +51,10 @@ type outcome struct {
 	// down marks source pressure that is the provider failing (it kept
 	// answering 5xx, timing out or refusing connections, or its breaker
 	// is open): the job waits as for pressure, and fails (see apply).
-	down bool
+	// alone marks one whose breaker is not open: the job's calls failed,
+	// but the breaker, which sees every call of the provider, has not
+	// judged the provider down, so only the job waits.
+	down, alone bool
 }
 
 // FinishAt reports the end of a run of job, which must have come from this
@@ -103,7 +107,11 @@ func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Re
 		o.kind = outSuccess
 	}
 	s.count(o)
-	if o.kind == outPressure {
+	if o.kind == outPressure && !o.alone {
+		// Not for one job's failures the breaker did not find the
+		// provider's: a page that answers 500 for good cooled the
+		// provider a minute after each of its runs, and a healthy
+		// stream of it beside, polled every 10 s, ran once a minute.
 		s.cool(job.Provider, o.until)
 	}
 	owner := job.Lease.Owner
@@ -262,7 +270,7 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 			}
 			down := be.Reason == forage.ReasonUnavailable || be.Reason == forage.ReasonCircuitOpen
 			return outcome{kind: outPressure, until: maxTime(until, now.Add(s.cfg.Requeue)), err: err,
-				down: down, fresh: down && errors.As(err, new(progressed))}
+				down: down, alone: be.Reason == forage.ReasonUnavailable && !s.breakerOpen(be.Provider), fresh: down && errors.As(err, new(progressed))}
 		case be.Reason == forage.ReasonCanceled:
 			return outcome{kind: outInterrupted}
 		}
@@ -316,6 +324,11 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 				st.Streak = 1
 			}
 			j.State = StateFailed
+			if o.alone {
+				// Its own failures, again and again: backed off as any
+				// failure is, not retried every PressureWait for good.
+				j.NextRun = maxTime(o.until, now.Add(s.backoff(st.Streak)))
+			}
 		}
 	case outFailed:
 		st.Failures++
@@ -435,4 +448,15 @@ func lastError(err error) string {
 		return r
 	}, err.Error())
 	return redact.Clip(redact.String(msg), maxLastError)
+}
+
+// breakerOpen reports whether the breaker of the budget provider key is
+// open (false without a budget registry, or for a provider it does not
+// hold).
+func (s *Scheduler) breakerOpen(key string) bool {
+	if s.cfg.Budget == nil || key == "" {
+		return false
+	}
+	p, ok := s.cfg.Budget.Lookup(key)
+	return ok && p.Snapshot().Breaker == breaker.StateOpen.String()
 }

@@ -43,9 +43,12 @@ func TestOutcomeTable(t *testing.T) {
 		{"request cap", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonRequestCap}, schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
 		{"run deadline", schedule.KindIncremental, schedule.Result{}, context.DeadlineExceeded, schedule.StateQueued, finish.Add(requeue), time.Time{}, 0, 0},
 		{"throttled until reset", schedule.KindIncremental, schedule.Result{}, throttle, schedule.StateWaitingRateLimit, throttle.Until, throttle.Until, 0, 0},
-		// A provider that kept failing fails the job (counted) and cools
-		// the provider: it showed as waiting on a rate limit, no failure.
-		{"unavailable, end unknown", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonUnavailable}, schedule.StateFailed, finish.Add(time.Minute), finish.Add(time.Minute), 0, 1},
+		// A provider that kept failing fails the job (counted): it showed
+		// as waiting on a rate limit, no failure. Its breaker, which sees
+		// every call of the provider, is not open: the failures may be
+		// this job's alone (a page that answers 500 for good), so the
+		// provider is not cooled; an open breaker cools it.
+		{"unavailable, end unknown", schedule.KindBackfill, schedule.Result{}, &budget.Error{Reason: forage.ReasonUnavailable}, schedule.StateFailed, finish.Add(time.Minute), time.Time{}, 0, 1},
 		{"circuit open", schedule.KindGapFill, schedule.Result{}, &budget.Error{Reason: forage.ReasonCircuitOpen, Until: finish.Add(30 * time.Second)}, schedule.StateFailed, finish.Add(30 * time.Second), finish.Add(30 * time.Second), 0, 1},
 		{"permanent", schedule.KindIncremental, schedule.Result{}, &budget.Error{Reason: forage.ReasonPermanent, Status: 400}, schedule.StateFailed, finish.Add(5 * time.Second), time.Time{}, 0, 1},
 		{"other error", schedule.KindBackfill, schedule.Result{}, errors.New("sink: disk full"), schedule.StateFailed, finish.Add(5 * time.Second), time.Time{}, 0, 1},

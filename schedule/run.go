@@ -78,10 +78,31 @@ func (s *Scheduler) run(parent context.Context, wg *sync.WaitGroup, a *active, j
 	if err != nil && ctx.Err() != nil && a.ctx.Err() == nil && canceled(err) {
 		err = &budget.Error{Reason: forage.ReasonDeadline, Provider: job.Provider, Err: err}
 	}
+	if err != nil && ctx.Err() == nil && canceled(err) {
+		if be := (*budget.Error)(nil); !errors.As(err, &be) || be.Reason == forage.ReasonCanceled {
+			// The run's context is alive: the context error is the
+			// runner's own (a Sink's statement timeout, a Source's
+			// client closed), a failure. Read as the run's end, it was
+			// requeued without a failure counted or a reason kept, run
+			// after run: a Sink whose database stopped answering
+			// re-fetched its page every 6 s for good, one whose writer
+			// was closed 12,000 times in two minutes.
+			err = &ownContextError{err}
+		}
+	}
 	// The outcome is written even when Run is returning.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.cfg.LeaseTTL)
 	defer cancel()
 	_, _ = s.finish(wctx, time.Now(), a, res, err) // store errors counted and logged
+}
+
+// ownContextError is a runner's failure with a context error of its own,
+// while the run's context was alive (see run). It does not unwrap, so the
+// outcome reads it as a failure, not as the run's end.
+type ownContextError struct{ err error }
+
+func (e *ownContextError) Error() string {
+	return "a context of the runner's own ended (the run's had not): " + e.err.Error()
 }
 
 // canceled reports whether err says a context ended: a context error,

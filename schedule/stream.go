@@ -370,10 +370,20 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 	tick := time.NewTicker(backfilledPoll)
 	defer tick.Stop()
 	deadline, bounded := ctx.Deadline()
+	var known []unfinishedJob // the last listing that succeeded, of knownTotal streams
+	knownTotal := 0
 	for {
 		left, total, err := s.unfinished(ctx, deadline)
 		if err == nil && len(left) == 0 {
 			return nil
+		}
+		if err == nil {
+			known, knownTotal = left, total
+		} else if ctx.Err() != nil && known != nil {
+			// The deadline came during the listing: what the last one
+			// showed still names the streams not done (the error named
+			// none, only the listing's own deadline).
+			left, total, err = known, knownTotal, nil
 		}
 		if err == nil && bounded && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.may }) {
 			return fmt.Errorf("schedule: %d of %d streams cannot be done by the deadline: %s: %w", len(left), total, describe(left), context.DeadlineExceeded)

@@ -1,6 +1,7 @@
 package slice
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,8 +28,10 @@ type session[R any] struct {
 	lease checkpoint.Lease
 	rep   *Report
 	// pending are the IDs of the stream's cursor gaps that were unresolved
-	// when the stream run started: the only ones it may resolve.
-	pending []int64
+	// when the stream run started: the only ones it may resolve; atCursor
+	// their cursors, by ID.
+	pending  []int64
+	atCursor map[int64][]byte
 }
 
 // Run advances the stream from its checkpoint until it is caught up or the
@@ -323,6 +326,21 @@ func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) erro
 	if _, gerr := s.addGap(ctx, g, stop); gerr != nil {
 		return errors.Join(err, gerr)
 	}
+	// The gaps pending at this very cursor are this hole, as an earlier
+	// run saw it: the new record supersedes them (a cursor the provider
+	// let expire piled up a record a run, 179 in a week, each rewritten
+	// in a file store at every one after).
+	kept := s.pending[:0]
+	for _, id := range s.pending {
+		if c, ok := s.atCursor[id]; ok && bytes.Equal(c, cursor) {
+			if rerr := s.resolve(ctx, id); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			continue
+		}
+		kept = append(kept, id)
+	}
+	s.pending = kept
 	return err
 }
 
@@ -403,9 +421,11 @@ func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.
 // (those without a Range) as the run starts: the gaps it may resolve.
 func (s *session[R]) listPending(ctx context.Context) error {
 	s.pending = s.pending[:0]
+	s.atCursor = map[int64][]byte{}
 	return s.eachGap(ctx, func(g checkpoint.Gap) (bool, error) {
 		if g.Range.IsZero() {
 			s.pending = append(s.pending, g.ID)
+			s.atCursor[g.ID] = g.Cursor
 		}
 		return true, nil
 	})

@@ -1,0 +1,82 @@
+package schedule_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/schedule"
+	"github.com/forage-go/forage/slice"
+)
+
+// rvList is a healthy list endpoint of one-record pages; it counts the
+// requests it serves.
+type rvList struct{ calls atomic.Int64 }
+
+func (*rvList) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{}, true, nil
+}
+
+func (f *rvList) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
+	f.calls.Add(1)
+	time.Sleep(10 * time.Millisecond)
+	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
+	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10))}, forage.Outcome{Status: 200}
+}
+
+// rvSlowDB is a Sink over a database that has stopped answering: each
+// write gives up after its own 5 s statement timeout, or (cancelled) fails
+// with the error a closed pool returns.
+type rvSlowDB struct{ err error }
+
+func (d rvSlowDB) Write(ctx context.Context, _ slice.Page[int64]) error {
+	if d.err == context.DeadlineExceeded {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		<-ctx.Done()
+		return fmt.Errorf("insert contacts: %w", ctx.Err())
+	}
+	return fmt.Errorf("insert contacts: %w", d.err)
+}
+
+func rvSinkDown(t *testing.T, err error) {
+	synctest.Test(t, func(t *testing.T) {
+		reg, _ := budget.NewRegistry(budget.RegistryConfig{})
+		s, e := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})},
+			schedule.NewMemoryJobStore(), nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		src := &rvList{}
+		if e := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/contacts", Provider: "saas",
+			Backfill: src, Sink: rvSlowDB{err}}); e != nil {
+			t.Fatal(e)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		time.Sleep(2 * time.Minute)
+		cancel()
+		<-done
+		jobs, _ := s.Jobs(t.Context(), schedule.Query{})
+		j := jobs[0]
+		t.Logf("2 minutes of a sink failing with %v: %d requests to the provider; job %s, runs %d, failures %d, streak %d, last error %q",
+			err, src.calls.Load(), j.State, j.Stats.Runs, j.Stats.Failures, j.Stats.Streak, j.Stats.LastError)
+		if j.Stats.Failures == 0 {
+			t.Errorf("a sink that failed every write for 2 minutes: %d runs, none counted a failure, no error kept", j.Stats.Runs)
+		}
+	})
+}
+
+// A Sink's own timeout reads as the run's planned hand-off (requeued in
+// 1 s, no failure, no reason kept); its own cancellation as an interrupt
+// (due again at once).
+func TestASinksOwnTimeoutIsAFailure(t *testing.T)      { rvSinkDown(t, context.DeadlineExceeded) }
+func TestASinksOwnCancellationIsAFailure(t *testing.T) { rvSinkDown(t, context.Canceled) }

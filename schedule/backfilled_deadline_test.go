@@ -15,14 +15,14 @@ import (
 	"github.com/forage-go/forage/slice"
 )
 
-// rvForever is a feed whose pagination never ends.
-type rvForever struct{}
+// tForever is a feed whose pagination never ends.
+type tForever struct{}
 
-func (rvForever) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+func (tForever) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
 	return slice.Slice{}, true, nil
 }
 
-func (rvForever) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
+func (tForever) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
 	time.Sleep(20 * time.Millisecond)
 	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
 	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10))}, forage.Outcome{Status: 200}
@@ -36,7 +36,7 @@ func TestBackfilledNamesTheStreamsAtItsDeadline(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			reg, _ := budget.NewRegistry(budget.RegistryConfig{})
 			s, _ := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})}, schedule.NewMemoryJobStore(), nil)
-			if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/events", Provider: "saas", Incremental: rvForever{},
+			if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/events", Provider: "saas", Incremental: tForever{},
 				Every: time.Minute, Sink: slice.SinkFunc[int64](func(context.Context, slice.Page[int64]) error { return nil })}); err != nil {
 				t.Fatal(err)
 			}

@@ -16,27 +16,27 @@ import (
 	"github.com/forage-go/forage/slice"
 )
 
-// rvList is a healthy list endpoint of one-record pages; it counts the
+// tList is a healthy list endpoint of one-record pages; it counts the
 // requests it serves.
-type rvList struct{ calls atomic.Int64 }
+type tList struct{ calls atomic.Int64 }
 
-func (*rvList) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+func (*tList) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
 	return slice.Slice{}, true, nil
 }
 
-func (f *rvList) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
+func (f *tList) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
 	f.calls.Add(1)
 	time.Sleep(10 * time.Millisecond)
 	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
 	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10))}, forage.Outcome{Status: 200}
 }
 
-// rvSlowDB is a Sink over a database that has stopped answering: each
+// tSlowDB is a Sink over a database that has stopped answering: each
 // write gives up after its own 5 s statement timeout, or (cancelled) fails
 // with the error a closed pool returns.
-type rvSlowDB struct{ err error }
+type tSlowDB struct{ err error }
 
-func (d rvSlowDB) Write(ctx context.Context, _ slice.Page[int64]) error {
+func (d tSlowDB) Write(ctx context.Context, _ slice.Page[int64]) error {
 	if d.err == context.DeadlineExceeded {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -46,7 +46,7 @@ func (d rvSlowDB) Write(ctx context.Context, _ slice.Page[int64]) error {
 	return fmt.Errorf("insert contacts: %w", d.err)
 }
 
-func rvSinkDown(t *testing.T, err error) {
+func tSinkDown(t *testing.T, err error) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, _ := budget.NewRegistry(budget.RegistryConfig{})
 		s, e := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})},
@@ -54,9 +54,9 @@ func rvSinkDown(t *testing.T, err error) {
 		if e != nil {
 			t.Fatal(e)
 		}
-		src := &rvList{}
+		src := &tList{}
 		if e := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/contacts", Provider: "saas",
-			Backfill: src, Sink: rvSlowDB{err}}); e != nil {
+			Backfill: src, Sink: tSlowDB{err}}); e != nil {
 			t.Fatal(e)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -78,5 +78,5 @@ func rvSinkDown(t *testing.T, err error) {
 // A Sink's own timeout reads as the run's planned hand-off (requeued in
 // 1 s, no failure, no reason kept); its own cancellation as an interrupt
 // (due again at once).
-func TestASinksOwnTimeoutIsAFailure(t *testing.T)      { rvSinkDown(t, context.DeadlineExceeded) }
-func TestASinksOwnCancellationIsAFailure(t *testing.T) { rvSinkDown(t, context.Canceled) }
+func TestASinksOwnTimeoutIsAFailure(t *testing.T)      { tSinkDown(t, context.DeadlineExceeded) }
+func TestASinksOwnCancellationIsAFailure(t *testing.T) { tSinkDown(t, context.Canceled) }

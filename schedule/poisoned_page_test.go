@@ -14,16 +14,16 @@ import (
 	"github.com/forage-go/forage/slice"
 )
 
-// rvPoison is a feed whose page after cursor 3 answers 500 on every
+// tPoison is a feed whose page after cursor 3 answers 500 on every
 // attempt, for good (a record the provider cannot serialize); every other
 // page is fine.
-type rvPoison struct{}
+type tPoison struct{}
 
-func (rvPoison) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+func (tPoison) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
 	return slice.Slice{}, true, nil
 }
 
-func (rvPoison) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
+func (tPoison) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
 	time.Sleep(50 * time.Millisecond)
 	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
 	if n == 3 {
@@ -32,14 +32,14 @@ func (rvPoison) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], for
 	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10))}, forage.Outcome{Status: 200}
 }
 
-// rvHealthy is a healthy feed of 5 one-record pages, then caught up.
-type rvHealthy struct{}
+// tHealthy is a healthy feed of 5 one-record pages, then caught up.
+type tHealthy struct{}
 
-func (rvHealthy) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+func (tHealthy) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
 	return slice.Slice{}, true, nil
 }
 
-func (rvHealthy) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
+func (tHealthy) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
 	time.Sleep(50 * time.Millisecond)
 	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
 	if n >= 5 {
@@ -48,9 +48,9 @@ func (rvHealthy) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], fo
 	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10)), Last: n+1 >= 5}, forage.Outcome{Status: 200}
 }
 
-type rvDrop struct{}
+type tDrop struct{}
 
-func (rvDrop) Write(context.Context, slice.Page[int64]) error { return nil }
+func (tDrop) Write(context.Context, slice.Page[int64]) error { return nil }
 
 // A caught-up stream polled every 10 s beside a stream whose one page
 // answers 500 for good: the provider is cooled for PressureWait after each
@@ -67,12 +67,12 @@ func TestAPoisonedPageDoesNotSlowASibling(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/contacts", Provider: "saas",
-				Incremental: rvHealthy{}, Every: 10 * time.Second, Sink: rvDrop{}}); err != nil {
+				Incremental: tHealthy{}, Every: 10 * time.Second, Sink: tDrop{}}); err != nil {
 				t.Fatal(err)
 			}
 			if poisoned {
 				if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/deals", Provider: "saas",
-					Incremental: rvPoison{}, Every: 10 * time.Second, Sink: rvDrop{}}); err != nil {
+					Incremental: tPoison{}, Every: 10 * time.Second, Sink: tDrop{}}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -12,15 +12,15 @@ import (
 	"github.com/forage-go/forage/slice"
 )
 
-// rvExpiring answers the first page with a token that has expired by the
+// tExpiring answers the first page with a token that has expired by the
 // time the next run resumes from it: 410 Gone, "cursor expired".
-type rvExpiring struct{}
+type tExpiring struct{}
 
-func (rvExpiring) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+func (tExpiring) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
 	return slice.Slice{}, true, nil
 }
 
-func (rvExpiring) Fetch(_ context.Context, sl slice.Slice) (slice.Page[string], forage.Outcome) {
+func (tExpiring) Fetch(_ context.Context, sl slice.Slice) (slice.Page[string], forage.Outcome) {
 	if len(sl.After) == 0 {
 		return slice.Page[string]{Records: []string{"a", "b"}, Next: []byte("tok-1")}, forage.Outcome{Status: 200}
 	}
@@ -34,7 +34,7 @@ func TestAnExpiredCursorKeepsOneGap(t *testing.T) {
 	store := checkpoint.NewMemoryStore(checkpoint.Config{})
 	p, _ := budget.NewLocal("saas", budget.Config{Burst: 100, Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
 	r, err := slice.New(slice.Config[string]{Stream: "saas/items", Mode: checkpoint.SteadyState, Store: store, Provider: p,
-		Source: rvExpiring{}, Sink: slice.SinkFunc[string](func(context.Context, slice.Page[string]) error { return nil })})
+		Source: tExpiring{}, Sink: slice.SinkFunc[string](func(context.Context, slice.Page[string]) error { return nil })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,33 +3,15 @@ package schedule_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/slice"
 )
-
-// tList is a healthy list endpoint of one-record pages; it counts the
-// requests it serves.
-type tList struct{ calls atomic.Int64 }
-
-func (*tList) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
-	return slice.Slice{}, true, nil
-}
-
-func (f *tList) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
-	f.calls.Add(1)
-	time.Sleep(10 * time.Millisecond)
-	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
-	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10))}, forage.Outcome{Status: 200}
-}
 
 // tSlowDB is a Sink over a database that has stopped answering: each
 // write gives up after its own 5 s statement timeout, or (cancelled) fails
@@ -54,7 +36,7 @@ func tSinkDown(t *testing.T, err error) {
 		if e != nil {
 			t.Fatal(e)
 		}
-		src := &tList{}
+		src := &pager{delay: 10 * time.Millisecond}
 		if e := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/contacts", Provider: "saas",
 			Backfill: src, Sink: tSlowDB{err}}); e != nil {
 			t.Fatal(e)
@@ -75,8 +57,9 @@ func tSinkDown(t *testing.T, err error) {
 	})
 }
 
-// A Sink's own timeout reads as the run's planned hand-off (requeued in
-// 1 s, no failure, no reason kept); its own cancellation as an interrupt
-// (due again at once).
+// A Sink's own timeout read as the run's planned hand-off (requeued in
+// 1 s, no failure, no reason kept), its own cancellation as an interrupt
+// (due again at once): run after run, for good (found by a review). Both
+// are failures now, counted, kept and backed off.
 func TestASinksOwnTimeoutIsAFailure(t *testing.T)      { tSinkDown(t, context.DeadlineExceeded) }
 func TestASinksOwnCancellationIsAFailure(t *testing.T) { tSinkDown(t, context.Canceled) }

@@ -2,61 +2,22 @@ package schedule_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
-	"github.com/forage-go/forage/slice"
 )
 
-// tPoison is a feed whose page after cursor 3 answers 500 on every
-// attempt, for good (a record the provider cannot serialize); every other
-// page is fine.
-type tPoison struct{}
-
-func (tPoison) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
-	return slice.Slice{}, true, nil
-}
-
-func (tPoison) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
-	time.Sleep(50 * time.Millisecond)
-	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
-	if n == 3 {
-		return slice.Page[int64]{}, forage.Outcome{Status: 500}
-	}
-	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10))}, forage.Outcome{Status: 200}
-}
-
-// tHealthy is a healthy feed of 5 one-record pages, then caught up.
-type tHealthy struct{}
-
-func (tHealthy) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
-	return slice.Slice{}, true, nil
-}
-
-func (tHealthy) Fetch(_ context.Context, sl slice.Slice) (slice.Page[int64], forage.Outcome) {
-	time.Sleep(50 * time.Millisecond)
-	n, _ := strconv.ParseInt(string(sl.After), 10, 64)
-	if n >= 5 {
-		return slice.Page[int64]{Next: sl.After, Last: true}, forage.Outcome{Status: 200}
-	}
-	return slice.Page[int64]{Records: []int64{n}, Next: []byte(strconv.FormatInt(n+1, 10)), Last: n+1 >= 5}, forage.Outcome{Status: 200}
-}
-
-type tDrop struct{}
-
-func (tDrop) Write(context.Context, slice.Page[int64]) error { return nil }
-
-// A caught-up stream polled every 10 s beside a stream whose one page
-// answers 500 for good: the provider is cooled for PressureWait after each
-// of the failing stream's runs, and the healthy stream's cadence goes from
-// 10 s to about a minute. The failing job is retried every PressureWait
-// forever, its streak growing with no growing backoff.
+// TestAPoisonedPageDoesNotSlowASibling: a caught-up stream polled every
+// 10 s beside a stream whose one page answers 500 for good, the
+// provider's breaker closed. The provider was cooled for PressureWait
+// after each of the failing stream's runs, and the healthy stream's
+// cadence went from 10 s to about a minute; the failing job was retried
+// every PressureWait forever, its streak growing with no growing backoff
+// (found by a review). Now the failing job alone waits, backed off.
 func TestAPoisonedPageDoesNotSlowASibling(t *testing.T) {
 	runs := func(poisoned bool) (n int64) {
 		synctest.Test(t, func(t *testing.T) {
@@ -67,12 +28,12 @@ func TestAPoisonedPageDoesNotSlowASibling(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/contacts", Provider: "saas",
-				Incremental: tHealthy{}, Every: 10 * time.Second, Sink: tDrop{}}); err != nil {
+				Incremental: &pager{delay: 50 * time.Millisecond, end: 5}, Every: 10 * time.Second, Sink: dropAll}); err != nil {
 				t.Fatal(err)
 			}
 			if poisoned {
 				if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/deals", Provider: "saas",
-					Incremental: tPoison{}, Every: 10 * time.Second, Sink: tDrop{}}); err != nil {
+					Incremental: &pager{delay: 50 * time.Millisecond, fail: 3}, Every: 10 * time.Second, Sink: dropAll}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -32,7 +32,9 @@ type Config struct {
 	// Aging is the wait worth one priority point: a due job that has waited
 	// Aging longer than another ranks as if its priority were one lower, so
 	// a low-priority job is never starved by a stream of fresh
-	// high-priority work. At most [MaxAging]. Defaults to 1 minute;
+	// high-priority work of its class (head work, or backfills: a
+	// backfill waits while its provider has head work due or running,
+	// aging or not). At most [MaxAging]. Defaults to 1 minute;
 	// [NoAging] turns aging off (strict priority: a job never gains points
 	// by waiting).
 	Aging time.Duration

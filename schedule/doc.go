@@ -56,8 +56,9 @@
 //
 // [Scheduler.ClaimAt] is the decision. Due jobs are ranked by NextRun +
 // Priority × Aging: strict priority for jobs due together, and a job
-// waiting Aging longer gains a point, so low-priority work is never starved.
-// Within that order a job starts only if
+// waiting Aging longer gains a point, so low-priority work is never starved
+// by fresher work of its class (head work, or backfills; see below for how
+// the two share a provider). Within that order a job starts only if
 //
 //   - fewer than MaxRunning jobs run in this scheduler, and fewer than
 //     MaxPerProvider of its provider run anywhere (live leases in the
@@ -66,7 +67,11 @@
 //   - it is head work, or it is a backfill and its provider has no head
 //     job due or running (head first, tail when idle) and
 //     [Config.Spare] says the provider has budget to spare. Under
-//     saturation backfills wait; fresh data does not.
+//     saturation backfills wait; fresh data does not. Aging does not lift
+//     this rule: a provider whose head work never idles (a cursor feed
+//     whose backlog never drains: each turn that ends with more to fetch
+//     is due again at once) runs none of its backfills until it does;
+//     give such a feed a provider key of its own, or bound its turns.
 //
 // The store does the picking ([JobStore.Claim]), so the rule holds across
 // processes sharing a database, and the memory store indexes due jobs per

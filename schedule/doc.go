@@ -70,8 +70,7 @@
 //     saturation backfills wait; fresh data does not. Aging does not lift
 //     this rule: a provider whose head work never idles (a cursor feed
 //     whose backlog never drains: each turn that ends with more to fetch
-//     is due again at once) runs none of its backfills until it does;
-//     give such a feed a provider key of its own, or bound its turns.
+//     is due again at once) runs none of its backfills until it does.
 //
 // The store does the picking ([JobStore.Claim]), so the rule holds across
 // processes sharing a database, and the memory store indexes due jobs per

@@ -318,3 +318,13 @@ func TestNextRunIsBounded(t *testing.T) {
 	a := newAPI(t, schedule.Config{}, nil)
 	a.wantBad("POST", "/jobs", `{"provider":"p","kind":"backfill","stream":"s","next_run":"9999-12-31T23:59:59Z"}`, "next_run")
 }
+
+// TestAJobBodyNamesEachFieldOnce: a field of POST /jobs given twice, or
+// spelled otherwise than its name, is a 400 naming it (the last of
+// duplicates won, whatever an audit log had read).
+func TestAJobBodyNamesEachFieldOnce(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t, schedule.Config{}, nil)
+	a.wantBad("POST", "/jobs", `{"provider":"p","kind":"backfill","stream":"s","stream":"t"}`, "stream")
+	a.wantBad("POST", "/jobs", `{"provider":"p","kind":"backfill","stream":"s","Priority":3}`, "Priority")
+}

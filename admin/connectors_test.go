@@ -401,3 +401,26 @@ func TestConnectorsShowShares(t *testing.T) {
 		}
 	})
 }
+
+// TestAmbiguousBodiesAreRefused: encoding/json matches names without
+// regard to case and keeps the last of duplicates, so a body that an
+// audit log, a proxy or an Authorize hook reading it as a map took for a
+// pause of a.example paused b.example, or resumed where it read a pause
+// (found by a review). A field given twice, or spelled otherwise than its
+// name, is a 400 naming it.
+func TestAmbiguousBodiesAreRefused(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: quick()})
+	provider(reg, "a.example")
+	provider(reg, "b.example")
+	a := connectorAPI(t, reg, admin.Config{})
+	for _, body := range []string{
+		`{"key":"a.example","KEY":"b.example","status":"paused"}`,
+		`{"key":"a.example","key":"b.example","status":"paused"}`,
+		`{"key":"a.example","status":"paused","Status":"active"}`,
+	} {
+		if code, resp := a.do("POST", "/connectors", body); code != http.StatusBadRequest {
+			t.Errorf("POST /connectors %s: %d %s; want 400 naming the repeated field", body, code, resp)
+		}
+	}
+}

@@ -186,7 +186,10 @@ func (h *Handler) serveUpsert(w http.ResponseWriter, r *http.Request) {
 func decodeField(err error) string {
 	var te *json.UnmarshalTypeError
 	var mb *http.MaxBytesError
+	var fe *fieldError
 	switch {
+	case errors.As(err, &fe):
+		return fe.field
 	case errors.As(err, &te):
 		return te.Field
 	case errors.As(err, &mb):

@@ -1,11 +1,15 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/forage-go/forage/internal/argerr"
@@ -142,13 +146,70 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // refused: anything after it (a second object, stray text) is an error, not
 // silently ignored.
 func decodeOne(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	body, err := io.ReadAll(r) // bounded by ServeHTTP
+	if err != nil {
+		return err
+	}
+	if err := plainFields(body, v); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("admin: a body holds one JSON object, with nothing after it")
+	}
+	return nil
+}
+
+// fieldError is a body's field named twice, or spelled otherwise than its
+// name: encoding/json matches names without regard to case and keeps the
+// last of duplicates, so an audit log, a proxy or an Authorize hook that
+// reads the body as a map would take {"key":"a","KEY":"b"} for a change
+// of a, and the handler would make it to b.
+type fieldError struct{ field, why string }
+
+func (e *fieldError) Error() string {
+	return fmt.Sprintf("admin: invalid argument: %s %s", e.field, e.why)
+}
+
+// plainFields checks the top-level object of body: no field named twice
+// (without regard to case), and each of v's fields spelled as its JSON
+// name. Anything else is left to the decoder.
+func plainFields(body []byte, v any) error {
+	names := map[string]string{} // lower case -> the name as spelled
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		for i := range t.Elem().NumField() {
+			if name, _, _ := strings.Cut(t.Elem().Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+				names[strings.ToLower(name)] = name
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil // not an object: the decoder says why
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		low := strings.ToLower(key)
+		if seen[low] {
+			return &fieldError{key, "is given twice"}
+		}
+		seen[low] = true
+		if name, ok := names[low]; ok && name != key {
+			return &fieldError{key, fmt.Sprintf("must be spelled %q", name)}
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
 	}
 	return nil
 }

@@ -126,15 +126,14 @@ func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON 
 // connectors returns the connectors at now named after after, at most
 // limit, and whether more are left.
 func (h *Handler) connectors(now time.Time, after string, limit int) ([]connectorJSON, bool) {
-	snaps := h.snapshots(now)
-	i, _ := slices.BinarySearchFunc(snaps, after, func(b budget.Snapshot, key string) int { return strings.Compare(b.Key, key) })
-	if i < len(snaps) && snaps[i].Key == after {
-		i++
+	reg := h.s.Budget()
+	if reg == nil {
+		return nil, false
 	}
-	snaps = snaps[i:]
-	more := len(snaps) > limit
-	out := make([]connectorJSON, 0, min(len(snaps), limit))
-	for _, b := range snaps[:min(len(snaps), limit)] {
+	h.sample(now)
+	snaps, more := reg.SnapshotPage(after, limit) // the page alone: a crawler's registry may hold 100,000
+	out := make([]connectorJSON, 0, len(snaps))
+	for _, b := range snaps {
 		out = append(out, connectorOf(now, b, h.hist.of(b.Key)))
 	}
 	return out, more

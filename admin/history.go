@@ -121,24 +121,13 @@ func (h *history) of(key string) []sample {
 	return nil
 }
 
-// snapshots returns the budget registry's snapshots at now (none without a
-// registry), first sampling them if the last sample is due.
-func (h *Handler) snapshots(now time.Time) []budget.Snapshot {
-	reg := h.s.Budget()
-	if reg == nil {
-		return nil
-	}
-	snaps := reg.Snapshot()
-	if h.hist.due(now) {
-		h.hist.take(now, snaps)
-	}
-	return snaps
-}
-
-// sample samples the budget registry at now if the last sample is due.
+// sample samples the budget registry at now if the last sample is due:
+// the first maxCharted providers, the ones charted, and no other (a
+// crawler's registry may hold 100,000).
 func (h *Handler) sample(now time.Time) {
 	if reg := h.s.Budget(); reg != nil && h.hist.due(now) {
-		h.hist.take(now, reg.Snapshot())
+		snaps, _ := reg.SnapshotPage("", maxCharted)
+		h.hist.take(now, snaps)
 	}
 }
 

@@ -1,0 +1,53 @@
+package budget_test
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage/budget"
+)
+
+// TestPropertySnapshotPagesAreTheSnapshot: the pages of SnapshotPage,
+// followed from "" by each page's last key, are Snapshot's providers in
+// its order, whatever the page size; more says whether a page follows.
+func TestPropertySnapshotPagesAreTheSnapshot(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		reg, err := budget.NewRegistry(budget.RegistryConfig{})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for _, k := range rapid.SliceOfDistinct(rapid.StringMatching(`[a-z0-9.]{1,12}`), rapid.ID[string]).Draw(rt, "keys") {
+			if _, err := reg.Get(k); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		limit := rapid.IntRange(1, 7).Draw(rt, "limit")
+		var got []string
+		after := ""
+		for {
+			page, more := reg.SnapshotPage(after, limit)
+			if len(page) > limit || more && len(page) != limit {
+				rt.Fatalf("page of %d (more %v) for a limit of %d", len(page), more, limit)
+			}
+			for _, s := range page {
+				got = append(got, s.Key)
+			}
+			if !more {
+				break
+			}
+			after = page[len(page)-1].Key
+		}
+		var want []string
+		for _, s := range reg.Snapshot() {
+			want = append(want, s.Key)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			rt.Fatalf("pages %v, snapshot %v", got, want)
+		}
+		if page, more := reg.SnapshotPage("", 0); page != nil || more {
+			rt.Fatalf("a page of 0: %v, %v", page, more)
+		}
+	})
+}

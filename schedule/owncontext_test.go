@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/slice"
 )
@@ -30,23 +29,13 @@ func (d tSlowDB) Write(ctx context.Context, _ slice.Page[int64]) error {
 
 func tSinkDown(t *testing.T, err error) {
 	synctest.Test(t, func(t *testing.T) {
-		reg, _ := budget.NewRegistry(budget.RegistryConfig{})
-		s, e := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})},
-			schedule.NewMemoryJobStore(), nil)
-		if e != nil {
-			t.Fatal(e)
-		}
+		s, _ := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
 		src := &pager{delay: 10 * time.Millisecond}
 		if e := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/contacts", Provider: "saas",
 			Backfill: src, Sink: tSlowDB{err}}); e != nil {
 			t.Fatal(e)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		time.Sleep(2 * time.Minute)
-		cancel()
-		<-done
+		runFor(t, s, 2*time.Minute)
 		jobs, _ := s.Jobs(t.Context(), schedule.Query{})
 		j := jobs[0]
 		t.Logf("2 minutes of a sink failing with %v: %d requests to the provider; job %s, runs %d, failures %d, streak %d, last error %q",

@@ -1,13 +1,11 @@
 package schedule_test
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
 )
 
@@ -21,12 +19,7 @@ import (
 func TestAPoisonedPageDoesNotSlowASibling(t *testing.T) {
 	runs := func(poisoned bool) (n int64) {
 		synctest.Test(t, func(t *testing.T) {
-			reg, _ := budget.NewRegistry(budget.RegistryConfig{})
-			s, err := schedule.New(schedule.Config{Budget: reg, Checkpoints: checkpoint.NewMemoryStore(checkpoint.Config{})},
-				schedule.NewMemoryJobStore(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, _ := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
 			if err := schedule.AddStream(t.Context(), s, schedule.Stream[int64]{Name: "saas/contacts", Provider: "saas",
 				Incremental: &pager{delay: 50 * time.Millisecond, end: 5}, Every: 10 * time.Second, Sink: dropAll}); err != nil {
 				t.Fatal(err)
@@ -37,12 +30,7 @@ func TestAPoisonedPageDoesNotSlowASibling(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- s.Run(ctx) }()
-			time.Sleep(30 * time.Minute)
-			cancel()
-			<-done
+			runFor(t, s, 30*time.Minute)
 			jobs, _ := s.Jobs(t.Context(), schedule.Query{})
 			for _, j := range jobs {
 				if j.Stream == "saas/contacts" {

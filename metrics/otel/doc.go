@@ -1,7 +1,7 @@
 // Package otel exports the measurements of forage providers as
-// OpenTelemetry metrics: [New] returns a [Metrics], a [budget.Metrics] to
-// set as budget.Config.Metrics or budget.RegistryConfig.Metrics, that
-// records through a meter of an OpenTelemetry [metric.MeterProvider].
+// OpenTelemetry metrics: [New] returns a [budget.Metrics], to set as
+// budget.Config.Metrics or budget.RegistryConfig.Metrics, that records
+// through a meter of an OpenTelemetry [metric.MeterProvider].
 //
 // Its name is that of the project it exports to; import it under another
 // name (forageotel) beside go.opentelemetry.io/otel.

@@ -37,10 +37,10 @@ type Config struct {
 // defaultBuckets are the histogram bounds when Config.Buckets is nil.
 var defaultBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
-// Metrics records forage's provider measurements with OpenTelemetry
-// instruments. It implements [budget.Metrics]. Metrics is safe for
+// recorder records forage's provider measurements with OpenTelemetry
+// instruments: the [budget.Metrics] [New] returns. It is safe for
 // concurrent use.
-type Metrics struct {
+type recorder struct {
 	attempts, retries, stops, pauses, cuts, transitions metric.Int64Counter
 	inFlight                                            metric.Int64UpDownCounter
 	rate, ceiling, share                                metric.Float64Gauge
@@ -57,13 +57,13 @@ type series struct {
 	classes [forage.Canceled + 1][]metric.AddOption // provider=key, class=…
 }
 
-var _ budget.Metrics = (*Metrics)(nil)
+var _ budget.Metrics = (*recorder)(nil)
 
-// New returns a Metrics whose instruments belong to a meter of
-// cfg.MeterProvider, or an error: one wrapping [ErrInvalidConfig] that
+// New returns a [budget.Metrics], safe for concurrent use, that records
+// through instruments of a meter of cfg.MeterProvider, or an error: one wrapping [ErrInvalidConfig] that
 // names the invalid field, or the meter's own for an instrument it could
 // not make.
-func New(cfg Config) (*Metrics, error) {
+func New(cfg Config) (budget.Metrics, error) {
 	if cfg.MeterProvider == nil {
 		cfg.MeterProvider = global.GetMeterProvider()
 	}
@@ -76,7 +76,7 @@ func New(cfg Config) (*Metrics, error) {
 		}
 	}
 	meter := cfg.MeterProvider.Meter(ScopeName)
-	m := &Metrics{}
+	m := &recorder{}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -115,7 +115,7 @@ func New(cfg Config) (*Metrics, error) {
 }
 
 // of returns key's series, made on first use.
-func (m *Metrics) of(key string) *series {
+func (m *recorder) of(key string) *series {
 	if s, ok := m.keys.Load(key); ok {
 		return s.(*series)
 	}
@@ -136,7 +136,7 @@ func with(key, name, value string) metric.MeasurementOption {
 }
 
 // Begin counts an attempt in flight (and a retry) and records its wait.
-func (m *Metrics) Begin(key string, retry bool, wait time.Duration) {
+func (m *recorder) Begin(key string, retry bool, wait time.Duration) {
 	ctx, s := context.Background(), m.of(key)
 	m.inFlight.Add(ctx, 1, s.add...)
 	if retry {
@@ -146,7 +146,7 @@ func (m *Metrics) Begin(key string, retry bool, wait time.Duration) {
 }
 
 // End counts an attempt by class and records its latency.
-func (m *Metrics) End(key string, class forage.Class, latency time.Duration) {
+func (m *recorder) End(key string, class forage.Class, latency time.Duration) {
 	ctx, s := context.Background(), m.of(key)
 	m.inFlight.Add(ctx, -1, s.add...)
 	m.attempts.Add(ctx, 1, s.classes[min(class, forage.Canceled)]...)
@@ -154,17 +154,17 @@ func (m *Metrics) End(key string, class forage.Class, latency time.Duration) {
 }
 
 // Stop counts a call that ended without success, by reason.
-func (m *Metrics) Stop(key string, reason forage.Reason) {
+func (m *recorder) Stop(key string, reason forage.Reason) {
 	m.stops.Add(context.Background(), 1, with(key, "reason", string(reason)))
 }
 
 // Pause counts a pause set or extended, by reason.
-func (m *Metrics) Pause(key string, reason forage.Reason, _ time.Duration) {
+func (m *recorder) Pause(key string, reason forage.Reason, _ time.Duration) {
 	m.pauses.Add(context.Background(), 1, with(key, "reason", string(reason)))
 }
 
 // Rate records the rate, ceiling and share gauges and counts a cut.
-func (m *Metrics) Rate(key string, rate, ceiling, share float64, cut bool) {
+func (m *recorder) Rate(key string, rate, ceiling, share float64, cut bool) {
 	ctx, s := context.Background(), m.of(key)
 	m.rate.Record(ctx, rate, s.record...)
 	m.ceiling.Record(ctx, ceiling, s.record...)
@@ -175,12 +175,12 @@ func (m *Metrics) Rate(key string, rate, ceiling, share float64, cut bool) {
 }
 
 // Breaker counts a breaker transition, by the state entered.
-func (m *Metrics) Breaker(key string, to breaker.State) {
+func (m *recorder) Breaker(key string, to breaker.State) {
 	m.transitions.Add(context.Background(), 1, with(key, "state", to.String()))
 }
 
-// Forget drops what Metrics keeps for key: the registry dropped its
+// Forget drops what the recorder keeps for key: the registry dropped its
 // provider. OpenTelemetry's synchronous instruments cannot delete a series
 // once recorded: with delta temporality an exporter stops sending an idle
 // one; with cumulative temporality the SDK's cardinality limit bounds them.
-func (m *Metrics) Forget(key string) { m.keys.Delete(key) }
+func (m *recorder) Forget(key string) { m.keys.Delete(key) }

@@ -1,8 +1,7 @@
 // Package prom exports the measurements of forage providers to
-// Prometheus: [New] returns a [Metrics] that is both a
-// [budget.Metrics] (set it as budget.Config.Metrics or
-// budget.RegistryConfig.Metrics) and a [prometheus.Collector] (register it
-// with a [prometheus.Registerer]).
+// Prometheus: [New] returns a [Metrics], both a [budget.Metrics] (set it
+// as budget.Config.Metrics or budget.RegistryConfig.Metrics) and a
+// [prometheus.Collector] (register it with a [prometheus.Registerer]).
 //
 // # Series
 //

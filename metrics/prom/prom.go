@@ -33,10 +33,16 @@ type Config struct {
 	Buckets []float64
 }
 
-// Metrics holds the Prometheus collectors of forage's providers. It
-// implements [budget.Metrics], to give to providers, and
-// [prometheus.Collector], to register. Metrics is safe for concurrent use.
-type Metrics struct {
+// Metrics is what [New] returns: a [budget.Metrics], to give to providers,
+// and a [prometheus.Collector], to register. It is safe for concurrent use.
+type Metrics interface {
+	budget.Metrics
+	prometheus.Collector
+}
+
+// collectors holds the Prometheus collectors of forage's providers: the
+// [Metrics] [New] returns.
+type collectors struct {
 	attempts, stops, pauses, transitions *prometheus.CounterVec
 	retries, cuts                        *prometheus.CounterVec
 	rate, ceiling, share, inFlight       *prometheus.GaugeVec
@@ -54,15 +60,12 @@ type series struct {
 	latency, wait    prometheus.Observer
 }
 
-var (
-	_ budget.Metrics       = (*Metrics)(nil)
-	_ prometheus.Collector = (*Metrics)(nil)
-)
+var _ Metrics = (*collectors)(nil)
 
 // New returns the collectors for cfg, or an error wrapping
 // [ErrInvalidConfig] that names the invalid field. Register the result
 // with a [prometheus.Registerer] to export it.
-func New(cfg Config) (*Metrics, error) {
+func New(cfg Config) (Metrics, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "forage"
 	}
@@ -84,7 +87,7 @@ func New(cfg Config) (*Metrics, error) {
 	histogram := func(name, help string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: name, Help: help, Buckets: cfg.Buckets}, []string{"provider"})
 	}
-	return &Metrics{
+	return &collectors{
 		attempts:    counter("attempts_total", "Attempts answered, by outcome class.", "class"),
 		retries:     counter("retries_total", "Attempts that were retries."),
 		stops:       counter("stops_total", "Calls that ended without success, by reason.", "reason"),
@@ -101,7 +104,7 @@ func New(cfg Config) (*Metrics, error) {
 }
 
 // of returns key's series, made on first use.
-func (m *Metrics) of(key string) *series {
+func (m *collectors) of(key string) *series {
 	if s, ok := m.keys.Load(key); ok {
 		return s.(*series)
 	}
@@ -123,7 +126,7 @@ func (m *Metrics) of(key string) *series {
 }
 
 // Begin counts an attempt in flight (and a retry) and observes its wait.
-func (m *Metrics) Begin(key string, retry bool, wait time.Duration) {
+func (m *collectors) Begin(key string, retry bool, wait time.Duration) {
 	s := m.of(key)
 	s.inFlight.Inc()
 	if retry {
@@ -133,7 +136,7 @@ func (m *Metrics) Begin(key string, retry bool, wait time.Duration) {
 }
 
 // End counts an attempt by class and observes its latency.
-func (m *Metrics) End(key string, class forage.Class, latency time.Duration) {
+func (m *collectors) End(key string, class forage.Class, latency time.Duration) {
 	s := m.of(key)
 	s.inFlight.Dec()
 	s.attempts[min(class, forage.Canceled)].Inc()
@@ -141,17 +144,17 @@ func (m *Metrics) End(key string, class forage.Class, latency time.Duration) {
 }
 
 // Stop counts a call that ended without success, by reason.
-func (m *Metrics) Stop(key string, reason forage.Reason) {
+func (m *collectors) Stop(key string, reason forage.Reason) {
 	m.stops.WithLabelValues(key, string(reason)).Inc()
 }
 
 // Pause counts a pause set or extended, by reason.
-func (m *Metrics) Pause(key string, reason forage.Reason, _ time.Duration) {
+func (m *collectors) Pause(key string, reason forage.Reason, _ time.Duration) {
 	m.pauses.WithLabelValues(key, string(reason)).Inc()
 }
 
 // Rate sets the rate, ceiling and share gauges and counts a cut.
-func (m *Metrics) Rate(key string, rate, ceiling, share float64, cut bool) {
+func (m *collectors) Rate(key string, rate, ceiling, share float64, cut bool) {
 	s := m.of(key)
 	s.rate.Set(rate)
 	s.ceil.Set(ceiling)
@@ -162,12 +165,12 @@ func (m *Metrics) Rate(key string, rate, ceiling, share float64, cut bool) {
 }
 
 // Breaker counts a breaker transition, by the state entered.
-func (m *Metrics) Breaker(key string, to breaker.State) {
+func (m *collectors) Breaker(key string, to breaker.State) {
 	m.transitions.WithLabelValues(key, to.String()).Inc()
 }
 
 // Forget deletes every series of key: the registry dropped its provider.
-func (m *Metrics) Forget(key string) {
+func (m *collectors) Forget(key string) {
 	m.keys.Delete(key)
 	l := prometheus.Labels{"provider": key}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
@@ -178,22 +181,22 @@ func (m *Metrics) Forget(key string) {
 	}
 }
 
-// collectors returns every collector, in a fixed order.
-func (m *Metrics) collectors() []prometheus.Collector {
+// all returns every collector, in a fixed order.
+func (m *collectors) all() []prometheus.Collector {
 	return []prometheus.Collector{m.attempts, m.retries, m.stops, m.pauses, m.cuts, m.transitions,
 		m.rate, m.ceiling, m.share, m.inFlight, m.latency, m.wait}
 }
 
 // Describe sends the descriptors of every metric; see [prometheus.Collector].
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range m.collectors() {
+func (m *collectors) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.all() {
 		c.Describe(ch)
 	}
 }
 
 // Collect sends every series; see [prometheus.Collector].
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range m.collectors() {
+func (m *collectors) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.all() {
 		c.Collect(ch)
 	}
 }

@@ -75,7 +75,7 @@ func measure(t *testing.T, pol providertest.Scenario, cl client) cell {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), peerRun)
 		defer cancel()
-		cl.run(ctx, srv.Transport(), peerURL, peerWorkers)
+		cl.run(ctx, srv.Client().Transport, peerURL, peerWorkers)
 		st := srv.Stats()
 		allowed := pol.Allowed(peerRun)
 		c = cell{

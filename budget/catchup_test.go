@@ -33,7 +33,7 @@ func TestPacerCatchesUpWhereTheProviderAllowsIt(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%.0f/s burst %d, Burst %d", c.rate, c.burst, c.cfgBurst), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.RateLimit(c.rate, c.burst),
+				srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.Limit{Rate: c.rate, Burst: c.burst},
 					Latency: 3 * time.Millisecond, Jitter: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
 					t.Fatal(err)
@@ -42,7 +42,7 @@ func TestPacerCatchesUpWhereTheProviderAllowsIt(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				attempt := simAttempt(srv.Transport(), nil)
+				attempt := simAttempt(srv.Client().Transport, nil)
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				drive(ctx, p, 4, attempt)
 				cancel()

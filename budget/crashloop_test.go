@@ -31,14 +31,14 @@ func TestACrashLoopIsNeverBanned(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.RateLimit(20, 1),
+				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: 20, Burst: 1},
 					Answer: providertest.AnswerBan, Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond,
 					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				store := checkpoint.NewMemoryStore(checkpoint.Config{})
-				attempt := simAttempt(srv.Transport(), nil)
+				attempt := simAttempt(srv.Client().Transport, nil)
 				rng := rand.New(rand.NewPCG(seed, 7))
 				for kill := range 13 {
 					p, err := budget.NewLocal("sim", budget.Config{Records: store})

@@ -26,7 +26,7 @@ import (
 func TestEchoesOfARefusalDoNotOpenTheBreaker(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.WindowLimit(21, time.Second), Answer: providertest.Answer429,
+		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Count: 21, Window: time.Second}, Answer: providertest.Answer429,
 			Latency: 80 * time.Millisecond, Jitter: 30 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -44,7 +44,7 @@ func TestEchoesOfARefusalDoNotOpenTheBreaker(t *testing.T) {
 		ok := 0
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		drive(ctx, p, 12, simAttempt(srv.Transport(), func() { mu.Lock(); ok++; mu.Unlock() }))
+		drive(ctx, p, 12, simAttempt(srv.Client().Transport, func() { mu.Lock(); ok++; mu.Unlock() }))
 		if got := float64(ok) / (21 * 60); opened.Load() > 0 || got < 0.6 {
 			t.Fatalf("breaker opened %d times, %.0f%% of the limit served; want never, >= 60%%", opened.Load(), 100*got)
 		}

@@ -39,7 +39,7 @@ func testAFloorRecovers(t *testing.T, pause time.Duration) {
 		if err := store.SaveRecord(context.Background(), rec); err != nil {
 			t.Fatal(err)
 		}
-		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.RateLimit(20, 1), Answer: providertest.Answer429,
+		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Rate: 20, Burst: 1}, Answer: providertest.Answer429,
 			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func testAFloorRecovers(t *testing.T, pause time.Duration) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), pause+10*time.Second)
 		defer cancel()
-		drive(ctx, p, 3, simAttempt(srv.Transport(), nil))
+		drive(ctx, p, 3, simAttempt(srv.Client().Transport, nil))
 		if st := srv.Stats(); st.OK < 20 || st.Throttled > 0 {
 			t.Errorf("10 s after a restore at 0.05/s against a 20/s provider (a pause of %v first): %d ok, %d refused; want 20 or more, none refused", pause, st.OK, st.Throttled)
 		}

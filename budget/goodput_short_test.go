@@ -55,35 +55,35 @@ func shortRows() []shortRow {
 			Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 	}
 	noisy := func(f providertest.Fault, share float64) providertest.Config {
-		c := base(providertest.RateLimit(17, 1), providertest.Answer429)
+		c := base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429)
 		c.FaultRate, c.Faults = share, []providertest.Fault{f}
 		return c
 	}
-	ietf := base(providertest.WindowLimit(600, 30*time.Second), providertest.Answer429)
+	ietf := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429)
 	ietf.Headers = providertest.HeaderIETF
-	mixed := base(providertest.WindowLimit(600, 30*time.Second), providertest.Answer429)
+	mixed := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429)
 	mixed.Headers = providertest.HeaderIETF | providertest.HeaderBinance
-	bucket := base(providertest.RateLimit(17, 1), providertest.Answer429)
+	bucket := base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429)
 	bucket.Headers = providertest.HeaderIETF
-	ban := base(providertest.RateLimit(15, 1), providertest.AnswerBan)
-	halves := base(providertest.RateLimit(40, 1), providertest.Answer429)
-	halves.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.RateLimit(20, 1)}}
-	halves20 := base(providertest.RateLimit(20, 1), providertest.Answer429)
-	halves20.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.RateLimit(10, 1)}}
+	ban := base(providertest.Limit{Rate: 15, Burst: 1}, providertest.AnswerBan)
+	halves := base(providertest.Limit{Rate: 40, Burst: 1}, providertest.Answer429)
+	halves.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.Limit{Rate: 20, Burst: 1}}}
+	halves20 := base(providertest.Limit{Rate: 20, Burst: 1}, providertest.Answer429)
+	halves20.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.Limit{Rate: 10, Burst: 1}}}
 	return []shortRow{
-		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.RateLimit(17, 1), providertest.Answer429), rate: 17, workers: 3},
-		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.RateLimit(13, 2), providertest.Answer429), rate: 13, workers: 3},
-		{name: "gcra 50/s burst 10, 429+RA", cfg: base(providertest.RateLimit(50, 10), providertest.Answer429), rate: 50, workers: 8},
-		{name: "gcra 40/s burst 40, 429+RA", cfg: base(providertest.RateLimit(40, 40), providertest.Answer429), rate: 40, workers: 8},
-		{name: "gcra 100/s burst 30, 429+RA", cfg: base(providertest.RateLimit(100, 30), providertest.Answer429), rate: 100, workers: 16},
-		{name: "gcra 200/s burst 1, 429+RA", cfg: base(providertest.RateLimit(200, 1), providertest.Answer429), rate: 200, workers: 8},
-		{name: "fixed 600/30s, 429+RA", cfg: base(providertest.WindowLimit(600, 30*time.Second), providertest.Answer429), rate: 20, workers: 3},
+		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429), rate: 17, workers: 3},
+		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.Limit{Rate: 13, Burst: 2}, providertest.Answer429), rate: 13, workers: 3},
+		{name: "gcra 50/s burst 10, 429+RA", cfg: base(providertest.Limit{Rate: 50, Burst: 10}, providertest.Answer429), rate: 50, workers: 8},
+		{name: "gcra 40/s burst 40, 429+RA", cfg: base(providertest.Limit{Rate: 40, Burst: 40}, providertest.Answer429), rate: 40, workers: 8},
+		{name: "gcra 100/s burst 30, 429+RA", cfg: base(providertest.Limit{Rate: 100, Burst: 30}, providertest.Answer429), rate: 100, workers: 16},
+		{name: "gcra 200/s burst 1, 429+RA", cfg: base(providertest.Limit{Rate: 200, Burst: 1}, providertest.Answer429), rate: 200, workers: 8},
+		{name: "fixed 600/30s, 429+RA", cfg: base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429), rate: 20, workers: 3},
 		{name: "fixed 600/30s, IETF headers", cfg: ietf, rate: 20, workers: 3, target: 0.98},
 		{name: "fixed 600/30s, IETF+X-MBX", cfg: mixed, rate: 20, workers: 3, target: 0.98},
 		{name: "gcra 17/s, IETF headers", cfg: bucket, rate: 17, workers: 3},
-		{name: "gcra 17/s, bare 429", cfg: base(providertest.RateLimit(17, 1), providertest.AnswerBare429), rate: 17, workers: 3},
-		{name: "gcra 17/s, 503", cfg: base(providertest.RateLimit(17, 1), providertest.Answer503), rate: 17, workers: 3},
-		{name: "gcra 17/s, slow-down", cfg: base(providertest.RateLimit(17, 1), providertest.AnswerSlowDown), rate: 17, workers: 3},
+		{name: "gcra 17/s, bare 429", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.AnswerBare429), rate: 17, workers: 3},
+		{name: "gcra 17/s, 503", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer503), rate: 17, workers: 3},
+		{name: "gcra 17/s, slow-down", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.AnswerSlowDown), rate: 17, workers: 3},
 		{name: "gcra 15/s, ban after 5/min", cfg: ban, rate: 15, workers: 3},
 		{name: "gcra 40/s halving to 20/s", cfg: halves, rate: 30, workers: 3},
 		{name: "gcra 20/s halving to 10/s", cfg: halves20, rate: 15, workers: 3},
@@ -129,7 +129,7 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt := srv.Transport()
+		rt := srv.Client().Transport
 		var bcfg budget.Config
 		if os.Getenv("SHORT_TRACE") != "" {
 			bcfg.Logger = traceLogger(slog.LevelInfo)

@@ -68,7 +68,7 @@ func runGoodput(t *testing.T, pol providertest.Scenario, s goodputSetup, newPace
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt := srv.Transport()
+		rt := srv.Client().Transport
 		var cfg budget.Config
 		if newPacer != nil {
 			cfg.Pacer = newPacer() // made in the bubble: its timers are fake

@@ -40,7 +40,7 @@ func TestRestartsNeverRatchetTheLearnedRateDown(t *testing.T) {
 // gap apart.
 func restartsHold(t *testing.T, gap time.Duration) {
 	const limit, runs, runFor = 20.0, 10, 10 * time.Second
-	srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.RateLimit(limit, 1),
+	srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.Limit{Rate: limit, Burst: 1},
 		Answer: providertest.Answer429, FaultRate: 0.03, Faults: []providertest.Fault{providertest.Fault503},
 		Latency: 3 * time.Millisecond, Jitter: 3 * time.Millisecond,
 		Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
@@ -48,7 +48,7 @@ func restartsHold(t *testing.T, gap time.Duration) {
 		t.Fatal(err)
 	}
 	store := checkpoint.NewMemoryStore(checkpoint.Config{})
-	attempt := simAttempt(srv.Transport(), nil)
+	attempt := simAttempt(srv.Client().Transport, nil)
 	var served []float64
 	var before int64
 	for run := range runs {

@@ -35,7 +35,7 @@ func TestARestoredRateOverTheLimitIsNeverBanned(t *testing.T) {
 				if err := store.SaveRecord(context.Background(), r); err != nil {
 					t.Fatal(err)
 				}
-				srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.RateLimit(tc.limit, 1),
+				srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.Limit{Rate: tc.limit, Burst: 1},
 					Answer: providertest.AnswerBan, Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond,
 					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
@@ -47,7 +47,7 @@ func TestARestoredRateOverTheLimitIsNeverBanned(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
-				drive(ctx, p, workers, simAttempt(srv.Transport(), nil))
+				drive(ctx, p, workers, simAttempt(srv.Client().Transport, nil))
 				st := srv.Stats()
 				bans, share = st.Bans, float64(st.OK)/(tc.limit*120)
 			})

@@ -63,7 +63,7 @@ func startProc(t *testing.T, key string, cfg budget.Config, srv *providertest.Se
 	pr := &proc{p: p, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(pr.done)
-		drive(ctx, p, workers, simAttempt(srv.Transport(), nil))
+		drive(ctx, p, workers, simAttempt(srv.Client().Transport, nil))
 	}()
 	return pr
 }
@@ -94,7 +94,7 @@ func stopAll(procs []*proc) {
 // lease.
 func TestSharedProcessesStayUnderTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.RateLimit(30, 5),
+		srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.Limit{Rate: 30, Burst: 5},
 			Latency: 3 * time.Millisecond, Jitter: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -137,7 +137,7 @@ func TestSharedProcessesStayUnderTheLimit(t *testing.T) {
 // windows, never refuses one request, and they use most of it.
 func TestSharedKnownLimitNeverExceeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 5, Limit: providertest.WindowLimit(100, 10*time.Second),
+		srv, err := providertest.New(providertest.Config{Seed: 5, Limit: providertest.Limit{Count: 100, Window: 10 * time.Second},
 			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -179,7 +179,7 @@ func twoOnAFlakyStore(t *testing.T, limit providertest.Limit) (*providertest.Ser
 // to 10 s.)
 func TestSharesSurviveAStoreOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, store, a, b := twoOnAFlakyStore(t, providertest.RateLimit(20, 1))
+		_, store, a, b := twoOnAFlakyStore(t, providertest.Limit{Rate: 20, Burst: 1})
 		time.Sleep(15 * time.Second)
 		before := a.p.Snapshot().Share
 		store.down.Store(true)
@@ -210,7 +210,7 @@ func TestSharedKnownLimitSurvivesAnOutage(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.WindowLimit(60, 2*time.Second),
+				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.Limit{Count: 60, Window: 2 * time.Second},
 					Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
 					t.Fatal(err)
@@ -242,7 +242,7 @@ func TestSharedKnownLimitSurvivesAnOutage(t *testing.T) {
 // second per process, however fast the provider is.
 func TestShareRenewalsPerSecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.RateLimit(200, 1),
+		srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.Limit{Rate: 200, Burst: 1},
 			Latency: 2 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +271,7 @@ func TestShareRenewalsPerSecond(t *testing.T) {
 // window: 42% of it with 8 OS processes).
 func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 4, Limit: providertest.WindowLimit(200, 10*time.Second),
+		srv, err := providertest.New(providertest.Config{Seed: 4, Limit: providertest.Limit{Count: 200, Window: 10 * time.Second},
 			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -328,7 +328,7 @@ func TestSharedPauseReachesEveryProcessAtOnce(t *testing.T) {
 			var later, ok int64
 			for seed := range uint64(16) {
 				synctest.Test(t, func(t *testing.T) {
-					srv, procs := eightSharing(t, providertest.Config{Seed: seed, Limit: providertest.WindowLimit(200, 10*time.Second),
+					srv, procs := eightSharing(t, providertest.Config{Seed: seed, Limit: providertest.Limit{Count: 200, Window: 10 * time.Second},
 						Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond}, watch)
 					time.Sleep(10 * time.Second) // the first window: the climb
 					first := srv.Stats().Throttled
@@ -354,7 +354,7 @@ func TestSharedPauseReachesEveryProcessAtOnce(t *testing.T) {
 // they go on at the safe share, as when the store fails at once.
 func TestSharesSurviveAHungStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, store, a, b := twoOnAFlakyStore(t, providertest.RateLimit(20, 5))
+		srv, store, a, b := twoOnAFlakyStore(t, providertest.Limit{Rate: 20, Burst: 5})
 		time.Sleep(10 * time.Second)
 		store.hang.Store(true)
 		time.Sleep(5 * time.Second) // the leases end, the shares drop to the safe share
@@ -385,7 +385,7 @@ func TestSharedProviderLearnedByOne(t *testing.T) {
 	const seeds = 4
 	for seed := range seeds {
 		synctest.Test(t, func(t *testing.T) {
-			srv, err := providertest.New(providertest.Config{Seed: uint64(1 + seed), Limit: providertest.RateLimit(50, 10),
+			srv, err := providertest.New(providertest.Config{Seed: uint64(1 + seed), Limit: providertest.Limit{Rate: 50, Burst: 10},
 				Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 			if err != nil {
 				t.Fatal(err)
@@ -433,7 +433,7 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 	for _, n := range []int{3, 8} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.RateLimit(17, 1),
+				srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.Limit{Rate: 17, Burst: 1},
 					Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
 					t.Fatal(err)
@@ -583,7 +583,7 @@ func TestWatchedTurnsStartSooner(t *testing.T) {
 			var requests, refused int64
 			for seed := range uint64(4) {
 				synctest.Test(t, func(t *testing.T) {
-					srv, procs := eightSharing(t, providertest.Config{Seed: seed, Limit: providertest.RateLimit(17, 1),
+					srv, procs := eightSharing(t, providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: 17, Burst: 1},
 						Latency: 4 * time.Millisecond, Jitter: 4 * time.Millisecond}, watch)
 					time.Sleep(30 * time.Second)
 					stopAll(procs)
@@ -634,7 +634,7 @@ func TestValidationTakesNoLease(t *testing.T) {
 func TestSharedProcessesAreNeverBanned(t *testing.T) {
 	var runs, banned int
 	var early []string
-	for _, limit := range []providertest.Limit{providertest.RateLimit(20, 5), providertest.RateLimit(15, 1)} {
+	for _, limit := range []providertest.Limit{providertest.Limit{Rate: 20, Burst: 5}, providertest.Limit{Rate: 15, Burst: 1}} {
 		for seed := range uint64(16) {
 			synctest.Test(t, func(t *testing.T) {
 				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: limit, Answer: providertest.AnswerBan,

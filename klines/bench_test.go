@@ -78,7 +78,7 @@ func durableRun(b *testing.B, srv *providertest.Server, listed time.Time, n, max
 	}
 	defer store.Close()
 	until := listed.Add(time.Duration(n) * time.Minute)
-	src := &klines.Source{Client: &http.Client{Transport: srv.Transport()}, Base: "http://sim", Symbol: "BTCUSDT",
+	src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT",
 		Interval: "1m", Page: 100, From: listed, Until: func() time.Time { return until }}
 	if err := src.Init(); err != nil {
 		b.Fatal(err)

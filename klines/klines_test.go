@@ -38,7 +38,7 @@ func TestCollectsEveryClosedCandleOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sink.Close()
-		src := &klines.Source{Client: &http.Client{Transport: srv.Transport()}, Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 100, From: listed.Add(-time.Hour)}
+		src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 100, From: listed.Add(-time.Hour)}
 		if err := src.Init(); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestCollectsEveryClosedCandleOnce(t *testing.T) {
 func TestProviderErrorsAreClassified(t *testing.T) {
 	t.Parallel()
 	srv, _ := providertest.New(providertest.Config{})
-	src := &klines.Source{Client: &http.Client{Transport: srv.Transport()}, Base: "http://sim", Symbol: "NOPE", Interval: "1m", Page: 10, From: time.Now().Add(-time.Hour)}
+	src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "NOPE", Interval: "1m", Page: 10, From: time.Now().Add(-time.Hour)}
 	if err := src.Init(); err != nil {
 		t.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				listed := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
-				srv, err := providertest.New(providertest.Config{Lie: tc.lie, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}, Limit: providertest.RateLimit(20, 5)})
+				srv, err := providertest.New(providertest.Config{Lie: tc.lie, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}, Limit: providertest.Limit{Rate: 20, Burst: 5}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -77,7 +77,7 @@ func TestBeforeListingCostsThreeRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &counting{rt: srv.Transport()}
+		tr := &counting{rt: srv.Client().Transport}
 		from := listed.Add(-30 * 24 * time.Hour)
 		src := &klines.Source{Client: &http.Client{Transport: tr}, Base: "http://sim", Symbol: "NEWUSDT", Interval: "1m", Page: 100, From: from}
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
@@ -106,7 +106,7 @@ func TestCappedProviderLeavesNoHole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &counting{rt: srv.Transport(), cap: 500}
+		tr := &counting{rt: srv.Client().Transport, cap: 500}
 		src := &klines.Source{Client: &http.Client{Transport: tr}, Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 1000, From: listed}
 		rep, got := collect(t, src, checkpoint.NewMemoryStore(checkpoint.Config{}))
 		contiguous(t, got, listed, time.Now().Truncate(time.Minute), time.Minute)
@@ -127,7 +127,7 @@ func TestEmptyHistoryIsNotCoveredWithoutACandle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now().Truncate(time.Minute)
 		srv, _ := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "NEWUSDT", Listed: now.Add(-time.Hour)}}})
-		tr := &counting{rt: srv.Transport()}
+		tr := &counting{rt: srv.Client().Transport}
 		from, until := now.Add(-72*time.Hour), now.Add(-2*time.Hour)
 		src := &klines.Source{Client: &http.Client{Transport: tr}, Base: "http://x", Symbol: "NEWUSDT", Interval: "1m", Page: 1000,
 			From: from, Until: func() time.Time { return until }}
@@ -273,7 +273,7 @@ func TestNewestFirstStopsTheRun(t *testing.T) {
 		listed := time.Now().Add(-time.Hour).Truncate(time.Minute)
 		srv, _ := providertest.New(providertest.Config{Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}})
 		reversed := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			resp, err := srv.Transport().RoundTrip(r)
+			resp, err := srv.Client().Transport.RoundTrip(r)
 			if err != nil {
 				return resp, err
 			}

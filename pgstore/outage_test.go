@@ -266,7 +266,7 @@ func TestSharedProvidersSurvivePostgresOutage(t *testing.T) {
 	t.Parallel()
 	direct := newStore(t, nil)
 	s, px := proxiedStore(t, direct)
-	srv, err := providertest.New(providertest.Config{Limit: providertest.WindowLimit(60, 2*time.Second),
+	srv, err := providertest.New(providertest.Config{Limit: providertest.Limit{Count: 60, Window: 2 * time.Second},
 		Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ const (
 func TestSharesManyProcesses(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, nil)
-	srv, err := providertest.New(providertest.Config{Limit: providertest.WindowLimit(shareCount, sharePer),
+	srv, err := providertest.New(providertest.Config{Limit: providertest.Limit{Count: shareCount, Window: sharePer},
 		Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -94,8 +94,8 @@ type Config struct {
 	// to back at exactly the limit's interval then arrive jittered, as they
 	// do through a real network stack, when UplinkJitter is set. A request
 	// whose context ends during the uplink never reaches the server (it is
-	// not counted). Applies to [Server.Transport] and to [Server.Listen]
-	// alike (over loopback it adds to the real stack's delay). Must be >= 0.
+	// not counted). Applies to [Server.Client] and to a listener serving
+	// the Server alike (over loopback it adds to the real stack's delay). Must be >= 0.
 	// Defaults to 0.
 	Uplink time.Duration
 

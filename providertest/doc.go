@@ -13,8 +13,8 @@
 // announces, fails and lies is a [Config] field, and each combines with the
 // others.
 //
-//   - The true limit ([Limit]): GCRA ([RateLimit]) or a fixed window
-//     ([WindowLimit]) on a per-path weight ([Config.Weight], e.g.
+//   - The true limit ([Limit]): GCRA ([Limit.Rate]) or a fixed window
+//     ([Limit.Count]) on a per-path weight ([Config.Weight], e.g.
 //     [BinanceWeight]), changed mid-run by [Config.Schedule] or
 //     [Server.SetLimit].
 //   - The answer to an over-limit request ([Answer]): 429 with or without
@@ -54,10 +54,13 @@
 // generator seeded by [Config.Seed], so a run is deterministic for a given
 // sequence of requests. Two ways to reach the server:
 //
-//   - [Server.Transport] (or [Server.Client]) serves requests in memory in
-//     the caller's goroutine and waits out latency on a timer. Inside a
+//   - [Server.Client] serves requests in memory in the caller's goroutine
+//     and waits out latency on a timer. Inside a
 //     [testing/synctest] bubble that timer is fake, so minutes of provider
 //     time pass instantly.
-//   - [Server.Listen] serves on a real loopback listener for wall-clock runs;
-//     injected connection resets are then real TCP resets.
+//   - A Server is an [http.Handler]: [net/http/httptest.NewServer] serves
+//     it on a real loopback listener for wall-clock runs; injected connection
+//     resets are then real TCP resets. Go's http.Transport silently retries
+//     a GET once when a reused keep-alive connection is reset, so a client
+//     that must see injected resets should disable keep-alives.
 package providertest

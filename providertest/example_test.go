@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/forage-go/forage/aimd"
@@ -24,13 +25,13 @@ func fixed() time.Time { return time.Date(2024, 3, 1, 12, 30, 0, 0, time.UTC) }
 func Example() {
 	exchange, _ := providertest.New(providertest.Config{
 		Now:   fixed, // setup: a stopped clock, so the output is exact
-		Limit: providertest.WindowLimit(5, time.Minute),
+		Limit: providertest.Limit{Count: 5, Window: time.Minute},
 	})
 
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{
 		Defaults: budget.Config{Adaptive: aimd.Config{Initial: 1000}}, // setup: keep the example fast
 	})
-	client := &http.Client{Transport: budget.NewTransport(reg, exchange.Transport())}
+	client := &http.Client{Transport: budget.NewTransport(reg, exchange.Client().Transport)}
 	run, _ := budget.NewRun(budget.Envelope{Deadline: time.Now().Add(10 * time.Second)})
 	ctx := budget.WithRun(context.Background(), run)
 
@@ -74,11 +75,11 @@ func ExampleNew() {
 	// 12:00 forming: true
 }
 
-// ExampleServer_Transport fetches klines over HTTP in memory, then asks for
+// ExampleServer_Client fetches klines over HTTP in memory, then asks for
 // an unknown symbol and gets Binance's error.
-func ExampleServer_Transport() {
+func ExampleServer_Client() {
 	s, _ := providertest.New(providertest.Config{Now: fixed})
-	c := &http.Client{Transport: s.Transport()}
+	c := s.Client()
 
 	resp, _ := c.Get("http://api.binance.test/api/v3/klines?symbol=ETHUSDT&interval=1m&startTime=1709294400000&limit=2")
 	body, _ := io.ReadAll(resp.Body)
@@ -99,7 +100,7 @@ func ExampleServer_Transport() {
 // ExampleServer_Stats shows a GCRA limit of 1 request per second with a burst
 // of 2: three requests at one instant, the third throttled with Retry-After.
 func ExampleServer_Stats() {
-	s, _ := providertest.New(providertest.Config{Now: fixed, Limit: providertest.RateLimit(1, 2)})
+	s, _ := providertest.New(providertest.Config{Now: fixed, Limit: providertest.Limit{Rate: 1, Burst: 2}})
 	c := s.Client()
 	for range 3 {
 		resp, _ := c.Get("http://sim/api/v3/time")
@@ -117,8 +118,8 @@ func ExampleServer_Stats() {
 
 // ExampleServer_SetLimit tightens the true limit mid-run, as a provider might.
 func ExampleServer_SetLimit() {
-	s, _ := providertest.New(providertest.Config{Now: fixed, Limit: providertest.WindowLimit(1200, time.Minute)})
-	if err := s.SetLimit(providertest.WindowLimit(2, time.Minute)); err != nil {
+	s, _ := providertest.New(providertest.Config{Now: fixed, Limit: providertest.Limit{Count: 1200, Window: time.Minute}})
+	if err := s.SetLimit(providertest.Limit{Count: 2, Window: time.Minute}); err != nil {
 		panic(err)
 	}
 	c := s.Client()
@@ -131,13 +132,11 @@ func ExampleServer_SetLimit() {
 	// Output: 200 200 429 fixed-window 2/1m0s
 }
 
-// ExampleServer_Listen serves on a real loopback port for wall-clock runs.
-func ExampleServer_Listen() {
+// ExampleServer_loopback serves on a real loopback port for wall-clock
+// runs: a Server is an http.Handler.
+func ExampleServer_loopback() {
 	s, _ := providertest.New(providertest.Config{Now: fixed})
-	l, err := s.Listen()
-	if err != nil {
-		panic(err)
-	}
+	l := httptest.NewServer(s)
 	defer l.Close()
 	resp, err := http.Get(l.URL + "/api/v3/time")
 	if err != nil {

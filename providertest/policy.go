@@ -19,8 +19,9 @@ const (
 // Limit is the server's true limit, applied to the sum of the weights of all
 // requests (one server is one client IP as far as the limit is concerned).
 // Set Rate (and Burst) for a GCRA, or Count (and Window) for a fixed
-// window, not both; [RateLimit] and [WindowLimit] build each. The zero
-// Limit admits everything. Limit is a value; copy it freely.
+// window, not both: Limit{Rate: 20, Burst: 5} or Limit{Count: 1200,
+// Window: time.Minute}. The zero Limit admits everything. Limit is a
+// value; copy it freely.
 type Limit struct {
 	// Rate makes the limit a GCRA that admits Rate weight units per second
 	// with a burst of Burst units (a token bucket without the bucket: ITU-T
@@ -38,28 +39,6 @@ type Limit struct {
 	// Window is the fixed window's length, at least 1ms. Zero means 1
 	// minute.
 	Window time.Duration
-}
-
-// RateLimit returns a GCRA Limit of rate weight units per second with the
-// given burst; a zero burst means 1. The Limit is a GCRA whatever the
-// values: one that is not valid (a rate of 0) is an error in [New] or
-// [Server.SetLimit], never no limit.
-func RateLimit(rate float64, burst int) Limit {
-	if burst == 0 {
-		burst = 1
-	}
-	return Limit{Rate: rate, Burst: burst}
-}
-
-// WindowLimit returns a fixed-window Limit of count weight units per
-// window; a zero window means 1 minute. The Limit is a fixed window
-// whatever the values: one that is not valid (a count of 0) is an error in
-// [New] or [Server.SetLimit], never no limit.
-func WindowLimit(count int, window time.Duration) Limit {
-	if window == 0 {
-		window = time.Minute
-	}
-	return Limit{Count: count, Window: window}
 }
 
 // algorithm returns how l counts, from the fields set.

@@ -37,7 +37,7 @@ func TestAnswers(t *testing.T) {
 		t.Run(c.answer.String(), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				s := newServer(t, providertest.Config{Limit: providertest.RateLimit(10, 5), Answer: c.answer})
+				s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 10, Burst: 5}, Answer: c.answer})
 				for i := range 5 {
 					if r, _ := ping(t, s); r.status != 200 {
 						t.Fatalf("burst request %d: status %d", i, r.status)
@@ -68,7 +68,7 @@ func TestAnswers(t *testing.T) {
 func TestSlowDown(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.RateLimit(10, 2), Answer: providertest.AnswerSlowDown, Latency: 5 * time.Millisecond})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 10, Burst: 2}, Answer: providertest.AnswerSlowDown, Latency: 5 * time.Millisecond})
 		// Five requests at the same instant: two fit the burst, the rest are
 		// served one emission interval (100ms) apart, all after the latency.
 		took := make(chan time.Duration, 5)
@@ -113,7 +113,7 @@ func TestSlowDown(t *testing.T) {
 func TestFixedWindow(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.WindowLimit(3, 10*time.Second), Headers: providertest.HeaderIETF})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 3, Window: 10 * time.Second}, Headers: providertest.HeaderIETF})
 		time.Sleep(7 * time.Second) // the bubble starts at 2000-01-01T00:00:00Z: 3s left in the window
 		for i := range 3 {
 			r, _ := ping(t, s)
@@ -130,7 +130,7 @@ func TestFixedWindow(t *testing.T) {
 			t.Fatalf("next window: %d %v", r.status, r.header)
 		}
 
-		slow := newServer(t, providertest.Config{Limit: providertest.WindowLimit(2, time.Second), Answer: providertest.AnswerSlowDown})
+		slow := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 2, Window: time.Second}, Answer: providertest.AnswerSlowDown})
 		time.Sleep(500 * time.Millisecond) // mid-window
 		var took []time.Duration
 		for range 2 {
@@ -151,7 +151,7 @@ func TestAdmitsAtTheRate(t *testing.T) {
 	for _, c := range []struct {
 		limit providertest.Limit
 		every time.Duration
-	}{{providertest.RateLimit(20, 1), time.Second / 20}, {providertest.WindowLimit(5, time.Second), time.Second / 5}} {
+	}{{providertest.Limit{Rate: 20, Burst: 1}, time.Second / 20}, {providertest.Limit{Count: 5, Window: time.Second}, time.Second / 5}} {
 		synctest.Test(t, func(t *testing.T) {
 			s := newServer(t, providertest.Config{Limit: c.limit})
 			for i := range 200 {
@@ -172,7 +172,7 @@ func TestAdmitsAtTheRate(t *testing.T) {
 func TestBan(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.RateLimit(1, 1), Answer: providertest.AnswerBan, BanAfter: 3, BanWindow: time.Minute, BanFor: 2 * time.Minute})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 1, Burst: 1}, Answer: providertest.AnswerBan, BanAfter: 3, BanWindow: time.Minute, BanFor: 2 * time.Minute})
 		for i, w := range []int{200, 429, 429, 418, 418} {
 			if r, _ := ping(t, s); r.status != w {
 				t.Fatalf("request %d: status %d, want %d", i, r.status, w)
@@ -211,7 +211,7 @@ func TestBan(t *testing.T) {
 func TestLimitChanges(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.RateLimit(100, 10), Schedule: []providertest.Change{{After: 10 * time.Second, Limit: providertest.RateLimit(1, 1)}}})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 100, Burst: 10}, Schedule: []providertest.Change{{After: 10 * time.Second, Limit: providertest.Limit{Rate: 1, Burst: 1}}}})
 		burst := func() (ok int) {
 			for range 10 {
 				if r, _ := ping(t, s); r.status == 200 {
@@ -224,13 +224,13 @@ func TestLimitChanges(t *testing.T) {
 			t.Fatalf("before the change: %d of 10 admitted", n)
 		}
 		time.Sleep(10 * time.Second)
-		if l := s.Stats().Limit; l != providertest.RateLimit(1, 1) {
+		if l := s.Stats().Limit; l != (providertest.Limit{Rate: 1, Burst: 1}) {
 			t.Fatalf("limit at 10s: %v", l)
 		}
 		if n := burst(); n != 1 {
 			t.Fatalf("after the change: %d of 10 admitted, want 1", n)
 		}
-		if err := s.SetLimit(providertest.WindowLimit(4, time.Second)); err != nil {
+		if err := s.SetLimit(providertest.Limit{Count: 4, Window: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
@@ -251,7 +251,7 @@ func TestLimitChanges(t *testing.T) {
 func TestWeightsAndBinanceHeaders(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.WindowLimit(25, time.Minute), Weight: providertest.BinanceWeight, Headers: providertest.HeaderBinance})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 25, Window: time.Minute}, Weight: providertest.BinanceWeight, Headers: providertest.HeaderBinance})
 		used := func(path string) (int, string) {
 			r := get(t, s.Client(), inMemory, path, nil)
 			return r.status, r.header.Get("X-Mbx-Used-Weight-1m")
@@ -290,8 +290,8 @@ func TestConfigValidation(t *testing.T) {
 		{providertest.Config{FaultRate: 1.5}, "providertest: Config.FaultRate must be in [0, 1] (got 1.5)"},
 		{providertest.Config{Latency: -1}, "providertest: Config.Latency must be >= 0 (got -1ns)"},
 		{providertest.Config{Jitter: -1}, "providertest: Config.Jitter must be >= 0 (got -1ns)"},
-		{providertest.Config{Limit: providertest.RateLimit(0, 1)}, "providertest: Config.Limit.Rate must be in (0, 1e9] for a GCRA limit (got 0)"},
-		{providertest.Config{Limit: providertest.WindowLimit(0, time.Second)}, "providertest: Config.Limit.Count must be > 0 for a fixed-window limit (got 0)"},
+		{providertest.Config{Limit: providertest.Limit{Rate: 0, Burst: 1}}, "providertest: Config.Limit.Rate must be in (0, 1e9] for a GCRA limit (got 0)"},
+		{providertest.Config{Limit: providertest.Limit{Count: 0, Window: time.Second}}, "providertest: Config.Limit.Count must be > 0 for a fixed-window limit (got 0)"},
 		{providertest.Config{Limit: providertest.Limit{Rate: 5, Count: 3}}, "providertest: Config.Limit.Count must be zero, as must Window, when Rate is set (a GCRA or a fixed window, not both) (got 3)"},
 		{providertest.Config{Limit: providertest.Limit{Burst: 5}}, "providertest: Config.Limit.Rate must be in (0, 1e9] for a GCRA limit (got 0)"},
 		{providertest.Config{Limit: providertest.Limit{Window: time.Minute}}, "providertest: Config.Limit.Count must be > 0 for a fixed-window limit (got 0)"},
@@ -313,7 +313,7 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 	s := newServer(t, providertest.Config{})
-	if err := s.SetLimit(providertest.RateLimit(-1, 0)); err == nil || !errors.Is(err, providertest.ErrInvalidConfig) {
+	if err := s.SetLimit(providertest.Limit{Rate: -1, Burst: 0}); err == nil || !errors.Is(err, providertest.ErrInvalidConfig) {
 		t.Fatalf("SetLimit(-1): %v", err)
 	}
 }
@@ -328,13 +328,13 @@ func TestHeaderFamilies(t *testing.T) {
 		headers providertest.Headers
 		want    map[string]string // header -> value; "" means absent
 	}{
-		{providertest.WindowLimit(600, 30*time.Second), providertest.HeaderIETFPolicy,
+		{providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.HeaderIETFPolicy,
 			map[string]string{"RateLimit-Policy": "600;w=30", "RateLimit-Limit": "", "X-Mbx-Used-Weight-1m": ""}},
-		{providertest.WindowLimit(5, 1500*time.Millisecond), providertest.HeaderIETFPolicy | providertest.HeaderIETF,
+		{providertest.Limit{Count: 5, Window: 1500 * time.Millisecond}, providertest.HeaderIETFPolicy | providertest.HeaderIETF,
 			map[string]string{"RateLimit-Policy": "5;w=2", "RateLimit-Limit": "5", "RateLimit-Remaining": "4"}},
-		{providertest.RateLimit(17, 1), providertest.HeaderIETFPolicy | providertest.HeaderIETF,
+		{providertest.Limit{Rate: 17, Burst: 1}, providertest.HeaderIETFPolicy | providertest.HeaderIETF,
 			map[string]string{"RateLimit-Policy": "", "RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}},
-		{providertest.WindowLimit(600, 30*time.Second), providertest.HeaderIETF | providertest.HeaderBinance,
+		{providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.HeaderIETF | providertest.HeaderBinance,
 			map[string]string{"RateLimit-Limit": "600", "RateLimit-Remaining": "599", "X-Mbx-Used-Weight-1m": "1", "RateLimit-Policy": ""}},
 	}
 	for i, c := range cases {

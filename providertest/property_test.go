@@ -158,10 +158,10 @@ func TestPropStats(t *testing.T) {
 			switch rapid.IntRange(0, 2).Draw(rt, "algorithm") {
 			case 1:
 				rate, burst := rapid.IntRange(1, 50).Draw(rt, "rate"), rapid.IntRange(1, 10).Draw(rt, "burst")
-				limit, bound = providertest.RateLimit(float64(rate), burst), int64(rate+burst)
+				limit, bound = providertest.Limit{Rate: float64(rate), Burst: burst}, int64(rate+burst)
 			case 2:
 				n, w := rapid.IntRange(1, 20).Draw(rt, "count"), rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, time.Minute}).Draw(rt, "window")
-				limit, bound = providertest.WindowLimit(n, w), int64(n)*(int64((time.Second+w-1)/w)+1)
+				limit, bound = providertest.Limit{Count: n, Window: w}, int64(n)*(int64((time.Second+w-1)/w)+1)
 			}
 			answer := rapid.SampledFrom([]providertest.Answer{providertest.Answer429, providertest.AnswerBare429, providertest.Answer503, providertest.AnswerBan}).Draw(rt, "answer")
 			s := newServer(rt, providertest.Config{

@@ -40,17 +40,17 @@ func Scenarios(rate float64, latency, run time.Duration) []Scenario {
 			Symbols: []Symbol{{Name: "BTCUSDT"}},
 		}
 	}
-	halving := base(RateLimit(rate, 1), Answer429)
-	halving.Schedule = []Change{{After: run / 2, Limit: RateLimit(rate/2, 1)}}
-	ban := base(RateLimit(rate, 1), AnswerBan)
+	halving := base(Limit{Rate: rate, Burst: 1}, Answer429)
+	halving.Schedule = []Change{{After: run / 2, Limit: Limit{Rate: rate / 2, Burst: 1}}}
+	ban := base(Limit{Rate: rate, Burst: 1}, AnswerBan)
 	ban.BanAfter, ban.BanWindow, ban.BanFor = 5, time.Minute, 2*time.Minute
 	return []Scenario{
-		{"gcra burst 1, 429+retry-after", base(RateLimit(rate, 1), Answer429), flat},
-		{"gcra burst 10, 429+retry-after", base(RateLimit(rate, 10), Answer429), flat},
-		{"fixed window, 429+retry-after", base(WindowLimit(int(rate*60), time.Minute), Answer429), flat},
-		{"bare 429", base(RateLimit(rate, 1), AnswerBare429), flat},
-		{"503", base(RateLimit(rate, 1), Answer503), flat},
-		{"slow-down", base(RateLimit(rate, 1), AnswerSlowDown), flat},
+		{"gcra burst 1, 429+retry-after", base(Limit{Rate: rate, Burst: 1}, Answer429), flat},
+		{"gcra burst 10, 429+retry-after", base(Limit{Rate: rate, Burst: 10}, Answer429), flat},
+		{"fixed window, 429+retry-after", base(Limit{Count: int(rate * 60), Window: time.Minute}, Answer429), flat},
+		{"bare 429", base(Limit{Rate: rate, Burst: 1}, AnswerBare429), flat},
+		{"503", base(Limit{Rate: rate, Burst: 1}, Answer503), flat},
+		{"slow-down", base(Limit{Rate: rate, Burst: 1}, AnswerSlowDown), flat},
 		{"ban after 5 violations", ban, flat},
 		{"limit halves mid-run", halving, func(d time.Duration) float64 {
 			if d >= run/2 {

@@ -19,9 +19,9 @@ const (
 )
 
 // Server is the simulated provider. It is an [http.Handler]: reach it
-// through [Server.Transport] in memory, [Server.Listen] on loopback, or
-// serve it on a listener of your choosing. Server is safe for concurrent
-// use.
+// through [Server.Client] in memory, or serve it on a listener (with
+// [net/http/httptest.NewServer], for one on loopback). Server is safe for
+// concurrent use.
 type Server struct {
 	cfg     Config
 	start   time.Time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"syscall"
 	"testing"
@@ -103,10 +104,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 func TestLoopback(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, providertest.Config{Headers: providertest.HeaderBinance})
-	l, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := httptest.NewServer(s)
 	defer l.Close()
 	c := &http.Client{Timeout: 10 * time.Second}
 	r := get(t, c, l.URL, "/api/v3/klines", url.Values{"symbol": {"BTCUSDT"}, "interval": {"1h"}, "limit": {"3"}})
@@ -120,10 +118,7 @@ func TestLoopback(t *testing.T) {
 	}
 
 	faulty := newServer(t, providertest.Config{FaultRate: 1, Faults: []providertest.Fault{providertest.FaultReset}})
-	fl, err := faulty.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fl := httptest.NewServer(faulty)
 	defer fl.Close()
 	fresh := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if _, err := tryGet(context.Background(), fresh, fl.URL, "/api/v3/time", nil); err == nil {
@@ -133,9 +128,6 @@ func TestLoopback(t *testing.T) {
 	}
 	if st := faulty.Stats(); st.Faults != 1 || st.Requests != 1 {
 		t.Fatalf("faulty stats %+v", st)
-	}
-	if err := fl.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -158,7 +150,7 @@ func BenchmarkTransportKlines(b *testing.B) {
 // BenchmarkTransportLimited measures the admission path under contention: a
 // GCRA limit and the time endpoint from parallel clients.
 func BenchmarkTransportLimited(b *testing.B) {
-	s := newServer(b, providertest.Config{Now: newClock(t0).Now, Limit: providertest.RateLimit(1e6, 1000), Headers: providertest.HeaderBinance | providertest.HeaderIETF})
+	s := newServer(b, providertest.Config{Now: newClock(t0).Now, Limit: providertest.Limit{Rate: 1e6, Burst: 1000}, Headers: providertest.HeaderBinance | providertest.HeaderIETF})
 	c := s.Client()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -3,7 +3,6 @@ package providertest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,23 +13,21 @@ import (
 	"time"
 )
 
-// Transport returns an http.RoundTripper that serves every request in
+// Client returns an *http.Client whose Transport serves every request in
 // memory, whatever its URL's host, in the caller's goroutine: the uplink
 // delay ([Config.Uplink]) is waited out, the limit policy decides, then the
 // latency (and any slow-down) is waited out on a timer that honours the
 // request's context. Inside a testing/synctest bubble that timer is fake,
 // so simulated time passes without real waiting. An injected reset returns
-// an error for which errors.Is(err, syscall.ECONNRESET) holds. The
-// transport is safe for concurrent use and holds no connections.
-func (s *Server) Transport() http.RoundTripper { return transport{s} }
-
-// Client returns an *http.Client using [Server.Transport].
-func (s *Server) Client() *http.Client { return &http.Client{Transport: s.Transport()} }
+// an error for which errors.Is(err, syscall.ECONNRESET) holds. Wrap its
+// Transport to put a budget in front of the server. The client and its
+// transport are safe for concurrent use and hold no connections.
+func (s *Server) Client() *http.Client { return &http.Client{Transport: transport{s}} }
 
 // transport is the in-memory RoundTripper of a Server.
 type transport struct{ s *Server }
 
-// RoundTrip serves req in memory; see Server.Transport.
+// RoundTrip serves req in memory; see Server.Client.
 func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
@@ -94,35 +91,4 @@ func resetConn(w http.ResponseWriter) {
 		tc.SetLinger(0)
 	}
 	conn.Close()
-}
-
-// Loopback is a Server listening on 127.0.0.1 for wall-clock runs. It is safe
-// for concurrent use.
-type Loopback struct {
-	// URL is the base URL, e.g. "http://127.0.0.1:41234", without a trailing slash.
-	URL string
-	srv *http.Server
-}
-
-// Listen serves s on a fresh 127.0.0.1 port in a background goroutine until
-// [Loopback.Close]. Go's http.Transport silently retries a GET once when a
-// reused keep-alive connection is reset, so a client that must see injected
-// resets should disable keep-alives.
-func (s *Server) Listen() (*Loopback, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("providertest: listen: %w", err)
-	}
-	l := &Loopback{URL: "http://" + ln.Addr().String(), srv: &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}}
-	go l.srv.Serve(ln)
-	return l, nil
-}
-
-// Close stops the listener and closes every connection at once; handlers
-// waiting out latency return as their requests are cancelled.
-func (l *Loopback) Close() error {
-	if err := l.srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("providertest: close: %w", err)
-	}
-	return nil
 }

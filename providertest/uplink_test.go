@@ -55,7 +55,7 @@ func TestUplinkJitterRefusesAtTheRate(t *testing.T) {
 	t.Parallel()
 	refused := func(jitter time.Duration) (n int64) {
 		synctest.Test(t, func(t *testing.T) {
-			s := newServer(t, providertest.Config{Seed: 3, Limit: providertest.RateLimit(10, 1), UplinkJitter: jitter})
+			s := newServer(t, providertest.Config{Seed: 3, Limit: providertest.Limit{Rate: 10, Burst: 1}, UplinkJitter: jitter})
 			var wg sync.WaitGroup
 			for range 200 {
 				wg.Go(func() { get(t, s.Client(), inMemory, "/api/v3/time", nil) })

@@ -59,7 +59,7 @@ func exchange(start time.Time) *providertest.Server {
 	listed := start.Add(-48 * time.Hour)
 	srv, err := providertest.New(providertest.Config{
 		Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}, {Name: "ETHUSDT", Listed: listed}},
-		Limit:   providertest.RateLimit(50, 5),
+		Limit:   providertest.Limit{Rate: 50, Burst: 5},
 	})
 	if err != nil {
 		panic(err)

@@ -34,7 +34,7 @@ func (m *inMemory) RoundTrip(req *http.Request) (*http.Response, error) {
 		m.busy[name]--
 		m.mu.Unlock()
 	}()
-	return m.sims[name].Transport().RoundTrip(req)
+	return m.sims[name].Client().Transport.RoundTrip(req)
 }
 
 // inMemoryPlan returns a plan that serves hosts in memory, under the
@@ -70,7 +70,7 @@ func TestSlowHostDoesNotSlowTheOthers(t *testing.T) {
 		p, base := inMemoryPlan(
 			host{name: "fast", sim: providertest.Config{Latency: 10 * time.Millisecond}, tune: pin(rate)},
 			host{name: "limited", sim: providertest.Config{Latency: 10 * time.Millisecond}, tune: pin(2)},
-			host{name: "strict", sim: providertest.Config{Limit: providertest.RateLimit(5, 1)}},
+			host{name: "strict", sim: providertest.Config{Limit: providertest.Limit{Rate: 5, Burst: 1}}},
 			host{name: "slow", sim: providertest.Config{Latency: 600 * time.Millisecond}},
 		)
 		p.workers, p.perHost, p.urlsPerHost, p.duration = 5, perHost, 500, 3*time.Second

@@ -33,6 +33,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"strings"
@@ -75,12 +76,12 @@ type plan struct {
 func demo() plan {
 	return plan{
 		hosts: []host{
-			{name: "fast", sim: providertest.Config{Limit: providertest.RateLimit(200, 20), Latency: 2 * time.Millisecond, Jitter: 3 * time.Millisecond}},
-			{name: "steady", sim: providertest.Config{Limit: providertest.RateLimit(40, 5), Answer: providertest.AnswerBare429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
-			{name: "strict", sim: providertest.Config{Limit: providertest.RateLimit(5, 1), Answer: providertest.Answer429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
-			{name: "flaky", sim: providertest.Config{Limit: providertest.RateLimit(8, 2), Answer: providertest.Answer503, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond,
+			{name: "fast", sim: providertest.Config{Limit: providertest.Limit{Rate: 200, Burst: 20}, Latency: 2 * time.Millisecond, Jitter: 3 * time.Millisecond}},
+			{name: "steady", sim: providertest.Config{Limit: providertest.Limit{Rate: 40, Burst: 5}, Answer: providertest.AnswerBare429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
+			{name: "strict", sim: providertest.Config{Limit: providertest.Limit{Rate: 5, Burst: 1}, Answer: providertest.Answer429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
+			{name: "flaky", sim: providertest.Config{Limit: providertest.Limit{Rate: 8, Burst: 2}, Answer: providertest.Answer503, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond,
 				FaultRate: 0.5, Faults: []providertest.Fault{providertest.Fault500, providertest.Fault502, providertest.Fault504}}},
-			{name: "slow", sim: providertest.Config{Limit: providertest.RateLimit(50, 5), Latency: 1500 * time.Millisecond, Jitter: 500 * time.Millisecond}},
+			{name: "slow", sim: providertest.Config{Limit: providertest.Limit{Rate: 50, Burst: 5}, Latency: 1500 * time.Millisecond, Jitter: 500 * time.Millisecond}},
 		},
 		workers:     16,
 		perHost:     3,
@@ -256,12 +257,8 @@ func serve(p plan) (keys []string, nameOf map[string]string, base http.RoundTrip
 		}
 		key := h.name + ".test"
 		if p.base == nil {
-			lb, err := srv.Listen()
-			if err != nil {
-				stop()
-				return nil, nil, nil, nil, err
-			}
-			closers = append(closers, lb.Close)
+			lb := httptest.NewServer(srv)
+			closers = append(closers, func() error { lb.Close(); return nil })
 			key = strings.TrimPrefix(lb.URL, "http://")
 		}
 		keys = append(keys, key)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,15 +86,12 @@ func newCrashBed(t *testing.T) *crashBed {
 	for i, s := range crashSymbols {
 		syms[i] = providertest.Symbol{Name: s}
 	}
-	srv, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.RateLimit(embeddedLimit, 5), Answer: providertest.Answer429})
+	srv, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: embeddedLimit, Burst: 5}, Answer: providertest.Answer429})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, err := srv.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lb.Close() })
+	lb := httptest.NewServer(srv)
+	t.Cleanup(lb.Close)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	return &crashBed{

@@ -84,6 +84,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"strings"
@@ -130,11 +131,8 @@ type env struct {
 
 // loopback serves the embedded exchange on a 127.0.0.1 port, over real HTTP.
 func loopback(srv *providertest.Server) (string, *http.Client, func(), error) {
-	lb, err := srv.Listen()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	return lb.URL, &http.Client{}, func() { _ = lb.Close() }, nil
+	lb := httptest.NewServer(srv)
+	return lb.URL, &http.Client{}, lb.Close, nil
 }
 
 // run is the whole command: it parses args, collects or exports, writes the

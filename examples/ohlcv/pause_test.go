@@ -55,7 +55,7 @@ func (t *throttleFirst) RoundTrip(req *http.Request) (*http.Response, error) {
 func throttledRuns(t *testing.T, exchange *throttleFirst) func(args ...string) result {
 	dir := t.TempDir()
 	e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
-		exchange.next = srv.Transport()
+		exchange.next = srv.Client().Transport
 		return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
 	}}
 	return func(args ...string) result {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -141,15 +142,12 @@ func simulatedExchange(listed time.Time) (*providertest.Server, string, func(), 
 	for _, s := range symbols {
 		syms = append(syms, providertest.Symbol{Name: s, Listed: listed})
 	}
-	exchange, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.RateLimit(trueLimit, 1), Answer: providertest.Answer429})
+	exchange, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: trueLimit, Burst: 1}, Answer: providertest.Answer429})
 	if err != nil {
 		return nil, "", nil, err
 	}
-	lb, err := exchange.Listen()
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return exchange, lb.URL, func() { lb.Close() }, nil
+	lb := httptest.NewServer(exchange)
+	return exchange, lb.URL, lb.Close, nil
 }
 
 // tally counts what the streams made durable, from each run's report, and

@@ -41,11 +41,11 @@ func TestServable(t *testing.T) {
 		rw   row
 		want float64
 	}{
-		{row{limit: providertest.RateLimit(17, 1)}, 510},
-		{row{limit: providertest.WindowLimit(600, 30*time.Second)}, 600},
-		{row{limit: providertest.WindowLimit(600, 30*time.Second)}, 600},
-		{row{limit: providertest.RateLimit(20, 1), halves: true}, 20*15 + 10*15},
-		{row{limit: providertest.RateLimit(17, 1), faultRate: 0.1}, 459},
+		{row{limit: providertest.Limit{Rate: 17, Burst: 1}}, 510},
+		{row{limit: providertest.Limit{Count: 600, Window: 30 * time.Second}}, 600},
+		{row{limit: providertest.Limit{Count: 600, Window: 30 * time.Second}}, 600},
+		{row{limit: providertest.Limit{Rate: 20, Burst: 1}, halves: true}, 20*15 + 10*15},
+		{row{limit: providertest.Limit{Rate: 17, Burst: 1}, faultRate: 0.1}, 459},
 	}
 	for i, c := range cases {
 		if got := c.rw.servable(d); math.Abs(got-c.want) > 1e-9 {

@@ -49,7 +49,7 @@ func TestWork(t *testing.T) {
 // a kill and the time until 90% again.
 func TestKillMeasure(t *testing.T) {
 	t.Parallel()
-	rw := row{limit: providertest.RateLimit(10, 1)}
+	rw := row{limit: providertest.Limit{Rate: 10, Burst: 1}}
 	var ok []time.Duration
 	for x := 100 * ms; x <= 20*time.Second; x += 100 * ms { // 10/s
 		if x > 10*time.Second && x < 12*time.Second && (x/(100*ms))%2 == 0 {

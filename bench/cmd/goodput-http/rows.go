@@ -56,8 +56,8 @@ type row struct {
 // rows returns every provider policy the benchmark measures, at limits
 // forage is not told (13 to 200 requests/s).
 func rows() []row {
-	gcra := func(r float64, b int) providertest.Limit { return providertest.RateLimit(r, b) }
-	window := providertest.WindowLimit(600, 30*time.Second)
+	gcra := func(r float64, b int) providertest.Limit { return providertest.Limit{Rate: r, Burst: b} }
+	window := providertest.Limit{Count: 600, Window: 30 * time.Second}
 	noise := func(name string, rate float64, f providertest.Fault, long bool) row {
 		return row{name: name, limit: gcra(17, 1), faultRate: rate, faults: []providertest.Fault{f}, long: long}
 	}
@@ -82,7 +82,7 @@ func rows() []row {
 		// For the pg clients, a window shorter than their run: 600/30s is
 		// spent in the first second or two, after which every process
 		// defers to the next window, past the run, and exits.
-		{name: "fixed window 200/10s, 429+retry-after", limit: providertest.WindowLimit(200, 10*time.Second), shared: true, pgOnly: true},
+		{name: "fixed window 200/10s, 429+retry-after", limit: providertest.Limit{Count: 200, Window: 10 * time.Second}, shared: true, pgOnly: true},
 	}
 }
 

@@ -30,7 +30,7 @@ func drive(t *testing.T, cfg providertest.Config, f clients.Func, run time.Durat
 		ctx, cancel := context.WithTimeout(context.Background(), run)
 		defer cancel()
 		start := time.Now()
-		f(ctx, srv.Transport(), url, 4)
+		f(ctx, srv.Client().Transport, url, 4)
 		late = time.Since(start) - run
 		st = srv.Stats()
 	})
@@ -42,7 +42,7 @@ func drive(t *testing.T, cfg providertest.Config, f clients.Func, run time.Durat
 // requests through and returns when its context ends.
 func TestEveryClientRunsAndStops(t *testing.T) {
 	t.Parallel()
-	cfg := providertest.Config{Limit: providertest.RateLimit(20, 1), Latency: 5 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
+	cfg := providertest.Config{Limit: providertest.Limit{Rate: 20, Burst: 1}, Latency: 5 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 	for name, f := range map[string]clients.Func{
 		"forage": clients.Forage, "crawl": clients.Crawl, "rate": clients.Rate(20), "aws": clients.AWS,
 	} {
@@ -70,7 +70,7 @@ func TestRatePacesAtItsGuess(t *testing.T) {
 // Retry-After: at 2x a fixed window's pace, it sends little past the quota.
 func TestRateWaitsOutRetryAfter(t *testing.T) {
 	t.Parallel()
-	cfg := providertest.Config{Limit: providertest.WindowLimit(10, 10*time.Second)}
+	cfg := providertest.Config{Limit: providertest.Limit{Count: 10, Window: 10 * time.Second}}
 	st, _ := drive(t, cfg, clients.Rate(2), 30*time.Second)
 	if st.OK < 30 || st.OK > 31 || st.Throttled > 4*3 {
 		t.Fatalf("stats %+v: want 30 ok (3 windows of 10; 31 with one sent at the 30s edge) and at most one refusal per worker per window", st)

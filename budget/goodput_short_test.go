@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -87,11 +88,11 @@ func shortRows() []shortRow {
 		{name: "gcra 15/s, ban after 5/min", cfg: ban, rate: 15, workers: 3},
 		{name: "gcra 40/s halving to 20/s", cfg: halves, rate: 30, workers: 3},
 		{name: "gcra 20/s halving to 10/s", cfg: halves20, rate: 15, workers: 3},
-		{name: "17/s + 5% 502", cfg: noisy(providertest.Fault502, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
-		{name: "17/s + 10% 502", cfg: noisy(providertest.Fault502, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
-		{name: "17/s + 10% 500", cfg: noisy(providertest.Fault500, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
-		{name: "17/s + 5% 503", cfg: noisy(providertest.Fault503, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
-		{name: "17/s + 10% 503", cfg: noisy(providertest.Fault503, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
+		{name: "17/s + 5% 502", cfg: noisy(http.StatusBadGateway, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
+		{name: "17/s + 10% 502", cfg: noisy(http.StatusBadGateway, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
+		{name: "17/s + 10% 500", cfg: noisy(http.StatusInternalServerError, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
+		{name: "17/s + 5% 503", cfg: noisy(http.StatusServiceUnavailable, 0.05), rate: 17 * 0.95, workers: 3, target: 0.85},
+		{name: "17/s + 10% 503", cfg: noisy(http.StatusServiceUnavailable, 0.10), rate: 17 * 0.90, workers: 3, target: 0.85},
 	}
 }
 

@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestNoiseBeforeTheLimitAtAFastProviderFarAway(t *testing.T) {
 		for _, seed := range []uint64{513, 1, 2, 3, 5} {
 			cfg := providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: 241, Burst: 3}, Answer: providertest.Answer429,
 				Latency: 87 * time.Millisecond, Jitter: 14 * time.Millisecond,
-				FaultRate: share, Faults: []providertest.Fault{providertest.Fault503},
+				FaultRate: share, Faults: []providertest.Fault{http.StatusServiceUnavailable},
 				Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 			row := shortRow{name: "noise", cfg: cfg, rate: 241 * (1 - share), workers: 28}
 			r := runShort(t, row, true)

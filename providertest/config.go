@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"time"
 
@@ -76,9 +77,10 @@ type Config struct {
 	// with one of Faults instead of being served. Defaults to 0.
 	FaultRate float64
 
-	// Faults are the kinds drawn from (uniformly) when a fault is injected.
-	// Defaults to Fault500, Fault502, Fault504 and FaultReset; [Fault503] is
-	// drawn only when listed, since a 503 is also how [Answer503] refuses.
+	// Faults are the kinds drawn from (uniformly) when a fault is injected:
+	// HTTP statuses in [500, 599] and [FaultReset]. Defaults to 500, 502,
+	// 504 and FaultReset; a 503 is drawn only when listed, since a 503 is
+	// also how [Answer503] refuses.
 	Faults []Fault
 
 	// Latency is added to every response. Must be >= 0. Defaults to 0.
@@ -214,11 +216,11 @@ func (c Config) normalize(start time.Time) (Config, error) {
 		return c, invalid.Must("Config.FaultRate", "be in [0, 1]", c.FaultRate)
 	}
 	if len(c.Faults) == 0 {
-		c.Faults = []Fault{Fault500, Fault502, Fault504, FaultReset}
+		c.Faults = []Fault{http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout, FaultReset}
 	}
 	for i, f := range c.Faults {
-		if f < Fault500 || f > Fault503 {
-			return c, invalid.Must(fmt.Sprintf("Config.Faults[%d]", i), "be one of the Fault constants", f)
+		if f != FaultReset && (f < 500 || f > 599) {
+			return c, invalid.Must(fmt.Sprintf("Config.Faults[%d]", i), "be an HTTP status in [500, 599] or FaultReset", int(f))
 		}
 	}
 	c.Faults = slices.Clone(c.Faults)

@@ -21,8 +21,8 @@
 //     Retry-After, 503, a silent slow-down, or Binance's 418 ban after
 //     repeated violations.
 //   - The usage headers ([Headers]): Binance's, the IETF draft's, or both.
-//   - Transient faults ([Config.FaultRate], [Fault]; [Fault503] is noise that
-//     looks like a refusal), request delays on the way in ([Config.Uplink],
+//   - Transient faults ([Config.FaultRate], [Fault]: a 5xx status or a
+//     connection reset; a 503 is noise that looks like a refusal), request delays on the way in ([Config.Uplink],
 //     so requests sent back to back arrive jittered, as through a real
 //     network stack) and response delays on the way out ([Config.Latency]).
 //   - Lies ([Config.Lie]: short pages, null or empty answers, dropped rows,

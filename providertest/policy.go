@@ -136,43 +136,18 @@ func (a Answer) String() string {
 	return fmt.Sprintf("Answer(%d)", int(a))
 }
 
-// Fault is a kind of injected transient failure.
+// Fault is a kind of injected transient failure: an HTTP status in [500,
+// 599], or [FaultReset]. A 500 comes with Binance's -1000 JSON body; any
+// other status with a plain-text one, as a CDN or a load balancer sends
+// (http.StatusBadGateway, or http.StatusServiceUnavailable: noise that
+// says nothing about the client's rate, unlike [Answer503]'s JSON -1008
+// refusal).
 type Fault int
 
-const (
-	// Fault500 answers 500 with Binance's -1000 body.
-	Fault500 Fault = iota
-	// Fault502 answers 502 Bad Gateway with a plain-text body, as a CDN would.
-	Fault502
-	// Fault504 answers 504 Gateway Timeout with a plain-text body.
-	Fault504
-	// FaultReset resets the connection without a response: a TCP reset on
-	// loopback, an error wrapping syscall.ECONNRESET from the in-memory
-	// transport.
-	FaultReset
-	// Fault503 answers 503 Service Unavailable with a plain-text body, as a
-	// load balancer with no healthy backend would: noise that says nothing
-	// about the client's rate, unlike [Answer503]'s JSON -1008 refusal. It is
-	// not among the default Faults.
-	Fault503
-)
-
-// String returns "500", "502", "503", "504" or "reset".
-func (f Fault) String() string {
-	switch f {
-	case Fault500:
-		return "500"
-	case Fault502:
-		return "502"
-	case Fault503:
-		return "503"
-	case Fault504:
-		return "504"
-	case FaultReset:
-		return "reset"
-	}
-	return fmt.Sprintf("Fault(%d)", int(f))
-}
+// FaultReset resets the connection without a response: a TCP reset on
+// loopback, an error wrapping syscall.ECONNRESET from the in-memory
+// client.
+const FaultReset Fault = -1
 
 // Change is one entry of [Config.Schedule]: from After past the server's
 // start, the true limit becomes Limit.

@@ -263,16 +263,12 @@ func (rep reply) apiError(e *apiError) reply {
 // fault completes rep as the injected fault f.
 func (rep reply) fault(f Fault) reply {
 	switch f {
-	case Fault500:
+	case http.StatusInternalServerError:
 		return rep.apiError(&apiError{500, -1000, "An unknown error occurred while processing the request."})
-	case Fault502:
-		rep.status, rep.body = http.StatusBadGateway, []byte("502 Bad Gateway\n")
-	case Fault503:
-		rep.status, rep.body = http.StatusServiceUnavailable, []byte("503 Service Unavailable\n")
-	case Fault504:
-		rep.status, rep.body = http.StatusGatewayTimeout, []byte("504 Gateway Time-out\n")
-	default:
+	case FaultReset:
 		rep.reset = true
+	default:
+		rep.status, rep.body = int(f), fmt.Appendf(nil, "%d %s\n", f, http.StatusText(int(f)))
 	}
 	rep.header.Set("Content-Type", "text/plain; charset=utf-8")
 	return rep

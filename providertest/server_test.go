@@ -21,7 +21,7 @@ func TestFaults(t *testing.T) {
 	cases := []struct {
 		fault  providertest.Fault
 		status int
-	}{{providertest.Fault500, 500}, {providertest.Fault502, 502}, {providertest.Fault503, 503}, {providertest.Fault504, 504}, {providertest.FaultReset, 0}}
+	}{{http.StatusInternalServerError, 500}, {http.StatusBadGateway, 502}, {http.StatusServiceUnavailable, 503}, {http.StatusGatewayTimeout, 504}, {599, 599}, {providertest.FaultReset, 0}}
 	for _, c := range cases {
 		s := newServer(t, providertest.Config{Now: newClock(t0).Now, FaultRate: 1, Faults: []providertest.Fault{c.fault}})
 		r, err := tryGet(context.Background(), s.Client(), inMemory, "/api/v3/time", nil)
@@ -32,7 +32,7 @@ func TestFaults(t *testing.T) {
 		} else if err != nil || r.status != c.status {
 			t.Fatalf("%v: got %d %v, want %d", c.fault, r.status, err, c.status)
 		}
-		if c.fault == providertest.Fault503 && string(r.body) != "503 Service Unavailable\n" {
+		if c.fault == http.StatusServiceUnavailable && string(r.body) != "503 Service Unavailable\n" {
 			t.Fatalf("503 fault: body %q, want a plain-text one (not Answer503's JSON refusal)", r.body)
 		}
 		if st := s.Stats(); st.Faults != 1 || st.OK != 0 || st.Requests != 1 || st.MaxPerSecond != 1 {

@@ -113,7 +113,7 @@ func TestFailedURLsAreNeverCalledFetched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, _ := inMemoryPlan(
 			host{name: "fine", sim: providertest.Config{Latency: 10 * time.Millisecond}},
-			host{name: "down", sim: providertest.Config{Latency: 10 * time.Millisecond, FaultRate: 1, Faults: []providertest.Fault{providertest.Fault500}}},
+			host{name: "down", sim: providertest.Config{Latency: 10 * time.Millisecond, FaultRate: 1, Faults: []providertest.Fault{http.StatusInternalServerError}}},
 		)
 		p.workers, p.perHost, p.urlsPerHost, p.duration = 4, 2, 5, 10*time.Minute
 		res, err := crawl(context.Background(), p)

@@ -80,7 +80,7 @@ func demo() plan {
 			{name: "steady", sim: providertest.Config{Limit: providertest.Limit{Rate: 40, Burst: 5}, Answer: providertest.AnswerBare429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
 			{name: "strict", sim: providertest.Config{Limit: providertest.Limit{Rate: 5, Burst: 1}, Answer: providertest.Answer429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
 			{name: "flaky", sim: providertest.Config{Limit: providertest.Limit{Rate: 8, Burst: 2}, Answer: providertest.Answer503, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond,
-				FaultRate: 0.5, Faults: []providertest.Fault{providertest.Fault500, providertest.Fault502, providertest.Fault504}}},
+				FaultRate: 0.5, Faults: []providertest.Fault{http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout}}},
 			{name: "slow", sim: providertest.Config{Limit: providertest.Limit{Rate: 50, Burst: 5}, Latency: 1500 * time.Millisecond, Jitter: 500 * time.Millisecond}},
 		},
 		workers:     16,

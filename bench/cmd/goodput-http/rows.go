@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/forage-go/forage/providertest"
@@ -74,10 +75,10 @@ func rows() []row {
 		{name: "gcra 17/s, slow-down", limit: gcra(17, 1), answer: providertest.AnswerSlowDown},
 		{name: "gcra 15/s, ban after 5 violations/min", limit: gcra(15, 1), answer: providertest.AnswerBan, long: true, shared: true},
 		{name: "gcra 20/s halving to 10/s mid-run", limit: gcra(20, 1), halves: true, long: true},
-		noise("gcra 17/s + 5% random 502", 0.05, providertest.Fault502, false),
-		noise("gcra 17/s + 5% random 503", 0.05, providertest.Fault503, false),
-		noise("gcra 17/s + 10% random 502", 0.10, providertest.Fault502, false),
-		noise("gcra 17/s + 10% random 503", 0.10, providertest.Fault503, true),
+		noise("gcra 17/s + 5% random 502", 0.05, http.StatusBadGateway, false),
+		noise("gcra 17/s + 5% random 503", 0.05, http.StatusServiceUnavailable, false),
+		noise("gcra 17/s + 10% random 502", 0.10, http.StatusBadGateway, false),
+		noise("gcra 17/s + 10% random 503", 0.10, http.StatusServiceUnavailable, true),
 		{name: "gcra 200/s burst 1 (fast provider)", limit: gcra(200, 1), long: true, solo: true},
 		// For the pg clients, a window shorter than their run: 600/30s is
 		// spent in the first second or two, after which every process

@@ -61,11 +61,11 @@ func shortRows() []shortRow {
 		return c
 	}
 	ietf := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429)
-	ietf.Headers = providertest.HeaderIETF
+	ietf.Headers = providertest.Headers{IETF: true}
 	mixed := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429)
-	mixed.Headers = providertest.HeaderIETF | providertest.HeaderBinance
+	mixed.Headers = providertest.Headers{IETF: true, Binance: true}
 	bucket := base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429)
-	bucket.Headers = providertest.HeaderIETF
+	bucket.Headers = providertest.Headers{IETF: true}
 	ban := base(providertest.Limit{Rate: 15, Burst: 1}, providertest.AnswerBan)
 	halves := base(providertest.Limit{Rate: 40, Burst: 1}, providertest.Answer429)
 	halves.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.Limit{Rate: 20, Burst: 1}}}

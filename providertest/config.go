@@ -140,31 +140,27 @@ type Symbol struct {
 	Price float64
 }
 
-// Headers is a set of usage-header styles, combined with |.
-type Headers int
-
-const (
-	// HeaderBinance sends X-MBX-USED-WEIGHT and X-MBX-USED-WEIGHT-1M: the
-	// weight of all non-banned requests in the current UTC minute, whatever
-	// the Limit (as Binance does, rejected requests count).
-	HeaderBinance Headers = 1 << iota
-	// HeaderIETF sends RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
+// Headers selects the usage headers the server sends; any may be combined.
+// The zero Headers sends none. Headers is a value; copy it freely.
+type Headers struct {
+	// Binance sends X-MBX-USED-WEIGHT and X-MBX-USED-WEIGHT-1M: the weight
+	// of all non-banned requests in the current UTC minute, whatever the
+	// Limit (as Binance does, rejected requests count).
+	Binance bool
+	// IETF sends RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
 	// (seconds, rounded up) for the GCRA or fixed-window Limit in force
-	// (draft-ietf-httpapi-ratelimit-headers). Nothing is sent without a limit.
-	// A GCRA limit announces its burst as the limit, so a burst-1 limiter
-	// says "Remaining 0, Reset 1" after each admitted request.
-	HeaderIETF
-	// HeaderIETFPolicy sends RateLimit-Policy: <count>;w=<seconds> (the
-	// window in whole seconds, rounded up) for a fixed-window Limit in force,
-	// the quota policy of the same draft, which names the window that
+	// (draft-ietf-httpapi-ratelimit-headers). Nothing is sent without a
+	// limit. A GCRA limit announces its burst as the limit, so a burst-1
+	// limiter says "Remaining 0, Reset 1" after each admitted request.
+	IETF bool
+	// IETFPolicy sends RateLimit-Policy: <count>;w=<seconds> (the window in
+	// whole seconds, rounded up) for a fixed-window Limit in force, the
+	// quota policy of the same draft, which names the window that
 	// RateLimit-Limit leaves implicit. Nothing is sent for GCRA (no
-	// whole-second quota describes it exactly) or without a limit. Combine it
-	// with HeaderIETF to send both.
-	HeaderIETFPolicy
-)
-
-// allHeaders is every Headers flag.
-const allHeaders = HeaderBinance | HeaderIETF | HeaderIETFPolicy
+	// whole-second quota describes it exactly) or without a limit. Set IETF
+	// too to send both.
+	IETFPolicy bool
+}
 
 // BinanceWeight is a [Config.Weight] with Binance spot's weights: klines 2,
 // exchangeInfo 20, everything else 1.
@@ -208,9 +204,6 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	}
 	if c.Weight == nil {
 		c.Weight = func(string) int { return 1 }
-	}
-	if c.Headers&^allHeaders != 0 {
-		return c, invalid.Must("Config.Headers", "combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only", int(c.Headers))
 	}
 	if !(c.FaultRate >= 0 && c.FaultRate <= 1) {
 		return c, invalid.Must("Config.FaultRate", "be in [0, 1]", c.FaultRate)

@@ -113,7 +113,7 @@ func TestSlowDown(t *testing.T) {
 func TestFixedWindow(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 3, Window: 10 * time.Second}, Headers: providertest.HeaderIETF})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 3, Window: 10 * time.Second}, Headers: providertest.Headers{IETF: true}})
 		time.Sleep(7 * time.Second) // the bubble starts at 2000-01-01T00:00:00Z: 3s left in the window
 		for i := range 3 {
 			r, _ := ping(t, s)
@@ -251,7 +251,7 @@ func TestLimitChanges(t *testing.T) {
 func TestWeightsAndBinanceHeaders(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 25, Window: time.Minute}, Weight: providertest.BinanceWeight, Headers: providertest.HeaderBinance})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 25, Window: time.Minute}, Weight: providertest.BinanceWeight, Headers: providertest.Headers{Binance: true}})
 		used := func(path string) (int, string) {
 			r := get(t, s.Client(), inMemory, path, nil)
 			return r.status, r.header.Get("X-Mbx-Used-Weight-1m")
@@ -301,7 +301,6 @@ func TestConfigValidation(t *testing.T) {
 		{providertest.Config{Faults: []providertest.Fault{7}}, "providertest: Config.Faults[0] must be an HTTP status in [500, 599] or FaultReset (got 7)"},
 		{providertest.Config{Symbols: []providertest.Symbol{{Name: "btc"}}}, `providertest: Config.Symbols[0].Name must be 1-20 of A-Z 0-9 - _ . (got "btc")`},
 		{providertest.Config{Symbols: []providertest.Symbol{{Name: "A"}, {Name: "A"}}}, "providertest: Config.Symbols[1].Name must be unique (got A)"},
-		{providertest.Config{Headers: 8}, "providertest: Config.Headers must combine HeaderBinance, HeaderIETF and HeaderIETFPolicy only (got 8)"},
 		{providertest.Config{Faults: []providertest.Fault{600}}, "providertest: Config.Faults[0] must be an HTTP status in [500, 599] or FaultReset (got 600)"},
 		{providertest.Config{Faults: []providertest.Fault{0}}, "providertest: Config.Faults[0] must be an HTTP status in [500, 599] or FaultReset (got 0)"},
 		{providertest.Config{Uplink: -1}, "providertest: Config.Uplink must be >= 0 (got -1ns)"},
@@ -329,13 +328,13 @@ func TestHeaderFamilies(t *testing.T) {
 		headers providertest.Headers
 		want    map[string]string // header -> value; "" means absent
 	}{
-		{providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.HeaderIETFPolicy,
+		{providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Headers{IETFPolicy: true},
 			map[string]string{"RateLimit-Policy": "600;w=30", "RateLimit-Limit": "", "X-Mbx-Used-Weight-1m": ""}},
-		{providertest.Limit{Count: 5, Window: 1500 * time.Millisecond}, providertest.HeaderIETFPolicy | providertest.HeaderIETF,
+		{providertest.Limit{Count: 5, Window: 1500 * time.Millisecond}, providertest.Headers{IETFPolicy: true, IETF: true},
 			map[string]string{"RateLimit-Policy": "5;w=2", "RateLimit-Limit": "5", "RateLimit-Remaining": "4"}},
-		{providertest.Limit{Rate: 17, Burst: 1}, providertest.HeaderIETFPolicy | providertest.HeaderIETF,
+		{providertest.Limit{Rate: 17, Burst: 1}, providertest.Headers{IETFPolicy: true, IETF: true},
 			map[string]string{"RateLimit-Policy": "", "RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}},
-		{providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.HeaderIETF | providertest.HeaderBinance,
+		{providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Headers{IETF: true, Binance: true},
 			map[string]string{"RateLimit-Limit": "600", "RateLimit-Remaining": "599", "X-Mbx-Used-Weight-1m": "1", "RateLimit-Policy": ""}},
 	}
 	for i, c := range cases {
@@ -343,7 +342,7 @@ func TestHeaderFamilies(t *testing.T) {
 		r := get(t, s.Client(), inMemory, "/api/v3/time", nil)
 		for k, v := range c.want {
 			if got := r.header.Get(k); got != v {
-				t.Fatalf("case %d (%v, headers %d): %s = %q, want %q", i, c.limit, c.headers, k, got, v)
+				t.Fatalf("case %d (%v, headers %+v): %s = %q, want %q", i, c.limit, c.headers, k, got, v)
 			}
 		}
 	}

@@ -234,19 +234,19 @@ func (s *Server) banned(rep reply, now int64) reply {
 
 // usageHeaders adds the configured usage headers at now. Callers hold mu.
 func (s *Server) usageHeaders(h http.Header, now int64) {
-	if s.cfg.Headers&HeaderBinance != 0 {
+	if s.cfg.Headers.Binance {
 		used := strconv.FormatInt(s.used, 10)
 		h.Set("X-Mbx-Used-Weight", used)
 		h.Set("X-Mbx-Used-Weight-1m", used)
 	}
-	if s.cfg.Headers&HeaderIETF != 0 {
+	if s.cfg.Headers.IETF {
 		if limit, remaining, reset, ok := s.lim.usage(now); ok {
 			h.Set("RateLimit-Limit", strconv.FormatInt(limit, 10))
 			h.Set("RateLimit-Remaining", strconv.FormatInt(remaining, 10))
 			h.Set("RateLimit-Reset", strconv.FormatInt(int64((reset+time.Second-1)/time.Second), 10))
 		}
 	}
-	if s.cfg.Headers&HeaderIETFPolicy != 0 {
+	if s.cfg.Headers.IETFPolicy {
 		if count, seconds, ok := s.lim.policy(); ok {
 			h.Set("RateLimit-Policy", fmt.Sprintf("%d;w=%d", count, seconds))
 		}

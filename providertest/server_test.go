@@ -103,7 +103,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 // usage header, and an injected reset arriving as a transport error.
 func TestLoopback(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, providertest.Config{Headers: providertest.HeaderBinance})
+	s := newServer(t, providertest.Config{Headers: providertest.Headers{Binance: true}})
 	l := httptest.NewServer(s)
 	defer l.Close()
 	c := &http.Client{Timeout: 10 * time.Second}
@@ -150,7 +150,7 @@ func BenchmarkTransportKlines(b *testing.B) {
 // BenchmarkTransportLimited measures the admission path under contention: a
 // GCRA limit and the time endpoint from parallel clients.
 func BenchmarkTransportLimited(b *testing.B) {
-	s := newServer(b, providertest.Config{Now: newClock(t0).Now, Limit: providertest.Limit{Rate: 1e6, Burst: 1000}, Headers: providertest.HeaderBinance | providertest.HeaderIETF})
+	s := newServer(b, providertest.Config{Now: newClock(t0).Now, Limit: providertest.Limit{Rate: 1e6, Burst: 1000}, Headers: providertest.Headers{Binance: true, IETF: true}})
 	c := s.Client()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -64,8 +64,9 @@ type Config struct {
 	// means 2 minutes, Binance's first ban.
 	BanFor time.Duration
 
-	// Weight is the cost of one request to path against the limit, e.g.
-	// [BinanceWeight]. Results below zero count as zero. Defaults to 1 for
+	// Weight is the cost of one request to path against the limit; Binance
+	// spot's weighs /api/v3/klines 2, /api/v3/exchangeInfo 20 and every
+	// other path 1. Results below zero count as zero. Defaults to 1 for
 	// every path.
 	Weight func(path string) int
 
@@ -160,18 +161,6 @@ type Headers struct {
 	// whole-second quota describes it exactly) or without a limit. Set IETF
 	// too to send both.
 	IETFPolicy bool
-}
-
-// BinanceWeight is a [Config.Weight] with Binance spot's weights: klines 2,
-// exchangeInfo 20, everything else 1.
-func BinanceWeight(path string) int {
-	switch path {
-	case pathKlines:
-		return 2
-	case pathExchangeInfo:
-		return 20
-	}
-	return 1
 }
 
 // normalize validates c and fills in defaults; start is the server's start.

@@ -14,9 +14,8 @@
 // others.
 //
 //   - The true limit ([Limit]): GCRA ([Limit.Rate]) or a fixed window
-//     ([Limit.Count]) on a per-path weight ([Config.Weight], e.g.
-//     [BinanceWeight]), changed mid-run by [Config.Schedule] or
-//     [Server.SetLimit].
+//     ([Limit.Count]) on a per-path weight ([Config.Weight]), changed
+//     mid-run by [Config.Schedule] or [Server.SetLimit].
 //   - The answer to an over-limit request ([Answer]): 429 with or without
 //     Retry-After, 503, a silent slow-down, or Binance's 418 ban after
 //     repeated violations.

@@ -156,3 +156,19 @@ func intervalDuration(name string) (time.Duration, bool) {
 	}[name]
 	return d, ok
 }
+
+// maxKlineLimit is the most candles one klines answer holds, as Binance
+// caps them (see Query.Limit).
+const maxKlineLimit = 1000
+
+// binanceWeight is a Config.Weight with Binance spot's weights: klines 2,
+// exchangeInfo 20, everything else 1.
+func binanceWeight(path string) int {
+	switch path {
+	case "/api/v3/klines":
+		return 2
+	case "/api/v3/exchangeInfo":
+		return 20
+	}
+	return 1
+}

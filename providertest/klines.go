@@ -13,9 +13,9 @@ import (
 const (
 	// defaultKlineLimit is the number of candles returned when no limit is given.
 	defaultKlineLimit = 500
-	// MaxKlineLimit is the most candles one request returns; larger limits are
-	// capped to it.
-	MaxKlineLimit = 1000
+	// maxKlineLimit is the most candles one request returns; larger limits
+	// are capped to it.
+	maxKlineLimit = 1000
 )
 
 // Query is one klines request, the typed form of the query string.
@@ -31,7 +31,8 @@ type Query struct {
 	// End keeps candles whose open time is at or before it. Zero means no end.
 	End time.Time
 	// Limit is the most candles returned. Zero means 500, Binance's default;
-	// more than [MaxKlineLimit] is capped to it; negative is an error.
+	// more than 1000, Binance's most, is capped to 1000; negative is an
+	// error.
 	Limit int
 }
 
@@ -157,8 +158,8 @@ func (s *Server) span(now time.Time, q Query) (span, error) {
 		return span{}, badRequest(-1130, "Data sent for parameter 'limit' is not valid.")
 	case limit == 0:
 		limit = defaultKlineLimit
-	case limit > MaxKlineLimit:
-		limit = MaxKlineLimit
+	case limit > maxKlineLimit:
+		limit = maxKlineLimit
 	}
 	hasStart, hasEnd := !q.Start.IsZero(), !q.End.IsZero()
 	if hasStart && hasEnd && q.Start.After(q.End) {

@@ -170,7 +170,7 @@ func (s *Server) sparse(r *http.Request, sp span) (int, []byte, int) {
 	if limit <= 0 {
 		limit = defaultKlineLimit
 	}
-	limit = min(limit, MaxKlineLimit)
+	limit = min(limit, maxKlineLimit)
 	lo, hi := sp.iv.floor(sp.sr.listed), sp.iv.floor(sp.now)
 	if v, err := strconv.ParseInt(q.Get("startTime"), 10, 64); err == nil {
 		lo = max(lo, sp.iv.ceil(v))

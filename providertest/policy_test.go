@@ -251,7 +251,7 @@ func TestLimitChanges(t *testing.T) {
 func TestWeightsAndBinanceHeaders(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 25, Window: time.Minute}, Weight: providertest.BinanceWeight, Headers: providertest.Headers{Binance: true}})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 25, Window: time.Minute}, Weight: binanceWeight, Headers: providertest.Headers{Binance: true}})
 		used := func(path string) (int, string) {
 			r := get(t, s.Client(), inMemory, path, nil)
 			return r.status, r.header.Get("X-Mbx-Used-Weight-1m")

@@ -78,7 +78,7 @@ func TestPropKlines(t *testing.T) {
 		if capped == 0 {
 			capped = 500
 		}
-		capped = min(capped, providertest.MaxKlineLimit)
+		capped = min(capped, maxKlineLimit)
 		allowed := func(open int64) bool {
 			return open+d-1 >= listed.UnixMilli() && open <= now.UnixMilli() &&
 				(q.Start.IsZero() || open >= q.Start.UnixMilli()) && (q.End.IsZero() || open <= q.End.UnixMilli())

@@ -178,12 +178,12 @@ func (b *crashBed) check(store []string) {
 		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 		var truth []providertest.Kline
 		for from := b.since; ; {
-			page, err := b.srv.KlinesAt(now, providertest.Query{Symbol: sym, Interval: "1m", Start: from, End: now, Limit: providertest.MaxKlineLimit})
+			page, err := b.srv.KlinesAt(now, providertest.Query{Symbol: sym, Interval: "1m", Start: from, End: now, Limit: maxKlineLimit})
 			if err != nil {
 				b.t.Fatal(err)
 			}
 			truth = append(truth, page...)
-			if len(page) < providertest.MaxKlineLimit {
+			if len(page) < maxKlineLimit {
 				break
 			}
 			from = time.UnixMilli(page[len(page)-1].OpenTime).Add(time.Minute)

@@ -96,3 +96,7 @@ func isOneLine(t tb, s, want string) {
 		t.Fatalf("stderr = %q, want one line \"ohlcv: ...%s...\"", s, want)
 	}
 }
+
+// maxKlineLimit is the most candles one klines answer holds, as Binance
+// caps them (see providertest.Query.Limit).
+const maxKlineLimit = 1000

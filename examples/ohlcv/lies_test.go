@@ -44,8 +44,8 @@ func truthLines(t *testing.T, from, to time.Time) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	for at := from; at.Before(to); at = at.Add(providertest.MaxKlineLimit * time.Minute) {
-		ks, err := srv.KlinesAt(time.Now(), providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: at, End: to.Add(-time.Millisecond), Limit: providertest.MaxKlineLimit})
+	for at := from; at.Before(to); at = at.Add(maxKlineLimit * time.Minute) {
+		ks, err := srv.KlinesAt(time.Now(), providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: at, End: to.Add(-time.Millisecond), Limit: maxKlineLimit})
 		if err != nil {
 			t.Fatal(err)
 		}

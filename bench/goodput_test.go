@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/bench/internal/clients"
+	"github.com/forage-go/forage/internal/goodput"
 	"github.com/forage-go/forage/providertest"
 )
 
@@ -65,7 +66,7 @@ func (c cell) String() string {
 
 // measure runs cl against a fresh server for pol over peerRun of simulated
 // time and returns the cell.
-func measure(t *testing.T, pol providertest.Scenario, cl client) cell {
+func measure(t *testing.T, pol goodput.Scenario, cl client) cell {
 	t.Helper()
 	var c cell
 	synctest.Test(t, func(t *testing.T) {
@@ -90,7 +91,7 @@ func measure(t *testing.T, pol providertest.Scenario, cl client) cell {
 
 // table renders the cells as a Markdown table, rows = policies, columns =
 // clients, ready to paste into the README.
-func table(pols []providertest.Scenario, cls []client, cells [][]cell) string {
+func table(pols []goodput.Scenario, cls []client, cells [][]cell) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ngoodput / refused, %d req/s true limit, %v+%v latency, %d workers, %v per cell\n\n",
 		peerRate, peerLatency, peerLatency/2, peerWorkers, peerRun)
@@ -117,7 +118,7 @@ func table(pols []providertest.Scenario, cls []client, cells [][]cell) string {
 // budget's TestGoodput; the peers' columns are a measurement.
 func TestPeers(t *testing.T) {
 	t.Parallel()
-	pols, cls := providertest.Scenarios(peerRate, peerLatency, peerRun), peerClients()
+	pols, cls := goodput.Scenarios(peerRate, peerLatency, peerRun), peerClients()
 	cells := make([][]cell, len(pols))
 	for i := range cells {
 		cells[i] = make([]cell, len(cls))

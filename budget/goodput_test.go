@@ -14,6 +14,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/internal/goodput"
 	"github.com/forage-go/forage/providertest"
 )
 
@@ -60,7 +61,7 @@ func (r goodputRow) String() string {
 // runGoodput drives one provider with the default Config, or with the pacer
 // newPacer returns if it is not nil, from s.workers workers against pol for
 // goodputRun of simulated time.
-func runGoodput(t *testing.T, pol providertest.Scenario, s goodputSetup, newPacer func() budget.Pacer) goodputRow {
+func runGoodput(t *testing.T, pol goodput.Scenario, s goodputSetup, newPacer func() budget.Pacer) goodputRow {
 	t.Helper()
 	var row goodputRow
 	synctest.Test(t, func(t *testing.T) {
@@ -144,7 +145,7 @@ func goodputTable(t *testing.T, s goodputSetup, newPacer func() budget.Pacer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-32s %9s %9s %5s %9s %9s\n", s.name, "goodput", "refused", "bans", "learned", "requests")
 	var miss []goodputRow
-	for _, pol := range providertest.Scenarios(s.rate, s.latency, goodputRun) {
+	for _, pol := range goodput.Scenarios(s.rate, s.latency, goodputRun) {
 		r := runGoodput(t, pol, s, newPacer)
 		fmt.Fprint(&b, r)
 		switch why, exempt := s.miss[pol.Name]; {

@@ -30,11 +30,11 @@
 //     do ([LieSparse]), while [Server.KlinesAt] keeps telling the truth to
 //     compare with.
 //
-// [Scenarios] are eight standard combinations at a given rate: run a
-// collector against each and compare what it fetched with what the limit
-// allowed ([Scenario.Allowed]). [Server.Stats] says whether the client was
-// ever banned or over the limit, and how many candles it was served, so a
-// test can assert "never banned, never over the limit, no data lost".
+// Run a collector against a few such combinations and compare what it
+// fetched with what the limit allowed. [Server.Stats] says whether the
+// client was ever banned or over the limit, and how many candles it was
+// served, so a test can assert "never banned, never over the limit, no
+// data lost".
 //
 // A [Server] answers four endpoints with Binance's shapes and error codes:
 //

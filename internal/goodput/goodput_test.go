@@ -1,9 +1,10 @@
-package providertest_test
+package goodput_test
 
 import (
 	"testing"
 	"time"
 
+	"github.com/forage-go/forage/internal/goodput"
 	"github.com/forage-go/forage/providertest"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestScenariosAreValid(t *testing.T) {
 	t.Parallel()
 	run := 5 * time.Minute
-	sc := providertest.Scenarios(50, 40*time.Millisecond, run)
+	sc := goodput.Scenarios(50, 40*time.Millisecond, run)
 	if len(sc) != 8 {
 		t.Fatalf("%d scenarios, want 8", len(sc))
 	}

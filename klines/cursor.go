@@ -136,17 +136,17 @@ func parseCursor(b []byte) (cursor, error) {
 	return c, nil
 }
 
-// EncodeCursor returns the plain cursor that covers every candle up to
-// and including the one that opens at t, the format every version reads.
-func EncodeCursor(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixMilli(), 10) }
+// plainCursor returns the plain cursor that covers every candle up to and
+// including the one that opens at t, the format every version reads.
+func plainCursor(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixMilli(), 10) }
 
-// ShownCandle returns the open time of the last candle the provider showed
-// up to a cursor (its "k" forms; see the package doc): a candle stored
-// once the cursor was committed. False when the cursor does not say: none
-// shown yet, or a plain cursor of an earlier version. Unlike
-// [DecodeCursor], whose time may end a stretch confirmed empty, it names a
-// candle that exists, which a host can look for in its store.
-func ShownCandle(b []byte) (time.Time, bool) {
+// shownCandle returns the open time of the last candle the provider showed
+// up to a cursor (its "k" forms): a candle stored once the cursor was
+// committed. False when the cursor does not say: none shown yet, or a
+// plain cursor of an earlier version. Unlike [DecodeCursor], whose time
+// may end a stretch confirmed empty, it names a candle that exists (see
+// [FileSink.Check]).
+func shownCandle(b []byte) (time.Time, bool) {
 	c, err := parseCursor(b)
 	if err != nil || !c.hasLast || !c.hasCand {
 		return time.Time{}, false

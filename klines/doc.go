@@ -48,12 +48,12 @@
 // can, short of a second provider. The Source predicts where each page ends
 // ([slice.Predictor]), so a stream run fetches ahead.
 //
-// The cursor is text. Its plain form, which [EncodeCursor] writes and
-// [DecodeCursor] reads, is the open time of the last candle covered, in
-// Unix milliseconds ("1709290800000"); the Source may append to it what is
-// pending (a claim to confirm, rows to verify), which DecodeCursor reads
-// past. A host that wants a stream to start at a given candle commits
-// EncodeCursor of the candle before it.
+// The cursor is text. Its plain form, which [DecodeCursor] reads, is the
+// open time of the last candle covered, in Unix milliseconds, in decimal
+// ("1709290800000"); the Source may append to it what is pending (a claim
+// to confirm, rows to verify), which DecodeCursor reads past. A host that
+// wants a stream to start at a given candle commits the plain cursor of
+// the candle before it: strconv.AppendInt(nil, t.UnixMilli(), 10).
 //
 // [FileSink] keeps one CSV file per symbol and interval,
 // "<dir>/<symbol>-<interval>.csv", one line per candle:

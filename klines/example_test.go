@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/forage-go/forage/aimd"
@@ -52,24 +53,11 @@ func Example() {
 	// 1709290800000,104173.74606530,104322.15343425,102379.95629101,102691.06822014,35.50367799
 }
 
-// ExampleStep reads an interval's length.
-func ExampleStep() {
-	for _, iv := range []string{"1m", "4h", "1w", "1M"} {
-		d, err := klines.Step(iv)
-		fmt.Println(iv, d, err)
-	}
-	// Output:
-	// 1m 1m0s <nil>
-	// 4h 4h0m0s <nil>
-	// 1w 168h0m0s <nil>
-	// 1M 0s klines: unknown interval "1M"
-}
-
-// ExampleDecodeCursor reads the plain cursor EncodeCursor writes: the open
-// time of the last candle a stream has covered, which a host may show or
-// set to start a stream at a given candle.
+// ExampleDecodeCursor reads a plain cursor: the open time of the last
+// candle a stream has covered, in Unix milliseconds, which a host may show
+// or commit to start a stream at a given candle.
 func ExampleDecodeCursor() {
-	c := klines.EncodeCursor(time.Date(2024, 3, 1, 11, 0, 0, 0, time.UTC))
+	c := strconv.AppendInt(nil, time.Date(2024, 3, 1, 11, 0, 0, 0, time.UTC).UnixMilli(), 10)
 	t, err := klines.DecodeCursor(c)
 	fmt.Println(string(c), t, err)
 	// Output: 1709290800000 2024-03-01 11:00:00 +0000 UTC <nil>

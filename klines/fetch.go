@@ -132,7 +132,7 @@ func (s *Source) empty(sl slice.Slice, c cursor) slice.Page[Candle] {
 		if len(sl.After) > 0 {
 			return slice.Page[Candle]{Next: sl.After}
 		}
-		return slice.Page[Candle]{Next: EncodeCursor(sl.Range.Start.Add(-s.step))}
+		return slice.Page[Candle]{Next: plainCursor(sl.Range.Start.Add(-s.step))}
 	}
 	claim := c.base()
 	claim.hasConfirm, claim.confirm = true, end.UnixMilli()
@@ -225,7 +225,7 @@ func (s *Source) confirm(ctx context.Context, sl slice.Slice, c cursor) (slice.P
 	next := cursor{last: end.Add(-s.step).UnixMilli(), hasLast: true, cand: c.cand, hasCand: c.hasCand}
 	if len(rows) == 1 && !rows[0].OpenTime.Before(s.From) {
 		// (Not one before From: the stream never stored it, and a cursor
-		// names only candles stored (see ShownCandle). An exchange that
+		// names only candles stored (see shownCandle). An exchange that
 		// leaves quiet minutes out showed the one before a quiet From,
 		// and the host's check of its store then found it missing at
 		// every later start.)

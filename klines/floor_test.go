@@ -1,11 +1,25 @@
 package klines_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/forage-go/forage/klines"
 )
+
+// TestStep reads an interval's length; an unknown interval is an error.
+func TestStep(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		interval, want string
+	}{{"1m", "1m0s <nil>"}, {"4h", "4h0m0s <nil>"}, {"1w", "168h0m0s <nil>"}, {"1M", `0s klines: unknown interval "1M"`}} {
+		d, err := klines.Step(c.interval)
+		if got := fmt.Sprint(d, " ", err); got != c.want {
+			t.Errorf("Step(%q) = %s, want %s", c.interval, got, c.want)
+		}
+	}
+}
 
 // Candles are aligned as the exchange aligns them: to the Unix epoch, and
 // weeks to Mondays; 3d candles differ from time.Truncate's year 1 by two

@@ -160,14 +160,29 @@ func fileSafe(part string) bool {
 	return true
 }
 
-// Has reports whether the candle that opens at t is stored. A host checks
-// with it that the file holds what its checkpoint says was collected: a
-// file restored from an older backup, or cut short, otherwise leaves a
-// hole the checkpoint has moved past.
-func (s *FileSink) Has(t time.Time) bool {
+// Check returns nil if the file holds the last candle that a committed
+// cursor of its stream says the provider showed, or an error naming that
+// candle: a file restored from an older backup, or cut short, lacks it,
+// and the stream would resume after the hole. A host checks its file
+// against each of the stream's checkpoints when it opens the sink. A
+// cursor that names no candle shown (none yet, or a plain cursor of an
+// earlier version) has nothing to check. The cursor's own time
+// ([DecodeCursor]) may end a stretch confirmed empty, with no candle
+// there: Check looks for the candle, not for that time.
+func (s *FileSink) Check(cursor []byte) error {
+	at, shown := shownCandle(cursor)
+	if !shown {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.have[t.UnixMilli()]
+	switch {
+	case s.have[at.UnixMilli()]:
+		return nil
+	case len(s.have) == 0:
+		return fmt.Errorf("klines: %s holds no candles, but the cursor says the candle at %s was stored", s.f.Name(), at.Format(time.RFC3339))
+	}
+	return fmt.Errorf("klines: %s lacks the candle at %s, which the cursor says was stored", s.f.Name(), at.Format(time.RFC3339))
 }
 
 // First returns the open time of the earliest candle stored, and false
@@ -182,13 +197,6 @@ func (s *FileSink) First() (time.Time, bool) {
 		}
 	}
 	return time.UnixMilli(first).UTC(), found
-}
-
-// Len returns how many candles are stored.
-func (s *FileSink) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.have)
 }
 
 // Close closes the file.

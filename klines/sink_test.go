@@ -2,6 +2,8 @@ package klines_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,10 +37,10 @@ func TestOpenFileSinkRefusesAPath(t *testing.T) {
 // TestShownCandleIsStored: run by run, a request at a time, over a stretch
 // before the symbol's listing and on: whenever the committed cursor says
 // the provider showed a candle, that candle is in the file, even where the
-// cursor's last time ends a stretch confirmed empty (no candle there). A
-// host checks its file against ShownCandle, not DecodeCursor (the first
-// check of examples/ohlcv refused a healthy restart there; found by a
-// review).
+// cursor's last time ends a stretch confirmed empty (no candle there), and
+// FileSink.Check passes. A host checks its file against the candle shown,
+// not DecodeCursor (the first check of examples/ohlcv refused a healthy
+// restart there; found by a review).
 func TestShownCandleIsStored(t *testing.T) {
 	t.Parallel()
 	now := time.Now().Truncate(time.Minute)
@@ -76,11 +78,45 @@ func TestShownCandleIsStored(t *testing.T) {
 		if at, shown := klines.ShownCandle(cp.Cursor); shown && !sink.Has(at) {
 			t.Fatalf("run %d: cursor %q shows a candle at %v, not in the file", n+1, cp.Cursor, at)
 		}
+		if err := sink.Check(cp.Cursor); err != nil {
+			t.Fatalf("run %d: Check(%q) = %v", n+1, cp.Cursor, err)
+		}
 		if last, err := klines.DecodeCursor(cp.Cursor); err == nil && !sink.Has(last) {
 			emptyEnd = true // the cursor's last time ends the stretch before the listing
 		}
 	}
 	if !emptyEnd {
 		t.Log("no cursor ended a stretch confirmed empty in these runs")
+	}
+}
+
+// TestCheckNamesTheMissingCandle: a file that lacks the candle a cursor
+// says was shown (restored from an older backup, cut short) fails Check,
+// which names the candle; a plain cursor names none and passes.
+func TestCheckNamesTheMissingCandle(t *testing.T) {
+	t.Parallel()
+	sink, err := klines.OpenFileSink(t.TempDir(), "BTCUSDT", "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	t0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	shown := func(at time.Time) []byte { return fmt.Appendf(nil, "%dk", at.UnixMilli()) }
+	if err := sink.Check(shown(t0)); err == nil || !strings.Contains(err.Error(), "holds no candles") {
+		t.Fatalf("empty file: Check = %v, want it to hold no candles", err)
+	}
+	c := klines.Candle{OpenTime: t0, Open: "1", High: "1", Low: "1", Close: "1", Volume: "1"}
+	if err := sink.Write(context.Background(), slice.Page[klines.Candle]{Records: []klines.Candle{c}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Check(shown(t0)); err != nil {
+		t.Fatalf("stored candle: Check = %v", err)
+	}
+	later := t0.Add(time.Minute)
+	if err := sink.Check(shown(later)); err == nil || !strings.Contains(err.Error(), "lacks the candle at "+later.Format(time.RFC3339)) {
+		t.Fatalf("missing candle: Check = %v, want it named", err)
+	}
+	if err := sink.Check(klines.EncodeCursor(later)); err != nil {
+		t.Fatalf("plain cursor: Check = %v, want nil (it names no candle shown)", err)
 	}
 }

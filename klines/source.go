@@ -30,9 +30,9 @@ type Candle struct {
 
 // Source fetches the closed candles of one symbol and interval. Its cursor
 // names the last candle it covered, in Unix milliseconds, and what is
-// pending after it (see the package doc); [EncodeCursor] and
-// [DecodeCursor] read and write the plain form. Each request asks for the
-// first Page candles after the cursor, up to Until, so a stretch without
+// pending after it (see the package doc); [DecodeCursor] reads it. Each
+// request asks for the first Page candles after the cursor, up to Until,
+// so a stretch without
 // candles (before the symbol's listing, a halted market) costs one
 // request and its confirmation, the next slice, not one per page. The
 // cursor only ever moves to the last candle received before any hole in
@@ -91,8 +91,9 @@ var invalid = cfgerr.For("klines", ErrInvalidConfig)
 // candle (a month).
 const maxStep = 366 * 24 * time.Hour
 
-// Step returns the interval's length, or an error for an unknown interval.
-func Step(interval string) (time.Duration, error) {
+// stepOf returns the interval's length, or an error for an unknown
+// interval.
+func stepOf(interval string) (time.Duration, error) {
 	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
 	if len(interval) < 2 {
 		return 0, fmt.Errorf("klines: unknown interval %q", interval)
@@ -122,13 +123,13 @@ func (s *Source) until() time.Time {
 }
 
 // floor returns the open time of the candle that contains t.
-func (s *Source) floor(t time.Time) time.Time { return Floor(t, s.step) }
+func (s *Source) floor(t time.Time) time.Time { return floorTo(t, s.step) }
 
-// Floor returns the open time of the candle of length step (see [Step])
-// that contains t, as Binance aligns candles: to the Unix epoch, and weeks
-// to Mondays (1970-01-05). It is not [time.Time.Truncate], which counts
-// from the year 1: the two differ for 3d candles by two days.
-func Floor(t time.Time, step time.Duration) time.Time {
+// floorTo returns the open time of the candle of length step that contains
+// t, as Binance aligns candles: to the Unix epoch, and weeks to Mondays
+// (1970-01-05). It is not [time.Time.Truncate], which counts from the
+// year 1: the two differ for 3d candles by two days.
+func floorTo(t time.Time, step time.Duration) time.Time {
 	var off int64
 	if step%(7*24*time.Hour) == 0 {
 		off = (4 * 24 * time.Hour).Milliseconds()
@@ -150,7 +151,7 @@ func (s *Source) lastBefore(t time.Time) time.Time { return s.floor(t.Add(-time.
 // Init checks the source and must be called before use. A bad field is
 // an error wrapping [ErrInvalidConfig] that names it.
 func (s *Source) Init() error {
-	step, err := Step(s.Interval)
+	step, err := stepOf(s.Interval)
 	if s.Page == 0 {
 		s.Page = maxPage
 	}

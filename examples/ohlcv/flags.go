@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/forage-go/forage/klines"
 )
 
 // options is a parsed, validated collect command line.
@@ -116,7 +114,7 @@ func parseCollect(args []string) (options, error) {
 	if o.symbols, err = parseSymbols(symbols); err != nil {
 		return o, err
 	}
-	if o.step, err = klines.Step(o.interval); err != nil {
+	if o.step, err = intervalStep(o.interval); err != nil {
 		return o, badFlag("interval", "must be <n> followed by s, m, h, d or w, e.g. 1m", o.interval)
 	}
 	if o.baseURL != "" {
@@ -165,7 +163,7 @@ func parseWindow(since, until string, step time.Duration, now time.Time) (time.T
 		}
 		end = t
 	}
-	end = klines.Floor(end, step) // as the exchange aligns candles: not Truncate's year 1 (3d)
+	end = candleFloor(end, step) // as the exchange aligns candles: not Truncate's year 1 (3d)
 	start := end.Add(-24 * time.Hour)
 	if since != "" {
 		t, err := time.Parse(time.RFC3339, since)
@@ -174,7 +172,7 @@ func parseWindow(since, until string, step time.Duration, now time.Time) (time.T
 		}
 		start = t.UTC()
 	}
-	start = klines.Floor(start, step)
+	start = candleFloor(start, step)
 	if !start.Before(end) {
 		return time.Time{}, time.Time{}, badFlag("since", "must be at least one interval before -until "+end.Format(time.RFC3339), since)
 	}
@@ -231,7 +229,7 @@ func parseExport(args []string) (exportOptions, error) {
 	case o.store == "":
 		return o, badFlag("store", "must name a directory or a postgres:// DSN", o.store)
 	}
-	if _, err := klines.Step(o.interval); err != nil {
+	if _, err := intervalStep(o.interval); err != nil {
 		return o, badFlag("interval", "must be <n> followed by s, m, h, d or w, e.g. 1m", o.interval)
 	}
 	return o, nil

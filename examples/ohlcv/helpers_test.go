@@ -100,3 +100,7 @@ func isOneLine(t tb, s, want string) {
 // maxKlineLimit is the most candles one klines answer holds, as Binance
 // caps them (see providertest.Query.Limit).
 const maxKlineLimit = 1000
+
+// plainCursor is the plain klines cursor of the candle at t: its open
+// time in Unix milliseconds (see the klines package doc).
+func plainCursor(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixMilli(), 10) }

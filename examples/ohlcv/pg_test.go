@@ -188,7 +188,7 @@ func TestPostgresCandlesAndCheckpointCommitTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	page := slice.Page[klines.Candle]{Next: klines.EncodeCursor(t0.Add(time.Minute)), Records: []klines.Candle{
+	page := slice.Page[klines.Candle]{Next: plainCursor(t0.Add(time.Minute)), Records: []klines.Candle{
 		{OpenTime: t0, Open: "1.50000000", High: "2", Low: "1", Close: "1.75", Volume: "10.00000001"},
 		{OpenTime: t0.Add(time.Minute), Open: "1.75", High: "1.8", Low: "1.7", Close: "1.7", Volume: "3"},
 	}}
@@ -221,7 +221,7 @@ func TestPostgresCandlesAndCheckpointCommitTogether(t *testing.T) {
 	if _, err := store.Acquire(ctx, key.Stream, "other", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	later := slice.Page[klines.Candle]{Next: klines.EncodeCursor(t0.Add(2 * time.Minute)), Records: []klines.Candle{
+	later := slice.Page[klines.Candle]{Next: plainCursor(t0.Add(2 * time.Minute)), Records: []klines.Candle{
 		{OpenTime: t0.Add(2 * time.Minute), Open: "1", High: "1", Low: "1", Close: "1", Volume: "1"},
 	}}
 	if _, err := sink.Commit(ctx, key, later, cp.Version, lease); !errors.Is(err, checkpoint.ErrLeaseLost) || rows() != 2 {

@@ -90,14 +90,14 @@ func TestProgressStates(t *testing.T) {
 	}{
 		{func() {}, "catching up, 1d00h behind", 0, 1440},
 		{func() {
-			p.fetched(slice.Page[klines.Candle]{Next: klines.EncodeCursor(now.Add(-6*time.Hour - time.Minute))}, false)
+			p.fetched(slice.Page[klines.Candle]{Next: plainCursor(now.Add(-6*time.Hour - time.Minute))}, false)
 		}, "catching up, 6h00m behind", 1080, 1440},
 		{func() { p.waiting(now.Add(90*time.Second), "throttled") }, "waiting until " + now.Add(90*time.Second).Local().Format(time.TimeOnly) + " (throttled)", 1080, 1440},
 		{func() { p.waitUntil.Store(0); p.held.Store(true) }, "held by another process", 1080, 1440},
 		{func() { p.held.Store(false); p.caughtUp.Store(true) }, "caught up", 1440, 1440},
 		{func() {
 			c.o.follow = true
-			p.fetched(slice.Page[klines.Candle]{Next: klines.EncodeCursor(now)}, true)
+			p.fetched(slice.Page[klines.Candle]{Next: plainCursor(now)}, true)
 		}, "steady, last candle " + now.Local().Format(time.TimeOnly), 1440, 1440},
 	}
 	for i, s := range steps {

@@ -108,16 +108,9 @@ func (b *fileBackend) consistent(stream string, s *klines.FileSink) error {
 		if err != nil {
 			return err
 		}
-		last, shown := klines.ShownCandle(cp.Cursor)
-		if !shown || s.Has(last) {
-			continue
+		if err := s.Check(cp.Cursor); err != nil {
+			return fmt.Errorf("ohlcv: %s: %w (the store's %s checkpoint): restore the file, or remove the store to collect again", stream, err, mode)
 		}
-		held := "holds no candles"
-		if s.Len() > 0 {
-			held = "lacks the candle at " + last.UTC().Format(time.RFC3339)
-		}
-		return fmt.Errorf("ohlcv: %s: the candle file %s, but the store's checkpoint says they were collected up to %s (%s): restore the file, or remove the store to collect again",
-			stream, held, last.UTC().Format(time.RFC3339), mode)
 	}
 	return nil
 }

@@ -98,8 +98,8 @@ type Config struct {
 	// do through a real network stack, when UplinkJitter is set. A request
 	// whose context ends during the uplink never reaches the server (it is
 	// not counted). Applies to [Server.Client] and to a listener serving
-	// the Server alike (over loopback it adds to the real stack's delay). Must be >= 0.
-	// Defaults to 0.
+	// the Server alike (over loopback it adds to the real stack's delay).
+	// Must be >= 0. Defaults to 0.
 	Uplink time.Duration
 
 	// UplinkJitter adds a uniform random [0, UplinkJitter) to every request's

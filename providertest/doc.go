@@ -21,9 +21,10 @@
 //     repeated violations.
 //   - The usage headers ([Headers]): Binance's, the IETF draft's, or both.
 //   - Transient faults ([Config.FaultRate], [Fault]: a 5xx status or a
-//     connection reset; a 503 is noise that looks like a refusal), request delays on the way in ([Config.Uplink],
-//     so requests sent back to back arrive jittered, as through a real
-//     network stack) and response delays on the way out ([Config.Latency]).
+//     connection reset; a 503 is noise that looks like a refusal), request
+//     delays on the way in ([Config.Uplink], so requests sent back to back
+//     arrive jittered, as through a real network stack) and response delays
+//     on the way out ([Config.Latency]).
 //   - Lies ([Config.Lie]: short pages, null or empty answers, dropped rows,
 //     rows newest first, shifted open times, values carrying a forged CSV
 //     line, a redirect loop), or quiet intervals left out as some exchanges

@@ -34,7 +34,7 @@ func TestRestartAtLearnedRateWithFileStore(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		open := func() *checkpoint.FileStore {
+		open := func() *checkpoint.LocalStore {
 			s, err := checkpoint.OpenFileStore(dir, checkpoint.Config{})
 			if err != nil {
 				t.Fatal(err)

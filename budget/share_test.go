@@ -289,7 +289,7 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 	})
 }
 
-var _ budget.ShareWatcher = (*checkpoint.MemoryStore)(nil)
+var _ budget.ShareWatcher = (*checkpoint.LocalStore)(nil)
 
 // unwatched hides a store's WatchShares: the processes hear of each other
 // at their renewals only.
@@ -498,13 +498,13 @@ func (s *syncBuffer) String() string {
 // 300 ms after they saved: a renewal that read the document just before
 // another process announced news.
 type slowSaves struct {
-	*checkpoint.MemoryStore
+	*checkpoint.LocalStore
 	slow  atomic.Bool
 	saves atomic.Int64
 }
 
 func (s *slowSaves) UpdateShares(ctx context.Context, key string, f func([]byte) ([]byte, error)) error {
-	err := s.MemoryStore.UpdateShares(ctx, key, f)
+	err := s.LocalStore.UpdateShares(ctx, key, f)
 	s.saves.Add(1)
 	if s.slow.Load() {
 		time.Sleep(300 * time.Millisecond)
@@ -519,7 +519,7 @@ func (s *slowSaves) UpdateShares(ctx context.Context, key string, f func([]byte)
 // the announcement asked for was dropped: one was under way.)
 func TestAnnouncedCutDuringARenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &slowSaves{MemoryStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		store := &slowSaves{LocalStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
 		p, err := budget.NewLocal("sim", budget.Config{Shares: store})
 		if err != nil {
 			t.Fatal(err)
@@ -543,7 +543,7 @@ func TestAnnouncedCutDuringARenewal(t *testing.T) {
 		// Another process cuts the provider's rate to a quarter, and
 		// announces it.
 		var doc []byte
-		err = store.MemoryStore.UpdateShares(ctx, "sim", func(old []byte) ([]byte, error) {
+		err = store.LocalStore.UpdateShares(ctx, "sim", func(old []byte) ([]byte, error) {
 			var m map[string]any
 			if err := json.Unmarshal(old, &m); err != nil {
 				return nil, err

@@ -442,7 +442,7 @@ type Report struct {
 	// Yielded is true when another owner held the stream's lease: the run
 	// did nothing, and that is not an error. It never means the stream is
 	// done: another live process is running it (HeldBy, until HeldUntil).
-	// A store ends a dead process's lease early (a FileStore at open, the
+	// A store ends a dead process's lease early (a file store at open, the
 	// PostgreSQL store when the holder's session ends), so a restart after
 	// a crash does not yield to its own dead run.
 	Yielded bool

@@ -38,7 +38,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		// Typed nils: each compared unequal to nil and panicked in Run.
 		{"typed nil provider", func(c *slice.Config[rec]) { c.Provider = (*budget.Local)(nil) }, "Config.Provider must be set"},
 		{"nil sink func", func(c *slice.Config[rec]) { c.Sink = slice.SinkFunc[rec](nil) }, "Config.Sink must be set"},
-		{"typed nil store", func(c *slice.Config[rec]) { c.Store = (*checkpoint.MemoryStore)(nil) }, "Config.Store must be set"},
+		{"typed nil store", func(c *slice.Config[rec]) { c.Store = (*checkpoint.LocalStore)(nil) }, "Config.Store must be set"},
 		// Names no store accepts: the run failed at its first lease, or
 		// after its first commit, at the coverage.
 		{"stream with a control character", func(c *slice.Config[rec]) { c.Stream = "btc\n1m" }, `Config.Stream must not contain control characters (U+000A at byte 3) (got "btc\n1m")`},

@@ -18,8 +18,8 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every configuration error of this package:
-// a [Config] that [New] rejects and a [FillPolicy] that
-// [FillPolicy.Validate] rejects.
+// a [Config] that [New] rejects and a [FillPolicy] that [PlanFill]
+// rejects.
 var ErrInvalidConfig = errors.New("slice: invalid config")
 
 // invalid builds this package's configuration errors.
@@ -368,12 +368,6 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 	}
 	return r, nil
 }
-
-// Key returns the bookmark the runner advances: its stream in its mode.
-func (r *Runner[R]) Key() checkpoint.Key { return r.key }
-
-// Owner returns the owner name the runner leases the stream with.
-func (r *Runner[R]) Owner() string { return r.cfg.Owner }
 
 func (c *Config[R]) validate() error {
 	missing := func(field, fix string) error {

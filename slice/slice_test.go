@@ -66,14 +66,14 @@ func TestNewDefaultsOwner(t *testing.T) {
 	t.Parallel()
 	g := newRig(1, 1)
 	a, b := g.runner(t, checkpoint.CatchUp), g.runner(t, checkpoint.CatchUp)
-	if a.Owner() == "" || a.Owner() == b.Owner() {
-		t.Fatalf("default owners %q and %q: want non-empty and distinct", a.Owner(), b.Owner())
+	if oa, ob := slice.OwnerForTest(a), slice.OwnerForTest(b); oa == "" || oa == ob {
+		t.Fatalf("default owners %q and %q: want non-empty and distinct", oa, ob)
 	}
 	c := g.runner(t, checkpoint.SteadyState, func(c *slice.Config[rec]) { c.Owner = "worker-7" })
-	if c.Owner() != "worker-7" {
-		t.Fatalf("Owner() = %q, want the configured worker-7", c.Owner())
+	if o := slice.OwnerForTest(c); o != "worker-7" {
+		t.Fatalf("owner %q, want the configured worker-7", o)
 	}
-	if want := (checkpoint.Key{Stream: stream, Mode: checkpoint.SteadyState}); c.Key() != want {
-		t.Fatalf("Key() = %v, want %v", c.Key(), want)
+	if want := (checkpoint.Key{Stream: stream, Mode: checkpoint.SteadyState}); slice.KeyForTest(c) != want {
+		t.Fatalf("key %v, want %v", slice.KeyForTest(c), want)
 	}
 }

@@ -55,13 +55,11 @@ func NewMemoryStore(cfg Config) *LocalStore {
 
 // newLocal returns an empty store that persists through disk (nil: none).
 func newLocal(cfg Config, disk *diskDir) *LocalStore {
-	s := &LocalStore{disk: disk, records: recordBook{}, shares: map[string][]byte{}}
+	var p persister // a nil *diskDir would be a non-nil persister
 	if disk != nil {
-		s.c = newCore(cfg.Now, disk)
-	} else {
-		s.c = newCore(cfg.Now, nil)
+		p = disk
 	}
-	return s
+	return &LocalStore{c: newCore(cfg.Now, p), disk: disk, records: recordBook{}, shares: map[string][]byte{}}
 }
 
 // Close ends the store: every later call fails with [ErrClosed]; closing

@@ -26,9 +26,7 @@ type Config struct {
 //
 // Besides the [Store] methods it keeps one [forage.ProviderRecord] per
 // provider key for the budget package's RecordStore ([LocalStore.LoadRecord],
-// [LocalStore.SaveRecord]), and share documents for its ShareStore and
-// ShareWatcher, between processes simulated in one process
-// ([LocalStore.UpdateShares]).
+// [LocalStore.SaveRecord]).
 //
 // LocalStore is safe for concurrent use. Writes are serialized.
 //
@@ -39,10 +37,6 @@ type LocalStore struct {
 	disk *diskDir // nil in memory
 	// records is guarded by c.mu; see record.go.
 	records recordBook
-	// shares and watchers are guarded by c.mu; see UpdateShares and
-	// WatchShares.
-	shares   map[string][]byte
-	watchers map[string][]*shareWatch
 }
 
 var _ Store = (*LocalStore)(nil)
@@ -59,7 +53,7 @@ func newLocal(cfg Config, disk *diskDir) *LocalStore {
 	if disk != nil {
 		p = disk
 	}
-	return &LocalStore{c: newCore(cfg.Now, p), disk: disk, records: recordBook{}, shares: map[string][]byte{}}
+	return &LocalStore{c: newCore(cfg.Now, p), disk: disk, records: recordBook{}}
 }
 
 // Close ends the store: every later call fails with [ErrClosed]; closing

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -245,79 +244,4 @@ func (s *LocalStore) loadPauses(data []byte) error {
 		s.records[p.Provider] = r
 	}
 	return nil
-}
-
-// UpdateShares implements budget.ShareStore for processes simulated in one
-// process (tests, examples; a file store, too, serves one process): it reads the document kept under key (nil when
-// none is), calls f with it, and keeps what f returns, all under the
-// store's lock, so no other UpdateShares of key comes between. An error
-// from f is returned and nothing changes. It fails with [ErrInvalid] for a
-// key that is not a valid name ([CheckName]), with the ctx's error once it
-// has ended, and with [ErrClosed] after Close. The documents are kept in
-// memory, in a file store too, and last as long as the process.
-func (m *LocalStore) UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error {
-	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
-		return err
-	}
-	defer m.c.mu.Unlock()
-	next, err := f(slices.Clone(m.shares[key]))
-	if err != nil {
-		return err
-	}
-	m.shares[key] = slices.Clone(next)
-	return nil
-}
-
-// AnnounceShares implements budget.ShareWatcher: it calls the watchers of
-// key with doc, in the calling goroutine, once the store's lock is
-// released. It fails as UpdateShares does, and calls none then.
-func (m *LocalStore) AnnounceShares(ctx context.Context, key string, doc []byte) error {
-	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
-		return err
-	}
-	watchers := slices.Clone(m.watchers[key])
-	m.c.mu.Unlock()
-	for _, w := range watchers {
-		w.deliver(doc)
-	}
-	return nil
-}
-
-// WatchShares implements budget.ShareWatcher: f is called with each
-// document AnnounceShares announces under key from now on, until stop is
-// called.
-func (m *LocalStore) WatchShares(key string, f func(doc []byte)) (stop func()) {
-	w := &shareWatch{f: f}
-	m.c.mu.Lock()
-	if m.watchers == nil {
-		m.watchers = map[string][]*shareWatch{}
-	}
-	m.watchers[key] = append(m.watchers[key], w)
-	m.c.mu.Unlock()
-	return func() {
-		m.c.mu.Lock()
-		m.watchers[key] = slices.DeleteFunc(m.watchers[key], func(x *shareWatch) bool { return x == w })
-		if len(m.watchers[key]) == 0 {
-			delete(m.watchers, key)
-		}
-		m.c.mu.Unlock()
-		w.mu.Lock() // a delivery under way ends first
-		w.stopped = true
-		w.mu.Unlock()
-	}
-}
-
-// shareWatch is one WatchShares: its f, called under mu until stopped.
-type shareWatch struct {
-	mu      sync.Mutex
-	stopped bool
-	f       func(doc []byte)
-}
-
-func (w *shareWatch) deliver(doc []byte) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.stopped {
-		w.f(slices.Clone(doc))
-	}
 }

@@ -26,26 +26,6 @@ var (
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// TestShareStore runs the ShareStore contract against both modes of the
-// store: the documents are kept in memory in either.
-func TestShareStore(t *testing.T) {
-	t.Parallel()
-	t.Run("Memory", func(t *testing.T) {
-		t.Parallel()
-		budgettest.RunShareStore(t, func(*testing.T) budget.ShareStore {
-			return checkpoint.NewMemoryStore(checkpoint.Config{})
-		})
-	})
-	t.Run("File", func(t *testing.T) {
-		t.Parallel()
-		budgettest.RunShareStore(t, func(t *testing.T) budget.ShareStore {
-			s := openRecords(t, suiteDir(t))
-			t.Cleanup(func() { s.Close() })
-			return s
-		})
-	})
-}
-
 // TestRecordStore runs the RecordStore contract against both modes of the
 // store.
 func TestRecordStore(t *testing.T) {

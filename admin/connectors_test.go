@@ -18,6 +18,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/budget/budgettest"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/schedule"
 )
@@ -361,7 +362,7 @@ func TestConnectorsShowShares(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		shared := quick()
-		shared.Shares = checkpoint.NewMemoryStore(checkpoint.Config{})
+		shared.Shares = budgettest.NewShareStore()
 		other := newRegistry(t, budget.RegistryConfig{Defaults: shared})
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: quick(), Overrides: map[string]budget.Config{"shared": shared}})
 		a := connectorAPI(t, reg, admin.Config{})

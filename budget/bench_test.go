@@ -9,6 +9,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/budget/budgettest"
 	"github.com/forage-go/forage/checkpoint"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkDoWithRecords(b *testing.B) {
 // about once a second, so a call pays only the bookkeeping of its demand.
 func BenchmarkDoShared(b *testing.B) {
 	cfg := unlimited()
-	cfg.Shares = checkpoint.NewMemoryStore(checkpoint.Config{})
+	cfg.Shares = budgettest.NewShareStore()
 	benchDo(b, cfg)
 }
 

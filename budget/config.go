@@ -231,7 +231,7 @@ var _ Pacer = (*gcra.Limiter)(nil)
 // quota) is not called again before the pause ends, by this process or the
 // next one (retrying during a ban only extends it), and a call refused
 // after a restart says banned rather than throttled. The checkpoint
-// package's FileStore and MemoryStore implement it, and so does the
+// package's LocalStore implements it (in memory or in files), and so does the
 // PostgreSQL store; the record is a type of the root package, so stores
 // need not import this one. [github.com/forage-go/forage/budget/budgettest]
 // is the contract as a test suite.

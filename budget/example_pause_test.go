@@ -13,11 +13,11 @@ import (
 
 // ExampleRecordStore keeps a provider's record across a restart: the
 // first process learns a rate and is told "429, Retry-After: 120"; the
-// next one, built on the same store (a checkpoint.FileStore in production),
+// next one, built on the same store (a checkpoint file store in production),
 // starts at the learned rate rather than the conservative start, and does
 // not call the provider until the two minutes are over.
 func ExampleRecordStore() {
-	store := checkpoint.NewMemoryStore(checkpoint.Config{}) // setup: a FileStore survives a real restart
+	store := checkpoint.NewMemoryStore(checkpoint.Config{}) // setup: a file store survives a real restart
 	cfg := budget.RegistryConfig{Records: store}
 
 	first, _ := budget.NewRegistry(cfg)

@@ -284,7 +284,7 @@ func TestPauseSurvivesRestart(t *testing.T) {
 }
 
 // TestPauseSurvivesRestartWithFileStore is TestPauseSurvivesRestart across
-// a real close and reopen of a checkpoint.FileStore (real clock: no call
+// a real close and reopen of a checkpoint file store (real clock: no call
 // waits, each stops at once).
 func TestPauseSurvivesRestartWithFileStore(t *testing.T) {
 	t.Parallel()

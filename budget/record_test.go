@@ -13,6 +13,7 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/budget/budgettest"
 	"github.com/forage-go/forage/checkpoint"
 )
 
@@ -34,7 +35,7 @@ func TestRestartAtLearnedRateWithFileStore(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		open := func() *checkpoint.FileStore {
+		open := func() *checkpoint.LocalStore {
 			s, err := checkpoint.OpenFileStore(dir, checkpoint.Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -416,7 +417,7 @@ func TestAHostileShareDocumentStallsNobody(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := checkpoint.NewMemoryStore(checkpoint.Config{})
+				store := budgettest.NewShareStore()
 				if err := store.UpdateShares(context.Background(), "p", func([]byte) ([]byte, error) { return []byte(doc(time.Now())), nil }); err != nil {
 					t.Fatal(err)
 				}

@@ -32,8 +32,9 @@ import (
 // lease ends. The store only keeps one small document per provider key and
 // updates it atomically; the policy (how the rate moves, how it is split)
 // is the budget package's, written in Go, so every store behaves the same.
-// The PostgreSQL store implements it, and so does the checkpoint package's
-// MemoryStore (for processes simulated in one test);
+// The PostgreSQL store implements it, and so does
+// [github.com/forage-go/forage/budget/budgettest.NewShareStore] (for
+// processes simulated in one test);
 // [github.com/forage-go/forage/budget/budgettest.RunShareStore] is the
 // contract as a test suite.
 //
@@ -62,7 +63,7 @@ type ShareStore interface {
 // others hear within a few milliseconds, at one round trip for the
 // announcing process and none of their own (a renewal on news excepted);
 // renewals without news announce nothing. The PostgreSQL store implements
-// it with LISTEN and NOTIFY; so does the checkpoint package's MemoryStore.
+// it with LISTEN and NOTIFY; so does budgettest.NewShareStore.
 type ShareWatcher interface {
 	ShareStore
 	// AnnounceShares delivers doc, just saved under key, to the watchers

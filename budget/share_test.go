@@ -17,7 +17,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/budget/budgettest"
 	"github.com/forage-go/forage/providertest"
 )
 
@@ -99,7 +99,7 @@ func TestSharedProcessesStayUnderTheLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		store := budgettest.NewShareStore()
 		cfg := budget.Config{Shares: store}
 		procs := startProcs(t, 3, cfg, srv, 3)
 		time.Sleep(30 * time.Second)
@@ -142,7 +142,7 @@ func TestSharedKnownLimitNeverExceeded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		store := budgettest.NewShareStore()
 		cfg := budget.Config{Shares: store, Limits: []budget.Limit{{Count: 100, Per: 10 * time.Second}}}
 		procs := startProcs(t, 4, cfg, srv, 2)
 		time.Sleep(60 * time.Second)
@@ -167,7 +167,7 @@ func twoOnAFlakyStore(t *testing.T, limit providertest.Limit) (*providertest.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+	store := &flakyShares{ShareStore: budgettest.NewShareStore()}
 	cfg := budget.Config{Shares: store}
 	return srv, store, startProc(t, "sim", cfg, srv, 2), startProc(t, "sim", cfg, srv, 2)
 }
@@ -215,7 +215,7 @@ func TestSharedKnownLimitSurvivesAnOutage(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+				store := &flakyShares{ShareStore: budgettest.NewShareStore()}
 				cfg := budget.Config{Shares: store, MaxInFlight: 2,
 					Limits: []budget.Limit{{Count: 60, Per: 2 * time.Second, Burst: 3}}}
 				procs := startProcs(t, 3, cfg, srv, 2)
@@ -247,7 +247,7 @@ func TestShareRenewalsPerSecond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		store := &flakyShares{ShareStore: budgettest.NewShareStore()}
 		procs := startProcs(t, 2, budget.Config{Shares: store}, srv, 8)
 		time.Sleep(20 * time.Second)
 		var wg sync.WaitGroup
@@ -276,7 +276,7 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		store := budgettest.NewShareStore()
 		procs := startProcs(t, 4, budget.Config{Shares: store}, srv, 2)
 		time.Sleep(60 * time.Second)
 		stopAll(procs)
@@ -288,8 +288,6 @@ func TestSharedFixedWindowIsSpentWhole(t *testing.T) {
 		}
 	})
 }
-
-var _ budget.ShareWatcher = (*checkpoint.MemoryStore)(nil)
 
 // unwatched hides a store's WatchShares: the processes hear of each other
 // at their renewals only.
@@ -305,7 +303,7 @@ func eightSharing(t *testing.T, cfg providertest.Config, watch bool) (*providert
 	if err != nil {
 		t.Fatal(err)
 	}
-	var store budget.ShareStore = checkpoint.NewMemoryStore(checkpoint.Config{})
+	var store budget.ShareStore = budgettest.NewShareStore()
 	if !watch {
 		store = unwatched{store}
 	}
@@ -390,7 +388,7 @@ func TestSharedProviderLearnedByOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})}
+			cfg := budget.Config{Shares: budgettest.NewShareStore()}
 			procs := startProcs(t, 3, cfg, srv, 1)
 			time.Sleep(30 * time.Second)
 			var shares []float64
@@ -439,7 +437,7 @@ func TestSharedBurstOneTakesTurns(t *testing.T) {
 					t.Fatal(err)
 				}
 				var logs syncBuffer
-				cfg := budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{}),
+				cfg := budget.Config{Shares: budgettest.NewShareStore(),
 					Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 				procs := startProcs(t, n, cfg, srv, 1)
 				time.Sleep(10 * time.Second)
@@ -498,13 +496,13 @@ func (s *syncBuffer) String() string {
 // 300 ms after they saved: a renewal that read the document just before
 // another process announced news.
 type slowSaves struct {
-	*checkpoint.MemoryStore
+	budget.ShareWatcher
 	slow  atomic.Bool
 	saves atomic.Int64
 }
 
 func (s *slowSaves) UpdateShares(ctx context.Context, key string, f func([]byte) ([]byte, error)) error {
-	err := s.MemoryStore.UpdateShares(ctx, key, f)
+	err := s.ShareWatcher.UpdateShares(ctx, key, f)
 	s.saves.Add(1)
 	if s.slow.Load() {
 		time.Sleep(300 * time.Millisecond)
@@ -519,7 +517,7 @@ func (s *slowSaves) UpdateShares(ctx context.Context, key string, f func([]byte)
 // the announcement asked for was dropped: one was under way.)
 func TestAnnouncedCutDuringARenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &slowSaves{MemoryStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		store := &slowSaves{ShareWatcher: budgettest.NewShareStore()}
 		p, err := budget.NewLocal("sim", budget.Config{Shares: store})
 		if err != nil {
 			t.Fatal(err)
@@ -543,7 +541,7 @@ func TestAnnouncedCutDuringARenewal(t *testing.T) {
 		// Another process cuts the provider's rate to a quarter, and
 		// announces it.
 		var doc []byte
-		err = store.MemoryStore.UpdateShares(ctx, "sim", func(old []byte) ([]byte, error) {
+		err = store.ShareWatcher.UpdateShares(ctx, "sim", func(old []byte) ([]byte, error) {
 			var m map[string]any
 			if err := json.Unmarshal(old, &m); err != nil {
 				return nil, err
@@ -607,7 +605,7 @@ func TestWatchedTurnsStartSooner(t *testing.T) {
 // under the empty key, and retried once in the background.)
 func TestValidationTakesNoLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		store := &flakyShares{ShareStore: budgettest.NewShareStore()}
 		if _, err := budget.NewLocal("api.example.com", budget.Config{Shares: store}); err != nil {
 			t.Fatal(err)
 		}
@@ -642,7 +640,7 @@ func TestSharedProcessesAreNeverBanned(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				procs := startProcs(t, 8, budget.Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})}, srv, 4)
+				procs := startProcs(t, 8, budget.Config{Shares: budgettest.NewShareStore()}, srv, 4)
 				time.Sleep(10 * time.Second)
 				first := srv.Stats().Bans
 				time.Sleep(50 * time.Second)

@@ -1,14 +1,15 @@
 package budget
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/forage-go/forage/aimd"
-	"github.com/forage-go/forage/checkpoint"
 	"pgregory.net/rapid"
 )
 
@@ -254,7 +255,7 @@ func TestTurnEdgesHandOnTheClimb(t *testing.T) {
 // window, not its pacer's next slot: a job whose turn is seconds away is not
 // run again at once.
 func TestTurnsTellWhenTheNextWindowComes(t *testing.T) {
-	p, err := NewLocal("sim", Config{Shares: checkpoint.NewMemoryStore(checkpoint.Config{})})
+	p, err := NewLocal("sim", Config{Shares: &docStore{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,4 +300,29 @@ func TestTurnsKeepTheRotation(t *testing.T) {
 	if len(doc.Turns.Plans) != 1 {
 		t.Fatalf("same holders in another order made a new plan: %+v", doc.Turns.Plans)
 	}
+}
+
+// docStore is a [ShareStore] of one process, for the tests inside the
+// package, which cannot import budgettest (it imports this package): the
+// documents in a map.
+type docStore struct {
+	mu   sync.Mutex
+	docs map[string][]byte
+}
+
+func (s *docStore) UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next, err := f(slices.Clone(s.docs[key]))
+	if err != nil {
+		return err
+	}
+	if s.docs == nil {
+		s.docs = map[string][]byte{}
+	}
+	s.docs[key] = slices.Clone(next)
+	return nil
 }

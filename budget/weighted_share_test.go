@@ -10,7 +10,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/budget/budgettest"
 )
 
 // sendLog records the send time and weight of every attempt of several
@@ -97,7 +97,7 @@ var weighted100 = []budget.Limit{{Name: "weight/1s", Count: 100, Per: time.Secon
 func TestAHeavyCallStaysLegalOnceShared(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		store := budgettest.NewShareStore()
 		cfg := budget.Config{Shares: store, MaxInFlight: 4, Limits: weighted100}
 		log := &sendLog{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -123,7 +123,7 @@ func TestStartDuringAnOutageSplitsKnownLimits(t *testing.T) {
 	for _, n := range []int{1, 4} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+				store := &flakyShares{ShareStore: budgettest.NewShareStore()}
 				store.down.Store(true)
 				cfg := budget.Config{Shares: store, MaxInFlight: 4, Limits: weighted100}
 				log := &sendLog{}
@@ -153,7 +153,7 @@ func TestStartDuringAnOutageSplitsKnownLimits(t *testing.T) {
 func TestCallsBookedAtAnOldShareBookAgain(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		store := &flakyShares{ShareStore: checkpoint.NewMemoryStore(checkpoint.Config{})}
+		store := &flakyShares{ShareStore: budgettest.NewShareStore()}
 		store.down.Store(true)
 		cfg := budget.Config{Shares: store, MaxInFlight: 4, Limits: weighted100}
 		log := &sendLog{}

@@ -38,9 +38,9 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
-// ParseMode returns the Mode whose wire name ([Mode.String]) is s. Any other
+// parseMode returns the Mode whose wire name ([Mode.String]) is s. Any other
 // string is an error wrapping [ErrInvalid].
-func ParseMode(s string) (Mode, error) {
+func parseMode(s string) (Mode, error) {
 	switch s {
 	case "catch_up":
 		return CatchUp, nil
@@ -60,7 +60,7 @@ func (m Mode) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes a wire name written by [Mode.MarshalText].
 func (m *Mode) UnmarshalText(b []byte) error {
-	v, err := ParseMode(string(b))
+	v, err := parseMode(string(b))
 	if err != nil {
 		return err
 	}
@@ -115,11 +115,6 @@ type Lease struct {
 	// owner may take it over with [Leases.Acquire].
 	Expires time.Time
 }
-
-// LiveAt reports whether l still excludes other owners at now, that is
-// whether now is before l.Expires. It says nothing about release or
-// takeover, which only the store knows.
-func (l Lease) LiveAt(now time.Time) bool { return now.Before(l.Expires) }
 
 // Gap is a resumable hole a run left behind when it stopped early: budget
 // exhaustion (a planned defer) or source pressure. A scheduler drains the

@@ -169,7 +169,7 @@ func (c *core) acquire(ctx context.Context, stream, owner string, ttl time.Durat
 	defer c.mu.Unlock()
 	now := c.clock()
 	s := c.streams[stream]
-	if s.held() && s.lease.LiveAt(now) {
+	if s.held() && now.Before(s.lease.Expires) {
 		return Lease{}, &LeaseHeldError{Lease: s.lease}
 	}
 	s.lease = Lease{Stream: stream, Owner: owner, Token: s.lease.Token + 1, Expires: now.Add(ttl)}
@@ -320,7 +320,7 @@ func (c *core) endLeases() {
 	defer c.mu.Unlock()
 	now := c.clock()
 	for name, s := range c.streams {
-		if s.held() && s.lease.LiveAt(now) {
+		if s.held() && now.Before(s.lease.Expires) {
 			s.lease.Expires = now
 			c.streams[name] = s
 		}

@@ -23,9 +23,6 @@ func (r Range) Empty() bool { return !r.Start.Before(r.End) }
 // IsZero reports whether both ends are the zero time (an absent range).
 func (r Range) IsZero() bool { return r.Start.IsZero() && r.End.IsZero() }
 
-// Contains reports whether t lies in [Start, End).
-func (r Range) Contains(t time.Time) bool { return !t.Before(r.Start) && t.Before(r.End) }
-
 // String formats r as "[start, end)" with RFC 3339 times.
 func (r Range) String() string {
 	return "[" + r.Start.Format(time.RFC3339Nano) + ", " + r.End.Format(time.RFC3339Nano) + ")"
@@ -77,15 +74,6 @@ func (c *Coverage) Add(r Range) {
 // touching. The slice is the caller's; nil when the coverage is empty.
 func (c Coverage) Ranges() []Range { return slices.Clone(c.ranges) }
 
-// Len returns the number of disjoint ranges.
-func (c Coverage) Len() int { return len(c.ranges) }
-
-// Contains reports whether instant t is covered.
-func (c Coverage) Contains(t time.Time) bool {
-	i := sort.Search(len(c.ranges), func(k int) bool { return c.ranges[k].End.After(t) })
-	return i < len(c.ranges) && c.ranges[i].Contains(t)
-}
-
 // Covers reports whether every instant of r is covered. An empty r is
 // covered vacuously.
 func (c Coverage) Covers(r Range) bool {
@@ -116,13 +104,6 @@ func (c Coverage) Missing(within Range) []Range {
 		out = append(out, Range{Start: at, End: within.End})
 	}
 	return out
-}
-
-// Equal reports whether c and d cover the same instants.
-func (c Coverage) Equal(d Coverage) bool {
-	return slices.EqualFunc(c.ranges, d.ranges, func(a, b Range) bool {
-		return a.Start.Equal(b.Start) && a.End.Equal(b.End)
-	})
 }
 
 // String formats the coverage as its ranges, e.g. "{[a, b) [c, d)}".

@@ -17,7 +17,7 @@
 //     second owner gets [ErrLeaseHeld] (a [*LeaseHeldError] naming the
 //     holder and its expiry) and yields; an expired lease can be taken
 //     over, and so can, at once, a lease whose holder the store knows is
-//     dead ([FileStore] at open, the PostgreSQL store when the holder's
+//     dead (a file store at open, the PostgreSQL store when the holder's
 //     session ends), so a restart after a crash never waits for itself. Every grant carries a fencing token that commits present,
 //     so a holder that paused past its TTL and woke up after a takeover gets
 //     [ErrLeaseLost] instead of writing over the new holder.
@@ -37,18 +37,18 @@
 //	    cp, err = store.Commit(ctx, key, next, cp.Version, lease)
 //	store.Release(ctx, lease)
 //
-// Two implementations ship here: [MemoryStore], the embedded default, and
-// [FileStore], crash-safe files in a directory for one process (temp file,
-// fsync, rename, fsync the directory; checksummed, so corruption is an
-// [ErrCorrupt] error that names the file and says how to recover, never
-// empty progress). A PostgreSQL store for many processes lives in the
+// One implementation ships here, [LocalStore], for one process: in memory
+// ([NewMemoryStore]), the embedded default, or in crash-safe files in a
+// directory ([OpenFileStore]: temp file, fsync, rename, fsync the
+// directory; checksummed, so corruption is an [ErrCorrupt] error that names
+// the file and says how to recover, never empty progress). A PostgreSQL store for many processes lives in the
 // pgstore module. Names (streams, series, owners, reasons) follow one rule
 // in every store, [CheckName]. Stores read time from an injectable clock
 // ([Config.Now]), so lease expiry is tested without sleeping.
 //
-// Both stores also keep one [forage.ProviderRecord] per provider key (the
+// It also keeps one [forage.ProviderRecord] per provider key (the
 // learned rate, the pause in force, an operator's status, counters) for the
-// budget package's RecordStore: [FileStore.LoadRecord] and
-// [FileStore.SaveRecord], whose contract is the
+// budget package's RecordStore: [LocalStore.LoadRecord] and
+// [LocalStore.SaveRecord], whose contract is the
 // [github.com/forage-go/forage/budget/budgettest] suite.
 package checkpoint

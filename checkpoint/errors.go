@@ -47,7 +47,7 @@ var (
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("checkpoint: store closed")
 
-	// ErrLocked means another FileStore (in this or another process) has
+	// ErrLocked means another file store (in this or another process) has
 	// the directory open.
 	ErrLocked = errors.New("checkpoint: directory locked")
 )
@@ -65,7 +65,7 @@ type LeaseHeldError struct {
 	// Lease is the holder's grant as the store saw it when it refused:
 	// Stream, Owner, Token and Expires. Expires is when it stops excluding
 	// others unless its holder renews it; a store may end it earlier when
-	// it knows the holder died (see [FileStore] and the pgstore module).
+	// it knows the holder died (see [OpenFileStore] and the pgstore module).
 	Lease Lease
 }
 

@@ -42,7 +42,7 @@ func ExampleCoverage_Missing() {
 	// fetch 7 - 8
 }
 
-func ExampleMemoryStore_Commit() {
+func ExampleLocalStore_Commit() {
 	ctx := context.Background()
 	store := checkpoint.NewMemoryStore(checkpoint.Config{})
 	key := checkpoint.Key{Stream: "binance/BTC-USDT/1h", Mode: checkpoint.CatchUp}
@@ -65,7 +65,7 @@ func ExampleMemoryStore_Commit() {
 	// steady-state version: 0
 }
 
-func ExampleMemoryStore_Acquire() {
+func ExampleLocalStore_Acquire() {
 	ctx := context.Background()
 	now := hour(0) // a fake clock, so the example runs instantly
 	store := checkpoint.NewMemoryStore(checkpoint.Config{Now: func() time.Time { return now }})
@@ -95,7 +95,7 @@ func ExampleMemoryStore_Acquire() {
 	// b committed fresh
 }
 
-func ExampleMemoryStore_ListGaps() {
+func ExampleLocalStore_ListGaps() {
 	ctx := context.Background()
 	store := checkpoint.NewMemoryStore(checkpoint.Config{})
 	key := checkpoint.Key{Stream: "binance/BTC-USDT/1h", Mode: checkpoint.CatchUp}

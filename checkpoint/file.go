@@ -1,65 +1,46 @@
 package checkpoint
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/forage-go/forage/internal/durable"
 )
 
-// FileStore is a crash-safe [Store] in a directory, for one process: a host
-// without a database that must resume after a restart.
-//
-// Layout: one file per stream (both bookmarks, the lease and its token),
-// one file per coverage series, one file for the unresolved gaps, and one
-// file per provider record (see [FileStore.SaveRecord]), so a write
-// rewrites only the record it changes. Every write goes to a temporary
-// file that is synced, renamed over the old file, and the directory synced:
-// after a crash each file holds either its old or its new content. Each file
-// carries a length and a CRC-32C; a torn or corrupt file makes
-// [OpenFileStore] fail with an error wrapping [ErrCorrupt] that names it, and
-// is never read as empty progress. Open reads the whole directory into
-// memory; reads are served from memory and writes go through to disk before
-// they return.
-//
-// A lock file (flock, on Unix systems) keeps a second FileStore, in this or
-// another process, from opening the same directory. So a lease found on
-// opening belongs to a run that is over: its process died (kill -9, a
-// crash) or closed the store without releasing. [OpenFileStore] ends every
-// such lease at once: the next [FileStore.Acquire] of the stream takes it
-// over, with the next fencing token, instead of waiting for its expiry,
-// and the old lease is refused from then on. (Where flock is missing, a
-// lease found on opening is honoured until it expires.)
-//
-// FileStore is safe for concurrent use. Writes are serialized.
-//
-// The zero FileStore is not usable (its methods panic): make one with [OpenFileStore].
-type FileStore struct {
-	c    *core
-	dir  string
-	lock *os.File
-	// records is guarded by c.mu; see record.go.
-	records recordBook
-}
-
-var _ Store = (*FileStore)(nil)
-
 // lockName is the lock file's name; it holds no data.
 const lockName = "LOCK"
 
-// OpenFileStore opens the store in dir, creating the directory if needed,
-// and loads every record. It fails with an error wrapping [ErrLocked] if
-// another FileStore has dir open, and with one wrapping [ErrCorrupt],
-// naming the file, if any record fails its integrity check. Temporary files
-// left by a crash mid-write are removed: they were never renamed into place,
-// so they never held committed state.
-func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
+// OpenFileStore opens a [LocalStore] that keeps its state in dir, creating
+// the directory if needed, and loads every record. It fails with an error
+// wrapping [ErrLocked] if another store has dir open, and with one wrapping
+// [ErrCorrupt], naming the file, if any record fails its integrity check.
+// Temporary files left by a crash mid-write are removed: they were never
+// renamed into place, so they never held committed state.
+//
+// Layout: one file per stream (both bookmarks, the lease and its token),
+// one file per coverage series, one file for the unresolved gaps, and one
+// file per provider record (see [LocalStore.SaveRecord]), so a write
+// rewrites only the record it changes. Every write goes to a temporary
+// file that is synced, renamed over the old file, and the directory synced:
+// after a crash each file holds either its old or its new content. Each
+// file carries a length and a CRC-32C; a torn or corrupt file is never read
+// as empty progress. Reads are served from memory; writes go through to
+// disk before they return.
+//
+// A lock file (flock, on Unix systems) keeps a second store, in this or
+// another process, from opening the same directory. So a lease found on
+// opening belongs to a run that is over: its process died (kill -9, a
+// crash) or closed the store without releasing. OpenFileStore ends every
+// such lease at once: the next [LocalStore.Acquire] of the stream takes it
+// over, with the next fencing token, instead of waiting for its expiry,
+// and the old lease is refused from then on. (Where flock is missing, a
+// lease found on opening is honoured until it expires.) [LocalStore.Close]
+// releases the lock.
+func OpenFileStore(dir string, cfg Config) (*LocalStore, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: OpenFileStore: dir must not be empty", ErrInvalid)
 	}
@@ -70,8 +51,7 @@ func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &FileStore{dir: dir, lock: lock, records: recordBook{}}
-	s.c = newCore(cfg.Now, diskDir{dir, lock})
+	s := newLocal(cfg, &diskDir{dir, lock})
 	if err := s.loadAll(); err != nil {
 		_ = lock.Close()
 		return nil, err
@@ -82,34 +62,15 @@ func OpenFileStore(dir string, cfg Config) (*FileStore, error) {
 	return s, nil
 }
 
-// Dir returns the store's directory.
-func (s *FileStore) Dir() string { return s.dir }
-
-// Close releases the directory lock. Every later call fails with
-// [ErrClosed]; closing again returns nil. Close does not wait: writes that
-// returned are already durable.
-func (s *FileStore) Close() error {
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	if s.c.closed {
-		return nil
-	}
-	s.c.closed = true
-	if err := s.lock.Close(); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
-}
-
-func (s *FileStore) loadAll() error {
-	entries, err := os.ReadDir(s.dir)
+func (s *LocalStore) loadAll() error {
+	entries, err := os.ReadDir(s.disk.dir)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, tmpPrefix) {
-			if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(s.disk.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("checkpoint: removing leftover: %w", err)
 			}
 			continue
@@ -124,8 +85,8 @@ func (s *FileStore) loadAll() error {
 	return nil
 }
 
-func (s *FileStore) loadFile(name string) error {
-	path := filepath.Join(s.dir, name)
+func (s *LocalStore) loadFile(name string) error {
+	path := filepath.Join(s.disk.dir, name)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -180,7 +141,7 @@ func recovery(name string) string {
 	return move + ": the store opens without what it held"
 }
 
-// diskDir is the persister of a FileStore: it writes records to the files of
+// diskDir is the persister of a file store: it writes records to the files of
 // one directory, the one whose lock file it holds open.
 type diskDir struct {
 	dir  string
@@ -263,59 +224,7 @@ func (d diskDir) held() error {
 	}
 	there, err := os.Stat(filepath.Join(d.dir, lockName))
 	if err != nil || !os.SameFile(mine, there) {
-		return fmt.Errorf("%w: %s is no longer the directory this FileStore locked (moved, made again, or its %s removed): nothing written; open it again", ErrLocked, d.dir, lockName)
+		return fmt.Errorf("%w: %s is no longer the directory this store locked (moved, made again, or its %s removed): nothing written; open it again", ErrLocked, d.dir, lockName)
 	}
 	return nil
-}
-
-// Load implements [Checkpoints.Load].
-func (s *FileStore) Load(ctx context.Context, key Key) (Checkpoint, error) {
-	return s.c.load(ctx, key)
-}
-
-// Commit implements [Checkpoints.Commit]. The new checkpoint is on disk
-// before Commit returns.
-func (s *FileStore) Commit(ctx context.Context, key Key, cursor []byte, expect int64, lease Lease) (Checkpoint, error) {
-	return s.c.commit(ctx, key, cursor, expect, lease)
-}
-
-// Acquire implements [Leases.Acquire]. The grant and its token are on disk
-// before Acquire returns, so a token is never reused after a restart.
-func (s *FileStore) Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (Lease, error) {
-	return s.c.acquire(ctx, stream, owner, ttl)
-}
-
-// Renew implements [Leases.Renew].
-func (s *FileStore) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
-	return s.c.renew(ctx, lease, ttl)
-}
-
-// Release implements [Leases.Release].
-func (s *FileStore) Release(ctx context.Context, lease Lease) error {
-	return s.c.release(ctx, lease)
-}
-
-// AddGap implements [Gaps.AddGap].
-func (s *FileStore) AddGap(ctx context.Context, gap Gap) (Gap, error) {
-	return s.c.addGap(ctx, gap)
-}
-
-// ListGaps implements [Gaps.ListGaps].
-func (s *FileStore) ListGaps(ctx context.Context, q GapQuery) ([]Gap, error) {
-	return s.c.listGaps(ctx, q)
-}
-
-// ResolveGap implements [Gaps.ResolveGap].
-func (s *FileStore) ResolveGap(ctx context.Context, id int64) error {
-	return s.c.resolveGap(ctx, id)
-}
-
-// AddCoverage implements [Coverages.AddCoverage].
-func (s *FileStore) AddCoverage(ctx context.Context, series string, r Range) error {
-	return s.c.addCoverage(ctx, series, r)
-}
-
-// Coverage implements [Coverages.Coverage].
-func (s *FileStore) Coverage(ctx context.Context, series string) (Coverage, error) {
-	return s.c.coverage(ctx, series)
 }

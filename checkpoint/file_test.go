@@ -40,8 +40,8 @@ func suiteDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// openFile opens a FileStore in dir and closes it when the test ends.
-func openFile(t testing.TB, dir string, now func() time.Time) *checkpoint.FileStore {
+// openFile opens a file store in dir and closes it when the test ends.
+func openFile(t testing.TB, dir string, now func() time.Time) *checkpoint.LocalStore {
 	t.Helper()
 	s, err := checkpoint.OpenFileStore(dir, checkpoint.Config{Now: now})
 	if err != nil {
@@ -119,7 +119,7 @@ func TestFileStoreReopenKeepsEverything(t *testing.T) {
 		t.Errorf("gap ID after reopen %d, want > %d: IDs must never be reused", g3.ID, g.ID+1)
 	}
 	cov := must[checkpoint.Coverage](t, "Coverage")(s.Coverage(ctx, "BTC-USDT/1h"))
-	if want := (checkpoint.Range{Start: t0, End: t0.Add(2 * time.Hour)}); !cov.Covers(want) || cov.Len() != 1 {
+	if want := (checkpoint.Range{Start: t0, End: t0.Add(2 * time.Hour)}); !cov.Covers(want) || len(cov.Ranges()) != 1 {
 		t.Errorf("coverage after reopen: %v, want {%v}", cov, want)
 	}
 }

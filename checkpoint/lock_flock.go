@@ -12,7 +12,7 @@ import (
 )
 
 // lockDir opens path and takes an exclusive, non-blocking flock on it. The
-// lock belongs to the open file, so it also excludes a second FileStore in
+// lock belongs to the open file, so it also excludes a second file store in
 // the same process, and the kernel drops it when the process dies: a crash
 // never leaves the directory locked. exclusive is true: whoever wrote the
 // directory before has closed it or died.
@@ -24,7 +24,7 @@ func lockDir(path string) (f *os.File, exclusive bool, err error) {
 	if err := flock(f); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, false, fmt.Errorf("%w: %s is open in another FileStore", ErrLocked, filepath.Dir(path))
+			return nil, false, fmt.Errorf("%w: %s is open in another store", ErrLocked, filepath.Dir(path))
 		}
 		return nil, false, fmt.Errorf("checkpoint: locking %s: %w", path, err)
 	}
@@ -35,7 +35,7 @@ func lockDir(path string) (f *os.File, exclusive bool, err error) {
 // that forks (os/exec) shares every open file with the child until the
 // child's exec closes them, the lock file of a store closed meanwhile
 // included, so a store closed and reopened during a fork elsewhere in the
-// process finds its own lock briefly held. A live FileStore holds its lock
+// process finds its own lock briefly held. A live file store holds its lock
 // for good, so waiting a little longer only delays ErrLocked.
 const lockRetry = 200 * time.Millisecond
 

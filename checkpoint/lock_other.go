@@ -8,7 +8,7 @@ import (
 )
 
 // lockDir opens the lock file without locking it: this platform has no
-// flock in the standard library, so keeping one FileStore per directory is
+// flock in the standard library, so keeping one file store per directory is
 // the host's job here. exclusive is false: another process may have the
 // directory open, so the leases found in it may be live.
 func lockDir(path string) (f *os.File, exclusive bool, err error) {

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -19,11 +18,11 @@ import (
 // it does not call the provider before the pause ends (retrying during a
 // ban only extends it) and says banned rather than throttled. The budget
 // package reads and writes them through its RecordStore interface, which
-// FileStore and MemoryStore implement; the record is a type of the root
+// LocalStore implements; the record is a type of the root
 // package, so this package does not import budget (dependencies point
 // down).
 //
-// A FileStore keeps each provider's record in a file of its own,
+// A file store keeps each provider's record in a file of its own,
 // provider-<hash of the key>.ckpt, rewritten whole on each save. A
 // directory written by an earlier version holds the providers' pauses in
 // one file, pauses.ckpt: it is still read (each pause becomes its
@@ -47,33 +46,26 @@ type recordBook map[string]forage.ProviderRecord
 // is not a valid name ([CheckName]), with the ctx's error once it has
 // ended, and with [ErrClosed] after Close. It implements
 // budget.RecordStore.
-func (s *FileStore) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
+func (s *LocalStore) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
 	return loadRecord(ctx, s.c, s.records, key)
 }
 
 // SaveRecord upserts r under r.Key as budget.RecordStore says: every field
 // is r's, except that PausedUntil keeps the later of the saved and the new
 // end (with the reason saved with it; for an equal end, r's), and that
-// Status and Why keep the saved ones when r.Status is "". The record is on
-// disk (written to a temporary file, synced, renamed, the directory synced)
-// before SaveRecord returns nil. It is idempotent. A key, or a non-empty
-// Status, Why or PauseReason, that is not a valid name ([CheckName]), or a
-// Rate or Ceiling that is negative, NaN or infinite, fails with
-// [ErrInvalid]; on any error nothing changes. It implements
-// budget.RecordStore.
-func (s *FileStore) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
-	return saveRecord(ctx, s.c, s.records, r, diskDir{s.dir, s.lock}.saveRecord)
-}
-
-// LoadRecord is [FileStore.LoadRecord] for a store kept in memory.
-func (m *MemoryStore) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
-	return loadRecord(ctx, m.c, m.records, key)
-}
-
-// SaveRecord is [FileStore.SaveRecord] for a store kept in memory: the
-// record lasts as long as the process.
-func (m *MemoryStore) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
-	return saveRecord(ctx, m.c, m.records, r, nil)
+// Status and Why keep the saved ones when r.Status is "". In a file store
+// the record is on disk (written to a temporary file, synced, renamed, the
+// directory synced) before SaveRecord returns nil; in memory it lasts as
+// long as the process. It is idempotent. A key, or a non-empty Status, Why
+// or PauseReason, that is not a valid name ([CheckName]), or a Rate or
+// Ceiling that is negative, NaN or infinite, fails with [ErrInvalid]; on
+// any error nothing changes. It implements budget.RecordStore.
+func (s *LocalStore) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
+	var persist func(forage.ProviderRecord) error
+	if s.disk != nil {
+		persist = s.disk.saveRecord
+	}
+	return saveRecord(ctx, s.c, s.records, r, persist)
 }
 
 func loadRecord(ctx context.Context, c *core, book recordBook, key string) (forage.ProviderRecord, bool, error) {
@@ -108,7 +100,7 @@ func saveRecord(ctx context.Context, c *core, book recordBook, r forage.Provider
 	return err
 }
 
-// mergeRecord returns saved upserted with r (see [FileStore.SaveRecord]).
+// mergeRecord returns saved upserted with r (see [LocalStore.SaveRecord]).
 // Times lose their monotonic reading, as a round trip through a file would.
 func mergeRecord(saved forage.ProviderRecord, had bool, r forage.ProviderRecord) forage.ProviderRecord {
 	r.PausedUntil, r.Updated = r.PausedUntil.Round(0), r.Updated.Round(0)
@@ -209,7 +201,7 @@ func decodeRecord(file string, data []byte) (forage.ProviderRecord, error) {
 
 // loadRecordFile reads the file of one provider's record into the store;
 // loadFile calls it. A pause read from the pauses file merges into it.
-func (s *FileStore) loadRecordFile(name string, data []byte) error {
+func (s *LocalStore) loadRecordFile(name string, data []byte) error {
 	r, err := decodeRecord(name, data)
 	if err == nil {
 		saved, had := s.records[r.Key]
@@ -229,7 +221,7 @@ type pauseRec struct {
 // loadPauses reads the pauses file of an earlier version into the store's
 // records: each pause becomes its provider's, or merges into the record
 // read from the provider's own file. loadFile calls it.
-func (s *FileStore) loadPauses(data []byte) error {
+func (s *LocalStore) loadPauses(data []byte) error {
 	var rec struct {
 		Pauses []pauseRec `json:"pauses"`
 	}
@@ -252,79 +244,4 @@ func (s *FileStore) loadPauses(data []byte) error {
 		s.records[p.Provider] = r
 	}
 	return nil
-}
-
-// UpdateShares implements budget.ShareStore for processes simulated in one
-// process (tests, examples): it reads the document kept under key (nil when
-// none is), calls f with it, and keeps what f returns, all under the
-// store's lock, so no other UpdateShares of key comes between. An error
-// from f is returned and nothing changes. It fails with [ErrInvalid] for a
-// key that is not a valid name ([CheckName]), with the ctx's error once it
-// has ended, and with [ErrClosed] after Close. The documents last as long
-// as the process.
-func (m *MemoryStore) UpdateShares(ctx context.Context, key string, f func(doc []byte) ([]byte, error)) error {
-	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
-		return err
-	}
-	defer m.c.mu.Unlock()
-	next, err := f(slices.Clone(m.shares[key]))
-	if err != nil {
-		return err
-	}
-	m.shares[key] = slices.Clone(next)
-	return nil
-}
-
-// AnnounceShares implements budget.ShareWatcher: it calls the watchers of
-// key with doc, in the calling goroutine, once the store's lock is
-// released. It fails as UpdateShares does, and calls none then.
-func (m *MemoryStore) AnnounceShares(ctx context.Context, key string, doc []byte) error {
-	if err := m.c.enter(ctx, CheckName("provider key", key)); err != nil {
-		return err
-	}
-	watchers := slices.Clone(m.watchers[key])
-	m.c.mu.Unlock()
-	for _, w := range watchers {
-		w.deliver(doc)
-	}
-	return nil
-}
-
-// WatchShares implements budget.ShareWatcher: f is called with each
-// document AnnounceShares announces under key from now on, until stop is
-// called.
-func (m *MemoryStore) WatchShares(key string, f func(doc []byte)) (stop func()) {
-	w := &shareWatch{f: f}
-	m.c.mu.Lock()
-	if m.watchers == nil {
-		m.watchers = map[string][]*shareWatch{}
-	}
-	m.watchers[key] = append(m.watchers[key], w)
-	m.c.mu.Unlock()
-	return func() {
-		m.c.mu.Lock()
-		m.watchers[key] = slices.DeleteFunc(m.watchers[key], func(x *shareWatch) bool { return x == w })
-		if len(m.watchers[key]) == 0 {
-			delete(m.watchers, key)
-		}
-		m.c.mu.Unlock()
-		w.mu.Lock() // a delivery under way ends first
-		w.stopped = true
-		w.mu.Unlock()
-	}
-}
-
-// shareWatch is one WatchShares: its f, called under mu until stopped.
-type shareWatch struct {
-	mu      sync.Mutex
-	stopped bool
-	f       func(doc []byte)
-}
-
-func (w *shareWatch) deliver(doc []byte) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.stopped {
-		w.f(slices.Clone(doc))
-	}
 }

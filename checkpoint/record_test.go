@@ -20,21 +20,14 @@ import (
 
 // Both stores keep provider records for the budget package.
 var (
-	_ budget.RecordStore = (*checkpoint.FileStore)(nil)
-	_ budget.RecordStore = (*checkpoint.MemoryStore)(nil)
+	_ budget.RecordStore = (*checkpoint.LocalStore)(nil)
+	_ budget.RecordStore = (*checkpoint.LocalStore)(nil)
 )
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// TestShareStore runs the ShareStore contract against the memory store.
-func TestShareStore(t *testing.T) {
-	t.Parallel()
-	budgettest.RunShareStore(t, func(*testing.T) budget.ShareStore {
-		return checkpoint.NewMemoryStore(checkpoint.Config{})
-	})
-}
-
-// TestRecordStore runs the RecordStore contract against both stores.
+// TestRecordStore runs the RecordStore contract against both modes of the
+// store.
 func TestRecordStore(t *testing.T) {
 	t.Parallel()
 	t.Run("Memory", func(t *testing.T) {
@@ -53,7 +46,7 @@ func TestRecordStore(t *testing.T) {
 	})
 }
 
-func openRecords(tb rapid.TB, dir string) *checkpoint.FileStore {
+func openRecords(tb rapid.TB, dir string) *checkpoint.LocalStore {
 	tb.Helper()
 	s, err := checkpoint.OpenFileStore(dir, checkpoint.Config{})
 	if err != nil {
@@ -62,7 +55,7 @@ func openRecords(tb rapid.TB, dir string) *checkpoint.FileStore {
 	return s
 }
 
-// TestRecordSurvivesReopen: a record saved by one FileStore is loaded by
+// TestRecordSurvivesReopen: a record saved by one file store is loaded by
 // the next one opened on the directory, as after a restart: the learned
 // rate, and a pause (Retry-After: 120, a ban) with its reason.
 func TestRecordSurvivesReopen(t *testing.T) {
@@ -91,7 +84,7 @@ func TestRecordSurvivesReopen(t *testing.T) {
 }
 
 // TestPropertyRecordsSurviveReopen: whatever the order of saves and
-// reopens, the FileStore holds what the MemoryStore holds: a reopen loses
+// reopens, a file store holds what a memory store holds: a reopen loses
 // nothing, neither a pause (never shortened) nor its reason, nor what an
 // operator set.
 func TestPropertyRecordsSurviveReopen(t *testing.T) {
@@ -160,7 +153,8 @@ func sameRecord(a, b forage.ProviderRecord) bool {
 func TestOneFilePerProvider(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openRecords(t, t.TempDir())
+	dir := t.TempDir()
+	s := openRecords(t, dir)
 	defer s.Close()
 	for i := range 20 {
 		for _, k := range []string{"old", "new"} {
@@ -170,11 +164,11 @@ func TestOneFilePerProvider(t *testing.T) {
 			}
 		}
 	}
-	files, err := filepath.Glob(filepath.Join(s.Dir(), "provider-*.ckpt"))
+	files, err := filepath.Glob(filepath.Join(dir, "provider-*.ckpt"))
 	if err != nil || len(files) != 2 {
 		t.Fatalf("provider files %v, %v; want one per provider (2)", files, err)
 	}
-	if entries, _ := os.ReadDir(s.Dir()); len(entries) != 3 { // with the lock file
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 { // with the lock file
 		t.Fatalf("directory holds %d entries, want the 2 record files and the lock", len(entries))
 	}
 }

@@ -21,17 +21,17 @@ func TestFileStoreCorruptionSaysHowToRecover(t *testing.T) {
 	cases := []struct {
 		prefix string
 		loses  string // what the advice must say is lost
-		gone   func(ctx context.Context, s *checkpoint.FileStore) bool
+		gone   func(ctx context.Context, s *checkpoint.LocalStore) bool
 	}{
-		{"stream-", "starts from the beginning", func(ctx context.Context, s *checkpoint.FileStore) bool {
+		{"stream-", "starts from the beginning", func(ctx context.Context, s *checkpoint.LocalStore) bool {
 			cp, err := s.Load(ctx, checkpoint.Key{Stream: "binance/BTC-USDT/1h", Mode: checkpoint.CatchUp})
 			return err == nil && cp.Version == 0
 		}},
-		{"coverage-", "fetch its ranges again", func(ctx context.Context, s *checkpoint.FileStore) bool {
+		{"coverage-", "fetch its ranges again", func(ctx context.Context, s *checkpoint.LocalStore) bool {
 			c, err := s.Coverage(ctx, "BTC-USDT/1h")
-			return err == nil && c.Len() == 0
+			return err == nil && len(c.Ranges()) == 0
 		}},
-		{"gaps", "unresolved gap records", func(ctx context.Context, s *checkpoint.FileStore) bool {
+		{"gaps", "unresolved gap records", func(ctx context.Context, s *checkpoint.LocalStore) bool {
 			g, err := s.ListGaps(ctx, checkpoint.GapQuery{})
 			return err == nil && len(g) == 0
 		}},

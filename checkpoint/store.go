@@ -76,8 +76,8 @@ type Checkpoints interface {
 // carries a fencing token; see [Lease].
 //
 // A lease is live until the store's clock reaches Expires, or until the
-// store learns that its holder died, whichever comes first: a [FileStore]
-// ends at open every lease granted before (its directory lock proves their
+// store learns that its holder died, whichever comes first: a file store
+// ([OpenFileStore]) ends at open every lease granted before (its directory lock proves their
 // holders gone), and a store shared by processes may end a lease when its
 // holder's process or connection ends. Either way the end only permits
 // takeover: until another owner acquires the stream, the old holder may

@@ -29,7 +29,7 @@ func (direct) Do(ctx context.Context, _ *budget.Run, attempt func(context.Contex
 func (direct) Snapshot() budget.Snapshot { return budget.Snapshot{Key: "direct"} }
 
 // BenchmarkDurablePath measures one stream's catch-up into the FileSink
-// and a checkpoint.FileStore on this machine's disk (the benchmark's temp
+// and a checkpoint file store on this machine's disk (the benchmark's temp
 // dir): pages of 100 candles from the in-process simulated exchange,
 // fetched ahead as fast as it answers (the default Prefetch), made durable
 // with one fsync of the candles and two of the checkpoint (temp file, then

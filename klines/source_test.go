@@ -301,7 +301,7 @@ func TestNewestFirstStopsTheRun(t *testing.T) {
 		if !errors.Is(err, budget.ErrStopped) || rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "oldest first") {
 			t.Fatalf("Run = %+v, %v: want a permanent provider error about the order", rep, err)
 		}
-		if cp, _ := store.Load(context.Background(), r.Key()); writes != 0 || cp.Version != 0 {
+		if cp, _ := store.Load(context.Background(), checkpoint.Key{Stream: "sim/BTCUSDT/1m", Mode: checkpoint.CatchUp}); writes != 0 || cp.Version != 0 {
 			t.Fatalf("%d writes, checkpoint %+v: want nothing stored or committed", writes, cp)
 		}
 	})

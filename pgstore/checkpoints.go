@@ -99,31 +99,31 @@ func (s *Store) CommitTx(ctx context.Context, tx pgx.Tx, key checkpoint.Key, cur
 	return s.commit(ctx, tx, "CommitTx", key, cursor, expect, lease)
 }
 
-// CommitWith runs one exactly-once step in a transaction of its own: it
-// commits cursor as key's checkpoint as [Store.CommitTx] does, then calls
-// write to store the records the cursor stands after, then commits. If
-// the fence or the compare-and-swap fails, write is not called; if write
-// fails, the transaction is rolled back and the checkpoint is unchanged.
-// Either everything lands or nothing does.
+// commitWith runs one exactly-once step in a transaction of its own (a
+// TxSink's Commit): it commits cursor as key's checkpoint as
+// [Store.CommitTx] does, then calls write to store the records the cursor
+// stands after, then commits. If the fence or the compare-and-swap fails,
+// write is not called; if write fails, the transaction is rolled back and
+// the checkpoint is unchanged. Either everything lands or nothing does.
 //
 // write must do all its work in tx and must not commit or roll it back.
 // An error from write is returned wrapped. As with any remote commit, an
 // I/O error while committing leaves the outcome unknown: Load to find out.
-func (s *Store) CommitWith(ctx context.Context, key checkpoint.Key, cursor []byte, expect int64, lease checkpoint.Lease,
+func (s *Store) commitWith(ctx context.Context, key checkpoint.Key, cursor []byte, expect int64, lease checkpoint.Lease,
 	write func(ctx context.Context, tx pgx.Tx) error) (checkpoint.Checkpoint, error) {
 	if err := enter(ctx, checkCommit(key, expect, lease)); err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
 	if write == nil {
-		return checkpoint.Checkpoint{}, fmt.Errorf("%w: CommitWith needs a write func (got nil)", checkpoint.ErrInvalid)
+		return checkpoint.Checkpoint{}, fmt.Errorf("%w: TxSink.Commit needs a write func (got nil)", checkpoint.ErrInvalid)
 	}
-	op := "CommitWith " + key.String()
+	op := "TxSink.Commit " + key.String()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return checkpoint.Checkpoint{}, s.failWrite(op, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	cp, err := s.commit(ctx, tx, "CommitWith", key, cursor, expect, lease)
+	cp, err := s.commit(ctx, tx, "TxSink.Commit", key, cursor, expect, lease)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}

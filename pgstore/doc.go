@@ -52,13 +52,15 @@
 // # Exactly once
 //
 // A sink that writes to the same database commits the cursor in the same
-// transaction as the records: [Store.CommitTx] inside the host's pgx.Tx, or
-// [Store.CommitWith], which runs the fence and the compare-and-swap first
-// and then the host's write function, and commits both or neither. A lost
-// race or a failed write leaves no records and no checkpoint, and a crash
-// never replays a slice. With a [slice.Runner], [NewTxSink] wraps a write
-// function into a [slice.TxSink] ([slice.Config.TxSink]) that does exactly
-// that for every page or batch the runner commits.
+// transaction as the records: [Store.CommitTx] inside the host's pgx.Tx
+// (for one of its own, see [pgx.BeginFunc] on [Store.Pool]) runs the fence
+// and the compare-and-swap, and the host's commit makes both durable or
+// neither. A lost race or a failed write leaves no records and no
+// checkpoint, and a crash never replays a slice. With a [slice.Runner],
+// [NewTxSink] wraps a write function into a [slice.TxSink]
+// ([slice.Config.TxSink]) that does exactly that for every page or batch
+// the runner commits: the fence and the compare-and-swap first, then the
+// write, in a transaction of its own.
 //
 // # Provider records
 //
@@ -92,20 +94,18 @@
 //
 // # Jobs
 //
-// [Store.Jobs] returns a [JobStore], which passes the jobstoretest suite
-// unchanged: point several [schedule.Scheduler]s at it and they share one
-// set of jobs. A job is a row keyed by (provider, kind, stream), so
-// [JobStore.Upsert] is one INSERT … ON CONFLICT, and IDs come from a
-// sequence, never reused. [JobStore.Update] is a compare-and-swap on the
-// version. Time is always the caller's (Claim's now), never the database's
-// clock.
+// [Store.Jobs] returns a [schedule.JobStore], which passes the
+// jobstoretest suite unchanged: point several [schedule.Scheduler]s at it
+// and they share one set of jobs. A job is a row keyed by (provider, kind,
+// stream), so Upsert is one INSERT … ON CONFLICT, and IDs come from a
+// sequence, never reused. Update is a compare-and-swap on the version.
+// Time is always the caller's (Claim's now), never the database's clock.
 //
-// [JobStore.Claim] is one READ COMMITTED transaction. It ranks the
-// providers by their best eligible job and locks the rows of the best ones
-// in a providers table with FOR UPDATE SKIP LOCKED, reads their
-// candidates afresh, asks [schedule.ClaimFilter.Tail] about backfills,
-// and leases the chosen jobs with FOR UPDATE SKIP LOCKED, rechecking that
-// each is still claimable. Claims on different providers thus run side by
+// Claim is one READ COMMITTED transaction. It ranks the providers by their
+// best eligible job and locks the rows of the best ones in a providers
+// table with FOR UPDATE SKIP LOCKED, reads their candidates afresh, asks
+// [schedule.ClaimFilter.Tail] about backfills, and leases the chosen jobs
+// with FOR UPDATE SKIP LOCKED, rechecking that each is still claimable. Claims on different providers thus run side by
 // side; one provider's claims take turns, so its per-provider cap and the
 // head-first rule hold across processes; and a claim never waits for
 // another, skipping what the other holds. Jobs whose lease expired are

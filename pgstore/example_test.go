@@ -94,15 +94,20 @@ func Example_exactlyOnce() {
 		panic(err)
 	}
 	candles := []struct{ open, close float64 }{{42000, 42100}} // fetched after cp.Cursor
-	cp, err = store.CommitWith(ctx, key, []byte("2024-01-01T01:00:00Z"), cp.Version, lease,
-		func(ctx context.Context, tx pgx.Tx) error {
-			for _, c := range candles {
-				if _, err := tx.Exec(ctx, `INSERT INTO candles (open, close) VALUES ($1, $2)`, c.open, c.close); err != nil {
-					return err // nothing lands, the checkpoint included
-				}
+	err = pgx.BeginFunc(ctx, store.Pool(), func(tx pgx.Tx) error {
+		// The fence and the compare-and-swap first: a stale holder or a
+		// lost race writes nothing.
+		cp, err = store.CommitTx(ctx, tx, key, []byte("2024-01-01T01:00:00Z"), cp.Version, lease)
+		if err != nil {
+			return err
+		}
+		for _, c := range candles {
+			if _, err := tx.Exec(ctx, `INSERT INTO candles (open, close) VALUES ($1, $2)`, c.open, c.close); err != nil {
+				return err // rolled back: nothing lands, the checkpoint included
 			}
-			return nil
-		})
+		}
+		return nil // BeginFunc commits: the candles and the checkpoint land together
+	})
 	switch {
 	case errors.Is(err, checkpoint.ErrLeaseLost):
 		return // taken over: stop without retrying

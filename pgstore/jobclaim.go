@@ -96,7 +96,7 @@ const (
 // on another claim and may return fewer jobs than are due while others
 // claim. A claim that fails at the commit may have leased its jobs
 // without returning them: they run again once the lease expires.
-func (js *JobStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f schedule.ClaimFilter) ([]schedule.Job, error) {
+func (js *jobStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f schedule.ClaimFilter) ([]schedule.Job, error) {
 	if err := enter(ctx, checkClaim(now, owner, ttl, limit, &f)); err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func (js *JobStore) Claim(ctx context.Context, now time.Time, owner string, ttl 
 // choose locks providers and picks the IDs to lease, in the order taken:
 // the greedy choice of the contract over the locked providers, which
 // include the best ones.
-func (js *JobStore) choose(ctx context.Context, tx pgx.Tx, now time.Time, limit int, f *schedule.ClaimFilter) ([]int64, error) {
+func (js *jobStore) choose(ctx context.Context, tx pgx.Tx, now time.Time, limit int, f *schedule.ClaimFilter) ([]int64, error) {
 	excluded := make([]string, 0, len(f.Skip)+limit)
 	for _, p := range f.Skip {
 		if storable(p) { // any other matches no stored provider
@@ -189,7 +189,7 @@ func (js *JobStore) choose(ctx context.Context, tx pgx.Tx, now time.Time, limit 
 // candidates runs step 1 of a claim, adds the candidates to cands in rank
 // order, records what each provider locked may give, and returns the
 // providers locked.
-func (js *JobStore) candidates(ctx context.Context, tx pgx.Tx, args []any, cands []candidate,
+func (js *jobStore) candidates(ctx context.Context, tx pgx.Tx, args []any, cands []candidate,
 	known map[string]int, f *schedule.ClaimFilter) ([]candidate, []string, error) {
 	rows, err := tx.Query(ctx, js.s.sql.claimCand, args...)
 	if err != nil {

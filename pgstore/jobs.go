@@ -12,12 +12,21 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// JobStore is the [schedule.JobStore] of a [Store]: jobs in the store's
-// schema, claimed with SELECT … FOR UPDATE SKIP LOCKED, so that schedulers
-// in many processes share one set of jobs, each job runs in one place at a
-// time, and the jobs of a crashed scheduler run again once their leases
-// expire. Get it from [Store.Jobs]; it passes the jobstoretest suite
-// unchanged.
+// jobStore is the [schedule.JobStore] of a [Store]; see [Store.Jobs].
+type jobStore struct {
+	s *Store
+}
+
+var _ schedule.JobStore = (*jobStore)(nil)
+
+// Jobs returns the store's [schedule.JobStore], which shares its pool and
+// schema ([Store.Migrate] creates its tables with the others): jobs in the
+// store's schema, claimed with SELECT … FOR UPDATE SKIP LOCKED, so that
+// schedulers in many processes share one set of jobs, each job runs in one
+// place at a time, and the jobs of a crashed scheduler run again once their
+// leases expire. It passes the jobstoretest suite unchanged, and it also
+// counts its jobs in one statement (a Count(ctx) (int, error) method, which
+// the admin handler's MaxJobs check uses).
 //
 // Times are kept to the microsecond (PostgreSQL's timestamptz); the rest
 // is truncated, and the jobs returned carry the times as stored. Provider,
@@ -25,17 +34,9 @@ import (
 // database stores text); Stats.LastError, a diagnostic, is stored with
 // invalid bytes replaced by U+FFFD and NUL bytes dropped.
 //
-// JobStore is safe for concurrent use; like Store, it holds no state of
-// its own.
-type JobStore struct {
-	s *Store
-}
-
-var _ schedule.JobStore = (*JobStore)(nil)
-
-// Jobs returns the store's job store, which shares its pool and schema.
-// [Store.Migrate] creates its tables with the others.
-func (s *Store) Jobs() *JobStore { return &s.jobs }
+// The job store is safe for concurrent use; like Store, it holds no state
+// of its own.
+func (s *Store) Jobs() schedule.JobStore { return &s.jobs }
 
 // jobCols are the columns of a job, in the order scanJob reads them; its
 // times read finite (see finite).
@@ -94,7 +95,7 @@ var (
 // Count returns how many jobs the store holds: one statement, so that the
 // admin handler ([github.com/forage-go/forage/admin.New]) checks its
 // MaxJobs cap without listing every job.
-func (js *JobStore) Count(ctx context.Context) (int, error) {
+func (js *jobStore) Count(ctx context.Context) (int, error) {
 	if err := enter(ctx, nil); err != nil {
 		return 0, err
 	}
@@ -108,7 +109,7 @@ func (js *JobStore) Count(ctx context.Context) (int, error) {
 // Upsert implements [schedule.JobStore.Upsert] with one INSERT … ON
 // CONFLICT on (provider, kind, stream): of concurrent upserts of one new
 // identity, one inserts and the others update.
-func (js *JobStore) Upsert(ctx context.Context, job schedule.Job) (schedule.Job, error) {
+func (js *jobStore) Upsert(ctx context.Context, job schedule.Job) (schedule.Job, error) {
 	if err := enter(ctx, checkJob(&job)); err != nil {
 		return schedule.Job{}, err
 	}
@@ -122,7 +123,7 @@ func (js *JobStore) Upsert(ctx context.Context, job schedule.Job) (schedule.Job,
 }
 
 // Get implements [schedule.JobStore.Get].
-func (js *JobStore) Get(ctx context.Context, id int64) (schedule.Job, error) {
+func (js *jobStore) Get(ctx context.Context, id int64) (schedule.Job, error) {
 	if err := enter(ctx, checkID("id", id)); err != nil {
 		return schedule.Job{}, err
 	}
@@ -139,7 +140,7 @@ func (js *JobStore) Get(ctx context.Context, id int64) (schedule.Job, error) {
 
 // List implements [schedule.JobStore.List]: one query, in ID order, with
 // only the filters q sets, so each shape gets a plan of its own.
-func (js *JobStore) List(ctx context.Context, q schedule.Query) ([]schedule.Job, error) {
+func (js *jobStore) List(ctx context.Context, q schedule.Query) ([]schedule.Job, error) {
 	if err := enter(ctx, checkJobQuery(&q)); err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func (js *JobStore) List(ctx context.Context, q schedule.Query) ([]schedule.Job,
 // Update implements [schedule.JobStore.Update] as one compare-and-swap
 // UPDATE; only when it matches nothing does a second read find out why
 // (ErrNotFound, ErrInvalid for another identity, ErrConflict).
-func (js *JobStore) Update(ctx context.Context, job schedule.Job) (schedule.Job, error) {
+func (js *jobStore) Update(ctx context.Context, job schedule.Job) (schedule.Job, error) {
 	argErr := checkID("Job.ID", job.ID)
 	if argErr == nil {
 		argErr = checkJob(&job)
@@ -213,7 +214,7 @@ func (js *JobStore) Update(ctx context.Context, job schedule.Job) (schedule.Job,
 // Delete implements [schedule.JobStore.Delete]. The provider's row in
 // job_providers stays: it is one small row, and claims skip providers
 // without due jobs.
-func (js *JobStore) Delete(ctx context.Context, id int64) error {
+func (js *jobStore) Delete(ctx context.Context, id int64) error {
 	if err := enter(ctx, checkID("id", id)); err != nil {
 		return err
 	}

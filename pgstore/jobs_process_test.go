@@ -86,7 +86,7 @@ func TestJobClaimSurvivesKill(t *testing.T) {
 // rescueAfterKill checks a job whose holder was killed mid-job: it is
 // held until the lease ends, rescued then, and the dead holder's late
 // writes lose.
-func rescueAfterKill(t *testing.T, js *pgstore.JobStore, held schedule.Job, now time.Time) {
+func rescueAfterKill(t *testing.T, js schedule.JobStore, held schedule.Job, now time.Time) {
 	t.Helper()
 	ctx := t.Context()
 	if got, err := js.Claim(ctx, now.Add(crashTTL-time.Microsecond), "rescuer", time.Minute, 10, schedule.ClaimFilter{}); err != nil || len(got) != 0 {
@@ -144,7 +144,7 @@ func claimAfterKilledClaim(t *testing.T, s *pgstore.Store, j schedule.Job, now t
 }
 
 // finish releases a claimed job, due again at next.
-func finish(t testing.TB, js *pgstore.JobStore, j schedule.Job, next time.Time) {
+func finish(t testing.TB, js schedule.JobStore, j schedule.Job, next time.Time) {
 	t.Helper()
 	j.State, j.Lease, j.NextRun, j.Stats.Runs = schedule.StateIdle, schedule.JobLease{}, next, j.Stats.Runs+1
 	if _, err := js.Update(context.Background(), j); err != nil {
@@ -197,7 +197,7 @@ func claimChild(t *testing.T, s *pgstore.Store, _ string, args []string) {
 func TestJobClaimTwoPools(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, nil)
-	var stores [2]*pgstore.JobStore
+	var stores [2]schedule.JobStore
 	for i := range stores {
 		cfg, err := pgxpool.ParseConfig(testDSN(t))
 		if err != nil {
@@ -244,7 +244,7 @@ type poolRound struct {
 // claimsPerRound is how many non-empty claims each round makes in all.
 const claimsPerRound = 240
 
-func (r *poolRound) run(t *testing.T, round int, stores [2]*pgstore.JobStore, js *pgstore.JobStore) {
+func (r *poolRound) run(t *testing.T, round int, stores [2]schedule.JobStore, js schedule.JobStore) {
 	ctx := t.Context()
 	for i := range r.jobs {
 		k := []schedule.Kind{schedule.KindIncremental, schedule.KindRefresh, schedule.KindBackfill, schedule.KindGapFill}[i%4]
@@ -270,7 +270,7 @@ func (r *poolRound) run(t *testing.T, round int, stores [2]*pgstore.JobStore, js
 // worker claims and finishes jobs until the round has made its claims.
 // It holds each claim's jobs until its next claim has returned, so that
 // claims overlap with jobs held (without sleeping).
-func (r *poolRound) worker(t *testing.T, js *pgstore.JobStore, owner string) {
+func (r *poolRound) worker(t *testing.T, js schedule.JobStore, owner string) {
 	ctx := t.Context()
 	var held []schedule.Job
 	defer func() { r.release(t, js, owner, held) }()
@@ -307,7 +307,7 @@ func (r *poolRound) worker(t *testing.T, js *pgstore.JobStore, owner string) {
 
 // release finishes jobs: each is forgotten, then released with a
 // compare-and-swap from the version its claim returned.
-func (r *poolRound) release(t *testing.T, js *pgstore.JobStore, owner string, jobs []schedule.Job) {
+func (r *poolRound) release(t *testing.T, js schedule.JobStore, owner string, jobs []schedule.Job) {
 	for _, j := range jobs {
 		r.mu.Lock() // forget it before the release makes it claimable
 		delete(r.holder, j.ID)

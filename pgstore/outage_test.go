@@ -154,7 +154,7 @@ func TestServerGoesAway(t *testing.T) {
 	if gs, err := direct.ListGaps(ctx, checkpoint.GapQuery{}); err != nil || len(gs) != 0 {
 		t.Fatalf("gaps after the outage: %v (%v), want none", gs, err)
 	}
-	if c, err := direct.Coverage(ctx, "c"); err != nil || c.Len() != 0 {
+	if c, err := direct.Coverage(ctx, "c"); err != nil || len(c.Ranges()) != 0 {
 		t.Fatalf("coverage after the outage: %v (%v), want empty", c, err)
 	}
 

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DefaultSchema is the schema of a [Config] whose Schema is empty.
-const DefaultSchema = "forage"
+// defaultSchema is the schema of a [Config] whose Schema is empty.
+const defaultSchema = "forage"
 
 // The package's sentinel errors. Test with [errors.Is]; the checkpoint
 // methods also return the [checkpoint] sentinels their contract names.
@@ -71,10 +71,10 @@ type Config struct {
 
 // Store keeps everything a [checkpoint.Store] persists, plus the
 // providers' records and shares, in one PostgreSQL schema, so that many
-// processes on many machines run streams and pace providers together. It also commits a
-// checkpoint inside the host's own transaction ([Store.CommitTx],
-// [Store.CommitWith]), so that records and the cursor after them become
-// durable together: exactly once.
+// processes on many machines run streams and pace providers together. It
+// also commits a checkpoint inside the host's own transaction
+// ([Store.CommitTx], [NewTxSink]), so that records and the cursor after
+// them become durable together: exactly once.
 //
 // Run [Store.Migrate] once (any number of times is fine) before use.
 // Store is safe for concurrent use; it holds no state of its own beyond
@@ -85,7 +85,7 @@ type Store struct {
 	schema string
 	now    func() time.Time
 	sql    statements
-	jobs   JobStore // what Jobs returns
+	jobs   jobStore // what Jobs returns
 	sess   *session // nil with Config.NoLeaseSession
 	closed sync.Once
 	listen listener // the watches of share documents (see WatchShares)
@@ -171,7 +171,7 @@ func (s *Store) Schema() string { return s.schema }
 // schema returns the schema name cfg selects, or why it is invalid.
 func (cfg Config) schema() (string, error) {
 	if cfg.Schema == "" {
-		return DefaultSchema, nil
+		return defaultSchema, nil
 	}
 	if !validSchema(cfg.Schema) {
 		return "", invalid.Must("Config.Schema", "be 1 to 63 ASCII letters, digits or underscores, not starting with a digit",

@@ -179,7 +179,7 @@ func TestTxSinkRunsAStreamExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := r.Key()
+	key := checkpoint.Key{Stream: "seq", Mode: checkpoint.CatchUp}
 	rep, err := r.Run(ctx, nil)
 	if !errors.Is(err, errSinkFull) || rep.Commits != 2 || string(rep.Cursor) != "20" {
 		t.Fatalf("run with a failing write = %+v, %v; want the write's error after 2 commits, at 20", rep, err)

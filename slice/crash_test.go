@@ -23,7 +23,7 @@ import (
 )
 
 // The crash test: a child process collects a stream into a file (with the
-// checkpoint in a FileStore) and is killed with SIGKILL at random points,
+// checkpoint in a file store) and is killed with SIGKILL at random points,
 // then restarted; the data on disk must never have a hole below the
 // committed cursor, and in the end, deduplicated by key, it holds every
 // record exactly once with its content. The child fetches ahead, with some

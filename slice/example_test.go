@@ -136,19 +136,21 @@ func ExampleRunner_Fill() {
 	// missing from the coverage the runs recorded, and fill it.
 	cov, _ := store.Coverage(ctx, "exchange/BTC-USDT/1m")
 	now := at(12, 35).Add(20 * time.Second)
-	plan := slice.PlanFill(now, cov, slice.FillPolicy{Interval: time.Minute, Required: time.Hour})
-	fmt.Println("plan:", plan)
+	policy := slice.FillPolicy{Interval: time.Minute, Required: time.Hour}
+	plan, err := slice.PlanFill(now, cov, policy)
+	fmt.Println("plan:", plan, err)
 	rep, err := runner.Fill(ctx, nil, plan)
 	fmt.Println(rep.Records, "candles filled, err:", err)
 
 	cov, _ = store.Coverage(ctx, "exchange/BTC-USDT/1m")
 	fmt.Println("covered:", cov)
-	fmt.Println("left to plan:", slice.PlanFill(now, cov, slice.FillPolicy{Interval: time.Minute, Required: time.Hour}))
+	plan, err = slice.PlanFill(now, cov, policy)
+	fmt.Println("left to plan:", plan, err)
 	// Output:
-	// plan: [[2030-01-01T11:35:00Z, 2030-01-01T12:00:00Z)]
+	// plan: [[2030-01-01T11:35:00Z, 2030-01-01T12:00:00Z)] <nil>
 	// 25 candles filled, err: <nil>
 	// covered: {[2030-01-01T11:35:00Z, 2030-01-01T12:35:00Z)}
-	// left to plan: []
+	// left to plan: [] <nil>
 }
 
 func ExampleRunner_Drain() {
@@ -192,7 +194,11 @@ func ExamplePlanFill() {
 
 	// Hold the last 100 minutes, at most 60 minutes of requests per call.
 	policy := slice.FillPolicy{Interval: time.Minute, Required: 100 * time.Minute, MaxPerRun: time.Hour}
-	for _, r := range slice.PlanFill(now, covered, policy) {
+	plan, err := slice.PlanFill(now, covered, policy)
+	if err != nil {
+		panic(err) // only an invalid policy fails
+	}
+	for _, r := range plan {
 		fmt.Println(r.Start.Format("15:04"), "-", r.End.Format("15:04"))
 	}
 	// Output:

@@ -33,9 +33,9 @@ type FillPolicy struct {
 	MaxPerRun time.Duration
 }
 
-// Validate returns nil when p is usable, and otherwise an error wrapping
+// validate returns nil when p is usable, and otherwise an error wrapping
 // [ErrInvalidConfig] naming the field, the rule and the value.
-func (p FillPolicy) Validate() error {
+func (p FillPolicy) validate() error {
 	bad := func(field, rule string, got time.Duration) error {
 		return invalid.Must("FillPolicy."+field, "be "+rule, got)
 	}
@@ -87,11 +87,12 @@ func (p FillPolicy) leastCap() time.Duration { return max(p.Interval, p.minRest(
 // newer ranges are covered, never dropped (planning, filling what was
 // planned, and planning again covers exactly what one uncapped plan would).
 //
-// PlanFill returns nil when p is invalid; check it once with
-// [FillPolicy.Validate].
-func PlanFill(now time.Time, covered checkpoint.Coverage, p FillPolicy) []checkpoint.Range {
-	if p.Validate() != nil {
-		return nil
+// PlanFill returns nil and an error wrapping [ErrInvalidConfig], naming the
+// field, the rule and the value, when p is invalid. The ranges are nil when
+// nothing is missing.
+func PlanFill(now time.Time, covered checkpoint.Coverage, p FillPolicy) ([]checkpoint.Range, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
 	}
 	end := now.Truncate(p.Interval)
 	wanted := checkpoint.Range{Start: end.Add(-p.Required).Truncate(p.Interval), End: end}
@@ -124,7 +125,7 @@ func PlanFill(now time.Time, covered checkpoint.Coverage, p FillPolicy) []checkp
 		out = append(out, r)
 	}
 	if len(out) == 0 {
-		return nil
+		return nil, nil
 	}
-	return out
+	return out, nil
 }

@@ -34,6 +34,19 @@ func fmtRanges(rs []checkpoint.Range) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// planFill returns slice.PlanFill's plan, failing t on an error.
+func planFill(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, now time.Time, covered checkpoint.Coverage, p slice.FillPolicy) []checkpoint.Range {
+	t.Helper()
+	plan, err := slice.PlanFill(now, covered, p)
+	if err != nil {
+		t.Fatalf("PlanFill(%v, %+v): %v", now, p, err)
+	}
+	return plan
+}
+
 func equalRanges(a, b []checkpoint.Range) bool {
 	return slices.EqualFunc(a, b, func(x, y checkpoint.Range) bool { return x.Start.Equal(y.Start) && x.End.Equal(y.End) })
 }
@@ -171,7 +184,7 @@ func TestPlanFillDecisionMatrix(t *testing.T) {
 			want: []checkpoint.Range{rg(hm(13, 0), hm(13, 15))},
 		},
 	} {
-		if got := slice.PlanFill(tc.now, tc.covered, tc.policy); !equalRanges(got, tc.want) {
+		if got := planFill(t, tc.now, tc.covered, tc.policy); !equalRanges(got, tc.want) {
 			t.Errorf("%s:\n got  %s\n want %s", tc.name, fmtRanges(got), fmtRanges(tc.want))
 		}
 	}
@@ -190,16 +203,16 @@ func TestFillPolicyValidate(t *testing.T) {
 		{slice.FillPolicy{Interval: time.Minute, Required: time.Hour, Threshold: 90 * time.Second, MaxPerRun: 100 * time.Second}, "FillPolicy.MaxPerRun must be 0 or >= 2m0s"},
 		{slice.FillPolicy{Interval: time.Minute, Required: time.Hour, MaxPerRun: -time.Minute}, "(got -1m0s)"},
 	} {
-		err := tc.p.Validate()
+		got, err := slice.PlanFill(hm(12, 0), checkpoint.Coverage{}, tc.p)
 		if !errors.Is(err, slice.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "slice: ") || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Validate(%+v) = %v, want ErrInvalidConfig containing %q", tc.p, err, tc.want)
+			t.Errorf("PlanFill with %+v: error %v, want ErrInvalidConfig containing %q", tc.p, err, tc.want)
 		}
-		if got := slice.PlanFill(hm(12, 0), checkpoint.Coverage{}, tc.p); got != nil {
+		if got != nil {
 			t.Errorf("PlanFill with invalid %+v = %v, want nil", tc.p, got)
 		}
 	}
-	if err := (slice.FillPolicy{Interval: time.Minute, Required: time.Hour}).Validate(); err != nil {
-		t.Errorf("Validate(valid) = %v", err)
+	if _, err := slice.PlanFill(hm(12, 0), checkpoint.Coverage{}, slice.FillPolicy{Interval: time.Minute, Required: time.Hour}); err != nil {
+		t.Errorf("PlanFill with a valid policy: %v", err)
 	}
 }
 
@@ -290,7 +303,7 @@ func TestPropPlanFillMatchesTheCandleModel(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := drawPlanCase(t)
-		got := slice.PlanFill(c.now, c.covered, c.policy)
+		got := planFill(t, c.now, c.covered, c.policy)
 		if want := modelPlan(c); !equalRanges(got, want) {
 			t.Fatalf("PlanFill(%v, %v, %+v)\n got  %s\n want %s", c.now, c.covered, c.policy, fmtRanges(got), fmtRanges(want))
 		}
@@ -323,10 +336,10 @@ func TestPropPlanFillConvergesUnderACap(t *testing.T) {
 		uncapped.MaxPerRun = 0
 		// Filling what each call plans, at a fixed now, covers exactly what
 		// one uncapped call plans: the cap defers, it never drops.
-		want := coverage(slice.PlanFill(c.now, c.covered, uncapped)...)
+		want := coverage(planFill(t, c.now, c.covered, uncapped)...)
 		var filled checkpoint.Coverage
 		for step := 0; ; step++ {
-			plan := slice.PlanFill(c.now, c.covered, c.policy)
+			plan := planFill(t, c.now, c.covered, c.policy)
 			if len(plan) == 0 {
 				break
 			}
@@ -341,7 +354,7 @@ func TestPropPlanFillConvergesUnderACap(t *testing.T) {
 				c.covered.Add(r)
 			}
 		}
-		if !filled.Equal(want) {
+		if !equalRanges(filled.Ranges(), want.Ranges()) {
 			t.Fatalf("filled %v under the cap, want %v as without it", filled, want)
 		}
 	})

@@ -441,7 +441,7 @@ func TestRunRecordsCoverage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := checkpoint.Range{Start: t0, End: g.src.at(25)}
-	if cov.Len() != 1 || !cov.Covers(want) {
+	if len(cov.Ranges()) != 1 || !cov.Covers(want) {
 		t.Fatalf("coverage %v, want %v", cov, want)
 	}
 }

@@ -18,8 +18,8 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every configuration error of this package:
-// a [Config] that [New] rejects and a [FillPolicy] that
-// [FillPolicy.Validate] rejects.
+// a [Config] that [New] rejects and a [FillPolicy] that [PlanFill]
+// rejects.
 var ErrInvalidConfig = errors.New("slice: invalid config")
 
 // invalid builds this package's configuration errors.
@@ -369,12 +369,6 @@ func New[R any](cfg Config[R]) (*Runner[R], error) {
 	return r, nil
 }
 
-// Key returns the bookmark the runner advances: its stream in its mode.
-func (r *Runner[R]) Key() checkpoint.Key { return r.key }
-
-// Owner returns the owner name the runner leases the stream with.
-func (r *Runner[R]) Owner() string { return r.cfg.Owner }
-
 func (c *Config[R]) validate() error {
 	missing := func(field, fix string) error {
 		return invalid.Must("Config."+field, "be set: "+fix, "nil")
@@ -442,7 +436,7 @@ type Report struct {
 	// Yielded is true when another owner held the stream's lease: the run
 	// did nothing, and that is not an error. It never means the stream is
 	// done: another live process is running it (HeldBy, until HeldUntil).
-	// A store ends a dead process's lease early (a FileStore at open, the
+	// A store ends a dead process's lease early (a file store at open, the
 	// PostgreSQL store when the holder's session ends), so a restart after
 	// a crash does not yield to its own dead run.
 	Yielded bool

@@ -38,7 +38,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		// Typed nils: each compared unequal to nil and panicked in Run.
 		{"typed nil provider", func(c *slice.Config[rec]) { c.Provider = (*budget.Local)(nil) }, "Config.Provider must be set"},
 		{"nil sink func", func(c *slice.Config[rec]) { c.Sink = slice.SinkFunc[rec](nil) }, "Config.Sink must be set"},
-		{"typed nil store", func(c *slice.Config[rec]) { c.Store = (*checkpoint.MemoryStore)(nil) }, "Config.Store must be set"},
+		{"typed nil store", func(c *slice.Config[rec]) { c.Store = (*checkpoint.LocalStore)(nil) }, "Config.Store must be set"},
 		// Names no store accepts: the run failed at its first lease, or
 		// after its first commit, at the coverage.
 		{"stream with a control character", func(c *slice.Config[rec]) { c.Stream = "btc\n1m" }, `Config.Stream must not contain control characters (U+000A at byte 3) (got "btc\n1m")`},
@@ -66,14 +66,14 @@ func TestNewDefaultsOwner(t *testing.T) {
 	t.Parallel()
 	g := newRig(1, 1)
 	a, b := g.runner(t, checkpoint.CatchUp), g.runner(t, checkpoint.CatchUp)
-	if a.Owner() == "" || a.Owner() == b.Owner() {
-		t.Fatalf("default owners %q and %q: want non-empty and distinct", a.Owner(), b.Owner())
+	if oa, ob := slice.OwnerForTest(a), slice.OwnerForTest(b); oa == "" || oa == ob {
+		t.Fatalf("default owners %q and %q: want non-empty and distinct", oa, ob)
 	}
 	c := g.runner(t, checkpoint.SteadyState, func(c *slice.Config[rec]) { c.Owner = "worker-7" })
-	if c.Owner() != "worker-7" {
-		t.Fatalf("Owner() = %q, want the configured worker-7", c.Owner())
+	if o := slice.OwnerForTest(c); o != "worker-7" {
+		t.Fatalf("owner %q, want the configured worker-7", o)
 	}
-	if want := (checkpoint.Key{Stream: stream, Mode: checkpoint.SteadyState}); c.Key() != want {
-		t.Fatalf("Key() = %v, want %v", c.Key(), want)
+	if want := (checkpoint.Key{Stream: stream, Mode: checkpoint.SteadyState}); slice.KeyForTest(c) != want {
+		t.Fatalf("key %v, want %v", slice.KeyForTest(c), want)
 	}
 }

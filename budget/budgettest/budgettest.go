@@ -1,7 +1,9 @@
 // Package budgettest is the contract of [budget.RecordStore] and of
 // [budget.ShareStore] as test suites. Every implementation runs them: the
-// memory and file stores in package checkpoint (the memory store alone for
-// shares), and the PostgreSQL store in the pgstore module.
+// memory and file stores of package checkpoint (records), [NewShareStore]
+// (shares), and the PostgreSQL store in the pgstore module (both). The
+// share store kept in memory that [NewShareStore] returns also serves
+// tests that simulate several processes in one.
 //
 // The record store's suite, as the memory store runs it:
 //

@@ -55,7 +55,7 @@ var contractTests = []test{
 		e.clock.Advance(time.Minute + time.Second)
 		_, err = e.s.Acquire(e.ctx, "s", "b", time.Minute)
 		wantErr(t, "Acquire after the original TTL: the lease must not have been renewed", err, nil)
-		if c := e.coverage("c"); c.Len() != 0 {
+		if c := e.coverage("c"); len(c.Ranges()) != 0 {
 			t.Fatalf("coverage: %v, want empty", c)
 		}
 	}},
@@ -117,7 +117,7 @@ func checkInvalidArguments(t *testing.T, e *env, ctx context.Context) {
 	// Nothing above changed anything.
 	diff(t, "checkpoint", checkpoint.Checkpoint{Key: ok}, e.load(ok))
 	diff(t, "gaps", []checkpoint.Gap(nil), e.listGaps(checkpoint.GapQuery{}))
-	if c := e.coverage("c"); c.Len() != 0 {
+	if c := e.coverage("c"); len(c.Ranges()) != 0 {
 		t.Fatalf("coverage: %v, want empty", c)
 	}
 }

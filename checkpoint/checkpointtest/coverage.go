@@ -10,7 +10,7 @@ import (
 
 var coverageTests = []test{
 	{"NeverCoveredIsEmpty", func(t *testing.T, e *env) {
-		if c := e.coverage("s"); c.Len() != 0 {
+		if c := e.coverage("s"); len(c.Ranges()) != 0 {
 			t.Fatalf("coverage of a new series: %v, want empty", c)
 		}
 	}},

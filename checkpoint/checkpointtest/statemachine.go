@@ -112,7 +112,7 @@ func (m *machine) Acquire(t *rapid.T) {
 	ms := m.stream(name)
 	l, err := m.s.Acquire(m.ctx, name, owner, ttl)
 	op := fmt.Sprintf("Acquire(%s, %s, %v)", name, owner, ttl)
-	if ms.held() && ms.lease.LiveAt(m.clock.Now()) {
+	if ms.held() && m.clock.Now().Before(ms.lease.Expires) {
 		m.check(t, op, err, checkpoint.ErrLeaseHeld)
 		return
 	}

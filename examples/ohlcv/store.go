@@ -55,11 +55,11 @@ func openBackend(ctx context.Context, store, schema string) (backend, error) {
 
 // fileBackend keeps one CSV file per symbol and interval in dir (a
 // [klines.FileSink], an upsert on the open time) and the checkpoints in a
-// [checkpoint.FileStore] in dir/checkpoints, which locks it against a
-// second process.
+// file store ([checkpoint.OpenFileStore]) in dir/checkpoints, which locks
+// it against a second process.
 type fileBackend struct {
 	dir   string
-	store *checkpoint.FileStore
+	store *checkpoint.LocalStore
 	mu    sync.Mutex
 	sinks map[string]*klines.FileSink // by file
 }

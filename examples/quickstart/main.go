@@ -174,7 +174,7 @@ func (t *tally) transition(tr breaker.Transition) {
 // report prints the summary: goodput against the exchange's true limit,
 // refusals, the unresolved gap records (none may be left) and the breaker's
 // transitions.
-func (t *tally) report(start, backfilled time.Time, okAtBackfill int64, st providertest.Stats, snap budget.Snapshot, store *checkpoint.FileStore) error {
+func (t *tally) report(start, backfilled time.Time, okAtBackfill int64, st providertest.Stats, snap budget.Snapshot, store *checkpoint.LocalStore) error {
 	refused := st.Throttled + st.Unavailable + st.Banned
 	catchUp := backfilled.Sub(start).Seconds()
 	fmt.Printf("\ncollected %d candles of %d symbols in %d slices, %.1fs\n\n", t.candles.Load(), len(symbols), t.slices.Load(), time.Since(start).Seconds())

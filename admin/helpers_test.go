@@ -50,12 +50,15 @@ func handler(t tb, s *schedule.Scheduler) *admin.Handler {
 	return h
 }
 
-// upsert adds spec at now.
+// upsert adds spec, due at now unless spec.NextRun says otherwise.
 func upsert(t tb, s *schedule.Scheduler, now time.Time, spec schedule.Spec) schedule.Job {
 	t.Helper()
-	j, err := s.UpsertAt(context.Background(), now, spec)
+	if spec.NextRun.IsZero() {
+		spec.NextRun = now
+	}
+	j, err := s.Upsert(context.Background(), spec)
 	if err != nil {
-		t.Fatalf("UpsertAt(%+v): %v", spec, err)
+		t.Fatalf("Upsert(%+v): %v", spec, err)
 	}
 	return j
 }

@@ -15,11 +15,7 @@ import (
 // now). It returns the job as stored; Version 1 means it was created.
 // Errors: [ErrInvalid] naming the field of spec; store errors.
 func (s *Scheduler) Upsert(ctx context.Context, spec Spec) (Job, error) {
-	return s.UpsertAt(ctx, time.Now(), spec)
-}
-
-// UpsertAt is [Scheduler.Upsert] at now.
-func (s *Scheduler) UpsertAt(ctx context.Context, now time.Time, spec Spec) (Job, error) {
+	now := time.Now()
 	if err := spec.Validate(); err != nil {
 		return Job{}, err
 	}
@@ -97,11 +93,7 @@ func (s *Scheduler) Pause(ctx context.Context, id int64) (Job, error) {
 // that has passed. Resuming a job that is not paused is a no-op. Errors:
 // [ErrInvalid], [ErrNotFound].
 func (s *Scheduler) Resume(ctx context.Context, id int64) (Job, error) {
-	return s.ResumeAt(ctx, time.Now(), id)
-}
-
-// ResumeAt is [Scheduler.Resume] at now.
-func (s *Scheduler) ResumeAt(ctx context.Context, now time.Time, id int64) (Job, error) {
+	now := time.Now()
 	j, err := s.mutate(ctx, id, func(j *Job) error {
 		if j.State != StatePaused {
 			return errNoChange
@@ -125,11 +117,7 @@ func (s *Scheduler) ResumeAt(ctx context.Context, now time.Time, id int64) (Job,
 // [ErrNotFound], [ErrRunning] (its run is in progress: at most one run per
 // job).
 func (s *Scheduler) RunNow(ctx context.Context, id int64) (Job, error) {
-	return s.RunNowAt(ctx, time.Now(), id)
-}
-
-// RunNowAt is [Scheduler.RunNow] at now.
-func (s *Scheduler) RunNowAt(ctx context.Context, now time.Time, id int64) (Job, error) {
+	now := time.Now()
 	j, err := s.mutate(ctx, id, func(j *Job) error {
 		if j.Lease.Held(now) {
 			return fmt.Errorf("%w: job %d is leased by %s until %s", ErrRunning, j.ID, j.Lease.Owner, j.Lease.Until.Format(time.RFC3339))

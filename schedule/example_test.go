@@ -43,7 +43,8 @@ func ExampleScheduler_ClaimAt() {
 		{Provider: "kraken", Kind: schedule.KindBackfill, Stream: "XBT-USD/1h"},
 		{Provider: "kraken", Kind: schedule.KindRefresh, Stream: "markets", Interval: 12 * time.Hour},
 	} {
-		_, _ = s.UpsertAt(ctx, now, spec)
+		spec.NextRun = now
+		_, _ = s.Upsert(ctx, spec)
 	}
 	// One decision: gap fills first, then fresh data, at most two per
 	// provider, never two jobs of one stream at once (the gap fill holds
@@ -63,8 +64,8 @@ func ExampleScheduler_FinishAt() {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(),
 		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
-	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1m"})
-	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "ETH-USDT/1m"})
+	_, _ = s.Upsert(ctx, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1m", NextRun: now})
+	_, _ = s.Upsert(ctx, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "ETH-USDT/1m", NextRun: now})
 	jobs, _ := s.ClaimAt(ctx, now)
 
 	// The first run spent its request cap: re-queued, no cool-down.

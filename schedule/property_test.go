@@ -290,7 +290,7 @@ func TestPropertyUpsertDedups(t *testing.T) {
 		if must(store.Count(context.Background())) != len(ids) {
 			rt.Fatalf("store holds %d jobs for %d identities", must(store.Count(context.Background())), len(ids))
 		}
-		snap, err := s.SnapshotAt(context.Background(), t0.Add(time.Hour))
+		snap, err := s.SnapshotPage(context.Background(), t0.Add(time.Hour), "", schedule.MaxSnapshotProviders)
 		if err != nil {
 			rt.Fatal(err)
 		}

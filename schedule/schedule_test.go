@@ -87,9 +87,9 @@ func TestUpsertValidatesSpec(t *testing.T) {
 		{schedule.Spec{Provider: "p", Kind: schedule.KindRefresh, Stream: "s", Interval: -time.Hour}, "Spec.Interval"},
 		{schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s", Payload: make([]byte, 2<<20)}, "Spec.Payload"},
 	} {
-		_, err := s.UpsertAt(context.Background(), t0, tc.spec)
+		_, err := s.Upsert(context.Background(), tc.spec)
 		if !errors.Is(err, schedule.ErrInvalid) || !strings.Contains(err.Error(), tc.field+" ") {
-			t.Errorf("UpsertAt(%+v) = %v, want ErrInvalid naming %s", tc.spec, err, tc.field)
+			t.Errorf("Upsert(%+v) = %v, want ErrInvalid naming %s", tc.spec, err, tc.field)
 		}
 	}
 	if must(store.Count(context.Background())) != 0 {
@@ -258,7 +258,7 @@ func TestPauseWhileClaimedKeepsPaused(t *testing.T) {
 	if jobs := claim(t, s, t0.Add(time.Hour)); len(jobs) != 0 {
 		t.Fatalf("claimed %v while paused", streams(jobs))
 	}
-	if _, err := s.ResumeAt(ctx, t0.Add(time.Hour), j.ID); err != nil {
+	if _, err := s.Resume(ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
 	if jobs := claim(t, s, t0.Add(time.Hour)); len(jobs) != 1 {

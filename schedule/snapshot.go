@@ -90,7 +90,7 @@ type Decisions struct {
 // Snapshot returns the scheduler's state now. It reads every job from the
 // store, page by page: meant for dashboards, not hot paths.
 func (s *Scheduler) Snapshot(ctx context.Context) (Snapshot, error) {
-	return s.SnapshotAt(ctx, time.Now())
+	return s.SnapshotPage(ctx, time.Now(), "", MaxSnapshotProviders)
 }
 
 // Budget returns [Config.Budget], the registry of s's providers, or nil: an
@@ -101,12 +101,7 @@ func (s *Scheduler) Budget() *budget.Registry { return s.cfg.Budget }
 // [Snapshot.MoreProviders]).
 const MaxSnapshotProviders = 100
 
-// SnapshotAt is [Scheduler.Snapshot] at now.
-func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, error) {
-	return s.SnapshotPage(ctx, now, "", MaxSnapshotProviders)
-}
-
-// SnapshotPage is [Scheduler.SnapshotAt] with a page of providers: its
+// SnapshotPage is [Scheduler.Snapshot] at now with a page of providers: its
 // Providers are the first limit providers named after after (by byte-wise
 // name order; "" starts at the first), and MoreProviders counts the rest.
 // To list every provider, call it again with after the name of the last

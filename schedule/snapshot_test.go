@@ -64,7 +64,7 @@ func TestPropertySnapshotPage(t *testing.T) {
 	})
 }
 
-// TestSnapshotPageLimits: SnapshotAt is the first page of
+// TestSnapshotPageLimits: Snapshot is the first page of
 // MaxSnapshotProviders; a zero limit lists none and counts them all; a
 // negative one is refused.
 func TestSnapshotPageLimits(t *testing.T) {
@@ -74,9 +74,9 @@ func TestSnapshotPageLimits(t *testing.T) {
 		s.PauseProvider(fmt.Sprintf("p%04d", i))
 	}
 	ctx := context.Background()
-	first, err := s.SnapshotAt(ctx, t0)
+	first, err := s.Snapshot(ctx)
 	if err != nil || len(first.Providers) != schedule.MaxSnapshotProviders || first.MoreProviders != 2 {
-		t.Fatalf("SnapshotAt: %v, %d providers, %d more; want %d and 2", err, len(first.Providers), first.MoreProviders, schedule.MaxSnapshotProviders)
+		t.Fatalf("Snapshot: %v, %d providers, %d more; want %d and 2", err, len(first.Providers), first.MoreProviders, schedule.MaxSnapshotProviders)
 	}
 	none, err := s.SnapshotPage(ctx, t0, "", 0)
 	if err != nil || len(none.Providers) != 0 || none.MoreProviders != schedule.MaxSnapshotProviders+2 {
@@ -152,7 +152,7 @@ func TestSpecValidateAgreesWithUpsert(t *testing.T) {
 			Interval: rapid.SampledFrom([]time.Duration{-time.Second, 0, time.Minute}).Draw(rt, "interval"),
 		}
 		verr := spec.Validate()
-		_, uerr := s.UpsertAt(context.Background(), t0, spec)
+		_, uerr := s.Upsert(context.Background(), spec)
 		if fmt.Sprint(verr) != fmt.Sprint(uerr) || (verr != nil && !errors.Is(verr, schedule.ErrInvalid)) {
 			rt.Fatalf("Validate(%+v) = %v, Upsert = %v: want the same ErrInvalid or both nil", spec, verr, uerr)
 		}

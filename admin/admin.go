@@ -55,7 +55,7 @@ type Config struct {
 	// jobs still pass. It bounds what one client of the API can make the
 	// store hold; jobs the host adds with [schedule.Scheduler.Upsert] count
 	// but are not refused. A store ([schedule.Scheduler.Store]) with a
-	// Count(ctx) (int, error) method (as [schedule.MemoryJobStore]) is asked
+	// Count(ctx) (int, error) method (as the store of [schedule.NewMemoryJobStore]) is asked
 	// for the count; any other is listed page by page, up to MaxJobs.
 	// Defaults to 100,000.
 	MaxJobs int

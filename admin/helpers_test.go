@@ -27,7 +27,7 @@ var idle = schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Res
 })
 
 // newSched returns a scheduler over a fresh memory store.
-func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryJobStore) {
+func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, schedule.JobStore) {
 	t.Helper()
 	store := schedule.NewMemoryJobStore()
 	if r == nil {

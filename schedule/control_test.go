@@ -119,8 +119,8 @@ func TestRunDeleteRunningJob(t *testing.T) {
 		if !errors.Is(cause, schedule.ErrInterrupted) {
 			t.Fatalf("runner's cause %v, want ErrInterrupted", cause)
 		}
-		if must(store.Count(context.Background())) != 0 {
-			t.Fatalf("%d jobs stored after Delete, want 0", must(store.Count(context.Background())))
+		if count(store) != 0 {
+			t.Fatalf("%d jobs stored after Delete, want 0", count(store))
 		}
 	})
 }

@@ -87,7 +87,7 @@ func ExampleScheduler_FinishAt() {
 // must drops the error (setup for the examples).
 func must[T any](v T, _ error) T { return v }
 
-func ExampleMemoryJobStore_Claim() {
+func ExampleNewMemoryJobStore() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	store := schedule.NewMemoryJobStore()

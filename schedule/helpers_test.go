@@ -28,7 +28,7 @@ var idle = schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Res
 })
 
 // newSched returns a scheduler over a fresh memory store.
-func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryJobStore) {
+func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, schedule.JobStore) {
 	t.Helper()
 	store := schedule.NewMemoryJobStore()
 	if r == nil {
@@ -150,4 +150,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// count returns how many jobs the memory store holds, through the Count
+// method NewMemoryJobStore documents.
+func count(store schedule.JobStore) int {
+	n, _ := store.(interface {
+		Count(context.Context) (int, error)
+	}).Count(context.Background())
+	return n
 }

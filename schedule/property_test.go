@@ -287,8 +287,8 @@ func TestPropertyUpsertDedups(t *testing.T) {
 			}
 			ids[key] = j.ID
 		}
-		if must(store.Count(context.Background())) != len(ids) {
-			rt.Fatalf("store holds %d jobs for %d identities", must(store.Count(context.Background())), len(ids))
+		if count(store) != len(ids) {
+			rt.Fatalf("store holds %d jobs for %d identities", count(store), len(ids))
 		}
 		snap, err := s.SnapshotPage(context.Background(), t0.Add(time.Hour), "", schedule.MaxSnapshotProviders)
 		if err != nil {

@@ -114,7 +114,7 @@ func (k *kept) holes(from, to int64) []int64 {
 
 // streamSched is a scheduler over a fresh memory job store and checkpoint
 // store, with a registry for its providers.
-func streamSched(t *testing.T, cfg schedule.Config, reg budget.RegistryConfig) (*schedule.Scheduler, *schedule.MemoryJobStore) {
+func streamSched(t *testing.T, cfg schedule.Config, reg budget.RegistryConfig) (*schedule.Scheduler, schedule.JobStore) {
 	t.Helper()
 	r, err := budget.NewRegistry(reg)
 	if err != nil {

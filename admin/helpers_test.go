@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"time"
 
 	"github.com/forage-go/forage/admin"
@@ -89,4 +90,9 @@ func localRequest(method, target string, body io.Reader) *http.Request {
 	r := httptest.NewRequest(method, target, body)
 	r.Host = "localhost:8080"
 	return r
+}
+
+// isPaused reports whether provider is paused in s.
+func isPaused(s *schedule.Scheduler, provider string) bool {
+	return slices.Contains(s.PausedProviders(), provider)
 }

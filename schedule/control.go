@@ -148,17 +148,26 @@ func (s *Scheduler) Delete(ctx context.Context, id int64) error {
 	return nil
 }
 
-// PauseProvider stops every job of provider from starting in this
-// scheduler and interrupts the ones running here (their runners' contexts
-// are cancelled with cause [ErrInterrupted]; they stop at their next slice
+// SetProviderPaused pauses provider in this scheduler (paused true) or
+// resumes it (false). While it is paused, none of its jobs starts here,
+// and the ones running here are interrupted (their runners' contexts are
+// cancelled with cause [ErrInterrupted]; they stop at their next slice
 // boundary and are due again once the provider resumes). The pause lives
 // in this Scheduler, not in the store: a host running several re-applies
 // it to each. Each paused provider is kept (and listed in a [Snapshot])
-// until [Scheduler.ResumeProvider]: the host bounds the set it pauses (see
-// [Scheduler.PausedProviders] and [Scheduler.KnowsProvider]).
-func (s *Scheduler) PauseProvider(provider string) {
+// until resumed: a host taking provider names from outside, as an admin
+// API does, bounds the set it pauses (see [Scheduler.PausedProviders]),
+// and pauses only providers the scheduler knows (with a job in the store,
+// or in [Config.Budget]). Pausing a paused provider, or resuming one that
+// is not, changes nothing.
+func (s *Scheduler) SetProviderPaused(provider string, paused bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !paused {
+		delete(s.paused, provider)
+		s.poke()
+		return
+	}
 	s.paused[provider] = true
 	for _, a := range s.active {
 		if a.job.Provider == provider {
@@ -169,7 +178,8 @@ func (s *Scheduler) PauseProvider(provider string) {
 
 // PausedProviders returns the providers paused in this scheduler, sorted
 // by name: what a host re-applies to another scheduler sharing the store,
-// and what it counts to bound the set it pauses.
+// and what it counts to bound the set it pauses. A runner that prefers
+// polling to watching its context may consult it between slices.
 func (s *Scheduler) PausedProviders() []string {
 	s.mu.Lock()
 	names := make([]string, 0, len(s.paused))
@@ -179,43 +189,6 @@ func (s *Scheduler) PausedProviders() []string {
 	s.mu.Unlock()
 	slices.Sort(names)
 	return names
-}
-
-// KnowsProvider reports whether the scheduler knows provider: it is paused
-// here, it is in [Config.Budget], or the store holds a job of it. These are
-// the providers a [Snapshot] lists (with those cooling down, which have
-// jobs). A host taking provider names from outside, as an admin API does,
-// pauses only known ones, so that the paused set cannot grow without
-// bound. It reads the store (one List of at most one job). Errors: store
-// errors.
-func (s *Scheduler) KnowsProvider(ctx context.Context, provider string) (bool, error) {
-	if s.ProviderPaused(provider) {
-		return true, nil
-	}
-	if reg := s.cfg.Budget; reg != nil {
-		if _, ok := reg.Lookup(provider); ok {
-			return true, nil
-		}
-	}
-	jobs, err := s.Jobs(ctx, Query{Provider: provider, Limit: 1})
-	return len(jobs) > 0, err
-}
-
-// ResumeProvider lets provider's jobs start again.
-func (s *Scheduler) ResumeProvider(provider string) {
-	s.mu.Lock()
-	delete(s.paused, provider)
-	s.mu.Unlock()
-	s.poke()
-}
-
-// ProviderPaused reports whether provider is paused in this scheduler. A
-// runner that prefers polling to watching its context may consult it
-// between slices.
-func (s *Scheduler) ProviderPaused(provider string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paused[provider]
 }
 
 // spare returns the Tail check of a claim at now: Config.Spare, or the

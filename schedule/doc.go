@@ -131,7 +131,7 @@
 // stops at once, before any request, and the job waits in
 // waiting_rate_limit until the limit admits a request again, then resumes
 // from its cursor, rather than blocking a slot or re-running every
-// Requeue. Cool-downs and provider pauses ([Scheduler.PauseProvider]) live
+// Requeue. Cool-downs and provider pauses ([Scheduler.SetProviderPaused]) live
 // in one Scheduler's memory, per process: other processes sharing the
 // store do not see them.
 // What holds a provider back across processes is the budget package's

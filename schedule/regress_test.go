@@ -42,8 +42,8 @@ func TestPausedRunKeepsSourcePressure(t *testing.T) {
 				}
 				want = schedule.StatePaused
 			} else {
-				s.PauseProvider("p")
-				s.ResumeProvider("p")
+				s.SetProviderPaused("p", true)
+				s.SetProviderPaused("p", false)
 			}
 			if _, err := s.FinishAt(ctx, finish, got[0], schedule.Result{}, ban); err != nil {
 				t.Fatalf("FinishAt: %v", err)

@@ -46,7 +46,7 @@ type ProviderSnapshot struct {
 	// Running counts its jobs under a live lease, in any scheduler.
 	Running int `json:"running"`
 	// Paused reports whether it is paused: in this scheduler
-	// ([Scheduler.PauseProvider]), or by an operator's status in its
+	// ([Scheduler.SetProviderPaused]), or by an operator's status in its
 	// budget record ([budget.Registry.SetStatus], in every process).
 	Paused bool `json:"paused"`
 	// CoolingUntil is the end of its cool-down after source pressure; zero

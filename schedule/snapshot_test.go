@@ -30,7 +30,7 @@ func TestPropertySnapshotPage(t *testing.T) {
 		for i := range n {
 			name := fmt.Sprintf("p%02d", i)
 			if rapid.Bool().Draw(rt, "paused") {
-				s.PauseProvider(name)
+				s.SetProviderPaused(name, true)
 			} else {
 				upsert(rt, s, t0, schedule.Spec{Provider: name, Kind: schedule.KindBackfill, Stream: "s"})
 			}
@@ -71,7 +71,7 @@ func TestSnapshotPageLimits(t *testing.T) {
 	t.Parallel()
 	s, _ := newSched(t, schedule.Config{}, nil)
 	for i := range schedule.MaxSnapshotProviders + 2 {
-		s.PauseProvider(fmt.Sprintf("p%04d", i))
+		s.SetProviderPaused(fmt.Sprintf("p%04d", i), true)
 	}
 	ctx := context.Background()
 	first, err := s.Snapshot(ctx)
@@ -87,11 +87,11 @@ func TestSnapshotPageLimits(t *testing.T) {
 	}
 }
 
-// TestPausedProvidersAndKnowsProvider: PausedProviders lists the paused
-// set, sorted, as pauses and resumes change it; KnowsProvider is true for a
-// provider with a job, in the budget registry or paused, and false for
-// any other, which stays unknown once resumed.
-func TestPausedProvidersAndKnowsProvider(t *testing.T) {
+// TestPausedProvidersAndSnapshotRows: PausedProviders lists the paused
+// set, sorted, as pauses and resumes change it; a Snapshot lists a
+// provider with a job, in the budget registry or paused, and no other: a
+// paused one is forgotten once resumed.
+func TestPausedProvidersAndSnapshotRows(t *testing.T) {
 	t.Parallel()
 	reg, err := budget.NewRegistry(budget.RegistryConfig{})
 	if err != nil {
@@ -103,24 +103,34 @@ func TestPausedProvidersAndKnowsProvider(t *testing.T) {
 	if got := s.PausedProviders(); len(got) != 0 {
 		t.Fatalf("PausedProviders of a new scheduler: %q", got)
 	}
-	s.PauseProvider("zeta")
-	s.PauseProvider("alpha")
-	s.PauseProvider("zeta") // twice: listed once
+	s.SetProviderPaused("zeta", true)
+	s.SetProviderPaused("alpha", true)
+	s.SetProviderPaused("zeta", true) // twice: listed once
 	if got := s.PausedProviders(); !slices.Equal(got, []string{"alpha", "zeta"}) {
 		t.Fatalf("PausedProviders = %q, want [alpha zeta]", got)
 	}
 	ctx := context.Background()
-	for name, want := range map[string]bool{"with-job": true, "in-registry": true, "alpha": true, "unknown": false} {
-		if got, err := s.KnowsProvider(ctx, name); err != nil || got != want {
-			t.Errorf("KnowsProvider(%q) = %v, %v; want %v", name, got, err, want)
+	rows := func() []string {
+		t.Helper()
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var names []string
+		for _, p := range snap.Providers {
+			names = append(names, p.Provider)
+		}
+		return names
 	}
-	s.ResumeProvider("alpha")
+	if got := rows(); !slices.Equal(got, []string{"alpha", "in-registry", "with-job", "zeta"}) {
+		t.Errorf("Snapshot lists %q, want alpha, in-registry, with-job and zeta", got)
+	}
+	s.SetProviderPaused("alpha", false)
 	if got := s.PausedProviders(); !slices.Equal(got, []string{"zeta"}) {
 		t.Fatalf("PausedProviders after resuming alpha = %q, want [zeta]", got)
 	}
-	if known, _ := s.KnowsProvider(ctx, "alpha"); known {
-		t.Error("alpha is still known once resumed, with no job and no budget")
+	if got := rows(); slices.Contains(got, "alpha") {
+		t.Errorf("Snapshot lists %q: alpha is still known once resumed, with no job and no budget", got)
 	}
 }
 

@@ -237,7 +237,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("POST /connectors/{key}/resume", h.serveConnectorPause(budget.StatusActive))
 	mux.HandleFunc("GET /jobs", h.serveList)
 	mux.HandleFunc("POST /jobs", h.serveUpsert)
-	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Job))
+	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Store().Get))
 	mux.HandleFunc("DELETE /jobs/{id}", h.serveDelete)
 	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(s.Pause))
 	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(s.Resume))

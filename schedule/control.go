@@ -42,18 +42,9 @@ func (s *Scheduler) Upsert(ctx context.Context, spec Spec) (Job, error) {
 	return j, nil
 }
 
-// Job returns the job with the given ID. Errors: [ErrInvalid], [ErrNotFound].
-func (s *Scheduler) Job(ctx context.Context, id int64) (Job, error) {
-	return s.store.Get(ctx, id)
-}
-
-// Jobs returns the jobs matching q, in ID order (see [JobStore.List]).
-func (s *Scheduler) Jobs(ctx context.Context, q Query) ([]Job, error) {
-	return s.store.List(ctx, q)
-}
-
-// Store returns the [JobStore] s was built with, for what the Scheduler
-// does not offer itself, such as a store's own Count method. Change jobs
+// Store returns the [JobStore] s was built with: read jobs through it
+// ([JobStore.Get], [JobStore.List]), and reach what the Scheduler does
+// not offer itself, such as a store's own Count method. Change jobs
 // through the Scheduler (Upsert, Pause, Delete …), not the store: it
 // interrupts the runs they concern and wakes up when new work is due.
 func (s *Scheduler) Store() JobStore { return s.store }

@@ -75,7 +75,7 @@ func streams(jobs []schedule.Job) []string {
 // get reads job id.
 func get(t tb, s *schedule.Scheduler, id int64) schedule.Job {
 	t.Helper()
-	j, err := s.Job(context.Background(), id)
+	j, err := s.Store().Get(context.Background(), id)
 	if err != nil {
 		t.Fatalf("Job(%d): %v", id, err)
 	}

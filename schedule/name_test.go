@@ -41,7 +41,7 @@ func TestUpsertRefusesBadNames(t *testing.T) {
 			}
 		}
 	}
-	if jobs, _ := s.Jobs(ctx, schedule.Query{}); len(jobs) != 0 {
+	if jobs, _ := s.Store().List(ctx, schedule.Query{}); len(jobs) != 0 {
 		t.Fatalf("%d jobs stored after only invalid upserts", len(jobs))
 	}
 	// What the rule allows stays allowed: spaces, non-ASCII, U+FFFD, 1024 bytes.

@@ -312,7 +312,7 @@ func TestAddStreamValidates(t *testing.T) {
 	if err := schedule.AddStream(t.Context(), s, ok); err != nil {
 		t.Fatal(err)
 	}
-	if jobs, _ := s.Jobs(t.Context(), schedule.Query{}); len(jobs) != 1 || jobs[0].Kind != schedule.KindBackfill {
+	if jobs, _ := s.Store().List(t.Context(), schedule.Query{}); len(jobs) != 1 || jobs[0].Kind != schedule.KindBackfill {
 		t.Errorf("after dropping the Incremental source: jobs %v; want the backfill alone", jobs)
 	}
 	other := ok

@@ -90,7 +90,7 @@ func (s *Scheduler) Resume(ctx context.Context, id int64) (Job, error) {
 			return errNoChange
 		}
 		j.State, j.Updated = StateIdle, now
-		if j.Lease.Held(now) { // its interrupted run has not ended yet
+		if j.Lease.held(now) { // its interrupted run has not ended yet
 			j.State = StateRunning
 		}
 		return nil
@@ -110,7 +110,7 @@ func (s *Scheduler) Resume(ctx context.Context, id int64) (Job, error) {
 func (s *Scheduler) RunNow(ctx context.Context, id int64) (Job, error) {
 	now := time.Now()
 	j, err := s.mutate(ctx, id, func(j *Job) error {
-		if j.Lease.Held(now) {
+		if j.Lease.held(now) {
 			return fmt.Errorf("%w: job %d is leased by %s until %s", ErrRunning, j.ID, j.Lease.Owner, j.Lease.Until.Format(time.RFC3339))
 		}
 		j.State, j.NextRun, j.Updated = StateQueued, now, now

@@ -160,3 +160,11 @@ func count(store schedule.JobStore) int {
 	}).Count(context.Background())
 	return n
 }
+
+// due reports whether j may be claimed at now, as JobStore.Claim's
+// contract says: its state is active (not paused, not success), NextRun
+// has come, and no live lease holds it.
+func due(j *schedule.Job, now time.Time) bool {
+	return j.State != schedule.StatePaused && j.State != schedule.StateSuccess &&
+		!j.NextRun.After(now) && (j.Lease.Owner == "" || !now.Before(j.Lease.Until))
+}

@@ -41,7 +41,7 @@ func (s *memoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 			held = append(held, e)
 			continue
 		}
-		if !e.job.Kind.Head() && f.Tail != nil && !f.Tail(p.name) {
+		if !e.job.Kind.head() && f.Tail != nil && !f.Tail(p.name) {
 			s.ready.removeAt(p.i)
 			aside = append(aside, p)
 			continue
@@ -106,7 +106,7 @@ func (s *memoryJobStore) advance(now time.Time, aging time.Duration) {
 	s.last = now
 	for e := s.leased.min(); e != nil && !e.job.Lease.Until.After(now); e = s.leased.min() {
 		s.unplace(e)
-		if e.job.State.Active() {
+		if e.job.State.claimable() {
 			s.waiting.push(e)
 		}
 	}
@@ -145,14 +145,14 @@ func (s *memoryJobStore) place(e *entry) {
 			p.busy = map[string]int{}
 		}
 		p.busy[j.Stream]++
-		if j.Kind.Head() && j.State.Active() {
+		if j.Kind.head() && j.State.claimable() {
 			p.headLeased++
 			e.hl = true
 			s.fix(p)
 		}
 		return
 	}
-	if j.State.Active() {
+	if j.State.claimable() {
 		s.waiting.push(e)
 	}
 }
@@ -187,7 +187,7 @@ func (s *memoryJobStore) promote(e *entry) {
 	if s.aging > 0 {
 		e.rank = e.job.NextRun.Add(time.Duration(e.job.Priority) * s.aging)
 	}
-	if e.job.Kind.Head() {
+	if e.job.Kind.head() {
 		e.prov.head.push(e)
 	} else {
 		e.prov.tail.push(e)

@@ -225,7 +225,7 @@ func (s *Scheduler) deleteDone(ctx context.Context, job Job) (bool, error) {
 // run that was being paused still cools the provider.
 func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) outcome {
 	switch {
-	case err == nil && res.Done && !job.Kind.Periodic():
+	case err == nil && res.Done && !job.Kind.periodic():
 		return outcome{kind: outDone}
 	case err == nil:
 		return outcome{kind: outSuccess}
@@ -301,7 +301,7 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 			j.State = StateSuccess
 		case o.kind == outContinue:
 			j.State, j.NextRun = StateQueued, maxTime(now, o.until)
-		case j.Kind.Periodic():
+		case j.Kind.periodic():
 			j.State, j.NextRun = StateIdle, s.nextCycle(j, now)
 		default:
 			j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)

@@ -113,7 +113,7 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 	if limit < 0 {
 		return Snapshot{}, invalid("limit", "must be >= 0", limit)
 	}
-	snap := Snapshot{At: now, Jobs: make(map[State]int, len(States)), Decisions: s.decisions()}
+	snap := Snapshot{At: now, Jobs: make(map[State]int), Decisions: s.decisions()}
 	provs := map[string]*ProviderSnapshot{}
 	get := func(name string) *ProviderSnapshot {
 		p := provs[name]
@@ -137,9 +137,9 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 			snap.Jobs[j.State]++
 			snap.Total++
 			p.Jobs++
-			if j.Lease.Held(now) {
+			if j.Lease.held(now) {
 				p.Running++
-			} else if j.Due(now) {
+			} else if j.due(now) {
 				p.Due++
 				snap.Due++
 			}

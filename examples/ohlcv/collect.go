@@ -464,7 +464,7 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 		return true, nil // a run still in progress waits on a store that does not answer
 	}
 	for _, j := range jobs {
-		if j.State == schedule.StateRunning || j.State.Active() && j.NextRun.Before(d) && !past {
+		if j.State == schedule.StateRunning || j.State != schedule.StatePaused && j.State != schedule.StateSuccess && j.NextRun.Before(d) && !past {
 			return false, nil
 		}
 	}

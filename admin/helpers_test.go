@@ -64,12 +64,13 @@ func upsert(t tb, s *schedule.Scheduler, now time.Time, spec schedule.Spec) sche
 	return j
 }
 
-// claim calls ClaimAt and returns the jobs claimed, in order.
+// claim leases the jobs due at now in s's store, as a scheduler running
+// them would (a minute's lease), and returns them in order.
 func claim(t tb, s *schedule.Scheduler, now time.Time) []schedule.Job {
 	t.Helper()
-	jobs, err := s.ClaimAt(context.Background(), now)
+	jobs, err := s.Store().Claim(context.Background(), now, "test-claim", time.Minute, 100, schedule.ClaimFilter{})
 	if err != nil {
-		t.Fatalf("ClaimAt(%v): %v", now, err)
+		t.Fatalf("Claim(%v): %v", now, err)
 	}
 	return jobs
 }

@@ -54,11 +54,12 @@
 //
 // # Picking the next job
 //
-// [Scheduler.ClaimAt] is the decision. Due jobs are ranked by NextRun +
-// Priority × Aging: strict priority for jobs due together, and a job
-// waiting Aging longer gains a point, so low-priority work is never starved
-// by fresher work of its class (head work, or backfills; see below for how
-// the two share a provider). Within that order a job starts only if
+// Each pass of [Scheduler.Run] decides which due jobs start. Due jobs are
+// ranked by NextRun + Priority × Aging: strict priority for jobs due
+// together, and a job waiting Aging longer gains a point, so low-priority
+// work is never starved by fresher work of its class (head work, or
+// backfills; see below for how the two share a provider). Within that
+// order a job starts only if
 //
 //   - fewer than MaxRunning jobs run in this scheduler, and fewer than
 //     MaxPerProvider of its provider run anywhere (live leases in the

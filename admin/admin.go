@@ -55,9 +55,9 @@ type Config struct {
 	// jobs still pass. It bounds what one client of the API can make the
 	// store hold; jobs the host adds with [schedule.Scheduler.Upsert] count
 	// but are not refused. A store ([schedule.Scheduler.Store]) with a
-	// Count(ctx) (int, error) method (as the store of [schedule.NewMemoryJobStore]) is asked
-	// for the count; any other is listed page by page, up to MaxJobs.
-	// Defaults to 100,000.
+	// Count(ctx) (int, error) method (as the one
+	// [schedule.NewMemoryJobStore] returns) is asked for the count; any
+	// other is listed page by page, up to MaxJobs. Defaults to 100,000.
 	MaxJobs int
 	// MaxPausedProviders caps the providers paused in the scheduler for
 	// POST /providers/{name}/pause to pause one more: a pause beyond it

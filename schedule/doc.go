@@ -160,7 +160,7 @@
 // [JobStore] has six methods, each a contract tested by
 // [github.com/forage-go/forage/schedule/jobstoretest]. Time is always an
 // argument, so the suite controls it and SQL stores take it as a
-// parameter. [NewMemoryJobStore] makes the default; a PostgreSQL store claims with
-// FOR UPDATE SKIP LOCKED, and a crashed scheduler's jobs are rescued when
-// their leases expire.
+// parameter. [NewMemoryJobStore] makes the default; a PostgreSQL store
+// claims with FOR UPDATE SKIP LOCKED, and a crashed scheduler's jobs are
+// rescued when their leases expire.
 package schedule

@@ -55,17 +55,17 @@ type Config struct {
 	// jobs still pass. It bounds what one client of the API can make the
 	// store hold; jobs the host adds with [schedule.Scheduler.Upsert] count
 	// but are not refused. A store ([schedule.Scheduler.Store]) with a
-	// Count(ctx) (int, error) method (as [schedule.MemoryJobStore]) is asked
-	// for the count; any other is listed page by page, up to MaxJobs.
-	// Defaults to 100,000.
+	// Count(ctx) (int, error) method (as the one
+	// [schedule.NewMemoryJobStore] returns) is asked for the count; any
+	// other is listed page by page, up to MaxJobs. Defaults to 100,000.
 	MaxJobs int
 	// MaxPausedProviders caps the providers paused in the scheduler for
 	// POST /providers/{name}/pause to pause one more: a pause beyond it
 	// answers 409 (resuming, or pausing a paused provider, still passes).
-	// Only a provider the scheduler knows
-	// ([schedule.Scheduler.KnowsProvider]) may be paused at all. Providers
-	// the host pauses with [schedule.Scheduler.PauseProvider] count but are
-	// not refused. Defaults to 1,000.
+	// Only a provider the scheduler knows (it has a job, is paused, or is
+	// in [schedule.Config.Budget]) may be paused at all. Providers the host
+	// pauses with [schedule.Scheduler.SetProviderPaused] count but are not
+	// refused. Defaults to 1,000.
 	MaxPausedProviders int
 	// MaxPageBytes caps the JSON of one GET /jobs, /providers or /connectors page,
 	// in bytes. A page ends before the job that would pass it (its "next"
@@ -177,8 +177,8 @@ type counter interface {
 // A provider name in a path must meet the name rule of every store
 // ([checkpoint.CheckName]: valid UTF-8, no control character, at most
 // 1024 bytes), else 400; a provider is paused or resumed only if the
-// scheduler knows it ([schedule.Scheduler.KnowsProvider]: it has a job, is
-// paused, or is in [schedule.Config.Budget]), else 404, and at most
+// scheduler knows it (it has a job, is paused, or is in
+// [schedule.Config.Budget]), else 404, and at most
 // [Config.MaxPausedProviders] are paused, else 409.
 //
 // Errors are JSON, {"error": "...", "field": "..."}: 400 for invalid input,
@@ -237,7 +237,7 @@ func (h *Handler) routes() {
 	mux.HandleFunc("POST /connectors/{key}/resume", h.serveConnectorPause(budget.StatusActive))
 	mux.HandleFunc("GET /jobs", h.serveList)
 	mux.HandleFunc("POST /jobs", h.serveUpsert)
-	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Job))
+	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Store().Get))
 	mux.HandleFunc("DELETE /jobs/{id}", h.serveDelete)
 	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(s.Pause))
 	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(s.Resume))

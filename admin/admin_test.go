@@ -233,7 +233,7 @@ func TestHandlerProviders(t *testing.T) {
 		Paused   bool   `json:"paused"`
 	}
 	a.want("POST", "/providers/kraken/pause", "", http.StatusOK, &pr)
-	if !pr.Paused || pr.Provider != "kraken" || !a.s.ProviderPaused("kraken") {
+	if !pr.Paused || pr.Provider != "kraken" || !isPaused(a.s, "kraken") {
 		t.Fatalf("pause answered %+v", pr)
 	}
 	var list struct {
@@ -257,7 +257,7 @@ func TestHandlerProviders(t *testing.T) {
 		t.Errorf("kraken: %+v, want paused, 1 job due, no budget snapshot", kr)
 	}
 	a.want("POST", "/providers/kraken/resume", "", http.StatusOK, &pr)
-	if pr.Paused || a.s.ProviderPaused("kraken") {
+	if pr.Paused || isPaused(a.s, "kraken") {
 		t.Fatalf("resume answered %+v", pr)
 	}
 	a.wantBad("POST", "/providers/"+strings.Repeat("x", 2000)+"/pause", "", "name")

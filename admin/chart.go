@@ -96,6 +96,12 @@ type stateBar struct {
 	Color string
 }
 
+// states lists every job state, in the order the status page shows them.
+var states = []schedule.State{
+	schedule.StateIdle, schedule.StateQueued, schedule.StateRunning, schedule.StateWaitingRateLimit,
+	schedule.StateFailed, schedule.StatePaused, schedule.StateSuccess,
+}
+
 // stateColors gives each job state its color in the bar.
 var stateColors = map[schedule.State]string{
 	schedule.StateIdle: "#9ab", schedule.StateQueued: "#68c", schedule.StateRunning: "#2a7",

@@ -278,7 +278,7 @@ func (h *Handler) setStatus(w http.ResponseWriter, r *http.Request, key, status,
 		writeError(w, http.StatusNotFound, "key", errors.New("admin: there are no connectors: the scheduler has no budget registry (schedule.Config.Budget)"))
 		return
 	}
-	known, err := h.s.KnowsProvider(r.Context(), key)
+	known, err := h.knows(r.Context(), key)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"time"
 
 	"github.com/forage-go/forage/admin"
@@ -27,7 +28,7 @@ var idle = schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Res
 })
 
 // newSched returns a scheduler over a fresh memory store.
-func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryJobStore) {
+func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, schedule.JobStore) {
 	t.Helper()
 	store := schedule.NewMemoryJobStore()
 	if r == nil {
@@ -50,22 +51,26 @@ func handler(t tb, s *schedule.Scheduler) *admin.Handler {
 	return h
 }
 
-// upsert adds spec at now.
+// upsert adds spec, due at now unless spec.NextRun says otherwise.
 func upsert(t tb, s *schedule.Scheduler, now time.Time, spec schedule.Spec) schedule.Job {
 	t.Helper()
-	j, err := s.UpsertAt(context.Background(), now, spec)
+	if spec.NextRun.IsZero() {
+		spec.NextRun = now
+	}
+	j, err := s.Upsert(context.Background(), spec)
 	if err != nil {
-		t.Fatalf("UpsertAt(%+v): %v", spec, err)
+		t.Fatalf("Upsert(%+v): %v", spec, err)
 	}
 	return j
 }
 
-// claim calls ClaimAt and returns the jobs claimed, in order.
+// claim leases the jobs due at now in s's store, as a scheduler running
+// them would (a minute's lease), and returns them in order.
 func claim(t tb, s *schedule.Scheduler, now time.Time) []schedule.Job {
 	t.Helper()
-	jobs, err := s.ClaimAt(context.Background(), now)
+	jobs, err := s.Store().Claim(context.Background(), now, "test-claim", time.Minute, 100, schedule.ClaimFilter{})
 	if err != nil {
-		t.Fatalf("ClaimAt(%v): %v", now, err)
+		t.Fatalf("Claim(%v): %v", now, err)
 	}
 	return jobs
 }
@@ -86,4 +91,9 @@ func localRequest(method, target string, body io.Reader) *http.Request {
 	r := httptest.NewRequest(method, target, body)
 	r.Host = "localhost:8080"
 	return r
+}
+
+// isPaused reports whether provider is paused in s.
+func isPaused(s *schedule.Scheduler, provider string) bool {
+	return slices.Contains(s.PausedProviders(), provider)
 }

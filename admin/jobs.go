@@ -29,7 +29,7 @@ func (h *Handler) upsert(ctx context.Context, spec schedule.Spec) (schedule.Job,
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	same, err := h.s.Jobs(ctx, schedule.Query{Provider: spec.Provider, Kind: spec.Kind, Stream: spec.Stream, Limit: 1})
+	same, err := h.s.Store().List(ctx, schedule.Query{Provider: spec.Provider, Kind: spec.Kind, Stream: spec.Stream, Limit: 1})
 	if err != nil {
 		return schedule.Job{}, err
 	}
@@ -53,7 +53,7 @@ func (h *Handler) jobs(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for q := (schedule.Query{Limit: countBatch}); n < h.cfg.MaxJobs; {
-		page, err := h.s.Jobs(ctx, q)
+		page, err := h.s.Store().List(ctx, q)
 		if err != nil || len(page) == 0 {
 			return n, err
 		}
@@ -118,7 +118,7 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) page(ctx context.Context, q schedule.Query, limit int, take func(schedule.Job) bool) (more bool, err error) {
 	for n := 0; ; {
 		q.Limit = min(limit-n+1, listBatch) // one more than needed tells whether more are left
-		jobs, err := h.s.Jobs(ctx, q)
+		jobs, err := h.s.Store().List(ctx, q)
 		if err != nil {
 			return false, err
 		}

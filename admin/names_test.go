@@ -35,7 +35,7 @@ func TestUpsertRefusesBadNames(t *testing.T) {
 			a.wantBad("POST", "/jobs", string(body), field)
 		}
 	}
-	if jobs, _ := a.s.Jobs(context.Background(), schedule.Query{}); len(jobs) != 0 {
+	if jobs, _ := a.s.Store().List(context.Background(), schedule.Query{}); len(jobs) != 0 {
 		t.Fatalf("%d jobs stored after only invalid upserts", len(jobs))
 	}
 	for _, good := range []string{"börse/BTC €", "a b", "\uFFFD", strings.Repeat("n", checkpoint.MaxNameLen)} {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, "name", err)
 			return
 		}
-		known, err := h.s.KnowsProvider(r.Context(), name)
+		known, err := h.knows(r.Context(), name)
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -51,7 +52,7 @@ func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
 		}
 		switch {
 		case !pause:
-			h.s.ResumeProvider(name)
+			h.s.SetProviderPaused(name, false)
 		case !h.pauseProvider(name):
 			writeError(w, http.StatusConflict, "", fmt.Errorf("%w (%d): resume some, or raise the cap", errTooManyPaused, h.cfg.MaxPausedProviders))
 			return
@@ -86,11 +87,32 @@ func checkNameAs(field, name string) error {
 func (h *Handler) pauseProvider(provider string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.s.ProviderPaused(provider) && len(h.s.PausedProviders()) >= h.cfg.MaxPausedProviders {
+	paused := h.s.PausedProviders()
+	if _, ok := slices.BinarySearch(paused, provider); !ok && len(paused) >= h.cfg.MaxPausedProviders {
 		return false
 	}
-	h.s.PauseProvider(provider)
+	h.s.SetProviderPaused(provider, true)
 	return true
+}
+
+// knows reports whether the scheduler knows provider: it is paused there,
+// it is in the budget registry ([schedule.Config.Budget]), or the store
+// holds a job of it. These are the providers a [schedule.Snapshot] lists
+// (with those cooling down, which have jobs). Only known providers are
+// paused or steered, so that names taken from requests cannot grow the
+// paused set or the registry without bound. It reads the store (one List
+// of at most one job).
+func (h *Handler) knows(ctx context.Context, provider string) (bool, error) {
+	if _, ok := slices.BinarySearch(h.s.PausedProviders(), provider); ok {
+		return true, nil
+	}
+	if reg := h.s.Budget(); reg != nil {
+		if _, ok := reg.Lookup(provider); ok {
+			return true, nil
+		}
+	}
+	jobs, err := h.s.Store().List(ctx, schedule.Query{Provider: provider, Limit: 1})
+	return len(jobs) > 0, err
 }
 
 // snapshot is the scheduler's snapshot now, its providers the first limit

@@ -36,14 +36,14 @@ func TestHandlerPausesOnlyKnownProviders(t *testing.T) {
 		a.want("POST", fmt.Sprintf("/providers/nosuch-%d/pause", i), "", http.StatusNotFound, nil)
 		a.want("POST", fmt.Sprintf("/providers/nosuch-%d/resume", i), "", http.StatusNotFound, nil)
 	}
-	if a.s.ProviderPaused("nosuch-0") {
+	if isPaused(a.s, "nosuch-0") {
 		t.Fatal("an unknown provider was paused")
 	}
 	upsert(t, a.s, t0, schedule.Spec{Provider: "kraken", Kind: schedule.KindBackfill, Stream: "s"})
-	a.s.PauseProvider("host-paused") // the host's own pauses are its to bound
+	a.s.SetProviderPaused("host-paused", true) // the host's own pauses are its to bound
 	for _, p := range []string{"binance", "kraken", "host-paused"} {
 		a.want("POST", "/providers/"+p+"/pause", "", http.StatusOK, nil)
-		if !a.s.ProviderPaused(p) {
+		if !isPaused(a.s, p) {
 			t.Fatalf("%s not paused after a 200", p)
 		}
 	}
@@ -77,7 +77,7 @@ func TestHandlerMaxPausedProviders(t *testing.T) {
 	a.want("POST", "/providers/p0/pause", "", http.StatusOK, nil) // already paused
 	a.want("POST", "/providers/p0/resume", "", http.StatusOK, nil)
 	a.want("POST", "/providers/p3/pause", "", http.StatusOK, nil)
-	if s.ProviderPaused("p4") || !s.ProviderPaused("p3") || s.ProviderPaused("p0") {
+	if isPaused(s, "p4") || !isPaused(s, "p3") || isPaused(s, "p0") {
 		t.Fatal("the paused set is not p1, p2, p3")
 	}
 	if _, err := admin.New(s, admin.Config{MaxPausedProviders: -1}); err == nil || !strings.Contains(err.Error(), "Config.MaxPausedProviders") {
@@ -91,7 +91,7 @@ func manyProviders(t *testing.T, n int, cfg admin.Config) *api {
 	t.Helper()
 	s, _ := newSched(t, schedule.Config{}, nil)
 	for i := range n {
-		s.PauseProvider(fmt.Sprintf("%s-%05d", strings.Repeat("x", 900), i))
+		s.SetProviderPaused(fmt.Sprintf("%s-%05d", strings.Repeat("x", 900), i), true)
 	}
 	h, err := admin.New(s, cfg)
 	if err != nil {
@@ -154,7 +154,7 @@ func TestPropertyProviderPaging(t *testing.T) {
 		var want []string
 		for i := range n {
 			name := fmt.Sprintf("p%03d%s", i, strings.Repeat("é", rapid.IntRange(0, 400).Draw(rt, "pad")))
-			s.PauseProvider(name)
+			s.SetProviderPaused(name, true)
 			want = append(want, name)
 		}
 		h, err := admin.New(s, admin.Config{MaxPageBytes: maxBytes})
@@ -314,8 +314,8 @@ func TestPropertyProviderPauses(t *testing.T) {
 				rt.Fatalf("step %d: %s %q: %d %s, want %d", step, verb, name, rec.Code, rec.Body, want)
 			}
 			for _, p := range names {
-				if s.ProviderPaused(p) != paused[p] {
-					rt.Fatalf("step %d: ProviderPaused(%q) = %v, model says %v", step, p, !paused[p], paused[p])
+				if isPaused(s, p) != paused[p] {
+					rt.Fatalf("step %d: isPaused(%q) = %v, model says %v", step, p, !paused[p], paused[p])
 				}
 			}
 		}

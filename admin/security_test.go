@@ -71,7 +71,7 @@ func TestHandlerRefusesForgeableRequests(t *testing.T) {
 			t.Errorf("a cross-origin JSON POST (%v): %d %s, want 403", h, rec.Code, rec.Body)
 		}
 	}
-	if a.s.ProviderPaused("p") {
+	if isPaused(a.s, "p") {
 		t.Error("a forged request paused the provider")
 	}
 	var list struct{ Jobs []wireJob }
@@ -186,7 +186,7 @@ func TestHandlerAuthorize(t *testing.T) {
 			t.Errorf("%d: %s %s as %q: %d %s, want %d with %q", i, tc.method, tc.path, tc.token, code, body, tc.code, tc.msg)
 		}
 	}
-	if s.ProviderPaused("p") {
+	if isPaused(s, "p") {
 		t.Error("a viewer paused a provider")
 	}
 	// A refused request's body is never read.

@@ -178,7 +178,7 @@ func (h *Handler) renderStatus(r *http.Request, state schedule.State) ([]byte, e
 		State     schedule.State
 		Jobs      []schedule.Job
 		More      bool
-	}{snap, schedule.States, stateBars(snap.Jobs, schedule.States), h.providerViews(time.Now(), snap), state, jobs, more}
+	}{snap, states, stateBars(snap.Jobs, states), h.providerViews(time.Now(), snap), state, jobs, more}
 	if err := statusPage.Execute(&buf, data); err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func BenchmarkStoreClaim(b *testing.B) {
 	}
 }
 
-// BenchmarkMemoryPerJob measures the heap a MemoryJobStore holds per job,
+// BenchmarkMemoryPerJob measures the heap the memory store holds per job,
 // indexes included, for 100k jobs on 1k providers: runtime.MemStats after
 // a GC, before and after filling it.
 func BenchmarkMemoryPerJob(b *testing.B) {

@@ -102,9 +102,8 @@ type Config struct {
 	// Budget is the host's registry of providers, if any: declared streams
 	// ([AddStream]) take their provider from it, a [Snapshot] (and so the
 	// admin API and status page of [github.com/forage-go/forage/admin])
-	// shows each provider's budget snapshot, [Scheduler.KnowsProvider]
-	// knows its providers, and the default Spare reads it. Nil means none
-	// (and no streams).
+	// shows each provider's budget snapshot, and the default Spare reads
+	// it. Nil means none (and no streams).
 	Budget *budget.Registry
 	// Checkpoints keeps the checkpoints, leases, gap records and coverage
 	// of the streams declared with [AddStream]. Required to declare one;

@@ -15,11 +15,7 @@ import (
 // now). It returns the job as stored; Version 1 means it was created.
 // Errors: [ErrInvalid] naming the field of spec; store errors.
 func (s *Scheduler) Upsert(ctx context.Context, spec Spec) (Job, error) {
-	return s.UpsertAt(ctx, time.Now(), spec)
-}
-
-// UpsertAt is [Scheduler.Upsert] at now.
-func (s *Scheduler) UpsertAt(ctx context.Context, now time.Time, spec Spec) (Job, error) {
+	now := time.Now()
 	if err := spec.Validate(); err != nil {
 		return Job{}, err
 	}
@@ -46,18 +42,9 @@ func (s *Scheduler) UpsertAt(ctx context.Context, now time.Time, spec Spec) (Job
 	return j, nil
 }
 
-// Job returns the job with the given ID. Errors: [ErrInvalid], [ErrNotFound].
-func (s *Scheduler) Job(ctx context.Context, id int64) (Job, error) {
-	return s.store.Get(ctx, id)
-}
-
-// Jobs returns the jobs matching q, in ID order (see [JobStore.List]).
-func (s *Scheduler) Jobs(ctx context.Context, q Query) ([]Job, error) {
-	return s.store.List(ctx, q)
-}
-
-// Store returns the [JobStore] s was built with, for what the Scheduler
-// does not offer itself, such as a store's own Count method. Change jobs
+// Store returns the [JobStore] s was built with: read jobs through it
+// ([JobStore.Get], [JobStore.List]), and reach what the Scheduler does
+// not offer itself, such as a store's own Count method. Change jobs
 // through the Scheduler (Upsert, Pause, Delete …), not the store: it
 // interrupts the runs they concern and wakes up when new work is due.
 func (s *Scheduler) Store() JobStore { return s.store }
@@ -97,17 +84,13 @@ func (s *Scheduler) Pause(ctx context.Context, id int64) (Job, error) {
 // that has passed. Resuming a job that is not paused is a no-op. Errors:
 // [ErrInvalid], [ErrNotFound].
 func (s *Scheduler) Resume(ctx context.Context, id int64) (Job, error) {
-	return s.ResumeAt(ctx, time.Now(), id)
-}
-
-// ResumeAt is [Scheduler.Resume] at now.
-func (s *Scheduler) ResumeAt(ctx context.Context, now time.Time, id int64) (Job, error) {
+	now := time.Now()
 	j, err := s.mutate(ctx, id, func(j *Job) error {
 		if j.State != StatePaused {
 			return errNoChange
 		}
 		j.State, j.Updated = StateIdle, now
-		if j.Lease.Held(now) { // its interrupted run has not ended yet
+		if j.Lease.held(now) { // its interrupted run has not ended yet
 			j.State = StateRunning
 		}
 		return nil
@@ -125,13 +108,9 @@ func (s *Scheduler) ResumeAt(ctx context.Context, now time.Time, id int64) (Job,
 // [ErrNotFound], [ErrRunning] (its run is in progress: at most one run per
 // job).
 func (s *Scheduler) RunNow(ctx context.Context, id int64) (Job, error) {
-	return s.RunNowAt(ctx, time.Now(), id)
-}
-
-// RunNowAt is [Scheduler.RunNow] at now.
-func (s *Scheduler) RunNowAt(ctx context.Context, now time.Time, id int64) (Job, error) {
+	now := time.Now()
 	j, err := s.mutate(ctx, id, func(j *Job) error {
-		if j.Lease.Held(now) {
+		if j.Lease.held(now) {
 			return fmt.Errorf("%w: job %d is leased by %s until %s", ErrRunning, j.ID, j.Lease.Owner, j.Lease.Until.Format(time.RFC3339))
 		}
 		j.State, j.NextRun, j.Updated = StateQueued, now, now
@@ -160,17 +139,26 @@ func (s *Scheduler) Delete(ctx context.Context, id int64) error {
 	return nil
 }
 
-// PauseProvider stops every job of provider from starting in this
-// scheduler and interrupts the ones running here (their runners' contexts
-// are cancelled with cause [ErrInterrupted]; they stop at their next slice
+// SetProviderPaused pauses provider in this scheduler (paused true) or
+// resumes it (false). While it is paused, none of its jobs starts here,
+// and the ones running here are interrupted (their runners' contexts are
+// cancelled with cause [ErrInterrupted]; they stop at their next slice
 // boundary and are due again once the provider resumes). The pause lives
 // in this Scheduler, not in the store: a host running several re-applies
 // it to each. Each paused provider is kept (and listed in a [Snapshot])
-// until [Scheduler.ResumeProvider]: the host bounds the set it pauses (see
-// [Scheduler.PausedProviders] and [Scheduler.KnowsProvider]).
-func (s *Scheduler) PauseProvider(provider string) {
+// until resumed: a host taking provider names from outside, as an admin
+// API does, bounds the set it pauses (see [Scheduler.PausedProviders]),
+// and pauses only providers the scheduler knows (with a job in the store,
+// or in [Config.Budget]). Pausing a paused provider, or resuming one that
+// is not, changes nothing.
+func (s *Scheduler) SetProviderPaused(provider string, paused bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !paused {
+		delete(s.paused, provider)
+		s.poke()
+		return
+	}
 	s.paused[provider] = true
 	for _, a := range s.active {
 		if a.job.Provider == provider {
@@ -181,7 +169,8 @@ func (s *Scheduler) PauseProvider(provider string) {
 
 // PausedProviders returns the providers paused in this scheduler, sorted
 // by name: what a host re-applies to another scheduler sharing the store,
-// and what it counts to bound the set it pauses.
+// and what it counts to bound the set it pauses. A runner that prefers
+// polling to watching its context may consult it between slices.
 func (s *Scheduler) PausedProviders() []string {
 	s.mu.Lock()
 	names := make([]string, 0, len(s.paused))
@@ -191,43 +180,6 @@ func (s *Scheduler) PausedProviders() []string {
 	s.mu.Unlock()
 	slices.Sort(names)
 	return names
-}
-
-// KnowsProvider reports whether the scheduler knows provider: it is paused
-// here, it is in [Config.Budget], or the store holds a job of it. These are
-// the providers a [Snapshot] lists (with those cooling down, which have
-// jobs). A host taking provider names from outside, as an admin API does,
-// pauses only known ones, so that the paused set cannot grow without
-// bound. It reads the store (one List of at most one job). Errors: store
-// errors.
-func (s *Scheduler) KnowsProvider(ctx context.Context, provider string) (bool, error) {
-	if s.ProviderPaused(provider) {
-		return true, nil
-	}
-	if reg := s.cfg.Budget; reg != nil {
-		if _, ok := reg.Lookup(provider); ok {
-			return true, nil
-		}
-	}
-	jobs, err := s.Jobs(ctx, Query{Provider: provider, Limit: 1})
-	return len(jobs) > 0, err
-}
-
-// ResumeProvider lets provider's jobs start again.
-func (s *Scheduler) ResumeProvider(provider string) {
-	s.mu.Lock()
-	delete(s.paused, provider)
-	s.mu.Unlock()
-	s.poke()
-}
-
-// ProviderPaused reports whether provider is paused in this scheduler. A
-// runner that prefers polling to watching its context may consult it
-// between slices.
-func (s *Scheduler) ProviderPaused(provider string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paused[provider]
 }
 
 // spare returns the Tail check of a claim at now: Config.Spare, or the

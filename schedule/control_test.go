@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,9 +57,9 @@ func TestRunPauseAndResumeJob(t *testing.T) {
 	})
 }
 
-// TestRunPauseProvider: pausing a provider interrupts its running jobs and
+// TestRunSetProviderPaused: pausing a provider interrupts its running jobs and
 // starts none of them until it resumes; other providers carry on.
-func TestRunPauseProvider(t *testing.T) {
+func TestRunSetProviderPaused(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		rec := newRecorder(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
@@ -73,9 +74,9 @@ func TestRunPauseProvider(t *testing.T) {
 		stop := start(t, s)
 		defer stop()
 		time.Sleep(5 * time.Second)
-		s.PauseProvider("p")
-		if !s.ProviderPaused("p") {
-			t.Fatal("ProviderPaused(p) = false after PauseProvider")
+		s.SetProviderPaused("p", true)
+		if !slices.Contains(s.PausedProviders(), "p") {
+			t.Fatal("p is not in PausedProviders after SetProviderPaused(p, true)")
 		}
 		time.Sleep(10 * time.Minute)
 		for _, st := range []string{"p1", "p2"} {
@@ -87,7 +88,7 @@ func TestRunPauseProvider(t *testing.T) {
 			t.Fatalf("q1 ran %d times in 10 minutes while another provider was paused, want ≥ 9", n)
 		}
 		resumed := time.Now()
-		s.ResumeProvider("p")
+		s.SetProviderPaused("p", false)
 		time.Sleep(time.Second)
 		for _, st := range []string{"p1", "p2"} {
 			if starts := rec.startsOf(st); len(starts) != 2 || !starts[1].Equal(resumed) {
@@ -119,8 +120,8 @@ func TestRunDeleteRunningJob(t *testing.T) {
 		if !errors.Is(cause, schedule.ErrInterrupted) {
 			t.Fatalf("runner's cause %v, want ErrInterrupted", cause)
 		}
-		if must(store.Count(context.Background())) != 0 {
-			t.Fatalf("%d jobs stored after Delete, want 0", must(store.Count(context.Background())))
+		if count(store) != 0 {
+			t.Fatalf("%d jobs stored after Delete, want 0", count(store))
 		}
 	})
 }

@@ -54,11 +54,12 @@
 //
 // # Picking the next job
 //
-// [Scheduler.ClaimAt] is the decision. Due jobs are ranked by NextRun +
-// Priority × Aging: strict priority for jobs due together, and a job
-// waiting Aging longer gains a point, so low-priority work is never starved
-// by fresher work of its class (head work, or backfills; see below for how
-// the two share a provider). Within that order a job starts only if
+// Each pass of [Scheduler.Run] decides which due jobs start. Due jobs are
+// ranked by NextRun + Priority × Aging: strict priority for jobs due
+// together, and a job waiting Aging longer gains a point, so low-priority
+// work is never starved by fresher work of its class (head work, or
+// backfills; see below for how the two share a provider). Within that
+// order a job starts only if
 //
 //   - fewer than MaxRunning jobs run in this scheduler, and fewer than
 //     MaxPerProvider of its provider run anywhere (live leases in the
@@ -131,7 +132,7 @@
 // stops at once, before any request, and the job waits in
 // waiting_rate_limit until the limit admits a request again, then resumes
 // from its cursor, rather than blocking a slot or re-running every
-// Requeue. Cool-downs and provider pauses ([Scheduler.PauseProvider]) live
+// Requeue. Cool-downs and provider pauses ([Scheduler.SetProviderPaused]) live
 // in one Scheduler's memory, per process: other processes sharing the
 // store do not see them.
 // What holds a provider back across processes is the budget package's
@@ -159,7 +160,7 @@
 // [JobStore] has six methods, each a contract tested by
 // [github.com/forage-go/forage/schedule/jobstoretest]. Time is always an
 // argument, so the suite controls it and SQL stores take it as a
-// parameter. [MemoryJobStore] is the default; a PostgreSQL store claims with
-// FOR UPDATE SKIP LOCKED, and a crashed scheduler's jobs are rescued when
-// their leases expire.
+// parameter. [NewMemoryJobStore] makes the default; a PostgreSQL store
+// claims with FOR UPDATE SKIP LOCKED, and a crashed scheduler's jobs are
+// rescued when their leases expire.
 package schedule

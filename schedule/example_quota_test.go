@@ -34,7 +34,7 @@ func Example_spentQuota() {
 	_ = s.Backfilled(ctx) // until the history is in
 	cancel()
 	<-ran // Run returns once every run ended and its outcome is written
-	jobs, _ := s.Jobs(context.Background(), schedule.Query{})
+	jobs, _ := s.Store().List(context.Background(), schedule.Query{})
 	from, at := src.requests()
 	fmt.Println(jobs[0].State, "after", jobs[0].Stats.Runs, "runs; requests after cursors", from)
 	// Fetch times, not booking times: a few milliseconds of slack.

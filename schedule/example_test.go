@@ -3,6 +3,8 @@ package schedule_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -30,11 +32,15 @@ func ExampleNew() {
 	// same job: true - priority 20 - state idle
 }
 
-func ExampleScheduler_ClaimAt() {
-	ctx := context.Background()
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+func ExampleScheduler_Run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan string, 10)
 	s, _ := schedule.New(schedule.Config{MaxRunning: 4, MaxPerProvider: 2}, schedule.NewMemoryJobStore(),
-		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
+		schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			started <- fmt.Sprintf("%s %s %s", j.Provider, j.Kind, j.Stream)
+			<-ctx.Done() // each run lasts until Run stops
+			return schedule.Result{}, context.Cause(ctx)
+		}))
 	for _, spec := range []schedule.Spec{
 		{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1h"},
 		{Provider: "binance", Kind: schedule.KindIncremental, Stream: "BTC-USDT/1h", Interval: time.Hour},
@@ -43,14 +49,23 @@ func ExampleScheduler_ClaimAt() {
 		{Provider: "kraken", Kind: schedule.KindBackfill, Stream: "XBT-USD/1h"},
 		{Provider: "kraken", Kind: schedule.KindRefresh, Stream: "markets", Interval: 12 * time.Hour},
 	} {
-		_, _ = s.UpsertAt(ctx, now, spec)
+		_, _ = s.Upsert(ctx, spec)
 	}
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
 	// One decision: gap fills first, then fresh data, at most two per
 	// provider, never two jobs of one stream at once (the gap fill holds
 	// BTC-USDT/1h); backfills only for providers with no head work left.
-	jobs, _ := s.ClaimAt(ctx, now)
-	for _, j := range jobs {
-		fmt.Println(j.Provider, j.Kind, j.Stream)
+	runs := []string{<-started, <-started, <-started}
+	cancel()
+	<-done // every run has returned and its outcome is written
+	close(started)
+	for r := range started { // none: nothing else could start
+		runs = append(runs, r)
+	}
+	slices.Sort(runs)
+	for _, r := range runs {
+		fmt.Println(r)
 	}
 	// Output:
 	// binance gap_fill BTC-USDT/1h
@@ -58,35 +73,42 @@ func ExampleScheduler_ClaimAt() {
 	// kraken refresh markets
 }
 
-func ExampleScheduler_FinishAt() {
-	ctx := context.Background()
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+func ExampleScheduler_Run_outcomes() {
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran sync.WaitGroup
+	ran.Add(2)
 	s, _ := schedule.New(schedule.Config{}, schedule.NewMemoryJobStore(),
-		schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Result, error) { return schedule.Result{}, nil }))
-	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1m"})
-	_, _ = s.UpsertAt(ctx, now, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "ETH-USDT/1m"})
-	jobs, _ := s.ClaimAt(ctx, now)
+		schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			defer ran.Done()
+			if j.Stream == "BTC-USDT/1m" {
+				// This run spent its request cap: re-queued, no cool-down.
+				return schedule.Result{}, &budget.Error{Reason: forage.ReasonRequestCap}
+			}
+			// This one met a 429 with Retry-After: 30s: it waits for the
+			// reset, and so does every other job of binance.
+			return schedule.Result{}, &budget.Error{Reason: forage.ReasonThrottled, Until: time.Now().Add(30 * time.Second)}
+		}))
+	_, _ = s.Upsert(ctx, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "BTC-USDT/1m"})
+	_, _ = s.Upsert(ctx, schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "ETH-USDT/1m"})
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	ran.Wait()
+	cancel()
+	<-done // the outcomes are written
 
-	// The first run spent its request cap: re-queued, no cool-down.
-	j, _ := s.FinishAt(ctx, now, jobs[0], schedule.Result{}, &budget.Error{Reason: forage.ReasonRequestCap})
-	fmt.Println(j.Stream, j.State, "again in", j.NextRun.Sub(now))
-	// The second met a 429 with Retry-After: 30s: it waits for the reset,
-	// and so does every other job of binance.
-	j, _ = s.FinishAt(ctx, now, jobs[1], schedule.Result{}, &budget.Error{Reason: forage.ReasonThrottled, Until: now.Add(30 * time.Second)})
-	fmt.Println(j.Stream, j.State, "again in", j.NextRun.Sub(now))
-	fmt.Println("claimed at +10s:", len(must(s.ClaimAt(ctx, now.Add(10*time.Second)))))
-	fmt.Println("claimed at +30s:", len(must(s.ClaimAt(ctx, now.Add(30*time.Second)))))
+	jobs, _ := s.Store().List(context.Background(), schedule.Query{})
+	for _, j := range jobs {
+		fmt.Println(j.Stream, j.State, "again in", j.NextRun.Sub(j.Stats.LastRun).Truncate(time.Second))
+	}
+	snap, _ := s.Snapshot(context.Background())
+	fmt.Println("binance cooling:", !snap.Providers[0].CoolingUntil.IsZero())
 	// Output:
 	// BTC-USDT/1m queued again in 1s
 	// ETH-USDT/1m waiting_rate_limit again in 30s
-	// claimed at +10s: 0
-	// claimed at +30s: 2
+	// binance cooling: true
 }
 
-// must drops the error (setup for the examples).
-func must[T any](v T, _ error) T { return v }
-
-func ExampleMemoryJobStore_Claim() {
+func ExampleNewMemoryJobStore() {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	store := schedule.NewMemoryJobStore()

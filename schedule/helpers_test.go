@@ -28,7 +28,7 @@ var idle = schedule.WorkerFunc(func(context.Context, schedule.Job) (schedule.Res
 })
 
 // newSched returns a scheduler over a fresh memory store.
-func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, *schedule.MemoryJobStore) {
+func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler, schedule.JobStore) {
 	t.Helper()
 	store := schedule.NewMemoryJobStore()
 	if r == nil {
@@ -41,12 +41,15 @@ func newSched(t tb, cfg schedule.Config, r schedule.Worker) (*schedule.Scheduler
 	return s, store
 }
 
-// upsert adds spec at now.
+// upsert adds spec, due at now unless spec.NextRun says otherwise.
 func upsert(t tb, s *schedule.Scheduler, now time.Time, spec schedule.Spec) schedule.Job {
 	t.Helper()
-	j, err := s.UpsertAt(context.Background(), now, spec)
+	if spec.NextRun.IsZero() {
+		spec.NextRun = now
+	}
+	j, err := s.Upsert(context.Background(), spec)
 	if err != nil {
-		t.Fatalf("UpsertAt(%+v): %v", spec, err)
+		t.Fatalf("Upsert(%+v): %v", spec, err)
 	}
 	return j
 }
@@ -72,7 +75,7 @@ func streams(jobs []schedule.Job) []string {
 // get reads job id.
 func get(t tb, s *schedule.Scheduler, id int64) schedule.Job {
 	t.Helper()
-	j, err := s.Job(context.Background(), id)
+	j, err := s.Store().Get(context.Background(), id)
 	if err != nil {
 		t.Fatalf("Job(%d): %v", id, err)
 	}
@@ -147,4 +150,21 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// count returns how many jobs the memory store holds, through the Count
+// method NewMemoryJobStore documents.
+func count(store schedule.JobStore) int {
+	n, _ := store.(interface {
+		Count(context.Context) (int, error)
+	}).Count(context.Background())
+	return n
+}
+
+// due reports whether j may be claimed at now, as JobStore.Claim's
+// contract says: its state is active (not paused, not success), NextRun
+// has come, and no live lease holds it.
+func due(j *schedule.Job, now time.Time) bool {
+	return j.State != schedule.StatePaused && j.State != schedule.StateSuccess &&
+		!j.NextRun.After(now) && (j.Lease.Owner == "" || !now.Before(j.Lease.Until))
 }

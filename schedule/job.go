@@ -43,12 +43,12 @@ func (k Kind) Valid() bool {
 	return false
 }
 
-// Head reports whether k is head work: anything but a backfill.
-func (k Kind) Head() bool { return k != KindBackfill }
+// head reports whether k is head work: anything but a backfill.
+func (k Kind) head() bool { return k != KindBackfill }
 
-// Periodic reports whether k recurs every Interval (refresh, incremental)
+// periodic reports whether k recurs every Interval (refresh, incremental)
 // rather than running until done (backfill, gap fill).
-func (k Kind) Periodic() bool { return k == KindRefresh || k == KindIncremental }
+func (k Kind) periodic() bool { return k == KindRefresh || k == KindIncremental }
 
 // DefaultPriority is the priority a job of kind k gets when none is given:
 // gap fill 10, incremental 20, refresh 30, backfill 40. Lower runs first.
@@ -63,9 +63,6 @@ func (k Kind) DefaultPriority() int {
 	}
 	return 40
 }
-
-// String returns the kind's wire name, e.g. "gap_fill".
-func (k Kind) String() string { return string(k) }
 
 // State is where a job stands. The scheduler writes it; stores keep it.
 type State string
@@ -96,9 +93,6 @@ const (
 	StatePaused State = "paused"
 )
 
-// States lists every state, in the order status pages show them.
-var States = []State{StateIdle, StateQueued, StateRunning, StateWaitingRateLimit, StateFailed, StatePaused, StateSuccess}
-
 // Valid reports whether s is one of the seven states.
 func (s State) Valid() bool {
 	switch s {
@@ -108,12 +102,9 @@ func (s State) Valid() bool {
 	return false
 }
 
-// Active reports whether a job in state s may be claimed once due: every
-// state but paused and success.
-func (s State) Active() bool { return s.Valid() && s != StatePaused && s != StateSuccess }
-
-// String returns the state's wire name, e.g. "waiting_rate_limit".
-func (s State) String() string { return string(s) }
+// claimable reports whether a job in state s may be claimed once due:
+// every state but paused and success (the active states).
+func (s State) claimable() bool { return s.Valid() && s != StatePaused && s != StateSuccess }
 
 // Job is one unit of recurring or resumable work on one stream of one
 // provider, with its schedule, its state and its lease. (Provider, Kind,
@@ -198,13 +189,13 @@ type JobLease struct {
 	TakenFrom string
 }
 
-// Held reports whether the lease is live at now.
-func (l JobLease) Held(now time.Time) bool { return l.Owner != "" && now.Before(l.Until) }
+// held reports whether the lease is live at now.
+func (l JobLease) held(now time.Time) bool { return l.Owner != "" && now.Before(l.Until) }
 
-// Due reports whether j may be claimed at now: its state is active, NextRun
-// has come, and no live lease holds it.
-func (j *Job) Due(now time.Time) bool {
-	return j.State.Active() && !j.NextRun.After(now) && !j.Lease.Held(now)
+// due reports whether j may be claimed at now: its state is active (not
+// paused, not success), NextRun has come, and no live lease holds it.
+func (j *Job) due(now time.Time) bool {
+	return j.State.claimable() && !j.NextRun.After(now) && !j.Lease.held(now)
 }
 
 // Validate checks the fields a store must reject: an empty provider or
@@ -290,7 +281,7 @@ func (s *Spec) Validate() error {
 		return invalid("Spec.Priority", fmt.Sprintf("must be in [0, %d]", MaxPriority), s.Priority)
 	case s.Interval < 0:
 		return invalid("Spec.Interval", "must be >= 0", s.Interval)
-	case s.Kind.Periodic() && s.Interval == 0:
+	case s.Kind.periodic() && s.Interval == 0:
 		return invalid("Spec.Interval", "must be > 0 for a "+string(s.Kind)+" job", s.Interval)
 	case len(s.Payload) > maxPayloadLen:
 		return invalid("Spec.Payload", fmt.Sprintf("must be at most %d bytes", maxPayloadLen), len(s.Payload))

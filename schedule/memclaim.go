@@ -9,7 +9,7 @@ import (
 // Claim implements [JobStore.Claim] in O((k + s) log p + (k + l) log n)
 // for k jobs taken, s providers skipped and l jobs leased, after promoting
 // the jobs that came due since the last claim.
-func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f ClaimFilter) ([]Job, error) {
+func (s *memoryJobStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f ClaimFilter) ([]Job, error) {
 	if err := validateClaim(owner, ttl, limit, &f); err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 			held = append(held, e)
 			continue
 		}
-		if !e.job.Kind.Head() && f.Tail != nil && !f.Tail(p.name) {
+		if !e.job.Kind.head() && f.Tail != nil && !f.Tail(p.name) {
 			s.ready.removeAt(p.i)
 			aside = append(aside, p)
 			continue
@@ -72,7 +72,7 @@ func (s *MemoryJobStore) Claim(ctx context.Context, now time.Time, owner string,
 // nor, as a head job, holds back p's backfill. (A due head job whose stream
 // a backfill ran hid the provider's other backfill behind the head-first
 // rule, and the claim took another provider's later job first.)
-func (s *MemoryJobStore) holdBusy(p *prov, held *[]*entry) {
+func (s *memoryJobStore) holdBusy(p *prov, held *[]*entry) {
 	for p.best != nil && p.busy[p.best.job.Stream] > 0 {
 		e := p.best
 		s.unplace(e)
@@ -98,7 +98,7 @@ func skipper(list []string) func(string) bool {
 // advance brings the indexes to now: it rescues the jobs whose lease
 // expired and promotes the waiting jobs that came due. Time going back, or
 // a new aging, rebuilds the indexes.
-func (s *MemoryJobStore) advance(now time.Time, aging time.Duration) {
+func (s *memoryJobStore) advance(now time.Time, aging time.Duration) {
 	if now.Before(s.last) || aging != s.aging {
 		s.aging = aging
 		s.reindex(now)
@@ -106,7 +106,7 @@ func (s *MemoryJobStore) advance(now time.Time, aging time.Duration) {
 	s.last = now
 	for e := s.leased.min(); e != nil && !e.job.Lease.Until.After(now); e = s.leased.min() {
 		s.unplace(e)
-		if e.job.State.Active() {
+		if e.job.State.claimable() {
 			s.waiting.push(e)
 		}
 	}
@@ -117,7 +117,7 @@ func (s *MemoryJobStore) advance(now time.Time, aging time.Duration) {
 }
 
 // reindex rebuilds every index from the stored jobs, as seen at now.
-func (s *MemoryJobStore) reindex(now time.Time) {
+func (s *memoryJobStore) reindex(now time.Time) {
 	s.last = now
 	s.waiting.items, s.leased.items, s.ready.items = nil, nil, nil
 	for _, p := range s.provs {
@@ -135,7 +135,7 @@ func (s *MemoryJobStore) reindex(now time.Time) {
 // place indexes e by its job: leased if its lease was live at the last
 // claim, waiting if active, nowhere if inactive. Due waiting jobs are
 // promoted by the next claim.
-func (s *MemoryJobStore) place(e *entry) {
+func (s *memoryJobStore) place(e *entry) {
 	j := &e.job
 	if j.Lease.Owner != "" && j.Lease.Until.After(s.last) {
 		s.leased.push(e)
@@ -145,20 +145,20 @@ func (s *MemoryJobStore) place(e *entry) {
 			p.busy = map[string]int{}
 		}
 		p.busy[j.Stream]++
-		if j.Kind.Head() && j.State.Active() {
+		if j.Kind.head() && j.State.claimable() {
 			p.headLeased++
 			e.hl = true
 			s.fix(p)
 		}
 		return
 	}
-	if j.State.Active() {
+	if j.State.claimable() {
 		s.waiting.push(e)
 	}
 }
 
 // unplace takes e out of whichever index holds it.
-func (s *MemoryJobStore) unplace(e *entry) {
+func (s *memoryJobStore) unplace(e *entry) {
 	h := e.heap
 	if h == nil {
 		return
@@ -182,12 +182,12 @@ func (s *MemoryJobStore) unplace(e *entry) {
 }
 
 // promote moves a due job into its provider's ready heap.
-func (s *MemoryJobStore) promote(e *entry) {
+func (s *memoryJobStore) promote(e *entry) {
 	e.rank = time.Time{}
 	if s.aging > 0 {
 		e.rank = e.job.NextRun.Add(time.Duration(e.job.Priority) * s.aging)
 	}
-	if e.job.Kind.Head() {
+	if e.job.Kind.head() {
 		e.prov.head.push(e)
 	} else {
 		e.prov.tail.push(e)
@@ -198,7 +198,7 @@ func (s *MemoryJobStore) promote(e *entry) {
 // fix recomputes p's best job under the head-first rule (a head job if any
 // is ready; a backfill only if no head job is ready or leased) and p's
 // place in the provider heap.
-func (s *MemoryJobStore) fix(p *prov) {
+func (s *memoryJobStore) fix(p *prov) {
 	best := p.head.min()
 	if best == nil && p.headLeased == 0 {
 		best = p.tail.min()

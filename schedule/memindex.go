@@ -25,7 +25,7 @@ type entry struct {
 	heap *entryHeap // the heap holding the entry, nil if none
 	i    int        // index in heap
 	hl   bool       // counted in prov.headLeased
-	gone bool       // deleted; still in MemoryJobStore.order until compacted
+	gone bool       // deleted; still in memoryJobStore.order until compacted
 }
 
 // prov is one provider's index.

@@ -9,17 +9,9 @@ import (
 	"time"
 )
 
-// MemoryJobStore is the in-process [JobStore]: jobs in maps, due work in
-// per-provider heaps, so a claim costs O(log n) per job taken rather than
-// a scan of every job. It is the embedded default for one process; it
-// keeps nothing across restarts. MemoryJobStore is safe for concurrent use.
-//
-// A claim at a time earlier than a previous claim's rebuilds the indexes
-// (O(n)); so does a claim with a different [ClaimFilter.Aging]. Both are
-// rare: one scheduler passes the clock's time and a fixed Aging.
-//
-// The zero MemoryJobStore is not usable (its methods panic): make one with [NewMemoryJobStore].
-type MemoryJobStore struct {
+// memoryJobStore is the store [NewMemoryJobStore] returns: jobs in maps,
+// due work in per-provider heaps. The zero memoryJobStore is not usable.
+type memoryJobStore struct {
 	mu      sync.Mutex
 	lastID  int64
 	byID    map[int64]*entry
@@ -41,11 +33,23 @@ type identity struct {
 	stream   string
 }
 
-var _ JobStore = (*MemoryJobStore)(nil)
+var _ JobStore = (*memoryJobStore)(nil)
 
-// NewMemoryJobStore returns an empty MemoryJobStore.
-func NewMemoryJobStore() *MemoryJobStore {
-	s := &MemoryJobStore{
+// NewMemoryJobStore returns an empty in-process [JobStore]: jobs in maps,
+// due work in per-provider heaps, so a claim costs O(log n) per job taken
+// rather than a scan of every job. It is the embedded default for one
+// process; it keeps nothing across restarts. It is safe for concurrent use.
+//
+// A claim at a time earlier than a previous claim's rebuilds the indexes
+// (O(n)); so does a claim with a different [ClaimFilter.Aging]. Both are
+// rare: one scheduler passes the clock's time and a fixed Aging.
+//
+// The store also has a Count(ctx) (int, error) method, which reports how
+// many jobs it holds without listing them (the admin handler of
+// [github.com/forage-go/forage/admin] asks for it through an interface
+// assertion to enforce its MaxJobs cap).
+func NewMemoryJobStore() JobStore {
+	s := &memoryJobStore{
 		byID:  make(map[int64]*entry),
 		byKey: make(map[identity]*entry),
 		provs: make(map[string]*prov),
@@ -55,7 +59,7 @@ func NewMemoryJobStore() *MemoryJobStore {
 }
 
 // Upsert implements [JobStore.Upsert].
-func (s *MemoryJobStore) Upsert(ctx context.Context, job Job) (Job, error) {
+func (s *memoryJobStore) Upsert(ctx context.Context, job Job) (Job, error) {
 	if err := job.Validate(); err != nil {
 		return Job{}, err
 	}
@@ -95,7 +99,7 @@ func (s *MemoryJobStore) Upsert(ctx context.Context, job Job) (Job, error) {
 }
 
 // Get implements [JobStore.Get].
-func (s *MemoryJobStore) Get(ctx context.Context, id int64) (Job, error) {
+func (s *memoryJobStore) Get(ctx context.Context, id int64) (Job, error) {
 	if id <= 0 {
 		return Job{}, invalid("id", "must be > 0", id)
 	}
@@ -111,10 +115,8 @@ func (s *MemoryJobStore) Get(ctx context.Context, id int64) (Job, error) {
 	return e.job.copy(), nil
 }
 
-// Count returns how many jobs the store holds. The admin handler
-// ([github.com/forage-go/forage/admin]) asks it to enforce its MaxJobs cap
-// without listing every job.
-func (s *MemoryJobStore) Count(ctx context.Context) (int, error) {
+// Count returns how many jobs the store holds (see [NewMemoryJobStore]).
+func (s *memoryJobStore) Count(ctx context.Context) (int, error) {
 	if err := ctxErr(ctx); err != nil {
 		return 0, err
 	}
@@ -124,7 +126,7 @@ func (s *MemoryJobStore) Count(ctx context.Context) (int, error) {
 }
 
 // List implements [JobStore.List].
-func (s *MemoryJobStore) List(ctx context.Context, q Query) ([]Job, error) {
+func (s *memoryJobStore) List(ctx context.Context, q Query) ([]Job, error) {
 	if err := q.validate(); err != nil {
 		return nil, err
 	}
@@ -144,7 +146,7 @@ func (s *MemoryJobStore) List(ctx context.Context, q Query) ([]Job, error) {
 }
 
 // Update implements [JobStore.Update].
-func (s *MemoryJobStore) Update(ctx context.Context, job Job) (Job, error) {
+func (s *memoryJobStore) Update(ctx context.Context, job Job) (Job, error) {
 	if job.ID <= 0 {
 		return Job{}, invalid("Job.ID", "must be > 0", job.ID)
 	}
@@ -177,7 +179,7 @@ func (s *MemoryJobStore) Update(ctx context.Context, job Job) (Job, error) {
 }
 
 // Delete implements [JobStore.Delete].
-func (s *MemoryJobStore) Delete(ctx context.Context, id int64) error {
+func (s *memoryJobStore) Delete(ctx context.Context, id int64) error {
 	if id <= 0 {
 		return invalid("id", "must be > 0", id)
 	}

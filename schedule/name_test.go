@@ -41,7 +41,7 @@ func TestUpsertRefusesBadNames(t *testing.T) {
 			}
 		}
 	}
-	if jobs, _ := s.Jobs(ctx, schedule.Query{}); len(jobs) != 0 {
+	if jobs, _ := s.Store().List(ctx, schedule.Query{}); len(jobs) != 0 {
 		t.Fatalf("%d jobs stored after only invalid upserts", len(jobs))
 	}
 	// What the rule allows stays allowed: spaces, non-ASCII, U+FFFD, 1024 bytes.
@@ -59,7 +59,7 @@ func TestPropertyJobNamesAgreeWithCheckpoint(t *testing.T) {
 		name := rapid.OneOf(rapid.String(), rapid.StringMatching(`[a-z/\x00-\x1f\x7f\x{80}-\x{9f}]{0,8}`),
 			rapid.Custom(func(rt *rapid.T) string { return string(rapid.SliceOf(rapid.Byte()).Draw(rt, "bytes")) })).Draw(rt, "name")
 		want := checkpoint.CheckName("x", name) == nil
-		_, err := s.UpsertAt(context.Background(), t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: name})
+		_, err := s.Upsert(context.Background(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: name, NextRun: t0})
 		if got := err == nil; got != want || (err != nil && !errors.Is(err, schedule.ErrInvalid)) {
 			rt.Fatalf("Upsert(stream %q) = %v; CheckName accepts it: %v", name, err, want)
 		}

@@ -57,32 +57,19 @@ type outcome struct {
 	down, alone bool
 }
 
-// FinishAt reports the end of a run of job, which must have come from this
-// scheduler's [Scheduler.ClaimAt] and not been finished yet, and applies
-// the outcome at now (see the package doc's table): the job's state, next
-// run and stats, its provider's cool-down, and the release of its lease and
-// of its slot. runErr is what the runner returned: nil, a [budget.Error]
-// (exhaustion or source pressure), a context error, or a failure.
+// finish applies the outcome of a's run at now (see the package doc's
+// table): the job's state, next run and stats, its provider's cool-down,
+// and the release of its lease and of its slot. runErr is what the runner
+// returned: nil, a [budget.Error] (exhaustion or source pressure), a
+// context error, or a failure.
 //
-// FinishAt returns the job as stored after the outcome. A done gap fill is
-// deleted and returned as last held, unless it changed since the claim (new
-// work upserted into it, paused): then it is kept, as after an unfinished
-// run. If the job was deleted meanwhile, or
-// its lease was lost to another scheduler, nothing is written and the job
-// is returned as last known. Errors: [ErrInvalid] (a job not running here);
-// a store error (the lease then expires and the job is rescued).
-func (s *Scheduler) FinishAt(ctx context.Context, now time.Time, job Job, res Result, runErr error) (Job, error) {
-	s.mu.Lock()
-	a := s.active[job.ID]
-	ours := a != nil && a.job.Lease.Owner == job.Lease.Owner
-	s.mu.Unlock()
-	if !ours {
-		return Job{}, invalid("job", "must be running here (claimed by ClaimAt, not finished)", job.ID)
-	}
-	return s.finish(ctx, now, a, res, runErr)
-}
-
-// finish applies a run's outcome, then frees its slot.
+// It returns the job as stored after the outcome. A done gap fill is
+// deleted and returned as last held, unless it changed since the claim
+// (new work upserted into it, paused): then it is kept, as after an
+// unfinished run. If the job was deleted meanwhile, or its lease was lost
+// to another scheduler, nothing is written and the job is returned as
+// last known. Errors: a store error (the lease then expires and the job
+// is rescued).
 func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Result, runErr error) (Job, error) {
 	defer s.release(a)
 	s.mu.Lock()
@@ -225,7 +212,7 @@ func (s *Scheduler) deleteDone(ctx context.Context, job Job) (bool, error) {
 // run that was being paused still cools the provider.
 func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) outcome {
 	switch {
-	case err == nil && res.Done && !job.Kind.Periodic():
+	case err == nil && res.Done && !job.Kind.periodic():
 		return outcome{kind: outDone}
 	case err == nil:
 		return outcome{kind: outSuccess}
@@ -301,7 +288,7 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 			j.State = StateSuccess
 		case o.kind == outContinue:
 			j.State, j.NextRun = StateQueued, maxTime(now, o.until)
-		case j.Kind.Periodic():
+		case j.Kind.periodic():
 			j.State, j.NextRun = StateIdle, s.nextCycle(j, now)
 		default:
 			j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)

@@ -75,7 +75,7 @@ func TestOutcomeTable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("FinishAt: %v", err)
 			}
-			stored, err := s.Job(ctx, j.ID)
+			stored, err := s.Store().Get(ctx, j.ID)
 			if row.state == "" {
 				if !errors.Is(err, schedule.ErrNotFound) {
 					t.Fatalf("Job after a done gap fill: %v, want ErrNotFound", err)

@@ -36,7 +36,7 @@ func tSinkDown(t *testing.T, err error) {
 			t.Fatal(e)
 		}
 		runFor(t, s, 2*time.Minute)
-		jobs, _ := s.Jobs(t.Context(), schedule.Query{})
+		jobs, _ := s.Store().List(t.Context(), schedule.Query{})
 		j := jobs[0]
 		t.Logf("2 minutes of a sink failing with %v: %d requests to the provider; job %s, runs %d, failures %d, streak %d, last error %q",
 			err, src.calls.Load(), j.State, j.Stats.Runs, j.Stats.Failures, j.Stats.Streak, j.Stats.LastError)

@@ -31,7 +31,7 @@ func TestAPoisonedPageDoesNotSlowASibling(t *testing.T) {
 				}
 			}
 			runFor(t, s, 30*time.Minute)
-			jobs, _ := s.Jobs(t.Context(), schedule.Query{})
+			jobs, _ := s.Store().List(t.Context(), schedule.Query{})
 			for _, j := range jobs {
 				if j.Stream == "saas/contacts" {
 					n = j.Stats.Runs

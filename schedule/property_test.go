@@ -102,7 +102,7 @@ func TestPropertyRunLimits(t *testing.T) {
 					}
 				}
 				busy[j.Stream] = true
-				if j.Kind.Head() {
+				if j.Kind != schedule.KindBackfill {
 					headRunning[j.Provider]++
 				}
 				script := scripts[j.Stream]
@@ -118,7 +118,7 @@ func TestPropertyRunLimits(t *testing.T) {
 				running--
 				perP[j.Provider]--
 				busy[j.Stream] = false
-				if j.Kind.Head() {
+				if j.Kind != schedule.KindBackfill {
 					headRunning[j.Provider]--
 				}
 				if err != nil {
@@ -217,7 +217,7 @@ func TestPropertyClaimAtLimits(t *testing.T) {
 			perP, heads := map[string]int{}, map[string]int{}
 			for _, j := range running {
 				perP[j.Provider]++
-				if j.Kind.Head() {
+				if j.Kind != schedule.KindBackfill {
 					heads[j.Provider]++
 				}
 			}
@@ -238,7 +238,7 @@ func TestPropertyClaimAtLimits(t *testing.T) {
 			// Work conservation: anything left due must have a reason.
 			all, _ := store.List(ctx, schedule.Query{})
 			for _, j := range all {
-				if !j.Due(now) || len(running) == maxRun || perP[j.Provider] >= perProv || now.Before(cooling[j.Provider]) {
+				if !due(&j, now) || len(running) == maxRun || perP[j.Provider] >= perProv || now.Before(cooling[j.Provider]) {
 					continue
 				}
 				if j.Kind == schedule.KindBackfill && heads[j.Provider] > 0 {
@@ -256,7 +256,7 @@ func TestPropertyClaimAtLimits(t *testing.T) {
 // headDue reports whether provider has a head job due at now.
 func headDue(all []schedule.Job, provider string, now time.Time) bool {
 	for _, j := range all {
-		if j.Provider == provider && j.Kind.Head() && j.Due(now) {
+		if j.Provider == provider && j.Kind != schedule.KindBackfill && due(&j, now) {
 			return true
 		}
 	}
@@ -287,10 +287,10 @@ func TestPropertyUpsertDedups(t *testing.T) {
 			}
 			ids[key] = j.ID
 		}
-		if must(store.Count(context.Background())) != len(ids) {
-			rt.Fatalf("store holds %d jobs for %d identities", must(store.Count(context.Background())), len(ids))
+		if count(store) != len(ids) {
+			rt.Fatalf("store holds %d jobs for %d identities", count(store), len(ids))
 		}
-		snap, err := s.SnapshotAt(context.Background(), t0.Add(time.Hour))
+		snap, err := s.SnapshotPage(context.Background(), t0.Add(time.Hour), "", schedule.MaxSnapshotProviders)
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -42,8 +42,8 @@ func TestPausedRunKeepsSourcePressure(t *testing.T) {
 				}
 				want = schedule.StatePaused
 			} else {
-				s.PauseProvider("p")
-				s.ResumeProvider("p")
+				s.SetProviderPaused("p", true)
+				s.SetProviderPaused("p", false)
 			}
 			if _, err := s.FinishAt(ctx, finish, got[0], schedule.Result{}, ban); err != nil {
 				t.Fatalf("FinishAt: %v", err)
@@ -213,7 +213,7 @@ func TestDoneGapFillKeepsNewWork(t *testing.T) {
 	if _, err := s.FinishAt(ctx, t0.Add(2*time.Second), got[0], schedule.Result{Done: true}, nil); err != nil {
 		t.Fatalf("FinishAt: %v", err)
 	}
-	st, err := s.Job(ctx, j.ID)
+	st, err := s.Store().Get(ctx, j.ID)
 	if err != nil {
 		t.Fatalf("Job after Done with new work: %v, want the job kept", err)
 	}
@@ -245,7 +245,7 @@ func TestDoneGapFillRescuedElsewhereIsKept(t *testing.T) {
 	if _, err := s1.FinishAt(ctx, t0.Add(time.Minute), old[0], schedule.Result{Done: true}, nil); err != nil {
 		t.Fatalf("FinishAt: %v", err)
 	}
-	st, err := s2.Job(ctx, j.ID)
+	st, err := s2.Store().Get(ctx, j.ID)
 	if err != nil || st.State != schedule.StateRunning {
 		t.Fatalf("rescued gap fill after the old run's Done: %+v, %v; want it kept, running", st, err)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // A host that collects up to now and stops (see Backfilled) over a job
-// store that outlives the process (here one MemoryJobStore shared by two
+// store that outlives the process (here one memory store shared by two
 // Schedulers, as pgstore's would be): the second start, two hours later,
 // declares the same backfill-only stream up to its new now. Backfilled
 // returned nil at once, taking the first start's success for this one's,

@@ -44,7 +44,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-s.wake:
 		}
 		now := time.Now()
-		_ = s.RenewAt(ctx, now) // counted and logged; retried next time
+		_ = s.renewAll(ctx, now) // counted and logged; retried next time
 		as, _ := s.claim(ctx, now, ctx)
 		for _, a := range as {
 			s.mu.Lock()

@@ -56,9 +56,7 @@ type Result struct {
 // run) with aging, head work before tail work, within a global and a
 // per-provider concurrency limit, waiting out each provider's rate-limit
 // pauses. Scheduler is safe for concurrent use; [New] starts nothing, [Scheduler.Run]
-// does the work until its context ends. The explicit-time methods
-// ([Scheduler.ClaimAt], [Scheduler.FinishAt], [Scheduler.RenewAt]) drive
-// the same decisions step by step without Run.
+// does the work until its context ends.
 //
 // The zero Scheduler is not usable (Run returns an error, other methods
 // panic): make one with [New].
@@ -152,28 +150,15 @@ func New(cfg Config, store JobStore, worker Worker) (*Scheduler, error) {
 	return s, nil
 }
 
-// ClaimAt leases the jobs the scheduler would start at now, within its
-// limits, and counts them as running until [Scheduler.FinishAt]. It is the
+// claim leases the jobs the scheduler would start at now, within its
+// limits, and counts them as running until finish. It is the
 // scheduling decision: due jobs by rank (see [JobStore.Claim]), no more
 // than MaxRunning in flight, no more than MaxPerProvider per provider, no
 // job of a paused or cooling provider, a provider's backfills only when its
-// head work is done and it has budget to spare. [Scheduler.Run] calls it;
-// hosts driving runs themselves call it, run the jobs, and report each one
-// with FinishAt. While a run here has a lost or expired lease (renewals
-// failing), its provider's jobs are not claimed: the store no longer counts
-// that run, and would hand its job back to run twice.
-func (s *Scheduler) ClaimAt(ctx context.Context, now time.Time) ([]Job, error) {
-	as, err := s.claim(ctx, now, nil)
-	jobs := make([]Job, len(as))
-	s.mu.Lock()
-	for i, a := range as {
-		jobs[i] = a.job.copy()
-	}
-	s.mu.Unlock()
-	return jobs, err
-}
-
-// claim is ClaimAt; with parent non-nil it also makes each run's context.
+// head work is done and it has budget to spare. While a run here has a
+// lost or expired lease (renewals failing), its provider's jobs are not
+// claimed: the store no longer counts that run, and would hand its job
+// back to run twice. With parent non-nil it also makes each run's context.
 func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Context) ([]*active, error) {
 	s.claimMu.Lock()
 	defer s.claimMu.Unlock()
@@ -242,17 +227,16 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 	return out, nil
 }
 
-// RenewAt extends, to now + LeaseTTL, the lease of every running job whose
+// renewAll extends, to now + LeaseTTL, the lease of every running job whose
 // lease is past a third of its life, so no other scheduler rescues a job
 // that is still running. A job found paused or deleted in the store has its
 // run interrupted; a job found leased to someone else is lost (its outcome
 // will not be written), and so is one whose lease is within LeaseTTL/6 of
 // its end because the store did not answer: it stops before another
-// scheduler may claim it. [Scheduler.Run] calls it; hosts driving runs
-// themselves call it at least every LeaseTTL/3, and every LeaseTTL/6 or
-// more often while a renewal fails, so that call comes in time. It returns the first store
-// error.
-func (s *Scheduler) RenewAt(ctx context.Context, now time.Time) error {
+// scheduler may claim it. [Scheduler.Run] calls it at least every
+// LeaseTTL/3, and every LeaseTTL/6 or more often while a renewal fails, so
+// that call comes in time. It returns the first store error.
+func (s *Scheduler) renewAll(ctx context.Context, now time.Time) error {
 	due := now.Add(s.cfg.LeaseTTL * 2 / 3)
 	s.mu.Lock()
 	var renew []*active
@@ -283,7 +267,7 @@ func (s *Scheduler) RenewAt(ctx context.Context, now time.Time) error {
 }
 
 // leaseMargin is the part of LeaseTTL before a lease ends, unrenewed, at
-// which its run is stopped (see RenewAt).
+// which its run is stopped (see renewAll).
 const leaseMargin = 6
 
 // renew extends a's lease, noticing a pause, a deletion or a takeover.

@@ -46,7 +46,7 @@ type ProviderSnapshot struct {
 	// Running counts its jobs under a live lease, in any scheduler.
 	Running int `json:"running"`
 	// Paused reports whether it is paused: in this scheduler
-	// ([Scheduler.PauseProvider]), or by an operator's status in its
+	// ([Scheduler.SetProviderPaused]), or by an operator's status in its
 	// budget record ([budget.Registry.SetStatus], in every process).
 	Paused bool `json:"paused"`
 	// CoolingUntil is the end of its cool-down after source pressure; zero
@@ -90,7 +90,7 @@ type Decisions struct {
 // Snapshot returns the scheduler's state now. It reads every job from the
 // store, page by page: meant for dashboards, not hot paths.
 func (s *Scheduler) Snapshot(ctx context.Context) (Snapshot, error) {
-	return s.SnapshotAt(ctx, time.Now())
+	return s.SnapshotPage(ctx, time.Now(), "", MaxSnapshotProviders)
 }
 
 // Budget returns [Config.Budget], the registry of s's providers, or nil: an
@@ -101,12 +101,7 @@ func (s *Scheduler) Budget() *budget.Registry { return s.cfg.Budget }
 // [Snapshot.MoreProviders]).
 const MaxSnapshotProviders = 100
 
-// SnapshotAt is [Scheduler.Snapshot] at now.
-func (s *Scheduler) SnapshotAt(ctx context.Context, now time.Time) (Snapshot, error) {
-	return s.SnapshotPage(ctx, now, "", MaxSnapshotProviders)
-}
-
-// SnapshotPage is [Scheduler.SnapshotAt] with a page of providers: its
+// SnapshotPage is [Scheduler.Snapshot] at now with a page of providers: its
 // Providers are the first limit providers named after after (by byte-wise
 // name order; "" starts at the first), and MoreProviders counts the rest.
 // To list every provider, call it again with after the name of the last
@@ -118,7 +113,7 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 	if limit < 0 {
 		return Snapshot{}, invalid("limit", "must be >= 0", limit)
 	}
-	snap := Snapshot{At: now, Jobs: make(map[State]int, len(States)), Decisions: s.decisions()}
+	snap := Snapshot{At: now, Jobs: make(map[State]int), Decisions: s.decisions()}
 	provs := map[string]*ProviderSnapshot{}
 	get := func(name string) *ProviderSnapshot {
 		p := provs[name]
@@ -142,9 +137,9 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 			snap.Jobs[j.State]++
 			snap.Total++
 			p.Jobs++
-			if j.Lease.Held(now) {
+			if j.Lease.held(now) {
 				p.Running++
-			} else if j.Due(now) {
+			} else if j.due(now) {
 				p.Due++
 				snap.Due++
 			}

@@ -30,7 +30,7 @@ func TestPropertySnapshotPage(t *testing.T) {
 		for i := range n {
 			name := fmt.Sprintf("p%02d", i)
 			if rapid.Bool().Draw(rt, "paused") {
-				s.PauseProvider(name)
+				s.SetProviderPaused(name, true)
 			} else {
 				upsert(rt, s, t0, schedule.Spec{Provider: name, Kind: schedule.KindBackfill, Stream: "s"})
 			}
@@ -64,19 +64,19 @@ func TestPropertySnapshotPage(t *testing.T) {
 	})
 }
 
-// TestSnapshotPageLimits: SnapshotAt is the first page of
+// TestSnapshotPageLimits: Snapshot is the first page of
 // MaxSnapshotProviders; a zero limit lists none and counts them all; a
 // negative one is refused.
 func TestSnapshotPageLimits(t *testing.T) {
 	t.Parallel()
 	s, _ := newSched(t, schedule.Config{}, nil)
 	for i := range schedule.MaxSnapshotProviders + 2 {
-		s.PauseProvider(fmt.Sprintf("p%04d", i))
+		s.SetProviderPaused(fmt.Sprintf("p%04d", i), true)
 	}
 	ctx := context.Background()
-	first, err := s.SnapshotAt(ctx, t0)
+	first, err := s.Snapshot(ctx)
 	if err != nil || len(first.Providers) != schedule.MaxSnapshotProviders || first.MoreProviders != 2 {
-		t.Fatalf("SnapshotAt: %v, %d providers, %d more; want %d and 2", err, len(first.Providers), first.MoreProviders, schedule.MaxSnapshotProviders)
+		t.Fatalf("Snapshot: %v, %d providers, %d more; want %d and 2", err, len(first.Providers), first.MoreProviders, schedule.MaxSnapshotProviders)
 	}
 	none, err := s.SnapshotPage(ctx, t0, "", 0)
 	if err != nil || len(none.Providers) != 0 || none.MoreProviders != schedule.MaxSnapshotProviders+2 {
@@ -87,11 +87,11 @@ func TestSnapshotPageLimits(t *testing.T) {
 	}
 }
 
-// TestPausedProvidersAndKnowsProvider: PausedProviders lists the paused
-// set, sorted, as pauses and resumes change it; KnowsProvider is true for a
-// provider with a job, in the budget registry or paused, and false for
-// any other, which stays unknown once resumed.
-func TestPausedProvidersAndKnowsProvider(t *testing.T) {
+// TestPausedProvidersAndSnapshotRows: PausedProviders lists the paused
+// set, sorted, as pauses and resumes change it; a Snapshot lists a
+// provider with a job, in the budget registry or paused, and no other: a
+// paused one is forgotten once resumed.
+func TestPausedProvidersAndSnapshotRows(t *testing.T) {
 	t.Parallel()
 	reg, err := budget.NewRegistry(budget.RegistryConfig{})
 	if err != nil {
@@ -103,37 +103,53 @@ func TestPausedProvidersAndKnowsProvider(t *testing.T) {
 	if got := s.PausedProviders(); len(got) != 0 {
 		t.Fatalf("PausedProviders of a new scheduler: %q", got)
 	}
-	s.PauseProvider("zeta")
-	s.PauseProvider("alpha")
-	s.PauseProvider("zeta") // twice: listed once
+	s.SetProviderPaused("zeta", true)
+	s.SetProviderPaused("alpha", true)
+	s.SetProviderPaused("zeta", true) // twice: listed once
 	if got := s.PausedProviders(); !slices.Equal(got, []string{"alpha", "zeta"}) {
 		t.Fatalf("PausedProviders = %q, want [alpha zeta]", got)
 	}
 	ctx := context.Background()
-	for name, want := range map[string]bool{"with-job": true, "in-registry": true, "alpha": true, "unknown": false} {
-		if got, err := s.KnowsProvider(ctx, name); err != nil || got != want {
-			t.Errorf("KnowsProvider(%q) = %v, %v; want %v", name, got, err, want)
+	rows := func() []string {
+		t.Helper()
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var names []string
+		for _, p := range snap.Providers {
+			names = append(names, p.Provider)
+		}
+		return names
 	}
-	s.ResumeProvider("alpha")
+	if got := rows(); !slices.Equal(got, []string{"alpha", "in-registry", "with-job", "zeta"}) {
+		t.Errorf("Snapshot lists %q, want alpha, in-registry, with-job and zeta", got)
+	}
+	s.SetProviderPaused("alpha", false)
 	if got := s.PausedProviders(); !slices.Equal(got, []string{"zeta"}) {
 		t.Fatalf("PausedProviders after resuming alpha = %q, want [zeta]", got)
 	}
-	if known, _ := s.KnowsProvider(ctx, "alpha"); known {
-		t.Error("alpha is still known once resumed, with no job and no budget")
+	if got := rows(); slices.Contains(got, "alpha") {
+		t.Errorf("Snapshot lists %q: alpha is still known once resumed, with no job and no budget", got)
 	}
 }
 
 // TestStoreIsTheOneGiven: Store returns the store the scheduler was built
-// with, so a host reaches its own methods (MemoryJobStore.Count).
+// with, so a host reaches its own methods (the memory store's Count).
 func TestStoreIsTheOneGiven(t *testing.T) {
 	t.Parallel()
 	s, store := newSched(t, schedule.Config{}, nil)
-	if got, ok := s.Store().(*schedule.MemoryJobStore); !ok || got != store {
-		t.Fatalf("Store() = %T %p, want the MemoryJobStore %p", s.Store(), got, store)
+	if got := s.Store(); got != store {
+		t.Fatalf("Store() = %T %p, want the memory store %p", got, got, store)
+	}
+	counter, ok := s.Store().(interface {
+		Count(context.Context) (int, error)
+	})
+	if !ok {
+		t.Fatalf("the memory store %T has no Count method", store)
 	}
 	upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"})
-	if n, err := store.Count(context.Background()); err != nil || n != 1 {
+	if n, err := counter.Count(context.Background()); err != nil || n != 1 {
 		t.Fatalf("Count through the store: %d, %v; want 1", n, err)
 	}
 }
@@ -152,7 +168,7 @@ func TestSpecValidateAgreesWithUpsert(t *testing.T) {
 			Interval: rapid.SampledFrom([]time.Duration{-time.Second, 0, time.Minute}).Draw(rt, "interval"),
 		}
 		verr := spec.Validate()
-		_, uerr := s.UpsertAt(context.Background(), t0, spec)
+		_, uerr := s.Upsert(context.Background(), spec)
 		if fmt.Sprint(verr) != fmt.Sprint(uerr) || (verr != nil && !errors.Is(verr, schedule.ErrInvalid)) {
 			rt.Fatalf("Validate(%+v) = %v, Upsert = %v: want the same ErrInvalid or both nil", spec, verr, uerr)
 		}

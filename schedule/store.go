@@ -83,9 +83,9 @@ type JobStore interface {
 	// else unchanged. Of many concurrent claims, no two lease the same job
 	// while its lease is live.
 	//
-	// A job is claimable when [Job.Due] holds at now: its State is active
-	// (not paused, not success), NextRun <= now, and its lease is empty or
-	// expired (an expired lease is taken over: that is how a crashed run is
+	// A job is claimable at now when its State is active (not paused, not
+	// success), NextRun <= now, and its lease is empty or expired at now
+	// (Lease.Owner empty or Lease.Until <= now) (an expired lease is taken over: that is how a crashed run is
 	// rescued). Among claimable jobs, Claim takes them one at a time, each
 	// time the best ranked job that is eligible given the jobs taken so far,
 	// until limit jobs are taken or none is eligible. A claimable job of

@@ -203,7 +203,7 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 		}
 		// The declaration is the truth: a kind it no longer has (a
 		// source dropped since the last start) loses its job.
-		old, err := s.Jobs(ctx, Query{Provider: st.Provider, Stream: st.Name, Kind: specs[i].Kind})
+		old, err := s.store.List(ctx, Query{Provider: st.Provider, Stream: st.Name, Kind: specs[i].Kind})
 		if err != nil {
 			return err
 		}
@@ -444,7 +444,7 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 		}
 	}
 	s.mu.Unlock()
-	jobs, err := s.Jobs(ctx, Query{})
+	jobs, err := s.store.List(ctx, Query{})
 	if err != nil {
 		return nil, len(wants), err
 	}

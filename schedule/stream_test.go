@@ -114,7 +114,7 @@ func (k *kept) holes(from, to int64) []int64 {
 
 // streamSched is a scheduler over a fresh memory job store and checkpoint
 // store, with a registry for its providers.
-func streamSched(t *testing.T, cfg schedule.Config, reg budget.RegistryConfig) (*schedule.Scheduler, *schedule.MemoryJobStore) {
+func streamSched(t *testing.T, cfg schedule.Config, reg budget.RegistryConfig) (*schedule.Scheduler, schedule.JobStore) {
 	t.Helper()
 	r, err := budget.NewRegistry(reg)
 	if err != nil {
@@ -312,7 +312,7 @@ func TestAddStreamValidates(t *testing.T) {
 	if err := schedule.AddStream(t.Context(), s, ok); err != nil {
 		t.Fatal(err)
 	}
-	if jobs, _ := s.Jobs(t.Context(), schedule.Query{}); len(jobs) != 1 || jobs[0].Kind != schedule.KindBackfill {
+	if jobs, _ := s.Store().List(t.Context(), schedule.Query{}); len(jobs) != 1 || jobs[0].Kind != schedule.KindBackfill {
 		t.Errorf("after dropping the Incremental source: jobs %v; want the backfill alone", jobs)
 	}
 	other := ok

@@ -455,7 +455,7 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 	// rather than wait for the deadline. Past the deadline, no stream
 	// runs again: a run in progress ends on it at its next attempt, and
 	// one not running is over (a job due but not claimed waited for good).
-	jobs, err := sched.Jobs(ctx, schedule.Query{})
+	jobs, err := sched.Store().List(ctx, schedule.Query{})
 	if err != nil {
 		return false, nil // the memory store fails only when ctx ended
 	}
@@ -464,7 +464,7 @@ func (c *collector) over(ctx context.Context, sched *schedule.Scheduler) (bool, 
 		return true, nil // a run still in progress waits on a store that does not answer
 	}
 	for _, j := range jobs {
-		if j.State == schedule.StateRunning || j.State.Active() && j.NextRun.Before(d) && !past {
+		if j.State == schedule.StateRunning || j.State != schedule.StatePaused && j.State != schedule.StateSuccess && j.NextRun.Before(d) && !past {
 			return false, nil
 		}
 	}

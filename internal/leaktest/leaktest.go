@@ -131,7 +131,7 @@ func FailedRuns(t *testing.T) (*schedule.Scheduler, *bytes.Buffer) {
 // its secrets redacted, and, when inURL is set, SignedURL's query too.
 func CheckStored(t *testing.T, s *schedule.Scheduler, inURL bool) {
 	t.Helper()
-	jobs, err := s.Jobs(context.Background(), schedule.Query{})
+	jobs, err := s.Store().List(context.Background(), schedule.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}

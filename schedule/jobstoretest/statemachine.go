@@ -223,7 +223,7 @@ func (m *machine) claim(owner string, ttl time.Duration, limit int, f schedule.C
 }
 
 func (m *machine) eligible(j *schedule.Job, f schedule.ClaimFilter) bool {
-	if !j.Due(m.now) || slices.Contains(f.Skip, j.Provider) || m.streamBusy(j) {
+	if !due(j, m.now) || slices.Contains(f.Skip, j.Provider) || m.streamBusy(j) {
 		return false
 	}
 	leased, headBusy := 0, false
@@ -231,17 +231,17 @@ func (m *machine) eligible(j *schedule.Job, f schedule.ClaimFilter) bool {
 		if o.Provider != j.Provider {
 			continue
 		}
-		if o.Lease.Held(m.now) {
+		if held(o.Lease, m.now) {
 			leased++
 		}
-		if o.Kind.Head() && o.State.Active() && (o.Due(m.now) && !m.streamBusy(o) || o.Lease.Held(m.now)) {
+		if head(o.Kind) && active(o.State) && (due(o, m.now) && !m.streamBusy(o) || held(o.Lease, m.now)) {
 			headBusy = true
 		}
 	}
 	if f.PerProvider > 0 && leased >= f.PerProvider {
 		return false
 	}
-	if !j.Kind.Head() && (headBusy || (f.Tail != nil && !f.Tail(j.Provider))) {
+	if !head(j.Kind) && (headBusy || (f.Tail != nil && !f.Tail(j.Provider))) {
 		return false
 	}
 	return true
@@ -251,7 +251,7 @@ func (m *machine) eligible(j *schedule.Job, f schedule.ClaimFilter) bool {
 // a live lease.
 func (m *machine) streamBusy(j *schedule.Job) bool {
 	for _, o := range m.jobs {
-		if o.ID != j.ID && o.Provider == j.Provider && o.Stream == j.Stream && o.Lease.Held(m.now) {
+		if o.ID != j.ID && o.Provider == j.Provider && o.Stream == j.Stream && held(o.Lease, m.now) {
 			return true
 		}
 	}
@@ -281,4 +281,22 @@ func (m *machine) same(t *rapid.T, op string, want, got any) {
 	if d := cmpDiff(want, got); d != "" {
 		t.Fatalf("step %d: %s mismatch (-model +store):\n%s", m.step, op, d)
 	}
+}
+
+// held reports whether lease l is live at now.
+func held(l schedule.JobLease, now time.Time) bool { return l.Owner != "" && now.Before(l.Until) }
+
+// head reports whether k is head work: anything but a backfill.
+func head(k schedule.Kind) bool { return k != schedule.KindBackfill }
+
+// active reports whether a job in state st may be claimed once due: every
+// state but paused and success.
+func active(st schedule.State) bool {
+	return st.Valid() && st != schedule.StatePaused && st != schedule.StateSuccess
+}
+
+// due reports whether j may be claimed at now (see [schedule.JobStore.Claim]):
+// its state is active, NextRun has come, and no live lease holds it.
+func due(j *schedule.Job, now time.Time) bool {
+	return active(j.State) && !j.NextRun.After(now) && !held(j.Lease, now)
 }

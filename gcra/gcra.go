@@ -32,8 +32,8 @@ var ErrInvalidCost = errors.New("gcra: cost must be in [0, Burst]")
 // wraps [context.DeadlineExceeded], so errors.Is matches either.
 var ErrWouldExceedDeadline = fmt.Errorf("gcra: wait would exceed the context deadline: %w", context.DeadlineExceeded)
 
-// DefaultRate is the rate, in events per second, of a Config whose Rate is 0.
-const DefaultRate = 1.0
+// defaultRate is the rate, in events per second, of a Config whose Rate is 0.
+const defaultRate = 1.0
 
 // Config configures a [Limiter]. The zero Config is valid: one request per
 // second, no burst. New only reads it, so one Config may be shared freely.
@@ -95,7 +95,7 @@ const (
 func New(cfg Config) (*Limiter, error) {
 	rate := cfg.Rate
 	if rate == 0 {
-		rate = DefaultRate
+		rate = defaultRate
 	}
 	iv, rule := intervalOf(rate)
 	if rule != "" {

@@ -69,7 +69,7 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			bo, _ = retry.NewBackoff(p.cfg.Backoff) // validated in New
 		}
 		now := time.Now()
-		wake := now.Add(bo.NextAfter(out.RetryAfter))
+		wake := now.Add(retry.Floor(bo.NextBackOff(), out.RetryAfter))
 		forced := out.RetryAfter > 0
 		if pu := p.ctl.PausedUntil(); pu.After(wake) {
 			wake, forced = pu, true

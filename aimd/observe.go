@@ -15,10 +15,6 @@ const latencyWeight = 0.2
 // it before the queue counts as still growing (jitter is not growth).
 const latencyTolerance = 0.1
 
-// Observe feeds one response to the controller at the current time. It is
-// ObserveAt(time.Now(), s).
-func (c *Controller) Observe(s Signal) { c.ObserveAt(time.Now(), s) }
-
 // ObserveAt feeds one response, received at now, to the controller. Call it
 // once per response, from any goroutine; the package documentation tabulates
 // what each [forage.Class] does to the rate, the pause and the ceiling. Whatever the

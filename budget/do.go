@@ -71,7 +71,7 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		now := time.Now()
 		wake := now.Add(retry.Floor(bo.NextBackOff(), out.RetryAfter))
 		forced := out.RetryAfter > 0
-		if pu := p.ctl.PausedUntil(); pu.After(wake) {
+		if pu := p.ctl.Snapshot().PausedUntil; pu.After(wake) {
 			wake, forced = pu, true
 		}
 		if wake.Sub(now) > p.cfg.MaxWait {
@@ -239,7 +239,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	// 15 s). A 503 always counts: a provider that is down answers every
 	// request in flight with one, and counting each pause's first alone,
 	// the breaker never saw enough of them to open.
-	echo := class == forage.Throttled && p.ctl.PausedUntil().After(start)
+	echo := class == forage.Throttled && p.ctl.Snapshot().PausedUntil.After(start)
 	if class == forage.Success && o.settle != nil {
 		// Through the Transport, a success is the provider's once its
 		// body is read: until then the request holds its slot and its
@@ -394,7 +394,7 @@ func (p *Local) retryBudget(run *Run) *retry.Budget {
 // MaxWait. On error it holds nothing.
 func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 	now := time.Now()
-	if pu := p.ctl.PausedUntil(); pu.After(now) && p.outlasts(ctx, run, pu, now) {
+	if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) && p.outlasts(ctx, run, pu, now) {
 		// A pause (Retry-After, a ban) longer than a call may wait, or
 		// than the run or the caller has left: the scheduler waits it
 		// out, not the call, and learns at once when it may resume.
@@ -429,7 +429,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			now := time.Now()
 			reason, until := forage.ReasonDeadline, p.nextSlot(now, weight)
-			if p.ctl.PausedUntil().After(now) {
+			if p.ctl.Snapshot().PausedUntil.After(now) {
 				reason = p.pauseReason(now) // the provider's pause outlasts the run
 				until = p.until(reason)
 			}
@@ -545,7 +545,7 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 			// another held whole).
 			continue
 		}
-		if p.ctl.PausedUntil().After(time.Now()) {
+		if p.ctl.Snapshot().PausedUntil.After(time.Now()) {
 			// A Retry-After came while the call waited for its slot: its
 			// slots are spent (conservative), and it waits for the pause,
 			// or stops, as any call does.
@@ -629,7 +629,7 @@ func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) erro
 		return err
 	}
 	now := time.Now()
-	if pu := p.ctl.PausedUntil(); pu.After(now) {
+	if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) {
 		// A pause longer than MaxWait came while the call waited (one that
 		// came before stopped it in acquire): it stops as that would, with
 		// the pause's reason. (It slept through a 10-minute Retry-After.)
@@ -695,7 +695,7 @@ func (p *Local) pacerWait(now time.Time) time.Duration {
 	if lp, ok := p.pacer.(localPacer); ok {
 		return waitAt(lp.l, now, 1)
 	}
-	return time.Duration(float64(time.Second) / p.ctl.RateAt(now))
+	return time.Duration(float64(time.Second) / p.ctl.Snapshot().Rate)
 }
 
 // quotaSpent is the stop for a call whose known quota admits it only at
@@ -752,7 +752,7 @@ func (p *Local) follow(now time.Time) {
 	p.dirty.Store(true)
 	for p.dirty.Load() && p.mu.TryLock() {
 		p.dirty.Store(false)
-		r := p.ctl.RateAt(now)
+		r := p.ctl.Snapshot().Rate
 		if p.cfg.Shares != nil && !p.sh.turnOn.Load() {
 			r *= p.sh.fraction() // this process's share of the provider's rate (in turns, the whole in its own windows)
 		}
@@ -764,10 +764,10 @@ func (p *Local) follow(now time.Time) {
 			}
 			p.fitBurst()
 		}
-		pu := p.ctl.PausedUntil()
+		pu := p.ctl.Snapshot().PausedUntil
 		if pu.After(p.pausedTil) {
 			if pu.UnixNano() > p.sh.staggered.Load() {
-				p.pausePacer(pu, p.ctl.RateAt(now), nil)
+				p.pausePacer(pu, p.ctl.Snapshot().Rate, nil)
 			}
 			p.pausedTil = pu
 			p.reportPause(now, pu)
@@ -930,7 +930,7 @@ func (p *Local) until(reason forage.Reason) time.Time {
 	if !reason.SourcePressure() {
 		return time.Time{}
 	}
-	if pu := p.ctl.PausedUntil(); pu.After(time.Now()) {
+	if pu := p.ctl.Snapshot().PausedUntil; pu.After(time.Now()) {
 		return pu
 	}
 	if reason == forage.ReasonCircuitOpen {

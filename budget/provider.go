@@ -170,10 +170,9 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 			ac.Initial = ac.Max // told knowledge is used at once
 		}
 		ac.Initial = min(ac.Initial, ac.Max)
-		if ac.Min == 0 {
-			ac.Min = aimd.DefaultMin
+		if ac.Min != 0 { // zero: aimd's default, or Max if that is lower
+			ac.Min = min(ac.Min, ac.Max)
 		}
-		ac.Min = min(ac.Min, ac.Max)
 	}
 	var err error
 	if p.ctl, err = aimd.New(ac); err != nil {
@@ -193,7 +192,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	if err := p.load(context.Background()); err != nil {
 		return nil, err
 	}
-	p.rate = p.ctl.Rate()
+	p.rate = p.ctl.Snapshot().Rate
 	p.nextSave = time.Now().Add(recordEvery)
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
@@ -252,7 +251,7 @@ const restoredWait = 2 * time.Second
 // its windows. A limit that has fully recovered is in the very state a new
 // limiter starts in, so dropping it changes nothing.
 func (p *Local) holding(now time.Time) bool {
-	if p.op.paused.Load() || p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now) {
+	if p.op.paused.Load() || p.ctl.Snapshot().PausedUntil.After(now) || p.brk.OpenUntil().After(now) {
 		return true
 	}
 	for _, lim := range p.lims() {

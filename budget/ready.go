@@ -54,7 +54,7 @@ func (p *Local) readyAt(now time.Time, n int) time.Time {
 			at = t
 		}
 	}
-	later(p.ctl.PausedUntil())
+	later(p.ctl.Snapshot().PausedUntil)
 	switch p.brk.State() {
 	case breaker.StateOpen:
 		later(p.brk.OpenUntil())

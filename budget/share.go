@@ -361,7 +361,7 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 			}
 		}
 		now := time.Now()
-		if pu := p.ctl.PausedUntil(); pu.After(now) && p.outlasts(ctx, run, pu, start) {
+		if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) && p.outlasts(ctx, run, pu, start) {
 			return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
 		}
 		wait := shareSoon // let through by a pause, with no share yet: wait for a renewal
@@ -410,7 +410,7 @@ func (p *Local) turnWait(now time.Time) (wait time.Duration, inForce bool) {
 	if t == nil {
 		return 0, false
 	}
-	return turnWait(t, p.sh.id, now, turnGuard(p.ctl.RateAt(now)))
+	return turnWait(t, p.sh.id, now, turnGuard(p.ctl.Snapshot().Rate))
 }
 
 // snapshot returns a copy of the leases as of the last renewal.
@@ -558,13 +558,13 @@ func (p *Local) pushed(b []byte) {
 	}
 	now := time.Now()
 	doc.sane(now, p.cfg.MaxPause)
-	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.PausedUntil()) {
+	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.Snapshot().PausedUntil) {
 		p.sh.toldPause(pu)
 		_ = p.ctl.Restore(aimd.State{PausedUntil: pu})
 		// At once (calls waiting for a slot too), staggered at the rate the
 		// cut that came with the pause set, not the one it cut: eight
 		// holders staggered at a slow start's 137/s resumed within 60 ms.
-		r := p.ctl.RateAt(now)
+		r := p.ctl.Snapshot().Rate
 		if doc.Rate > 0 {
 			r = min(r, doc.Rate)
 		}
@@ -665,7 +665,7 @@ func (p *Local) renew(now time.Time) bool {
 	// the pause ends; in turns, one idle for less than a lease keeps it
 	// too, so the plan does not change whenever a holder pauses between
 	// calls.
-	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.PausedUntil().After(now) ||
+	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.Snapshot().PausedUntil.After(now) ||
 		(s.turns.Load() != nil && now.Sub(s.busyAt) < shareTTL)
 	switch {
 	case p.n.inFlight.Load() > 0:
@@ -762,7 +762,7 @@ func (p *Local) renew(now time.Time) bool {
 	}
 	if doc.Turns != nil { // hand the climb on with the turn (see turnEdge)
 		at := time.Now()
-		if d := turnEdge(doc.Turns, s.id, at, turnGuard(p.ctl.RateAt(at))); d > 0 && d < next {
+		if d := turnEdge(doc.Turns, s.id, at, turnGuard(p.ctl.Snapshot().Rate)); d > 0 && d < next {
 			next = d
 		}
 	}

@@ -251,13 +251,13 @@ func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
 	r.parseParams(state, now, false)
 	r.parsePolicy(h.Get("Ratelimit-Policy"), name)
 	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family
-	for i := 1; i < len(separateFamilies) && r.Known == 0; i++ {
+	for i := 1; i < len(separateFamilies) && !r.known(); i++ {
 		r.parseSeparate(h, &separateFamilies[i], now)
 	}
-	if r.Known == 0 {
+	if !r.known() {
 		r.parseBinance(h)
 	}
-	return r, r.Known != 0
+	return r, r.known()
 }
 
 // maxRetryAfterSeconds is MaxRetryAfter in whole seconds.

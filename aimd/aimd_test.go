@@ -19,10 +19,6 @@ var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const ms = time.Millisecond
 
-// known marks the fields a test's Quota gives: those that the headers of a
-// windowed quota carry.
-const known = forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow
-
 // mustNew returns a Controller for cfg or fails the test.
 func mustNew(tb testing.TB, cfg aimd.Config) *aimd.Controller {
 	tb.Helper()
@@ -259,7 +255,7 @@ func TestIdleAfterAShortPauseIsNoSpentQuota(t *testing.T) {
 func TestQuotaHeaders(t *testing.T) {
 	t.Parallel()
 	window := func(remaining float64, reset time.Duration) forage.Quota {
-		return forage.Quota{Limit: 600, Remaining: remaining, Reset: reset, Window: time.Minute, Known: known}
+		return forage.Quota{Limit: 600, Remaining: remaining, Reset: reset, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -272,16 +268,16 @@ func TestQuotaHeaders(t *testing.T) {
 		{"never above Limit/Window", forage.Success, window(300, 10*time.Second), 10, 0},
 		{"spent: pause until Reset", forage.Success, window(0, 7*time.Second), 10, 7 * time.Second},
 		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", forage.Throttled, window(300, 10*time.Second), 9, 0},
-		{"a permanent error ignores the ceiling", forage.Permanent, forage.Quota{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute, Known: known}, 40, 0},
-		{"a permanent error still pauses", forage.Permanent, forage.Quota{Limit: 1, Reset: 3 * time.Second, Known: known}, 40, 3 * time.Second},
-		{"no Window, not disproved: Remaining/Reset spends the window evenly", forage.Success, forage.Quota{Limit: 600, Remaining: 590, Reset: 30 * time.Second, Known: known}, 590.0 / 29.5, 0},
-		{"no Window, spent, Reset over a second: pause", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: 2 * time.Second, Known: known}, 40, 2 * time.Second},
-		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
-		{"a bucket of one says 0 left after every request: no pause", forage.Success, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
-		{"spent, on a refusal: pause until Reset", forage.Throttled, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 24, time.Second},
-		{"a refusal that names only its Reset: pause until Reset", forage.Throttled, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 24, 5 * time.Second},
-		{"a 503 that names only its Reset: pause until Reset (a lone 503 is no cut)", forage.Overloaded, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 40, 5 * time.Second},
-		{"a success that names only its Reset: nothing", forage.Success, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 40, 0},
+		{"a permanent error ignores the ceiling", forage.Permanent, forage.Quota{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 0},
+		{"a permanent error still pauses", forage.Permanent, forage.Quota{Limit: 1, Reset: 3 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 3 * time.Second},
+		{"no Window, not disproved: Remaining/Reset spends the window evenly", forage.Success, forage.Quota{Limit: 600, Remaining: 590, Reset: 30 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 590.0 / 29.5, 0},
+		{"no Window, spent, Reset over a second: pause", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: 2 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 2 * time.Second},
+		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 0},
+		{"a bucket of one says 0 left after every request: no pause", forage.Success, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 0},
+		{"spent, on a refusal: pause until Reset", forage.Throttled, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 24, time.Second},
+		{"a refusal that names only its Reset: pause until Reset", forage.Throttled, forage.Quota{Reset: 5 * time.Second, HasReset: true}, 24, 5 * time.Second},
+		{"a 503 that names only its Reset: pause until Reset (a lone 503 is no cut)", forage.Overloaded, forage.Quota{Reset: 5 * time.Second, HasReset: true}, 40, 5 * time.Second},
+		{"a success that names only its Reset: nothing", forage.Success, forage.Quota{Reset: 5 * time.Second, HasReset: true}, 40, 0},
 	} {
 		c := mustNew(t, aimd.Config{Initial: 40})
 		c.ObserveAt(t0, aimd.Signal{Class: tc.kind, Quota: tc.hint})

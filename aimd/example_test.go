@@ -83,19 +83,19 @@ func ExampleSignal_quota() {
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 600, Reset: 40 * time.Second, Window: time.Minute,
-		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
+		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true,
 	}})
 	fmt.Printf("%.0f/s\n", c.Snapshot().Rate) // 600 left over 40s
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 600, Reset: 10 * time.Second, Window: time.Minute,
-		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
+		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true,
 	}})
 	fmt.Printf("%.0f/s\n", c.Snapshot().Rate) // capped at 1200/min
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 0, Reset: 7 * time.Second, Window: time.Minute,
-		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
+		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true,
 	}})
 	fmt.Println("paused for", c.Snapshot().PausedUntil.Sub(now))
 	// Output:

@@ -9,9 +9,6 @@ import (
 	"github.com/forage-go/forage/aimd"
 )
 
-// all is every field a Quota can name.
-const all = forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow
-
 // TestQuotaHeadersNeverUndoACut: a provider that says 99,999 of 100,000
 // are left on every answer while it refuses over 10 a second. Its word
 // spends the window at once (the rate jumps to what is left over the
@@ -25,7 +22,7 @@ func TestQuotaHeadersNeverUndoACut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lie := forage.Quota{Limit: 100000, Remaining: 99999, Reset: 10 * time.Second, Known: all &^ forage.QuotaWindow}
+	lie := forage.Quota{Limit: 100000, Remaining: 99999, Reset: 10 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true}
 	now, end := t0, t0.Add(30*time.Second)
 	refused, sent := 0, 0
 	var free time.Time // the provider: 10 a second, no burst
@@ -63,7 +60,7 @@ func TestADeclarationLapses(t *testing.T) {
 	year := 365 * 24 * time.Hour
 	now := t0
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond,
-		Quota: forage.Quota{Limit: 1, Remaining: 1, Reset: year, Window: year, Known: all}})
+		Quota: forage.Quota{Limit: 1, Remaining: 1, Reset: year, Window: year, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}})
 	if r, st := c.Snapshot().Rate, c.State(); r != aimd.ConfigOf(c).Min || st.Ceiling != 0 || st.Confirmed {
 		t.Fatalf("declared 1 a year: rate %v, exported ceiling %v (confirmed %v); want the floor, none exported", r, st.Ceiling, st.Confirmed)
 	}
@@ -78,7 +75,7 @@ func TestADeclarationLapses(t *testing.T) {
 	if r := c.Snapshot().Rate; r < 5 {
 		t.Fatalf("ten seconds of answers declaring nothing after the declaration: rate %v, want it climbing again", r)
 	}
-	minute := forage.Quota{Limit: 60, Remaining: 59, Reset: time.Minute, Window: time.Minute, Known: all}
+	minute := forage.Quota{Limit: 60, Remaining: 59, Reset: time.Minute, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
 	minute.Limit, minute.Remaining = 600, 599
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
@@ -159,7 +156,7 @@ func TestACeilingLearnedUnderADeclaredQuotaStays(t *testing.T) {
 			used++
 			sig.Class = forage.Success
 		}
-		sig.Quota = forage.Quota{Limit: 1200, Remaining: 1200 - used, Reset: reset, Window: time.Minute, Known: all}
+		sig.Quota = forage.Quota{Limit: 1200, Remaining: 1200 - used, Reset: reset, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
 		pending = append(pending, answer{now.Add(lat), sig})
 		next = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 	}

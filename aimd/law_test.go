@@ -211,7 +211,7 @@ func TestPropertyDeclaredQuotaNeverOverspent(t *testing.T) {
 			reset := window.Add(w).Sub(now)
 			reset = (reset + time.Second - 1).Truncate(time.Second)
 			at := now.Add(latency)
-			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: now, Quota: forage.Quota{Limit: float64(n), Remaining: float64(n - used), Reset: reset, Known: known}})
+			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: now, Quota: forage.Quota{Limit: float64(n), Remaining: float64(n - used), Reset: reset, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}})
 			now = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 		}
 		if refused > 0 {

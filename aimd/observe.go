@@ -117,7 +117,7 @@ func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 		// A refusal that names only when the quota resets (no Remaining,
 		// no Used) says as much as "0 left": requests sent before the
 		// reset were refused again, and counted by a provider that bans.
-		if _, left := q.Left(); !left && q.Has(forage.QuotaReset) && q.Reset > 0 && now.Add(q.Reset).After(until) {
+		if _, left := q.Left(); !left && q.HasReset && q.Reset > 0 && now.Add(q.Reset).After(until) {
 			until = now.Add(q.Reset)
 		}
 	}

@@ -56,12 +56,15 @@ func genSignal(t *rapid.T, now time.Time) aimd.Signal {
 	}
 	if rapid.IntRange(0, 3).Draw(t, "hasQuota") == 0 {
 		s.Quota = forage.Quota{
-			Limit:     rapid.OneOf(rapid.Float64Range(0, 1e4), rapid.SampledFrom(hostile)).Draw(t, "limit"),
-			Remaining: rapid.SampledFrom(append([]float64{0, 1, 50, 1e4}, hostile...)).Draw(t, "remaining"),
-			Used:      rapid.SampledFrom(append([]float64{0, 1}, hostile...)).Draw(t, "used"),
-			Reset:     genDuration(t, "reset", time.Minute),
-			Window:    rapid.SampledFrom([]time.Duration{0, time.Second, time.Minute}).Draw(t, "window"),
-			Known:     known,
+			Limit:        rapid.OneOf(rapid.Float64Range(0, 1e4), rapid.SampledFrom(hostile)).Draw(t, "limit"),
+			Remaining:    rapid.SampledFrom(append([]float64{0, 1, 50, 1e4}, hostile...)).Draw(t, "remaining"),
+			Used:         rapid.SampledFrom(append([]float64{0, 1}, hostile...)).Draw(t, "used"),
+			Reset:        genDuration(t, "reset", time.Minute),
+			Window:       rapid.SampledFrom([]time.Duration{0, time.Second, time.Minute}).Draw(t, "window"),
+			HasLimit:     true,
+			HasRemaining: true,
+			HasReset:     true,
+			HasWindow:    true,
 		}
 	}
 	return s

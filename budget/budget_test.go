@@ -530,9 +530,9 @@ func TestReconcileWithProviderUsage(t *testing.T) {
 		want     int // calls that go at once after the first
 	}{
 		{"no headers", forage.Quota{}, 9},
-		{"binance used weight", forage.Quota{Used: 95, Window: time.Minute, Known: forage.QuotaUsed | forage.QuotaWindow}, 5},
-		{"ietf remaining", forage.Quota{Limit: 100, Remaining: 2, Window: time.Minute, Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaWindow}, 2},
-		{"other window ignored", forage.Quota{Used: 95, Window: time.Second, Known: forage.QuotaUsed | forage.QuotaWindow}, 9},
+		{"binance used weight", forage.Quota{Used: 95, Window: time.Minute, HasUsed: true, HasWindow: true}, 5},
+		{"ietf remaining", forage.Quota{Limit: 100, Remaining: 2, Window: time.Minute, HasLimit: true, HasRemaining: true, HasWindow: true}, 2},
+		{"other window ignored", forage.Quota{Used: 95, Window: time.Second, HasUsed: true, HasWindow: true}, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

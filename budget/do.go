@@ -891,7 +891,7 @@ func (p *Local) pauseReason(now time.Time) forage.Reason {
 // the provider says less is left than the local count believes (other
 // clients share the quota, or the count drifted), the difference is booked.
 func (p *Local) reconcile(now time.Time, rl forage.Quota) {
-	if rl.Known == 0 {
+	if !rl.HasLimit && !rl.HasRemaining && !rl.HasUsed && !rl.HasReset && !rl.HasWindow {
 		return
 	}
 	for i, l := range p.cfg.Limits {
@@ -903,9 +903,9 @@ func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 		}
 		left := -1.0
 		switch {
-		case rl.Has(forage.QuotaRemaining):
+		case rl.HasRemaining:
 			left = rl.Remaining
-		case rl.Has(forage.QuotaUsed):
+		case rl.HasUsed:
 			left = float64(l.Count) - rl.Used
 		}
 		if left < 0 {

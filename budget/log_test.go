@@ -68,7 +68,7 @@ func TestSpreadingAnAnnouncedQuotaIsNoRateCut(t *testing.T) {
 			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 				left--
 				reset := time.Minute - time.Since(start)
-				return forage.Outcome{Status: 200, Quota: forage.Quota{Limit: 100, Remaining: float64(left), Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset,
+				return forage.Outcome{Status: 200, Quota: forage.Quota{Limit: 100, Remaining: float64(left), HasLimit: true, HasRemaining: true, HasReset: true,
 					Reset: reset.Truncate(time.Second) + time.Second, Window: time.Minute}}
 			})
 		}

@@ -23,7 +23,7 @@ type Quota struct {
 	// X-RateLimit-Used, Binance's X-MBX-USED-WEIGHT-*).
 	Used float64
 	// Reset is the time from the response until the window resets (the
-	// quota refills), in [0, MaxRetryAfter].
+	// quota refills), in [0, 72h] (see [ParseQuota]).
 	Reset time.Duration
 	// Window is the length of the quota window (the IETF "w" parameter, or
 	// the interval in a Binance header name such as 1m).
@@ -165,7 +165,7 @@ func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) 
 	// Reset-After (always delta seconds) before Reset: a delta does not
 	// depend on the two clocks agreeing.
 	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && !r.HasReset {
-		r.Reset, r.HasReset = secondsDuration(secs, MaxRetryAfter), true
+		r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
 	}
 	r.setReset(firstNumber(h.Get(keys.reset)), now)
 }
@@ -284,7 +284,7 @@ func (r *Quota) setReset(val string, now time.Time) {
 	case secs > epochSeconds || near(secs):
 		secs -= unix
 	}
-	r.Reset, r.HasReset = secondsDuration(secs, MaxRetryAfter), true
+	r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
 }
 
 // setWindow sets Window from seconds, unless it is already known, val is

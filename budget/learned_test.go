@@ -24,7 +24,7 @@ func TestClassifyReadsTheProvidersStatuses(t *testing.T) {
 				if o.Status == 503 {
 					return forage.Transient
 				}
-				return forage.ClassifyStatus(o.Status)
+				return o.Class()
 			},
 		})
 		if err != nil {

@@ -216,7 +216,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 		res.stop = fmt.Sprintf("%d URLs failed (the host's last answer was an error)", n)
 	}
 	if why, spent := run.Exhausted(); spent {
-		res.stop = why.String()
+		res.stop = string(why)
 	}
 	if outer.Err() != nil {
 		res.stop = "interrupted" // Ctrl-C: what was fetched until then

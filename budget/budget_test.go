@@ -88,7 +88,7 @@ func TestPropertyEnvelope(t *testing.T) {
 			codes := rapid.SliceOfN(rapid.SampledFrom([]int{200, 200, 429, 503, 500, 404, 408}), 1, 40).Draw(rt, "codes")
 			env := budget.Envelope{MaxRequests: maxReq, MinRetries: minRetries}
 			if minRetries == 0 {
-				env.MinRetries = budget.NoRetries
+				env.MinRetries = retry.NoRetries
 			}
 			run := newRun(rt, env)
 			p := newLocal(rt, fast())
@@ -309,8 +309,8 @@ func TestReasons(t *testing.T) {
 	}{
 		{"request cap", budget.Envelope{MaxRequests: 2}, 0, nil, status(500, 0), forage.ReasonRequestCap},
 		{"deadline", budget.Envelope{}, -time.Second, nil, status(200, 0), forage.ReasonDeadline},
-		{"retry budget spent: what the provider did", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(503, 0), forage.ReasonUnavailable},
-		{"retry budget spent on a 429", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(429, 0), forage.ReasonThrottled},
+		{"retry budget spent: what the provider did", budget.Envelope{MinRetries: retry.NoRetries, RetryRatio: retry.NoRetries}, 0, nil, status(503, 0), forage.ReasonUnavailable},
+		{"retry budget spent on a 429", budget.Envelope{MinRetries: retry.NoRetries, RetryRatio: retry.NoRetries}, 0, nil, status(429, 0), forage.ReasonThrottled},
 		{"throttled after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 3 }, status(429, 0), forage.ReasonThrottled},
 		{"unavailable after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 2 }, status(503, 0), forage.ReasonUnavailable},
 		{"banned", budget.Envelope{}, 0, nil, status(418, time.Minute), forage.ReasonBanned},

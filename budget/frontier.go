@@ -122,9 +122,9 @@ func (f *Frontier) Add(rawURL string) error {
 // spent, or when no URL is left: none waiting and none handed out (a URL
 // handed out may come back).
 func (f *Frontier) Next(ctx context.Context) (rawURL string, done func(err error) (again bool), ok bool) {
-	run := RunFrom(ctx)
+	run := runFrom(ctx)
 	for {
-		if _, spent := run.Exhausted(); spent || ctx.Err() != nil {
+		if _, spent := run.ExhaustedAt(time.Now()); spent || ctx.Err() != nil {
 			return "", nil, false
 		}
 		now := time.Now()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/retry"
 )
 
 // TestProviderEventsAreLogged: a provider is not silent about what it
@@ -32,7 +33,7 @@ func TestProviderEventsAreLogged(t *testing.T) {
 		_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			return forage.Outcome{Status: 429, RetryAfter: 2 * time.Second}
 		}, budget.NoRetry())
-		run := newRun(t, budget.Envelope{MinRetries: budget.NoRetries})
+		run := newRun(t, budget.Envelope{MinRetries: retry.NoRetries})
 		_ = p.Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 503} })
 		logs := out.String()
 		for _, want := range []string{

@@ -34,7 +34,7 @@ type RegistryConfig struct {
 	// [Config.Metrics] of each provider whose Config (Defaults or its
 	// override) sets none. Nil means each Config's own.
 	Metrics Metrics
-	// IdleTTL is how long a provider may go unused before [Registry.EvictAt]
+	// IdleTTL is how long a provider may go unused before [Registry.Run]
 	// drops it (its learned rate with it, unless a [RecordStore] keeps it
 	// for its successor). A provider that still holds
 	// something a successor would forget is kept however long it is idle:
@@ -213,10 +213,10 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	return e, nil
 }
 
-// Len returns how many providers the registry holds.
-func (r *Registry) Len() int { return int(r.count.Load()) }
+// size returns how many providers the registry holds.
+func (r *Registry) size() int { return int(r.count.Load()) }
 
-// EvictAt drops every provider idle since before now − IdleTTL with no call
+// evictAt drops every provider idle since before now − IdleTTL with no call
 // in flight and nothing to remember at now: no pause (such as a ban) nor
 // open breaker still in force, and every known [Limit] fully recovered, so
 // the provider that replaces it, starting with full buckets, can never send
@@ -227,7 +227,7 @@ func (r *Registry) Len() int { return int(r.count.Load()) }
 // With a [RecordStore], each provider to drop has its record saved first,
 // so its successor starts where it left off: a provider called after its
 // save has been used since the cutoff and is not dropped.
-func (r *Registry) EvictAt(now time.Time) int {
+func (r *Registry) evictAt(now time.Time) int {
 	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
 	idle := func(e *entry) bool { return e.lastUsed.Load() < cutoff && !e.p.holding(now) }
 	var flush []*Local
@@ -274,7 +274,7 @@ func (r *Registry) Run(ctx context.Context) error {
 			r.flushAll()
 			return ctx.Err()
 		case now := <-t.C:
-			r.EvictAt(now)
+			r.evictAt(now)
 		}
 	}
 }

@@ -125,8 +125,8 @@ func callsFrom(ctx context.Context) []CallOption {
 	return o[:len(o):len(o)] // appending copies: a derived context never writes into its parent's
 }
 
-// RunFrom returns the run carried by ctx, or nil (unbounded).
-func RunFrom(ctx context.Context) *Run {
+// runFrom returns the run carried by ctx, or nil (unbounded).
+func runFrom(ctx context.Context) *Run {
 	r, _ := ctx.Value(runKey{}).(*Run)
 	return r
 }
@@ -237,7 +237,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !replayable {
 		opts = append(opts, NoRetry())
 	}
-	err = p.Do(req.Context(), RunFrom(req.Context()), attempt, opts...)
+	err = p.Do(req.Context(), runFrom(req.Context()), attempt, opts...)
 	if last != nil {
 		settleOnBody(req.Context(), last, settle)
 		return last, nil

@@ -144,7 +144,8 @@ func TestRunWithLocalProviderRetriesAndDefersLongPauses(t *testing.T) {
 			return forage.Outcome{Status: 200}
 		}
 		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Provider = newLocal(t, fast()) })
-		rep, err := r.Run(context.Background(), budget.Unbounded())
+		unbounded, _ := budget.NewRun(budget.Envelope{})
+		rep, err := r.Run(context.Background(), unbounded)
 		if err != nil || rep.Reason != forage.ReasonThrottled || rep.Slices != 2 || string(rep.Cursor) != "20" {
 			t.Fatalf("Run = %+v, %v: want throttled after 2 slices (the first retried) at cursor 20", rep, err)
 		}

@@ -215,7 +215,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	if n := failed.Load(); n > 0 {
 		res.stop = fmt.Sprintf("%d URLs failed (the host's last answer was an error)", n)
 	}
-	if why, spent := run.Exhausted(); spent {
+	if why, spent := run.ExhaustedAt(time.Now()); spent {
 		res.stop = string(why)
 	}
 	if outer.Err() != nil {

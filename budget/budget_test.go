@@ -234,7 +234,7 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 		cfg := fast()
 		cfg.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: time.Minute}
 		p := newLocal(t, cfg)
-		_ = p.Do(context.Background(), nil, status(500, 0), budget.NoRetry())
+		_ = p.Do(context.Background(), nil, status(500, 0), budget.CallOption{NoRetry: true})
 		run := newRun(t, budget.Envelope{MaxRequests: 10})
 		tokens := run.Retries().Stats().Tokens
 		called := false
@@ -283,7 +283,7 @@ func TestOpenBreakerNamesTheLastFailure(t *testing.T) {
 			cfg := fast()
 			cfg.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: time.Minute}
 			p := newLocal(t, cfg)
-			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return tc.out }, budget.NoRetry())
+			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return tc.out }, budget.CallOption{NoRetry: true})
 			err := p.Do(context.Background(), nil, status(200, 0))
 			var stop *budget.Error
 			if !errors.As(err, &stop) || stop.Reason != forage.ReasonCircuitOpen || !errors.Is(err, breaker.ErrOpen) {
@@ -472,7 +472,7 @@ func TestWeightAboveBurstRefused(t *testing.T) {
 	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		called = true
 		return forage.Outcome{}
-	}, budget.Weight(6))
+	}, budget.CallOption{Weight: 6})
 	if called || !errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != forage.ReasonPermanent {
 		t.Fatalf("Do = %v (attempted %v), want permanent ErrWeight and no attempt", err, called)
 	}
@@ -502,7 +502,7 @@ func TestKnownLimitHolds(t *testing.T) {
 						log = append(log, sent{time.Now(), w})
 						mu.Unlock()
 						return forage.Outcome{Status: 200}
-					}, budget.Weight(w))
+					}, budget.CallOption{Weight: w})
 				}
 			})
 		}
@@ -630,7 +630,7 @@ func TestBreakerOpeningDuringPacingStopsTheAttempt(t *testing.T) {
 				close(inFlight)
 				time.Sleep(100 * time.Millisecond)
 				return forage.Outcome{Status: 500}
-			}, budget.NoRetry())
+			}, budget.CallOption{NoRetry: true})
 		}()
 		<-inFlight
 		called := false

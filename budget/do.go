@@ -26,20 +26,20 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 	}
 	var o CallOption
 	for _, opt := range opts {
-		if opt.weight < 0 {
-			return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: fmt.Errorf("%w: Weight(%d): a weight is at least 1", ErrWeight, opt.weight)}
+		if opt.Weight < 0 {
+			return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: fmt.Errorf("%w: Weight %d: a weight is at least 1", ErrWeight, opt.Weight)}
 		}
-		o.weight = max(o.weight, opt.weight)
-		o.noRetry = o.noRetry || opt.noRetry
+		o.Weight = max(o.Weight, opt.Weight)
+		o.NoRetry = o.NoRetry || opt.NoRetry
 		o.keepContext = o.keepContext || opt.keepContext
 		if opt.settle != nil {
 			o.settle = opt.settle
 		}
 	}
-	if o.weight == 0 {
-		o.weight = 1
+	if o.Weight == 0 {
+		o.Weight = 1
 	}
-	if err := p.checkWeight(o.weight); err != nil {
+	if err := p.checkWeight(o.Weight); err != nil {
 		return err // before any admit or pacing: such a call can never be sent
 	}
 	var bo *retry.Backoff   // made on the first retry: the success path needs none
@@ -61,7 +61,7 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		if p.banned(class, out) {
 			stop.Reason = forage.ReasonBanned
 		}
-		if !class.Retryable() || stop.Reason == forage.ReasonBanned || o.noRetry || try+1 >= p.cfg.MaxAttempts {
+		if !class.Retryable() || stop.Reason == forage.ReasonBanned || o.NoRetry || try+1 >= p.cfg.MaxAttempts {
 			stop.Until = p.until(stop.Reason)
 			return stop
 		}
@@ -183,7 +183,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		return forage.Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
 	}
 	t0 := p.metricsClock()
-	if err := p.acquire(ctx, run, o.weight); err != nil {
+	if err := p.acquire(ctx, run, o.Weight); err != nil {
 		run.unadmit()
 		return forage.Outcome{}, 0, err
 	}

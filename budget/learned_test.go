@@ -70,7 +70,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 		first, _ := budget.NewLocal("x", budget.Config{})
 		_ = first.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			return forage.Outcome{Status: 429, RetryAfter: 30 * time.Second}
-		}, budget.NoRetry())
+		}, budget.CallOption{NoRetry: true})
 		saved := first.State()
 		if saved.PausedUntil.IsZero() || saved.Rate == 0 {
 			t.Fatalf("saved %+v: want a rate and the 30s pause", saved)

@@ -32,7 +32,7 @@ func TestProviderEventsAreLogged(t *testing.T) {
 		}
 		_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			return forage.Outcome{Status: 429, RetryAfter: 2 * time.Second}
-		}, budget.NoRetry())
+		}, budget.CallOption{NoRetry: true})
 		run := newRun(t, budget.Envelope{MinRetries: retry.NoRetries})
 		_ = p.Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 503} })
 		logs := out.String()

@@ -37,22 +37,22 @@ type Provider interface {
 	Snapshot() Snapshot
 }
 
-// CallOption adjusts one [Provider.Do] call.
+// CallOption adjusts one [Provider.Do] call, e.g.
+// CallOption{Weight: 10}. The zero CallOption changes nothing; of several,
+// the heaviest Weight counts, and one NoRetry makes the call a single
+// attempt.
 type CallOption struct {
-	weight      int
-	noRetry     bool
+	// Weight is what the call costs of every weighted [Limit] (endpoints
+	// that cost more than others). Zero means the default, 1; a negative
+	// weight stops the call as permanent (see [ErrWeight]).
+	Weight int
+	// NoRetry makes the call a single attempt: for requests that are not
+	// safe to replay.
+	NoRetry bool
+
 	keepContext bool     // the attempt's context outlives the attempt (Transport)
 	settle      *settler // a success is settled when its body is read (Transport)
 }
-
-// Weight makes the call cost w units of every weighted [Limit] (endpoints
-// that cost more than others). The default weight is 1, and so is 0; a
-// negative weight stops the call as permanent (see [ErrWeight]).
-func Weight(w int) CallOption { return CallOption{weight: w} }
-
-// NoRetry makes the call a single attempt: for requests that are not safe to
-// replay.
-func NoRetry() CallOption { return CallOption{noRetry: true} }
 
 // Local is the in-process [Provider]: an [aimd.Controller] discovering the
 // ceiling, a [Pacer] (by default a [gcra.Limiter]) holding the rate, a

@@ -111,9 +111,9 @@ func WithRun(ctx context.Context, run *Run) context.Context {
 type callKey struct{}
 
 // WithCall returns a context carrying call options for the requests a
-// [Transport] sends with it: [Weight] for an endpoint that costs more of a
-// weighted [Limit] (a Binance endpoint of weight 10), [NoRetry] for one
-// not to be sent twice. They add to what the Transport sets itself and to
+// [Transport] sends with it: a [CallOption] Weight for an endpoint that
+// costs more of a weighted [Limit] (a Binance endpoint of weight 10),
+// NoRetry for one not to be sent twice. They add to what the Transport sets itself and to
 // what ctx carried already (of several weights, the heaviest counts).
 func WithCall(ctx context.Context, opts ...CallOption) context.Context {
 	return context.WithValue(ctx, callKey{}, append(callsFrom(ctx), opts...))
@@ -235,7 +235,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	settle := &settler{}
 	opts := append([]CallOption{{keepContext: true, settle: settle}}, callsFrom(req.Context())...)
 	if !replayable {
-		opts = append(opts, NoRetry())
+		opts = append(opts, CallOption{NoRetry: true})
 	}
 	err = p.Do(req.Context(), runFrom(req.Context()), attempt, opts...)
 	if last != nil {

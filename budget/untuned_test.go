@@ -512,7 +512,7 @@ func runUntuned(t *testing.T, row uRow, d time.Duration, seed uint64, trace bool
 						wmu.Lock()
 						w = 1 + wrng.IntN(10)
 						wmu.Unlock()
-						opts = append(opts, budget.Weight(w))
+						opts = append(opts, budget.CallOption{Weight: w})
 					}
 					err := pv.Do(ctx, nil, p.attempt(w), opts...)
 					if r, _ := budget.ReasonOf(err); r == forage.ReasonCanceled {

@@ -55,7 +55,7 @@ func (l *sendLog) callers(ctx context.Context, wg *sync.WaitGroup, p *budget.Loc
 					l.add(time.Now(), w)
 					time.Sleep(5 * time.Millisecond)
 					return forage.Outcome{Status: 200, Latency: 5 * time.Millisecond}
-				}, budget.Weight(w))
+				}, budget.CallOption{Weight: w})
 				if err == nil {
 					continue
 				}

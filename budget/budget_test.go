@@ -38,7 +38,7 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-func newLocal(tb tb, cfg budget.Config) *budget.Local {
+func newLocal(tb tb, cfg budget.Config) budget.Provider {
 	tb.Helper()
 	p, err := budget.NewLocal("test", cfg)
 	if err != nil {

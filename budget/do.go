@@ -19,8 +19,8 @@ import (
 // errNoAttempt is the error of a Do call with a nil attempt.
 var errNoAttempt = errors.New("budget: Do needs an attempt (got nil)")
 
-// do is [Local.Do] without the metrics of a call's stop.
-func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
+// do is local.Do without the metrics of a call's stop.
+func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
 	if attempt == nil {
 		return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: errNoAttempt}
 	}
@@ -124,7 +124,7 @@ func retrySpent(err error) error {
 // above both its burst and half its count (see heaviest); the whole
 // limit's, not this process's share of it (a call the limit admits is
 // legal in every process; see reserve).
-func (p *Local) checkWeight(weight int) error {
+func (p *local) checkWeight(weight int) error {
 	for _, l := range p.cfg.Limits {
 		if most := l.heaviest(); l.Weighted && weight > most {
 			return &Error{Provider: p.key, Reason: forage.ReasonPermanent,
@@ -166,7 +166,7 @@ func unreserve(lim *gcra.Limiter, now time.Time, n int) {
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the
 // attempt itself, and the feedback. A non-nil error means no attempt was
 // made (or the caller gave up) and the call must stop with it.
-func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, o CallOption, first bool) (forage.Outcome, forage.Class, error) {
+func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, o CallOption, first bool) (forage.Outcome, forage.Class, error) {
 	if err := ctx.Err(); err != nil {
 		return forage.Outcome{}, 0, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
 	}
@@ -277,7 +277,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 // the body was cut short), the breaker ticket and the metrics. A function
 // of its own, so that a call that settles at once allocates nothing for
 // the closure.
-func (p *Local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class)) {
+func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class)) {
 	s.set(func(bodyErr error) {
 		p.release()
 		now, seen := time.Now(), forage.Success
@@ -300,7 +300,7 @@ const stuckFloor = time.Second
 // call runs the attempt under its timeout; the caller releases the
 // bulkhead slot. If the attempt panics, the slot is released, the breaker
 // ticket reported as canceled (ignored), and the panic goes on up.
-func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.Outcome, o CallOption, done func(forage.Class)) (out forage.Outcome, start, end time.Time, timedOut bool) {
+func (p *local) call(ctx context.Context, attempt func(context.Context) forage.Outcome, o CallOption, done func(forage.Class)) (out forage.Outcome, start, end time.Time, timedOut bool) {
 	actx, cancel := ctx, context.CancelFunc(nil)
 	if p.cfg.AttemptTimeout > 0 && !o.keepContext {
 		actx, cancel = context.WithTimeout(ctx, p.cfg.AttemptTimeout)
@@ -326,7 +326,7 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.O
 
 // classify reads an attempt's outcome: the host's Config.Classify, or the
 // default rules; an answer Config.Ban calls a ban is throttling.
-func (p *Local) classify(out *forage.Outcome) forage.Class {
+func (p *local) classify(out *forage.Outcome) forage.Class {
 	var c forage.Class
 	if p.cfg.Classify == nil {
 		c = out.Class()
@@ -343,7 +343,7 @@ func (p *Local) classify(out *forage.Outcome) forage.Class {
 // run's admit given back. Its error names the last failure the breaker
 // counted, so "circuit open" says what the provider did (refused
 // connections, a timeout, 502s).
-func (p *Local) fastFail(run *Run, err error) error {
+func (p *local) fastFail(run *Run, err error) error {
 	run.unadmit()
 	p.n.fastFails.Add(1)
 	if last := p.lastFail.Load(); last != nil {
@@ -357,7 +357,7 @@ func (p *Local) fastFail(run *Run, err error) error {
 // none (refused connection, unknown host, timeout) or whose 2xx answer the
 // host could not read (HTML where JSON was due, a truncated body: "HTTP
 // 200" alone said nothing of why it failed).
-func (p *Local) failed(out forage.Outcome) {
+func (p *local) failed(out forage.Outcome) {
 	why := fmt.Sprintf("HTTP %d", out.Status)
 	switch {
 	case out.Status == 0 && out.Err != nil:
@@ -375,14 +375,14 @@ func (p *Local) failed(out forage.Outcome) {
 const maxFailText = 200
 
 // release gives back a bulkhead slot.
-func (p *Local) release() {
+func (p *local) release() {
 	<-p.slots
 	p.n.inFlight.Add(-1)
 }
 
 // retryBudget returns run's retry budget, or for calls without a run the
 // provider's own, so retries are always budgeted.
-func (p *Local) retryBudget(run *Run) *retry.Budget {
+func (p *local) retryBudget(run *Run) *retry.Budget {
 	if rb := run.Retries(); rb != nil {
 		return rb
 	}
@@ -392,7 +392,7 @@ func (p *Local) retryBudget(run *Run) *retry.Budget {
 // acquire waits for a bulkhead slot, the pacer and every known limit, never
 // past the run's deadline nor a pause or a known quota's wait longer than
 // MaxWait. On error it holds nothing.
-func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
+func (p *local) acquire(ctx context.Context, run *Run, weight int) error {
 	now := time.Now()
 	if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) && p.outlasts(ctx, run, pu, now) {
 		// A pause (Retry-After, a ban) longer than a call may wait, or
@@ -465,7 +465,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 // next slot) is longer than a call that began waiting at now may wait:
 // past MaxWait, or ending at or after the run's deadline or ctx's. Such a
 // call stops at once, rather than sleeping until a deadline it cannot meet.
-func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool {
+func (p *local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool {
 	if pu.Sub(now) > p.cfg.MaxWait {
 		return true
 	}
@@ -478,12 +478,12 @@ func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool 
 
 // pace waits for the adaptive pacer (one unit per request) and then for each
 // known limit (one unit, or weight when the limit is weighted). With limits
-// known, the wait from start is bounded as [Local.outlasts] says: a longer
+// known, the wait from start is bounded as local.outlasts says: a longer
 // one stops the call with [forage.ReasonQuota], its limit slots given back (a
 // pacer slot already taken stays spent: conservative). acquire has already
 // refused, booking nothing, a call whose wait it could foresee; this bound
 // catches the calls that lost a race for the same slots.
-func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
+func (p *local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
 	for {
 		for {
 			if p.cfg.Shares != nil {
@@ -569,7 +569,7 @@ type booking struct {
 // slots and went out together: 41 in 40 ms against a limit of 10 a
 // second.) When stop(at) says the call may not wait that long, it books
 // nothing and reports false.
-func (p *Local) bookLimits(now time.Time, weight int, stop func(time.Time) bool) (time.Time, booking, bool) {
+func (p *local) bookLimits(now time.Time, weight int, stop func(time.Time) bool) (time.Time, booking, bool) {
 	p.limMu.Lock()
 	defer p.limMu.Unlock()
 	ptr := p.limits.Load()
@@ -596,7 +596,7 @@ func (p *Local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 // the end of the queue, which would hand a later call's slot to the next
 // one (150 units in a second against a limit of 100). Otherwise they stay
 // spent: conservative.
-func (p *Local) unbookLimits(b booking) {
+func (p *local) unbookLimits(b booking) {
 	p.limMu.Lock()
 	defer p.limMu.Unlock()
 	if b.lims == nil || b.gen != p.limGen || p.limits.Load() != b.lims {
@@ -612,7 +612,7 @@ func (p *Local) unbookLimits(b booking) {
 // ceiling, the pacer runs at that limit's rate (for a limit slower than
 // aimd's floor, at exactly it), so its wait is the quota's: it is bounded
 // by MaxWait from start, past which the call stops with [forage.ReasonQuota].
-func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) error {
+func (p *local) waitPacer(ctx context.Context, weight int, start time.Time) error {
 	limitBy := start.Add(p.cfg.MaxWait)
 	if d, ok := ctx.Deadline(); ok && !limitBy.Before(d) {
 		return p.pacer.WaitN(ctx, 1) // ctx's deadline comes first
@@ -643,7 +643,7 @@ func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) erro
 }
 
 // cost is what a call of weight draws from the i-th known limit.
-func (p *Local) cost(i, weight int) int {
+func (p *local) cost(i, weight int) int {
 	if p.cfg.Limits[i].Weighted {
 		return weight
 	}
@@ -652,9 +652,9 @@ func (p *Local) cost(i, weight int) int {
 
 // quotaWait returns how long after now the known limits admit a call of
 // weight, booking nothing: the longest wait of any of them, and, when one
-// sets the pacer's ceiling, of the local pacer (see [Local.waitPacer]).
+// sets the pacer's ceiling, of the local pacer (see local.waitPacer).
 // Zero when no limit is known or all admit the call at once.
-func (p *Local) quotaWait(now time.Time, weight int) time.Duration {
+func (p *local) quotaWait(now time.Time, weight int) time.Duration {
 	var w time.Duration
 	for i, lim := range p.lims() {
 		w = max(w, waitAt(lim, now, p.cost(i, weight)))
@@ -671,7 +671,7 @@ func (p *Local) quotaWait(now time.Time, weight int) time.Duration {
 // it all) and the known limits'. A host that runs again then, not at once,
 // does not spin on a pace slower than its runs. Zero when it cannot tell
 // (a Pacer of the host's) or the slot is now.
-func (p *Local) nextSlot(now time.Time, weight int) time.Time {
+func (p *local) nextSlot(now time.Time, weight int) time.Time {
 	var w time.Duration
 	if lp, ok := p.pacer.(localPacer); ok {
 		w = waitAt(lp.l, now, 1)
@@ -691,7 +691,7 @@ func (p *Local) nextSlot(now time.Time, weight int) time.Time {
 // pacerWait returns how long after now the pacer admits one request: read
 // from the local pacer, or one interval at the controller's rate for a
 // pacer that cannot tell.
-func (p *Local) pacerWait(now time.Time) time.Duration {
+func (p *local) pacerWait(now time.Time) time.Duration {
 	if lp, ok := p.pacer.(localPacer); ok {
 		return waitAt(lp.l, now, 1)
 	}
@@ -701,13 +701,13 @@ func (p *Local) pacerWait(now time.Time) time.Duration {
 // quotaSpent is the stop for a call whose known quota admits it only at
 // until, later than the call may wait: source pressure the scheduler waits
 // out. Nothing is booked and the run's admit is given back by the caller.
-func (p *Local) quotaSpent(until time.Time) error {
+func (p *local) quotaSpent(until time.Time) error {
 	return &Error{Provider: p.key, Reason: forage.ReasonQuota, Until: until}
 }
 
 // feedback reports one attempt to the controller and moves the pacer to the
 // controller's new rate and pause.
-func (p *Local) feedback(start, end time.Time, out *forage.Outcome, class forage.Class) {
+func (p *local) feedback(start, end time.Time, out *forage.Outcome, class forage.Class) {
 	p.n.requests.Add(1)
 	switch class {
 	case forage.Success:
@@ -746,9 +746,9 @@ func (p *Local) feedback(start, end time.Time, out *forage.Outcome, class forage
 // go on, so a pacer that is slow to update (a database round trip) never
 // holds up responses. A follower loops until no one marked it dirty. It
 // saves the record when the pause in force is not yet saved, at once (see
-// [Local.savePause]), and otherwise at most every recordEvery, in the
-// background (see [Local.saveSoon]).
-func (p *Local) follow(now time.Time) {
+// local.savePause), and otherwise at most every recordEvery, in the
+// background (see local.saveSoon).
+func (p *local) follow(now time.Time) {
 	p.dirty.Store(true)
 	for p.dirty.Load() && p.mu.TryLock() {
 		p.dirty.Store(false)
@@ -793,7 +793,7 @@ func (p *Local) follow(now time.Time) {
 
 // event writes one record of the provider's own to cfg.Logger, if any,
 // with its key. The hot path pays one nil check.
-func (p *Local) event(level slog.Level, msg string, attrs ...slog.Attr) {
+func (p *local) event(level slog.Level, msg string, attrs ...slog.Attr) {
 	l := p.cfg.Logger
 	if l == nil || !l.Enabled(context.Background(), level) {
 		return
@@ -814,7 +814,7 @@ const catchUpAllowance = 3
 // slot makes up for it, which a provider with such an allowance admits.
 // A Burst the host set, a pacer of its own and a shared provider (whose
 // controller measures no allowance) keep theirs. p.mu is held.
-func (p *Local) fitBurst() {
+func (p *local) fitBurst() {
 	lp, local := p.pacer.(localPacer)
 	if !local || p.cfg.Burst != 0 || p.cfg.Shares != nil {
 		return
@@ -834,7 +834,7 @@ func (p *Local) fitBurst() {
 // rate lowered without pressure (the rest of a provider's announced quota
 // spread over its window, a smaller share), at Debug, as they move it
 // often. p.mu is held.
-func (p *Local) logRate(old, rate float64) {
+func (p *local) logRate(old, rate float64) {
 	if p.cfg.Logger == nil {
 		return // no attributes to build
 	}
@@ -854,7 +854,7 @@ func (p *Local) logRate(old, rate float64) {
 // that came with it, or, when it came with none, for BanPause doubled for
 // each earlier ban in a row (see [Config.BanPause]). It sets out.RetryAfter
 // so the controller pauses as for a provider that named the time itself.
-func (p *Local) ban(end time.Time, out *forage.Outcome) {
+func (p *local) ban(end time.Time, out *forage.Outcome) {
 	n := p.bans.Add(1)
 	if out.RetryAfter <= 0 {
 		out.RetryAfter = p.banPause(int(n))
@@ -868,7 +868,7 @@ func (p *Local) ban(end time.Time, out *forage.Outcome) {
 
 // banPause returns the pause of the n-th ban in a row without Retry-After:
 // BanPause doubled n−1 times, at most MaxPause.
-func (p *Local) banPause(n int) time.Duration {
+func (p *local) banPause(n int) time.Duration {
 	d := p.cfg.BanPause
 	for i := 1; i < n && d < p.cfg.MaxPause; i++ {
 		d *= 2
@@ -878,7 +878,7 @@ func (p *Local) banPause(n int) time.Duration {
 
 // pauseReason names the pause in force at now: banned while a ban's pause
 // lasts, throttled otherwise (a Retry-After on a 429, a spent quota).
-func (p *Local) pauseReason(now time.Time) forage.Reason {
+func (p *local) pauseReason(now time.Time) forage.Reason {
 	p.banMu.Lock()
 	defer p.banMu.Unlock()
 	if p.banUntil.After(now) {
@@ -890,7 +890,7 @@ func (p *Local) pauseReason(now time.Time) forage.Reason {
 // reconcile tightens a known limit to the usage the provider reports: when
 // the provider says less is left than the local count believes (other
 // clients share the quota, or the count drifted), the difference is booked.
-func (p *Local) reconcile(now time.Time, rl forage.Quota) {
+func (p *local) reconcile(now time.Time, rl forage.Quota) {
 	if !rl.HasLimit && !rl.HasRemaining && !rl.HasUsed && !rl.HasReset && !rl.HasWindow {
 		return
 	}
@@ -926,7 +926,7 @@ func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 
 // until returns when the provider may be called again after a stop for
 // reason: the end of the pause for source pressure, zero otherwise.
-func (p *Local) until(reason forage.Reason) time.Time {
+func (p *local) until(reason forage.Reason) time.Time {
 	if !reason.SourcePressure() {
 		return time.Time{}
 	}
@@ -943,7 +943,7 @@ func (p *Local) until(reason forage.Reason) time.Time {
 // says, or else a throttling 418 (Binance's IP ban). A ban pauses the
 // provider (see [Config.BanPause]) and stops the call with
 // [forage.ReasonBanned]. classify has read a ban as throttling.
-func (p *Local) banned(class forage.Class, out forage.Outcome) bool {
+func (p *local) banned(class forage.Class, out forage.Outcome) bool {
 	if p.cfg.Ban != nil {
 		return class == forage.Throttled && p.cfg.Ban(out)
 	}

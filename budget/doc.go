@@ -124,6 +124,6 @@
 // attempt's pacing wait, class and latency, each call's stop and its
 // reason, pauses, rate changes and breaker transitions, labelled by the
 // provider key only. The module github.com/forage-go/forage/metrics
-// exports them to Prometheus and OpenTelemetry. [Local.Snapshot] and
+// exports them to Prometheus and OpenTelemetry. [Provider].Snapshot and
 // [Registry.Snapshot] read the counters on demand.
 package budget

@@ -209,7 +209,7 @@ func (f *Frontier) pick(now time.Time) (*hostQueue, time.Time) {
 }
 
 // provider returns the provider for key, or nil if it has none yet.
-func (f *Frontier) provider(key string) *Local {
+func (f *Frontier) provider(key string) *local {
 	if pr, ok := f.reg.Lookup(key); ok {
 		return pr.(*entry).p
 	}

@@ -54,16 +54,9 @@ type CallOption struct {
 	settle      *settler // a success is settled when its body is read (Transport)
 }
 
-// Local is the in-process [Provider]: an [aimd.Controller] discovering the
-// ceiling, a [Pacer] (by default a [gcra.Limiter]) holding the rate, a
-// [breaker.Breaker], the known [Limit]s, and a bulkhead. Local is safe for
-// concurrent use. It starts no goroutine of its own but one: with
-// [Config.Records] set, a call may start a short-lived one that saves the
-// record (at most one at a time, at most every few seconds), so the call
-// never waits for the store.
-//
-// The zero Local is not usable (its methods panic): make one with [NewLocal] (or [Registry.Get]).
-type Local struct {
+// local is the in-process [Provider] that [NewLocal] and [Registry.Get]
+// make.
+type local struct {
 	key        string
 	cfg        Config
 	ctl        *aimd.Controller
@@ -110,21 +103,34 @@ type counters struct {
 	saveErrs                                                  atomic.Int64
 }
 
-var _ Provider = (*Local)(nil)
+var _ Provider = (*local)(nil)
 
-// NewLocal returns a Local provider for key, or an error naming the invalid
-// field of cfg. With [Config.Records] set, it loads the record saved for
-// key: it starts at the learned rate and holds every call until the pause
-// in force ends; a failing load is an error (a provider that forgot a ban
-// would call into it).
-func NewLocal(key string, cfg Config) (*Local, error) {
+// NewLocal returns the in-process [Provider] for key, or an error naming
+// the invalid field of cfg: an [aimd.Controller] discovering the ceiling, a
+// [Pacer] (by default a [gcra.Limiter]) holding the rate, a
+// [breaker.Breaker], the known [Limit]s, and a bulkhead. It is safe for
+// concurrent use. It starts no goroutine of its own but one: with
+// [Config.Records] set, a call may start a short-lived one that saves the
+// record (at most one at a time, at most every few seconds), so the call
+// never waits for the store. A [Registry] makes the same, one per key.
+//
+// With [Config.Records] set, NewLocal loads the record saved for key: the
+// provider starts at the learned rate and holds every call until the pause
+// in force ends, so a restart does not climb again from the conservative
+// start; a failing load is an error (a provider that forgot a ban would
+// call into it).
+func NewLocal(key string, cfg Config) (Provider, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	if err := cfg.validate("Config"); err != nil {
 		return nil, err
 	}
-	return newLocal(key, cfg, "Config")
+	p, err := newLocal(key, cfg, "Config")
+	if err != nil {
+		return nil, err // a nil Provider, not a nil *local in one
+	}
+	return p, nil
 }
 
 // checkKey rejects a provider key that is empty, not UTF-8, or holds a
@@ -140,9 +146,9 @@ func checkKey(key string) error {
 // newLocal builds the provider for key, restored from its record in
 // cfg.Records if any; its errors name cfg's fields from path (see
 // [Config.validate]).
-func newLocal(key string, cfg Config, path string) (*Local, error) {
+func newLocal(key string, cfg Config, path string) (*local, error) {
 	cfg = cfg.withDefaults()
-	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
+	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
 	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {
 		lim, err := l.limiter(1)
@@ -250,7 +256,7 @@ const restoredWait = 2 * time.Second
 // forgotten and full buckets, and send more than a limit allows in one of
 // its windows. A limit that has fully recovered is in the very state a new
 // limiter starts in, so dropping it changes nothing.
-func (p *Local) holding(now time.Time) bool {
+func (p *local) holding(now time.Time) bool {
 	if p.op.paused.Load() || p.ctl.Snapshot().PausedUntil.After(now) || p.brk.OpenUntil().After(now) {
 		return true
 	}
@@ -264,24 +270,4 @@ func (p *Local) holding(now time.Time) bool {
 
 // lims returns the known Limits' limiters: this process's share of each
 // when the provider is shared (see [Config.Shares]).
-func (p *Local) lims() []*gcra.Limiter { return *p.limits.Load() }
-
-// Key returns the provider key.
-func (p *Local) Key() string { return p.key }
-
-// State returns what the provider's controller has learned (rate, ceiling,
-// the pause in force), for [Local.Restore] in a later process, so a restart
-// does not climb again from the conservative start.
-func (p *Local) State() aimd.State { return p.ctl.State() }
-
-// Restore resumes the provider from a state a previous process exported
-// with [Local.State]: the pacer moves to the restored rate at once, and a
-// pause still in force holds every call until it ends. An invalid state is
-// an error wrapping [aimd.ErrInvalidConfig], and nothing changes.
-func (p *Local) Restore(s aimd.State) error {
-	if err := p.ctl.Restore(s); err != nil {
-		return err
-	}
-	p.follow(time.Now())
-	return nil
-}
+func (p *local) lims() []*gcra.Limiter { return *p.limits.Load() }

@@ -41,7 +41,7 @@ func (r *Registry) ReadyAt(key string, now time.Time) time.Time {
 // readyAt returns when n calls in a row could all have started without
 // waiting, as far as can be told at now: for n = 1 the next free slot, for
 // n = 2 the one after it (see [Registry.ReadyAt]).
-func (p *Local) readyAt(now time.Time, n int) time.Time {
+func (p *local) readyAt(now time.Time, n int) time.Time {
 	if p.op.paused.Load() {
 		if p.cfg.Records != nil {
 			p.readStatus(now) // a paused provider gets no calls to read it

@@ -71,7 +71,7 @@ type Registry struct {
 	// such a key starts from the departing one's state, not from the older
 	// record in the store.
 	departMu  sync.Mutex
-	departing map[string]*Local
+	departing map[string]*local
 }
 
 type shard struct {
@@ -86,7 +86,7 @@ type shard struct {
 type entry struct {
 	reg      *Registry
 	key      string
-	p        *Local
+	p        *local
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
 	evicted  atomic.Bool
@@ -230,7 +230,7 @@ func (r *Registry) size() int { return int(r.count.Load()) }
 func (r *Registry) evictAt(now time.Time) int {
 	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
 	idle := func(e *entry) bool { return e.lastUsed.Load() < cutoff && !e.p.holding(now) }
-	var flush []*Local
+	var flush []*local
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
@@ -280,17 +280,17 @@ func (r *Registry) Run(ctx context.Context) error {
 }
 
 // depart records p, dropped for key, as departing until its record is saved.
-func (r *Registry) depart(key string, p *Local) {
+func (r *Registry) depart(key string, p *local) {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	if r.departing == nil {
-		r.departing = map[string]*Local{}
+		r.departing = map[string]*local{}
 	}
 	r.departing[key] = p
 }
 
 // arrived ends p's departure: its record is saved.
-func (r *Registry) arrived(p *Local) {
+func (r *Registry) arrived(p *local) {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	if r.departing[p.key] == p {
@@ -300,7 +300,7 @@ func (r *Registry) arrived(p *Local) {
 
 // departed returns the provider for key whose record is still being saved,
 // or nil.
-func (r *Registry) departed(key string) *Local {
+func (r *Registry) departed(key string) *local {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	return r.departing[key]
@@ -332,7 +332,7 @@ func (s seeded) LoadRecord(ctx context.Context, key string) (forage.ProviderReco
 // flushAll saves the record of every provider that changed since its last
 // save, one provider at a time.
 func (r *Registry) flushAll() {
-	var all []*Local
+	var all []*local
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
@@ -376,7 +376,7 @@ func (r *Registry) shrink(keep *entry) {
 	}
 	slices.SortFunc(all, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
 	target := int64(r.cfg.MaxProviders) * 9 / 10
-	var gone []*Local
+	var gone []*local
 	for _, c := range all {
 		if r.count.Load() <= target {
 			break
@@ -460,7 +460,7 @@ func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more 
 }
 
 // tryEvict marks e evicted unless a call is in flight or the provider holds
-// something at now (see [Local.holding]). Do increments inflight before it
+// something at now (see local.holding). Do increments inflight before it
 // reads evicted, and tryEvict sets evicted before it reads inflight, so at
 // least one of them sees the other. holding is asked again after the mark:
 // a call that ended between the caller's first look and the mark has

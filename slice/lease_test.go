@@ -88,7 +88,7 @@ func TestRunFencedAfterTakeover(t *testing.T) {
 	})
 }
 
-// fast is a budget.Local config that paces at 1000/s and never trips its
+// fast is a budget.NewLocal config that paces at 1000/s and never trips its
 // breaker, so tests exercise admission and retries, not the climb.
 func fast() budget.Config {
 	return budget.Config{
@@ -99,7 +99,7 @@ func fast() budget.Config {
 	}
 }
 
-func newLocal(tb testing.TB, cfg budget.Config) *budget.Local {
+func newLocal(tb testing.TB, cfg budget.Config) budget.Provider {
 	tb.Helper()
 	p, err := budget.NewLocal("test", cfg)
 	if err != nil {

@@ -125,5 +125,5 @@
 // reason, pauses, rate changes and breaker transitions, labelled by the
 // provider key only. The module github.com/forage-go/forage/metrics
 // exports them to Prometheus and OpenTelemetry. [Provider].Snapshot and
-// [Registry.Snapshot] read the counters on demand.
+// [Registry.SnapshotPage] read the counters on demand.
 package budget

@@ -404,29 +404,13 @@ func (r *Registry) shrink(keep *entry) {
 	}
 }
 
-// Snapshot returns the state of every provider, sorted by key: the
-// per-provider metrics an operator's dashboard shows. For a page of a
-// large registry, see [Registry.SnapshotPage].
-func (r *Registry) Snapshot() []Snapshot {
-	var out []Snapshot
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.RLock()
-		for _, e := range s.m {
-			out = append(out, e.p.Snapshot())
-		}
-		s.mu.RUnlock()
-	}
-	slices.SortFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.Key, b.Key) })
-	return out
-}
-
 // SnapshotPage returns the state of at most limit providers keyed after
-// after, sorted by key, and whether more follow: a page of
-// [Registry.Snapshot] that snapshots no other provider. A crawler's
+// after, sorted by key, and whether more follow: the per-provider metrics
+// an operator's dashboard shows. SnapshotPage("", math.MaxInt) returns
+// every provider's. A page snapshots no other provider: a crawler's
 // registry holds a provider per host it met (up to MaxProviders, 100,000
-// by default): a dashboard showing a page of them, or sampling the first
-// hundred, took 175 MB and 1.5 s a time from Snapshot.
+// by default), and a dashboard showing a page of them, or sampling the
+// first hundred, took 175 MB and 1.5 s a time from a snapshot of all.
 func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more bool) {
 	if limit <= 0 {
 		return nil, false

@@ -19,7 +19,7 @@
 // due) and lets at most three workers work on one host at once, so the
 // slow host ties up three workers, never sixteen, and no worker waits in a
 // limited host's pacer while another host could be fetched. At the end a
-// table from [budget.Registry.Snapshot] shows what each host's provider
+// table from [budget.Provider] snapshots shows what each host's provider
 // learned and counted, next to the fetches each host completed per second.
 //
 // Run it with

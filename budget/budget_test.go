@@ -236,7 +236,7 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 		p := newLocal(t, cfg)
 		_ = p.Do(context.Background(), nil, status(500, 0), budget.CallOption{NoRetry: true})
 		run := newRun(t, budget.Envelope{MaxRequests: 10})
-		tokens := run.Retries().Stats().Tokens
+		tokens := budget.RetriesOf(run).Stats().Tokens
 		called := false
 		err := p.Do(context.Background(), run, func(context.Context) forage.Outcome {
 			called = true
@@ -249,8 +249,8 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 		if called {
 			t.Fatal("an attempt was made through an open breaker")
 		}
-		if run.Attempts() != 0 || run.Retries().Stats().Tokens != tokens {
-			t.Fatalf("run charged: attempts %d, tokens %v (was %v)", run.Attempts(), run.Retries().Stats().Tokens, tokens)
+		if run.Attempts() != 0 || budget.RetriesOf(run).Stats().Tokens != tokens {
+			t.Fatalf("run charged: attempts %d, tokens %v (was %v)", run.Attempts(), budget.RetriesOf(run).Stats().Tokens, tokens)
 		}
 		if want := time.Now().Add(time.Minute); !stop.Until.Equal(want) {
 			t.Fatalf("Until = %v, want %v (open timeout)", stop.Until, want)

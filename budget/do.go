@@ -383,7 +383,7 @@ func (p *local) release() {
 // retryBudget returns run's retry budget, or for calls without a run the
 // provider's own, so retries are always budgeted.
 func (p *local) retryBudget(run *Run) *retry.Budget {
-	if rb := run.Retries(); rb != nil {
+	if rb := run.retryBudget(); rb != nil {
 		return rb
 	}
 	return p.retries

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/retry"
 )
 
 // EvictAt runs one eviction pass at now, as Run does every IdleTTL/2, and
@@ -31,3 +32,6 @@ func RestoreState(p Provider, s aimd.State) error {
 	l.follow(time.Now())
 	return nil
 }
+
+// RetriesOf returns the retry budget of run, or nil for a nil Run.
+func RetriesOf(run *Run) *retry.Budget { return run.retryBudget() }

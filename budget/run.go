@@ -88,8 +88,8 @@ func (r *Run) Attempts() int {
 	return int(r.attempts.Load())
 }
 
-// Retries returns the run's retry budget, or nil for a nil Run.
-func (r *Run) Retries() *retry.Budget {
+// retryBudget returns the run's retry budget, or nil for a nil Run.
+func (r *Run) retryBudget() *retry.Budget {
 	if r == nil {
 		return nil
 	}

@@ -12,15 +12,13 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error [New] returns for a Config
-// field out of range; the message names the field, the rule and the value.
+// field out of range, and by those of [Limiter.SetRateAt] and
+// [Limiter.SetBurst] for a value a Config could not hold; the message names
+// the field, the rule and the value.
 var ErrInvalidConfig = errors.New("gcra: invalid config")
 
 // invalid builds this package's configuration errors.
 var invalid = cfgerr.For("gcra", ErrInvalidConfig)
-
-// ErrInvalidRate is wrapped by the error [Limiter.SetRateAt] returns for a
-// rate it cannot represent; the limiter keeps its previous rate.
-var ErrInvalidRate = errors.New("gcra: invalid rate")
 
 // ErrInvalidCost is wrapped by the error [Limiter.WaitN] returns for a cost
 // that can never conform: negative, or larger than Burst.

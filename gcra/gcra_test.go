@@ -55,8 +55,8 @@ func TestSetRateRejectsInvalidRateAndKeepsTheOld(t *testing.T) {
 	t.Parallel()
 	lim := mustNew(t, gcra.Config{Rate: 20, Burst: 5})
 	for _, r := range []float64{0, -5, math.NaN(), math.Inf(1), 2e9} {
-		if err := lim.SetRateAt(time.Unix(0, 0), r); !errors.Is(err, gcra.ErrInvalidRate) {
-			t.Errorf("SetRateAt(%v) = %v, want ErrInvalidRate", r, err)
+		if err := lim.SetRateAt(time.Unix(0, 0), r); !errors.Is(err, gcra.ErrInvalidConfig) {
+			t.Errorf("SetRateAt(%v) = %v, want ErrInvalidConfig", r, err)
 		}
 	}
 	if lim.Rate() != 20 {

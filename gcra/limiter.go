@@ -118,7 +118,7 @@ func (l *Limiter) PauseUntil(t time.Time) {
 // keeps its size in requests: the change neither grants nor destroys credit
 // beyond what the new interval implies (it rounds towards less credit, by at
 // most 2ns), an idle limiter stays idle, and Burst is unchanged. It returns
-// an error wrapping [ErrInvalidRate], and keeps the old rate, if rate is not
+// an error wrapping [ErrInvalidConfig], and keeps the old rate, if rate is not
 // in the range [Config].Rate allows (zero included) or Burst × the new
 // interval would overflow. It allocates nothing and is cheap enough to call
 // on every response; setting the current rate again returns at once.
@@ -133,11 +133,11 @@ func (l *Limiter) SetRate(rate float64) error { return l.setRate(0, true, rate) 
 func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
 	iv, rule := intervalOf(rate)
 	if rule != "" {
-		return fmt.Errorf("gcra: SetRateAt rate must be %s (got %v): %w", rule, rate, ErrInvalidRate)
+		return fmt.Errorf("gcra: SetRateAt rate must be %s (got %v): %w", rule, rate, ErrInvalidConfig)
 	}
 	if _, ok := tolerance(iv, l.Burst()); !ok {
 		return fmt.Errorf("gcra: SetRateAt rate %v gives an interval of %v; Burst (%d) × interval must fit in int64 nanoseconds: %w",
-			rate, time.Duration(iv), l.Burst(), ErrInvalidRate)
+			rate, time.Duration(iv), l.Burst(), ErrInvalidConfig)
 	}
 	if l.interval.Load() == iv {
 		return nil

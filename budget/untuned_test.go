@@ -297,7 +297,7 @@ type uRow struct {
 	lat     time.Duration // base latency
 	jit     time.Duration
 	form    raForm
-	weights bool // each call weighs 1..10 (uniform), passed as budget.Weight
+	weights bool // each call weighs 1..10 (uniform), passed as a budget.CallOption Weight
 	make    func(p *uProvider) func(at time.Duration, w int) verdict
 	// capacity is what the provider could serve in d (requests, or units
 	// with weights).

@@ -473,8 +473,8 @@ func TestWeightAboveBurstRefused(t *testing.T) {
 		called = true
 		return forage.Outcome{}
 	}, budget.CallOption{Weight: 6})
-	if called || !errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != forage.ReasonPermanent {
-		t.Fatalf("Do = %v (attempted %v), want permanent ErrWeight and no attempt", err, called)
+	if called || !errors.Is(err, budget.ErrInvalidConfig) || reasonOf(t, err) != forage.ReasonPermanent {
+		t.Fatalf("Do = %v (attempted %v), want permanent ErrInvalidConfig and no attempt", err, called)
 	}
 }
 

@@ -199,9 +199,10 @@ type Limit struct {
 	// window of length Per ever carries more than Count units, however the
 	// requests fall; so a host that runs in short spells (once a day
 	// against 2 a day) gets Burst units a spell, not Count. A call may
-	// carry a [CallOption] Weight up to Burst, or up to Count/2 when that is more (it
-	// then waits until the limit has been idle for its excess over Burst);
-	// a heavier call stops with [ErrWeight].
+	// carry a [CallOption] Weight up to Burst, or up to Count/2 when that
+	// is more (it then waits until the limit has been idle for its excess
+	// over Burst); a heavier call stops as permanent, with
+	// [ErrInvalidConfig].
 	Burst int
 }
 

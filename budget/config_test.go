@@ -99,8 +99,8 @@ func TestBadArgumentsAreErrorsNotPanics(t *testing.T) {
 	}
 	calls := 0
 	err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome { calls++; return forage.Outcome{Status: 200} }, budget.CallOption{Weight: -3})
-	if !errors.Is(err, budget.ErrWeight) || calls != 0 {
-		t.Errorf("Do with Weight -3: %v after %d attempts, want ErrWeight and none", err, calls)
+	if !errors.Is(err, budget.ErrInvalidConfig) || calls != 0 {
+		t.Errorf("Do with Weight -3: %v after %d attempts, want ErrInvalidConfig and none", err, calls)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()

@@ -27,7 +27,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 	var o CallOption
 	for _, opt := range opts {
 		if opt.Weight < 0 {
-			return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: fmt.Errorf("%w: Weight %d: a weight is at least 1", ErrWeight, opt.Weight)}
+			return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: fmt.Errorf("%w: Weight %d: a weight is at least 1", ErrInvalidConfig, opt.Weight)}
 		}
 		o.Weight = max(o.Weight, opt.Weight)
 		o.NoRetry = o.NoRetry || opt.NoRetry
@@ -128,7 +128,7 @@ func (p *local) checkWeight(weight int) error {
 	for _, l := range p.cfg.Limits {
 		if most := l.heaviest(); l.Weighted && weight > most {
 			return &Error{Provider: p.key, Reason: forage.ReasonPermanent,
-				Err: fmt.Errorf("%w: weight %d exceeds the %d limit %q carries in one call (its Burst, or half its Count); raise its Burst to the weight", ErrWeight, weight, most, l.Name)}
+				Err: fmt.Errorf("%w: weight %d exceeds the %d limit %q carries in one call (its Burst, or half its Count); raise its Burst to the weight", ErrInvalidConfig, weight, most, l.Name)}
 		}
 	}
 	return nil

@@ -44,7 +44,7 @@ type Provider interface {
 type CallOption struct {
 	// Weight is what the call costs of every weighted [Limit] (endpoints
 	// that cost more than others). Zero means the default, 1; a negative
-	// weight stops the call as permanent (see [ErrWeight]).
+	// weight stops the call as permanent (see [ErrInvalidConfig]).
 	Weight int
 	// NoRetry makes the call a single attempt: for requests that are not
 	// safe to replay.

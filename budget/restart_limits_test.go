@@ -221,8 +221,8 @@ func TestAWeightAboveTheBurstIsSent(t *testing.T) {
 			switch {
 			case c.ok && (err != nil || sent != 1):
 				t.Errorf("%d/%v, weight %d: Do = %v, sent %d; want sent", c.limit.Count, c.limit.Per, c.w, err, sent)
-			case !c.ok && (!errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != forage.ReasonPermanent || sent != 0):
-				t.Errorf("%d/%v, weight %d: Do = %v, sent %d; want a permanent ErrWeight, nothing sent", c.limit.Count, c.limit.Per, c.w, err, sent)
+			case !c.ok && (!errors.Is(err, budget.ErrInvalidConfig) || reasonOf(t, err) != forage.ReasonPermanent || sent != 0):
+				t.Errorf("%d/%v, weight %d: Do = %v, sent %d; want a permanent ErrInvalidConfig, nothing sent", c.limit.Count, c.limit.Per, c.w, err, sent)
 			}
 		}
 	})

@@ -21,6 +21,8 @@ import (
 	"github.com/forage-go/forage"
 )
 
+// TestClassifyStatus: the class of a status code, as Classify reads a
+// response and Outcome.Class a status in 100–599.
 func TestClassifyStatus(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -39,8 +41,8 @@ func TestClassifyStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, code := range tt.codes {
-			if got := forage.ClassifyStatus(code); got != tt.want {
-				t.Errorf("ClassifyStatus(%d) = %v; want %v", code, got, tt.want)
+			if got := (forage.Outcome{Status: code}).Class(); code >= 100 && code <= 599 && got != tt.want {
+				t.Errorf("Outcome{Status: %d}.Class() = %v; want %v", code, got, tt.want)
 			}
 			if got := forage.Classify(&http.Response{StatusCode: code}, nil); got != tt.want {
 				t.Errorf("Classify(status %d, nil) = %v; want %v", code, got, tt.want)
@@ -55,7 +57,7 @@ func TestClassifyStatusTotal(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		code := rapid.Int().Draw(rt, "code")
-		c := forage.ClassifyStatus(code)
+		c := forage.Classify(&http.Response{StatusCode: code}, nil)
 		var want forage.Class
 		switch {
 		case code == 429 || code == 418:
@@ -70,7 +72,7 @@ func TestClassifyStatusTotal(t *testing.T) {
 			want = forage.Permanent
 		}
 		if c != want {
-			rt.Fatalf("ClassifyStatus(%d) = %v; want %v", code, c, want)
+			rt.Fatalf("Classify(status %d, nil) = %v; want %v", code, c, want)
 		}
 	})
 }

@@ -21,9 +21,10 @@
 // call stops, its [Reason] says why, in three families: budget exhaustion
 // ([Reason.Exhausted]), source pressure ([Reason.SourcePressure]) and
 // failure. A host that finds garbage in a 200 body classifies it itself
-// with [Mark]. [ClassifyStatus], [Classify], [ParseRetryAfter] and
-// [ParseQuota] are the pieces FromHTTP is made of, for a host that reads
-// its responses another way.
+// with [Mark]. [Classify], [ParseRetryAfter] and [ParseQuota] are the
+// pieces FromHTTP is made of, for a host that reads its responses another
+// way (one with only a status code builds an [Outcome] and asks its
+// Class).
 //
 // What a collector keeps about a provider between runs is a
 // [ProviderRecord]: the learned rate and ceiling, the pause in force and

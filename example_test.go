@@ -81,7 +81,7 @@ func ExampleParseQuota() {
 	h := http.Header{}
 	h.Set("X-MBX-USED-WEIGHT-1M", "1150") // Binance: weight used this minute
 	rl, _ := forage.ParseQuota(h, now)
-	fmt.Println(rl.Used, rl.Window, rl.Has(forage.QuotaLimit))
+	fmt.Println(rl.Used, rl.Window, rl.HasLimit)
 
 	h = http.Header{}
 	h.Set("RateLimit", "limit=100, remaining=3, reset=12")

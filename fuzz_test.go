@@ -59,22 +59,23 @@ func FuzzParseQuota(f *testing.F) {
 func checkQuota(t *testing.T, h http.Header) {
 	t.Helper()
 	r, ok := forage.ParseQuota(h, rlNow)
-	if ok != (r.Known != 0) {
-		t.Fatalf("ParseQuota(%v): ok = %v with Known %b", h, ok, r.Known)
+	if ok != anyKnown(r) {
+		t.Fatalf("ParseQuota(%v): ok = %v with %+v", h, ok, r)
 	}
 	counts := []struct {
-		f forage.QuotaFields
-		v float64
-	}{{forage.QuotaLimit, r.Limit}, {forage.QuotaRemaining, r.Remaining}, {forage.QuotaUsed, r.Used}}
+		name string
+		has  bool
+		v    float64
+	}{{"Limit", r.HasLimit, r.Limit}, {"Remaining", r.HasRemaining, r.Remaining}, {"Used", r.HasUsed, r.Used}}
 	for _, c := range counts {
-		if c.v < 0 || c.v != c.v || c.v > 1e308 || (!r.Has(c.f) && c.v != 0) {
-			t.Fatalf("ParseQuota(%v) = %+v: bad count %v for field %b", h, r, c.v, c.f)
+		if c.v < 0 || c.v != c.v || c.v > 1e308 || (!c.has && c.v != 0) {
+			t.Fatalf("ParseQuota(%v) = %+v: bad count %v for field %s", h, r, c.v, c.name)
 		}
 	}
-	if r.Reset < 0 || r.Reset > forage.MaxRetryAfter || (!r.Has(forage.QuotaReset) && r.Reset != 0) {
+	if r.Reset < 0 || r.Reset > forage.MaxRetryAfter || (!r.HasReset && r.Reset != 0) {
 		t.Fatalf("ParseQuota(%v) = %+v: bad Reset", h, r)
 	}
-	if r.Window < 0 || r.Window > 366*24*time.Hour || (!r.Has(forage.QuotaWindow) && r.Window != 0) || (r.Has(forage.QuotaWindow) && r.Window < time.Millisecond) {
+	if r.Window < 0 || r.Window > 366*24*time.Hour || (!r.HasWindow && r.Window != 0) || (r.HasWindow && r.Window < time.Millisecond) {
 		t.Fatalf("ParseQuota(%v) = %+v: bad Window", h, r)
 	}
 }

@@ -16,13 +16,13 @@ import (
 	"github.com/forage-go/forage/internal/redact"
 )
 
-// MaxRetryAfter caps the pause [ParseRetryAfter] and [ParseQuota]
-// report, so a garbage or hostile header cannot park a stream for years. It
-// is 72 hours because real bans are that long: Binance escalates repeated
-// IP bans (418 with Retry-After) from 2 minutes up to 3 days, and coming back
+// maxRetryAfter caps the pause [ParseRetryAfter] and [ParseQuota] report,
+// so a garbage or hostile header cannot park a stream for years. It is 72
+// hours because real bans are that long: Binance escalates repeated IP bans
+// (418 with Retry-After) from 2 minutes up to 3 days, and coming back
 // before a ban ends only extends it. A run normally ends long before; the
 // pause then tells the scheduler when to resume.
-const MaxRetryAfter = 72 * time.Hour
+const maxRetryAfter = 72 * time.Hour
 
 // errNoResponse is the error of an Outcome built from no response and no
 // error.
@@ -91,7 +91,7 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 
 // retryAfterMs returns the pause a Retry-After in milliseconds asks for
 // (Azure's x-ms-retry-after-ms, and retry-after-ms), or 0: the longest of
-// them, capped at MaxRetryAfter.
+// them, capped at maxRetryAfter.
 func retryAfterMs(h http.Header) time.Duration {
 	var d time.Duration
 	for _, k := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
@@ -101,8 +101,8 @@ func retryAfterMs(h http.Header) time.Duration {
 				continue // digits only: no sign, no fraction
 			}
 			ms, err := strconv.ParseUint(v, 10, 64)
-			if err != nil || ms >= uint64(MaxRetryAfter/time.Millisecond) {
-				ms = uint64(MaxRetryAfter / time.Millisecond) // out of range: more than the cap
+			if err != nil || ms >= uint64(maxRetryAfter/time.Millisecond) {
+				ms = uint64(maxRetryAfter / time.Millisecond) // out of range: more than the cap
 			}
 			d = max(d, time.Duration(ms)*time.Millisecond)
 		}
@@ -192,9 +192,11 @@ func serverNow(h http.Header, local time.Time) time.Time {
 //     them. A date at or before now means "retry now": (0, true).
 //
 // Empty, negative or unparsable values return (0, false). Valid values
-// longer than [MaxRetryAfter], including delta-seconds too long for any
-// integer type, return MaxRetryAfter. So the result is always in
-// [0, MaxRetryAfter], and 0 whenever ok is false. It never panics.
+// longer than 72 hours, including delta-seconds too long for any integer
+// type, return 72 hours: real bans are that long (Binance escalates
+// repeated IP bans from 2 minutes up to 3 days), and a garbage or hostile
+// header cannot park a stream for years. So the result is always in
+// [0, 72h], and 0 whenever ok is false. It never panics.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	value = strings.TrimSpace(value)
 	if value == "" {
@@ -234,8 +236,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     X-MBX-USED-WEIGHT is used only when no interval is given.
 //
 // Values must be non-negative decimal numbers; anything else is ignored, as
-// is a window under a millisecond or over a year. Resets in the past are 0; resets are capped at
-// [MaxRetryAfter]. It never panics.
+// is a window under a millisecond or over a year. Resets in the past are 0;
+// resets are capped at 72 hours, as [ParseRetryAfter] caps its pause. It
+// never panics.
 //
 // In the structured RateLimit header, only the first policy's state counts,
 // with the RateLimit-Policy of the same name: a field one policy leaves out
@@ -251,17 +254,17 @@ func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
 	r.parseParams(state, now, false)
 	r.parsePolicy(h.Get("Ratelimit-Policy"), name)
 	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family
-	for i := 1; i < len(separateFamilies) && r.Known == 0; i++ {
+	for i := 1; i < len(separateFamilies) && !r.known(); i++ {
 		r.parseSeparate(h, &separateFamilies[i], now)
 	}
-	if r.Known == 0 {
+	if !r.known() {
 		r.parseBinance(h)
 	}
-	return r, r.Known != 0
+	return r, r.known()
 }
 
-// maxRetryAfterSeconds is MaxRetryAfter in whole seconds.
-const maxRetryAfterSeconds = uint64(MaxRetryAfter / time.Second)
+// maxRetryAfterSeconds is maxRetryAfter in whole seconds.
+const maxRetryAfterSeconds = uint64(maxRetryAfter / time.Second)
 
 // parseDigits parses s as a non-empty run of ASCII digits. Values too large
 // for a uint64 saturate, which is fine: anything above maxRetryAfterSeconds
@@ -284,7 +287,7 @@ func parseDigits(s string) (uint64, bool) {
 }
 
 // parseFraction parses delta-seconds with a fraction, DIGITS "." DIGITS,
-// rounded up to the millisecond and capped at MaxRetryAfter.
+// rounded up to the millisecond and capped at maxRetryAfter.
 func parseFraction(s string) (time.Duration, bool) {
 	whole, frac, ok := strings.Cut(s, ".")
 	secs, ok1 := parseDigits(whole)
@@ -293,7 +296,7 @@ func parseFraction(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	if secs >= maxRetryAfterSeconds {
-		return MaxRetryAfter, true
+		return maxRetryAfter, true
 	}
 	// The first three digits are the milliseconds; any digit after them
 	// that is not 0 rounds them up.
@@ -307,30 +310,28 @@ func parseFraction(s string) (time.Duration, bool) {
 	if len(frac) > 3 && strings.Trim(frac[3:], "0") != "" {
 		ms++
 	}
-	return min(time.Duration(secs)*time.Second+time.Duration(ms)*time.Millisecond, MaxRetryAfter), true
+	return min(time.Duration(secs)*time.Second+time.Duration(ms)*time.Millisecond, maxRetryAfter), true
 }
 
 // secondsCapped converts whole seconds to a duration capped at
-// MaxRetryAfter.
+// maxRetryAfter.
 func secondsCapped(secs uint64) time.Duration {
 	if secs >= maxRetryAfterSeconds {
-		return MaxRetryAfter
+		return maxRetryAfter
 	}
 	return time.Duration(secs) * time.Second
 }
 
-// untilCapped returns t - now clamped into [0, MaxRetryAfter]: a moment in
+// untilCapped returns t - now clamped into [0, maxRetryAfter]: a moment in
 // the past means now.
 func untilCapped(t, now time.Time) time.Duration {
 	d := t.Sub(now) // saturates instead of overflowing
-	return min(max(d, 0), MaxRetryAfter)
+	return min(max(d, 0), maxRetryAfter)
 }
 
-// ClassifyStatus returns the class of an HTTP status code: 1xx–3xx Success;
-// 429 and 418 Throttled; 503 and 529 (a site overloaded: Anthropic's
-// overloaded_error, Qualys) Overloaded; 408 and other 5xx Transient; other
-// 4xx Permanent. A code outside 100–599 is not HTTP and is Permanent.
-func ClassifyStatus(code int) Class {
+// classifyStatus returns the class of an HTTP status code, as [Classify]
+// documents it.
+func classifyStatus(code int) Class {
 	switch {
 	case code == http.StatusTooManyRequests, code == http.StatusTeapot:
 		return Throttled
@@ -354,10 +355,15 @@ const statusSiteOverloaded = 529
 
 // Classify returns the class of one attempt's result. A non-nil err takes
 // precedence over resp (the Go HTTP client returns one or the other);
-// otherwise the class is that of resp.StatusCode, but for a 403 that says
-// when to come back (a Retry-After, or rate-limit headers with nothing
-// left), which is Throttled, as [Outcome.Class] reads it. No response and
-// no error is a broken fetcher: Permanent.
+// otherwise the class is that of resp.StatusCode: 1xx–3xx Success; 429 and
+// 418 Throttled; 503 and 529 (a site overloaded: Anthropic's
+// overloaded_error, Qualys) Overloaded; 408 and other 5xx Transient; other
+// 4xx Permanent, but for a 403 that says when to come back (a Retry-After,
+// or rate-limit headers with nothing left), which is Throttled, as
+// [Outcome.Class] reads it. A code outside 100–599 is not HTTP and is
+// Permanent. No response and no error is a broken fetcher: Permanent. A
+// host with only a status code in 100–599 reads it the same way with
+// Outcome{Status: code}.Class().
 //
 // Errors are classified by their whole Unwrap tree, as [errors.Is] and
 // [errors.As] see it:
@@ -387,7 +393,7 @@ func Classify(resp *http.Response, err error) Class {
 	if resp.StatusCode == http.StatusForbidden {
 		return FromHTTP(resp, nil).Class()
 	}
-	return ClassifyStatus(resp.StatusCode)
+	return classifyStatus(resp.StatusCode)
 }
 
 // classifyError implements the error half of Classify.

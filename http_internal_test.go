@@ -54,7 +54,7 @@ func TestRetryAfterGivenTwiceIsTheLongest(t *testing.T) {
 // load as 503 does: Overloaded, so the rate comes down (30 of them left a
 // provider's rate at 1000/s, where 30 503s cut it to 1/s).
 func TestA529IsOverloaded(t *testing.T) {
-	if got := ClassifyStatus(529); got != Overloaded {
-		t.Errorf("ClassifyStatus(529) = %v, want %v", got, Overloaded)
+	if got := classifyStatus(529); got != Overloaded {
+		t.Errorf("classifyStatus(529) = %v, want %v", got, Overloaded)
 	}
 }

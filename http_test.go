@@ -169,8 +169,8 @@ func TestPropertyRetryAfterOnTheProvidersClock(t *testing.T) {
 				// finer than Date's second (the reset is a moment).
 				want += skew
 			}
-			if !o.Quota.Has(forage.QuotaReset) || (got-want).Abs() > time.Second {
-				t.Fatalf("reset %v (known %v) with the provider's clock %v off ours, want %v within a second", got, o.Quota.Has(forage.QuotaReset), skew, want)
+			if !o.Quota.HasReset || (got-want).Abs() > time.Second {
+				t.Fatalf("reset %v (known %v) with the provider's clock %v off ours, want %v within a second", got, o.Quota.HasReset, skew, want)
 			}
 			return
 		}

@@ -55,7 +55,7 @@ type Outcome struct {
 // the host's marks ([Mark]).
 func (o Outcome) Class() Class {
 	switch {
-	case o.Status >= 400 && o.Status < 500 && ClassifyStatus(o.Status) == Permanent:
+	case o.Status >= 400 && o.Status < 500 && classifyStatus(o.Status) == Permanent:
 		// A refusal the status calls the request's fault, but which the
 		// provider or the host explains as throttling.
 		if o.Status == http.StatusForbidden && o.spent() {
@@ -68,7 +68,7 @@ func (o Outcome) Class() Class {
 	case o.Status >= 400 || (o.Status >= 300 && o.Err == nil):
 		// The status decides: a host's mark on an error that explains a
 		// 429 must not hide the throttling from the controller.
-		return ClassifyStatus(o.Status)
+		return classifyStatus(o.Status)
 	case o.Status >= 300: // a 3xx the host calls an error: never a success
 		if c, ok := marked(o.Err); ok {
 			return c

@@ -135,11 +135,11 @@ func TestQuotaLeft(t *testing.T) {
 		ok   bool
 	}{
 		{forage.Quota{}, 0, false},
-		{forage.Quota{Remaining: 3, Used: 9, Limit: 10, Known: forage.QuotaRemaining | forage.QuotaUsed | forage.QuotaLimit}, 3, true},
-		{forage.Quota{Used: 4, Limit: 10, Known: forage.QuotaUsed | forage.QuotaLimit}, 6, true},
-		{forage.Quota{Used: 12, Limit: 10, Known: forage.QuotaUsed | forage.QuotaLimit}, 0, true},
-		{forage.Quota{Used: 4, Known: forage.QuotaUsed}, 0, false},
-		{forage.Quota{Limit: 10, Known: forage.QuotaLimit}, 0, false},
+		{forage.Quota{Remaining: 3, Used: 9, Limit: 10, HasLimit: true, HasRemaining: true, HasUsed: true}, 3, true},
+		{forage.Quota{Used: 4, Limit: 10, HasLimit: true, HasUsed: true}, 6, true},
+		{forage.Quota{Used: 12, Limit: 10, HasLimit: true, HasUsed: true}, 0, true},
+		{forage.Quota{Used: 4, HasUsed: true}, 0, false},
+		{forage.Quota{Limit: 10, HasLimit: true}, 0, false},
 	}
 	for i, tt := range tests {
 		if left, ok := tt.q.Left(); left != tt.left || ok != tt.ok {

@@ -11,8 +11,9 @@ import (
 // Quota is a provider's own account of its quota, read from response
 // headers by [ParseQuota]. Counts are in the provider's quota units
 // (requests, or request weight for Binance), as float64 because some
-// providers send "598.0". Only the fields named in Known were present; the
-// others are zero. Quota is a plain value, safe to copy and share.
+// providers send "598.0". Only the fields whose Has field is true were
+// present; the others are zero. Quota is a plain value, safe to copy and
+// share.
 type Quota struct {
 	// Limit is the quota per Window.
 	Limit float64
@@ -22,39 +23,31 @@ type Quota struct {
 	// X-RateLimit-Used, Binance's X-MBX-USED-WEIGHT-*).
 	Used float64
 	// Reset is the time from the response until the window resets (the
-	// quota refills), in [0, MaxRetryAfter].
+	// quota refills), in [0, 72h] (see [ParseQuota]).
 	Reset time.Duration
 	// Window is the length of the quota window (the IETF "w" parameter, or
 	// the interval in a Binance header name such as 1m).
 	Window time.Duration
-	// Known says which of the fields above the headers gave.
-	Known QuotaFields
+
+	// HasLimit, HasRemaining, HasUsed, HasReset and HasWindow say which of
+	// the fields above the headers gave: a zero Remaining the provider
+	// sent (the quota is spent) is not one it left out.
+	HasLimit, HasRemaining, HasUsed, HasReset, HasWindow bool
 }
 
-// QuotaFields is a set of [Quota] fields, used in [Quota.Known]. It is a
-// plain value, safe for concurrent use.
-type QuotaFields uint8
-
-// The [Quota] fields a header can give.
-const (
-	QuotaLimit     QuotaFields = 1 << iota // Quota.Limit is known
-	QuotaRemaining                         // Quota.Remaining is known
-	QuotaUsed                              // Quota.Used is known
-	QuotaReset                             // Quota.Reset is known
-	QuotaWindow                            // Quota.Window is known
-)
-
-// Has reports whether every field in f is known.
-func (q Quota) Has(f QuotaFields) bool { return q.Known&f == f }
+// known reports whether the headers gave any field.
+func (q *Quota) known() bool {
+	return q.HasLimit || q.HasRemaining || q.HasUsed || q.HasReset || q.HasWindow
+}
 
 // Left returns what is left of the quota: Remaining when the headers gave
 // it, else Limit − Used (at least 0) when they gave both, and false when
 // they gave neither (usage without a limit says nothing to pace by).
 func (q Quota) Left() (float64, bool) {
 	switch {
-	case q.Has(QuotaRemaining):
+	case q.HasRemaining:
 		return q.Remaining, true
-	case q.Has(QuotaUsed | QuotaLimit):
+	case q.HasUsed && q.HasLimit:
 		return max(q.Limit-q.Used, 0), true
 	}
 	return 0, false
@@ -93,12 +86,12 @@ func (r *Quota) parseParams(v string, now time.Time, policy bool) {
 		key, val = strings.TrimSpace(key), strings.Trim(strings.TrimSpace(val), `"`)
 		switch {
 		case strings.EqualFold(key, "q"), strings.EqualFold(key, "limit") && !policy:
-			r.setCount(QuotaLimit, &r.Limit, val)
+			r.setCount(&r.HasLimit, &r.Limit, val)
 		case strings.EqualFold(key, "w"):
 			r.setWindow(val)
 		case policy:
 		case strings.EqualFold(key, "remaining"), strings.EqualFold(key, "r"):
-			r.setCount(QuotaRemaining, &r.Remaining, val)
+			r.setCount(&r.HasRemaining, &r.Remaining, val)
 		case strings.EqualFold(key, "reset"), strings.EqualFold(key, "t"):
 			r.setReset(val, now)
 		}
@@ -144,7 +137,7 @@ func (r *Quota) parsePolicy(v, name string) {
 			return
 		}
 		quota, params, _ := strings.Cut(member, ";")
-		r.setCount(QuotaLimit, &r.Limit, strings.TrimSpace(quota))
+		r.setCount(&r.HasLimit, &r.Limit, strings.TrimSpace(quota))
 		r.parseParams(params, time.Time{}, true)
 		return
 	}
@@ -157,8 +150,8 @@ func (r *Quota) parsePolicy(v, name string) {
 func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) {
 	if v := h.Get(keys.limit); v != "" {
 		limit := firstNumber(v)
-		r.setCount(QuotaLimit, &r.Limit, limit)
-		for v != "" && r.Known&QuotaWindow == 0 {
+		r.setCount(&r.HasLimit, &r.Limit, limit)
+		for v != "" && !r.HasWindow {
 			var member string
 			member, v, _ = strings.Cut(v, ",")
 			quota, params, _ := strings.Cut(member, ";")
@@ -167,12 +160,12 @@ func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) 
 			}
 		}
 	}
-	r.setCount(QuotaRemaining, &r.Remaining, firstNumber(h.Get(keys.remaining)))
-	r.setCount(QuotaUsed, &r.Used, firstNumber(h.Get(keys.used)))
+	r.setCount(&r.HasRemaining, &r.Remaining, firstNumber(h.Get(keys.remaining)))
+	r.setCount(&r.HasUsed, &r.Used, firstNumber(h.Get(keys.used)))
 	// Reset-After (always delta seconds) before Reset: a delta does not
 	// depend on the two clocks agreeing.
-	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && r.Known&QuotaReset == 0 {
-		r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|QuotaReset
+	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && !r.HasReset {
+		r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
 	}
 	r.setReset(firstNumber(h.Get(keys.reset)), now)
 }
@@ -197,7 +190,7 @@ const binancePrefix = "X-Mbx-Used-Weight"
 // shortest interval (and the larger count for equal intervals), so the
 // result does not depend on map order.
 func (r *Quota) parseBinance(h http.Header) {
-	if r.Known&QuotaUsed != 0 {
+	if r.HasUsed {
 		return
 	}
 	var used float64
@@ -221,9 +214,9 @@ func (r *Quota) parseBinance(h http.Header) {
 	if window < 0 {
 		return
 	}
-	r.Used, r.Known = used, r.Known|QuotaUsed
-	if window > 0 && r.Known&QuotaWindow == 0 {
-		r.Window, r.Known = window, r.Known|QuotaWindow
+	r.Used, r.HasUsed = used, true
+	if window > 0 && !r.HasWindow {
+		r.Window, r.HasWindow = window, true
 	}
 }
 
@@ -261,19 +254,19 @@ func binanceWindow(s string) (time.Duration, bool) {
 
 // setCount sets a count field from a number, unless it is already known or
 // val is not a non-negative decimal number.
-func (r *Quota) setCount(f QuotaFields, dst *float64, val string) {
-	if r.Known&f != 0 {
+func (r *Quota) setCount(has *bool, dst *float64, val string) {
+	if *has {
 		return
 	}
 	if n, ok := parseNumber(val); ok {
-		*dst, r.Known = n, r.Known|f
+		*dst, *has = n, true
 	}
 }
 
 // setReset sets Reset from delta seconds or a Unix time (see ParseQuota),
 // unless it is already known or val is not a number.
 func (r *Quota) setReset(val string, now time.Time) {
-	if r.Known&QuotaReset != 0 {
+	if r.HasReset {
 		return
 	}
 	secs, ok := parseNumber(val)
@@ -291,20 +284,20 @@ func (r *Quota) setReset(val string, now time.Time) {
 	case secs > epochSeconds || near(secs):
 		secs -= unix
 	}
-	r.Reset, r.Known = secondsDuration(secs, MaxRetryAfter), r.Known|QuotaReset
+	r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
 }
 
 // setWindow sets Window from seconds, unless it is already known, val is
 // not a number, or the window is longer than a year.
 func (r *Quota) setWindow(val string) {
-	if r.Known&QuotaWindow != 0 {
+	if r.HasWindow {
 		return
 	}
 	secs, ok := parseNumber(val)
 	if !ok || secs < minWindow.Seconds() || secs > maxWindow.Seconds() {
 		return
 	}
-	r.Window, r.Known = secondsDuration(secs, maxWindow), r.Known|QuotaWindow
+	r.Window, r.HasWindow = secondsDuration(secs, maxWindow), true
 }
 
 // firstNumber returns the first member of a list value ("100, 100;w=60" →

@@ -26,13 +26,6 @@ var rlNow = time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
 
 func TestParseQuota(t *testing.T) {
 	t.Parallel()
-	const (
-		L = forage.QuotaLimit
-		R = forage.QuotaRemaining
-		U = forage.QuotaUsed
-		T = forage.QuotaReset
-		W = forage.QuotaWindow
-	)
 	epoch := strconv.FormatInt(rlNow.Unix()+30, 10)
 	tests := []struct {
 		name string
@@ -42,76 +35,76 @@ func TestParseQuota(t *testing.T) {
 		{"none", header("Content-Type", "text/plain"), forage.Quota{}},
 		{"IETF structured, older draft",
 			header("RateLimit", "limit=100, remaining=50, reset=5", "RateLimit-Policy", "100;w=60"),
-			forage.Quota{Limit: 100, Remaining: 50, Reset: 5 * time.Second, Window: time.Minute, Known: L | R | T | W}},
+			forage.Quota{Limit: 100, Remaining: 50, Reset: 5 * time.Second, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}},
 		{"IETF structured, current draft",
 			header("RateLimit", `"default";r=50;t=30`, "RateLimit-Policy", `"default";q=100;w=60`),
-			forage.Quota{Limit: 100, Remaining: 50, Reset: 30 * time.Second, Window: time.Minute, Known: L | R | T | W}},
+			forage.Quota{Limit: 100, Remaining: 50, Reset: 30 * time.Second, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}},
 		{"IETF structured, first policy wins",
 			header("RateLimit", `"burst";r=1;t=2, "day";r=900;t=3600`),
-			forage.Quota{Remaining: 1, Reset: 2 * time.Second, Known: R | T}},
+			forage.Quota{Remaining: 1, Reset: 2 * time.Second, HasRemaining: true, HasReset: true}},
 		{"the state's policy by name",
 			header("RateLimit", `"day";r=0;t=3000`, "RateLimit-Policy", `"burst";q=10;w=1, "day";q=1000;w=86400`),
-			forage.Quota{Limit: 1000, Remaining: 0, Reset: 3000 * time.Second, Window: 24 * time.Hour, Known: L | R | T | W}},
+			forage.Quota{Limit: 1000, Remaining: 0, Reset: 3000 * time.Second, Window: 24 * time.Hour, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}},
 		{"no field from another policy's state",
 			header("RateLimit", `"burst";r=1, "day";r=900;t=3600`),
-			forage.Quota{Remaining: 1, Known: R}},
+			forage.Quota{Remaining: 1, HasRemaining: true}},
 		{"a state whose policy is not announced",
 			header("RateLimit", `"hour";r=5;t=60`, "RateLimit-Policy", `"day";q=1000;w=86400`),
-			forage.Quota{Remaining: 5, Reset: time.Minute, Known: R | T}},
+			forage.Quota{Remaining: 5, Reset: time.Minute, HasRemaining: true, HasReset: true}},
 		{"a window too short to be one",
 			header("RateLimit-Policy", `"p";q=10;w=0.0000000001`),
-			forage.Quota{Limit: 10, Known: L}},
+			forage.Quota{Limit: 10, HasLimit: true}},
 		{"policy ignores state keys",
 			header("RateLimit-Policy", `"p";q=10;w=1;r=5;t=9`),
-			forage.Quota{Limit: 10, Window: time.Second, Known: L | W}},
+			forage.Quota{Limit: 10, Window: time.Second, HasLimit: true, HasWindow: true}},
 		{"IETF separate headers with policy list",
 			header("RateLimit-Limit", "100, 100;w=60, 1000;w=3600", "RateLimit-Remaining", "0", "RateLimit-Reset", "17"),
-			forage.Quota{Limit: 100, Remaining: 0, Reset: 17 * time.Second, Window: time.Minute, Known: L | R | T | W}},
+			forage.Quota{Limit: 100, Remaining: 0, Reset: 17 * time.Second, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}},
 		{"X-RateLimit delta reset",
 			header("X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "59", "X-RateLimit-Reset", "42"),
-			forage.Quota{Limit: 60, Remaining: 59, Reset: 42 * time.Second, Known: L | R | T}},
+			forage.Quota{Limit: 60, Remaining: 59, Reset: 42 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true}},
 		{"X-RateLimit epoch reset (GitHub)",
 			header("X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Used", "1", "X-RateLimit-Reset", epoch),
-			forage.Quota{Limit: 5000, Remaining: 4999, Used: 1, Reset: 30 * time.Second, Known: L | R | U | T}},
+			forage.Quota{Limit: 5000, Remaining: 4999, Used: 1, Reset: 30 * time.Second, HasLimit: true, HasRemaining: true, HasUsed: true, HasReset: true}},
 		{"X-RateLimit epoch milliseconds",
 			header("X-RateLimit-Reset", epoch+"500"),
-			forage.Quota{Reset: 30*time.Second + 500*time.Millisecond, Known: T}},
+			forage.Quota{Reset: 30*time.Second + 500*time.Millisecond, HasReset: true}},
 		{"X-RateLimit epoch in the past",
 			header("X-RateLimit-Reset", strconv.FormatInt(rlNow.Unix()-100, 10)),
-			forage.Quota{Reset: 0, Known: T}},
+			forage.Quota{Reset: 0, HasReset: true}},
 		{"X-RateLimit float counts (Reddit)",
 			header("X-Ratelimit-Remaining", "598.0", "X-Ratelimit-Used", "2", "X-Ratelimit-Reset", "349"),
-			forage.Quota{Remaining: 598, Used: 2, Reset: 349 * time.Second, Known: R | U | T}},
+			forage.Quota{Remaining: 598, Used: 2, Reset: 349 * time.Second, HasRemaining: true, HasUsed: true, HasReset: true}},
 		{"Reset-After wins over epoch Reset (Discord)",
 			header("X-RateLimit-Reset", epoch, "X-RateLimit-Reset-After", "1.25"),
-			forage.Quota{Reset: 1250 * time.Millisecond, Known: T}},
+			forage.Quota{Reset: 1250 * time.Millisecond, HasReset: true}},
 		{"X-Rate-Limit (Twitter)",
 			header("X-Rate-Limit-Limit", "15", "X-Rate-Limit-Remaining", "14"),
-			forage.Quota{Limit: 15, Remaining: 14, Known: L | R}},
+			forage.Quota{Limit: 15, Remaining: 14, HasLimit: true, HasRemaining: true}},
 		{"IETF wins over X-RateLimit, whole: no field is borrowed",
 			header("RateLimit-Remaining", "5", "X-RateLimit-Remaining", "9", "X-RateLimit-Limit", "10"),
-			forage.Quota{Remaining: 5, Known: R}},
+			forage.Quota{Remaining: 5, HasRemaining: true}},
 		{"families read apart: no window from an unrelated Binance header",
 			header("RateLimit-Limit", "600", "RateLimit-Remaining", "599", "RateLimit-Reset", "30", "X-MBX-USED-WEIGHT-1M", "1"),
-			forage.Quota{Limit: 600, Remaining: 599, Reset: 30 * time.Second, Known: L | R | T}},
+			forage.Quota{Limit: 600, Remaining: 599, Reset: 30 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true}},
 		{"Binance only when no other family",
 			header("X-RateLimit-Limit", "60", "X-MBX-USED-WEIGHT-1M", "7"),
-			forage.Quota{Limit: 60, Known: L}},
+			forage.Quota{Limit: 60, HasLimit: true}},
 		{"reset capped",
 			header("X-RateLimit-Reset", "999999999"),
-			forage.Quota{Reset: forage.MaxRetryAfter, Known: T}},
+			forage.Quota{Reset: forage.MaxRetryAfter, HasReset: true}},
 		{"Binance 1m",
 			header("X-MBX-USED-WEIGHT-1M", "1200", "X-MBX-USED-WEIGHT", "1200"),
-			forage.Quota{Used: 1200, Window: time.Minute, Known: U | W}},
+			forage.Quota{Used: 1200, Window: time.Minute, HasUsed: true, HasWindow: true}},
 		{"Binance shortest interval wins",
 			header("X-MBX-USED-WEIGHT-1D", "50000", "X-MBX-USED-WEIGHT-10S", "30", "X-MBX-USED-WEIGHT-1M", "900"),
-			forage.Quota{Used: 30, Window: 10 * time.Second, Known: U | W}},
+			forage.Quota{Used: 30, Window: 10 * time.Second, HasUsed: true, HasWindow: true}},
 		{"Binance bare header only",
 			header("X-MBX-USED-WEIGHT", "7"),
-			forage.Quota{Used: 7, Known: U}},
+			forage.Quota{Used: 7, HasUsed: true}},
 		{"Binance non-canonical key",
 			http.Header{"x-mbx-used-weight-2h": {"3"}},
-			forage.Quota{Used: 3, Window: 2 * time.Hour, Known: U | W}},
+			forage.Quota{Used: 3, Window: 2 * time.Hour, HasUsed: true, HasWindow: true}},
 		{"Binance bad suffixes ignored",
 			header("X-MBX-USED-WEIGHT-1Y", "1", "X-MBX-USED-WEIGHT-M", "2", "X-MBX-USED-WEIGHT-0M", "3", "X-MBX-USED-WEIGHTS", "4", "X-MBX-USED-WEIGHT-99999999D", "5"),
 			forage.Quota{}},
@@ -121,13 +114,13 @@ func TestParseQuota(t *testing.T) {
 			forage.Quota{}},
 		{"window over a year ignored",
 			header("RateLimit-Policy", "100;w=99999999"),
-			forage.Quota{Limit: 100, Known: L}},
+			forage.Quota{Limit: 100, HasLimit: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, ok := forage.ParseQuota(tt.h, rlNow)
-			if diff := cmp.Diff(tt.want, got); diff != "" || ok != (tt.want.Known != 0) {
+			if diff := cmp.Diff(tt.want, got); diff != "" || ok != anyKnown(tt.want) {
 				t.Fatalf("ParseQuota(%v) ok=%v (-want +got):\n%s", tt.h, ok, diff)
 			}
 		})
@@ -180,7 +173,7 @@ func TestParseQuotaInvariants(t *testing.T) {
 			h.Add(keys.Draw(rt, "key"), value.Draw(rt, "value"))
 		}
 		r, ok := forage.ParseQuota(h, rlNow)
-		if ok != (r.Known != 0) || r.Limit < 0 || r.Remaining < 0 || r.Used < 0 ||
+		if ok != anyKnown(r) || r.Limit < 0 || r.Remaining < 0 || r.Used < 0 ||
 			r.Reset < 0 || r.Reset > forage.MaxRetryAfter || r.Window < 0 || r.Window > 366*24*time.Hour {
 			rt.Fatalf("ParseQuota(%v) = %+v, %v", h, r, ok)
 		}
@@ -201,4 +194,9 @@ func BenchmarkParseQuota(b *testing.B) {
 	for b.Loop() {
 		forage.ParseQuota(h, rlNow)
 	}
+}
+
+// anyKnown reports whether q has any field the headers gave.
+func anyKnown(q forage.Quota) bool {
+	return q.HasLimit || q.HasRemaining || q.HasUsed || q.HasReset || q.HasWindow
 }

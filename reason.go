@@ -97,6 +97,3 @@ func (r Reason) Exhausted() bool {
 	}
 	return false
 }
-
-// String returns the reason's wire name, e.g. "request_cap".
-func (r Reason) String() string { return string(r) }

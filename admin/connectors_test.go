@@ -108,7 +108,7 @@ func TestConnectorsListAndSteer(t *testing.T) {
 		busy := func(code int, retryAfter time.Duration) {
 			_ = provider(reg, "busy").Do(ctx, nil, func(context.Context) forage.Outcome {
 				return forage.Outcome{Status: code, RetryAfter: retryAfter}
-			}, budget.NoRetry())
+			}, budget.CallOption{NoRetry: true})
 		}
 		for _, code := range []int{200, 200, 200, 500} { // before the first sample: not in the window
 			busy(code, 0)

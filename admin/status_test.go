@@ -66,7 +66,7 @@ func TestStatusPageCharts(t *testing.T) {
 			if i%50 == 49 {
 				code = 429
 			}
-			_ = provider(reg, "binance").Do(ctx, nil, answer(code), budget.NoRetry())
+			_ = provider(reg, "binance").Do(ctx, nil, answer(code), budget.CallOption{NoRetry: true})
 			_ = provider(reg, evil).Do(ctx, nil, answer(200))
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -20,7 +20,7 @@ var invalid = cfgerr.For("aimd", ErrInvalidConfig)
 // Defaults applied by [New] to zero Config fields.
 const (
 	defaultInitial   = 4.0                    // requests/s before the first response
-	DefaultMin       = 0.05                   // requests/s: one request every 20s
+	defaultMin       = 0.05                   // requests/s: one request every 20s
 	defaultMax       = 10000.0                // requests/s
 	defaultIncrease  = 1.0                    // requests/s gained per second of success
 	defaultDecrease  = 0.9                    // multiplier applied on pressure
@@ -44,7 +44,8 @@ type Config struct {
 
 	// Min is the lowest rate the controller ever sets, however long the
 	// provider refuses: the rate at which it keeps probing. Must be in
-	// [1e-6, 1e9] when set. Defaults to 0.05/s (one request every 20s).
+	// [1e-6, 1e9] when set. Defaults to 0.05/s (one request every 20s), or
+	// Max if that is lower.
 	Min float64
 
 	// Max is the highest rate the controller ever sets. Must be in
@@ -136,8 +137,10 @@ func (c Config) resolve() (Config, error) {
 	if c.Decrease != 0 && !(c.Decrease > 0 && c.Decrease < 1) {
 		return c, invalid.Must("Config.Decrease", "be in (0, 1)", c.Decrease)
 	}
-	c.Min = orDefault(c.Min, DefaultMin)
 	c.Max = orDefault(c.Max, defaultMax)
+	if c.Min == 0 {
+		c.Min = min(defaultMin, c.Max)
+	}
 	if c.Max < c.Min {
 		return c, invalid.Must("Config.Max", fmt.Sprintf("be >= Min (%g)", c.Min), c.Max)
 	}
@@ -245,34 +248,6 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{cfg: cfg, rate: cfg.Initial, weight: 1}, nil
-}
-
-// Config returns the configuration in force, defaults filled in.
-func (c *Controller) Config() Config { return c.cfg }
-
-// Rate returns the rate to send at now, in requests per second. It is
-// RateAt(time.Now()).
-func (c *Controller) Rate() float64 { return c.RateAt(time.Now()) }
-
-// RateAt returns the rate, in requests per second, for a request sent at
-// now: [Config.Initial] until the first response, then the rate the
-// responses so far have earned, in [Config.Min, Config.Max]. The rate only
-// moves when a response is observed, so today the result is the same for
-// every now; the parameter keeps the explicit-time API uniform. A pause is
-// separate (see [Controller.PausedUntil]); the pacer honours both.
-func (c *Controller) RateAt(now time.Time) float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rate
-}
-
-// PausedUntil returns the time before which no request should be sent, set
-// by a Retry-After or a spent quota (see [Signal.Quota]); the zero Time means no
-// pause was ever requested. It only ever moves forward.
-func (c *Controller) PausedUntil() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pausedUntil
 }
 
 // rateAt returns the rate in force when a request sent at sent went out:

@@ -19,10 +19,6 @@ var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const ms = time.Millisecond
 
-// known marks the fields a test's Quota gives: those that the headers of a
-// windowed quota carry.
-const known = forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow
-
 // mustNew returns a Controller for cfg or fails the test.
 func mustNew(tb testing.TB, cfg aimd.Config) *aimd.Controller {
 	tb.Helper()
@@ -48,7 +44,7 @@ func near(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.A
 
 func TestNewDefaults(t *testing.T) {
 	t.Parallel()
-	got := mustNew(t, aimd.Config{}).Config()
+	got := aimd.ConfigOf(mustNew(t, aimd.Config{}))
 	want := aimd.Config{
 		Initial: 4, Min: 0.05, Max: 10000, Increase: 1, Decrease: 0.9,
 		Recovery: 45 * time.Second, SlowStart: 250 * time.Millisecond, CoolOff: time.Second,
@@ -57,10 +53,10 @@ func TestNewDefaults(t *testing.T) {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 	// The default Initial moves into [Min, Max] rather than failing.
-	if got := mustNew(t, aimd.Config{Min: 5}).Config().Initial; got != 5 {
+	if got := aimd.ConfigOf(mustNew(t, aimd.Config{Min: 5})).Initial; got != 5 {
 		t.Errorf("Initial with Min 5 = %g, want 5", got)
 	}
-	if got := mustNew(t, aimd.Config{Max: 0.5}).Config().Initial; got != 0.5 {
+	if got := aimd.ConfigOf(mustNew(t, aimd.Config{Max: 0.5})).Initial; got != 0.5 {
 		t.Errorf("Initial with Max 0.5 = %g, want 0.5", got)
 	}
 }
@@ -103,7 +99,7 @@ func TestSlowStartDoublesPerSecondOfSuccess(t *testing.T) {
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success}) // the first response earns nothing
 	for i, want := range []float64{2, 4, 8} {
 		now = succeed(c, now, time.Second, 10*ms)
-		if got := c.RateAt(now); !near(got, want, 1e-9) {
+		if got := c.Snapshot().Rate; !near(got, want, 1e-9) {
 			t.Fatalf("after %ds of success: rate %g, want %g", i+1, got, want)
 		}
 	}
@@ -111,7 +107,7 @@ func TestSlowStartDoublesPerSecondOfSuccess(t *testing.T) {
 	// intervals at the current rate (2/8 s: x2^0.25).
 	now = now.Add(time.Hour)
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
-	if got, want := c.RateAt(now), 8*math.Pow(2, 0.25); !near(got, want, 1e-9) {
+	if got, want := c.Snapshot().Rate, 8*math.Pow(2, 0.25); !near(got, want, 1e-9) {
 		t.Errorf("after an idle hour: rate %g, want %g", got, want)
 	}
 }
@@ -122,7 +118,7 @@ func TestAdditiveIncreaseWithoutSlowStart(t *testing.T) {
 	now := t0
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	now = succeed(c, now, 3*time.Second, 10*ms)
-	if got := c.RateAt(now); !near(got, 16, 1e-9) {
+	if got := c.Snapshot().Rate; !near(got, 16, 1e-9) {
 		t.Errorf("rate after 3s at +2/s per s = %g, want 16", got)
 	}
 	if got := c.Snapshot().Phase; got != aimd.PhaseAdditive {
@@ -259,7 +255,7 @@ func TestIdleAfterAShortPauseIsNoSpentQuota(t *testing.T) {
 func TestQuotaHeaders(t *testing.T) {
 	t.Parallel()
 	window := func(remaining float64, reset time.Duration) forage.Quota {
-		return forage.Quota{Limit: 600, Remaining: remaining, Reset: reset, Window: time.Minute, Known: known}
+		return forage.Quota{Limit: 600, Remaining: remaining, Reset: reset, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -272,20 +268,20 @@ func TestQuotaHeaders(t *testing.T) {
 		{"never above Limit/Window", forage.Success, window(300, 10*time.Second), 10, 0},
 		{"spent: pause until Reset", forage.Success, window(0, 7*time.Second), 10, 7 * time.Second},
 		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", forage.Throttled, window(300, 10*time.Second), 9, 0},
-		{"a permanent error ignores the ceiling", forage.Permanent, forage.Quota{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute, Known: known}, 40, 0},
-		{"a permanent error still pauses", forage.Permanent, forage.Quota{Limit: 1, Reset: 3 * time.Second, Known: known}, 40, 3 * time.Second},
-		{"no Window, not disproved: Remaining/Reset spends the window evenly", forage.Success, forage.Quota{Limit: 600, Remaining: 590, Reset: 30 * time.Second, Known: known}, 590.0 / 29.5, 0},
-		{"no Window, spent, Reset over a second: pause", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: 2 * time.Second, Known: known}, 40, 2 * time.Second},
-		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
-		{"a bucket of one says 0 left after every request: no pause", forage.Success, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 40, 0},
-		{"spent, on a refusal: pause until Reset", forage.Throttled, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, Known: known}, 24, time.Second},
-		{"a refusal that names only its Reset: pause until Reset", forage.Throttled, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 24, 5 * time.Second},
-		{"a 503 that names only its Reset: pause until Reset (a lone 503 is no cut)", forage.Overloaded, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 40, 5 * time.Second},
-		{"a success that names only its Reset: nothing", forage.Success, forage.Quota{Reset: 5 * time.Second, Known: forage.QuotaReset}, 40, 0},
+		{"a permanent error ignores the ceiling", forage.Permanent, forage.Quota{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 0},
+		{"a permanent error still pauses", forage.Permanent, forage.Quota{Limit: 1, Reset: 3 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 3 * time.Second},
+		{"no Window, not disproved: Remaining/Reset spends the window evenly", forage.Success, forage.Quota{Limit: 600, Remaining: 590, Reset: 30 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 590.0 / 29.5, 0},
+		{"no Window, spent, Reset over a second: pause", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: 2 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 2 * time.Second},
+		{"spent, Reset of a second or less (rounded up): a bucket at its limit, no pause, hold", forage.Success, forage.Quota{Limit: 10, Remaining: 0, Reset: time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 0},
+		{"a bucket of one says 0 left after every request: no pause", forage.Success, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 0},
+		{"spent, on a refusal: pause until Reset", forage.Throttled, forage.Quota{Limit: 1, Remaining: 0, Reset: time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 24, time.Second},
+		{"a refusal that names only its Reset: pause until Reset", forage.Throttled, forage.Quota{Reset: 5 * time.Second, HasReset: true}, 24, 5 * time.Second},
+		{"a 503 that names only its Reset: pause until Reset (a lone 503 is no cut)", forage.Overloaded, forage.Quota{Reset: 5 * time.Second, HasReset: true}, 40, 5 * time.Second},
+		{"a success that names only its Reset: nothing", forage.Success, forage.Quota{Reset: 5 * time.Second, HasReset: true}, 40, 0},
 	} {
 		c := mustNew(t, aimd.Config{Initial: 40})
 		c.ObserveAt(t0, aimd.Signal{Class: tc.kind, Quota: tc.hint})
-		rate, pause := c.RateAt(t0), c.PausedUntil()
+		rate, pause := c.Snapshot().Rate, c.Snapshot().PausedUntil
 		if !near(rate, tc.wantRate, 1e-9) {
 			t.Errorf("%s: rate %g, want %g", tc.name, rate, tc.wantRate)
 		}
@@ -320,7 +316,7 @@ func TestLatencySignal(t *testing.T) {
 	for range 50 {
 		observe(20 * ms)
 	}
-	climbed := c.RateAt(now)
+	climbed := c.Snapshot().Rate
 	if climbed <= 40 {
 		t.Fatalf("rate %g after 1s of fast successes, want > 40", climbed)
 	}
@@ -334,18 +330,18 @@ func TestLatencySignal(t *testing.T) {
 	if s := c.Snapshot(); s.Decreases != 1 || s.Rate > 0.6*climbed*1.001 || s.Rate < climbed/4 {
 		t.Fatalf("after sustained slow responses: %+v, want one cut (slow-start exit: 0.6 of the rate at send, at most 0.6 × %g)", s, climbed)
 	}
-	held := c.RateAt(now)
+	held := c.Snapshot().Rate
 	for range 3 {
 		observe(80 * ms) // under the target, above the hysteresis: still held
 	}
-	if got := c.RateAt(now); got != held {
+	if got := c.Snapshot().Rate; got != held {
 		t.Fatalf("rate moved to %g within the hysteresis band, want held at %g", got, held)
 	}
 	for range 100 { // the queue drained: answers as fast as the rate sends (one every 20 ms was under half of it)
 		now = now.Add(5 * ms)
 		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 20 * ms})
 	}
-	if got := c.RateAt(now); got <= held {
+	if got := c.Snapshot().Rate; got <= held {
 		t.Errorf("rate %g after the queue drained, want above %g", got, held)
 	}
 }
@@ -387,7 +383,7 @@ func TestRegressionLateSuccessDoesNotEndRefusal(t *testing.T) {
 		c.ObserveAt(at, aimd.Signal{Class: forage.Success, Sent: first.Add(-10 * ms)})
 		c.ObserveAt(at, aimd.Signal{Class: forage.Throttled, Sent: first.Add(time.Duration(i) * ms), RetryAfter: 50 * time.Second})
 	}
-	if got := c.RateAt(now); got < 10 {
+	if got := c.Snapshot().Rate; got < 10 {
 		t.Errorf("rate %g after a reordered burst, want the delivered rate (~16/s), not a collapse", got)
 	}
 }
@@ -403,20 +399,20 @@ func TestStrings(t *testing.T) {
 	}
 }
 
-// TestClockWrappers: Observe and Rate read the clock, which synctest fakes.
-func TestClockWrappers(t *testing.T) {
+// TestObserveAtTheFakeClock: ObserveAt at time.Now(), which synctest fakes.
+func TestObserveAtTheFakeClock(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := mustNew(t, aimd.Config{})
-		if got := c.Rate(); got != 4 {
-			t.Fatalf("Rate() before any response = %g, want 4", got)
+		if got := c.Snapshot().Rate; got != 4 {
+			t.Fatalf("Snapshot().Rate before any response = %g, want 4", got)
 		}
-		c.Observe(aimd.Signal{Class: forage.Throttled, RetryAfter: 3 * time.Second})
-		if got, want := c.PausedUntil(), time.Now().Add(3*time.Second); !got.Equal(want) {
-			t.Fatalf("PausedUntil() = %v, want now+3s = %v", got, want)
+		c.ObserveAt(time.Now(), aimd.Signal{Class: forage.Throttled, RetryAfter: 3 * time.Second})
+		if got, want := c.Snapshot().PausedUntil, time.Now().Add(3*time.Second); !got.Equal(want) {
+			t.Fatalf("Snapshot().PausedUntil = %v, want now+3s = %v", got, want)
 		}
 		time.Sleep(time.Minute)
-		c.Observe(aimd.Signal{Class: forage.Success})
+		c.ObserveAt(time.Now(), aimd.Signal{Class: forage.Success})
 		if s := c.Snapshot(); s.Decreases != 1 || s.Ceiling != 3.8 || s.Rate <= 2.4 || s.Rate >= 3.8 {
 			t.Errorf("Snapshot() = %+v, want one decrease from 4/s to 2.4/s, the ceiling just under 4/s, climbing", s)
 		}
@@ -433,11 +429,11 @@ func TestConcurrentUse(t *testing.T) {
 			for i := range 500 {
 				now := t0.Add(time.Duration(i) * ms)
 				c.ObserveAt(now, aimd.Signal{Class: forage.Class(i % 5), Latency: time.Duration(g) * ms, RetryAfter: time.Duration(i%7) * ms})
-				if r := c.RateAt(now); !(r >= 0.05 && r <= 10000) {
+				if r := c.Snapshot().Rate; !(r >= 0.05 && r <= 10000) {
 					t.Errorf("rate %g out of bounds", r)
 				}
 				_ = c.Snapshot()
-				_ = c.PausedUntil()
+				_ = c.Snapshot().PausedUntil
 			}
 		})
 	}
@@ -508,7 +504,7 @@ func TestRestoreHandsOnAClimb(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := a.RateAt(now); got < 99 {
+	if got := a.Snapshot().Rate; got < 99 {
 		t.Errorf("after 9 s of a climb handed on every second: rate %.4g; want >= 99 (one controller: 99.95)", got)
 	}
 }
@@ -533,7 +529,7 @@ func TestRestoreWithoutCeilingForgetsIt(t *testing.T) {
 	now := t0
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	now = succeed(c, now, time.Second, 10*ms)
-	if got := c.RateAt(now); !near(got, 16, 1e-9) {
+	if got := c.Snapshot().Rate; !near(got, 16, 1e-9) {
 		t.Fatalf("a second of success after: rate %g, want 16 (slow start)", got)
 	}
 }
@@ -560,7 +556,7 @@ func TestSharedJitterAtTheCeilingKeepsIt(t *testing.T) {
 		t.Fatalf("after 11 s of successes: rate %.4g, ceiling %.4g; want the rate at the ceiling", before.Rate, before.Ceiling)
 	}
 	now = now.Add(10 * ms)
-	r0 := c.RateAt(now.Add(-5 * ms))
+	r0 := c.Snapshot().Rate
 	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: now.Add(-5 * ms), RetryAfter: time.Second})
 	if s := c.Snapshot(); !near(s.Rate, 0.97*r0, 0.01) || s.Ceiling != before.Ceiling {
 		t.Fatalf("refused at the ceiling after 11 s without a refusal: rate %.4g ceiling %.4g; want %.4g and the ceiling kept, %.4g", s.Rate, s.Ceiling, 0.97*r0, before.Ceiling)

@@ -142,7 +142,7 @@ func TestRefusalsCarryOver(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 				now := time.Now()
 				c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Sent: now.Add(-5 * time.Millisecond)})
-				peak = max(peak, c.RateAt(now))
+				peak = max(peak, c.Snapshot().Rate)
 			}
 			return peak
 		}

@@ -25,12 +25,12 @@ func BenchmarkObserveAt(b *testing.B) {
 	}
 }
 
-// BenchmarkRateAt is the pacer's read.
-func BenchmarkRateAt(b *testing.B) {
+// BenchmarkSnapshot is the pacer's read of the rate.
+func BenchmarkSnapshot(b *testing.B) {
 	c := mustNew(b, aimd.Config{})
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = c.RateAt(t0)
+		_ = c.Snapshot().Rate
 	}
 }
 
@@ -44,7 +44,7 @@ func BenchmarkObserveParallel(b *testing.B) {
 		for pb.Next() {
 			now = now.Add(time.Millisecond)
 			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: now.Add(-time.Millisecond)})
-			_ = c.RateAt(now)
+			_ = c.Snapshot().Rate
 		}
 	})
 }

@@ -52,13 +52,13 @@ func TestCutFromRateAtSend(t *testing.T) {
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
 	now = succeed(c, now, 2*time.Second, 10*ms) // slow start: 10 -> 40/s
 	sent := now
-	atSend := c.RateAt(sent)
+	atSend := c.Snapshot().Rate
 	now = succeed(c, now, 500*ms, 10*ms) // a slow answer: 40 -> ~57/s meanwhile
 	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: sent})
 	// An echo confirms the overshoot; the rate at send is dated to 50ms.
 	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, Sent: sent.Add(ms)})
 	if s := c.Snapshot(); !near(s.Rate, 0.6*atSend, 0.04) || !near(s.Ceiling, 0.95*atSend, 0.04) {
-		t.Errorf("refusal of a request sent at %.1f/s, answered at %.1f/s: %+v, want rate %.1f, ceiling %.1f", atSend, c.RateAt(now), s, 0.6*atSend, 0.95*atSend)
+		t.Errorf("refusal of a request sent at %.1f/s, answered at %.1f/s: %+v, want rate %.1f, ceiling %.1f", atSend, c.Snapshot().Rate, s, 0.6*atSend, 0.95*atSend)
 	}
 }
 

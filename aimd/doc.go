@@ -21,7 +21,7 @@
 //     request sent while a pause was in force (a pacer that had booked it
 //     before the pause): the provider said it would refuse it.
 //   - Retry-After and a spent quota ([Signal.Quota] with nothing left) pause the
-//     provider: see [Controller.PausedUntil].
+//     provider: see [Snapshot].PausedUntil.
 //
 // The climb is time-based (per second of successful traffic, not per
 // response), so it does not depend on how many requests are in flight, and

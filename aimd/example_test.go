@@ -14,16 +14,14 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	cfg := c.Config()
-	fmt.Println("initial", cfg.Initial, "min", cfg.Min, "max", cfg.Max)
-	fmt.Println("decrease", cfg.Decrease, "recovery", cfg.Recovery, "slow start", cfg.SlowStart, "cool-off", cfg.CoolOff)
+	s := c.Snapshot()
+	fmt.Println("rate", s.Rate, "phase", s.Phase) // Config.Initial until the first response
 
 	_, err = aimd.New(aimd.Config{Decrease: 1.5})
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, aimd.ErrInvalidConfig))
 	// Output:
-	// initial 4 min 0.05 max 10000
-	// decrease 0.9 recovery 45s slow start 250ms cool-off 1s
+	// rate 4 phase start
 	// aimd: Config.Decrease must be in (0, 1) (got 1.5)
 	// true
 }
@@ -33,16 +31,16 @@ func ExampleNew() {
 func ExampleController_ObserveAt() {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, _ := aimd.New(aimd.Config{})
-	fmt.Printf("before any response: %.0f/s\n", c.RateAt(start))
+	fmt.Printf("before any response: %.0f/s\n", c.Snapshot().Rate)
 
 	// A second of successes, each request sent 1/rate after the last: the
 	// rate doubles per 250ms of success, at most x1.5 per response.
 	now := start
 	for now.Before(start.Add(time.Second)) {
-		now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+		now = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 30 * time.Millisecond})
 	}
-	fmt.Printf("after 1s of success: %.1f/s (%s)\n", c.RateAt(now), c.Snapshot().Phase)
+	fmt.Printf("after 1s of success: %.1f/s (%s)\n", c.Snapshot().Rate, c.Snapshot().Phase)
 
 	// Four 429s for requests all sent before the first 429 came back: one
 	// decrease (leaving slow start: x0.6), from the rate the first of them
@@ -63,15 +61,15 @@ func ExampleController_ObserveAt() {
 
 // A Retry-After pauses the provider; a later, shorter one never shortens the
 // pause.
-func ExampleController_PausedUntil() {
+func ExampleController_Snapshot_pause() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, _ := aimd.New(aimd.Config{})
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Throttled, RetryAfter: 30 * time.Second})
-	fmt.Println("paused for", c.PausedUntil().Sub(now))
+	fmt.Println("paused for", c.Snapshot().PausedUntil.Sub(now))
 
 	c.ObserveAt(now.Add(time.Second), aimd.Signal{Class: forage.Throttled, RetryAfter: 5 * time.Second})
-	fmt.Println("still paused for", c.PausedUntil().Sub(now))
+	fmt.Println("still paused for", c.Snapshot().PausedUntil.Sub(now))
 	// Output:
 	// paused for 30s
 	// still paused for 30s
@@ -85,21 +83,21 @@ func ExampleSignal_quota() {
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 600, Reset: 40 * time.Second, Window: time.Minute,
-		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
+		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true,
 	}})
-	fmt.Printf("%.0f/s\n", c.RateAt(now)) // 600 left over 40s
+	fmt.Printf("%.0f/s\n", c.Snapshot().Rate) // 600 left over 40s
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 600, Reset: 10 * time.Second, Window: time.Minute,
-		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
+		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true,
 	}})
-	fmt.Printf("%.0f/s\n", c.RateAt(now)) // capped at 1200/min
+	fmt.Printf("%.0f/s\n", c.Snapshot().Rate) // capped at 1200/min
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 0, Reset: 7 * time.Second, Window: time.Minute,
-		Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow,
+		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true,
 	}})
-	fmt.Println("paused for", c.PausedUntil().Sub(now))
+	fmt.Println("paused for", c.Snapshot().PausedUntil.Sub(now))
 	// Output:
 	// 15/s
 	// 20/s

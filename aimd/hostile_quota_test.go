@@ -9,9 +9,6 @@ import (
 	"github.com/forage-go/forage/aimd"
 )
 
-// all is every field a Quota can name.
-const all = forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset | forage.QuotaWindow
-
 // TestQuotaHeadersNeverUndoACut: a provider that says 99,999 of 100,000
 // are left on every answer while it refuses over 10 a second. Its word
 // spends the window at once (the rate jumps to what is left over the
@@ -25,15 +22,15 @@ func TestQuotaHeadersNeverUndoACut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lie := forage.Quota{Limit: 100000, Remaining: 99999, Reset: 10 * time.Second, Known: all &^ forage.QuotaWindow}
+	lie := forage.Quota{Limit: 100000, Remaining: 99999, Reset: 10 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true}
 	now, end := t0, t0.Add(30*time.Second)
 	refused, sent := 0, 0
 	var free time.Time // the provider: 10 a second, no burst
 	for now.Before(end) {
-		if pu := c.PausedUntil(); pu.After(now) {
+		if pu := c.Snapshot().PausedUntil; pu.After(now) {
 			now = pu
 		}
-		now = now.Add(max(time.Duration(float64(time.Second)/c.RateAt(now)), time.Millisecond))
+		now = now.Add(max(time.Duration(float64(time.Second)/c.Snapshot().Rate), time.Millisecond))
 		sent++
 		if now.Before(free) {
 			refused++
@@ -43,7 +40,7 @@ func TestQuotaHeadersNeverUndoACut(t *testing.T) {
 		free = now.Add(100 * time.Millisecond)
 		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: time.Millisecond, Quota: lie})
 	}
-	if r := c.RateAt(now); refused > 4 || r > 10 {
+	if r := c.Snapshot().Rate; refused > 4 || r > 10 {
 		t.Fatalf("30 s against 10/s whose every answer says 99999 left: %d of %d refused, rate %v at the end; want a few, under 10", refused, sent, r)
 	}
 }
@@ -63,8 +60,8 @@ func TestADeclarationLapses(t *testing.T) {
 	year := 365 * 24 * time.Hour
 	now := t0
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond,
-		Quota: forage.Quota{Limit: 1, Remaining: 1, Reset: year, Window: year, Known: all}})
-	if r, st := c.RateAt(now), c.State(); r != c.Config().Min || st.Ceiling != 0 || st.Confirmed {
+		Quota: forage.Quota{Limit: 1, Remaining: 1, Reset: year, Window: year, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}})
+	if r, st := c.Snapshot().Rate, c.State(); r != aimd.ConfigOf(c).Min || st.Ceiling != 0 || st.Confirmed {
 		t.Fatalf("declared 1 a year: rate %v, exported ceiling %v (confirmed %v); want the floor, none exported", r, st.Ceiling, st.Confirmed)
 	}
 	for range 3 {
@@ -75,10 +72,10 @@ func TestADeclarationLapses(t *testing.T) {
 		now = now.Add(time.Second / 20)
 		c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond})
 	}
-	if r := c.RateAt(now); r < 5 {
+	if r := c.Snapshot().Rate; r < 5 {
 		t.Fatalf("ten seconds of answers declaring nothing after the declaration: rate %v, want it climbing again", r)
 	}
-	minute := forage.Quota{Limit: 60, Remaining: 59, Reset: time.Minute, Window: time.Minute, Known: all}
+	minute := forage.Quota{Limit: 60, Remaining: 59, Reset: time.Minute, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
 	minute.Limit, minute.Remaining = 600, 599
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
@@ -97,11 +94,11 @@ func TestARetryAfterOnASuccessPausesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.ObserveAt(t0, aimd.Signal{Class: forage.Success, RetryAfter: 2 * time.Minute})
-	if pu := c.PausedUntil(); !pu.IsZero() {
+	if pu := c.Snapshot().PausedUntil; !pu.IsZero() {
 		t.Fatalf("a success with Retry-After 2m: paused until +%v, want no pause", pu.Sub(t0))
 	}
 	c.ObserveAt(t0, aimd.Signal{Class: forage.Throttled, RetryAfter: 2 * time.Minute})
-	if pu := c.PausedUntil(); !pu.Equal(t0.Add(2 * time.Minute)) {
+	if pu := c.Snapshot().PausedUntil; !pu.Equal(t0.Add(2 * time.Minute)) {
 		t.Fatalf("a 429 with Retry-After 2m: paused until +%v, want +2m", pu.Sub(t0))
 	}
 }
@@ -135,7 +132,7 @@ func TestACeilingLearnedUnderADeclaredQuotaStays(t *testing.T) {
 			continue
 		}
 		now = next
-		if pu := c.PausedUntil(); pu.After(now) {
+		if pu := c.Snapshot().PausedUntil; pu.After(now) {
 			next = pu
 			continue
 		}
@@ -159,9 +156,9 @@ func TestACeilingLearnedUnderADeclaredQuotaStays(t *testing.T) {
 			used++
 			sig.Class = forage.Success
 		}
-		sig.Quota = forage.Quota{Limit: 1200, Remaining: 1200 - used, Reset: reset, Window: time.Minute, Known: all}
+		sig.Quota = forage.Quota{Limit: 1200, Remaining: 1200 - used, Reset: reset, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
 		pending = append(pending, answer{now.Add(lat), sig})
-		next = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+		next = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 	}
 	if st := c.State(); refused > 20 || st.Ceiling == 0 || st.Ceiling > 11 {
 		t.Fatalf("5 minutes against 1200/min declared and 10/s hidden: %d refused, exported ceiling %v; want a few, about 10", refused, st.Ceiling)

@@ -25,12 +25,12 @@ func TestPropertyClimbIsLogarithmic(t *testing.T) {
 		}
 		now := t0
 		budget := time.Duration((0.25*math.Log2(limit/4 /* the default Initial */) + 0.5) * float64(time.Second))
-		for c.RateAt(now) < limit {
+		for c.Snapshot().Rate < limit {
 			if now.Sub(t0) > budget {
-				t.Fatalf("rate %.1f after %v, want %.1f within %v", c.RateAt(now), now.Sub(t0), limit, budget)
+				t.Fatalf("rate %.1f after %v, want %.1f within %v", c.Snapshot().Rate, now.Sub(t0), limit, budget)
 			}
 			sent := now
-			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+			now = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: sent})
 		}
 	})
@@ -64,18 +64,18 @@ func TestPropertyTheRateFollowsDemand(t *testing.T) {
 		}
 		now := sent.Add(latency)
 		bound := max(4*math.Pow(1.5, 4) /* the default Initial, x1.5 per answer */, 16*demand)
-		if r := c.RateAt(now); r > bound {
+		if r := c.Snapshot().Rate; r > bound {
 			t.Fatalf("rate %.1f after a minute of a caller sending %.2f/s, want at most %.1f", r, demand, bound)
 		}
 		// The caller now sends as fast as the rate allows: the climb resumes
 		// within a few seconds (the meter's memory is about one).
-		was, from := c.RateAt(now), now
+		was, from := c.Snapshot().Rate, now
 		for now.Sub(from) < 3*time.Second {
 			sent = now
-			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+			now = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: sent})
 		}
-		if r := c.RateAt(now); r <= was {
+		if r := c.Snapshot().Rate; r <= was {
 			t.Fatalf("rate %.1f after 3 s of requests at the rate, want over %.1f", r, was)
 		}
 	})
@@ -101,13 +101,13 @@ func TestPropertyABurstyCallerClimbsOnlyInItsBursts(t *testing.T) {
 		now := t0
 		for now.Sub(t0) < 5*time.Minute {
 			for range n {
-				r := c.RateAt(now)
+				r := c.Snapshot().Rate
 				c.ObserveAt(now.Add(latency), aimd.Signal{Class: forage.Success, Sent: now})
 				now = now.Add(time.Duration(float64(time.Second) / r))
 			}
 			now = now.Add(quiet)
 		}
-		if r, bound := c.RateAt(now), 4*math.Pow(1.5, 4)+8*float64(n); r > bound {
+		if r, bound := c.Snapshot().Rate, 4*math.Pow(1.5, 4)+8*float64(n); r > bound {
 			t.Fatalf("rate %.1f after 5 minutes of bursts of %d every %v, want at most %.1f", r, n, quiet, bound)
 		}
 	})
@@ -134,15 +134,15 @@ func TestPropertyAQuietSpellIsForgottenInASecondOrTwo(t *testing.T) {
 		send := func(d time.Duration) {
 			for end := now.Add(d); now.Before(end); {
 				sent := now
-				now = now.Add(time.Duration(float64(time.Second) / c.RateAt(now)))
+				now = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 				c.ObserveAt(now, aimd.Signal{Class: forage.Success, Sent: sent})
 			}
 		}
 		send(2 * time.Second)
 		now = now.Add(quiet)
-		was := c.RateAt(now)
+		was := c.Snapshot().Rate
 		send(2 * time.Second)
-		if r := c.RateAt(now); r <= was {
+		if r := c.Snapshot().Rate; r <= was {
 			t.Fatalf("rate %.2f after 2 s at the full rate following %v of quiet, want over %.2f", r, quiet, was)
 		}
 	})
@@ -195,7 +195,7 @@ func TestPropertyDeclaredQuotaNeverOverspent(t *testing.T) {
 		now, used, window, refused := start, 0, start, 0
 		full := map[time.Time]int{}
 		for now.Sub(start) < 4*w {
-			if pu := c.PausedUntil(); pu.After(now) {
+			if pu := c.Snapshot().PausedUntil; pu.After(now) {
 				now = pu
 			}
 			if ws := now.Truncate(w); ws != window {
@@ -211,8 +211,8 @@ func TestPropertyDeclaredQuotaNeverOverspent(t *testing.T) {
 			reset := window.Add(w).Sub(now)
 			reset = (reset + time.Second - 1).Truncate(time.Second)
 			at := now.Add(latency)
-			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: now, Quota: forage.Quota{Limit: float64(n), Remaining: float64(n - used), Reset: reset, Known: known}})
-			now = now.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
+			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: now, Quota: forage.Quota{Limit: float64(n), Remaining: float64(n - used), Reset: reset, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}})
+			now = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 		}
 		if refused > 0 {
 			t.Fatalf("quota %d per %v, latency %v: %d requests refused, want none", n, w, latency, refused)
@@ -245,7 +245,7 @@ func TestPropertyBanNeverTriggered(t *testing.T) {
 		var refusals []time.Time
 		now := t0
 		for now.Sub(t0) < 5*time.Minute {
-			if pu := c.PausedUntil(); pu.After(now) {
+			if pu := c.Snapshot().PausedUntil; pu.After(now) {
 				now = pu
 			}
 			kind, retry := forage.Success, time.Duration(0)
@@ -260,7 +260,7 @@ func TestPropertyBanNeverTriggered(t *testing.T) {
 			}
 			at := now.Add(latency)
 			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: now, RetryAfter: retry})
-			next := now.Add(time.Duration(float64(time.Second) / c.RateAt(at)))
+			next := now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
 			if next.Before(at) {
 				next = at // one request in flight
 			}
@@ -280,7 +280,7 @@ func noisyRun(c *aimd.Controller, limit, share float64, noise forage.Class, afte
 	seen429 := !after429
 	now := t0
 	for now.Sub(t0) < 60*time.Second {
-		if pu := c.PausedUntil(); pu.After(now) {
+		if pu := c.Snapshot().PausedUntil; pu.After(now) {
 			now = pu
 		}
 		sent := now
@@ -296,7 +296,7 @@ func noisyRun(c *aimd.Controller, limit, share float64, noise forage.Class, afte
 		}
 		at := sent.Add(5 * time.Millisecond)
 		c.ObserveAt(at, aimd.Signal{Class: kind, Sent: sent, RetryAfter: retry})
-		r := c.RateAt(at)
+		r := c.Snapshot().Rate
 		see(at.Sub(t0), r)
 		now = sent.Add(time.Duration(float64(time.Second) / r))
 	}

@@ -15,10 +15,6 @@ const latencyWeight = 0.2
 // it before the queue counts as still growing (jitter is not growth).
 const latencyTolerance = 0.1
 
-// Observe feeds one response to the controller at the current time. It is
-// ObserveAt(time.Now(), s).
-func (c *Controller) Observe(s Signal) { c.ObserveAt(time.Now(), s) }
-
 // ObserveAt feeds one response, received at now, to the controller. Call it
 // once per response, from any goroutine; the package documentation tabulates
 // what each [forage.Class] does to the rate, the pause and the ceiling. Whatever the
@@ -121,7 +117,7 @@ func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 		// A refusal that names only when the quota resets (no Remaining,
 		// no Used) says as much as "0 left": requests sent before the
 		// reset were refused again, and counted by a provider that bans.
-		if _, left := q.Left(); !left && q.Has(forage.QuotaReset) && q.Reset > 0 && now.Add(q.Reset).After(until) {
+		if _, left := q.Left(); !left && q.HasReset && q.Reset > 0 && now.Add(q.Reset).After(until) {
 			until = now.Add(q.Reset)
 		}
 	}

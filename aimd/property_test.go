@@ -56,12 +56,15 @@ func genSignal(t *rapid.T, now time.Time) aimd.Signal {
 	}
 	if rapid.IntRange(0, 3).Draw(t, "hasQuota") == 0 {
 		s.Quota = forage.Quota{
-			Limit:     rapid.OneOf(rapid.Float64Range(0, 1e4), rapid.SampledFrom(hostile)).Draw(t, "limit"),
-			Remaining: rapid.SampledFrom(append([]float64{0, 1, 50, 1e4}, hostile...)).Draw(t, "remaining"),
-			Used:      rapid.SampledFrom(append([]float64{0, 1}, hostile...)).Draw(t, "used"),
-			Reset:     genDuration(t, "reset", time.Minute),
-			Window:    rapid.SampledFrom([]time.Duration{0, time.Second, time.Minute}).Draw(t, "window"),
-			Known:     known,
+			Limit:        rapid.OneOf(rapid.Float64Range(0, 1e4), rapid.SampledFrom(hostile)).Draw(t, "limit"),
+			Remaining:    rapid.SampledFrom(append([]float64{0, 1, 50, 1e4}, hostile...)).Draw(t, "remaining"),
+			Used:         rapid.SampledFrom(append([]float64{0, 1}, hostile...)).Draw(t, "used"),
+			Reset:        genDuration(t, "reset", time.Minute),
+			Window:       rapid.SampledFrom([]time.Duration{0, time.Second, time.Minute}).Draw(t, "window"),
+			HasLimit:     true,
+			HasRemaining: true,
+			HasReset:     true,
+			HasWindow:    true,
 		}
 	}
 	return s
@@ -77,9 +80,9 @@ func step(t *rapid.T, now time.Time) (time.Time, aimd.Signal) {
 // the step index for the failure message.
 func checkInvariants(t *rapid.T, c *aimd.Controller, i int, now time.Time, before aimd.Snapshot, s aimd.Signal) {
 	t.Helper()
-	cfg := c.Config()
+	cfg := aimd.ConfigOf(c)
 	after := c.Snapshot()
-	if r := c.RateAt(now); r != after.Rate || !(r >= cfg.Min && r <= cfg.Max) {
+	if r := c.Snapshot().Rate; r != after.Rate || !(r >= cfg.Min && r <= cfg.Max) {
 		t.Fatalf("step %d (%+v): rate %g (snapshot %g) outside [%g, %g]", i, s, r, after.Rate, cfg.Min, cfg.Max)
 	}
 	if !(after.Ceiling >= 0) || math.IsInf(after.Ceiling, 0) {
@@ -159,8 +162,8 @@ func TestPropertyStateMachine(t *testing.T) {
 				now = now.Add(genDuration(t, "idle", time.Hour))
 			},
 			"": func(t *rapid.T) {
-				if r := c.RateAt(now); r != c.Snapshot().Rate {
-					t.Fatalf("after %d steps: RateAt %g != Snapshot().Rate %g", i, r, c.Snapshot().Rate)
+				if r := c.Snapshot().Rate; r != c.Snapshot().Rate {
+					t.Fatalf("after %d steps: Snapshot().Rate %g, then %g with nothing observed", i, r, c.Snapshot().Rate)
 				}
 			},
 		})
@@ -177,8 +180,8 @@ func TestPropertyInitialBeforeAnyResponse(t *testing.T) {
 			t.Fatal(err)
 		}
 		at := t0.Add(time.Duration(rapid.Int64().Draw(t, "offset")))
-		if got, want := c.RateAt(at), c.Config().Initial; got != want {
-			t.Fatalf("RateAt(%v) = %g before any response, want Initial %g", at, got, want)
+		if got, want := c.Snapshot().Rate, aimd.ConfigOf(c).Initial; got != want {
+			t.Fatalf("Snapshot().Rate at %v = %g before any response, want Initial %g", at, got, want)
 		}
 		if s := c.Snapshot(); s.Phase != aimd.PhaseStart || s.Decreases != 0 || !s.PausedUntil.IsZero() {
 			t.Fatalf("Snapshot() before any response = %+v", s)
@@ -242,7 +245,7 @@ func TestPropertyRefusalDuringPauseNeverCuts(t *testing.T) {
 			c.ObserveAt(now, s)
 		}
 		// Well after anything before: a success, then a refusal that pauses.
-		if p := c.PausedUntil(); p.After(now) {
+		if p := c.Snapshot().PausedUntil; p.After(now) {
 			now = p
 		}
 		now = now.Add(time.Hour)
@@ -333,8 +336,8 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 				limit = 0
 			}
 			spent := left == 0 && h.Reset > 0 && (s.Class != forage.Success || h.Reset > time.Second && limit == 0)
-			if spent && c.PausedUntil().Before(now.Add(h.Reset)) {
-				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.PausedUntil())
+			if spent && c.Snapshot().PausedUntil.Before(now.Add(h.Reset)) {
+				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.Snapshot().PausedUntil)
 			}
 			// A declaration holds until the next replaces it, or until
 			// three successes in a row declare nothing.
@@ -343,13 +346,13 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 			}
 			switch {
 			case s.Class < forage.Permanent && limit > 0 && h.Window > 0:
-				capRate, undeclared = max(limit/h.Window.Seconds(), c.Config().Min), 0
+				capRate, undeclared = max(limit/h.Window.Seconds(), aimd.ConfigOf(c).Min), 0
 			case capRate > 0 && s.Class == forage.Success && limit <= 0:
 				if undeclared++; undeclared == 3 {
 					capRate, undeclared = 0, 0
 				}
 			}
-			if r := c.RateAt(now); capRate > 0 && r > capRate*(1+1e-12) {
+			if r := c.Snapshot().Rate; capRate > 0 && r > capRate*(1+1e-12) {
 				t.Fatalf("step %d: rate %g above the declared %g", i, r, capRate)
 			}
 		}
@@ -368,15 +371,15 @@ func TestPropertyLatencyAboveTargetNeverRaises(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := t0
-		prev := c.RateAt(now)
+		prev := c.Snapshot().Rate
 		for i := range rapid.IntRange(1, 100).Draw(t, "steps") {
 			now = now.Add(genDuration(t, "gap", time.Second))
 			lat := cfg.LatencyTarget + 1 + genDuration(t, "over", 5*time.Second)
 			c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: lat})
-			if r := c.RateAt(now); r > prev {
+			if r := c.Snapshot().Rate; r > prev {
 				t.Fatalf("step %d: latency %v over target %v raised the rate %g -> %g", i, lat, cfg.LatencyTarget, prev, r)
 			}
-			prev = c.RateAt(now)
+			prev = c.Snapshot().Rate
 		}
 	})
 }

@@ -55,7 +55,7 @@ type Signal struct {
 	Latency time.Duration
 
 	// RetryAfter is the provider's Retry-After: the controller pauses until
-	// now + RetryAfter (see [Controller.PausedUntil]). Zero or negative means
+	// now + RetryAfter (see [Snapshot].PausedUntil). Zero or negative means
 	// none.
 	RetryAfter time.Duration
 

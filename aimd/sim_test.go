@@ -23,8 +23,7 @@ import (
 // the plain-AIMD baseline.
 type rateController interface {
 	ObserveAt(now time.Time, s aimd.Signal)
-	RateAt(now time.Time) float64
-	PausedUntil() time.Time
+	Snapshot() aimd.Snapshot // only Rate and PausedUntil are read
 }
 
 // inFlight is one sent request awaiting its response.
@@ -74,12 +73,12 @@ func simulate(c rateController, s *simServer, dur, latency, jitter time.Duration
 	)
 	at := func(d time.Duration) time.Time { return simEpoch.Add(d) }
 	for {
-		rate := c.RateAt(at(now))
+		rate := c.Snapshot().Rate
 		next := now
 		if lastSend >= 0 {
 			next = max(lastSend+time.Duration(1e9/rate), now)
 		}
-		if p := c.PausedUntil().Sub(simEpoch); p > next {
+		if p := c.Snapshot().PausedUntil.Sub(simEpoch); p > next {
 			next = p
 		}
 		if len(flights) > 0 && flights[0].at <= next {
@@ -128,7 +127,7 @@ func simulate(c rateController, s *simServer, dur, latency, jitter time.Duration
 		}
 		res.perMinute = max(res.perMinute, j-i+1)
 	}
-	res.finalRate = c.RateAt(at(dur))
+	res.finalRate = c.Snapshot().Rate
 	return res
 }
 
@@ -141,8 +140,9 @@ type plainAIMD struct {
 	paused time.Time
 }
 
-func (p *plainAIMD) RateAt(time.Time) float64 { return p.rate }
-func (p *plainAIMD) PausedUntil() time.Time   { return p.paused }
+func (p *plainAIMD) Snapshot() aimd.Snapshot {
+	return aimd.Snapshot{Rate: p.rate, PausedUntil: p.paused}
+}
 func (p *plainAIMD) ObserveAt(now time.Time, s aimd.Signal) {
 	if until := now.Add(s.RetryAfter); until.After(p.paused) {
 		p.paused = until
@@ -334,8 +334,7 @@ type tracer struct {
 	next time.Time
 }
 
-func (tr *tracer) RateAt(now time.Time) float64 { return tr.c.RateAt(now) }
-func (tr *tracer) PausedUntil() time.Time       { return tr.c.PausedUntil() }
+func (tr *tracer) Snapshot() aimd.Snapshot { return tr.c.Snapshot() }
 func (tr *tracer) ObserveAt(now time.Time, s aimd.Signal) {
 	tr.c.ObserveAt(now, s)
 	sn := tr.c.Snapshot()

@@ -195,11 +195,14 @@ func (s *simServer) hint(at time.Duration) forage.Quota {
 	}
 	n := s.rate(at) * s.window.Seconds()
 	return forage.Quota{
-		Limit:     n,
-		Remaining: max(n-float64(s.count), 0),
-		Reset:     time.Duration(s.winIdx+1)*s.window - at,
-		Window:    s.window,
-		Known:     known,
+		Limit:        n,
+		Remaining:    max(n-float64(s.count), 0),
+		Reset:        time.Duration(s.winIdx+1)*s.window - at,
+		Window:       s.window,
+		HasLimit:     true,
+		HasRemaining: true,
+		HasReset:     true,
+		HasWindow:    true,
 	}
 }
 

@@ -42,17 +42,23 @@ func (p Phase) String() string {
 	return fmt.Sprintf("Phase(%d)", int(p))
 }
 
-// Snapshot is the controller's state at one instant, for metrics. It is a
+// Snapshot is the controller's state at one instant: the rate to send at
+// and the pause to honour, and how it got there, for metrics. It is a
 // value; it is safe for concurrent use.
 type Snapshot struct {
-	// Rate is the current rate, requests/s.
+	// Rate is the rate to send at, requests/s: [Config.Initial] until the
+	// first response, then the rate the responses so far have earned, in
+	// [Config.Min, Config.Max]. It moves only when a response is observed.
+	// A pause is separate (PausedUntil); the pacer honours both.
 	Rate float64
 	// Ceiling is the learned ceiling, requests/s: just under (x0.95) the
 	// rate at which the last overshoot began, or where it was when a refusal
 	// at it read as arrival jitter, or a declared or measured quota. Zero
 	// until the first pressure or Quota.
 	Ceiling float64
-	// PausedUntil is the pause end; see [Controller.PausedUntil].
+	// PausedUntil is the time before which no request should be sent, set
+	// by a Retry-After or a spent quota (see [Signal].Quota); the zero Time
+	// means no pause was ever requested. It only ever moves forward.
 	PausedUntil time.Time
 	// Decreases counts the decreases so far: one per overshoot, not one per
 	// refusal.
@@ -68,7 +74,8 @@ type Snapshot struct {
 	Allowance float64
 }
 
-// Snapshot returns the controller's current state.
+// Snapshot returns the controller's current state: the rate to send at,
+// the pause in force, and the rest of what it has learned.
 func (c *Controller) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()

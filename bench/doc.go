@@ -30,6 +30,6 @@
 //
 // The admit-path comparison with x/time/rate (ns/op, single and parallel)
 // lives next to the limiter it measures, in gcra/bench_test.go
-// (BenchmarkAllowAt against BenchmarkRateAllowN, and their Parallel forms),
+// (BenchmarkAllowNAt against BenchmarkRateAllowN, and their Parallel forms),
 // because it needs no other module.
 package bench

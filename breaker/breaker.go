@@ -15,20 +15,29 @@ import (
 	"github.com/forage-go/forage/internal/cfgerr"
 )
 
-// Errors returned by this package. Allow and Do return ErrOpen and
-// ErrTooManyProbes themselves (not wrapped), so the fast-fail path does not
-// allocate; compare with errors.Is all the same.
+// Errors returned by this package. Allow and Do return their errors
+// preallocated, so the fast-fail path does not allocate; compare with
+// errors.Is.
 var (
-	// ErrOpen is returned by Allow and Do while the breaker is open: the
-	// provider is known to be unhealthy, no request was attempted, and the
-	// caller should not spend its retry budget on it.
+	// ErrOpen is returned by Allow and Do while the breaker refuses
+	// requests: the provider is known to be unhealthy, no request was
+	// attempted, and the caller should not spend its retry budget on it.
+	// Allow returns it itself while the breaker is open, and an error that
+	// Is ErrOpen (saying "half-open, too many probes in flight") while it
+	// is half-open and all Config.HalfOpenProbes probes are in flight.
 	ErrOpen = errors.New("breaker: open")
-	// ErrTooManyProbes is returned by Allow and Do while the breaker is
-	// half-open and all Config.HalfOpenProbes probes are in flight.
-	ErrTooManyProbes = errors.New("breaker: half-open, too many probes in flight")
 	// ErrInvalidConfig is wrapped by every error New returns.
 	ErrInvalidConfig = errors.New("breaker: invalid config")
 )
+
+// errTooManyProbes is the refusal of a half-open breaker whose probes are
+// all in flight: it Is [ErrOpen], with its own message.
+var errTooManyProbes error = probesInFlight{}
+
+type probesInFlight struct{}
+
+func (probesInFlight) Error() string        { return "breaker: half-open, too many probes in flight" }
+func (probesInFlight) Is(target error) bool { return target == ErrOpen }
 
 // The defaults of the zero Config.
 const (
@@ -271,9 +280,6 @@ func New(c Config) (*Breaker, error) {
 	return b, nil
 }
 
-// Name returns Config.Name.
-func (b *Breaker) Name() string { return b.name }
-
 // OpenUntil returns when an open breaker lets its first probe through: the
 // time it opened plus OpenTimeout, the first instant at which State reports
 // half-open, so a caller may sleep until it and call again. It returns the
@@ -307,7 +313,7 @@ func (b *Breaker) Counts() Counts {
 // the breaker counts as the package documentation says: later calls are
 // ignored, a class other than the six of [forage.Class] panics, and a probe
 // that never reports keeps its half-open slot forever (so defer it).
-// Otherwise Allow returns ErrOpen or ErrTooManyProbes and a nil done. done
+// Otherwise Allow returns an error that Is [ErrOpen] and a nil done. done
 // may be called from any goroutine.
 func (b *Breaker) Allow() (done func(forage.Class), err error) {
 	report, err := b.cb.Allow()
@@ -319,13 +325,13 @@ func (b *Breaker) Allow() (done func(forage.Class), err error) {
 	case errors.Is(err, gobreaker.ErrOpenState):
 		return nil, ErrOpen
 	case errors.Is(err, gobreaker.ErrTooManyRequests):
-		return nil, ErrTooManyProbes
+		return nil, errTooManyProbes
 	}
 	return nil, fmt.Errorf("breaker: %w", err) // gobreaker v2.4.0 returns no other error
 }
 
 // Do runs fn if the breaker admits a request and reports the class fn
-// returns. It returns ErrOpen or ErrTooManyProbes without running fn, and
+// returns. It returns Allow's error (one that Is [ErrOpen]) without running fn, and
 // nil otherwise; fn's own result travels through its closure. If fn panics,
 // the request is ignored, as for Canceled (a panic is a bug in the caller,
 // not evidence about the provider), and the panic continues.

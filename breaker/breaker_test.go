@@ -132,7 +132,7 @@ func TestZeroConfigDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("first probe: %v", err)
 		}
-		if _, err := b.Allow(); err != breaker.ErrTooManyProbes {
+		if _, err := b.Allow(); err != breaker.ErrTooManyProbes || !errors.Is(err, breaker.ErrOpen) {
 			t.Fatalf("second probe = %v, want ErrTooManyProbes (HalfOpenProbes defaults to 1)", err)
 		}
 		done(forage.Success)
@@ -291,7 +291,7 @@ func TestHalfOpenProbes(t *testing.T) {
 			}
 			probes = append(probes, done)
 		}
-		if _, err := b.Allow(); err != breaker.ErrTooManyProbes {
+		if _, err := b.Allow(); err != breaker.ErrTooManyProbes || !errors.Is(err, breaker.ErrOpen) {
 			t.Fatalf("fourth probe = %v, want ErrTooManyProbes", err)
 		}
 		probes[0](forage.Canceled) // frees its slot

@@ -23,7 +23,7 @@ func ExampleNew() {
 		}
 		done(forage.Transient)
 	}
-	fmt.Println(b.State(), b.Counts())
+	fmt.Printf("%v %+v\n", b.State(), b.Counts())
 
 	// The fourth failure in a row meets the floor, and four failures are at
 	// least a sixth of the window's four outcomes: the burst rule opens it.
@@ -32,7 +32,7 @@ func ExampleNew() {
 	_, err = b.Allow()
 	fmt.Println(b.State(), errors.Is(err, breaker.ErrOpen))
 	// Output:
-	// closed requests=3 successes=0 failures=3 consecutive_successes=0 consecutive_failures=3
+	// closed {Requests:3 Successes:0 Failures:3 ConsecutiveSuccesses:0 ConsecutiveFailures:3}
 	// open true
 }
 
@@ -51,9 +51,9 @@ func ExampleBreaker_Allow() {
 	default:
 		done(forage.Success) // 2xx, and permanent 4xx: the provider is up
 	}
-	fmt.Println(b.Counts())
+	fmt.Printf("%+v\n", b.Counts())
 	// Output:
-	// requests=1 successes=1 failures=0 consecutive_successes=1 consecutive_failures=0
+	// {Requests:1 Successes:1 Failures:0 ConsecutiveSuccesses:1 ConsecutiveFailures:0}
 }
 
 func ExampleBreaker_Do() {

@@ -77,8 +77,8 @@ type Counts struct {
 	ConsecutiveFailures uint32
 }
 
-// String formats the counts as space-separated key=value pairs.
-func (c Counts) String() string {
+// format formats the counts as space-separated key=value pairs.
+func (c Counts) format() string {
 	return fmt.Sprintf("requests=%d successes=%d failures=%d consecutive_successes=%d consecutive_failures=%d",
 		c.Requests, c.Successes, c.Failures, c.ConsecutiveSuccesses, c.ConsecutiveFailures)
 }
@@ -95,8 +95,7 @@ func countsOf(c gobreaker.Counts) Counts {
 	}
 }
 
-// The reasons a Transition gives: one per edge of the state machine, and
-// one per trip rule for closed → open.
+// The trip rules a Transition from closed to open gives as its Reason.
 const (
 	// ReasonFailureRatio: closed → open by the ratio rule: the window held
 	// at least 6 × MinRequests outcomes and the share of failures reached
@@ -106,14 +105,19 @@ const (
 	// window's last ConsecutiveFailures outcomes failed, at least
 	// MinRequests of them and at least a sixth of the window's outcomes.
 	ReasonConsecutiveFailures = "consecutive_failures"
-	// ReasonOpenTimeout: open → half-open, because OpenTimeout has
+)
+
+// The reasons of the other edges, which From and To tell already; they name
+// the edge in logs and in Transition.String.
+const (
+	// reasonOpenTimeout: open → half-open, because OpenTimeout has
 	// elapsed.
-	ReasonOpenTimeout = "open_timeout"
-	// ReasonProbeFailed: half-open → open, because a probe failed.
-	ReasonProbeFailed = "probe_failed"
-	// ReasonProbesSucceeded: half-open → closed, because HalfOpenProbes
+	reasonOpenTimeout = "open_timeout"
+	// reasonProbeFailed: half-open → open, because a probe failed.
+	reasonProbeFailed = "probe_failed"
+	// reasonProbesSucceeded: half-open → closed, because HalfOpenProbes
 	// probes succeeded.
-	ReasonProbesSucceeded = "probes_succeeded"
+	reasonProbesSucceeded = "probes_succeeded"
 )
 
 // Transition is one state change of a Breaker: safe facts only (no URLs,
@@ -126,26 +130,30 @@ type Transition struct {
 	From State
 	// To is the state entered.
 	To State
-	// Reason is one of the Reason constants.
+	// Reason says why, for logs and for telling the trip rules apart: on
+	// closed → open the rule that tripped, [ReasonFailureRatio] or
+	// [ReasonConsecutiveFailures]; on the other edges, which From and To
+	// identify, "open_timeout" (open → half-open, OpenTimeout elapsed),
+	// "probe_failed" (half-open → open) or "probes_succeeded" (half-open →
+	// closed, HalfOpenProbes probes succeeded).
 	Reason string
 	// At is when the breaker made the change. gobreaker evaluates
-	// OpenTimeout lazily, so for ReasonOpenTimeout it is the first call at
+	// OpenTimeout lazily, so for open → half-open it is the first call at
 	// or after OpenUntil, not necessarily the instant the timeout elapsed.
 	At time.Time
 	// Counts are the counts of the state left, including the outcome that
-	// caused the change: the window's counts for ReasonFailureRatio and
-	// ReasonConsecutiveFailures, zero
-	// for ReasonOpenTimeout (the open state admits and counts nothing), and
-	// the probes that reported for ReasonProbeFailed and
-	// ReasonProbesSucceeded (probes still in flight are left out: their
-	// outcomes no longer count once the state changed).
+	// caused the change: the window's counts for closed → open, zero for
+	// open → half-open (the open state admits and counts nothing), and the
+	// probes that reported for half-open → open or closed (probes still in
+	// flight are left out: their outcomes no longer count once the state
+	// changed).
 	Counts Counts
 }
 
 // String formats the transition for humans, without the time, e.g.
 // `exchange: closed -> open (failure_ratio; requests=10 ...)`.
 func (t Transition) String() string {
-	return fmt.Sprintf("%s: %s -> %s (%s; %s)", t.Name, t.From, t.To, t.Reason, t.Counts)
+	return fmt.Sprintf("%s: %s -> %s (%s; %s)", t.Name, t.From, t.To, t.Reason, t.Counts.format())
 }
 
 // LogValue implements [slog.LogValuer]: the transition as a group of the

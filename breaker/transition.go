@@ -32,15 +32,15 @@ func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
 	case t.From == StateClosed: // only readyToTrip opens a closed breaker
 		t.Reason, t.Counts = b.tripReason, b.tripCounts
 	case t.From == StateOpen:
-		t.Reason = ReasonOpenTimeout
+		t.Reason = reasonOpenTimeout
 	case t.To == StateOpen:
 		// gobreaker opens on the failed probe without counting it.
-		t.Reason = ReasonProbeFailed
+		t.Reason = reasonProbeFailed
 		t.Counts = Counts{Requests: successes + 1, Successes: successes, Failures: 1, ConsecutiveFailures: 1}
 	default:
 		// Every probe that reported succeeded (a failure would have
 		// opened the breaker), and the probe gate admitted no more.
-		t.Reason = ReasonProbesSucceeded
+		t.Reason = reasonProbesSucceeded
 		t.Counts = Counts{Requests: successes, Successes: successes, ConsecutiveSuccesses: successes}
 	}
 	b.pending = append(b.pending, t)

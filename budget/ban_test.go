@@ -142,7 +142,7 @@ func TestPropertyBanPause(t *testing.T) {
 				err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 					at = time.Now()
 					return forage.Outcome{Status: code, RetryAfter: ra}
-				}, budget.NoRetry())
+				}, budget.CallOption{NoRetry: true})
 				if code == 200 {
 					if err != nil {
 						rt.Fatalf("step %d: 200: %v", i, err)

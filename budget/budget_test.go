@@ -38,7 +38,7 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-func newLocal(tb tb, cfg budget.Config) *budget.Local {
+func newLocal(tb tb, cfg budget.Config) budget.Provider {
 	tb.Helper()
 	p, err := budget.NewLocal("test", cfg)
 	if err != nil {
@@ -88,7 +88,7 @@ func TestPropertyEnvelope(t *testing.T) {
 			codes := rapid.SliceOfN(rapid.SampledFrom([]int{200, 200, 429, 503, 500, 404, 408}), 1, 40).Draw(rt, "codes")
 			env := budget.Envelope{MaxRequests: maxReq, MinRetries: minRetries}
 			if minRetries == 0 {
-				env.MinRetries = budget.NoRetries
+				env.MinRetries = retry.NoRetries
 			}
 			run := newRun(rt, env)
 			p := newLocal(rt, fast())
@@ -234,9 +234,9 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 		cfg := fast()
 		cfg.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: time.Minute}
 		p := newLocal(t, cfg)
-		_ = p.Do(context.Background(), nil, status(500, 0), budget.NoRetry())
+		_ = p.Do(context.Background(), nil, status(500, 0), budget.CallOption{NoRetry: true})
 		run := newRun(t, budget.Envelope{MaxRequests: 10})
-		tokens := run.Retries().Tokens()
+		tokens := budget.RetriesOf(run).Stats().Tokens
 		called := false
 		err := p.Do(context.Background(), run, func(context.Context) forage.Outcome {
 			called = true
@@ -249,8 +249,8 @@ func TestOpenBreakerMakesNoAttempt(t *testing.T) {
 		if called {
 			t.Fatal("an attempt was made through an open breaker")
 		}
-		if run.Attempts() != 0 || run.Retries().Tokens() != tokens {
-			t.Fatalf("run charged: attempts %d, tokens %v (was %v)", run.Attempts(), run.Retries().Tokens(), tokens)
+		if run.Attempts() != 0 || budget.RetriesOf(run).Stats().Tokens != tokens {
+			t.Fatalf("run charged: attempts %d, tokens %v (was %v)", run.Attempts(), budget.RetriesOf(run).Stats().Tokens, tokens)
 		}
 		if want := time.Now().Add(time.Minute); !stop.Until.Equal(want) {
 			t.Fatalf("Until = %v, want %v (open timeout)", stop.Until, want)
@@ -283,7 +283,7 @@ func TestOpenBreakerNamesTheLastFailure(t *testing.T) {
 			cfg := fast()
 			cfg.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: time.Minute}
 			p := newLocal(t, cfg)
-			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return tc.out }, budget.NoRetry())
+			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return tc.out }, budget.CallOption{NoRetry: true})
 			err := p.Do(context.Background(), nil, status(200, 0))
 			var stop *budget.Error
 			if !errors.As(err, &stop) || stop.Reason != forage.ReasonCircuitOpen || !errors.Is(err, breaker.ErrOpen) {
@@ -309,8 +309,8 @@ func TestReasons(t *testing.T) {
 	}{
 		{"request cap", budget.Envelope{MaxRequests: 2}, 0, nil, status(500, 0), forage.ReasonRequestCap},
 		{"deadline", budget.Envelope{}, -time.Second, nil, status(200, 0), forage.ReasonDeadline},
-		{"retry budget spent: what the provider did", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(503, 0), forage.ReasonUnavailable},
-		{"retry budget spent on a 429", budget.Envelope{MinRetries: budget.NoRetries, RetryRatio: budget.NoRetries}, 0, nil, status(429, 0), forage.ReasonThrottled},
+		{"retry budget spent: what the provider did", budget.Envelope{MinRetries: retry.NoRetries, RetryRatio: retry.NoRetries}, 0, nil, status(503, 0), forage.ReasonUnavailable},
+		{"retry budget spent on a 429", budget.Envelope{MinRetries: retry.NoRetries, RetryRatio: retry.NoRetries}, 0, nil, status(429, 0), forage.ReasonThrottled},
 		{"throttled after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 3 }, status(429, 0), forage.ReasonThrottled},
 		{"unavailable after max attempts", budget.Envelope{}, 0, func(c *budget.Config) { c.MaxAttempts = 2 }, status(503, 0), forage.ReasonUnavailable},
 		{"banned", budget.Envelope{}, 0, nil, status(418, time.Minute), forage.ReasonBanned},
@@ -472,9 +472,9 @@ func TestWeightAboveBurstRefused(t *testing.T) {
 	err := newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		called = true
 		return forage.Outcome{}
-	}, budget.Weight(6))
-	if called || !errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != forage.ReasonPermanent {
-		t.Fatalf("Do = %v (attempted %v), want permanent ErrWeight and no attempt", err, called)
+	}, budget.CallOption{Weight: 6})
+	if called || !errors.Is(err, budget.ErrInvalidConfig) || reasonOf(t, err) != forage.ReasonPermanent {
+		t.Fatalf("Do = %v (attempted %v), want permanent ErrInvalidConfig and no attempt", err, called)
 	}
 }
 
@@ -502,7 +502,7 @@ func TestKnownLimitHolds(t *testing.T) {
 						log = append(log, sent{time.Now(), w})
 						mu.Unlock()
 						return forage.Outcome{Status: 200}
-					}, budget.Weight(w))
+					}, budget.CallOption{Weight: w})
 				}
 			})
 		}
@@ -530,9 +530,9 @@ func TestReconcileWithProviderUsage(t *testing.T) {
 		want     int // calls that go at once after the first
 	}{
 		{"no headers", forage.Quota{}, 9},
-		{"binance used weight", forage.Quota{Used: 95, Window: time.Minute, Known: forage.QuotaUsed | forage.QuotaWindow}, 5},
-		{"ietf remaining", forage.Quota{Limit: 100, Remaining: 2, Window: time.Minute, Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaWindow}, 2},
-		{"other window ignored", forage.Quota{Used: 95, Window: time.Second, Known: forage.QuotaUsed | forage.QuotaWindow}, 9},
+		{"binance used weight", forage.Quota{Used: 95, Window: time.Minute, HasUsed: true, HasWindow: true}, 5},
+		{"ietf remaining", forage.Quota{Limit: 100, Remaining: 2, Window: time.Minute, HasLimit: true, HasRemaining: true, HasWindow: true}, 2},
+		{"other window ignored", forage.Quota{Used: 95, Window: time.Second, HasUsed: true, HasWindow: true}, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -630,7 +630,7 @@ func TestBreakerOpeningDuringPacingStopsTheAttempt(t *testing.T) {
 				close(inFlight)
 				time.Sleep(100 * time.Millisecond)
 				return forage.Outcome{Status: 500}
-			}, budget.NoRetry())
+			}, budget.CallOption{NoRetry: true})
 		}()
 		<-inFlight
 		called := false

@@ -182,7 +182,7 @@ const NoTimeout = time.Duration(-1)
 
 // Limit is one published limit of a provider: at most Count units in any
 // window of length Per. A request draws 1 unit, or its weight (see
-// [Weight]) when the limit is Weighted.
+// [CallOption] Weight) when the limit is Weighted.
 type Limit struct {
 	// Name identifies the limit in snapshots, e.g. "weight/1m". Optional.
 	Name string
@@ -199,9 +199,10 @@ type Limit struct {
 	// window of length Per ever carries more than Count units, however the
 	// requests fall; so a host that runs in short spells (once a day
 	// against 2 a day) gets Burst units a spell, not Count. A call may
-	// carry a [Weight] up to Burst, or up to Count/2 when that is more (it
-	// then waits until the limit has been idle for its excess over Burst);
-	// a heavier call stops with [ErrWeight].
+	// carry a [CallOption] Weight up to Burst, or up to Count/2 when that
+	// is more (it then waits until the limit has been idle for its excess
+	// over Burst); a heavier call stops as permanent, with
+	// [ErrInvalidConfig].
 	Burst int
 }
 

@@ -98,9 +98,9 @@ func TestBadArgumentsAreErrorsNotPanics(t *testing.T) {
 		t.Errorf("Do with a nil attempt: %v, want a permanent stop", err)
 	}
 	calls := 0
-	err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome { calls++; return forage.Outcome{Status: 200} }, budget.Weight(-3))
-	if !errors.Is(err, budget.ErrWeight) || calls != 0 {
-		t.Errorf("Do with Weight(-3): %v after %d attempts, want ErrWeight and none", err, calls)
+	err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome { calls++; return forage.Outcome{Status: 200} }, budget.CallOption{Weight: -3})
+	if !errors.Is(err, budget.ErrInvalidConfig) || calls != 0 {
+		t.Errorf("Do with Weight -3: %v after %d attempts, want ErrInvalidConfig and none", err, calls)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()

@@ -19,27 +19,27 @@ import (
 // errNoAttempt is the error of a Do call with a nil attempt.
 var errNoAttempt = errors.New("budget: Do needs an attempt (got nil)")
 
-// do is [Local.Do] without the metrics of a call's stop.
-func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
+// do is local.Do without the metrics of a call's stop.
+func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
 	if attempt == nil {
 		return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: errNoAttempt}
 	}
 	var o CallOption
 	for _, opt := range opts {
-		if opt.weight < 0 {
-			return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: fmt.Errorf("%w: Weight(%d): a weight is at least 1", ErrWeight, opt.weight)}
+		if opt.Weight < 0 {
+			return &Error{Provider: p.key, Reason: forage.ReasonPermanent, Err: fmt.Errorf("%w: Weight %d: a weight is at least 1", ErrInvalidConfig, opt.Weight)}
 		}
-		o.weight = max(o.weight, opt.weight)
-		o.noRetry = o.noRetry || opt.noRetry
+		o.Weight = max(o.Weight, opt.Weight)
+		o.NoRetry = o.NoRetry || opt.NoRetry
 		o.keepContext = o.keepContext || opt.keepContext
 		if opt.settle != nil {
 			o.settle = opt.settle
 		}
 	}
-	if o.weight == 0 {
-		o.weight = 1
+	if o.Weight == 0 {
+		o.Weight = 1
 	}
-	if err := p.checkWeight(o.weight); err != nil {
+	if err := p.checkWeight(o.Weight); err != nil {
 		return err // before any admit or pacing: such a call can never be sent
 	}
 	var bo *retry.Backoff   // made on the first retry: the success path needs none
@@ -61,7 +61,7 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		if p.banned(class, out) {
 			stop.Reason = forage.ReasonBanned
 		}
-		if !class.Retryable() || stop.Reason == forage.ReasonBanned || o.noRetry || try+1 >= p.cfg.MaxAttempts {
+		if !class.Retryable() || stop.Reason == forage.ReasonBanned || o.NoRetry || try+1 >= p.cfg.MaxAttempts {
 			stop.Until = p.until(stop.Reason)
 			return stop
 		}
@@ -69,9 +69,9 @@ func (p *Local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			bo, _ = retry.NewBackoff(p.cfg.Backoff) // validated in New
 		}
 		now := time.Now()
-		wake := now.Add(bo.NextAfter(out.RetryAfter))
+		wake := now.Add(retry.Floor(bo.NextBackOff(), out.RetryAfter))
 		forced := out.RetryAfter > 0
-		if pu := p.ctl.PausedUntil(); pu.After(wake) {
+		if pu := p.ctl.Snapshot().PausedUntil; pu.After(wake) {
 			wake, forced = pu, true
 		}
 		if wake.Sub(now) > p.cfg.MaxWait {
@@ -124,11 +124,11 @@ func retrySpent(err error) error {
 // above both its burst and half its count (see heaviest); the whole
 // limit's, not this process's share of it (a call the limit admits is
 // legal in every process; see reserve).
-func (p *Local) checkWeight(weight int) error {
+func (p *local) checkWeight(weight int) error {
 	for _, l := range p.cfg.Limits {
 		if most := l.heaviest(); l.Weighted && weight > most {
 			return &Error{Provider: p.key, Reason: forage.ReasonPermanent,
-				Err: fmt.Errorf("%w: weight %d exceeds the %d limit %q carries in one call (its Burst, or half its Count); raise its Burst to the weight", ErrWeight, weight, most, l.Name)}
+				Err: fmt.Errorf("%w: weight %d exceeds the %d limit %q carries in one call (its Burst, or half its Count); raise its Burst to the weight", ErrInvalidConfig, weight, most, l.Name)}
 		}
 	}
 	return nil
@@ -166,7 +166,7 @@ func unreserve(lim *gcra.Limiter, now time.Time, n int) {
 // once makes at most one attempt: admit, breaker, bulkhead, pacing, the
 // attempt itself, and the feedback. A non-nil error means no attempt was
 // made (or the caller gave up) and the call must stop with it.
-func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, o CallOption, first bool) (forage.Outcome, forage.Class, error) {
+func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, o CallOption, first bool) (forage.Outcome, forage.Class, error) {
 	if err := ctx.Err(); err != nil {
 		return forage.Outcome{}, 0, &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
 	}
@@ -183,7 +183,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 		return forage.Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
 	}
 	t0 := p.metricsClock()
-	if err := p.acquire(ctx, run, o.weight); err != nil {
+	if err := p.acquire(ctx, run, o.Weight); err != nil {
 		run.unadmit()
 		return forage.Outcome{}, 0, err
 	}
@@ -239,7 +239,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 	// 15 s). A 503 always counts: a provider that is down answers every
 	// request in flight with one, and counting each pause's first alone,
 	// the breaker never saw enough of them to open.
-	echo := class == forage.Throttled && p.ctl.PausedUntil().After(start)
+	echo := class == forage.Throttled && p.ctl.Snapshot().PausedUntil.After(start)
 	if class == forage.Success && o.settle != nil {
 		// Through the Transport, a success is the provider's once its
 		// body is read: until then the request holds its slot and its
@@ -277,7 +277,7 @@ func (p *Local) once(ctx context.Context, run *Run, attempt func(context.Context
 // the body was cut short), the breaker ticket and the metrics. A function
 // of its own, so that a call that settles at once allocates nothing for
 // the closure.
-func (p *Local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class)) {
+func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class)) {
 	s.set(func(bodyErr error) {
 		p.release()
 		now, seen := time.Now(), forage.Success
@@ -300,7 +300,7 @@ const stuckFloor = time.Second
 // call runs the attempt under its timeout; the caller releases the
 // bulkhead slot. If the attempt panics, the slot is released, the breaker
 // ticket reported as canceled (ignored), and the panic goes on up.
-func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.Outcome, o CallOption, done func(forage.Class)) (out forage.Outcome, start, end time.Time, timedOut bool) {
+func (p *local) call(ctx context.Context, attempt func(context.Context) forage.Outcome, o CallOption, done func(forage.Class)) (out forage.Outcome, start, end time.Time, timedOut bool) {
 	actx, cancel := ctx, context.CancelFunc(nil)
 	if p.cfg.AttemptTimeout > 0 && !o.keepContext {
 		actx, cancel = context.WithTimeout(ctx, p.cfg.AttemptTimeout)
@@ -326,7 +326,7 @@ func (p *Local) call(ctx context.Context, attempt func(context.Context) forage.O
 
 // classify reads an attempt's outcome: the host's Config.Classify, or the
 // default rules; an answer Config.Ban calls a ban is throttling.
-func (p *Local) classify(out *forage.Outcome) forage.Class {
+func (p *local) classify(out *forage.Outcome) forage.Class {
 	var c forage.Class
 	if p.cfg.Classify == nil {
 		c = out.Class()
@@ -343,7 +343,7 @@ func (p *Local) classify(out *forage.Outcome) forage.Class {
 // run's admit given back. Its error names the last failure the breaker
 // counted, so "circuit open" says what the provider did (refused
 // connections, a timeout, 502s).
-func (p *Local) fastFail(run *Run, err error) error {
+func (p *local) fastFail(run *Run, err error) error {
 	run.unadmit()
 	p.n.fastFails.Add(1)
 	if last := p.lastFail.Load(); last != nil {
@@ -357,7 +357,7 @@ func (p *Local) fastFail(run *Run, err error) error {
 // none (refused connection, unknown host, timeout) or whose 2xx answer the
 // host could not read (HTML where JSON was due, a truncated body: "HTTP
 // 200" alone said nothing of why it failed).
-func (p *Local) failed(out forage.Outcome) {
+func (p *local) failed(out forage.Outcome) {
 	why := fmt.Sprintf("HTTP %d", out.Status)
 	switch {
 	case out.Status == 0 && out.Err != nil:
@@ -375,15 +375,15 @@ func (p *Local) failed(out forage.Outcome) {
 const maxFailText = 200
 
 // release gives back a bulkhead slot.
-func (p *Local) release() {
+func (p *local) release() {
 	<-p.slots
 	p.n.inFlight.Add(-1)
 }
 
 // retryBudget returns run's retry budget, or for calls without a run the
 // provider's own, so retries are always budgeted.
-func (p *Local) retryBudget(run *Run) *retry.Budget {
-	if rb := run.Retries(); rb != nil {
+func (p *local) retryBudget(run *Run) *retry.Budget {
+	if rb := run.retryBudget(); rb != nil {
 		return rb
 	}
 	return p.retries
@@ -392,9 +392,9 @@ func (p *Local) retryBudget(run *Run) *retry.Budget {
 // acquire waits for a bulkhead slot, the pacer and every known limit, never
 // past the run's deadline nor a pause or a known quota's wait longer than
 // MaxWait. On error it holds nothing.
-func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
+func (p *local) acquire(ctx context.Context, run *Run, weight int) error {
 	now := time.Now()
-	if pu := p.ctl.PausedUntil(); pu.After(now) && p.outlasts(ctx, run, pu, now) {
+	if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) && p.outlasts(ctx, run, pu, now) {
 		// A pause (Retry-After, a ban) longer than a call may wait, or
 		// than the run or the caller has left: the scheduler waits it
 		// out, not the call, and learns at once when it may resume.
@@ -429,7 +429,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			now := time.Now()
 			reason, until := forage.ReasonDeadline, p.nextSlot(now, weight)
-			if p.ctl.PausedUntil().After(now) {
+			if p.ctl.Snapshot().PausedUntil.After(now) {
 				reason = p.pauseReason(now) // the provider's pause outlasts the run
 				until = p.until(reason)
 			}
@@ -465,7 +465,7 @@ func (p *Local) acquire(ctx context.Context, run *Run, weight int) error {
 // next slot) is longer than a call that began waiting at now may wait:
 // past MaxWait, or ending at or after the run's deadline or ctx's. Such a
 // call stops at once, rather than sleeping until a deadline it cannot meet.
-func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool {
+func (p *local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool {
 	if pu.Sub(now) > p.cfg.MaxWait {
 		return true
 	}
@@ -478,12 +478,12 @@ func (p *Local) outlasts(ctx context.Context, run *Run, pu, now time.Time) bool 
 
 // pace waits for the adaptive pacer (one unit per request) and then for each
 // known limit (one unit, or weight when the limit is weighted). With limits
-// known, the wait from start is bounded as [Local.outlasts] says: a longer
+// known, the wait from start is bounded as local.outlasts says: a longer
 // one stops the call with [forage.ReasonQuota], its limit slots given back (a
 // pacer slot already taken stays spent: conservative). acquire has already
 // refused, booking nothing, a call whose wait it could foresee; this bound
 // catches the calls that lost a race for the same slots.
-func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
+func (p *local) pace(ctx context.Context, run *Run, weight int, start time.Time) error {
 	for {
 		for {
 			if p.cfg.Shares != nil {
@@ -545,7 +545,7 @@ func (p *Local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 			// another held whole).
 			continue
 		}
-		if p.ctl.PausedUntil().After(time.Now()) {
+		if p.ctl.Snapshot().PausedUntil.After(time.Now()) {
 			// A Retry-After came while the call waited for its slot: its
 			// slots are spent (conservative), and it waits for the pause,
 			// or stops, as any call does.
@@ -569,7 +569,7 @@ type booking struct {
 // slots and went out together: 41 in 40 ms against a limit of 10 a
 // second.) When stop(at) says the call may not wait that long, it books
 // nothing and reports false.
-func (p *Local) bookLimits(now time.Time, weight int, stop func(time.Time) bool) (time.Time, booking, bool) {
+func (p *local) bookLimits(now time.Time, weight int, stop func(time.Time) bool) (time.Time, booking, bool) {
 	p.limMu.Lock()
 	defer p.limMu.Unlock()
 	ptr := p.limits.Load()
@@ -596,7 +596,7 @@ func (p *Local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 // the end of the queue, which would hand a later call's slot to the next
 // one (150 units in a second against a limit of 100). Otherwise they stay
 // spent: conservative.
-func (p *Local) unbookLimits(b booking) {
+func (p *local) unbookLimits(b booking) {
 	p.limMu.Lock()
 	defer p.limMu.Unlock()
 	if b.lims == nil || b.gen != p.limGen || p.limits.Load() != b.lims {
@@ -612,7 +612,7 @@ func (p *Local) unbookLimits(b booking) {
 // ceiling, the pacer runs at that limit's rate (for a limit slower than
 // aimd's floor, at exactly it), so its wait is the quota's: it is bounded
 // by MaxWait from start, past which the call stops with [forage.ReasonQuota].
-func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) error {
+func (p *local) waitPacer(ctx context.Context, weight int, start time.Time) error {
 	limitBy := start.Add(p.cfg.MaxWait)
 	if d, ok := ctx.Deadline(); ok && !limitBy.Before(d) {
 		return p.pacer.WaitN(ctx, 1) // ctx's deadline comes first
@@ -629,7 +629,7 @@ func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) erro
 		return err
 	}
 	now := time.Now()
-	if pu := p.ctl.PausedUntil(); pu.After(now) {
+	if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) {
 		// A pause longer than MaxWait came while the call waited (one that
 		// came before stopped it in acquire): it stops as that would, with
 		// the pause's reason. (It slept through a 10-minute Retry-After.)
@@ -643,7 +643,7 @@ func (p *Local) waitPacer(ctx context.Context, weight int, start time.Time) erro
 }
 
 // cost is what a call of weight draws from the i-th known limit.
-func (p *Local) cost(i, weight int) int {
+func (p *local) cost(i, weight int) int {
 	if p.cfg.Limits[i].Weighted {
 		return weight
 	}
@@ -652,9 +652,9 @@ func (p *Local) cost(i, weight int) int {
 
 // quotaWait returns how long after now the known limits admit a call of
 // weight, booking nothing: the longest wait of any of them, and, when one
-// sets the pacer's ceiling, of the local pacer (see [Local.waitPacer]).
+// sets the pacer's ceiling, of the local pacer (see local.waitPacer).
 // Zero when no limit is known or all admit the call at once.
-func (p *Local) quotaWait(now time.Time, weight int) time.Duration {
+func (p *local) quotaWait(now time.Time, weight int) time.Duration {
 	var w time.Duration
 	for i, lim := range p.lims() {
 		w = max(w, waitAt(lim, now, p.cost(i, weight)))
@@ -671,7 +671,7 @@ func (p *Local) quotaWait(now time.Time, weight int) time.Duration {
 // it all) and the known limits'. A host that runs again then, not at once,
 // does not spin on a pace slower than its runs. Zero when it cannot tell
 // (a Pacer of the host's) or the slot is now.
-func (p *Local) nextSlot(now time.Time, weight int) time.Time {
+func (p *local) nextSlot(now time.Time, weight int) time.Time {
 	var w time.Duration
 	if lp, ok := p.pacer.(localPacer); ok {
 		w = waitAt(lp.l, now, 1)
@@ -691,23 +691,23 @@ func (p *Local) nextSlot(now time.Time, weight int) time.Time {
 // pacerWait returns how long after now the pacer admits one request: read
 // from the local pacer, or one interval at the controller's rate for a
 // pacer that cannot tell.
-func (p *Local) pacerWait(now time.Time) time.Duration {
+func (p *local) pacerWait(now time.Time) time.Duration {
 	if lp, ok := p.pacer.(localPacer); ok {
 		return waitAt(lp.l, now, 1)
 	}
-	return time.Duration(float64(time.Second) / p.ctl.RateAt(now))
+	return time.Duration(float64(time.Second) / p.ctl.Snapshot().Rate)
 }
 
 // quotaSpent is the stop for a call whose known quota admits it only at
 // until, later than the call may wait: source pressure the scheduler waits
 // out. Nothing is booked and the run's admit is given back by the caller.
-func (p *Local) quotaSpent(until time.Time) error {
+func (p *local) quotaSpent(until time.Time) error {
 	return &Error{Provider: p.key, Reason: forage.ReasonQuota, Until: until}
 }
 
 // feedback reports one attempt to the controller and moves the pacer to the
 // controller's new rate and pause.
-func (p *Local) feedback(start, end time.Time, out *forage.Outcome, class forage.Class) {
+func (p *local) feedback(start, end time.Time, out *forage.Outcome, class forage.Class) {
 	p.n.requests.Add(1)
 	switch class {
 	case forage.Success:
@@ -746,13 +746,13 @@ func (p *Local) feedback(start, end time.Time, out *forage.Outcome, class forage
 // go on, so a pacer that is slow to update (a database round trip) never
 // holds up responses. A follower loops until no one marked it dirty. It
 // saves the record when the pause in force is not yet saved, at once (see
-// [Local.savePause]), and otherwise at most every recordEvery, in the
-// background (see [Local.saveSoon]).
-func (p *Local) follow(now time.Time) {
+// local.savePause), and otherwise at most every recordEvery, in the
+// background (see local.saveSoon).
+func (p *local) follow(now time.Time) {
 	p.dirty.Store(true)
 	for p.dirty.Load() && p.mu.TryLock() {
 		p.dirty.Store(false)
-		r := p.ctl.RateAt(now)
+		r := p.ctl.Snapshot().Rate
 		if p.cfg.Shares != nil && !p.sh.turnOn.Load() {
 			r *= p.sh.fraction() // this process's share of the provider's rate (in turns, the whole in its own windows)
 		}
@@ -764,10 +764,10 @@ func (p *Local) follow(now time.Time) {
 			}
 			p.fitBurst()
 		}
-		pu := p.ctl.PausedUntil()
+		pu := p.ctl.Snapshot().PausedUntil
 		if pu.After(p.pausedTil) {
 			if pu.UnixNano() > p.sh.staggered.Load() {
-				p.pausePacer(pu, p.ctl.RateAt(now), nil)
+				p.pausePacer(pu, p.ctl.Snapshot().Rate, nil)
 			}
 			p.pausedTil = pu
 			p.reportPause(now, pu)
@@ -793,7 +793,7 @@ func (p *Local) follow(now time.Time) {
 
 // event writes one record of the provider's own to cfg.Logger, if any,
 // with its key. The hot path pays one nil check.
-func (p *Local) event(level slog.Level, msg string, attrs ...slog.Attr) {
+func (p *local) event(level slog.Level, msg string, attrs ...slog.Attr) {
 	l := p.cfg.Logger
 	if l == nil || !l.Enabled(context.Background(), level) {
 		return
@@ -814,7 +814,7 @@ const catchUpAllowance = 3
 // slot makes up for it, which a provider with such an allowance admits.
 // A Burst the host set, a pacer of its own and a shared provider (whose
 // controller measures no allowance) keep theirs. p.mu is held.
-func (p *Local) fitBurst() {
+func (p *local) fitBurst() {
 	lp, local := p.pacer.(localPacer)
 	if !local || p.cfg.Burst != 0 || p.cfg.Shares != nil {
 		return
@@ -834,7 +834,7 @@ func (p *Local) fitBurst() {
 // rate lowered without pressure (the rest of a provider's announced quota
 // spread over its window, a smaller share), at Debug, as they move it
 // often. p.mu is held.
-func (p *Local) logRate(old, rate float64) {
+func (p *local) logRate(old, rate float64) {
 	if p.cfg.Logger == nil {
 		return // no attributes to build
 	}
@@ -854,7 +854,7 @@ func (p *Local) logRate(old, rate float64) {
 // that came with it, or, when it came with none, for BanPause doubled for
 // each earlier ban in a row (see [Config.BanPause]). It sets out.RetryAfter
 // so the controller pauses as for a provider that named the time itself.
-func (p *Local) ban(end time.Time, out *forage.Outcome) {
+func (p *local) ban(end time.Time, out *forage.Outcome) {
 	n := p.bans.Add(1)
 	if out.RetryAfter <= 0 {
 		out.RetryAfter = p.banPause(int(n))
@@ -868,7 +868,7 @@ func (p *Local) ban(end time.Time, out *forage.Outcome) {
 
 // banPause returns the pause of the n-th ban in a row without Retry-After:
 // BanPause doubled n−1 times, at most MaxPause.
-func (p *Local) banPause(n int) time.Duration {
+func (p *local) banPause(n int) time.Duration {
 	d := p.cfg.BanPause
 	for i := 1; i < n && d < p.cfg.MaxPause; i++ {
 		d *= 2
@@ -878,7 +878,7 @@ func (p *Local) banPause(n int) time.Duration {
 
 // pauseReason names the pause in force at now: banned while a ban's pause
 // lasts, throttled otherwise (a Retry-After on a 429, a spent quota).
-func (p *Local) pauseReason(now time.Time) forage.Reason {
+func (p *local) pauseReason(now time.Time) forage.Reason {
 	p.banMu.Lock()
 	defer p.banMu.Unlock()
 	if p.banUntil.After(now) {
@@ -890,8 +890,8 @@ func (p *Local) pauseReason(now time.Time) forage.Reason {
 // reconcile tightens a known limit to the usage the provider reports: when
 // the provider says less is left than the local count believes (other
 // clients share the quota, or the count drifted), the difference is booked.
-func (p *Local) reconcile(now time.Time, rl forage.Quota) {
-	if rl.Known == 0 {
+func (p *local) reconcile(now time.Time, rl forage.Quota) {
+	if !rl.HasLimit && !rl.HasRemaining && !rl.HasUsed && !rl.HasReset && !rl.HasWindow {
 		return
 	}
 	for i, l := range p.cfg.Limits {
@@ -903,9 +903,9 @@ func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 		}
 		left := -1.0
 		switch {
-		case rl.Has(forage.QuotaRemaining):
+		case rl.HasRemaining:
 			left = rl.Remaining
-		case rl.Has(forage.QuotaUsed):
+		case rl.HasUsed:
 			left = float64(l.Count) - rl.Used
 		}
 		if left < 0 {
@@ -926,11 +926,11 @@ func (p *Local) reconcile(now time.Time, rl forage.Quota) {
 
 // until returns when the provider may be called again after a stop for
 // reason: the end of the pause for source pressure, zero otherwise.
-func (p *Local) until(reason forage.Reason) time.Time {
+func (p *local) until(reason forage.Reason) time.Time {
 	if !reason.SourcePressure() {
 		return time.Time{}
 	}
-	if pu := p.ctl.PausedUntil(); pu.After(time.Now()) {
+	if pu := p.ctl.Snapshot().PausedUntil; pu.After(time.Now()) {
 		return pu
 	}
 	if reason == forage.ReasonCircuitOpen {
@@ -943,7 +943,7 @@ func (p *Local) until(reason forage.Reason) time.Time {
 // says, or else a throttling 418 (Binance's IP ban). A ban pauses the
 // provider (see [Config.BanPause]) and stops the call with
 // [forage.ReasonBanned]. classify has read a ban as throttling.
-func (p *Local) banned(class forage.Class, out forage.Outcome) bool {
+func (p *local) banned(class forage.Class, out forage.Outcome) bool {
 	if p.cfg.Ban != nil {
 		return class == forage.Throttled && p.cfg.Ban(out)
 	}

@@ -86,8 +86,9 @@
 // first use with defaults or a per-key override, evicted when idle. A
 // [Transport] puts the whole gate under any [net/http.Client], keyed by host.
 // [Registry.ReadyAt] tells, booking nothing, when a host could next be
-// called; a [Frontier] uses it to hand a crawler's workers only the URLs of
-// hosts that are ready now, so none waits behind a slow or limited host.
+// called; a crawler's frontier (the one in examples/crawl) uses it to hand
+// its workers only the URLs of hosts that are ready now, so none waits
+// behind a slow or limited host.
 //
 // Providers rarely publish their limits. With the zero [Config] a Provider
 // starts conservatively and discovers the ceiling (see
@@ -124,6 +125,6 @@
 // attempt's pacing wait, class and latency, each call's stop and its
 // reason, pauses, rate changes and breaker transitions, labelled by the
 // provider key only. The module github.com/forage-go/forage/metrics
-// exports them to Prometheus and OpenTelemetry. [Local.Snapshot] and
-// [Registry.Snapshot] read the counters on demand.
+// exports them to Prometheus and OpenTelemetry. [Provider].Snapshot and
+// [Registry.SnapshotPage] read the counters on demand.
 package budget

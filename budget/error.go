@@ -14,13 +14,11 @@ import (
 // stopped for a [forage.Reason] rather than succeeding.
 var ErrStopped = errors.New("budget: stopped")
 
-// ErrWeight is wrapped by the error of a call whose [Weight] is negative,
-// or more than a weighted [Limit] carries in one call (its Burst, or half
-// its Count when that is more): such a call could never be sent without
-// breaking the limit, so it stops as permanent, with no attempt made.
-var ErrWeight = errors.New("budget: call weight out of range")
-
-// ErrInvalidConfig is wrapped by every configuration error of this package.
+// ErrInvalidConfig is wrapped by every configuration error of this package,
+// and by the error of a call whose [CallOption] Weight is negative, or more
+// than a weighted [Limit] carries in one call (its Burst, or half its Count
+// when that is more): such a call could never be sent without breaking the
+// limit, so it stops as permanent, with no attempt made.
 var ErrInvalidConfig = errors.New("budget: invalid config")
 
 // invalid builds this package's configuration errors.

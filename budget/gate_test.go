@@ -77,7 +77,7 @@ func TestTwoLimitsNeverBunch(t *testing.T) {
 		var wg sync.WaitGroup
 		call := func(w int) {
 			wg.Go(func() {
-				_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { s.add(w); return forage.Outcome{Status: 200} }, budget.Weight(w))
+				_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome { s.add(w); return forage.Outcome{Status: 200} }, budget.CallOption{Weight: w})
 			})
 		}
 		for range 5 {
@@ -111,7 +111,7 @@ func TestACancelledWaitNeverHandsOnALaterSlot(t *testing.T) {
 		var wg sync.WaitGroup
 		call := func(ctx context.Context) {
 			wg.Go(func() {
-				_ = p.Do(ctx, nil, func(context.Context) forage.Outcome { s.add(10); return forage.Outcome{Status: 200} }, budget.Weight(10), budget.NoRetry())
+				_ = p.Do(ctx, nil, func(context.Context) forage.Outcome { s.add(10); return forage.Outcome{Status: 200} }, budget.CallOption{Weight: 10}, budget.CallOption{NoRetry: true})
 			})
 			synctest.Wait()
 		}
@@ -175,7 +175,7 @@ func TestRetryAfterHoldsCallsWaitingInALimit(t *testing.T) {
 				var wg sync.WaitGroup
 				for range 10 {
 					wg.Go(func() {
-						_ = p.Do(context.Background(), nil, attempt, budget.NoRetry(), budget.Weight(min(10, lim.Burst+1)))
+						_ = p.Do(context.Background(), nil, attempt, budget.CallOption{NoRetry: true}, budget.CallOption{Weight: min(10, lim.Burst+1)})
 					})
 				}
 				wg.Wait()
@@ -220,7 +220,7 @@ func TestAPauseOverMaxWaitStopsCallsAlreadyWaiting(t *testing.T) {
 				for i := range 8 {
 					wg.Go(func() {
 						start := time.Now()
-						err := p.Do(context.Background(), nil, attempt, budget.NoRetry())
+						err := p.Do(context.Background(), nil, attempt, budget.CallOption{NoRetry: true})
 						took := time.Since(start)
 						var e *budget.Error
 						switch {

@@ -24,7 +24,7 @@ func TestClassifyReadsTheProvidersStatuses(t *testing.T) {
 				if o.Status == 503 {
 					return forage.Transient
 				}
-				return forage.ClassifyStatus(o.Status)
+				return o.Class()
 			},
 		})
 		if err != nil {
@@ -70,20 +70,20 @@ func TestStateSurvivesARestart(t *testing.T) {
 		first, _ := budget.NewLocal("x", budget.Config{})
 		_ = first.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			return forage.Outcome{Status: 429, RetryAfter: 30 * time.Second}
-		}, budget.NoRetry())
-		saved := first.State()
+		}, budget.CallOption{NoRetry: true})
+		saved := budget.StateOf(first)
 		if saved.PausedUntil.IsZero() || saved.Rate == 0 {
 			t.Fatalf("saved %+v: want a rate and the 30s pause", saved)
 		}
 
 		second, _ := budget.NewLocal("x", budget.Config{})
-		if err := second.Restore(aimd.State{Rate: -1}); !errors.Is(err, aimd.ErrInvalidConfig) {
+		if err := budget.RestoreState(second, aimd.State{Rate: -1}); !errors.Is(err, aimd.ErrInvalidConfig) {
 			t.Fatalf("Restore of a negative rate = %v, want ErrInvalidConfig", err)
 		}
-		if err := second.Restore(saved); err != nil {
+		if err := budget.RestoreState(second, saved); err != nil {
 			t.Fatal(err)
 		}
-		if got := second.State(); got.Rate != saved.Rate || !got.PausedUntil.Equal(saved.PausedUntil) {
+		if got := budget.StateOf(second); got.Rate != saved.Rate || !got.PausedUntil.Equal(saved.PausedUntil) {
 			t.Fatalf("restored %+v, want %+v", got, saved)
 		}
 		start := time.Now()

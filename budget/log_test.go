@@ -11,6 +11,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/retry"
 )
 
 // TestProviderEventsAreLogged: a provider is not silent about what it
@@ -31,8 +32,8 @@ func TestProviderEventsAreLogged(t *testing.T) {
 		}
 		_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 			return forage.Outcome{Status: 429, RetryAfter: 2 * time.Second}
-		}, budget.NoRetry())
-		run := newRun(t, budget.Envelope{MinRetries: budget.NoRetries})
+		}, budget.CallOption{NoRetry: true})
+		run := newRun(t, budget.Envelope{MinRetries: retry.NoRetries})
 		_ = p.Do(context.Background(), run, func(context.Context) forage.Outcome { return forage.Outcome{Status: 503} })
 		logs := out.String()
 		for _, want := range []string{
@@ -68,7 +69,7 @@ func TestSpreadingAnAnnouncedQuotaIsNoRateCut(t *testing.T) {
 			_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 				left--
 				reset := time.Minute - time.Since(start)
-				return forage.Outcome{Status: 200, Quota: forage.Quota{Limit: 100, Remaining: float64(left), Known: forage.QuotaLimit | forage.QuotaRemaining | forage.QuotaReset,
+				return forage.Outcome{Status: 200, Quota: forage.Quota{Limit: 100, Remaining: float64(left), HasLimit: true, HasRemaining: true, HasReset: true,
 					Reset: reset.Truncate(time.Second) + time.Second, Window: time.Minute}}
 			})
 		}

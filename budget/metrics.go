@@ -63,7 +63,7 @@ type Metrics interface {
 }
 
 // Do runs one logical request through the gate; see [Provider.Do].
-func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
+func (p *local) Do(ctx context.Context, run *Run, attempt func(context.Context) forage.Outcome, opts ...CallOption) error {
 	err := p.do(ctx, run, attempt, opts...)
 	if m := p.cfg.Metrics; m != nil && err != nil {
 		if reason, ok := ReasonOf(err); ok {
@@ -74,7 +74,7 @@ func (p *Local) Do(ctx context.Context, run *Run, attempt func(context.Context) 
 }
 
 // metricsClock reads the clock for a pacing wait, only when metrics are on.
-func (p *Local) metricsClock() time.Time {
+func (p *local) metricsClock() time.Time {
 	if p.cfg.Metrics == nil {
 		return time.Time{}
 	}
@@ -82,14 +82,14 @@ func (p *Local) metricsClock() time.Time {
 }
 
 // begin reports an attempt about to be sent after waiting since t0.
-func (p *Local) begin(t0 time.Time, first bool) {
+func (p *local) begin(t0 time.Time, first bool) {
 	if m := p.cfg.Metrics; m != nil {
 		m.Begin(p.key, !first, time.Since(t0))
 	}
 }
 
 // end reports an attempt's answer.
-func (p *Local) end(class forage.Class, latency time.Duration) {
+func (p *local) end(class forage.Class, latency time.Duration) {
 	if m := p.cfg.Metrics; m != nil {
 		m.End(p.key, class, latency)
 	}
@@ -97,7 +97,7 @@ func (p *Local) end(class forage.Class, latency time.Duration) {
 
 // reportRate reports a pacing rate set: from old to rate (old zero when
 // the provider is made).
-func (p *Local) reportRate(old, rate float64) {
+func (p *local) reportRate(old, rate float64) {
 	if m := p.cfg.Metrics; m != nil {
 		a := p.ctl.Snapshot()
 		m.Rate(p.key, a.Rate, a.Ceiling, rate, rate < old) // rate is what the pacer was given: this process's share
@@ -105,14 +105,14 @@ func (p *Local) reportRate(old, rate float64) {
 }
 
 // reportPause reports a pause set or extended at now, until pu.
-func (p *Local) reportPause(now, pu time.Time) {
+func (p *local) reportPause(now, pu time.Time) {
 	if m := p.cfg.Metrics; m != nil {
 		m.Pause(p.key, p.pauseReason(now), pu.Sub(now))
 	}
 }
 
 // forget reports that the registry dropped the provider.
-func (p *Local) forget() {
+func (p *local) forget() {
 	if m := p.cfg.Metrics; m != nil {
 		m.Forget(p.key)
 	}

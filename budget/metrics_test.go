@@ -106,9 +106,9 @@ func TestMetricsReportAScriptedRun(t *testing.T) {
 				[]string{"test begin retry=false wait=0s", "test end success latency=50ms"}, false},
 			{"paced, then a 503 and a retry", func() error { return p.Do(ctx, nil, sequence(503, 200)) },
 				[]string{"test begin retry=false wait=50ms", "test end overloaded latency=0s", "test begin retry=true", "test end success latency=0s"}, true},
-			{"a 429 with Retry-After", func() error { return p.Do(ctx, nil, status(429, 2*time.Second), budget.NoRetry()) },
+			{"a 429 with Retry-After", func() error { return p.Do(ctx, nil, status(429, 2*time.Second), budget.CallOption{NoRetry: true}) },
 				[]string{"test end throttled", "test pause throttled 2s", "cut=true", "test stop throttled"}, true},
-			{"a 500 after the 503 and the 429 opens the breaker", func() error { return p.Do(ctx, nil, status(500, 0), budget.NoRetry()) },
+			{"a 500 after the 503 and the 429 opens the breaker", func() error { return p.Do(ctx, nil, status(500, 0), budget.CallOption{NoRetry: true}) },
 				[]string{"test end transient", "test breaker open", "test stop unavailable"}, true},
 			{"refused by the open breaker", func() error { return p.Do(ctx, nil, status(200, 0)) },
 				[]string{"test stop circuit_open"}, false},
@@ -247,7 +247,7 @@ func TestMetricsAllocateNothing(t *testing.T) {
 		cfg := unlimited()
 		cfg.Metrics = m
 		p, _ := budget.NewLocal("bench", cfg)
-		run := budget.Unbounded()
+		run, _ := budget.NewRun(budget.Envelope{}) // unbounded, with a retry budget of its own
 		return testing.AllocsPerRun(1000, func() { _ = p.Do(context.Background(), run, ok) })
 	}
 	off, on := allocs(nil), allocs(nop{})

@@ -66,7 +66,7 @@ func (p localPacer) waitBy(ctx context.Context, n int, by time.Time) error {
 		}
 	}
 	iv := p.l.Interval() // the rate r is computed at, or a faster one
-	r := p.l.AllowN(n)
+	r := p.l.AllowNAt(time.Now(), n)
 	if r.Allowed { // the common case: no timer, nothing allocated
 		<-p.head
 		return nil
@@ -130,7 +130,7 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 			}
 		}
 		iv = p.l.Interval()
-		r = p.l.AllowN(n)
+		r = p.l.AllowNAt(time.Now(), n)
 	}
 	return nil
 }

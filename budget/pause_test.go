@@ -225,7 +225,7 @@ func TestPauseBeyondDeadlineStopsAtOnce(t *testing.T) {
 				}
 				p := newLocal(t, cfg)
 				start := time.Now()
-				_ = p.Do(context.Background(), nil, status(429, 5*time.Minute), budget.NoRetry())
+				_ = p.Do(context.Background(), nil, status(429, 5*time.Minute), budget.CallOption{NoRetry: true})
 				ctx, run := context.Background(), (*budget.Run)(nil)
 				if tc.run {
 					run = newRun(t, budget.Envelope{Deadline: start.Add(2 * time.Minute)})
@@ -406,7 +406,7 @@ func TestPropertyPauseDurableAndBounded(t *testing.T) {
 				code := rapid.SampledFrom([]int{200, 418, 429, 503}).Draw(rt, "code")
 				ra := time.Duration(rapid.Int64Range(0, int64(72*time.Hour)).Draw(rt, "retryAfter"))
 				before := time.Now()
-				_ = p.Do(context.Background(), nil, status(code, ra), budget.NoRetry())
+				_ = p.Do(context.Background(), nil, status(code, ra), budget.CallOption{NoRetry: true})
 				now := time.Now()
 				pu := p.Snapshot().PausedUntil
 				if pu.After(now.Add(maxPause)) {

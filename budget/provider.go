@@ -37,33 +37,26 @@ type Provider interface {
 	Snapshot() Snapshot
 }
 
-// CallOption adjusts one [Provider.Do] call.
+// CallOption adjusts one [Provider.Do] call, e.g.
+// CallOption{Weight: 10}. The zero CallOption changes nothing; of several,
+// the heaviest Weight counts, and one NoRetry makes the call a single
+// attempt.
 type CallOption struct {
-	weight      int
-	noRetry     bool
+	// Weight is what the call costs of every weighted [Limit] (endpoints
+	// that cost more than others). Zero means the default, 1; a negative
+	// weight stops the call as permanent (see [ErrInvalidConfig]).
+	Weight int
+	// NoRetry makes the call a single attempt: for requests that are not
+	// safe to replay.
+	NoRetry bool
+
 	keepContext bool     // the attempt's context outlives the attempt (Transport)
 	settle      *settler // a success is settled when its body is read (Transport)
 }
 
-// Weight makes the call cost w units of every weighted [Limit] (endpoints
-// that cost more than others). The default weight is 1, and so is 0; a
-// negative weight stops the call as permanent (see [ErrWeight]).
-func Weight(w int) CallOption { return CallOption{weight: w} }
-
-// NoRetry makes the call a single attempt: for requests that are not safe to
-// replay.
-func NoRetry() CallOption { return CallOption{noRetry: true} }
-
-// Local is the in-process [Provider]: an [aimd.Controller] discovering the
-// ceiling, a [Pacer] (by default a [gcra.Limiter]) holding the rate, a
-// [breaker.Breaker], the known [Limit]s, and a bulkhead. Local is safe for
-// concurrent use. It starts no goroutine of its own but one: with
-// [Config.Records] set, a call may start a short-lived one that saves the
-// record (at most one at a time, at most every few seconds), so the call
-// never waits for the store.
-//
-// The zero Local is not usable (its methods panic): make one with [NewLocal] (or [Registry.Get]).
-type Local struct {
+// local is the in-process [Provider] that [NewLocal] and [Registry.Get]
+// make.
+type local struct {
 	key        string
 	cfg        Config
 	ctl        *aimd.Controller
@@ -110,21 +103,34 @@ type counters struct {
 	saveErrs                                                  atomic.Int64
 }
 
-var _ Provider = (*Local)(nil)
+var _ Provider = (*local)(nil)
 
-// NewLocal returns a Local provider for key, or an error naming the invalid
-// field of cfg. With [Config.Records] set, it loads the record saved for
-// key: it starts at the learned rate and holds every call until the pause
-// in force ends; a failing load is an error (a provider that forgot a ban
-// would call into it).
-func NewLocal(key string, cfg Config) (*Local, error) {
+// NewLocal returns the in-process [Provider] for key, or an error naming
+// the invalid field of cfg: an [aimd.Controller] discovering the ceiling, a
+// [Pacer] (by default a [gcra.Limiter]) holding the rate, a
+// [breaker.Breaker], the known [Limit]s, and a bulkhead. It is safe for
+// concurrent use. It starts no goroutine of its own but one: with
+// [Config.Records] set, a call may start a short-lived one that saves the
+// record (at most one at a time, at most every few seconds), so the call
+// never waits for the store. A [Registry] makes the same, one per key.
+//
+// With [Config.Records] set, NewLocal loads the record saved for key: the
+// provider starts at the learned rate and holds every call until the pause
+// in force ends, so a restart does not climb again from the conservative
+// start; a failing load is an error (a provider that forgot a ban would
+// call into it).
+func NewLocal(key string, cfg Config) (Provider, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	if err := cfg.validate("Config"); err != nil {
 		return nil, err
 	}
-	return newLocal(key, cfg, "Config")
+	p, err := newLocal(key, cfg, "Config")
+	if err != nil {
+		return nil, err // a nil Provider, not a nil *local in one
+	}
+	return p, nil
 }
 
 // checkKey rejects a provider key that is empty, not UTF-8, or holds a
@@ -140,9 +146,9 @@ func checkKey(key string) error {
 // newLocal builds the provider for key, restored from its record in
 // cfg.Records if any; its errors name cfg's fields from path (see
 // [Config.validate]).
-func newLocal(key string, cfg Config, path string) (*Local, error) {
+func newLocal(key string, cfg Config, path string) (*local, error) {
 	cfg = cfg.withDefaults()
-	p := &Local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
+	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
 	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {
 		lim, err := l.limiter(1)
@@ -170,10 +176,9 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 			ac.Initial = ac.Max // told knowledge is used at once
 		}
 		ac.Initial = min(ac.Initial, ac.Max)
-		if ac.Min == 0 {
-			ac.Min = aimd.DefaultMin
+		if ac.Min != 0 { // zero: aimd's default, or Max if that is lower
+			ac.Min = min(ac.Min, ac.Max)
 		}
-		ac.Min = min(ac.Min, ac.Max)
 	}
 	var err error
 	if p.ctl, err = aimd.New(ac); err != nil {
@@ -193,7 +198,7 @@ func newLocal(key string, cfg Config, path string) (*Local, error) {
 	if err := p.load(context.Background()); err != nil {
 		return nil, err
 	}
-	p.rate = p.ctl.Rate()
+	p.rate = p.ctl.Snapshot().Rate
 	p.nextSave = time.Now().Add(recordEvery)
 	p.pacer = cfg.Pacer
 	if p.pacer == nil {
@@ -251,8 +256,8 @@ const restoredWait = 2 * time.Second
 // forgotten and full buckets, and send more than a limit allows in one of
 // its windows. A limit that has fully recovered is in the very state a new
 // limiter starts in, so dropping it changes nothing.
-func (p *Local) holding(now time.Time) bool {
-	if p.op.paused.Load() || p.ctl.PausedUntil().After(now) || p.brk.OpenUntil().After(now) {
+func (p *local) holding(now time.Time) bool {
+	if p.op.paused.Load() || p.ctl.Snapshot().PausedUntil.After(now) || p.brk.OpenUntil().After(now) {
 		return true
 	}
 	for _, lim := range p.lims() {
@@ -265,24 +270,4 @@ func (p *Local) holding(now time.Time) bool {
 
 // lims returns the known Limits' limiters: this process's share of each
 // when the provider is shared (see [Config.Shares]).
-func (p *Local) lims() []*gcra.Limiter { return *p.limits.Load() }
-
-// Key returns the provider key.
-func (p *Local) Key() string { return p.key }
-
-// State returns what the provider's controller has learned (rate, ceiling,
-// the pause in force), for [Local.Restore] in a later process, so a restart
-// does not climb again from the conservative start.
-func (p *Local) State() aimd.State { return p.ctl.State() }
-
-// Restore resumes the provider from a state a previous process exported
-// with [Local.State]: the pacer moves to the restored rate at once, and a
-// pause still in force holds every call until it ends. An invalid state is
-// an error wrapping [aimd.ErrInvalidConfig], and nothing changes.
-func (p *Local) Restore(s aimd.State) error {
-	if err := p.ctl.Restore(s); err != nil {
-		return err
-	}
-	p.follow(time.Now())
-	return nil
-}
+func (p *local) lims() []*gcra.Limiter { return *p.limits.Load() }

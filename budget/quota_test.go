@@ -182,7 +182,7 @@ func TestPropertyQuotaBounded(t *testing.T) {
 							sent = append(sent, send{time.Now(), weights[i]})
 							mu.Unlock()
 							return forage.Outcome{Status: 200}
-						}, budget.Weight(weights[i]))
+						}, budget.CallOption{Weight: weights[i]})
 						if took := time.Since(start); took > cfg.MaxWait {
 							rt.Errorf("worker %d call %d blocked %v, MaxWait %v", w, i, took, cfg.MaxWait)
 						}

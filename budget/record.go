@@ -50,7 +50,7 @@ type recorder struct {
 // for good); nor is a learned rate or ceiling that is negative or not a
 // finite number. Each is logged, and the provider starts as one with no
 // record would.
-func (p *Local) load(ctx context.Context) error {
+func (p *local) load(ctx context.Context) error {
 	if p.cfg.Records == nil {
 		return nil
 	}
@@ -124,7 +124,7 @@ const paceKey = "pace"
 // took (restarted every 3 s, collectors of a provider learned at one
 // request in 20 s sent 20 a minute). A faster rate's interval is covered by
 // the restored wait (see newLocal) and needs no store write.
-func (p *Local) keepPace(now time.Time) {
+func (p *local) keepPace(now time.Time) {
 	lp, ok := p.pacer.(localPacer)
 	if !ok || p.cfg.Records == nil || p.cfg.Shares != nil || lp.l.Interval() < spentAhead ||
 		p.ceiling > 0 && lp.l.Rate() >= p.ceiling*0.999 { // a known limit's rate: its limiters are accounted
@@ -163,7 +163,7 @@ const spentAhead = time.Second
 // spentAhead) is another process's fault and is shortened to that, and
 // logged. A shared provider's limits are split by the shares instead (a
 // dead process's share stays held until its lease ends).
-func (p *Local) restoreSpent(now time.Time, spent map[string]time.Time) {
+func (p *local) restoreSpent(now time.Time, spent map[string]time.Time) {
 	if p.cfg.Shares != nil || len(spent) == 0 {
 		return
 	}
@@ -199,7 +199,7 @@ func (p *Local) restoreSpent(now time.Time, spent map[string]time.Time) {
 // not waited for again for spentQuietFor, nor a background save under way.
 // p.limMu is held. A shared provider's limits are split by the shares
 // instead.
-func (p *Local) keepSpent(now time.Time, lims []*gcra.Limiter) {
+func (p *local) keepSpent(now time.Time, lims []*gcra.Limiter) {
 	if p.cfg.Records == nil || p.cfg.Shares != nil {
 		return
 	}
@@ -256,7 +256,7 @@ const absurdPause = 24 * time.Hour
 func finite(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
 
 // warnRecord logs what load did not take from the provider's record.
-func (p *Local) warnRecord(msg string, attrs ...any) {
+func (p *local) warnRecord(msg string, attrs ...any) {
 	if p.cfg.Logger != nil {
 		p.cfg.Logger.Warn("budget: the provider's record holds "+msg, append([]any{"provider", p.key}, attrs...)...)
 	}
@@ -264,7 +264,7 @@ func (p *Local) warnRecord(msg string, attrs ...any) {
 
 // record returns the provider's record as of now. Status is left "" so a
 // save keeps what an operator set.
-func (p *Local) record(now time.Time) forage.ProviderRecord {
+func (p *local) record(now time.Time) forage.ProviderRecord {
 	st := p.ctl.State()
 	b := &p.rec.base
 	r := forage.ProviderRecord{
@@ -298,7 +298,7 @@ func (p *Local) record(now time.Time) forage.ProviderRecord {
 // A failure is logged and counted, and the save is tried again on the next
 // response or the next call the pause refuses: the pause holds in memory
 // either way.
-func (p *Local) savePause(now time.Time) {
+func (p *local) savePause(now time.Time) {
 	if r, ok := p.saveRecord(now, nil, recordSaveTimeout); ok {
 		p.savedTil, p.savedWhy = r.PausedUntil, r.PauseReason
 	}
@@ -307,7 +307,7 @@ func (p *Local) savePause(now time.Time) {
 // saveSoon saves the record in the background if what the provider learned
 // changed since the last save, unless a background save is already under
 // way. The caller never waits for the store.
-func (p *Local) saveSoon() {
+func (p *local) saveSoon() {
 	if !p.rec.active.CompareAndSwap(false, true) {
 		return
 	}
@@ -320,7 +320,7 @@ func (p *Local) saveSoon() {
 // saveRecord writes the record as of now to cfg.Records, and returns it and
 // whether it was saved. When skip says the record needs no save, given the
 // last one saved, it writes nothing. A failure is logged and counted.
-func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderRecord) bool, within time.Duration) (forage.ProviderRecord, bool) {
+func (p *local) saveRecord(now time.Time, skip func(r, saved forage.ProviderRecord) bool, within time.Duration) (forage.ProviderRecord, bool) {
 	if p.cfg.Records == nil {
 		return forage.ProviderRecord{}, false
 	}
@@ -330,7 +330,7 @@ func (p *Local) saveRecord(now time.Time, skip func(r, saved forage.ProviderReco
 }
 
 // saveLocked is saveRecord with p.rec.mu held.
-func (p *Local) saveLocked(now time.Time, skip func(r, saved forage.ProviderRecord) bool, within time.Duration) (forage.ProviderRecord, bool) {
+func (p *local) saveLocked(now time.Time, skip func(r, saved forage.ProviderRecord) bool, within time.Duration) (forage.ProviderRecord, bool) {
 	r := p.record(now)
 	if skip != nil && skip(r, p.rec.saved) {
 		return r, false
@@ -367,8 +367,8 @@ func sameAll(r, saved forage.ProviderRecord) bool {
 // lastRecord returns the provider's record as of now, as a save would
 // write it. It does not wait for a save under way (record reads only the
 // controller, atomics and the base loaded before any call).
-func (p *Local) lastRecord() forage.ProviderRecord { return p.record(time.Now()) }
+func (p *local) lastRecord() forage.ProviderRecord { return p.record(time.Now()) }
 
 // flush saves the record if anything in it changed since the last save: for
 // a provider the registry evicts, whose successor loads it.
-func (p *Local) flush() { p.saveRecord(time.Now(), sameAll, recordSaveTimeout) }
+func (p *local) flush() { p.saveRecord(time.Now(), sameAll, recordSaveTimeout) }

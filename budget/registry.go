@@ -34,7 +34,7 @@ type RegistryConfig struct {
 	// [Config.Metrics] of each provider whose Config (Defaults or its
 	// override) sets none. Nil means each Config's own.
 	Metrics Metrics
-	// IdleTTL is how long a provider may go unused before [Registry.EvictAt]
+	// IdleTTL is how long a provider may go unused before [Registry.Run]
 	// drops it (its learned rate with it, unless a [RecordStore] keeps it
 	// for its successor). A provider that still holds
 	// something a successor would forget is kept however long it is idle:
@@ -71,7 +71,7 @@ type Registry struct {
 	// such a key starts from the departing one's state, not from the older
 	// record in the store.
 	departMu  sync.Mutex
-	departing map[string]*Local
+	departing map[string]*local
 }
 
 type shard struct {
@@ -86,7 +86,7 @@ type shard struct {
 type entry struct {
 	reg      *Registry
 	key      string
-	p        *Local
+	p        *local
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
 	evicted  atomic.Bool
@@ -213,10 +213,10 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	return e, nil
 }
 
-// Len returns how many providers the registry holds.
-func (r *Registry) Len() int { return int(r.count.Load()) }
+// size returns how many providers the registry holds.
+func (r *Registry) size() int { return int(r.count.Load()) }
 
-// EvictAt drops every provider idle since before now − IdleTTL with no call
+// evictAt drops every provider idle since before now − IdleTTL with no call
 // in flight and nothing to remember at now: no pause (such as a ban) nor
 // open breaker still in force, and every known [Limit] fully recovered, so
 // the provider that replaces it, starting with full buckets, can never send
@@ -227,10 +227,10 @@ func (r *Registry) Len() int { return int(r.count.Load()) }
 // With a [RecordStore], each provider to drop has its record saved first,
 // so its successor starts where it left off: a provider called after its
 // save has been used since the cutoff and is not dropped.
-func (r *Registry) EvictAt(now time.Time) int {
+func (r *Registry) evictAt(now time.Time) int {
 	cutoff := now.Add(-r.cfg.IdleTTL).UnixNano()
 	idle := func(e *entry) bool { return e.lastUsed.Load() < cutoff && !e.p.holding(now) }
-	var flush []*Local
+	var flush []*local
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
@@ -274,23 +274,23 @@ func (r *Registry) Run(ctx context.Context) error {
 			r.flushAll()
 			return ctx.Err()
 		case now := <-t.C:
-			r.EvictAt(now)
+			r.evictAt(now)
 		}
 	}
 }
 
 // depart records p, dropped for key, as departing until its record is saved.
-func (r *Registry) depart(key string, p *Local) {
+func (r *Registry) depart(key string, p *local) {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	if r.departing == nil {
-		r.departing = map[string]*Local{}
+		r.departing = map[string]*local{}
 	}
 	r.departing[key] = p
 }
 
 // arrived ends p's departure: its record is saved.
-func (r *Registry) arrived(p *Local) {
+func (r *Registry) arrived(p *local) {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	if r.departing[p.key] == p {
@@ -300,7 +300,7 @@ func (r *Registry) arrived(p *Local) {
 
 // departed returns the provider for key whose record is still being saved,
 // or nil.
-func (r *Registry) departed(key string) *Local {
+func (r *Registry) departed(key string) *local {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	return r.departing[key]
@@ -332,7 +332,7 @@ func (s seeded) LoadRecord(ctx context.Context, key string) (forage.ProviderReco
 // flushAll saves the record of every provider that changed since its last
 // save, one provider at a time.
 func (r *Registry) flushAll() {
-	var all []*Local
+	var all []*local
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
@@ -376,7 +376,7 @@ func (r *Registry) shrink(keep *entry) {
 	}
 	slices.SortFunc(all, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
 	target := int64(r.cfg.MaxProviders) * 9 / 10
-	var gone []*Local
+	var gone []*local
 	for _, c := range all {
 		if r.count.Load() <= target {
 			break
@@ -404,29 +404,13 @@ func (r *Registry) shrink(keep *entry) {
 	}
 }
 
-// Snapshot returns the state of every provider, sorted by key: the
-// per-provider metrics an operator's dashboard shows. For a page of a
-// large registry, see [Registry.SnapshotPage].
-func (r *Registry) Snapshot() []Snapshot {
-	var out []Snapshot
-	for i := range r.shards {
-		s := &r.shards[i]
-		s.mu.RLock()
-		for _, e := range s.m {
-			out = append(out, e.p.Snapshot())
-		}
-		s.mu.RUnlock()
-	}
-	slices.SortFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.Key, b.Key) })
-	return out
-}
-
 // SnapshotPage returns the state of at most limit providers keyed after
-// after, sorted by key, and whether more follow: a page of
-// [Registry.Snapshot] that snapshots no other provider. A crawler's
+// after, sorted by key, and whether more follow: the per-provider metrics
+// an operator's dashboard shows. SnapshotPage("", math.MaxInt) returns
+// every provider's. A page snapshots no other provider: a crawler's
 // registry holds a provider per host it met (up to MaxProviders, 100,000
-// by default): a dashboard showing a page of them, or sampling the first
-// hundred, took 175 MB and 1.5 s a time from Snapshot.
+// by default), and a dashboard showing a page of them, or sampling the
+// first hundred, took 175 MB and 1.5 s a time from a snapshot of all.
 func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more bool) {
 	if limit <= 0 {
 		return nil, false
@@ -460,7 +444,7 @@ func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more 
 }
 
 // tryEvict marks e evicted unless a call is in flight or the provider holds
-// something at now (see [Local.holding]). Do increments inflight before it
+// something at now (see local.holding). Do increments inflight before it
 // reads evicted, and tryEvict sets evicted before it reads inflight, so at
 // least one of them sees the other. holding is asked again after the mark:
 // a call that ended between the caller's first look and the mark has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -157,7 +158,7 @@ func TestRegistrySnapshot(t *testing.T) {
 	for _, k := range []string{"b", "a", "c"} {
 		_ = provider(reg, k).Do(context.Background(), nil, status(200, 0))
 	}
-	snaps := reg.Snapshot()
+	snaps, _ := reg.SnapshotPage("", math.MaxInt)
 	if len(snaps) != 3 || snaps[0].Key != "a" || snaps[2].Key != "c" {
 		t.Fatalf("snapshot %+v, want a, b, c", snaps)
 	}

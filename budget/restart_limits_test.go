@@ -75,7 +75,7 @@ func hammer(ctx context.Context, p budget.Provider, log *sendLogW, workers, w in
 				err := p.Do(ctx, nil, func(context.Context) forage.Outcome {
 					log.add(w)
 					return forage.Outcome{Status: 200}
-				}, budget.Weight(w))
+				}, budget.CallOption{Weight: w})
 				var e *budget.Error
 				if err == nil || !errors.As(err, &e) {
 					continue
@@ -217,12 +217,12 @@ func TestAWeightAboveTheBurstIsSent(t *testing.T) {
 			err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 				sent++
 				return forage.Outcome{Status: 200}
-			}, budget.Weight(c.w))
+			}, budget.CallOption{Weight: c.w})
 			switch {
 			case c.ok && (err != nil || sent != 1):
 				t.Errorf("%d/%v, weight %d: Do = %v, sent %d; want sent", c.limit.Count, c.limit.Per, c.w, err, sent)
-			case !c.ok && (!errors.Is(err, budget.ErrWeight) || reasonOf(t, err) != forage.ReasonPermanent || sent != 0):
-				t.Errorf("%d/%v, weight %d: Do = %v, sent %d; want a permanent ErrWeight, nothing sent", c.limit.Count, c.limit.Per, c.w, err, sent)
+			case !c.ok && (!errors.Is(err, budget.ErrInvalidConfig) || reasonOf(t, err) != forage.ReasonPermanent || sent != 0):
+				t.Errorf("%d/%v, weight %d: Do = %v, sent %d; want a permanent ErrInvalidConfig, nothing sent", c.limit.Count, c.limit.Per, c.w, err, sent)
 			}
 		}
 	})
@@ -284,7 +284,7 @@ func TestTheTransportSendsWeights(t *testing.T) {
 		}
 		return err
 	}
-	heavy := budget.WithCall(context.Background(), budget.Weight(10))
+	heavy := budget.WithCall(context.Background(), budget.CallOption{Weight: 10})
 	var errs []error
 	for range 3 {
 		errs = append(errs, get(heavy))
@@ -349,7 +349,7 @@ func TestAHeavyCallGoesOnceTheLimitIsIdle(t *testing.T) {
 			return p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
 				sent++
 				return forage.Outcome{Status: 200}
-			}, budget.Weight(50))
+			}, budget.CallOption{Weight: 50})
 		}
 		if err := call(); err != nil || sent != 1 {
 			t.Fatalf("after a day idle: Do = %v, sent %d; want sent at once", err, sent)

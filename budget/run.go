@@ -20,12 +20,12 @@ type Envelope struct {
 	Deadline time.Time
 	// RetryRatio is the share of first attempts that may be retried: every
 	// first attempt deposits RetryRatio retry tokens, every retry withdraws
-	// one. It must be in [1e-9, 1]. Zero means the default 0.2; NoRetries
-	// (-1) means no ratio at all (only the MinRetries floor).
+	// one. It must be in [1e-9, 1]. Zero means the default 0.2;
+	// [retry.NoRetries] means no ratio at all (only the MinRetries floor).
 	RetryRatio float64
 	// MinRetries is the floor of the retry budget, so a tiny run can still
 	// retry a transient failure or two. Zero means the default 3; use
-	// NoRetries (-1) for none at all.
+	// [retry.NoRetries] for none at all.
 	MinRetries int
 	// Parent, if set, is a run this one is a part of: a command's whole
 	// envelope, of which this run is one turn. Every attempt counts against
@@ -34,10 +34,6 @@ type Envelope struct {
 	// is this run's own. Nil means none.
 	Parent *Run
 }
-
-// NoRetries, as [Envelope.MinRetries], gives the run no retry floor; as
-// [Envelope.RetryRatio], no ratio-based retries.
-const NoRetries = retry.NoRetries
 
 // Run is one run's envelope in use: it counts every attempt made through any
 // [Provider] on its behalf, and answers whether the run's budget is spent. A
@@ -55,10 +51,10 @@ func NewRun(env Envelope) (*Run, error) {
 	if env.MaxRequests < 0 {
 		return nil, invalid.Must("Envelope.MaxRequests", "be >= 0", env.MaxRequests)
 	}
-	if r := env.RetryRatio; r != 0 && r != NoRetries && !(r >= 1e-9 && r <= 1) {
+	if r := env.RetryRatio; r != 0 && r != retry.NoRetries && !(r >= 1e-9 && r <= 1) {
 		return nil, invalid.Must("Envelope.RetryRatio", "be in [1e-9, 1], 0 or NoRetries", r)
 	}
-	if m := env.MinRetries; m < 0 && m != NoRetries {
+	if m := env.MinRetries; m < 0 && m != retry.NoRetries {
 		return nil, invalid.Must("Envelope.MinRetries", "be >= 0 or NoRetries", m)
 	}
 	rb, err := retry.NewBudget(retry.BudgetConfig{Ratio: env.RetryRatio, MinRetries: env.MinRetries})
@@ -66,13 +62,6 @@ func NewRun(env Envelope) (*Run, error) {
 		return nil, invalid.Wrap("Envelope", err)
 	}
 	return &Run{parent: env.Parent, maxRequests: int64(env.MaxRequests), deadline: env.Deadline, retries: rb}, nil
-}
-
-// Unbounded returns a Run with no request cap, no deadline and the default
-// retry budget: what a collector without an owner's envelope uses.
-func Unbounded() *Run {
-	r, _ := NewRun(Envelope{})
-	return r
 }
 
 // Deadline returns the run's deadline (the earlier of its own and its
@@ -99,8 +88,8 @@ func (r *Run) Attempts() int {
 	return int(r.attempts.Load())
 }
 
-// Retries returns the run's retry budget, or nil for a nil Run.
-func (r *Run) Retries() *retry.Budget {
+// retryBudget returns the run's retry budget, or nil for a nil Run.
+func (r *Run) retryBudget() *retry.Budget {
 	if r == nil {
 		return nil
 	}
@@ -126,9 +115,6 @@ func (r *Run) ExhaustedAt(now time.Time) (forage.Reason, bool) {
 	}
 	return "", false
 }
-
-// Exhausted is [Run.ExhaustedAt] with the current time.
-func (r *Run) Exhausted() (forage.Reason, bool) { return r.ExhaustedAt(time.Now()) }
 
 // admitAt counts one attempt if the envelope allows it at now, and otherwise
 // says why not. It never over-admits under concurrency.

@@ -282,7 +282,7 @@ type sharer struct {
 	done    atomic.Pointer[chan struct{}]
 	// lapse (unix nanoseconds) is when the lease last granted ends: a call
 	// that comes later, with no renewal since, drops this process to its
-	// safe share first (see Local.lapse). Zero once it has.
+	// safe share first (see local.lapse). Zero once it has.
 	lapse atomic.Int64
 	split sync.Mutex // serializes splitLimits: a renewal's and a call's lapse
 	// seen is the document's epoch and turnsSeen whether it had turns, as
@@ -329,7 +329,7 @@ func (s *sharer) setGate(shut bool) {
 // while it waits (the provider asked one of them to back off) stops the
 // call as acquire stops it for its own pauses: at once, with the pause's
 // end, when the call may not wait that long.
-func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error {
+func (p *local) waitShare(ctx context.Context, run *Run, start time.Time) error {
 	p.shareTick(start)
 	p.lapse(start)
 	if d := p.sh.done.Load(); d != nil && !p.sh.down.Load() && start.UnixNano()-p.sh.renewed.Load() > int64(shareEvery+shareSoon) {
@@ -362,7 +362,7 @@ func (p *Local) waitShare(ctx context.Context, run *Run, start time.Time) error 
 			}
 		}
 		now := time.Now()
-		if pu := p.ctl.PausedUntil(); pu.After(now) && p.outlasts(ctx, run, pu, start) {
+		if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) && p.outlasts(ctx, run, pu, start) {
 			return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
 		}
 		wait := shareSoon // let through by a pause, with no share yet: wait for a renewal
@@ -399,19 +399,19 @@ func (s *sharer) turnsUntil() time.Time {
 
 // inTurn reports whether this process may send at now as far as turns go:
 // no turns are in force, or it is in its own window.
-func (p *Local) inTurn(now time.Time) bool {
+func (p *local) inTurn(now time.Time) bool {
 	w, _ := p.turnWait(now)
 	return w == 0
 }
 
 // turnWait is [turnWait] for this process at now, with the guard of its
 // rate at now: in turns, it paces at the provider's whole rate.
-func (p *Local) turnWait(now time.Time) (wait time.Duration, inForce bool) {
+func (p *local) turnWait(now time.Time) (wait time.Duration, inForce bool) {
 	t := p.sh.turns.Load()
 	if t == nil {
 		return 0, false
 	}
-	return turnWait(t, p.sh.id, now, turnGuard(p.ctl.RateAt(now)))
+	return turnWait(t, p.sh.id, now, turnGuard(p.ctl.Snapshot().Rate))
 }
 
 // snapshot returns a copy of the leases as of the last renewal.
@@ -462,7 +462,7 @@ func (s *sharer) stagger(rate float64, holders []string) time.Duration {
 
 // pausePacer holds the pacer until pu, and then for this process's
 // stagger at rate, the provider's, among holders (see stagger).
-func (p *Local) pausePacer(pu time.Time, rate float64, holders []string) {
+func (p *local) pausePacer(pu time.Time, rate float64, holders []string) {
 	p.pacer.PauseUntil(pu.Add(p.sh.stagger(rate, holders)))
 }
 
@@ -499,7 +499,7 @@ func (s *sharer) fraction() float64 { return math.Float64frombits(s.share.Load()
 // joinShares makes the provider's first renewal, in its constructor, so a
 // provider starts at its share. A store that cannot be reached leaves it
 // at startShare until a later renewal succeeds.
-func (p *Local) joinShares(now time.Time) {
+func (p *local) joinShares(now time.Time) {
 	p.sh.id = holderID()
 	p.sh.share.Store(math.Float64bits(1))
 	if p.cfg.Shares == nil {
@@ -519,7 +519,7 @@ func (p *Local) joinShares(now time.Time) {
 // others must hear within one renewal: a cut of the rate, or a pause the
 // provider asked for ending at pu. What came from the others (see adopt)
 // is not news.
-func (p *Local) shareNews(now, pu time.Time) {
+func (p *local) shareNews(now, pu time.Time) {
 	s := &p.sh
 	cuts := p.ctl.Snapshot().Decreases
 	if pu.UnixNano() > s.toldTil.Load() || cuts != s.toldCuts.Load() {
@@ -549,7 +549,7 @@ func (s *sharer) toldPause(pu time.Time) {
 // or turns starting or ending, starts a renewal now rather than at the
 // next one due. The shares are left to the renewals: a process is granted
 // its share by its own.
-func (p *Local) pushed(b []byte) {
+func (p *local) pushed(b []byte) {
 	if len(b) == 0 {
 		return
 	}
@@ -559,13 +559,13 @@ func (p *Local) pushed(b []byte) {
 	}
 	now := time.Now()
 	doc.sane(now, p.cfg.MaxPause)
-	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.PausedUntil()) {
+	if pu := doc.PausedUntil; pu.After(now) && pu.After(p.ctl.Snapshot().PausedUntil) {
 		p.sh.toldPause(pu)
 		_ = p.ctl.Restore(aimd.State{PausedUntil: pu})
 		// At once (calls waiting for a slot too), staggered at the rate the
 		// cut that came with the pause set, not the one it cut: eight
 		// holders staggered at a slow start's 137/s resumed within 60 ms.
-		r := p.ctl.RateAt(now)
+		r := p.ctl.Snapshot().Rate
 		if doc.Rate > 0 {
 			r = min(r, doc.Rate)
 		}
@@ -597,7 +597,7 @@ const pushSpread = 100 * time.Millisecond
 // watch starts watching this provider's key, when the store can be watched
 // and it is not watched yet, or stops watching it (on is false: the
 // process let its lease go). s.mu is held.
-func (p *Local) watch(on bool) {
+func (p *local) watch(on bool) {
 	s := &p.sh
 	switch {
 	case s.watcher == nil:
@@ -611,7 +611,7 @@ func (p *Local) watch(on bool) {
 
 // shareTick starts a renewal in the background when one is due. The caller
 // never waits for the store.
-func (p *Local) shareTick(now time.Time) {
+func (p *local) shareTick(now time.Time) {
 	if now.UnixNano() < p.sh.next.Load() || !p.sh.active.CompareAndSwap(false, true) {
 		return
 	}
@@ -632,7 +632,7 @@ func (p *Local) shareTick(now time.Time) {
 // the first call or failed renewal after its end: from then on the others
 // may be granted what it held. Once per outage: the safe share is not
 // halved again. The pacer and the known limits follow.
-func (p *Local) lapse(now time.Time) {
+func (p *local) lapse(now time.Time) {
 	s := &p.sh
 	e := s.lapse.Load()
 	if e == 0 || now.UnixNano() < e || !s.lapse.CompareAndSwap(e, 0) {
@@ -649,7 +649,7 @@ func (p *Local) lapse(now time.Time) {
 // share this process paces at. It reports whether the store answered; when
 // it did not and the lease has ended, the share drops to the safe share
 // (see lapse).
-func (p *Local) renew(now time.Time) bool {
+func (p *local) renew(now time.Time) bool {
 	s := &p.sh
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -666,7 +666,7 @@ func (p *Local) renew(now time.Time) bool {
 	// the pause ends; in turns, one idle for less than a lease keeps it
 	// too, so the plan does not change whenever a holder pauses between
 	// calls.
-	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.PausedUntil().After(now) ||
+	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.Snapshot().PausedUntil.After(now) ||
 		(s.turns.Load() != nil && now.Sub(s.busyAt) < shareTTL)
 	switch {
 	case p.n.inFlight.Load() > 0:
@@ -763,7 +763,7 @@ func (p *Local) renew(now time.Time) bool {
 	}
 	if doc.Turns != nil { // hand the climb on with the turn (see turnEdge)
 		at := time.Now()
-		if d := turnEdge(doc.Turns, s.id, at, turnGuard(p.ctl.RateAt(at))); d > 0 && d < next {
+		if d := turnEdge(doc.Turns, s.id, at, turnGuard(p.ctl.Snapshot().Rate)); d > 0 && d < next {
 			next = d
 		}
 	}
@@ -780,7 +780,7 @@ func (p *Local) renew(now time.Time) bool {
 // for the pacer, and a waiting call renews nothing). An idle provider lets
 // its lease lapse, giving its share back, and renews on its next call. s.mu
 // is held.
-func (s *sharer) arm(p *Local, busy bool, next time.Duration) {
+func (s *sharer) arm(p *local, busy bool, next time.Duration) {
 	if !busy {
 		return
 	}
@@ -796,7 +796,7 @@ func (s *sharer) arm(p *Local, busy bool, next time.Duration) {
 // rejoinShare; in turns, to any higher rate: the climb the holder before
 // it left, which it goes on with), the pause in force, and its new share,
 // at which the pacer and the known limits pace.
-func (p *Local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64) {
+func (p *local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64) {
 	if share > 0 {
 		p.ctl.SetShare(share)
 	}
@@ -1008,7 +1008,7 @@ func fairShare(doc shareDoc, holder string) float64 {
 // never send more than the limit in any window. A limit whose burst share
 // changes is made again, empty: what the old one held is not carried over,
 // and calls booked on it book again (see pace).
-func (p *Local) splitLimits(now time.Time, share float64) {
+func (p *local) splitLimits(now time.Time, share float64) {
 	if len(p.cfg.Limits) == 0 || share <= 0 {
 		return
 	}

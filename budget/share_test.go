@@ -48,7 +48,7 @@ func (f *flakyShares) UpdateShares(ctx context.Context, key string, fn func([]by
 // workers) against srv through one share store, for d; stop[i], if
 // closed, ends process i's workers early (a process that died).
 type proc struct {
-	p      *budget.Local
+	p      budget.Provider
 	cancel context.CancelFunc
 	done   chan struct{}
 }

@@ -93,7 +93,7 @@ type LimitSnapshot struct {
 }
 
 // Snapshot returns the provider's counters and state.
-func (p *Local) Snapshot() Snapshot {
+func (p *local) Snapshot() Snapshot {
 	a, now := p.ctl.Snapshot(), time.Now()
 	status, why := StatusActive, ""
 	if p.op.paused.Load() {

@@ -46,7 +46,7 @@ const (
 // while paused), so a pause or a resume set by any process (or a restart's
 // status) holds here within about that long. A provider in service reads
 // no clock here.
-func (p *Local) operatorPaused() error {
+func (p *local) operatorPaused() error {
 	if !p.op.paused.Load() {
 		return nil // the record is read again from follow, which has the time
 	}
@@ -62,7 +62,7 @@ func (p *Local) operatorPaused() error {
 
 // readStatus reads the provider's record in the background, if the last
 // read is recordEvery old and none is under way, and applies its status.
-func (p *Local) readStatus(now time.Time) {
+func (p *local) readStatus(now time.Time) {
 	if now.UnixNano() < p.op.next.Load() || !p.op.reading.CompareAndSwap(false, true) {
 		return
 	}

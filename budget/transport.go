@@ -111,9 +111,9 @@ func WithRun(ctx context.Context, run *Run) context.Context {
 type callKey struct{}
 
 // WithCall returns a context carrying call options for the requests a
-// [Transport] sends with it: [Weight] for an endpoint that costs more of a
-// weighted [Limit] (a Binance endpoint of weight 10), [NoRetry] for one
-// not to be sent twice. They add to what the Transport sets itself and to
+// [Transport] sends with it: a [CallOption] Weight for an endpoint that
+// costs more of a weighted [Limit] (a Binance endpoint of weight 10),
+// NoRetry for one not to be sent twice. They add to what the Transport sets itself and to
 // what ctx carried already (of several weights, the heaviest counts).
 func WithCall(ctx context.Context, opts ...CallOption) context.Context {
 	return context.WithValue(ctx, callKey{}, append(callsFrom(ctx), opts...))
@@ -125,8 +125,8 @@ func callsFrom(ctx context.Context) []CallOption {
 	return o[:len(o):len(o)] // appending copies: a derived context never writes into its parent's
 }
 
-// RunFrom returns the run carried by ctx, or nil (unbounded).
-func RunFrom(ctx context.Context) *Run {
+// runFrom returns the run carried by ctx, or nil (unbounded).
+func runFrom(ctx context.Context) *Run {
 	r, _ := ctx.Value(runKey{}).(*Run)
 	return r
 }
@@ -235,9 +235,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	settle := &settler{}
 	opts := append([]CallOption{{keepContext: true, settle: settle}}, callsFrom(req.Context())...)
 	if !replayable {
-		opts = append(opts, NoRetry())
+		opts = append(opts, CallOption{NoRetry: true})
 	}
-	err = p.Do(req.Context(), RunFrom(req.Context()), attempt, opts...)
+	err = p.Do(req.Context(), runFrom(req.Context()), attempt, opts...)
 	if last != nil {
 		settleOnBody(req.Context(), last, settle)
 		return last, nil

@@ -255,7 +255,7 @@ func TestTurnEdgesHandOnTheClimb(t *testing.T) {
 // window, not its pacer's next slot: a job whose turn is seconds away is not
 // run again at once.
 func TestTurnsTellWhenTheNextWindowComes(t *testing.T) {
-	p, err := NewLocal("sim", Config{Shares: &docStore{}})
+	p, err := newLocal("sim", Config{Shares: &docStore{}}, "Config")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,7 +297,7 @@ type uRow struct {
 	lat     time.Duration // base latency
 	jit     time.Duration
 	form    raForm
-	weights bool // each call weighs 1..10 (uniform), passed as budget.Weight
+	weights bool // each call weighs 1..10 (uniform), passed as a budget.CallOption Weight
 	make    func(p *uProvider) func(at time.Duration, w int) verdict
 	// capacity is what the provider could serve in d (requests, or units
 	// with weights).
@@ -512,7 +512,7 @@ func runUntuned(t *testing.T, row uRow, d time.Duration, seed uint64, trace bool
 						wmu.Lock()
 						w = 1 + wrng.IntN(10)
 						wmu.Unlock()
-						opts = append(opts, budget.Weight(w))
+						opts = append(opts, budget.CallOption{Weight: w})
 					}
 					err := pv.Do(ctx, nil, p.attempt(w), opts...)
 					if r, _ := budget.ReasonOf(err); r == forage.ReasonCanceled {

@@ -46,7 +46,7 @@ func (l *sendLog) worst(d time.Duration) (most, all int) {
 // callers runs n goroutines calling p.Do with weight w until ctx ends,
 // each attempt taking 5 ms; errors other than a wait too long (quota) or
 // ctx's end are kept. A call that stops waits 10 ms before the next.
-func (l *sendLog) callers(ctx context.Context, wg *sync.WaitGroup, p *budget.Local, n, w int) {
+func (l *sendLog) callers(ctx context.Context, wg *sync.WaitGroup, p budget.Provider, n, w int) {
 	for range n {
 		wg.Go(func() {
 			run, _ := budget.NewRun(budget.Envelope{})
@@ -55,7 +55,7 @@ func (l *sendLog) callers(ctx context.Context, wg *sync.WaitGroup, p *budget.Loc
 					l.add(time.Now(), w)
 					time.Sleep(5 * time.Millisecond)
 					return forage.Outcome{Status: 200, Latency: 5 * time.Millisecond}
-				}, budget.Weight(w))
+				}, budget.CallOption{Weight: w})
 				if err == nil {
 					continue
 				}

@@ -26,13 +26,13 @@ func newBenchLimiter(b *testing.B) *gcra.Limiter {
 	return lim
 }
 
-func BenchmarkAllowAt(b *testing.B) {
+func BenchmarkAllowNAt(b *testing.B) {
 	lim := newBenchLimiter(b)
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(benchStep)
-		lim.AllowAt(now)
+		lim.AllowNAt(now, 1)
 	}
 }
 
@@ -46,7 +46,7 @@ func BenchmarkRateAllowN(b *testing.B) {
 	}
 }
 
-func BenchmarkAllowAtParallel(b *testing.B) {
+func BenchmarkAllowNAtParallel(b *testing.B) {
 	lim := newBenchLimiter(b)
 	start := time.Now()
 	b.ReportAllocs()
@@ -54,7 +54,7 @@ func BenchmarkAllowAtParallel(b *testing.B) {
 		now := start
 		for pb.Next() {
 			now = now.Add(benchStep)
-			lim.AllowAt(now)
+			lim.AllowNAt(now, 1)
 		}
 	})
 }

@@ -24,8 +24,8 @@
 //
 // # Using it
 //
-// [New] builds a [Limiter] from a [Config]. [Limiter.AllowAt] and
-// [Limiter.AllowNAt] decide without waiting and report a [Result] (remaining
+// [New] builds a [Limiter] from a [Config]. [Limiter.AllowNAt] decides
+// without waiting and report a [Result] (remaining
 // burst, when to retry, when the limiter is idle again); [Limiter.Wait] blocks
 // until a slot conforms; [Limiter.ReserveNAt] books a slot unconditionally for
 // a pacer that must send every request, and [Limiter.UnreserveNAt] gives an

@@ -23,15 +23,15 @@ func ExampleNew() {
 	// gcra: Config.Rate must be > 0 and finite (got -3)
 }
 
-func ExampleLimiter_AllowAt() {
+func ExampleLimiter_AllowNAt() {
 	lim, _ := gcra.New(gcra.Config{Rate: 20, Burst: 3})
 	t0 := time.Unix(0, 0) // explicit times: any base works
 
 	for range 4 {
-		r := lim.AllowAt(t0)
+		r := lim.AllowNAt(t0, 1)
 		fmt.Printf("allowed=%v remaining=%d retry=%v reset=%v\n", r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter)
 	}
-	r := lim.AllowAt(t0.Add(50 * time.Millisecond)) // one interval later
+	r := lim.AllowNAt(t0.Add(50*time.Millisecond), 1) // one interval later
 	fmt.Printf("allowed=%v remaining=%d\n", r.Allowed, r.Remaining)
 
 	r = lim.AllowNAt(t0, 4) // a cost above Burst can never conform
@@ -88,15 +88,15 @@ func ExampleLimiter_ReserveNAt() {
 func ExampleLimiter_SetRateAt() {
 	lim, _ := gcra.New(gcra.Config{Rate: 10, Burst: 1})
 	t0 := time.Unix(0, 0)
-	lim.AllowAt(t0)
-	fmt.Println("retry at 10/s:", lim.AllowAt(t0).RetryAfter)
+	lim.AllowNAt(t0, 1)
+	fmt.Println("retry at 10/s:", lim.AllowNAt(t0, 1).RetryAfter)
 
 	// Halving the rate doubles the booked backlog: the request already sent
 	// now costs a 5/s interval, and no credit appears or vanishes.
 	if err := lim.SetRateAt(t0, 5); err != nil {
 		panic(err)
 	}
-	fmt.Println("retry at 5/s:", lim.AllowAt(t0).RetryAfter)
+	fmt.Println("retry at 5/s:", lim.AllowNAt(t0, 1).RetryAfter)
 	// Output:
 	// retry at 10/s: 100ms
 	// retry at 5/s: 200ms
@@ -109,9 +109,9 @@ func ExampleLimiter_PauseUntil() {
 	// The provider answered 429 with Retry-After: 2.
 	lim.PauseUntil(t0.Add(2 * time.Second))
 
-	fmt.Println(lim.AllowAt(t0.Add(time.Second)).RetryAfter)
+	fmt.Println(lim.AllowNAt(t0.Add(time.Second), 1).RetryAfter)
 	at := t0.Add(2 * time.Second)
-	fmt.Println(lim.AllowAt(at).Allowed, lim.AllowAt(at).RetryAfter) // paced, not bursted
+	fmt.Println(lim.AllowNAt(at, 1).Allowed, lim.AllowNAt(at, 1).RetryAfter) // paced, not bursted
 	// Output:
 	// 1s
 	// true 100ms

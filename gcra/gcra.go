@@ -12,15 +12,13 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error [New] returns for a Config
-// field out of range; the message names the field, the rule and the value.
+// field out of range, and by those of [Limiter.SetRateAt] and
+// [Limiter.SetBurst] for a value a Config could not hold; the message names
+// the field, the rule and the value.
 var ErrInvalidConfig = errors.New("gcra: invalid config")
 
 // invalid builds this package's configuration errors.
 var invalid = cfgerr.For("gcra", ErrInvalidConfig)
-
-// ErrInvalidRate is wrapped by the error [Limiter.SetRateAt] returns for a
-// rate it cannot represent; the limiter keeps its previous rate.
-var ErrInvalidRate = errors.New("gcra: invalid rate")
 
 // ErrInvalidCost is wrapped by the error [Limiter.WaitN] returns for a cost
 // that can never conform: negative, or larger than Burst.
@@ -32,8 +30,8 @@ var ErrInvalidCost = errors.New("gcra: cost must be in [0, Burst]")
 // wraps [context.DeadlineExceeded], so errors.Is matches either.
 var ErrWouldExceedDeadline = fmt.Errorf("gcra: wait would exceed the context deadline: %w", context.DeadlineExceeded)
 
-// DefaultRate is the rate, in events per second, of a Config whose Rate is 0.
-const DefaultRate = 1.0
+// defaultRate is the rate, in events per second, of a Config whose Rate is 0.
+const defaultRate = 1.0
 
 // Config configures a [Limiter]. The zero Config is valid: one request per
 // second, no burst. New only reads it, so one Config may be shared freely.
@@ -95,7 +93,7 @@ const (
 func New(cfg Config) (*Limiter, error) {
 	rate := cfg.Rate
 	if rate == 0 {
-		rate = DefaultRate
+		rate = defaultRate
 	}
 	iv, rule := intervalOf(rate)
 	if rule != "" {

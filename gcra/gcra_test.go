@@ -25,7 +25,7 @@ func mustNew(t testing.TB, cfg gcra.Config) *gcra.Limiter {
 func TestNewZeroConfigIsDefaults(t *testing.T) {
 	t.Parallel()
 	lim := mustNew(t, gcra.Config{})
-	if lim.Rate() != gcra.DefaultRate || lim.Burst() != 1 || lim.Interval() != time.Second {
+	if lim.Rate() != 1 || lim.Burst() != 1 || lim.Interval() != time.Second {
 		t.Fatalf("zero Config: Rate %v Burst %d Interval %v, want 1/s, 1, 1s", lim.Rate(), lim.Burst(), lim.Interval())
 	}
 }
@@ -55,8 +55,8 @@ func TestSetRateRejectsInvalidRateAndKeepsTheOld(t *testing.T) {
 	t.Parallel()
 	lim := mustNew(t, gcra.Config{Rate: 20, Burst: 5})
 	for _, r := range []float64{0, -5, math.NaN(), math.Inf(1), 2e9} {
-		if err := lim.SetRateAt(time.Unix(0, 0), r); !errors.Is(err, gcra.ErrInvalidRate) {
-			t.Errorf("SetRateAt(%v) = %v, want ErrInvalidRate", r, err)
+		if err := lim.SetRateAt(time.Unix(0, 0), r); !errors.Is(err, gcra.ErrInvalidConfig) {
+			t.Errorf("SetRateAt(%v) = %v, want ErrInvalidConfig", r, err)
 		}
 	}
 	if lim.Rate() != 20 {
@@ -70,8 +70,8 @@ func TestExplicitTimesBeforeCreation(t *testing.T) {
 	t.Parallel()
 	lim := mustNew(t, gcra.Config{Rate: 10, Burst: 2})
 	t0 := time.Unix(0, 0)
-	got := []bool{lim.AllowAt(t0).Allowed, lim.AllowAt(t0).Allowed, lim.AllowAt(t0).Allowed,
-		lim.AllowAt(t0.Add(100 * time.Millisecond)).Allowed}
+	got := []bool{lim.AllowNAt(t0, 1).Allowed, lim.AllowNAt(t0, 1).Allowed, lim.AllowNAt(t0, 1).Allowed,
+		lim.AllowNAt(t0.Add(100*time.Millisecond), 1).Allowed}
 	if want := []bool{true, true, false, true}; !slicesEqual(got, want) {
 		t.Fatalf("admits at the Unix epoch: %v, want %v", got, want)
 	}
@@ -214,7 +214,7 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	rates := []float64{1e6, 2e6}
 	i := 0
 	for name, f := range map[string]func(){
-		"AllowAt":    func() { now = now.Add(time.Microsecond); lim.AllowAt(now) },
+		"AllowNAt 1": func() { now = now.Add(time.Microsecond); lim.AllowNAt(now, 1) },
 		"AllowNAt":   func() { lim.AllowNAt(now, 3) },
 		"Allow":      func() { lim.Allow() },
 		"ReserveNAt": func() { lim.ReserveNAt(now, 1); lim.UnreserveNAt(now, 1) },

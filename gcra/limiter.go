@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// AllowAt reports whether one request at now conforms, and books it if so.
-// It is AllowNAt(now, 1).
-func (l *Limiter) AllowAt(now time.Time) Result { return l.admit(l.offset(now), false, 1) }
-
 // AllowNAt decides a request of cost n (in units of the interval) at now and
 // books it if it conforms; see [Decide] for the arithmetic and the meaning of
 // every [Result] field. A cost larger than Burst, or negative, never conforms
@@ -21,9 +17,6 @@ func (l *Limiter) AllowNAt(now time.Time, n int) Result { return l.admit(l.offse
 // Allow reports whether one request now conforms, and books it if so. It
 // reads the monotonic clock.
 func (l *Limiter) Allow() bool { return l.admit(0, true, 1).Allowed }
-
-// AllowN is [Limiter.AllowNAt] at the current (monotonic) time.
-func (l *Limiter) AllowN(n int) Result { return l.admit(0, true, n) }
 
 // admit runs Decide in a compare-and-swap loop until its decision is based on
 // the current state. The clock-reading forms re-read the clock on every
@@ -65,9 +58,6 @@ func (l *Limiter) ReserveNAt(now time.Time, n int) time.Duration {
 	return l.reserve(l.offset(now), false, n)
 }
 
-// ReserveN is [Limiter.ReserveNAt] at the current (monotonic) time.
-func (l *Limiter) ReserveN(n int) time.Duration { return l.reserve(0, true, n) }
-
 func (l *Limiter) reserve(now int64, useClock bool, n int) time.Duration {
 	for {
 		tat, iv, gen := l.load()
@@ -88,9 +78,6 @@ func (l *Limiter) reserve(now int64, useClock bool, n int) time.Duration {
 // credit beyond an idle limiter's. Calling it for a slot that was used, or
 // twice, hands out credit that was never booked.
 func (l *Limiter) UnreserveNAt(now time.Time, n int) { l.unreserve(l.offset(now), false, n) }
-
-// UnreserveN is [Limiter.UnreserveNAt] at the current (monotonic) time.
-func (l *Limiter) UnreserveN(n int) { l.unreserve(0, true, n) }
 
 func (l *Limiter) unreserve(now int64, useClock bool, n int) {
 	if n <= 0 || n > l.Burst() {
@@ -131,7 +118,7 @@ func (l *Limiter) PauseUntil(t time.Time) {
 // keeps its size in requests: the change neither grants nor destroys credit
 // beyond what the new interval implies (it rounds towards less credit, by at
 // most 2ns), an idle limiter stays idle, and Burst is unchanged. It returns
-// an error wrapping [ErrInvalidRate], and keeps the old rate, if rate is not
+// an error wrapping [ErrInvalidConfig], and keeps the old rate, if rate is not
 // in the range [Config].Rate allows (zero included) or Burst × the new
 // interval would overflow. It allocates nothing and is cheap enough to call
 // on every response; setting the current rate again returns at once.
@@ -139,17 +126,18 @@ func (l *Limiter) SetRateAt(now time.Time, rate float64) error {
 	return l.setRate(l.offset(now), false, rate)
 }
 
-// SetRate is [Limiter.SetRateAt] at the current (monotonic) time.
+// SetRate is [Limiter.SetRateAt] at the current (monotonic) time; it makes a
+// Limiter a budget.Pacer.
 func (l *Limiter) SetRate(rate float64) error { return l.setRate(0, true, rate) }
 
 func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
 	iv, rule := intervalOf(rate)
 	if rule != "" {
-		return fmt.Errorf("gcra: SetRateAt rate must be %s (got %v): %w", rule, rate, ErrInvalidRate)
+		return fmt.Errorf("gcra: SetRateAt rate must be %s (got %v): %w", rule, rate, ErrInvalidConfig)
 	}
 	if _, ok := tolerance(iv, l.Burst()); !ok {
 		return fmt.Errorf("gcra: SetRateAt rate %v gives an interval of %v; Burst (%d) × interval must fit in int64 nanoseconds: %w",
-			rate, time.Duration(iv), l.Burst(), ErrInvalidRate)
+			rate, time.Duration(iv), l.Burst(), ErrInvalidConfig)
 	}
 	if l.interval.Load() == iv {
 		return nil

@@ -112,11 +112,11 @@ func TestIdleBanksExactlyBurst(t *testing.T) {
 		at += int64(burst)*iv + rapid.Int64Range(0, 10*iv).Draw(rt, "idle beyond Burst·I")
 		now := start.Add(time.Duration(at))
 		for i := range burst {
-			if r := lim.AllowAt(now); !r.Allowed || r.Remaining != burst-1-i {
+			if r := lim.AllowNAt(now, 1); !r.Allowed || r.Remaining != burst-1-i {
 				rt.Fatalf("back-to-back request %d of %d after idling: %+v", i, burst, r)
 			}
 		}
-		if r := lim.AllowAt(now); r.Allowed || r.RetryAfter != time.Duration(iv) {
+		if r := lim.AllowNAt(now, 1); r.Allowed || r.RetryAfter != time.Duration(iv) {
 			rt.Fatalf("request %d after idling: %+v, want denied with RetryAfter %v", burst+1, r, time.Duration(iv))
 		}
 	})

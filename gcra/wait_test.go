@@ -65,7 +65,7 @@ func TestWaitDeadlineTooShortFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := mustNew(t, gcra.Config{Rate: 20, Burst: 1})
 		lim.Allow() // the next slot is 50ms away
-		before := lim.AllowN(0)
+		before := lim.AllowNAt(time.Now(), 0)
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -76,7 +76,7 @@ func TestWaitDeadlineTooShortFailsAtOnce(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("Wait slept %v before refusing", d)
 		}
-		if after := lim.AllowN(0); after != before {
+		if after := lim.AllowNAt(time.Now(), 0); after != before {
 			t.Fatalf("refused Wait left a slot booked: %+v -> %+v", before, after)
 		}
 	})
@@ -89,7 +89,7 @@ func TestWaitCancelledGivesSlotBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := mustNew(t, gcra.Config{Rate: 20, Burst: 1})
 		lim.Allow()
-		before := lim.AllowN(0)
+		before := lim.AllowNAt(time.Now(), 0)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- lim.Wait(ctx) }()
@@ -119,11 +119,11 @@ func TestWaitRejectsImpossibleCost(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	before := lim.AllowN(0)
+	before := lim.AllowNAt(time.Now(), 0)
 	if err := lim.Wait(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait on a cancelled context: %v", err)
 	}
-	if after := lim.AllowN(0); after.Remaining != before.Remaining {
+	if after := lim.AllowNAt(time.Now(), 0); after.Remaining != before.Remaining {
 		t.Fatalf("Wait on a cancelled context booked a slot: %+v -> %+v", before, after)
 	}
 }

@@ -280,9 +280,9 @@ func TestSharedProvidersSurvivePostgresOutage(t *testing.T) {
 		outage     atomic.Bool
 		duringOK   atomic.Int64
 		wg         sync.WaitGroup
-		procs      []*budget.Local
+		procs      []budget.Provider
 		limit      = budget.Limit{Count: 60, Per: 2 * time.Second, Burst: 3}
-		workerCall = func(p *budget.Local) {
+		workerCall = func(p budget.Provider) {
 			for ctx.Err() == nil {
 				err := p.Do(ctx, nil, get(url))
 				if err == nil && outage.Load() {

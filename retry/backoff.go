@@ -105,10 +105,10 @@ func NewBackoff(cfg BackoffConfig) (*Backoff, error) {
 }
 
 // NextBackOff returns the sleep before the next retry, a uniformly random
-// duration in [0, Ceiling(n)] where n counts the calls since the last
+// duration in [0, min(Cap, Base·2^n)] where n counts the calls since the last
 // [Backoff.Reset], and counts this one. It implements [backoff.BackOff].
 func (b *Backoff) NextBackOff() time.Duration {
-	ceiling := b.Ceiling(b.attempt)
+	ceiling := b.ceiling(b.attempt)
 	if b.attempt < 64 { // the ceiling is Cap long before; stop counting
 		b.attempt++
 	}
@@ -122,23 +122,14 @@ func (b *Backoff) NextBackOff() time.Duration {
 	return min(time.Duration(u*float64(ceiling)), ceiling)
 }
 
-// NextAfter is [Backoff.NextBackOff] floored by a server's Retry-After: it
-// returns max(full jitter, retryAfter), so the client never comes back
-// before the server asked, and clients told the same Retry-After still
-// spread out after it when their jitter is larger. A retryAfter ≤ 0 (none)
-// leaves the jitter alone.
-func (b *Backoff) NextAfter(retryAfter time.Duration) time.Duration {
-	return Floor(b.NextBackOff(), retryAfter)
-}
-
 // Reset forgets the retries so far: the next sleep is again at most Base. It
 // implements [backoff.BackOff].
 func (b *Backoff) Reset() { b.attempt = 0 }
 
-// Ceiling returns the upper bound of the sleep before retry n (counting from
+// ceiling returns the upper bound of the sleep before retry n (counting from
 // 0): min(Cap, Base·2^n), computed without overflow. A negative n counts as
 // 0.
-func (b *Backoff) Ceiling(n int) time.Duration {
+func (b *Backoff) ceiling(n int) time.Duration {
 	n = max(n, 0)
 	if n >= 63 || b.base > b.cap>>n {
 		return b.cap
@@ -147,10 +138,12 @@ func (b *Backoff) Ceiling(n int) time.Duration {
 }
 
 // Floor returns the sleep a server's Retry-After allows: max(sleep,
-// retryAfter). It keeps [backoff.Stop] as Stop (a policy that gave up stays
-// given up), and ignores a retryAfter ≤ 0. Use it on the result of any
-// [backoff.BackOff], for example one wrapped by [backoff.WithMaxRetries];
-// [Backoff.NextAfter] is the shorthand for a [Backoff].
+// retryAfter), so the client never comes back before the server asked, and
+// clients told the same Retry-After still spread out after it when their
+// jitter is larger. It keeps [backoff.Stop] as Stop (a policy that gave up
+// stays given up), and ignores a retryAfter ≤ 0 (none). Use it on the
+// result of any [backoff.BackOff]: a [Backoff]'s NextBackOff, or one wrapped
+// by [backoff.WithMaxRetries].
 func Floor(sleep, retryAfter time.Duration) time.Duration {
 	if sleep == backoff.Stop {
 		return backoff.Stop

@@ -68,7 +68,7 @@ func TestBackoffCeiling(t *testing.T) {
 		{math.MaxInt, 20 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := b.Ceiling(tt.n); got != tt.want {
+		if got := retry.Ceiling(b, tt.n); got != tt.want {
 			t.Errorf("Ceiling(%d) = %v; want %v", tt.n, got, tt.want)
 		}
 	}
@@ -106,7 +106,7 @@ func TestBackoffFullJitterBounds(t *testing.T) {
 				n = 0
 			}
 			want := modelCeiling(base, ceiling, n)
-			if got := b.Ceiling(n); got != want {
+			if got := retry.Ceiling(b, n); got != want {
 				rt.Fatalf("step %d: Ceiling(%d) = %v; want %v", step, n, got, want)
 			}
 			u := us[step]
@@ -166,7 +166,7 @@ func TestBackoffFullJitterSpread(t *testing.T) {
 	}
 }
 
-func TestBackoffNextAfter(t *testing.T) {
+func TestFloorOfNextBackOff(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		us := rapid.SliceOfN(rapid.Float64Range(0, 1), 1, 50).Draw(rt, "rand")
@@ -180,9 +180,9 @@ func TestBackoffNextAfter(t *testing.T) {
 		for i := range us {
 			ra := time.Duration(ras[i])
 			jitter := plain.NextBackOff()
-			got := floored.NextAfter(ra)
+			got := retry.Floor(floored.NextBackOff(), ra)
 			if got != max(jitter, ra) || got < ra || got < jitter {
-				rt.Fatalf("call %d: NextAfter(%v) = %v with jitter %v; want max of both", i, ra, got, jitter)
+				rt.Fatalf("call %d: Floor(NextBackOff(), %v) = %v with jitter %v; want max of both", i, ra, got, jitter)
 			}
 		}
 	})
@@ -261,8 +261,8 @@ func TestBackoffRetrySleeps(t *testing.T) {
 
 func TestBackoffAllocs(t *testing.T) {
 	b := mustBackoff(t, retry.BackoffConfig{})
-	if n := testing.AllocsPerRun(1000, func() { b.NextAfter(time.Second) }); n != 0 {
-		t.Fatalf("NextAfter allocates %v times; want 0", n)
+	if n := testing.AllocsPerRun(1000, func() { retry.Floor(b.NextBackOff(), time.Second) }); n != 0 {
+		t.Fatalf("Floor(NextBackOff()) allocates %v times; want 0", n)
 	}
 }
 

@@ -61,8 +61,7 @@ type BudgetConfig struct {
 // at most Ratio·Attempts + MinRetries, and never more than the balance.
 //
 // Budget is safe for concurrent use by every request of a run; its methods
-// are lock-free and allocate nothing. Its counters are each exact, but read
-// one at a time while other goroutines act they are not a single snapshot.
+// are lock-free and allocate nothing.
 //
 // The zero Budget is not usable (its methods panic): make one with [NewBudget].
 type Budget struct {
@@ -153,26 +152,28 @@ func (b *Budget) Withdraw() bool {
 	}
 }
 
-// TryWithdraw is [Budget.Withdraw] in error form: nil when it took a token,
-// [ErrBudgetExhausted] when the budget is empty.
-func (b *Budget) TryWithdraw() error {
-	if !b.Withdraw() {
-		return ErrBudgetExhausted
+// BudgetStats is what a [Budget] has counted so far, as [Budget.Stats]
+// reads it. It is a plain value, safe to copy.
+type BudgetStats struct {
+	// Attempts is how many first attempts have been deposited.
+	Attempts uint64
+	// Retries is how many retries the budget has granted.
+	Retries uint64
+	// Denied is how many withdrawals the budget has refused.
+	Denied uint64
+	// Tokens is the balance in retry tokens (fractional: deposits are a
+	// fraction of a token). A retry is granted when it is at least 1.
+	Tokens float64
+}
+
+// Stats returns the budget's counters and balance. Each field is exact, but
+// they are read one at a time, so while other goroutines act they are not a
+// single snapshot.
+func (b *Budget) Stats() BudgetStats {
+	return BudgetStats{
+		Attempts: b.attempts.Load(),
+		Retries:  b.retries.Load(),
+		Denied:   b.denied.Load(),
+		Tokens:   float64(b.tokens.Load()) / tokenUnit,
 	}
-	return nil
 }
-
-// Tokens returns the current balance in retry tokens (fractional: deposits
-// are a fraction of a token). A retry is granted when it is at least 1.
-func (b *Budget) Tokens() float64 {
-	return float64(b.tokens.Load()) / tokenUnit
-}
-
-// Attempts returns how many first attempts have been deposited.
-func (b *Budget) Attempts() uint64 { return b.attempts.Load() }
-
-// Retries returns how many retries the budget has granted.
-func (b *Budget) Retries() uint64 { return b.retries.Load() }
-
-// Denied returns how many withdrawals the budget has refused.
-func (b *Budget) Denied() uint64 { return b.denied.Load() }

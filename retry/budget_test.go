@@ -55,16 +55,16 @@ func TestNewBudgetValidation(t *testing.T) {
 func TestBudgetDefaults(t *testing.T) {
 	t.Parallel()
 	b := mustBudget(t, retry.BudgetConfig{})
-	if got := b.Tokens(); got != 3 {
+	if got := b.Stats().Tokens; got != 3 {
 		t.Fatalf("fresh budget holds %v tokens; want the floor %d", got, 3)
 	}
 	for i := range 10_000 {
 		b.Deposit()
-		if b.Tokens() > 100 {
-			t.Fatalf("after %d deposits the budget holds %v tokens; want <= %d", i+1, b.Tokens(), 100)
+		if b.Stats().Tokens > 100 {
+			t.Fatalf("after %d deposits the budget holds %v tokens; want <= %d", i+1, b.Stats().Tokens, 100)
 		}
 	}
-	if got := b.Tokens(); got != 100 {
+	if got := b.Stats().Tokens; got != 100 {
 		t.Fatalf("after 10000 deposits the budget holds %v tokens; want the cap %d", got, 100)
 	}
 	// Five first attempts at the default ratio 0.2 earn exactly one retry.
@@ -73,11 +73,11 @@ func TestBudgetDefaults(t *testing.T) {
 		b.Deposit()
 	}
 	if b.Withdraw() {
-		t.Fatalf("4 deposits at ratio 0.2 (%v tokens) granted a retry", b.Tokens())
+		t.Fatalf("4 deposits at ratio 0.2 (%v tokens) granted a retry", b.Stats().Tokens)
 	}
 	b.Deposit()
 	if !b.Withdraw() {
-		t.Fatalf("5 deposits at ratio 0.2 (%v tokens) granted no retry", b.Tokens())
+		t.Fatalf("5 deposits at ratio 0.2 (%v tokens) granted no retry", b.Stats().Tokens)
 	}
 }
 
@@ -87,11 +87,11 @@ func TestBudgetNoRetries(t *testing.T) {
 	for range 1000 {
 		b.Deposit()
 	}
-	if err := b.TryWithdraw(); !errors.Is(err, retry.ErrBudgetExhausted) {
-		t.Fatalf("TryWithdraw on a budget with no ratio and no floor = %v; want ErrBudgetExhausted", err)
+	if b.Withdraw() {
+		t.Fatalf("Withdraw on a budget with no ratio and no floor granted a retry")
 	}
-	if b.Attempts() != 1000 || b.Retries() != 0 || b.Denied() != 1 {
-		t.Fatalf("counters = %d attempts, %d retries, %d denied; want 1000, 0, 1", b.Attempts(), b.Retries(), b.Denied())
+	if b.Stats().Attempts != 1000 || b.Stats().Retries != 0 || b.Stats().Denied != 1 {
+		t.Fatalf("counters = %d attempts, %d retries, %d denied; want 1000, 0, 1", b.Stats().Attempts, b.Stats().Retries, b.Stats().Denied)
 	}
 }
 
@@ -137,18 +137,18 @@ func TestBudgetModel(t *testing.T) {
 				}
 			},
 			"": func(rt *rapid.T) {
-				if got, want := b.Tokens(), float64(model)/1000; math.Abs(got-want) > 1e-9 {
+				if got, want := b.Stats().Tokens, float64(model)/1000; math.Abs(got-want) > 1e-9 {
 					rt.Fatalf("step %d: Tokens() = %v; want %v", step, got, want)
 				}
-				if tok := b.Tokens(); tok < 0 || tok > float64(maxTokens) {
+				if tok := b.Stats().Tokens; tok < 0 || tok > float64(maxTokens) {
 					rt.Fatalf("step %d: Tokens() = %v outside [0, %d]", step, tok, maxTokens)
 				}
 				bound := cfg.Ratio*float64(attempts) + float64(floor)
-				if float64(b.Retries()) > bound+1e-9 {
-					rt.Fatalf("step %d: %d retries granted > Ratio %v · %d attempts + MinRetries %d", step, b.Retries(), cfg.Ratio, attempts, floor)
+				if float64(b.Stats().Retries) > bound+1e-9 {
+					rt.Fatalf("step %d: %d retries granted > Ratio %v · %d attempts + MinRetries %d", step, b.Stats().Retries, cfg.Ratio, attempts, floor)
 				}
-				if b.Attempts() != attempts || b.Retries() != granted || b.Denied() != denied {
-					rt.Fatalf("step %d: counters %d/%d/%d; want %d/%d/%d", step, b.Attempts(), b.Retries(), b.Denied(), attempts, granted, denied)
+				if b.Stats().Attempts != attempts || b.Stats().Retries != granted || b.Stats().Denied != denied {
+					rt.Fatalf("step %d: counters %d/%d/%d; want %d/%d/%d", step, b.Stats().Attempts, b.Stats().Retries, b.Stats().Denied, attempts, granted, denied)
 				}
 			},
 		})
@@ -170,8 +170,8 @@ func TestBudgetRatioBound(t *testing.T) {
 			} else {
 				b.Withdraw()
 			}
-			if bound := ratio*float64(b.Attempts()) + float64(floor); float64(b.Retries()) > bound+1e-9 {
-				rt.Fatalf("op %d: %d retries > %v·%d + %d", i, b.Retries(), ratio, b.Attempts(), floor)
+			if bound := ratio*float64(b.Stats().Attempts) + float64(floor); float64(b.Stats().Retries) > bound+1e-9 {
+				rt.Fatalf("op %d: %d retries > %v·%d + %d", i, b.Stats().Retries, ratio, b.Stats().Attempts, floor)
 			}
 		}
 	})
@@ -196,13 +196,13 @@ func TestBudgetConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := b.Attempts() + b.Retries() + b.Denied(); got != workers*perWorker {
+	if got := b.Stats().Attempts + b.Stats().Retries + b.Stats().Denied; got != workers*perWorker {
 		t.Fatalf("attempts+retries+denied = %d; want %d calls", got, workers*perWorker)
 	}
-	if bound := 0.3*float64(b.Attempts()) + 5; float64(b.Retries()) > bound {
-		t.Fatalf("%d retries > 0.3·%d + 5", b.Retries(), b.Attempts())
+	if bound := 0.3*float64(b.Stats().Attempts) + 5; float64(b.Stats().Retries) > bound {
+		t.Fatalf("%d retries > 0.3·%d + 5", b.Stats().Retries, b.Stats().Attempts)
 	}
-	if tok := b.Tokens(); tok < 0 || tok > 20 {
+	if tok := b.Stats().Tokens; tok < 0 || tok > 20 {
 		t.Fatalf("Tokens() = %v outside [0, 20]", tok)
 	}
 }
@@ -212,9 +212,9 @@ func TestBudgetAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() {
 		b.Deposit()
 		b.Withdraw()
-		_ = b.TryWithdraw()
+		_ = b.Stats()
 	}); n != 0 {
-		t.Fatalf("Deposit+Withdraw+TryWithdraw allocate %v times; want 0", n)
+		t.Fatalf("Deposit+Withdraw+Stats allocate %v times; want 0", n)
 	}
 }
 

@@ -22,7 +22,7 @@
 // synchronized waves. Backoff implements [backoff.BackOff] of
 // github.com/cenkalti/backoff/v4, so it composes with [backoff.Retry] and
 // [backoff.WithMaxRetries]. A server's Retry-After ([github.com/forage-go/forage.ParseRetryAfter]) is a
-// floor on the sleep ([Backoff.NextAfter], [Floor]), never a replacement for
+// floor on the sleep ([Floor]), never a replacement for
 // the jitter.
 //
 // Only some outcomes deserve a retry: [github.com/forage-go/forage.Class.Retryable] says which
@@ -33,7 +33,7 @@
 //	class := forage.Classify(resp, err)
 //	if class.Retryable() && budget.Withdraw() {
 //		ra, _ := forage.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-//		sleep := bo.NextAfter(ra) // max(full jitter, Retry-After)
+//		sleep := retry.Floor(bo.NextBackOff(), ra) // max(full jitter, Retry-After)
 //		...
 //	}
 //

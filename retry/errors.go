@@ -14,7 +14,8 @@ var ErrInvalidConfig = errors.New("retry: invalid config")
 // invalid builds this package's configuration errors.
 var invalid = cfgerr.For("retry", ErrInvalidConfig)
 
-// ErrBudgetExhausted is returned by [Budget.TryWithdraw] when the run's retry
-// budget holds less than one token: the caller must not retry now, and
-// should defer the remaining work rather than fail it.
+// ErrBudgetExhausted is the error for a retry refused because the run's
+// retry budget held less than one token ([Budget.Withdraw] returned false):
+// the caller must not retry now, and should defer the remaining work rather
+// than fail it. The budget package wraps it in the error of such a call.
 var ErrBudgetExhausted = errors.New("retry: retry budget exhausted")

@@ -24,17 +24,18 @@ func ExampleNewBudget() {
 		b.Deposit()
 	}
 	fmt.Println(b.Withdraw(), b.Withdraw(), b.Withdraw())
-	fmt.Printf("attempts=%d retries=%d denied=%d tokens=%.1f\n", b.Attempts(), b.Retries(), b.Denied(), b.Tokens())
+	s := b.Stats()
+	fmt.Printf("attempts=%d retries=%d denied=%d tokens=%.1f\n", s.Attempts, s.Retries, s.Denied, s.Tokens)
 	// Output:
 	// true true false
 	// true true false
 	// attempts=10 retries=4 denied=2 tokens=0.0
 }
 
-func ExampleBudget_TryWithdraw() {
+func ExampleBudget_Withdraw() {
 	b, _ := retry.NewBudget(retry.BudgetConfig{MinRetries: retry.NoRetries})
-	if err := b.TryWithdraw(); errors.Is(err, retry.ErrBudgetExhausted) {
-		fmt.Println("defer the rest of the run:", err)
+	if !b.Withdraw() {
+		fmt.Println("defer the rest of the run:", retry.ErrBudgetExhausted)
 	}
 	// Output:
 	// defer the rest of the run: retry: retry budget exhausted
@@ -61,11 +62,11 @@ func ExampleNewBackoff() {
 	// 500ms
 }
 
-func ExampleBackoff_NextAfter() {
+func ExampleFloor() {
 	b, _ := retry.NewBackoff(retry.BackoffConfig{Base: time.Second, Rand: func() float64 { return 0.25 }})
 	// The server's Retry-After is a floor: the jitter applies when it is longer.
-	fmt.Println(b.NextAfter(2 * time.Second)) // jitter 250ms < Retry-After
-	fmt.Println(b.NextAfter(0))               // no Retry-After: jitter 500ms
+	fmt.Println(retry.Floor(b.NextBackOff(), 2*time.Second)) // jitter 250ms < Retry-After
+	fmt.Println(retry.Floor(b.NextBackOff(), 0))             // no Retry-After: jitter 500ms
 	// Output:
 	// 2s
 	// 500ms
@@ -112,7 +113,7 @@ func Example() {
 
 	if c := forage.Classify(resp, nil); c.Retryable() && budget.Withdraw() {
 		ra, _ := forage.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-		fmt.Println(c, "retry in", bo.NextAfter(ra))
+		fmt.Println(c, "retry in", retry.Floor(bo.NextBackOff(), ra))
 	}
 	// Output:
 	// throttled retry in 3s

@@ -155,7 +155,7 @@ func TestDefaultSpareReadsBudget(t *testing.T) {
 	}
 	err = provider(reg, "hot").Do(context.Background(), nil, func(context.Context) forage.Outcome {
 		return forage.Outcome{Status: 429, RetryAfter: time.Hour}
-	}, budget.NoRetry())
+	}, budget.CallOption{NoRetry: true})
 	if r, _ := budget.ReasonOf(err); !r.SourcePressure() {
 		t.Fatalf("the 429 ended with %v, want source pressure", err)
 	}
@@ -188,7 +188,7 @@ func TestDefaultSpareProbesAHalfOpenBreaker(t *testing.T) {
 			if i == 100 {
 				t.Fatalf("the breaker is %q after 100 failures, want open", p.Snapshot().Breaker)
 			}
-			p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return forage.Outcome{Status: 500} }, budget.NoRetry())
+			p.Do(context.Background(), nil, func(context.Context) forage.Outcome { return forage.Outcome{Status: 500} }, budget.CallOption{NoRetry: true})
 			time.Sleep(100 * time.Millisecond)
 		}
 		s, _ := newSched(t, schedule.Config{Budget: reg}, nil)

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -158,7 +159,8 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 	}
 	s.mu.Unlock()
 	if s.cfg.Budget != nil {
-		for _, b := range s.cfg.Budget.Snapshot() {
+		all, _ := s.cfg.Budget.SnapshotPage("", math.MaxInt)
+		for _, b := range all {
 			p := get(b.Key)
 			p.Budget = &b
 			p.Paused = p.Paused || b.Status == budget.StatusPaused // "paused": false beside status "paused" read as a contradiction

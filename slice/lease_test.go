@@ -88,7 +88,7 @@ func TestRunFencedAfterTakeover(t *testing.T) {
 	})
 }
 
-// fast is a budget.Local config that paces at 1000/s and never trips its
+// fast is a budget.NewLocal config that paces at 1000/s and never trips its
 // breaker, so tests exercise admission and retries, not the climb.
 func fast() budget.Config {
 	return budget.Config{
@@ -99,7 +99,7 @@ func fast() budget.Config {
 	}
 }
 
-func newLocal(tb testing.TB, cfg budget.Config) *budget.Local {
+func newLocal(tb testing.TB, cfg budget.Config) budget.Provider {
 	tb.Helper()
 	p, err := budget.NewLocal("test", cfg)
 	if err != nil {
@@ -144,7 +144,8 @@ func TestRunWithLocalProviderRetriesAndDefersLongPauses(t *testing.T) {
 			return forage.Outcome{Status: 200}
 		}
 		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Provider = newLocal(t, fast()) })
-		rep, err := r.Run(context.Background(), budget.Unbounded())
+		unbounded, _ := budget.NewRun(budget.Envelope{})
+		rep, err := r.Run(context.Background(), unbounded)
 		if err != nil || rep.Reason != forage.ReasonThrottled || rep.Slices != 2 || string(rep.Cursor) != "20" {
 			t.Fatalf("Run = %+v, %v: want throttled after 2 slices (the first retried) at cursor 20", rep, err)
 		}

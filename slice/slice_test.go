@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
 )
@@ -36,7 +35,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{"no sink", func(c *slice.Config[rec]) { c.Sink = nil }, "Config.Sink must be set: implement slice.Sink"},
 		{"two sinks", func(c *slice.Config[rec]) { c.TxSink = &txSink{} }, "Config.TxSink must be nil when Config.Sink is set: set exactly one"},
 		// Typed nils: each compared unequal to nil and panicked in Run.
-		{"typed nil provider", func(c *slice.Config[rec]) { c.Provider = (*budget.Local)(nil) }, "Config.Provider must be set"},
+		{"typed nil provider", func(c *slice.Config[rec]) { c.Provider = (*fakeProvider)(nil) }, "Config.Provider must be set"},
 		{"nil sink func", func(c *slice.Config[rec]) { c.Sink = slice.SinkFunc[rec](nil) }, "Config.Sink must be set"},
 		{"typed nil store", func(c *slice.Config[rec]) { c.Store = (*checkpoint.LocalStore)(nil) }, "Config.Store must be set"},
 		// Names no store accepts: the run failed at its first lease, or

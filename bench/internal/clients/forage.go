@@ -10,7 +10,7 @@ import (
 	"github.com/forage-go/forage/budget"
 )
 
-// Forage calls through one budget.Local Provider made with the zero Config:
+// Forage calls through one budget.NewLocal Provider made with the zero Config:
 // it is told nothing of the limit. Source pressure is waited out the way a
 // scheduler does, until the stop's Until; this loop is budget's
 // TestGoodput's.

@@ -179,7 +179,7 @@ func drive(ctx context.Context, reg *budget.Registry, d time.Duration) {
 		for range 4 {
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					err := p.Do(ctx, nil, sim.attempt, budget.NoRetry())
+					err := p.Do(ctx, nil, sim.attempt, budget.CallOption{NoRetry: true})
 					if r, ok := budget.ReasonOf(err); ok && r == forage.ReasonPaused {
 						sleep(ctx, 200*time.Millisecond)
 					}

@@ -66,7 +66,7 @@ func Run(t testing.TB, m budget.Metrics) {
 	for i, s := range steps {
 		var opts []budget.CallOption
 		if i > 0 {
-			opts = append(opts, budget.NoRetry()) // the 503 alone is retried
+			opts = append(opts, budget.CallOption{NoRetry: true}) // the 503 alone is retried
 		}
 		err := p.Do(ctx, nil, s.attempt, opts...)
 		if r, _ := budget.ReasonOf(err); r != s.want {

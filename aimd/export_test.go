@@ -1,0 +1,5 @@
+package aimd
+
+// ConfigOf returns the configuration in force in c, defaults filled in, for
+// the tests of package aimd_test.
+func ConfigOf(c *Controller) Config { return c.cfg }

@@ -533,6 +533,10 @@ func TestReconcileWithProviderUsage(t *testing.T) {
 		{"binance used weight", forage.Quota{Used: 95, Window: time.Minute, HasUsed: true, HasWindow: true}, 5},
 		{"ietf remaining", forage.Quota{Limit: 100, Remaining: 2, Window: time.Minute, HasLimit: true, HasRemaining: true, HasWindow: true}, 2},
 		{"other window ignored", forage.Quota{Used: 95, Window: time.Second, HasUsed: true, HasWindow: true}, 9},
+		// Headers that say nothing of usage (a limit, a window, a reset
+		// alone) leave the count alone: they used to book all that was left.
+		{"limit alone", forage.Quota{Limit: 100, Window: time.Minute, HasLimit: true, HasWindow: true}, 9},
+		{"reset alone", forage.Quota{Reset: 30 * time.Second, HasReset: true}, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

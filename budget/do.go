@@ -891,8 +891,8 @@ func (p *local) pauseReason(now time.Time) forage.Reason {
 // the provider says less is left than the local count believes (other
 // clients share the quota, or the count drifted), the difference is booked.
 func (p *local) reconcile(now time.Time, rl forage.Quota) {
-	if !rl.HasLimit && !rl.HasRemaining && !rl.HasUsed && !rl.HasReset && !rl.HasWindow {
-		return
+	if !rl.HasRemaining && !rl.HasUsed {
+		return // a limit, a window or a reset alone says nothing of usage
 	}
 	for i, l := range p.cfg.Limits {
 		if rl.Window != 0 && rl.Window != l.Per {
@@ -901,11 +901,8 @@ func (p *local) reconcile(now time.Time, rl forage.Quota) {
 		if rl.Window == 0 && len(p.cfg.Limits) > 1 {
 			continue // cannot tell which limit the headers describe
 		}
-		left := -1.0
-		switch {
-		case rl.HasRemaining:
-			left = rl.Remaining
-		case rl.HasUsed:
+		left := rl.Remaining
+		if !rl.HasRemaining {
 			left = float64(l.Count) - rl.Used
 		}
 		if left < 0 {

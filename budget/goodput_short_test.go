@@ -68,9 +68,9 @@ func shortRows() []shortRow {
 	bucket.Headers = providertest.Headers{IETF: true}
 	ban := base(providertest.Limit{Rate: 15, Burst: 1}, providertest.AnswerBan)
 	halves := base(providertest.Limit{Rate: 40, Burst: 1}, providertest.Answer429)
-	halves.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.Limit{Rate: 20, Burst: 1}}}
+	halves.Schedule = map[time.Duration]providertest.Limit{shortRun / 2: {Rate: 20, Burst: 1}}
 	halves20 := base(providertest.Limit{Rate: 20, Burst: 1}, providertest.Answer429)
-	halves20.Schedule = []providertest.Change{{After: shortRun / 2, Limit: providertest.Limit{Rate: 10, Burst: 1}}}
+	halves20.Schedule = map[time.Duration]providertest.Limit{shortRun / 2: {Rate: 10, Burst: 1}}
 	return []shortRow{
 		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429), rate: 17, workers: 3},
 		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.Limit{Rate: 13, Burst: 2}, providertest.Answer429), rate: 13, workers: 3},

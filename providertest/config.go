@@ -3,6 +3,7 @@ package providertest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -44,10 +45,11 @@ type Config struct {
 	// every request is admitted.
 	Limit Limit
 
-	// Schedule changes the limit at given offsets from the start (sorted by
-	// After here). Entries take effect at the first request or Stats call at
-	// or after their time. Defaults to no changes.
-	Schedule []Change
+	// Schedule changes the true limit mid-run: from each offset past the
+	// server's start (the clock reading in [New]), the limit it maps to is
+	// in force. Offsets must be >= 0. A change takes effect at the first
+	// request or Stats call at or after its time. Defaults to no changes.
+	Schedule map[time.Duration]Limit
 
 	// Answer is how over-limit requests are answered. Defaults to Answer429.
 	Answer Answer
@@ -175,16 +177,16 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	if c.Limit, err = c.Limit.normalize("Config.Limit"); err != nil {
 		return c, err
 	}
-	c.Schedule = slices.Clone(c.Schedule)
-	for i, ch := range c.Schedule {
-		if ch.After < 0 {
-			return c, invalid.Must(fmt.Sprintf("Config.Schedule[%d].After", i), "be >= 0", ch.After)
+	schedule := make(map[time.Duration]Limit, len(c.Schedule))
+	for _, after := range slices.Sorted(maps.Keys(c.Schedule)) {
+		if after < 0 {
+			return c, invalid.Must("Config.Schedule", "have offsets >= 0", after)
 		}
-		if c.Schedule[i].Limit, err = ch.Limit.normalize(fmt.Sprintf("Config.Schedule[%d].Limit", i)); err != nil {
+		if schedule[after], err = c.Schedule[after].normalize(fmt.Sprintf("Config.Schedule[%v]", after)); err != nil {
 			return c, err
 		}
 	}
-	slices.SortStableFunc(c.Schedule, func(a, b Change) int { return int(a.After - b.After) })
+	c.Schedule = schedule
 	if c.Answer < Answer429 || c.Answer > AnswerBan {
 		return c, invalid.Must("Config.Answer", "be one of the Answer constants", c.Answer)
 	}

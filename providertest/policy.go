@@ -149,16 +149,6 @@ type Fault int
 // client.
 const FaultReset Fault = -1
 
-// Change is one entry of [Config.Schedule]: from After past the server's
-// start, the true limit becomes Limit.
-type Change struct {
-	// After is the offset from the server's start (the clock reading in
-	// [New]). Must be >= 0.
-	After time.Duration
-	// Limit is the limit in force from then on.
-	Limit Limit
-}
-
 // limiter is the server-side limit state. Times are nanoseconds since the
 // Unix epoch, weights are int64 units. Not safe for concurrent use; the
 // Server's mutex guards it.

@@ -211,7 +211,7 @@ func TestBan(t *testing.T) {
 func TestLimitChanges(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 100, Burst: 10}, Schedule: []providertest.Change{{After: 10 * time.Second, Limit: providertest.Limit{Rate: 1, Burst: 1}}}})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 100, Burst: 10}, Schedule: map[time.Duration]providertest.Limit{10 * time.Second: {Rate: 1, Burst: 1}}})
 		burst := func() (ok int) {
 			for range 10 {
 				if r, _ := ping(t, s); r.status == 200 {
@@ -295,7 +295,8 @@ func TestConfigValidation(t *testing.T) {
 		{providertest.Config{Limit: providertest.Limit{Rate: 5, Count: 3}}, "providertest: Config.Limit.Count must be zero, as must Window, when Rate is set (a GCRA or a fixed window, not both) (got 3)"},
 		{providertest.Config{Limit: providertest.Limit{Burst: 5}}, "providertest: Config.Limit.Rate must be in (0, 1e9] for a GCRA limit (got 0)"},
 		{providertest.Config{Limit: providertest.Limit{Window: time.Minute}}, "providertest: Config.Limit.Count must be > 0 for a fixed-window limit (got 0)"},
-		{providertest.Config{Schedule: []providertest.Change{{After: -time.Second}}}, "providertest: Config.Schedule[0].After must be >= 0 (got -1s)"},
+		{providertest.Config{Schedule: map[time.Duration]providertest.Limit{-time.Second: {}}}, "providertest: Config.Schedule must have offsets >= 0 (got -1s)"},
+		{providertest.Config{Schedule: map[time.Duration]providertest.Limit{time.Second: {Rate: -1}}}, "providertest: Config.Schedule[1s].Rate must be in (0, 1e9] for a GCRA limit (got -1)"},
 		{providertest.Config{Answer: 9}, "providertest: Config.Answer must be one of the Answer constants (got Answer(9))"},
 		{providertest.Config{BanAfter: -1}, "providertest: Config.BanAfter must be >= 0 (got -1)"},
 		{providertest.Config{Faults: []providertest.Fault{7}}, "providertest: Config.Faults[0] must be an HTTP status in [500, 599] or FaultReset (got 7)"},

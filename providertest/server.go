@@ -3,8 +3,10 @@ package providertest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,7 +32,8 @@ type Server struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	lim     limiter
-	next    int // index of the first Schedule entry not yet applied
+	changes []change // Config.Schedule by offset, ascending
+	next    int      // index of the first change not yet applied
 	ban     banState
 	stats   Stats
 	minute  int64 // start of the current UTC minute, ns
@@ -65,6 +68,9 @@ func New(cfg Config) (*Server, error) {
 	for _, sym := range cfg.Symbols {
 		s.symbols[sym.Name] = newSeries(sym, cfg.Seed)
 	}
+	for _, after := range slices.Sorted(maps.Keys(cfg.Schedule)) {
+		s.changes = append(s.changes, change{after, cfg.Schedule[after]})
+	}
 	s.lim.set(cfg.Limit)
 	return s, nil
 }
@@ -86,10 +92,17 @@ func (s *Server) SetLimit(l Limit) error {
 	return nil
 }
 
+// change is one entry of Config.Schedule: from after past the server's
+// start, the true limit is limit.
+type change struct {
+	after time.Duration
+	limit Limit
+}
+
 // applySchedule installs the schedule entries due at now. Callers hold mu.
 func (s *Server) applySchedule(now time.Time) {
-	for s.next < len(s.cfg.Schedule) && !now.Before(s.start.Add(s.cfg.Schedule[s.next].After)) {
-		s.lim.set(s.cfg.Schedule[s.next].Limit)
+	for s.next < len(s.changes) && !now.Before(s.start.Add(s.changes[s.next].after)) {
+		s.lim.set(s.changes[s.next].limit)
 		s.next++
 	}
 }

@@ -48,7 +48,7 @@ func Scenarios(rate float64, latency, run time.Duration) []Scenario {
 		}
 	}
 	halving := base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer429)
-	halving.Schedule = []providertest.Change{{After: run / 2, Limit: providertest.Limit{Rate: rate / 2, Burst: 1}}}
+	halving.Schedule = map[time.Duration]providertest.Limit{run / 2: {Rate: rate / 2, Burst: 1}}
 	ban := base(providertest.Limit{Rate: rate, Burst: 1}, providertest.AnswerBan)
 	ban.BanAfter, ban.BanWindow, ban.BanFor = 5, time.Minute, 2*time.Minute
 	return []Scenario{

@@ -129,7 +129,7 @@ func (r row) config(run time.Duration, now func() time.Time, seed uint64, latenc
 	if r.halves {
 		half := r.limit
 		half.Rate /= 2
-		cfg.Schedule = []providertest.Change{{After: run / 2, Limit: half}}
+		cfg.Schedule = map[time.Duration]providertest.Limit{run / 2: half}
 	}
 	return cfg
 }

@@ -185,20 +185,6 @@ func (s *FileSink) Check(cursor []byte) error {
 	return fmt.Errorf("klines: %s lacks the candle at %s, which the cursor says was stored", s.f.Name(), at.Format(time.RFC3339))
 }
 
-// First returns the open time of the earliest candle stored, and false
-// when none is.
-func (s *FileSink) First() (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	first, found := int64(0), false
-	for ms := range s.have {
-		if !found || ms < first {
-			first, found = ms, true
-		}
-	}
-	return time.UnixMilli(first).UTC(), found
-}
-
 // Close closes the file.
 func (s *FileSink) Close() error { return s.f.Close() }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,15 +119,23 @@ func (b *fileBackend) consistent(stream string, s *klines.FileSink) error {
 
 func (b *fileBackend) checkpoints() checkpoint.Store { return b.store }
 
+// first reads the stream's file back (klines.Export, ascending) for the
+// open time of its first record: once per stream and run, when -since
+// asks for earlier candles.
 func (b *fileBackend) first(_ context.Context, symbol, interval string) (time.Time, bool, error) {
-	b.mu.Lock()
-	s := b.sinks[symbol+"-"+interval]
-	b.mu.Unlock()
-	if s == nil {
+	lines, err := klines.Export(b.dir, symbol, interval)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(lines) == 0 {
 		return time.Time{}, false, nil
 	}
-	t, ok := s.First()
-	return t, ok, nil
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	ms, _, _ := strings.Cut(lines[0], ",")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return time.UnixMilli(n).UTC(), true, nil
 }
 
 // transient is false: a local disk's errors (full, read-only, corrupt)

@@ -219,18 +219,21 @@ func TestEmptyToEveryRequestFromTheStartCoversNothing(t *testing.T) {
 func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		lie  providertest.Lie
+		name string
+		cfg  providertest.Config
 		want string // "" for a run that stores every candle the provider has
 		most int64  // requests at most
 	}{
-		{providertest.LieSparse, "", 12},
-		{providertest.LieRedirectLoop, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
+		{"sparse", providertest.Config{Sparse: true}, "", 12},
+		{providertest.LieRedirectLoop.String(), providertest.Config{Lie: providertest.LieRedirectLoop}, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
 	} {
-		t.Run(tc.lie.String(), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				listed := time.Now().Add(-3 * time.Hour).Truncate(time.Hour)
-				srv, err := providertest.New(providertest.Config{Lie: tc.lie, Symbols: []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}, Limit: providertest.Limit{Rate: 20, Burst: 5}})
+				cfg := tc.cfg
+				cfg.Symbols, cfg.Limit = []providertest.Symbol{{Name: "BTCUSDT", Listed: listed}}, providertest.Limit{Rate: 20, Burst: 5}
+				srv, err := providertest.New(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -109,6 +109,18 @@ type Config struct {
 	// draw, so the responses of a seed are those of a Config without it.
 	UplinkJitter time.Duration
 
+	// Sparse makes the provider leave quiet intervals out, as some
+	// exchanges do: every candle whose open time is an odd number of
+	// intervals since the epoch (weeks: since the first Monday) is missing
+	// from every klines answer, from the first one (LieAfter does not
+	// apply). Every answer, ranged or not, agrees: a ranged one holds the
+	// first candles of the sparse series at or after its startTime, one
+	// without a startTime the last ones up to its endTime, at most limit.
+	// Sparse is not a lie, and combines with one: the lie is told about
+	// the sparse answer. [Server.KlinesAt] still returns every candle: keep
+	// the even ones to compare. Defaults to false.
+	Sparse bool
+
 	// Lie makes the klines endpoint break its contract (see [Lie]), for
 	// testing a collector against a lying provider. Defaults to LieNone.
 	Lie Lie
@@ -226,7 +238,7 @@ func (c Config) normalize(start time.Time) (Config, error) {
 // validateLie validates the lie settings.
 func (c Config) validateLie() error {
 	switch {
-	case c.Lie < LieNone || c.Lie > LieSparse:
+	case c.Lie < LieNone || c.Lie > LieEmptyAll:
 		return invalid.Must("Config.Lie", "be one of the Lie constants", int(c.Lie))
 	case c.LieAfter < 0:
 		return invalid.Must("Config.LieAfter", "be >= 0", c.LieAfter)

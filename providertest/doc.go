@@ -27,9 +27,9 @@
 //     on the way out ([Config.Latency]).
 //   - Lies ([Config.Lie]: short pages, null or empty answers, dropped rows,
 //     rows newest first, shifted open times, values carrying a forged CSV
-//     line, a redirect loop), or quiet intervals left out as some exchanges
-//     do ([LieSparse]), while [Server.KlinesAt] keeps telling the truth to
-//     compare with.
+//     line, a redirect loop), and quiet intervals left out as some
+//     exchanges do ([Config.Sparse], not a lie), while [Server.KlinesAt]
+//     keeps telling the truth to compare with.
 //
 // Run a collector against a few such combinations and compare what it
 // fetched with what the limit allowed. [Server.Stats] says whether the

@@ -51,18 +51,10 @@ const (
 	// lie it can expose (its candle is gone); before any, it cannot be
 	// told from a symbol without candles.
 	LieEmptyAll
-	// LieSparse is not a lie: the provider leaves quiet intervals out, as
-	// some exchanges do, here every candle whose open time is an odd
-	// number of intervals since the epoch. Every answer, ranged or not,
-	// agrees: a ranged one holds the first candles of the sparse series
-	// at or after its startTime, one without a startTime the last ones up
-	// to its endTime, at most limit. [Server.KlinesAt] still returns every
-	// candle: keep the even ones to compare.
-	LieSparse
 )
 
 // lieNames are the Lie constants' names, for String.
-var lieNames = [...]string{"none", "short pages", "null", "empty", "dropped rows", "reversed", "shifted", "newline", "redirect loop", "empty to every request", "sparse"}
+var lieNames = [...]string{"none", "short pages", "null", "empty", "dropped rows", "reversed", "shifted", "newline", "redirect loop", "empty to every request"}
 
 // String returns the lie's name, e.g. "short pages".
 func (l Lie) String() string {
@@ -89,32 +81,42 @@ func (s *Server) lies() bool {
 }
 
 // klinesAnswer renders the answer to the klines request r selecting sp: the
-// status, the body and the rows in it, lying if the server is configured to
-// and the lie has started. A redirect sets Location in h.
+// status, the body and the rows in it, sparse if the server is configured
+// so, lying if it is configured to and the lie has started. A redirect
+// sets Location in h.
 func (s *Server) klinesAnswer(r *http.Request, sp span, h http.Header) (int, []byte, int) {
-	if !s.lies() {
+	lying := s.lies()
+	if !lying && !s.cfg.Sparse {
 		return http.StatusOK, sp.appendJSON(make([]byte, 0, 2+200*sp.len())), sp.len()
 	}
-	switch s.cfg.Lie {
-	case LieRedirectLoop:
-		h.Set("Location", r.URL.RequestURI())
-		return http.StatusFound, nil, 0
-	case LieNull:
-		return http.StatusOK, []byte("null"), 0
-	case LieEmpty:
-		if r.URL.Query().Get("startTime") != "" {
+	if lying {
+		switch s.cfg.Lie {
+		case LieRedirectLoop:
+			h.Set("Location", r.URL.RequestURI())
+			return http.StatusFound, nil, 0
+		case LieNull:
+			return http.StatusOK, []byte("null"), 0
+		case LieEmpty:
+			if r.URL.Query().Get("startTime") != "" {
+				return http.StatusOK, []byte("[]"), 0
+			}
+		case LieEmptyAll:
 			return http.StatusOK, []byte("[]"), 0
 		}
-	case LieEmptyAll:
-		return http.StatusOK, []byte("[]"), 0
-	case LieSparse:
-		return s.sparse(r, sp)
 	}
-	rows := make([]candle, 0, sp.len())
-	for t := sp.lo; t <= sp.hi; t += sp.iv.d {
-		rows = append(rows, sp.sr.candle(sp.iv, t, sp.now))
+	var rows []candle
+	if s.cfg.Sparse {
+		rows = sparse(r, sp)
+	} else {
+		rows = make([]candle, 0, sp.len())
+		for t := sp.lo; t <= sp.hi; t += sp.iv.d {
+			rows = append(rows, sp.sr.candle(sp.iv, t, sp.now))
+		}
 	}
-	rows, tail := s.distort(rows, sp.iv)
+	tail := ""
+	if lying {
+		rows, tail = s.distort(rows, sp.iv)
+	}
 	b := []byte{'['}
 	for i, c := range rows {
 		if i > 0 {
@@ -162,9 +164,10 @@ func (s *Server) distort(rows []candle, iv interval) ([]candle, string) {
 	return rows, ""
 }
 
-// sparse answers the klines request r, whose limited selection is sp, as a
-// provider without the candles at odd intervals (see [LieSparse]).
-func (s *Server) sparse(r *http.Request, sp span) (int, []byte, int) {
+// sparse returns the rows of the klines request r, whose limited
+// selection is sp, from a provider without the candles at odd intervals
+// (see [Config.Sparse]).
+func sparse(r *http.Request, sp span) []candle {
 	q := r.URL.Query()
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	if limit <= 0 {
@@ -178,25 +181,18 @@ func (s *Server) sparse(r *http.Request, sp span) (int, []byte, int) {
 	if v, err := strconv.ParseInt(q.Get("endTime"), 10, 64); err == nil {
 		hi = min(hi, sp.iv.floor(v))
 	}
-	var times []int64
+	var rows []candle
 	for t := lo; t <= hi; t += sp.iv.d {
 		if (t-sp.iv.off)/sp.iv.d%2 == 0 {
-			times = append(times, t)
+			rows = append(rows, sp.sr.candle(sp.iv, t, sp.now))
 		}
 	}
-	if len(times) > limit {
+	if len(rows) > limit {
 		if q.Get("startTime") != "" {
-			times = times[:limit]
+			rows = rows[:limit]
 		} else {
-			times = times[len(times)-limit:]
+			rows = rows[len(rows)-limit:]
 		}
 	}
-	b := []byte{'['}
-	for i, t := range times {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = sp.sr.candle(sp.iv, t, sp.now).appendJSON(b)
-	}
-	return http.StatusOK, append(b, ']'), len(times)
+	return rows
 }

@@ -13,14 +13,16 @@ import (
 )
 
 // even keeps the candles that open at an even number of intervals since
-// the epoch: a [providertest.LieSparse] provider's.
+// the epoch: a [providertest.Config.Sparse] provider's.
 func even(k []providertest.Kline) []providertest.Kline {
 	return slices.DeleteFunc(k, func(c providertest.Kline) bool { return c.OpenTime/60000%2 != 0 })
 }
 
 // TestLies pins every lie's answer to a request for ten candles, against
 // KlinesAt's truth: which rows come back, in which order, at which times,
-// with which values; LieAfter answers honestly first.
+// with which values; LieAfter answers honestly first. A sparse provider's
+// answers leave the odd candles out from the first, and a lie is told
+// about them.
 func TestLies(t *testing.T) {
 	t.Parallel()
 	listed := t0.Add(-24 * time.Hour).Truncate(time.Minute)
@@ -50,8 +52,15 @@ func TestLies(t *testing.T) {
 		}, ""},
 		{"empty to every request, ranged", providertest.Config{Lie: providertest.LieEmptyAll}, ranged, nil, "[]"},
 		{"empty to every request, the latest too", providertest.Config{Lie: providertest.LieEmptyAll}, latest, nil, "[]"},
-		{"sparse, ranged", providertest.Config{Lie: providertest.LieSparse}, rangedTo, even, ""},
-		{"sparse, the latest", providertest.Config{Lie: providertest.LieSparse}, latest, even, ""},
+		{"sparse, ranged", providertest.Config{Sparse: true}, rangedTo, even, ""},
+		{"sparse, the latest", providertest.Config{Sparse: true}, latest, even, ""},
+		{"sparse, short pages", providertest.Config{Sparse: true, Lie: providertest.LieShortPages, LieCap: 3}, ranged, func(k []providertest.Kline) []providertest.Kline { return even(k)[:3] }, ""},
+		{"sparse, reversed", providertest.Config{Sparse: true, Lie: providertest.LieReversed}, rangedTo, func(k []providertest.Kline) []providertest.Kline {
+			k = even(k)
+			slices.Reverse(k)
+			return k
+		}, ""},
+		{"sparse before LieAfter", providertest.Config{Sparse: true, Lie: providertest.LieNull, LieAfter: 1}, rangedTo, even, ""},
 		{"honest before LieAfter", providertest.Config{Lie: providertest.LieNull, LieAfter: 1}, ranged, id, ""},
 	} {
 		cfg := tc.cfg
@@ -116,7 +125,7 @@ func TestLieConfigErrors(t *testing.T) {
 		cfg  providertest.Config
 		want string
 	}{
-		{providertest.Config{Lie: providertest.LieSparse + 1}, "Config.Lie"},
+		{providertest.Config{Lie: providertest.LieEmptyAll + 1}, "Config.Lie"},
 		{providertest.Config{Lie: -1}, "Config.Lie"},
 		{providertest.Config{LieAfter: -1}, "Config.LieAfter"},
 		{providertest.Config{LieCap: -1}, "Config.LieCap"},

@@ -14,11 +14,11 @@ import (
 )
 
 // liar serves, in memory, an exchange configured as the embedded one but
-// lying as lie says, in place of the embedded exchange.
+// lying (or sparse) as lie says, in place of the embedded exchange.
 func liar(t *testing.T, lie providertest.Config) env {
 	t.Helper()
 	cfg := embeddedConfig()
-	cfg.Lie, cfg.LieAfter, cfg.LieCap, cfg.LieShift = lie.Lie, lie.LieAfter, lie.LieCap, lie.LieShift
+	cfg.Sparse, cfg.Lie, cfg.LieAfter, cfg.LieCap, cfg.LieShift = lie.Sparse, lie.Lie, lie.LieAfter, lie.LieCap, lie.LieShift
 	srv, err := providertest.New(cfg)
 	if err != nil {
 		t.Fatal(err)

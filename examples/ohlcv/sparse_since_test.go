@@ -16,7 +16,7 @@ import (
 // the store looked corrupt.
 func TestAQuietSinceOnASparseExchangeResumes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := liar(t, providertest.Config{Lie: providertest.LieSparse})
+		e := liar(t, providertest.Config{Sparse: true})
 		dir := t.TempDir()
 		since := time.Now().Truncate(time.Minute).Add(-24 * time.Hour).Add(-time.Minute)
 		r := cliIn(e, "-store", dir, "-since", since.Format(time.RFC3339), "-max-requests", "2", "-json")
@@ -34,7 +34,7 @@ func TestAQuietSinceOnASparseExchangeResumes(t *testing.T) {
 // store failed.
 func TestAQuietWindowDoneIsDoneAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := liar(t, providertest.Config{Lie: providertest.LieSparse})
+		e := liar(t, providertest.Config{Sparse: true})
 		dir := t.TempDir()
 		until := time.Now().Truncate(time.Minute).Add(-time.Hour) // an even minute
 		since := until.Add(-time.Minute)                          // odd: quiet

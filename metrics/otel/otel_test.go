@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -112,5 +113,22 @@ func BenchmarkAttempt(b *testing.B) {
 	for b.Loop() {
 		m.Begin("api.example.com", false, time.Millisecond)
 		m.End("api.example.com", forage.Success, 20*time.Millisecond)
+	}
+}
+
+// TestBucketsMustIncrease: histogram bounds that do not strictly increase
+// are an invalid config that names the field; nil means the defaults.
+func TestBucketsMustIncrease(t *testing.T) {
+	t.Parallel()
+	mp := sdkmetric.NewMeterProvider()
+	for _, b := range [][]float64{{1, 1}, {2, 1}, {.1, .5, .2}} {
+		if _, err := forageotel.New(forageotel.Config{MeterProvider: mp, Buckets: b}); !errors.Is(err, forageotel.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Buckets") {
+			t.Errorf("New with Buckets %v = %v, want ErrInvalidConfig naming Config.Buckets", b, err)
+		}
+	}
+	for _, b := range [][]float64{nil, {1}, {.5, 1, 2}} {
+		if _, err := forageotel.New(forageotel.Config{MeterProvider: mp, Buckets: b}); err != nil {
+			t.Errorf("New with Buckets %v = %v, want no error", b, err)
+		}
 	}
 }

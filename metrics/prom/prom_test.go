@@ -1,6 +1,7 @@
 package prom_test
 
 import (
+	"errors"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -154,5 +155,21 @@ func BenchmarkAttempt(b *testing.B) {
 	for b.Loop() {
 		m.Begin("api.example.com", false, time.Millisecond)
 		m.End("api.example.com", forage.Success, 20*time.Millisecond)
+	}
+}
+
+// TestBucketsMustIncrease: histogram bounds that do not strictly increase
+// are an invalid config that names the field; nil means the defaults.
+func TestBucketsMustIncrease(t *testing.T) {
+	t.Parallel()
+	for _, b := range [][]float64{{1, 1}, {2, 1}, {.1, .5, .2}} {
+		if _, err := prom.New(prom.Config{Buckets: b}); !errors.Is(err, prom.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Buckets") {
+			t.Errorf("New with Buckets %v = %v, want ErrInvalidConfig naming Config.Buckets", b, err)
+		}
+	}
+	for _, b := range [][]float64{nil, {1}, {.5, 1, 2}} {
+		if _, err := prom.New(prom.Config{Buckets: b}); err != nil {
+			t.Errorf("New with Buckets %v = %v, want no error", b, err)
+		}
 	}
 }

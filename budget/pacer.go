@@ -101,7 +101,7 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 	var timer *time.Timer
 	for !r.Allowed {
 		if r.RetryAfter == gcra.Never {
-			return fmt.Errorf("budget: pacer cost %d with burst %d: %w", n, p.l.Burst(), gcra.ErrInvalidCost)
+			return fmt.Errorf("budget: pacer cost must be in [0, Burst %d] (got %d): %w", p.l.Burst(), n, gcra.ErrInvalidConfig)
 		}
 		deadline, ok := ctx.Deadline()
 		if !by.IsZero() && (!ok || by.Before(deadline)) {

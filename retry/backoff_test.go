@@ -284,8 +284,7 @@ func mustBackoff(tb fataler, cfg retry.BackoffConfig) *retry.Backoff {
 }
 
 // TestNoJitterSleepsTheCeiling: with a Rand that always returns 1 every
-// sleep is
-// exactly its ceiling, min(Cap, Base·2^n).
+// sleep is exactly its ceiling, min(Cap, Base·2^n).
 func TestNoJitterSleepsTheCeiling(t *testing.T) {
 	t.Parallel()
 	b, err := retry.NewBackoff(retry.BackoffConfig{Base: 100 * time.Millisecond, Cap: time.Second, Rand: func() float64 { return 1 }})

@@ -21,11 +21,10 @@ var ErrInvalidConfig = errors.New("gcra: invalid config")
 // invalid builds this package's configuration errors.
 var invalid = cfgerr.For("gcra", ErrInvalidConfig)
 
-// ErrWouldExceedDeadline is returned (wrapped) by [Limiter.WaitN] when the
-// context's deadline comes before the slot would conform. WaitN gives the slot
-// back and returns at once instead of sleeping into a certain failure. It
-// wraps [context.DeadlineExceeded], so errors.Is matches either.
-var ErrWouldExceedDeadline = fmt.Errorf("gcra: wait would exceed the context deadline: %w", context.DeadlineExceeded)
+// errWouldExceedDeadline is wrapped by the error [Limiter.WaitN] returns at
+// once when the context's deadline comes before the slot would conform; it
+// wraps [context.DeadlineExceeded], which is what callers test for.
+var errWouldExceedDeadline = fmt.Errorf("gcra: wait would exceed the context deadline: %w", context.DeadlineExceeded)
 
 // defaultRate is the rate, in events per second, of a Config whose Rate is 0.
 const defaultRate = 1.0

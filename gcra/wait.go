@@ -10,8 +10,8 @@ import (
 // request) and blocks until it conforms. It returns nil when the request may be sent. If the context
 // ends first, or its deadline comes before the slot would, WaitN gives the
 // slot back and returns an error: ctx.Err() when the context ended while
-// waiting, or at once an error wrapping [ErrWouldExceedDeadline] (and so
-// [context.DeadlineExceeded]) when the deadline is too near. A cost outside
+// waiting, or at once, without sleeping into a certain failure, an error
+// wrapping [context.DeadlineExceeded] when the deadline is too near. A cost outside
 // [0, Burst] never conforms: it returns an error wrapping [ErrInvalidConfig]
 // without booking.
 //
@@ -33,7 +33,7 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 	if deadline, ok := ctx.Deadline(); ok {
 		if left := time.Until(deadline); left < wait {
 			l.unreserve(0, true, n)
-			return fmt.Errorf("%w (wait %v, deadline in %v)", ErrWouldExceedDeadline, wait, left)
+			return fmt.Errorf("%w (wait %v, deadline in %v)", errWouldExceedDeadline, wait, left)
 		}
 	}
 	timer := time.NewTimer(wait)

@@ -21,11 +21,9 @@ func ExampleFromHTTP() {
 	fmt.Println(o.Status, o.RetryAfter, c, c.Retryable())
 	left, _ := o.Quota.Left()
 	fmt.Println(o.Quota.Limit, left)
-	fmt.Println(c.Reason(), c.Reason().SourcePressure())
 	// Output:
 	// 429 30s throttled true
 	// 600 0
-	// throttled true
 }
 
 // ExampleReason shows the two families of stop reasons.

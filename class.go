@@ -6,8 +6,9 @@ import "strconv"
 // error says about the provider and whether a retry can help. Every part of
 // forage reads an attempt through its Class: the retry loop
 // ([Class.Retryable]), the adaptive rate (aimd), the circuit breaker and
-// the stop [Reason] ([Class.Reason]). The zero Class is Success. Class is a
-// plain value, safe for concurrent use.
+// the stop [Reason] the budget package gives a call whose last attempt it
+// was. The zero Class is Success. Class is a plain value, safe for
+// concurrent use.
 type Class uint8
 
 // The outcome classes.
@@ -58,24 +59,4 @@ func (c Class) String() string {
 		return "canceled"
 	}
 	return "Class(" + strconv.Itoa(int(c)) + ")"
-}
-
-// Reason names why a call stops when an attempt of class c is its last:
-// [ReasonThrottled], [ReasonUnavailable] (Overloaded and Transient),
-// [ReasonCanceled] or [ReasonPermanent] (Permanent, or an unknown class).
-// Success stops nothing: its Reason is empty. A throttling that is a ban
-// (Binance's 418) is [ReasonBanned]; telling it apart is the caller's rule,
-// as the class does not carry the status.
-func (c Class) Reason() Reason {
-	switch c {
-	case Success:
-		return ""
-	case Throttled:
-		return ReasonThrottled
-	case Overloaded, Transient:
-		return ReasonUnavailable
-	case Canceled:
-		return ReasonCanceled
-	}
-	return ReasonPermanent
 }

@@ -21,10 +21,9 @@
 // call stops, its [Reason] says why, in three families: budget exhaustion
 // ([Reason.Exhausted]), source pressure ([Reason.SourcePressure]) and
 // failure. A host that finds garbage in a 200 body classifies it itself
-// with [Mark]. [Classify], [ParseRetryAfter] and [ParseQuota] are the
-// pieces FromHTTP is made of, for a host that reads its responses another
-// way (one with only a status code builds an [Outcome] and asks its
-// Class).
+// with [Mark]. [ParseRetryAfter] and [ParseQuota] are the pieces FromHTTP
+// is made of, for a host that reads its responses another way: it builds
+// an [Outcome] from them and asks its Class.
 //
 // What a collector keeps about a provider between runs is a
 // [ProviderRecord]: the learned rate and ceiling, the pause in force and

@@ -21,11 +21,9 @@ func ExampleFromHTTP() {
 	fmt.Println(o.Status, o.RetryAfter, c, c.Retryable())
 	left, _ := o.Quota.Left()
 	fmt.Println(o.Quota.Limit, left)
-	fmt.Println(c.Reason(), c.Reason().SourcePressure())
 	// Output:
 	// 429 30s throttled true
 	// 600 0
-	// throttled true
 }
 
 // ExampleReason shows the two families of stop reasons.
@@ -92,15 +90,16 @@ func ExampleParseQuota() {
 	// 100 3 12s
 }
 
-func ExampleClassify() {
-	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusTooManyRequests}, nil))
-	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusTeapot}, nil)) // Binance IP ban
-	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusServiceUnavailable}, nil))
-	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusBadGateway}, nil))
-	fmt.Println(forage.Classify(&http.Response{StatusCode: http.StatusNotFound}, nil))
-	fmt.Println(forage.Classify(nil, context.DeadlineExceeded)) // the attempt's own timeout
-	fmt.Println(forage.Classify(nil, context.Canceled))
-	c := forage.Classify(nil, errors.New("bad json"))
+// Outcome.Class of a status alone and of an error alone.
+func ExampleOutcome_Class() {
+	fmt.Println(forage.Outcome{Status: http.StatusTooManyRequests}.Class())
+	fmt.Println(forage.Outcome{Status: http.StatusTeapot}.Class()) // Binance IP ban
+	fmt.Println(forage.Outcome{Status: http.StatusServiceUnavailable}.Class())
+	fmt.Println(forage.Outcome{Status: http.StatusBadGateway}.Class())
+	fmt.Println(forage.Outcome{Status: http.StatusNotFound}.Class())
+	fmt.Println(forage.Outcome{Err: context.DeadlineExceeded}.Class()) // the attempt's own timeout
+	fmt.Println(forage.Outcome{Err: context.Canceled}.Class())
+	c := forage.Outcome{Err: errors.New("bad json")}.Class()
 	fmt.Println(c, c.Retryable())
 	// Output:
 	// throttled

@@ -48,7 +48,7 @@ var errNoResponse = errors.New("forage: no response and no error (a broken fetch
 //
 // No response and no error is a broken fetcher, and a status outside
 // 100-599 (net/http reads "HTTP/1.1 000" as status 0) is not one: both are
-// [Permanent], as [Classify] says, never a success.
+// [Permanent], as [Outcome.Class] says, never a success.
 //
 // A response that comes with an error is a redirect the client stopped
 // following: net/http returns the last 3xx and "stopped after 10
@@ -329,8 +329,8 @@ func untilCapped(t, now time.Time) time.Duration {
 	return min(max(d, 0), maxRetryAfter)
 }
 
-// classifyStatus returns the class of an HTTP status code, as [Classify]
-// documents it.
+// classifyStatus returns the class of an HTTP status code, as
+// [Outcome.Class] documents it.
 func classifyStatus(code int) Class {
 	switch {
 	case code == http.StatusTooManyRequests, code == http.StatusTeapot:
@@ -353,50 +353,8 @@ func classifyStatus(code int) Class {
 // when shedding load, as others send 503.
 const statusSiteOverloaded = 529
 
-// Classify returns the class of one attempt's result. A non-nil err takes
-// precedence over resp (the Go HTTP client returns one or the other);
-// otherwise the class is that of resp.StatusCode: 1xx–3xx Success; 429 and
-// 418 Throttled; 503 and 529 (a site overloaded: Anthropic's
-// overloaded_error, Qualys) Overloaded; 408 and other 5xx Transient; other
-// 4xx Permanent, but for a 403 that says when to come back (a Retry-After,
-// or rate-limit headers with nothing left), which is Throttled, as
-// [Outcome.Class] reads it. A code outside 100–599 is not HTTP and is
-// Permanent. No response and no error is a broken fetcher: Permanent. A
-// host with only a status code in 100–599 reads it the same way with
-// Outcome{Status: code}.Class().
-//
-// Errors are classified by their whole Unwrap tree, as [errors.Is] and
-// [errors.As] see it:
-//   - [context.Canceled]: Canceled.
-//   - [context.DeadlineExceeded] or any [net.Error] whose Timeout is true:
-//     Transient, taken as the per-attempt timeout. Classify cannot tell it
-//     from the caller's own deadline: check the caller's ctx.Err() before
-//     retrying.
-//   - TLS certificate and record errors: Permanent (retrying meets the same
-//     certificate).
-//   - [io.EOF], [io.ErrUnexpectedEOF], [net.ErrClosed]: Transient (the
-//     server closed the connection mid-exchange).
-//   - [*net.DNSError]: Permanent when the name does not exist, otherwise
-//     Transient.
-//   - any other [*net.OpError] (connection refused, reset, unreachable):
-//     Transient.
-//   - anything else, a non-network error: Permanent. A host whose fetcher
-//     returns its own retryable errors should classify them itself, with
-//     [Mark], which [Outcome.Class] honours.
-func Classify(resp *http.Response, err error) Class {
-	if err != nil {
-		return classifyError(err)
-	}
-	if resp == nil {
-		return Permanent
-	}
-	if resp.StatusCode == http.StatusForbidden {
-		return FromHTTP(resp, nil).Class()
-	}
-	return classifyStatus(resp.StatusCode)
-}
-
-// classifyError implements the error half of Classify.
+// classifyError classifies an attempt's error by its kind, as [Outcome]
+// documents it.
 func classifyError(err error) Class {
 	if errors.Is(err, context.Canceled) {
 		return Canceled

@@ -22,7 +22,7 @@ import (
 // reads it marks the error Throttled); a 3xx with an Err is a failure (a redirect the
 // client did not follow to the end, e.g. a loop), classified by the host's
 // mark or else permanent; otherwise a nil Err is a success and an error is
-// classified by its kind ([Classify]). A host that finds garbage in a 200
+// classified by its kind (see [Outcome.Class]). A host that finds garbage in a 200
 // body says what it means by marking the error with [Mark]: [Transient] (a
 // truncated body: retry) or [Permanent] (a schema the code cannot read: do
 // not retry). An unmarked error that is not a network error counts as
@@ -52,7 +52,34 @@ type Outcome struct {
 }
 
 // Class classifies the attempt, as the [Outcome] type documents, honouring
-// the host's marks ([Mark]).
+// the host's marks ([Mark]). FromHTTP(resp, err).Class() is the class of
+// an HTTP exchange; Outcome{Status: code}.Class() that of a status code
+// alone, Outcome{Err: err}.Class() that of an error alone.
+//
+// A status is classified so: 1xx–3xx Success; 429 and 418 Throttled; 503
+// and 529 (a site overloaded: Anthropic's overloaded_error, Qualys)
+// Overloaded; 408 and other 5xx Transient; other 4xx Permanent, but for
+// the 403s and marks above. A code outside 100–599 is not HTTP and is
+// Permanent.
+//
+// An unmarked error is classified by its whole Unwrap tree, as
+// [errors.Is] and [errors.As] see it:
+//   - [context.Canceled]: Canceled.
+//   - [context.DeadlineExceeded] or any [net.Error] whose Timeout is true:
+//     Transient, taken as the per-attempt timeout. Class cannot tell it
+//     from the caller's own deadline: check the caller's ctx.Err() before
+//     retrying.
+//   - TLS certificate and record errors: Permanent (retrying meets the same
+//     certificate).
+//   - [io.EOF], [io.ErrUnexpectedEOF], [net.ErrClosed]: Transient (the
+//     server closed the connection mid-exchange).
+//   - [*net.DNSError]: Permanent when the name does not exist, otherwise
+//     Transient.
+//   - any other [*net.OpError] (connection refused, reset, unreachable):
+//     Transient.
+//   - anything else, a non-network error: Permanent. A host whose fetcher
+//     returns its own retryable errors should classify them itself, with
+//     [Mark].
 func (o Outcome) Class() Class {
 	switch {
 	case o.Status >= 400 && o.Status < 500 && classifyStatus(o.Status) == Permanent:

@@ -110,21 +110,6 @@ func TestProperty3xxWithErrorIsNeverSuccess(t *testing.T) {
 	})
 }
 
-// TestClassReason: every class names the stop it causes.
-func TestClassReason(t *testing.T) {
-	t.Parallel()
-	want := map[forage.Class]forage.Reason{
-		forage.Success: "", forage.Throttled: forage.ReasonThrottled, forage.Overloaded: forage.ReasonUnavailable,
-		forage.Transient: forage.ReasonUnavailable, forage.Permanent: forage.ReasonPermanent,
-		forage.Canceled: forage.ReasonCanceled, forage.Class(42): forage.ReasonPermanent,
-	}
-	for c, r := range want {
-		if got := c.Reason(); got != r {
-			t.Errorf("%v.Reason() = %q, want %q", c, got, r)
-		}
-	}
-}
-
 // TestQuotaLeft: what is left is Remaining, else Limit - Used (never
 // negative), else unknown.
 func TestQuotaLeft(t *testing.T) {

@@ -57,7 +57,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			return nil
 		}
 		last = out
-		stop := &Error{Provider: p.key, Reason: class.Reason(), Status: out.Status, Err: out.Err}
+		stop := &Error{Provider: p.key, Reason: stopReason(class), Status: out.Status, Err: out.Err}
 		if p.banned(class, out) {
 			stop.Reason = forage.ReasonBanned
 		}

@@ -24,6 +24,9 @@
 // # Reasons
 //
 // A call that does not succeed returns an [*Error] naming its [forage.Reason].
+// A call whose last attempt failed stops for that attempt's [forage.Class]:
+// throttled (or banned, for a ban: see Config.Ban), unavailable (Overloaded,
+// Transient), permanent or canceled.
 // Budget exhaustion (request_cap, deadline) is a planned defer: the
 // owner's envelope ran out and the provider is fine. Source pressure
 // (throttled, quota, unavailable, circuit_open, banned, paused) means the

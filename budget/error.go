@@ -94,3 +94,24 @@ func ReasonOf(err error) (forage.Reason, bool) {
 	}
 	return "", false
 }
+
+// stopReason names why a call stops when an attempt of class c is its last:
+// [forage.ReasonThrottled], [forage.ReasonUnavailable] (Overloaded and
+// Transient), [forage.ReasonCanceled] or [forage.ReasonPermanent]
+// (Permanent, or an unknown class). Success stops nothing: its reason is
+// empty. A throttling that is a ban (Binance's 418) is
+// [forage.ReasonBanned]; telling it apart is Do's rule (see [Config].Ban),
+// as the class does not carry the status.
+func stopReason(c forage.Class) forage.Reason {
+	switch c {
+	case forage.Success:
+		return ""
+	case forage.Throttled:
+		return forage.ReasonThrottled
+	case forage.Overloaded, forage.Transient:
+		return forage.ReasonUnavailable
+	case forage.Canceled:
+		return forage.ReasonCanceled
+	}
+	return forage.ReasonPermanent
+}

@@ -9,6 +9,11 @@ import (
 	"github.com/forage-go/forage/gcra"
 )
 
+// errPastDeadline is wrapped by the error of a wait for a pacing slot that
+// would come after the caller's deadline (or the bound of the wait): the
+// wait is not slept, and errors.Is sees [context.DeadlineExceeded].
+var errPastDeadline = fmt.Errorf("budget: the pacing slot would come after the deadline: %w", context.DeadlineExceeded)
+
 // localPacer is the default [Pacer]: a [gcra.Limiter] that books a slot only
 // when it conforms at the current rate and pause. One waiter at a time asks
 // the limiter; it sleeps until the next slot and asks again, and the others
@@ -90,7 +95,7 @@ func (p localPacer) queue(ctx context.Context, by time.Time) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-expired:
-		return fmt.Errorf("%w (queued past the bound)", gcra.ErrWouldExceedDeadline)
+		return fmt.Errorf("%w (queued past the bound)", errPastDeadline)
 	}
 }
 
@@ -101,14 +106,14 @@ func (p localPacer) sleepUntilConform(ctx context.Context, n int, r gcra.Result,
 	var timer *time.Timer
 	for !r.Allowed {
 		if r.RetryAfter == gcra.Never {
-			return fmt.Errorf("budget: pacer cost %d with burst %d: %w", n, p.l.Burst(), gcra.ErrInvalidCost)
+			return fmt.Errorf("budget: pacer cost must be in [0, Burst %d] (got %d): %w", p.l.Burst(), n, gcra.ErrInvalidConfig)
 		}
 		deadline, ok := ctx.Deadline()
 		if !by.IsZero() && (!ok || by.Before(deadline)) {
 			deadline, ok = by, true
 		}
 		if ok && time.Until(deadline) < r.RetryAfter {
-			return fmt.Errorf("%w (wait %v)", gcra.ErrWouldExceedDeadline, r.RetryAfter)
+			return fmt.Errorf("%w (wait %v)", errPastDeadline, r.RetryAfter)
 		}
 		if timer == nil {
 			timer = time.NewTimer(r.RetryAfter)

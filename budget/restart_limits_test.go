@@ -284,7 +284,7 @@ func TestTheTransportSendsWeights(t *testing.T) {
 		}
 		return err
 	}
-	heavy := budget.WithCall(context.Background(), budget.CallOption{Weight: 10})
+	heavy := budget.WithCall(context.Background(), nil, budget.CallOption{Weight: 10})
 	var errs []error
 	for range 3 {
 		errs = append(errs, get(heavy))

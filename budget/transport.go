@@ -61,9 +61,10 @@ import (
 // keep-alives off ([http.Transport.DisableKeepAlives]) sends each attempt
 // exactly once, at the cost of a connection per request.
 //
-// The run a request belongs to is taken from its context ([WithRun]); a
+// The run a request belongs to is taken from its context ([WithCall]); a
 // request without one is unbounded. Its weight, for a weighted [Limit],
-// is taken from its context too ([WithCall]); 1 without. Transport is safe for concurrent use.
+// is taken from its context too; 1 without. Transport is safe for
+// concurrent use.
 //
 // A request is charged to the provider its host names ([HostKey]), or the
 // one Key names: a provider that limits each resource apart (GitHub's
@@ -102,21 +103,24 @@ func NewTransport(reg *Registry, base http.RoundTripper) *Transport {
 
 type runKey struct{}
 
-// WithRun returns a context carrying run, so a [Transport] counts the
-// request's attempts against it.
-func WithRun(ctx context.Context, run *Run) context.Context {
-	return context.WithValue(ctx, runKey{}, run)
-}
-
 type callKey struct{}
 
-// WithCall returns a context carrying call options for the requests a
-// [Transport] sends with it: a [CallOption] Weight for an endpoint that
-// costs more of a weighted [Limit] (a Binance endpoint of weight 10),
-// NoRetry for one not to be sent twice. They add to what the Transport sets itself and to
+// WithCall returns a context carrying, for the requests a [Transport] sends
+// with it, what [Provider.Do] takes beside the attempt: the run whose
+// budget counts the requests' attempts (nil keeps the run ctx carries, if
+// any; a request with none is unbounded), and call options: a
+// [CallOption] Weight for an endpoint that costs more of a weighted
+// [Limit] (a Binance endpoint of weight 10), NoRetry for one not to be
+// sent twice. The options add to what the Transport sets itself and to
 // what ctx carried already (of several weights, the heaviest counts).
-func WithCall(ctx context.Context, opts ...CallOption) context.Context {
-	return context.WithValue(ctx, callKey{}, append(callsFrom(ctx), opts...))
+func WithCall(ctx context.Context, run *Run, opts ...CallOption) context.Context {
+	if run != nil {
+		ctx = context.WithValue(ctx, runKey{}, run)
+	}
+	if len(opts) > 0 {
+		ctx = context.WithValue(ctx, callKey{}, append(callsFrom(ctx), opts...))
+	}
+	return ctx
 }
 
 // callsFrom returns the call options ctx carries (see [WithCall]).

@@ -197,13 +197,14 @@ func TestTransportDoesNotSendWhatItCannotPaceInTime(t *testing.T) {
 
 // TestTransportRunFromContext: attempts count against the run carried by
 // the request context, and a spent run stops the request with its reason.
+// A WithCall with a nil run (options only) keeps the run ctx carries.
 func TestTransportRunFromContext(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		base := &scripted{codes: []int{200}}
 		client, _ := transportClient(t, base)
 		run := newRun(t, budget.Envelope{MaxRequests: 2})
-		ctx := budget.WithRun(context.Background(), run)
+		ctx := budget.WithCall(budget.WithCall(context.Background(), run), nil, budget.CallOption{Weight: 1})
 		for range 2 {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.example/", nil)
 			resp, err := client.Do(req)
@@ -310,7 +311,7 @@ func TestTransportClosesUnsentBody(t *testing.T) {
 		client, _ := transportClient(t, &scripted{codes: []int{200}})
 		run := newRun(t, budget.Envelope{Deadline: time.Now().Add(-time.Second)})
 		body := &closeTracker{Reader: strings.NewReader("x")}
-		req, _ := http.NewRequestWithContext(budget.WithRun(context.Background(), run), http.MethodPost, "http://a.example/", body)
+		req, _ := http.NewRequestWithContext(budget.WithCall(context.Background(), run), http.MethodPost, "http://a.example/", body)
 		if _, err := client.Do(req); err == nil {
 			t.Fatal("a request past the run's deadline was sent")
 		}

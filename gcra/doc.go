@@ -26,7 +26,7 @@
 //
 // [New] builds a [Limiter] from a [Config]. [Limiter.AllowNAt] decides
 // without waiting and report a [Result] (remaining
-// burst, when to retry, when the limiter is idle again); [Limiter.Wait] blocks
+// burst, when to retry, when the limiter is idle again); [Limiter.WaitN] blocks
 // until a slot conforms; [Limiter.ReserveNAt] books a slot unconditionally for
 // a pacer that must send every request, and [Limiter.UnreserveNAt] gives an
 // unused one back. [Limiter.SetRateAt] retunes the rate (the aimd package calls
@@ -45,7 +45,7 @@
 // # High rates
 //
 // Blocking waits rely on timers, which overshoot by up to about a millisecond.
-// With Burst 1 every overshoot is lost, so [Limiter.Wait] cannot pace above
+// With Burst 1 every overshoot is lost, so [Limiter.WaitN] cannot pace above
 // roughly 1,000 requests per second; give the limiter a Burst that covers a
 // couple of milliseconds of traffic (Burst ≥ Rate × 0.002) and the overshoot is
 // absorbed as burst instead. [Limiter.SetBurst] changes Burst on a live

@@ -45,14 +45,14 @@ func ExampleLimiter_AllowNAt() {
 	// false true
 }
 
-func ExampleLimiter_Wait() {
+func ExampleLimiter_WaitN() {
 	lim, _ := gcra.New(gcra.Config{Rate: 1, Burst: 2})
 	ctx := context.Background()
 
 	// The burst is available, so these return at once; a third would wait
 	// a second for its slot.
 	for i := range 2 {
-		if err := lim.Wait(ctx); err != nil {
+		if err := lim.WaitN(ctx, 1); err != nil {
 			panic(err)
 		}
 		fmt.Println("request", i, "may go")
@@ -61,7 +61,7 @@ func ExampleLimiter_Wait() {
 	// A deadline before the next slot fails at once and books nothing.
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	defer cancel()
-	fmt.Println(lim.Wait(short) != nil)
+	fmt.Println(lim.WaitN(short, 1) != nil)
 	// Output:
 	// request 0 may go
 	// request 1 may go

@@ -12,23 +12,19 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error [New] returns for a Config
-// field out of range, and by those of [Limiter.SetRateAt] and
-// [Limiter.SetBurst] for a value a Config could not hold; the message names
-// the field, the rule and the value.
+// field out of range, by those of [Limiter.SetRateAt] and [Limiter.SetBurst]
+// for a value a Config could not hold, and by that of [Limiter.WaitN] for a
+// cost no Burst of the limiter's can carry (negative, or larger than Burst);
+// the message names the field, the rule and the value.
 var ErrInvalidConfig = errors.New("gcra: invalid config")
 
 // invalid builds this package's configuration errors.
 var invalid = cfgerr.For("gcra", ErrInvalidConfig)
 
-// ErrInvalidCost is wrapped by the error [Limiter.WaitN] returns for a cost
-// that can never conform: negative, or larger than Burst.
-var ErrInvalidCost = errors.New("gcra: cost must be in [0, Burst]")
-
-// ErrWouldExceedDeadline is returned (wrapped) by [Limiter.Wait] when the
-// context's deadline comes before the slot would conform. Wait gives the slot
-// back and returns at once instead of sleeping into a certain failure. It
-// wraps [context.DeadlineExceeded], so errors.Is matches either.
-var ErrWouldExceedDeadline = fmt.Errorf("gcra: wait would exceed the context deadline: %w", context.DeadlineExceeded)
+// errWouldExceedDeadline is wrapped by the error [Limiter.WaitN] returns at
+// once when the context's deadline comes before the slot would conform; it
+// wraps [context.DeadlineExceeded], which is what callers test for.
+var errWouldExceedDeadline = fmt.Errorf("gcra: wait would exceed the context deadline: %w", context.DeadlineExceeded)
 
 // defaultRate is the rate, in events per second, of a Config whose Rate is 0.
 const defaultRate = 1.0

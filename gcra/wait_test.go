@@ -3,6 +3,7 @@ package gcra_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,7 +21,7 @@ func TestWaitSpacesRequestsExactly(t *testing.T) {
 		start := time.Now()
 		const n = 10
 		for i := range n {
-			if err := lim.Wait(t.Context()); err != nil {
+			if err := lim.WaitN(t.Context(), 1); err != nil {
 				t.Fatalf("Wait %d: %v", i, err)
 			}
 			if got, want := time.Since(start), time.Duration(i)*50*time.Millisecond; got != want {
@@ -47,7 +48,7 @@ func TestWaitSchedule(t *testing.T) {
 			iv := lim.Interval()
 			start := time.Now()
 			for k := range n {
-				if err := lim.Wait(context.Background()); err != nil {
+				if err := lim.WaitN(context.Background(), 1); err != nil {
 					rt.Fatalf("Wait %d: %v", k, err)
 				}
 				if got, want := time.Since(start), time.Duration(max(0, k-burst+1))*iv; got != want {
@@ -59,7 +60,8 @@ func TestWaitSchedule(t *testing.T) {
 }
 
 // TestWaitDeadlineTooShortFailsAtOnce: a deadline before the slot fails
-// without sleeping, with both sentinels, and leaves no slot booked.
+// without sleeping, with context.DeadlineExceeded, and leaves no slot
+// booked.
 func TestWaitDeadlineTooShortFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -69,8 +71,8 @@ func TestWaitDeadlineTooShortFailsAtOnce(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err := lim.Wait(ctx)
-		if !errors.Is(err, gcra.ErrWouldExceedDeadline) || !errors.Is(err, context.DeadlineExceeded) {
+		err := lim.WaitN(ctx, 1)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "would exceed") {
 			t.Fatalf("Wait with a 30ms deadline for a 50ms slot: %v", err)
 		}
 		if d := time.Since(start); d != 0 {
@@ -92,7 +94,7 @@ func TestWaitCancelledGivesSlotBack(t *testing.T) {
 		before := lim.AllowNAt(time.Now(), 0)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
-		go func() { done <- lim.Wait(ctx) }()
+		go func() { done <- lim.WaitN(ctx, 1) }()
 		synctest.Wait() // the Wait is asleep on its timer
 		time.Sleep(10 * time.Millisecond)
 		cancel()
@@ -103,7 +105,7 @@ func TestWaitCancelledGivesSlotBack(t *testing.T) {
 			t.Fatalf("cancelled Wait kept its slot: %+v -> %+v", before, after)
 		}
 		start := time.Now()
-		if err := lim.Wait(t.Context()); err != nil || time.Since(start) != 40*time.Millisecond {
+		if err := lim.WaitN(t.Context(), 1); err != nil || time.Since(start) != 40*time.Millisecond {
 			t.Fatalf("next Wait: %v after %v, want nil after the original 40ms", err, time.Since(start))
 		}
 	})
@@ -113,14 +115,14 @@ func TestWaitRejectsImpossibleCost(t *testing.T) {
 	t.Parallel()
 	lim := mustNew(t, gcra.Config{Rate: 20, Burst: 3})
 	for _, n := range []int{-1, 4} {
-		if err := lim.WaitN(t.Context(), n); !errors.Is(err, gcra.ErrInvalidCost) {
-			t.Errorf("WaitN(%d) with Burst 3: %v, want ErrInvalidCost", n, err)
+		if err := lim.WaitN(t.Context(), n); !errors.Is(err, gcra.ErrInvalidConfig) {
+			t.Errorf("WaitN(%d) with Burst 3: %v, want ErrInvalidConfig", n, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	before := lim.AllowNAt(time.Now(), 0)
-	if err := lim.Wait(ctx); !errors.Is(err, context.Canceled) {
+	if err := lim.WaitN(ctx, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait on a cancelled context: %v", err)
 	}
 	if after := lim.AllowNAt(time.Now(), 0); after.Remaining != before.Remaining {

@@ -33,7 +33,7 @@ func Example() {
 	})
 	client := &http.Client{Transport: budget.NewTransport(reg, exchange.Client().Transport)}
 	run, _ := budget.NewRun(budget.Envelope{Deadline: time.Now().Add(10 * time.Second)})
-	ctx := budget.WithRun(context.Background(), run)
+	ctx := budget.WithCall(context.Background(), run)
 
 	for range 10 {
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.exchange.test/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=2", nil)

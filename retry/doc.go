@@ -26,14 +26,13 @@
 // the jitter.
 //
 // Only some outcomes deserve a retry: [github.com/forage-go/forage.Class.Retryable] says which
-// classes ([github.com/forage-go/forage.Classify]) may spend a retry token.
+// classes ([github.com/forage-go/forage.Outcome.Class]) may spend a retry token.
 //
 // # Composition
 //
-//	class := forage.Classify(resp, err)
-//	if class.Retryable() && budget.Withdraw() {
-//		ra, _ := forage.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-//		sleep := retry.Floor(bo.NextBackOff(), ra) // max(full jitter, Retry-After)
+//	out := forage.FromHTTP(resp, err)
+//	if out.Class().Retryable() && budget.Withdraw() {
+//		sleep := retry.Floor(bo.NextBackOff(), out.RetryAfter) // max(full jitter, Retry-After)
 //		...
 //	}
 //

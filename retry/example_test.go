@@ -104,16 +104,15 @@ func (instantTimer) C() <-chan time.Time {
 // One attempt's retry decision: classify, take a token, sleep the larger of
 // full jitter and Retry-After.
 func Example() {
-	now := time.Date(2024, time.March, 1, 12, 0, 0, 0, time.UTC)
 	budget, _ := retry.NewBudget(retry.BudgetConfig{})
 	bo, _ := retry.NewBackoff(retry.BackoffConfig{Rand: func() float64 { return 0.5 }})
 
 	budget.Deposit() // a first attempt...
 	resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"3"}}}
 
-	if c := forage.Classify(resp, nil); c.Retryable() && budget.Withdraw() {
-		ra, _ := forage.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-		fmt.Println(c, "retry in", retry.Floor(bo.NextBackOff(), ra))
+	out := forage.FromHTTP(resp, nil)
+	if c := out.Class(); c.Retryable() && budget.Withdraw() {
+		fmt.Println(c, "retry in", retry.Floor(bo.NextBackOff(), out.RetryAfter))
 	}
 	// Output:
 	// throttled retry in 3s

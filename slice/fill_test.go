@@ -14,7 +14,6 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
-	"github.com/forage-go/forage/gcra"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -270,7 +269,7 @@ func TestGapOfAStopWithoutAnswerNamesTheCause(t *testing.T) {
 		// A run's spent clock: the pacer's "next slot after the deadline"
 		// is no cause, and a gap reason that carried it could not be
 		// grouped by reason.
-		{&budget.Error{Reason: forage.ReasonDeadline, Err: fmt.Errorf("%w (wait 770ms)", gcra.ErrWouldExceedDeadline)}, "deadline"},
+		{&budget.Error{Reason: forage.ReasonDeadline, Err: fmt.Errorf("gcra: wait would exceed the context deadline (wait 770ms): %w", context.DeadlineExceeded)}, "deadline"},
 		{&budget.Error{Reason: forage.ReasonRequestCap, Err: errors.New("cap")}, "request_cap"},
 	} {
 		g := newRig(40, 10)

@@ -40,7 +40,7 @@ const readyPoll = 100 * time.Millisecond
 // ([aimd.Config.Min]), so that it is never hammered; each of its URLs
 // takes longer to drop, and URLs its open breaker held back are put back.
 // Bound a crawl that must end with a Run's deadline
-// ([budget.Envelope.Deadline]), given to Next and, with [budget.WithRun],
+// ([budget.Envelope.Deadline]), given to Next and, with [budget.WithCall],
 // to the requests.
 //
 // The zero Frontier is not usable (its methods panic): make one with [NewFrontier].

@@ -241,7 +241,7 @@ func TestFrontierStopsWithTheRun(t *testing.T) {
 		}
 		start := time.Now()
 		run, _ := budget.NewRun(budget.Envelope{Deadline: start.Add(1500 * time.Millisecond)})
-		ctx := budget.WithRun(t.Context(), run)
+		ctx := budget.WithCall(t.Context(), run)
 		client := &http.Client{Transport: budget.NewTransport(reg, newHosts(nil))}
 		n := 0
 		for {

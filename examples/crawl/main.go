@@ -187,7 +187,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	// deadline, so a cut-short attempt reads as the crawler giving up, not
 	// as the host timing out.)
 	outer := ctx
-	ctx, cancel := context.WithCancel(budget.WithRun(ctx, run))
+	ctx, cancel := context.WithCancel(budget.WithCall(ctx, run))
 	defer cancel()
 	defer time.AfterFunc(time.Until(deadline), cancel).Stop()
 	var side sync.WaitGroup

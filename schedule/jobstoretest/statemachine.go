@@ -17,7 +17,7 @@ import (
 // runStateMachine drives a store with random operations and checks every
 // result against model, a deliberately naive restatement of the contract:
 // a map of jobs, and Claim as "repeatedly take the best eligible job".
-func runStateMachine(t *testing.T, newStore NewStore) {
+func runStateMachine(t *testing.T, newStore storeFunc) {
 	rapid.Check(t, func(rt *rapid.T) {
 		m := &machine{s: newStore(t), ctx: t.Context(), now: epoch, jobs: map[int64]*schedule.Job{}}
 		rt.Repeat(rapid.StateMachineActions(m))

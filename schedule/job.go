@@ -30,9 +30,9 @@ const (
 	KindBackfill Kind = "backfill"
 )
 
-// MaxPriority is the largest job priority. Priorities run from 0 (most
-// urgent) to MaxPriority.
-const MaxPriority = 1000
+// maxPriority is the largest job priority. Priorities run from 0 (most
+// urgent) to maxPriority.
+const maxPriority = 1000
 
 // Valid reports whether k is one of the four kinds.
 func (k Kind) Valid() bool {
@@ -122,7 +122,7 @@ type Job struct {
 	// Stream names the data, e.g. "BTC-USDT/1h". The scheduler does not
 	// interpret it; the runner does.
 	Stream string
-	// Priority orders due jobs: lower runs first, in [0, MaxPriority].
+	// Priority orders due jobs: lower runs first, in [0, 1000].
 	Priority int
 	// Interval is the cadence of a periodic job (refresh, incremental),
 	// before jitter. Backfills and gap fills run until done and ignore it.
@@ -199,7 +199,7 @@ func (j *Job) due(now time.Time) bool {
 }
 
 // Validate checks the fields a store must reject: an empty provider or
-// stream, an unknown kind or state, a priority outside [0, MaxPriority], a
+// stream, an unknown kind or state, a priority outside [0, 1000], a
 // negative interval, a lease owner without an expiry. The error wraps
 // [ErrInvalid] and names the field. It ignores ID and Version.
 func (j *Job) Validate() error {
@@ -220,8 +220,8 @@ func (j *Job) Validate() error {
 		return invalid("Job.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", j.Kind))
 	case !j.State.Valid():
 		return invalid("Job.State", "must be a known state", fmt.Sprintf("%q", j.State))
-	case j.Priority < 0 || j.Priority > MaxPriority:
-		return invalid("Job.Priority", fmt.Sprintf("must be in [0, %d]", MaxPriority), j.Priority)
+	case j.Priority < 0 || j.Priority > maxPriority:
+		return invalid("Job.Priority", fmt.Sprintf("must be in [0, %d]", maxPriority), j.Priority)
 	case j.Interval < 0:
 		return invalid("Job.Interval", "must be >= 0", j.Interval)
 	case j.Lease.Owner != "" && j.Lease.Until.IsZero():
@@ -245,7 +245,7 @@ type Spec struct {
 	Kind Kind
 	// Stream names the data. Required.
 	Stream string
-	// Priority orders due jobs, lower first, in [0, MaxPriority]. Zero
+	// Priority orders due jobs, lower first, in [0, 1000]. Zero
 	// means the kind's [Kind.DefaultPriority].
 	Priority int
 	// Interval is the cadence of a refresh or incremental job (required > 0
@@ -277,8 +277,8 @@ func (s *Spec) Validate() error {
 	switch {
 	case !s.Kind.Valid():
 		return invalid("Spec.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", s.Kind))
-	case s.Priority < 0 || s.Priority > MaxPriority:
-		return invalid("Spec.Priority", fmt.Sprintf("must be in [0, %d]", MaxPriority), s.Priority)
+	case s.Priority < 0 || s.Priority > maxPriority:
+		return invalid("Spec.Priority", fmt.Sprintf("must be in [0, %d]", maxPriority), s.Priority)
 	case s.Interval < 0:
 		return invalid("Spec.Interval", "must be >= 0", s.Interval)
 	case s.Kind.periodic() && s.Interval == 0:

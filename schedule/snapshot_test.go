@@ -164,7 +164,7 @@ func TestSpecValidateAgreesWithUpsert(t *testing.T) {
 			Provider: rapid.SampledFrom([]string{"p", "", "p\x00"}).Draw(rt, "provider"),
 			Kind:     schedule.Kind(rapid.SampledFrom([]string{"backfill", "incremental", "gap_fill", "refresh", "sideways", ""}).Draw(rt, "kind")),
 			Stream:   rapid.SampledFrom([]string{"s", "", "t"}).Draw(rt, "stream"),
-			Priority: rapid.IntRange(-2, schedule.MaxPriority+2).Draw(rt, "priority"),
+			Priority: rapid.IntRange(-2, 1002).Draw(rt, "priority"),
 			Interval: rapid.SampledFrom([]time.Duration{-time.Second, 0, time.Minute}).Draw(rt, "interval"),
 		}
 		verr := spec.Validate()

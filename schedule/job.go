@@ -34,8 +34,8 @@ const (
 // urgent) to maxPriority.
 const maxPriority = 1000
 
-// Valid reports whether k is one of the four kinds.
-func (k Kind) Valid() bool {
+// valid reports whether k is one of the four kinds.
+func (k Kind) valid() bool {
 	switch k {
 	case KindGapFill, KindIncremental, KindRefresh, KindBackfill:
 		return true
@@ -93,8 +93,8 @@ const (
 	StatePaused State = "paused"
 )
 
-// Valid reports whether s is one of the seven states.
-func (s State) Valid() bool {
+// valid reports whether s is one of the seven states.
+func (s State) valid() bool {
 	switch s {
 	case StateIdle, StateQueued, StateRunning, StateWaitingRateLimit, StateSuccess, StateFailed, StatePaused:
 		return true
@@ -104,7 +104,7 @@ func (s State) Valid() bool {
 
 // claimable reports whether a job in state s may be claimed once due:
 // every state but paused and success (the active states).
-func (s State) claimable() bool { return s.Valid() && s != StatePaused && s != StateSuccess }
+func (s State) claimable() bool { return s.valid() && s != StatePaused && s != StateSuccess }
 
 // Job is one unit of recurring or resumable work on one stream of one
 // provider, with its schedule, its state and its lease. (Provider, Kind,
@@ -216,9 +216,9 @@ func (j *Job) Validate() error {
 		}
 	}
 	switch {
-	case !j.Kind.Valid():
+	case !j.Kind.valid():
 		return invalid("Job.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", j.Kind))
-	case !j.State.Valid():
+	case !j.State.valid():
 		return invalid("Job.State", "must be a known state", fmt.Sprintf("%q", j.State))
 	case j.Priority < 0 || j.Priority > maxPriority:
 		return invalid("Job.Priority", fmt.Sprintf("must be in [0, %d]", maxPriority), j.Priority)
@@ -275,7 +275,7 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	switch {
-	case !s.Kind.Valid():
+	case !s.Kind.valid():
 		return invalid("Spec.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", s.Kind))
 	case s.Priority < 0 || s.Priority > maxPriority:
 		return invalid("Spec.Priority", fmt.Sprintf("must be in [0, %d]", maxPriority), s.Priority)

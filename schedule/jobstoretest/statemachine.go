@@ -292,7 +292,11 @@ func head(k schedule.Kind) bool { return k != schedule.KindBackfill }
 // active reports whether a job in state st may be claimed once due: every
 // state but paused and success.
 func active(st schedule.State) bool {
-	return st.Valid() && st != schedule.StatePaused && st != schedule.StateSuccess
+	switch st {
+	case schedule.StateIdle, schedule.StateQueued, schedule.StateRunning, schedule.StateWaitingRateLimit, schedule.StateFailed:
+		return true
+	}
+	return false
 }
 
 // due reports whether j may be claimed at now (see [schedule.JobStore.Claim]):

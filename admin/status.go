@@ -155,7 +155,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 
 // renderStatus renders the status page, in turn.
 func (h *Handler) renderStatus(r *http.Request, state schedule.State) ([]byte, error) {
-	snap, err := h.s.SnapshotPage(r.Context(), time.Now(), "", schedule.MaxSnapshotProviders)
+	snap, err := h.s.SnapshotPage(r.Context(), time.Now(), "", maxShown)
 	if err != nil {
 		return nil, err
 	}

@@ -239,8 +239,8 @@ func (h *Handler) routes() {
 	mux.HandleFunc("POST /jobs", h.serveUpsert)
 	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Store().Get))
 	mux.HandleFunc("DELETE /jobs/{id}", h.serveDelete)
-	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(s.Pause))
-	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(s.Resume))
+	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(setPaused(s, true)))
+	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(setPaused(s, false)))
 	mux.HandleFunc("POST /jobs/{id}/run", serveJob(s.RunNow))
 }
 

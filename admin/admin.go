@@ -76,7 +76,7 @@ type Config struct {
 	// SampleEvery is how often [Handler.Run] samples each provider of the
 	// scheduler's budget registry for the status page's charts, which show
 	// the last 120 samples (ten minutes at the default) of the first
-	// [schedule.MaxSnapshotProviders] providers. Between 10ms and 1h.
+	// 100 providers. Between 10ms and 1h.
 	// Defaults to 5s.
 	SampleEvery time.Duration
 }
@@ -114,7 +114,7 @@ type counter interface {
 // New returns the admin API and status page of s:
 //
 //	GET    /                        HTML status page (providers, rates, breakers, jobs by state)
-//	GET    /stats                   the Snapshot as JSON (at most schedule.MaxSnapshotProviders providers)
+//	GET    /stats                   the Snapshot as JSON (at most 100 providers)
 //	GET    /providers               a page of providers with their budget snapshot: ?after= &limit=
 //	POST   /providers/{name}/pause  pause a provider in this scheduler; 404 if unknown
 //	POST   /providers/{name}/resume resume it; 404 if unknown
@@ -146,7 +146,7 @@ type counter interface {
 // {"providers": […], "next": "name"} the same way: at most ?limit=
 // providers (default 100, at most 1000) named after ?after= (default ""),
 // in name order. GET /stats and the status page show the first
-// [schedule.MaxSnapshotProviders] providers and how many more there are
+// 100 providers and how many more there are
 // ([schedule.Snapshot.MoreProviders]). These three read the whole store
 // (see [schedule.Scheduler.SnapshotPage]), so they take turns: one reads at a time, the
 // others wait.
@@ -239,8 +239,8 @@ func (h *Handler) routes() {
 	mux.HandleFunc("POST /jobs", h.serveUpsert)
 	mux.HandleFunc("GET /jobs/{id}", serveJob(s.Store().Get))
 	mux.HandleFunc("DELETE /jobs/{id}", h.serveDelete)
-	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(s.Pause))
-	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(s.Resume))
+	mux.HandleFunc("POST /jobs/{id}/pause", serveJob(setPaused(s, true)))
+	mux.HandleFunc("POST /jobs/{id}/resume", serveJob(setPaused(s, false)))
 	mux.HandleFunc("POST /jobs/{id}/run", serveJob(s.RunNow))
 }
 

@@ -33,7 +33,7 @@
 // sample of every provider each [Config.SampleEvery] (5 s: ten minutes of
 // history); without it, a sample is taken when the page or GET /connectors
 // is served and the last one is older than that. The history is kept for
-// the first [schedule.MaxSnapshotProviders] providers by key.
+// the first 100 providers by key.
 //
 // # Mounting
 //

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/budget"
-	"github.com/forage-go/forage/schedule"
 )
 
 // This file holds the history behind the status page's charts: a small
@@ -17,11 +16,11 @@ import (
 // The bounds of the history.
 const (
 	defaultSampleEvery = 5 * time.Second
-	historyLen         = 120                           // samples kept per provider: ten minutes at the default
-	maxCharted         = schedule.MaxSnapshotProviders // providers sampled: the first by key
-	rateWindow         = time.Minute                   // what the connectors' rates cover, when sampled
-	minSampleEvery     = 10 * time.Millisecond         // the least Config.SampleEvery
-	maxSampleEvery     = time.Hour                     // the largest Config.SampleEvery
+	historyLen         = 120                   // samples kept per provider: ten minutes at the default
+	maxCharted         = maxShown              // providers sampled: the first by key
+	rateWindow         = time.Minute           // what the connectors' rates cover, when sampled
+	minSampleEvery     = 10 * time.Millisecond // the least Config.SampleEvery
+	maxSampleEvery     = time.Hour             // the largest Config.SampleEvery
 )
 
 // sample is one provider's state at a moment.

@@ -216,6 +216,11 @@ func queryInt(w http.ResponseWriter, raw, name string, max, def int64) (int64, b
 	return n, true
 }
 
+// setPaused returns the act of pausing (paused true) or resuming a job of s.
+func setPaused(s *schedule.Scheduler, paused bool) func(ctx context.Context, id int64) (schedule.Job, error) {
+	return func(ctx context.Context, id int64) (schedule.Job, error) { return s.SetPaused(ctx, id, paused) }
+}
+
 // serveJob serves an endpoint that acts on the job named by {id}.
 func serveJob(act func(ctx context.Context, id int64) (schedule.Job, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -25,6 +25,7 @@ const (
 	defaultMaxPaused         = 1000
 	defaultProviderListLimit = 100  // providers per GET /providers page when ?limit= is absent
 	maxProviderListLimit     = 1000 // the largest ?limit=
+	maxShown                 = 100  // providers GET /stats and the status page show, and the history keeps: the first by name
 )
 
 // errTooManyPaused refuses a pause over Config.MaxPausedProviders.
@@ -196,7 +197,7 @@ func (h *Handler) serveProviders(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request) {
-	snap, err := h.snapshot(r.Context(), "", schedule.MaxSnapshotProviders)
+	snap, err := h.snapshot(r.Context(), "", maxShown)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -134,7 +134,7 @@ func (h *Handler) providerViews(now time.Time, snap schedule.Snapshot) []provide
 // jobs' last errors are shown with their URLs redacted.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 	state := schedule.State(r.URL.Query().Get("state"))
-	if state != "" && !state.Valid() {
+	if (&schedule.Query{State: state}).Validate() != nil {
 		writeError(w, http.StatusBadRequest, "state", invalid("state", "must be empty or a valid state", state))
 		return
 	}
@@ -155,7 +155,7 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 
 // renderStatus renders the status page, in turn.
 func (h *Handler) renderStatus(r *http.Request, state schedule.State) ([]byte, error) {
-	snap, err := h.s.SnapshotPage(r.Context(), time.Now(), "", schedule.MaxSnapshotProviders)
+	snap, err := h.s.SnapshotPage(r.Context(), time.Now(), "", maxShown)
 	if err != nil {
 		return nil, err
 	}

@@ -61,21 +61,6 @@ func checkID(name string, id int64) error {
 	return nil
 }
 
-// checkJobQuery checks a List query as the contract asks.
-func checkJobQuery(q *schedule.Query) error {
-	switch {
-	case q.Kind != "" && !q.Kind.Valid():
-		return fmt.Errorf("%w: Query.Kind must be empty or a valid kind (got %q)", schedule.ErrInvalid, q.Kind)
-	case q.State != "" && !q.State.Valid():
-		return fmt.Errorf("%w: Query.State must be empty or a valid state (got %q)", schedule.ErrInvalid, q.State)
-	case q.After < 0:
-		return fmt.Errorf("%w: Query.After must be >= 0 (got %d)", schedule.ErrInvalid, q.After)
-	case q.Limit < 0:
-		return fmt.Errorf("%w: Query.Limit must be >= 0 (got %d)", schedule.ErrInvalid, q.Limit)
-	}
-	return nil
-}
-
 // checkClaim checks Claim's arguments as the contract asks, then that now
 // and the lease's end can be stored.
 func checkClaim(now time.Time, owner string, ttl time.Duration, limit int, f *schedule.ClaimFilter) error {

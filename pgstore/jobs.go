@@ -141,7 +141,7 @@ func (js *jobStore) Get(ctx context.Context, id int64) (schedule.Job, error) {
 // List implements [schedule.JobStore.List]: one query, in ID order, with
 // only the filters q sets, so each shape gets a plan of its own.
 func (js *jobStore) List(ctx context.Context, q schedule.Query) ([]schedule.Job, error) {
-	if err := enter(ctx, checkJobQuery(&q)); err != nil {
+	if err := enter(ctx, q.Validate()); err != nil {
 		return nil, err
 	}
 	if !storable(q.Provider) || !storable(q.Stream) {

@@ -130,7 +130,7 @@ func TestJobRoundTrip(t *testing.T) {
 		n++
 		j := schedule.Job{
 			Provider: text.Draw(rt, "provider"), Kind: schedule.KindRefresh, Stream: fmt.Sprint(n, text.Draw(rt, "stream")),
-			Priority: rapid.IntRange(0, schedule.MaxPriority).Draw(rt, "priority"), Interval: time.Duration(rapid.Int64Min(0).Draw(rt, "interval")),
+			Priority: rapid.IntRange(0, 1000).Draw(rt, "priority"), Interval: time.Duration(rapid.Int64Min(0).Draw(rt, "interval")),
 			Payload: rapid.SliceOf(rapid.Byte()).Draw(rt, "payload"), State: schedule.StateFailed, NextRun: stamp.Draw(rt, "next"),
 			Stats: schedule.Stats{Runs: rapid.Int64().Draw(rt, "runs"), Streak: rapid.Int().Draw(rt, "streak"),
 				LastError: text.Draw(rt, "last error"), LastRun: stamp.Draw(rt, "last run")},

@@ -45,20 +45,30 @@ func (s *Scheduler) Upsert(ctx context.Context, spec Spec) (Job, error) {
 // Store returns the [JobStore] s was built with: read jobs through it
 // ([JobStore.Get], [JobStore.List]), and reach what the Scheduler does
 // not offer itself, such as a store's own Count method. Change jobs
-// through the Scheduler (Upsert, Pause, Delete …), not the store: it
+// through the Scheduler (Upsert, SetPaused, Delete …), not the store: it
 // interrupts the runs they concern and wakes up when new work is due.
 func (s *Scheduler) Store() JobStore { return s.store }
 
 // errNoChange aborts a mutation that has nothing to do.
 var errNoChange = errors.New("schedule: no change")
 
-// Pause stops job id from running until [Scheduler.Resume]. If it is
-// running here, its run is interrupted (the runner's context is cancelled
-// with cause [ErrInterrupted]; it stops at its next slice boundary) and
-// the job stays paused when the run ends; a run elsewhere notices at its
-// next lease renewal. Pausing a paused job is a no-op. Errors:
-// [ErrInvalid], [ErrNotFound].
-func (s *Scheduler) Pause(ctx context.Context, id int64) (Job, error) {
+// SetPaused pauses job id (paused true) or resumes it (false), and returns
+// the job as stored. A paused job does not run until resumed. If it is
+// running here when paused, its run is interrupted (the runner's context
+// is cancelled with cause [ErrInterrupted]; it stops at its next slice
+// boundary) and the job stays paused when the run ends; a run elsewhere
+// notices at its next lease renewal. A resumed job is due at its NextRun,
+// at once if that has passed. Pausing a paused job, or resuming one that
+// is not paused, changes nothing. Errors: [ErrInvalid], [ErrNotFound].
+func (s *Scheduler) SetPaused(ctx context.Context, id int64, paused bool) (Job, error) {
+	if paused {
+		return s.pause(ctx, id)
+	}
+	return s.resume(ctx, id)
+}
+
+// pause is SetPaused(ctx, id, true).
+func (s *Scheduler) pause(ctx context.Context, id int64) (Job, error) {
 	s.claimMu.Lock() // a claim in flight registers its jobs first
 	defer s.claimMu.Unlock()
 	now := time.Now()
@@ -80,10 +90,8 @@ func (s *Scheduler) Pause(ctx context.Context, id int64) (Job, error) {
 	return j, nil
 }
 
-// Resume lets a paused job run again: it is due at its NextRun, at once if
-// that has passed. Resuming a job that is not paused is a no-op. Errors:
-// [ErrInvalid], [ErrNotFound].
-func (s *Scheduler) Resume(ctx context.Context, id int64) (Job, error) {
+// resume is SetPaused(ctx, id, false).
+func (s *Scheduler) resume(ctx context.Context, id int64) (Job, error) {
 	now := time.Now()
 	j, err := s.mutate(ctx, id, func(j *Job) error {
 		if j.State != StatePaused {

@@ -32,7 +32,7 @@ func TestRunPauseAndResumeJob(t *testing.T) {
 		stop := start(t, s)
 		defer stop()
 		time.Sleep(time.Second)
-		if _, err := s.Pause(t.Context(), j.ID); err != nil {
+		if _, err := s.SetPaused(t.Context(), j.ID, true); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -47,7 +47,7 @@ func TestRunPauseAndResumeJob(t *testing.T) {
 			t.Fatalf("%d runs while paused, want just the interrupted one", n)
 		}
 		resumed := time.Now()
-		if _, err := s.Resume(t.Context(), j.ID); err != nil {
+		if _, err := s.SetPaused(t.Context(), j.ID, false); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)

@@ -146,9 +146,8 @@
 // resumed. A running job that is paused or deleted, or whose provider is
 // paused, has its run's context cancelled with cause [ErrInterrupted]: a
 // slice runner stops at its next slice boundary and the run is not counted
-// as a failure. [Scheduler.Snapshot] gives the metrics, with at most
-// [MaxSnapshotProviders] providers ([Scheduler.SnapshotPage] pages through
-// the rest). Package [github.com/forage-go/forage/admin] serves all of it
+// as a failure. [Scheduler.SnapshotPage] gives the metrics, with a
+// page of providers. Package [github.com/forage-go/forage/admin] serves all of it
 // as JSON, plus an HTML status page, behind an Authorize hook of the
 // host's. Errors the scheduler stores have their URLs' query values and
 // userinfo, and the values of well-known secret keys (apikey=…, token: …,

@@ -100,7 +100,7 @@ func ExampleScheduler_Run_outcomes() {
 	for _, j := range jobs {
 		fmt.Println(j.Stream, j.State, "again in", j.NextRun.Sub(j.Stats.LastRun).Truncate(time.Second))
 	}
-	snap, _ := s.Snapshot(context.Background())
+	snap, _ := s.SnapshotPage(context.Background(), time.Now(), "", 10) // the first 10 providers
 	fmt.Println("binance cooling:", !snap.Providers[0].CoolingUntil.IsZero())
 	// Output:
 	// BTC-USDT/1m queued again in 1s

@@ -30,12 +30,12 @@ const (
 	KindBackfill Kind = "backfill"
 )
 
-// MaxPriority is the largest job priority. Priorities run from 0 (most
-// urgent) to MaxPriority.
-const MaxPriority = 1000
+// maxPriority is the largest job priority. Priorities run from 0 (most
+// urgent) to maxPriority.
+const maxPriority = 1000
 
-// Valid reports whether k is one of the four kinds.
-func (k Kind) Valid() bool {
+// valid reports whether k is one of the four kinds.
+func (k Kind) valid() bool {
 	switch k {
 	case KindGapFill, KindIncremental, KindRefresh, KindBackfill:
 		return true
@@ -93,8 +93,8 @@ const (
 	StatePaused State = "paused"
 )
 
-// Valid reports whether s is one of the seven states.
-func (s State) Valid() bool {
+// valid reports whether s is one of the seven states.
+func (s State) valid() bool {
 	switch s {
 	case StateIdle, StateQueued, StateRunning, StateWaitingRateLimit, StateSuccess, StateFailed, StatePaused:
 		return true
@@ -104,7 +104,7 @@ func (s State) Valid() bool {
 
 // claimable reports whether a job in state s may be claimed once due:
 // every state but paused and success (the active states).
-func (s State) claimable() bool { return s.Valid() && s != StatePaused && s != StateSuccess }
+func (s State) claimable() bool { return s.valid() && s != StatePaused && s != StateSuccess }
 
 // Job is one unit of recurring or resumable work on one stream of one
 // provider, with its schedule, its state and its lease. (Provider, Kind,
@@ -122,7 +122,7 @@ type Job struct {
 	// Stream names the data, e.g. "BTC-USDT/1h". The scheduler does not
 	// interpret it; the runner does.
 	Stream string
-	// Priority orders due jobs: lower runs first, in [0, MaxPriority].
+	// Priority orders due jobs: lower runs first, in [0, 1000].
 	Priority int
 	// Interval is the cadence of a periodic job (refresh, incremental),
 	// before jitter. Backfills and gap fills run until done and ignore it.
@@ -199,7 +199,7 @@ func (j *Job) due(now time.Time) bool {
 }
 
 // Validate checks the fields a store must reject: an empty provider or
-// stream, an unknown kind or state, a priority outside [0, MaxPriority], a
+// stream, an unknown kind or state, a priority outside [0, 1000], a
 // negative interval, a lease owner without an expiry. The error wraps
 // [ErrInvalid] and names the field. It ignores ID and Version.
 func (j *Job) Validate() error {
@@ -216,12 +216,12 @@ func (j *Job) Validate() error {
 		}
 	}
 	switch {
-	case !j.Kind.Valid():
+	case !j.Kind.valid():
 		return invalid("Job.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", j.Kind))
-	case !j.State.Valid():
+	case !j.State.valid():
 		return invalid("Job.State", "must be a known state", fmt.Sprintf("%q", j.State))
-	case j.Priority < 0 || j.Priority > MaxPriority:
-		return invalid("Job.Priority", fmt.Sprintf("must be in [0, %d]", MaxPriority), j.Priority)
+	case j.Priority < 0 || j.Priority > maxPriority:
+		return invalid("Job.Priority", fmt.Sprintf("must be in [0, %d]", maxPriority), j.Priority)
 	case j.Interval < 0:
 		return invalid("Job.Interval", "must be >= 0", j.Interval)
 	case j.Lease.Owner != "" && j.Lease.Until.IsZero():
@@ -245,7 +245,7 @@ type Spec struct {
 	Kind Kind
 	// Stream names the data. Required.
 	Stream string
-	// Priority orders due jobs, lower first, in [0, MaxPriority]. Zero
+	// Priority orders due jobs, lower first, in [0, 1000]. Zero
 	// means the kind's [Kind.DefaultPriority].
 	Priority int
 	// Interval is the cadence of a refresh or incremental job (required > 0
@@ -275,10 +275,10 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	switch {
-	case !s.Kind.Valid():
+	case !s.Kind.valid():
 		return invalid("Spec.Kind", "must be gap_fill, incremental, refresh or backfill", fmt.Sprintf("%q", s.Kind))
-	case s.Priority < 0 || s.Priority > MaxPriority:
-		return invalid("Spec.Priority", fmt.Sprintf("must be in [0, %d]", MaxPriority), s.Priority)
+	case s.Priority < 0 || s.Priority > maxPriority:
+		return invalid("Spec.Priority", fmt.Sprintf("must be in [0, %d]", maxPriority), s.Priority)
 	case s.Interval < 0:
 		return invalid("Spec.Interval", "must be >= 0", s.Interval)
 	case s.Kind.periodic() && s.Interval == 0:

@@ -127,7 +127,7 @@ func (s *memoryJobStore) Count(ctx context.Context) (int, error) {
 
 // List implements [JobStore.List].
 func (s *memoryJobStore) List(ctx context.Context, q Query) ([]Job, error) {
-	if err := q.validate(); err != nil {
+	if err := q.Validate(); err != nil {
 		return nil, err
 	}
 	if err := ctxErr(ctx); err != nil {

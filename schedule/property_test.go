@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -290,7 +291,7 @@ func TestPropertyUpsertDedups(t *testing.T) {
 		if count(store) != len(ids) {
 			rt.Fatalf("store holds %d jobs for %d identities", count(store), len(ids))
 		}
-		snap, err := s.SnapshotPage(context.Background(), t0.Add(time.Hour), "", schedule.MaxSnapshotProviders)
+		snap, err := s.SnapshotPage(context.Background(), t0.Add(time.Hour), "", math.MaxInt)
 		if err != nil {
 			rt.Fatal(err)
 		}

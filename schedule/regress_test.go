@@ -37,7 +37,7 @@ func TestPausedRunKeepsSourcePressure(t *testing.T) {
 			}
 			want := schedule.StateWaitingRateLimit
 			if by == "job" {
-				if _, err := s.Pause(ctx, j.ID); err != nil {
+				if _, err := s.SetPaused(ctx, j.ID, true); err != nil {
 					t.Fatalf("Pause: %v", err)
 				}
 				want = schedule.StatePaused
@@ -73,7 +73,7 @@ func TestPausedRunCancellationIsInterrupted(t *testing.T) {
 		s, _ := newSched(t, schedule.Config{Random: noJitter}, nil)
 		j := upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: "main", Interval: time.Minute})
 		got := claim(t, s, t0)
-		if _, err := s.Pause(ctx, j.ID); err != nil {
+		if _, err := s.SetPaused(ctx, j.ID, true); err != nil {
 			t.Fatalf("case %d: Pause: %v", i, err)
 		}
 		if _, err := s.FinishAt(ctx, t0.Add(time.Second), got[0], schedule.Result{}, err); err != nil {

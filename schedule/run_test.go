@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -279,7 +280,7 @@ func TestRunnerPanicIsAFailure(t *testing.T) {
 
 func snapshot(t *testing.T, s *schedule.Scheduler) schedule.Snapshot {
 	t.Helper()
-	snap, err := s.Snapshot(t.Context())
+	snap, err := s.SnapshotPage(t.Context(), time.Now(), "", math.MaxInt)
 	if err != nil {
 		t.Fatal(err)
 	}

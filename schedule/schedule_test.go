@@ -246,7 +246,7 @@ func TestPauseWhileClaimedKeepsPaused(t *testing.T) {
 	ctx := context.Background()
 	j := upsert(t, s, t0, schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: "s", Interval: time.Minute})
 	jobs := claim(t, s, t0)
-	if _, err := s.Pause(ctx, j.ID); err != nil {
+	if _, err := s.SetPaused(ctx, j.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.FinishAt(ctx, t0.Add(time.Second), jobs[0], schedule.Result{}, nil)
@@ -259,13 +259,15 @@ func TestPauseWhileClaimedKeepsPaused(t *testing.T) {
 	if jobs := claim(t, s, t0.Add(time.Hour)); len(jobs) != 0 {
 		t.Fatalf("claimed %v while paused", streams(jobs))
 	}
-	if _, err := s.Resume(ctx, j.ID); err != nil {
+	if _, err := s.SetPaused(ctx, j.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if jobs := claim(t, s, t0.Add(time.Hour)); len(jobs) != 1 {
 		t.Fatalf("claimed %v after resume, want the job (overdue)", streams(jobs))
 	}
-	for _, op := range []func(context.Context, int64) (schedule.Job, error){s.Pause, s.Resume, s.RunNow} {
+	pause := func(ctx context.Context, id int64) (schedule.Job, error) { return s.SetPaused(ctx, id, true) }
+	resume := func(ctx context.Context, id int64) (schedule.Job, error) { return s.SetPaused(ctx, id, false) }
+	for _, op := range []func(context.Context, int64) (schedule.Job, error){pause, resume, s.RunNow} {
 		if _, err := op(ctx, 9999); !errors.Is(err, schedule.ErrNotFound) {
 			t.Fatalf("control of an unknown job = %v, want ErrNotFound", err)
 		}

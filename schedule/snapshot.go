@@ -24,10 +24,8 @@ type Snapshot struct {
 	// Active counts the jobs this scheduler is running.
 	Active int `json:"active"`
 	// Providers has one entry per provider with jobs, paused, cooling or
-	// known to the budget registry, sorted by name: the first
-	// [MaxSnapshotProviders] of them, so a snapshot stays small however
-	// many providers there are. [Scheduler.SnapshotPage] pages through
-	// them all.
+	// known to the budget registry, sorted by name: the page
+	// [Scheduler.SnapshotPage] was asked for.
 	Providers []ProviderSnapshot `json:"providers"`
 	// MoreProviders counts the providers left out of Providers (those
 	// after its last by name); zero when it holds them all.
@@ -88,26 +86,18 @@ type Decisions struct {
 	StoreErrors uint64 `json:"store_errors"`
 }
 
-// Snapshot returns the scheduler's state now. It reads every job from the
-// store, page by page: meant for dashboards, not hot paths.
-func (s *Scheduler) Snapshot(ctx context.Context) (Snapshot, error) {
-	return s.SnapshotPage(ctx, time.Now(), "", MaxSnapshotProviders)
-}
-
 // Budget returns [Config.Budget], the registry of s's providers, or nil: an
 // admin page reads and steers the providers through it.
 func (s *Scheduler) Budget() *budget.Registry { return s.cfg.Budget }
 
-// MaxSnapshotProviders caps the providers of a [Snapshot] (see
-// [Snapshot.MoreProviders]).
-const MaxSnapshotProviders = 100
-
-// SnapshotPage is [Scheduler.Snapshot] at now with a page of providers: its
-// Providers are the first limit providers named after after (by byte-wise
-// name order; "" starts at the first), and MoreProviders counts the rest.
-// To list every provider, call it again with after the name of the last
-// provider of the page until MoreProviders is zero. The counts of jobs are
-// of the whole store whatever the page. Like Snapshot it reads every job:
+// SnapshotPage returns the scheduler's state at now (usually time.Now())
+// with a page of providers: its Providers are the first limit providers
+// named after after (by byte-wise name order; "" starts at the first), and
+// MoreProviders counts the rest, so a snapshot stays small however many
+// providers there are. To list every provider, call it again with after
+// the name of the last provider of the page until MoreProviders is zero
+// (or pass math.MaxInt). The counts of jobs are of the whole store
+// whatever the page. It reads every job from the store, page by page:
 // meant for dashboards, not hot paths. Errors: [ErrInvalid] for a negative
 // limit; store errors.
 func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after string, limit int) (Snapshot, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -64,22 +65,23 @@ func TestPropertySnapshotPage(t *testing.T) {
 	})
 }
 
-// TestSnapshotPageLimits: Snapshot is the first page of
-// MaxSnapshotProviders; a zero limit lists none and counts them all; a
+// TestSnapshotPageLimits: a page holds the first limit providers and
+// counts the rest; a zero limit lists none and counts them all; a
 // negative one is refused.
 func TestSnapshotPageLimits(t *testing.T) {
 	t.Parallel()
 	s, _ := newSched(t, schedule.Config{}, nil)
-	for i := range schedule.MaxSnapshotProviders + 2 {
+	const limit = 100
+	for i := range limit + 2 {
 		s.SetProviderPaused(fmt.Sprintf("p%04d", i), true)
 	}
 	ctx := context.Background()
-	first, err := s.Snapshot(ctx)
-	if err != nil || len(first.Providers) != schedule.MaxSnapshotProviders || first.MoreProviders != 2 {
-		t.Fatalf("Snapshot: %v, %d providers, %d more; want %d and 2", err, len(first.Providers), first.MoreProviders, schedule.MaxSnapshotProviders)
+	first, err := s.SnapshotPage(ctx, t0, "", limit)
+	if err != nil || len(first.Providers) != limit || first.MoreProviders != 2 {
+		t.Fatalf("SnapshotPage(limit %d): %v, %d providers, %d more; want %d and 2", limit, err, len(first.Providers), first.MoreProviders, limit)
 	}
 	none, err := s.SnapshotPage(ctx, t0, "", 0)
-	if err != nil || len(none.Providers) != 0 || none.MoreProviders != schedule.MaxSnapshotProviders+2 {
+	if err != nil || len(none.Providers) != 0 || none.MoreProviders != limit+2 {
 		t.Fatalf("SnapshotPage(limit 0): %v, %d providers, %d more", err, len(none.Providers), none.MoreProviders)
 	}
 	if _, err := s.SnapshotPage(ctx, t0, "", -1); !errors.Is(err, schedule.ErrInvalid) {
@@ -112,7 +114,7 @@ func TestPausedProvidersAndSnapshotRows(t *testing.T) {
 	ctx := context.Background()
 	rows := func() []string {
 		t.Helper()
-		snap, err := s.Snapshot(ctx)
+		snap, err := s.SnapshotPage(ctx, time.Now(), "", math.MaxInt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +166,7 @@ func TestSpecValidateAgreesWithUpsert(t *testing.T) {
 			Provider: rapid.SampledFrom([]string{"p", "", "p\x00"}).Draw(rt, "provider"),
 			Kind:     schedule.Kind(rapid.SampledFrom([]string{"backfill", "incremental", "gap_fill", "refresh", "sideways", ""}).Draw(rt, "kind")),
 			Stream:   rapid.SampledFrom([]string{"s", "", "t"}).Draw(rt, "stream"),
-			Priority: rapid.IntRange(-2, schedule.MaxPriority+2).Draw(rt, "priority"),
+			Priority: rapid.IntRange(-2, 1002).Draw(rt, "priority"),
 			Interval: rapid.SampledFrom([]time.Duration{-time.Second, 0, time.Minute}).Draw(rt, "interval"),
 		}
 		verr := spec.Validate()
@@ -189,7 +191,7 @@ func TestAConnectorPauseIsShownAsPaused(t *testing.T) {
 	if err := reg.SetStatus(ctx, "sim", budget.StatusPaused, "maintenance"); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := s.Snapshot(ctx)
+	snap, err := s.SnapshotPage(ctx, time.Now(), "", math.MaxInt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,8 +53,8 @@ type JobStore interface {
 	// q.Limit of them when it is positive. Page through all jobs by passing
 	// the last ID returned as the next q.After until a page is empty.
 	//
-	// Errors: [ErrInvalid] (a non-empty Kind or State that is not valid,
-	// a negative After or Limit).
+	// Errors: [ErrInvalid] when [Query.Validate] fails (a non-empty Kind
+	// or State that is not valid, a negative After or Limit).
 	List(ctx context.Context, q Query) ([]Job, error)
 
 	// Update writes job's mutable fields (Priority, Interval, Payload,
@@ -161,12 +161,16 @@ func (q *Query) match(j *Job) bool {
 		(q.Stream == "" || j.Stream == q.Stream)
 }
 
-// validate checks q's fields.
-func (q *Query) validate() error {
+// Validate reports whether q is a query [JobStore.List] accepts: Kind and
+// State empty or one of the package's constants, After and Limit >= 0. A
+// store checks it first; a host that takes a kind or state from outside (a
+// URL's ?state=) can check it the same way. Errors: [ErrInvalid], naming
+// the field of q ("Query.State") and the value.
+func (q *Query) Validate() error {
 	switch {
-	case q.Kind != "" && !q.Kind.Valid():
+	case q.Kind != "" && !q.Kind.valid():
 		return invalid("Query.Kind", "must be empty or a valid kind", q.Kind)
-	case q.State != "" && !q.State.Valid():
+	case q.State != "" && !q.State.valid():
 		return invalid("Query.State", "must be empty or a valid state", q.State)
 	case q.After < 0:
 		return invalid("Query.After", "must be >= 0", q.After)

@@ -91,7 +91,7 @@ type Stream[R any] struct {
 	// to the next turn, not the host's.
 	OnRun func(job Job, rep slice.Report, err error)
 	// Priority orders the stream's jobs among due jobs, lower first, in
-	// [0, MaxPriority]. Zero means each kind's [Kind.DefaultPriority].
+	// [0, 1000]. Zero means each kind's [Kind.DefaultPriority].
 	Priority int
 	// Options tunes every run of the stream: the fields of
 	// [slice.Config] the scheduler does not set (Prefetch, MaxBatch,

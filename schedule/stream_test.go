@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,7 +181,7 @@ func TestStreamsRunHeadFirstBackfillWhenIdle(t *testing.T) {
 				t.Errorf("incremental of %s: %d runs, %d failures in 2 minutes every 5s; want >= 20 and none", j.Stream, j.Stats.Runs, j.Stats.Failures)
 			}
 		}
-		snap, _ := s.Snapshot(t.Context())
+		snap, _ := s.SnapshotPage(t.Context(), time.Now(), "", math.MaxInt)
 		if d := snap.Decisions; d.Yielded != 0 || d.Failed != 0 {
 			t.Errorf("decisions %+v; want no yield and no failure", d)
 		}
@@ -230,7 +231,7 @@ func TestDeclaredStreamYieldIsNotSuccess(t *testing.T) {
 		if from, _ := src.requests(); j.State != schedule.StateSuccess || !slices.Equal(from, []string{"", "1", "2"}) {
 			t.Fatalf("after the release: %s, requests after %q; want success, every page once", j.State, from)
 		}
-		if snap, _ := s.Snapshot(t.Context()); snap.Decisions.Yielded == 0 {
+		if snap, _ := s.SnapshotPage(t.Context(), time.Now(), "", math.MaxInt); snap.Decisions.Yielded == 0 {
 			t.Errorf("Decisions.Yielded = 0; want the yield counted")
 		}
 	})

@@ -124,12 +124,11 @@
 // backfill, [checkpoint.SteadyState] for new data), and a Runner advances
 // exactly one of them: a catch-up run never moves the steady-state cursor.
 //
-// # Time windows and gap filling
+// # Gap filling
 //
-// [Windows] splits a time range into aligned request windows of a page of
-// intervals each. [PlanFill] is the gap-fill planner for series such as
-// candles: from the [checkpoint.Coverage] a series already has, it plans the
-// ranges that fill its holes and extend it back to the required history,
-// newest first, never re-fetching what is covered and never the forming
-// candle. [Runner.Fill] fetches such ranges without touching the checkpoint.
+// [PlanFill] is the gap-fill planner for series such as candles: from the
+// [checkpoint.Coverage] a series already has, it plans the ranges that fill
+// its holes and extend it back to the required history, newest first,
+// never re-fetching what is covered and never the forming candle.
+// [Runner.Fill] fetches such ranges without touching the checkpoint.
 package slice

@@ -47,7 +47,10 @@ func (e exchange) Next(_ context.Context, cursor []byte, within checkpoint.Range
 	if !from.Before(end) {
 		return slice.Slice{}, false, nil // caught up
 	}
-	return slice.Slice{Range: slice.Windows(checkpoint.Range{Start: from, End: end}, time.Minute, 10)[0]}, true, nil
+	if lim := from.Add(10 * time.Minute); lim.Before(end) {
+		end = lim
+	}
+	return slice.Slice{Range: checkpoint.Range{Start: from, End: end}}, true, nil
 }
 
 // Fetch "requests" the window: one outbound call per attempt.
@@ -171,18 +174,6 @@ func ExampleRunner_Drain() {
 	// Output:
 	// gap: [2030-01-01T10:00:00Z, 2030-01-01T10:30:00Z) after 2030-01-01T10:10:00Z request_cap
 	// 20 candles, 1 gap resolved, err: <nil>
-}
-
-func ExampleWindows() {
-	// 1000 one-minute candles per request; the range's ends are not on a
-	// minute, so the windows are aligned outward.
-	r := checkpoint.Range{Start: at(0, 0).Add(30 * time.Second), End: at(20, 0).Add(10 * time.Second)}
-	for _, w := range slice.Windows(r, time.Minute, 1000) {
-		fmt.Println(w.Start.Format("15:04"), "-", w.End.Format("15:04"), w.End.Sub(w.Start))
-	}
-	// Output:
-	// 00:00 - 16:40 16h40m0s
-	// 16:40 - 20:01 3h21m0s
 }
 
 func ExamplePlanFill() {

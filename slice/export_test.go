@@ -2,6 +2,9 @@ package slice
 
 import "github.com/forage-go/forage/checkpoint"
 
+// WindowsForTest exposes windows to the external tests.
+var WindowsForTest = windows
+
 // GapReasonForTest exposes gapReason to the external tests.
 var GapReasonForTest = gapReason
 

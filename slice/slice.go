@@ -44,8 +44,9 @@ type Slice struct {
 	// [Source.Next]; whatever Next put there is overwritten.
 	After []byte
 	// Range is the time window the slice asks for, when the source is
-	// time-based (see [Windows]); the zero Range otherwise. The runner only
-	// logs it; it is the Source's own note to [Source.Fetch].
+	// time-based (e.g. up to 1000 one-minute candles); the zero Range
+	// otherwise. The runner only logs it; it is the Source's own note to
+	// [Source.Fetch].
 	Range checkpoint.Range
 }
 

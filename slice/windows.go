@@ -7,7 +7,7 @@ import (
 	"github.com/forage-go/forage/checkpoint"
 )
 
-// Windows splits r into request windows of up to pageSize intervals each:
+// windows splits r into request windows of up to pageSize intervals each:
 // the slices a time-based [Source] asks for, one request per window (e.g.
 // 1000 one-minute candles per Binance klines request).
 //
@@ -19,8 +19,8 @@ import (
 // may be shorter. Callers that must not reach into a forming interval pass
 // an r that ends at a boundary, as [PlanFill]'s ranges do.
 //
-// Windows returns nil for an empty r, an interval <= 0 or a pageSize <= 0.
-func Windows(r checkpoint.Range, interval time.Duration, pageSize int) []checkpoint.Range {
+// windows returns nil for an empty r, an interval <= 0 or a pageSize <= 0.
+func windows(r checkpoint.Range, interval time.Duration, pageSize int) []checkpoint.Range {
 	if r.Empty() || interval <= 0 || pageSize <= 0 {
 		return nil
 	}

@@ -33,12 +33,14 @@ func TestWindows(t *testing.T) {
 			[]checkpoint.Range{rg(hm(10, 0), hm(12, 0)), rg(hm(12, 0), hm(14, 0)), rg(hm(14, 0), hm(16, 0))}},
 		{"a page too large to multiply", rg(hm(0, 0), hm(23, 0)), time.Hour, math.MaxInt,
 			[]checkpoint.Range{rg(hm(0, 0), hm(23, 0))}},
+		{"1000 one-minute candles per request", rg(sec(0, 0, 30), sec(20, 0, 10)), time.Minute, 1000,
+			[]checkpoint.Range{rg(hm(0, 0), hm(16, 40)), rg(hm(16, 40), hm(20, 1))}},
 		{"empty range", rg(hm(12, 0), hm(12, 0)), time.Minute, 10, nil},
 		{"inverted range", rg(hm(12, 5), hm(12, 0)), time.Minute, 10, nil},
 		{"zero interval", rg(hm(12, 0), hm(13, 0)), 0, 10, nil},
 		{"zero page size", rg(hm(12, 0), hm(13, 0)), time.Minute, 0, nil},
 	} {
-		if got := slice.Windows(tc.r, tc.interval, tc.page); !equalRanges(got, tc.want) {
+		if got := slice.WindowsForTest(tc.r, tc.interval, tc.page); !equalRanges(got, tc.want) {
 			t.Errorf("%s: Windows(%v, %v, %d)\n got  %s\n want %s", tc.name, tc.r, tc.interval, tc.page, fmtRanges(got), fmtRanges(tc.want))
 		}
 	}
@@ -51,7 +53,7 @@ func TestPropWindowsTileTheAlignedRange(t *testing.T) {
 		page := rapid.IntRange(1, 50).Draw(t, "page size")
 		start := hm(0, 0).Add(time.Duration(rapid.Int64Range(0, int64(100*iv)).Draw(t, "start")))
 		r := rg(start, start.Add(time.Duration(rapid.Int64Range(1, int64(300*iv)).Draw(t, "length"))))
-		ws := slice.Windows(r, iv, page)
+		ws := slice.WindowsForTest(r, iv, page)
 		if len(ws) == 0 || !ws[0].Start.Equal(r.Start.Truncate(iv)) {
 			t.Fatalf("windows %s do not start at %v truncated", fmtRanges(ws), r.Start)
 		}

@@ -25,13 +25,8 @@ import (
 	"pgregory.net/rapid"
 )
 
-// NewStore returns a new, empty store that reads time only from now. Run
-// calls it once per subtest and once per iteration of its property tests,
-// always with the top-level t of the subtest, and runs subtests in
-// parallel: every store returned must share no state with the others (a
-// PostgreSQL store uses a fresh schema or database). Register cleanup with
-// t.Cleanup. Report setup failures with t.Fatal.
-type NewStore func(t *testing.T, now func() time.Time) checkpoint.Store
+// storeFunc is the type of Run's newStore argument.
+type storeFunc = func(t *testing.T, now func() time.Time) checkpoint.Store
 
 // Run runs the whole contract against the stores newStore returns: CAS
 // commits that never regress, separate catch-up and steady-state bookmarks,
@@ -40,7 +35,14 @@ type NewStore func(t *testing.T, now func() time.Time) checkpoint.Store
 // context cancellation, races between goroutines, and a randomized
 // state-machine test against a simple model, and the name rule
 // ([checkpoint.CheckName]) in every method that takes a name.
-func Run(t *testing.T, newStore NewStore) {
+//
+// newStore returns a new, empty store that reads time only from now. Run
+// calls it once per subtest and once per iteration of its property tests,
+// always with the top-level t of the subtest, and runs subtests in
+// parallel: every store returned must share no state with the others (a
+// PostgreSQL store uses a fresh schema or database). Register cleanup with
+// t.Cleanup. Report setup failures with t.Fatal.
+func Run(t *testing.T, newStore func(t *testing.T, now func() time.Time) checkpoint.Store) {
 	t.Helper()
 	groups := []struct {
 		name  string
@@ -95,7 +97,7 @@ type env struct {
 	ctx   context.Context
 }
 
-func newEnv(t *testing.T, newStore NewStore) *env {
+func newEnv(t *testing.T, newStore storeFunc) *env {
 	c := &clock{}
 	s := newStore(t, c.Now)
 	if s == nil {

@@ -14,7 +14,7 @@ import (
 
 // runStateMachine drives a store with random operations and checks every
 // result against model, a deliberately naive restatement of the contract.
-func runStateMachine(t *testing.T, newStore NewStore) {
+func runStateMachine(t *testing.T, newStore storeFunc) {
 	rapid.Check(t, func(rt *rapid.T) {
 		c := &clock{}
 		m := &machine{

@@ -28,7 +28,7 @@ func testUpsertValidates(t *testing.T, e *env) {
 		func(j *schedule.Job) { j.State = "" },
 		func(j *schedule.Job) { j.State = "asleep" },
 		func(j *schedule.Job) { j.Priority = -1 },
-		func(j *schedule.Job) { j.Priority = schedule.MaxPriority + 1 },
+		func(j *schedule.Job) { j.Priority = 1001 },
 		func(j *schedule.Job) { j.Interval = -time.Second },
 		func(j *schedule.Job) { j.Lease = schedule.JobLease{Owner: "o"} },
 	} {
@@ -44,7 +44,7 @@ func testUpsertValidates(t *testing.T, e *env) {
 	}
 	// The bounds themselves are valid.
 	j := job("p", schedule.KindIncremental, "s", at(0))
-	j.Priority = schedule.MaxPriority
+	j.Priority = 1000 // the largest valid priority
 	e.insert(j)
 	j = job("p", schedule.KindIncremental, "t", at(0))
 	j.Priority, j.Interval = 0, 0

@@ -25,13 +25,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// NewStore returns a new, empty store. Run calls it once per subtest and
-// once per iteration of its property tests, always with the top-level t of
-// the subtest, and runs subtests in parallel: every store returned must
-// share no state with the others (a PostgreSQL store uses a fresh schema or
-// database). Register cleanup with t.Cleanup. Report setup failures with
-// t.Fatal.
-type NewStore func(t *testing.T) schedule.JobStore
+// storeFunc is the type of Run's newStore argument.
+type storeFunc = func(t *testing.T) schedule.JobStore
 
 // Run runs the whole contract against the stores newStore returns:
 // idempotent upserts on (provider, kind, stream), compare-and-swap updates,
@@ -40,7 +35,14 @@ type NewStore func(t *testing.T) schedule.JobStore
 // caps, head first, with expired leases rescued — argument validation,
 // context cancellation, races between goroutines, and a randomized
 // state-machine test against a simple model.
-func Run(t *testing.T, newStore NewStore) {
+//
+// newStore returns a new, empty store. Run calls it once per subtest and
+// once per iteration of its property tests, always with the top-level t of
+// the subtest, and runs subtests in parallel: every store returned must
+// share no state with the others (a PostgreSQL store uses a fresh schema or
+// database). Register cleanup with t.Cleanup. Report setup failures with
+// t.Fatal.
+func Run(t *testing.T, newStore func(t *testing.T) schedule.JobStore) {
 	t.Helper()
 	groups := []struct {
 		name  string
@@ -86,7 +88,7 @@ type env struct {
 	ctx context.Context
 }
 
-func newEnv(t *testing.T, newStore NewStore) *env {
+func newEnv(t *testing.T, newStore storeFunc) *env {
 	s := newStore(t)
 	if s == nil {
 		t.Fatal("jobstoretest: newStore returned nil")

@@ -17,7 +17,7 @@ import (
 // runStateMachine drives a store with random operations and checks every
 // result against model, a deliberately naive restatement of the contract:
 // a map of jobs, and Claim as "repeatedly take the best eligible job".
-func runStateMachine(t *testing.T, newStore NewStore) {
+func runStateMachine(t *testing.T, newStore storeFunc) {
 	rapid.Check(t, func(rt *rapid.T) {
 		m := &machine{s: newStore(t), ctx: t.Context(), now: epoch, jobs: map[int64]*schedule.Job{}}
 		rt.Repeat(rapid.StateMachineActions(m))
@@ -292,7 +292,11 @@ func head(k schedule.Kind) bool { return k != schedule.KindBackfill }
 // active reports whether a job in state st may be claimed once due: every
 // state but paused and success.
 func active(st schedule.State) bool {
-	return st.Valid() && st != schedule.StatePaused && st != schedule.StateSuccess
+	switch st {
+	case schedule.StateIdle, schedule.StateQueued, schedule.StateRunning, schedule.StateWaitingRateLimit, schedule.StateFailed:
+		return true
+	}
+	return false
 }
 
 // due reports whether j may be claimed at now (see [schedule.JobStore.Claim]):

@@ -123,7 +123,7 @@ func addJobs(ctx context.Context, s *schedule.Scheduler) error {
 			return err
 		}
 		if i == 3 {
-			if _, err := s.Pause(ctx, j.ID); err != nil {
+			if _, err := s.SetPaused(ctx, j.ID, true); err != nil {
 				return err
 			}
 		}

@@ -89,9 +89,8 @@
 // first use with defaults or a per-key override, evicted when idle. A
 // [Transport] puts the whole gate under any [net/http.Client], keyed by host.
 // [Registry.ReadyAt] tells, booking nothing, when a host could next be
-// called; a crawler's frontier (the one in examples/crawl) uses it to hand
-// its workers only the URLs of hosts that are ready now, so none waits
-// behind a slow or limited host.
+// called; a [Frontier] uses it to hand a crawler's workers only the URLs of
+// hosts that are ready now, so none waits behind a slow or limited host.
 //
 // Providers rarely publish their limits. With the zero [Config] a Provider
 // starts conservatively and discovers the ceiling (see

@@ -16,14 +16,10 @@ const readyPoll = 100 * time.Millisecond
 // attempt without waiting, as far as can be told at now: now itself when a
 // call would be sent at once, else the latest of the end of its pause (a
 // Retry-After, a ban, a spent quota), the end of its open breaker, its next
-// pacing slot and its known [Limit]s' next slot. n counts calls: 1 for one
-// call (an n under 1 counts as 1), 2 for when the pacer and the limits
-// have room for this call and one more right behind it. It books
-// nothing and never blocks, so a crawler can ask it of every host and hand
-// its workers only the URLs of hosts that are ready, rather than park them
-// in one slow host's pacer, and set a host it hands a URL aside until
-// ReadyAt(key, now, 2), so that its next worker does not queue behind the
-// first (the crawl example's frontier does exactly that).
+// pacing slot and its known [Limit]s' next slot. It books nothing and never
+// blocks, so a crawler can ask it of every host and hand its workers only
+// the URLs of hosts that are ready, rather than park them in one slow
+// host's pacer ([Frontier] does exactly that).
 //
 // Some waits have no end a clock can tell; for them ReadyAt returns when to
 // ask again: shortly after now (100ms) while every in-flight slot
@@ -34,17 +30,17 @@ const readyPoll = 100 * time.Millisecond
 // when asked). The answer is a forecast: other callers may take the slot
 // first. ReadyAt is safe for concurrent use, and costs [Provider.Do]
 // nothing.
-func (r *Registry) ReadyAt(key string, now time.Time, n int) time.Time {
+func (r *Registry) ReadyAt(key string, now time.Time) time.Time {
 	pr, ok := r.Lookup(key)
 	if !ok {
 		return now
 	}
-	return pr.(*entry).p.readyAt(now, max(n, 1))
+	return pr.(*entry).p.readyAt(now, 1)
 }
 
 // readyAt returns when n calls in a row could all have started without
 // waiting, as far as can be told at now: for n = 1 the next free slot, for
-// n = 2 the one after it (see [Registry.ReadyAt]). n is at least 1.
+// n = 2 the one after it (see [Registry.ReadyAt]).
 func (p *local) readyAt(now time.Time, n int) time.Time {
 	if p.op.paused.Load() {
 		if p.cfg.Records != nil {

@@ -14,9 +14,9 @@
 //
 // Sixteen workers fetch a list of URLs spread over the hosts for twelve
 // seconds, every request counted against one [budget.Run]. The workers take
-// their URLs from a [Frontier] (frontier.go), which hands a worker the next
-// URL of a host that is ready now (not paused, breaker not open, its pacing
-// slot due) and lets at most three workers work on one host at once, so the
+// their URLs from a [budget.Frontier], which hands a worker the next URL of
+// a host that is ready now (not paused, breaker not open, its pacing slot
+// due) and lets at most three workers work on one host at once, so the
 // slow host ties up three workers, never sixteen, and no worker waits in a
 // limited host's pacer while another host could be fetched. At the end a
 // table from [budget.Provider] snapshots shows what each host's provider
@@ -165,7 +165,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	client := &http.Client{Transport: budget.NewTransport(reg, base)}
 
 	// The frontier: one queue per host, whatever the order the URLs come in.
-	f, err := NewFrontier(reg, p.perHost)
+	f, err := budget.NewFrontier(reg, p.perHost)
 	if err != nil {
 		return result{}, err
 	}
@@ -200,7 +200,7 @@ func crawl(ctx context.Context, p plan) (result, error) {
 	for range p.workers {
 		wg.Go(func() {
 			for {
-				u, done, ok := f.Next(ctx, run) // a URL of a host that is ready now
+				u, done, ok := f.Next(ctx) // a URL of a host that is ready now
 				if !ok {
 					return // the run is spent, or every URL is fetched
 				}

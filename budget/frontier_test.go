@@ -1,4 +1,4 @@
-package main
+package budget_test
 
 import (
 	"context"
@@ -18,36 +18,81 @@ import (
 	"pgregory.net/rapid"
 )
 
-// tb is what the helpers need of a *testing.T or a *rapid.T.
-type tb interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
-
-// fast is a provider config that paces quickly and never opens its breaker.
-func fast() budget.Config {
-	return budget.Config{
-		Adaptive:       aimd.Config{Initial: 1000, Max: 1000},
-		Breaker:        breaker.Config{MinRequests: 1 << 20},
-		AttemptTimeout: budget.NoTimeout,
-		MaxWait:        10 * time.Minute,
-	}
-}
-
-func newRegistry(t tb, cfg budget.RegistryConfig) *budget.Registry {
-	t.Helper()
-	r, err := budget.NewRegistry(cfg)
-	if err != nil {
-		t.Fatalf("NewRegistry: %v", err)
-	}
-	return r
-}
-
 // pinned is a provider config held at rate requests/s, never retrying.
 func pinned(rate float64) budget.Config {
 	c := fast()
 	c.Adaptive = aimd.Config{Initial: rate, Max: rate}
 	return c
+}
+
+// TestReadyAtBooksNothing: asking ReadyAt any number of times takes no
+// slot: it names the next slot, and a call made then goes out at once.
+func TestReadyAtBooksNothing(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(10)})
+		now := time.Now()
+		if got := reg.ReadyAt("a", now); !got.Equal(now) {
+			t.Fatalf("ReadyAt of an unknown key = %v, want now %v", got, now)
+		}
+		p := provider(reg, "a")
+		ok := func(context.Context) forage.Outcome { return forage.Outcome{Status: 200} }
+		if err := p.Do(t.Context(), nil, ok); err != nil {
+			t.Fatal(err)
+		}
+		want := now.Add(100 * time.Millisecond)
+		for i := range 100 {
+			if got := reg.ReadyAt("a", time.Now()); !got.Equal(want) {
+				t.Fatalf("ask %d: ReadyAt = %v after now, want %v", i, got.Sub(now), want.Sub(now))
+			}
+		}
+		time.Sleep(time.Until(want))
+		if got := reg.ReadyAt("a", time.Now()); !got.Equal(time.Now()) {
+			t.Fatalf("at the slot: ReadyAt = %v, want now", got.Sub(now))
+		}
+		if err := p.Do(t.Context(), nil, ok); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(want); waited != 0 {
+			t.Fatalf("the call at the forecast slot waited %v, want 0", waited)
+		}
+	})
+}
+
+// TestReadyAtNamesPausesAndBreaker: a Retry-After longer than MaxWait makes
+// the host ready at the pause's end; an open breaker, at its OpenUntil; an
+// operator's pause, five seconds on (when to ask again).
+func TestReadyAtNamesPausesAndBreaker(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := pinned(100)
+		c.MaxWait, c.MaxAttempts = time.Second, 1
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: c})
+		start := time.Now()
+		err := provider(reg, "a").Do(t.Context(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 429, RetryAfter: 30 * time.Second}
+		})
+		if r, _ := budget.ReasonOf(err); r != forage.ReasonThrottled {
+			t.Fatalf("Do = %v, want throttled", err)
+		}
+		if got, want := reg.ReadyAt("a", time.Now()), start.Add(30*time.Second); !got.Equal(want) {
+			t.Fatalf("paused: ReadyAt = %v after start, want %v", got.Sub(start), want.Sub(start))
+		}
+		tripping := pinned(100)
+		tripping.MaxAttempts = 1
+		tripping.Breaker = breaker.Config{MinRequests: 1, OpenTimeout: 10 * time.Second}
+		reg2 := newRegistry(t, budget.RegistryConfig{Defaults: tripping})
+		_ = provider(reg2, "c").Do(t.Context(), nil, func(context.Context) forage.Outcome { return forage.Outcome{Status: 500} })
+		if got, want := reg2.ReadyAt("c", time.Now()), start.Add(10*time.Second); !got.Equal(want) {
+			t.Fatalf("breaker open: ReadyAt = %v after start, want %v (snapshot %+v)", got.Sub(start), want.Sub(start), provider(reg2, "c").Snapshot())
+		}
+		if err := reg.SetStatus(t.Context(), "b", budget.StatusPaused, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := reg.ReadyAt("b", start), start.Add(5*time.Second); !got.Equal(want) {
+			t.Fatalf("operator-paused: ReadyAt = %v after now, want %v", got.Sub(start), want.Sub(start))
+		}
+	})
 }
 
 // hosts is an in-memory base RoundTripper serving every host after latency
@@ -64,6 +109,7 @@ type hosts struct {
 func newHosts(latency map[string]time.Duration) *hosts {
 	return &hosts{latency: latency, busy: map[string]int{}, most: map[string]int{}, done: map[string][]time.Time{}}
 }
+
 func (h *hosts) RoundTrip(req *http.Request) (*http.Response, error) {
 	host := req.URL.Host
 	h.mu.Lock()
@@ -109,7 +155,7 @@ func crawlTwoHosts(t *testing.T, withFrontier bool) (healthy time.Duration, base
 	start := time.Now()
 	var wg sync.WaitGroup
 	if withFrontier {
-		f, err := NewFrontier(reg, 2)
+		f, err := budget.NewFrontier(reg, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +167,7 @@ func crawlTwoHosts(t *testing.T, withFrontier bool) (healthy time.Duration, base
 		for range 4 {
 			wg.Go(func() {
 				for {
-					u, done, ok := f.Next(ctx, nil)
+					u, done, ok := f.Next(ctx)
 					if !ok {
 						return
 					}
@@ -192,7 +238,7 @@ func TestFrontierPutsBackWhatWasNotSent(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(1000)})
-		f, err := NewFrontier(reg, 1)
+		f, err := budget.NewFrontier(reg, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +248,7 @@ func TestFrontierPutsBackWhatWasNotSent(t *testing.T) {
 			}
 		}
 		start := time.Now()
-		u, done, ok := f.Next(t.Context(), nil)
+		u, done, ok := f.Next(t.Context())
 		if !ok || u != "http://a.test/1" {
 			t.Fatalf("Next = %q, %v, want a.test/1", u, ok)
 		}
@@ -212,30 +258,31 @@ func TestFrontierPutsBackWhatWasNotSent(t *testing.T) {
 		if done(nil) { // a second call does nothing
 			t.Error("a second done reported the URL put back")
 		}
-		u, done, _ = f.Next(t.Context(), nil)
+		u, done, _ = f.Next(t.Context())
 		if u != "http://a.test/1" || time.Since(start) != 2*time.Second {
 			t.Fatalf("after the breaker's stop: Next = %q after %v, want a.test/1 after 2s", u, time.Since(start))
 		}
 		if done(errors.New("connection refused")) {
 			t.Error("done after a failure reported the URL put back: the worker would not count it")
 		}
-		u, done, _ = f.Next(t.Context(), nil)
+		u, done, _ = f.Next(t.Context())
 		if u != "http://a.test/2" {
 			t.Fatalf("after a failure: Next = %q, want a.test/2 (the failed URL dropped)", u)
 		}
 		done(nil)
-		if u, _, ok := f.Next(t.Context(), nil); ok {
+		if u, _, ok := f.Next(t.Context()); ok {
 			t.Fatalf("Next on an empty frontier = %q, true; want false", u)
 		}
 	})
 }
 
-// TestFrontierStopsWithTheRun: Next returns false once the run is spent, and for a cancelled ctx, even with URLs waiting.
+// TestFrontierStopsWithTheRun: Next returns false once the run in ctx is
+// spent, and for a cancelled ctx, even with URLs waiting.
 func TestFrontierStopsWithTheRun(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(1)})
-		f, _ := NewFrontier(reg, 1)
+		f, _ := budget.NewFrontier(reg, 1)
 		for range 3 {
 			_ = f.Add("http://a.test/x")
 		}
@@ -245,7 +292,7 @@ func TestFrontierStopsWithTheRun(t *testing.T) {
 		client := &http.Client{Transport: budget.NewTransport(reg, newHosts(nil))}
 		n := 0
 		for {
-			u, done, ok := f.Next(ctx, run)
+			u, done, ok := f.Next(ctx)
 			if !ok {
 				break
 			}
@@ -262,7 +309,7 @@ func TestFrontierStopsWithTheRun(t *testing.T) {
 		}
 		cctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, _, ok := f.Next(cctx, nil); ok {
+		if _, _, ok := f.Next(cctx); ok {
 			t.Fatal("Next with a cancelled ctx = true, want false")
 		}
 	})
@@ -273,18 +320,53 @@ func TestFrontierStopsWithTheRun(t *testing.T) {
 func TestNewFrontierRejectsBadArguments(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, budget.RegistryConfig{})
-	if _, err := NewFrontier(reg, 0); !errors.Is(err, budget.ErrInvalidConfig) || !strings.Contains(err.Error(), "perHost") {
+	if _, err := budget.NewFrontier(reg, 0); !errors.Is(err, budget.ErrInvalidConfig) || !strings.Contains(err.Error(), "perHost") {
 		t.Errorf("NewFrontier(reg, 0) = %v, want ErrInvalidConfig naming perHost", err)
 	}
-	if _, err := NewFrontier(nil, 1); !errors.Is(err, budget.ErrInvalidConfig) {
+	if _, err := budget.NewFrontier(nil, 1); !errors.Is(err, budget.ErrInvalidConfig) {
 		t.Errorf("NewFrontier(nil, 1) = %v, want ErrInvalidConfig", err)
 	}
-	f, _ := NewFrontier(reg, 1)
+	f, _ := budget.NewFrontier(reg, 1)
 	for _, u := range []string{"/relative", "http://[::1"} {
 		if err := f.Add(u); err == nil {
 			t.Errorf("Add(%q) = nil, want an error", u)
 		}
 	}
+}
+
+// TestPropertyReadyAtForecastsTheSlot: for any rate and burst and any
+// spacing of calls by one caller, a call made at the time ReadyAt named
+// starts its attempt at once, and asking again names the same time (the
+// question books nothing).
+func TestPropertyReadyAtForecastsTheSlot(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			c := pinned(rapid.Float64Range(0.5, 50).Draw(rt, "rate"))
+			c.Burst = rapid.IntRange(1, 4).Draw(rt, "burst")
+			reg := newRegistry(rt, budget.RegistryConfig{Defaults: c})
+			p := provider(reg, "h")
+			steps := rapid.IntRange(1, 20).Draw(rt, "steps")
+			for i := range steps {
+				time.Sleep(time.Duration(rapid.IntRange(0, 2000).Draw(rt, "gapMs")) * time.Millisecond)
+				at := reg.ReadyAt("h", time.Now())
+				if again := reg.ReadyAt("h", time.Now()); !again.Equal(at) {
+					rt.Fatalf("step %d: ReadyAt %v, then %v: the first ask moved it", i, at, again)
+				}
+				time.Sleep(time.Until(at))
+				var sent time.Time
+				if err := p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+					sent = time.Now()
+					return forage.Outcome{Status: 200}
+				}); err != nil {
+					rt.Fatalf("step %d: %v", i, err)
+				}
+				if !sent.Equal(at) {
+					rt.Fatalf("step %d: ReadyAt named %v, the attempt started %v later", i, at, sent.Sub(at))
+				}
+			}
+		})
+	})
 }
 
 // TestPropertyFrontierHandsEachURLOnce: for any hosts (rates, latencies,
@@ -311,7 +393,7 @@ func TestPropertyFrontierHandsEachURLOnce(t *testing.T) {
 			reg := newRegistry(rt, budget.RegistryConfig{Overrides: overrides})
 			base := newHosts(latency)
 			client := &http.Client{Transport: budget.NewTransport(reg, base)}
-			f, err := NewFrontier(reg, perHost)
+			f, err := budget.NewFrontier(reg, perHost)
 			if err != nil {
 				rt.Fatalf("NewFrontier: %v", err)
 			}
@@ -326,7 +408,7 @@ func TestPropertyFrontierHandsEachURLOnce(t *testing.T) {
 			for range rapid.IntRange(1, 6).Draw(rt, "workers") {
 				wg.Go(func() {
 					for {
-						u, done, ok := f.Next(context.Background(), nil)
+						u, done, ok := f.Next(context.Background())
 						if !ok {
 							return
 						}
@@ -356,6 +438,19 @@ func TestPropertyFrontierHandsEachURLOnce(t *testing.T) {
 	})
 }
 
+// BenchmarkReadyAt is the readiness question a Frontier asks of a host
+// per pick: a registry lookup and reads of the pause, breaker, bulkhead
+// and pacer, allocating nothing.
+func BenchmarkReadyAt(b *testing.B) {
+	reg := newRegistry(b, budget.RegistryConfig{Defaults: pinned(1e6)})
+	provider(reg, "h")
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		reg.ReadyAt("h", now)
+	}
+}
+
 // TestFrontierRedirectToAPausedHostHoldsNoOneElseBack: a page of host a
 // that redirects to host b, which is paused, ends with b's stop. That
 // stop is b's: a's page was sent and answered, so it is not put back (it
@@ -365,7 +460,7 @@ func TestFrontierRedirectToAPausedHostHoldsNoOneElseBack(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(1000)})
-		f, err := NewFrontier(reg, 1)
+		f, err := budget.NewFrontier(reg, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,10 +470,10 @@ func TestFrontierRedirectToAPausedHostHoldsNoOneElseBack(t *testing.T) {
 			}
 		}
 		start := time.Now()
-		u, done, _ := f.Next(t.Context(), nil)
+		u, done, _ := f.Next(t.Context())
 		done(&budget.Error{Provider: "b.test", Reason: forage.ReasonThrottled, Status: 429, Until: start.Add(10 * time.Minute)})
 		for range 20 {
-			v, done, ok := f.Next(t.Context(), nil)
+			v, done, ok := f.Next(t.Context())
 			if !ok || v == u {
 				t.Fatalf("Next = %q, %v after a's page %s redirected to a paused b; want another page of a", v, ok, u)
 			}
@@ -387,7 +482,7 @@ func TestFrontierRedirectToAPausedHostHoldsNoOneElseBack(t *testing.T) {
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("a's other pages took %v, held back by b's pause", d)
 		}
-		if v, _, ok := f.Next(t.Context(), nil); ok {
+		if v, _, ok := f.Next(t.Context()); ok {
 			t.Errorf("Next = %q, true after every page; want false (the redirected page is not sent again)", v)
 		}
 	})

@@ -1,4 +1,4 @@
-package main
+package budget
 
 import (
 	"context"
@@ -10,23 +10,18 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
-	"github.com/forage-go/forage/budget"
 )
 
-// readyPoll is how soon to look again at a host whose provider was evicted
-// while idle: its first slot is free, the next is known once it exists.
-const readyPoll = 100 * time.Millisecond
-
 // Frontier is a crawler's queue of URLs, one queue per host, that hands a
-// worker the next URL of a host whose provider in a [budget.Registry] is
-// ready now (see [budget.Registry.ReadyAt]), taking hosts in turn. A worker is never handed
+// worker the next URL of a host whose provider in a [Registry] is ready now
+// (see [Registry.ReadyAt]), taking hosts in turn. A worker is never handed
 // the URL of a host that is paused, whose breaker is open, whose next
 // pacing slot is still to come, or that already holds perHost workers: one
 // worker pool crawls many hosts, and a slow or limited host holds at most
 // perHost workers while the others keep theirs.
 //
 // A worker calls [Frontier.Next], fetches the URL through a client whose
-// transport is the registry's [budget.Transport], and hands the client's error to
+// transport is the registry's [Transport], and hands the client's error to
 // the done func Next returned. Frontier is safe for concurrent use. Each
 // Next looks at every host with a URL waiting until it finds one ready:
 // fine for thousands of hosts, not for millions. Asking a provider about
@@ -34,18 +29,17 @@ const readyPoll = 100 * time.Millisecond
 // the goroutine inside Next: such a hook must not call the Frontier.
 //
 // A crawl ends when every URL is fetched or dropped, or when its context
-// or [budget.Run] ends. A host that refuses everything (down, answering 503 and
+// or [Run] ends. A host that refuses everything (down, answering 503 and
 // Retry-After to each request, or 429 for good) is called ever more
 // slowly, down to the floor of its provider's adaptive rate
 // ([aimd.Config.Min]), so that it is never hammered; each of its URLs
 // takes longer to drop, and URLs its open breaker held back are put back.
-// Bound a crawl that must end with a Run's deadline
-// ([budget.Envelope.Deadline]), given to Next and, with [budget.WithCall],
-// to the requests.
+// Bound a crawl that must end with a Run's deadline ([Envelope.Deadline]),
+// given to Next and, with [WithCall], to the requests.
 //
 // The zero Frontier is not usable (its methods panic): make one with [NewFrontier].
 type Frontier struct {
-	reg     *budget.Registry
+	reg     *Registry
 	perHost int
 
 	mu      sync.Mutex
@@ -68,32 +62,32 @@ type hostQueue struct {
 
 // NewFrontier returns an empty Frontier over reg's providers that lets at
 // most perHost workers work on one host at once (keep it at or below the
-// providers' [budget.Config.MaxInFlight], or the extra workers wait for a
-// slot). perHost must be at least 1.
-func NewFrontier(reg *budget.Registry, perHost int) (*Frontier, error) {
+// providers' [Config.MaxInFlight], or the extra workers wait for a slot).
+// perHost must be at least 1.
+func NewFrontier(reg *Registry, perHost int) (*Frontier, error) {
 	if reg == nil {
-		return nil, fmt.Errorf("crawl: NewFrontier needs a *budget.Registry (budget.NewRegistry(budget.RegistryConfig{}) gives the defaults): %w", budget.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: NewFrontier needs a *Registry (NewRegistry(RegistryConfig{}) gives the defaults)", ErrInvalidConfig)
 	}
 	if perHost < 1 {
-		return nil, fmt.Errorf("crawl: NewFrontier's perHost must be >= 1 (got %d): %w", perHost, budget.ErrInvalidConfig)
+		return nil, invalid.Must("NewFrontier's perHost", "be >= 1", perHost)
 	}
 	return &Frontier{reg: reg, perHost: perHost, hosts: map[string]*hostQueue{}, changed: make(chan struct{})}, nil
 }
 
 // Add queues rawURL at the back of its host's queue; the host is the
-// provider key [budget.HostKey] gives (the key the [budget.Transport]
-// uses), and its provider is made now if reg has none. A URL that does not
-// parse or names no host is an error and is not queued, as is one whose
-// provider cannot be made (see [budget.Registry.Get]).
+// provider key [HostKey] gives (the key the [Transport] uses), and its
+// provider is made now if reg has none. A URL that does not parse or names
+// no host is an error and is not queued, as is one whose provider cannot
+// be made (see [Registry.Get]).
 func (f *Frontier) Add(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("crawl: frontier: %w", err)
+		return fmt.Errorf("budget: frontier: %w", err)
 	}
 	if u.Host == "" {
-		return fmt.Errorf("crawl: frontier: %q names no host", rawURL)
+		return fmt.Errorf("budget: frontier: %q names no host", rawURL)
 	}
-	key := budget.HostKey(&http.Request{URL: u})
+	key := HostKey(&http.Request{URL: u})
 	if _, err := f.reg.Get(key); err != nil { // so its readiness is known from the first URL
 		return err
 	}
@@ -115,19 +109,20 @@ func (f *Frontier) Add(rawURL string) error {
 // is, and the func to call with the fetch's error (nil on success) when
 // the worker is done with it. done puts the URL back at the head of its
 // queue when the error says it was not sent, and the budget stopped it
-// before any answer (a [*budget.Error] for an open breaker, a pause, a spent quota,
+// before any answer (a [*Error] for an open breaker, a pause, a spent quota,
 // an operator's pause, a run deadline that comes before the host's next
 // slot, or a cancelled call); it then sets the host aside until the
-// [budget.Error.Until] the stop names. Any other error drops the URL: the caller
+// [Error.Until] the stop names. Any other error drops the URL: the caller
 // counts it, and may Add it again. done reports whether it put the URL
 // back, so a worker counts as failed exactly the URLs with an error that
 // done did not put back. done must be called exactly once (later calls do
 // nothing and report false).
 //
-// ok is false when ctx ends, when run (nil: none) is spent, or when no
-// URL is left: none waiting and none handed out (a URL handed out may come
-// back).
-func (f *Frontier) Next(ctx context.Context, run *budget.Run) (rawURL string, done func(err error) (again bool), ok bool) {
+// ok is false when ctx ends, when the [Run] ctx carries ([WithCall]) is
+// spent, or when no URL is left: none waiting and none handed out (a URL
+// handed out may come back).
+func (f *Frontier) Next(ctx context.Context) (rawURL string, done func(err error) (again bool), ok bool) {
+	run := runFrom(ctx)
 	for {
 		if _, spent := run.ExhaustedAt(time.Now()); spent || ctx.Err() != nil {
 			return "", nil, false
@@ -196,14 +191,15 @@ func (f *Frontier) pick(now time.Time) (*hostQueue, time.Time) {
 			earliest(h.aside)
 			continue
 		}
-		if _, ok := f.reg.Lookup(h.key); !ok { // evicted while idle: its first slot is free; the next is known once it exists
+		p := f.provider(h.key)
+		if p == nil { // evicted while idle: its first slot is free; the next is known once it exists
 			h.aside = now.Add(readyPoll)
-		} else if at := f.reg.ReadyAt(h.key, now, 1); at.After(now) {
+		} else if at := p.readyAt(now, 1); at.After(now) {
 			h.aside = at
 			earliest(at)
 			continue
 		} else {
-			h.aside = f.reg.ReadyAt(h.key, now, 2)
+			h.aside = p.readyAt(now, 2)
 		}
 		f.next = (f.next + i + 1) % len(f.ring)
 		h.busy++
@@ -212,8 +208,16 @@ func (f *Frontier) pick(now time.Time) (*hostQueue, time.Time) {
 	return nil, wake
 }
 
+// provider returns the provider for key, or nil if it has none yet.
+func (f *Frontier) provider(key string) *local {
+	if pr, ok := f.reg.Lookup(key); ok {
+		return pr.(*entry).p
+	}
+	return nil
+}
+
 // doneFunc returns the done func of URL u handed out from h.
-func (f *Frontier) doneFunc(h *hostQueue, u string, run *budget.Run) func(error) bool {
+func (f *Frontier) doneFunc(h *hostQueue, u string, run *Run) func(error) bool {
 	var once sync.Once
 	return func(err error) (again bool) {
 		once.Do(func() { again = f.done(h, u, run, err) })
@@ -223,10 +227,10 @@ func (f *Frontier) doneFunc(h *hostQueue, u string, run *budget.Run) func(error)
 
 // done takes back URL u of host h, fetched with err (see [Frontier.Next]),
 // and reports whether it was put back.
-func (f *Frontier) done(h *hostQueue, u string, run *budget.Run, err error) bool {
+func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) bool {
 	now := time.Now()
 	again, until := unsent(err, run, now)
-	if e := (*budget.Error)(nil); errors.As(err, &e) && e.Provider != "" && e.Provider != h.key {
+	if e := (*Error)(nil); errors.As(err, &e) && e.Provider != "" && e.Provider != h.key {
 		// Another host's stop: h's page was sent and redirected there.
 		// It is not h's to wait out, nor to send again.
 		again, until = false, time.Time{}
@@ -249,8 +253,8 @@ func (f *Frontier) done(h *hostQueue, u string, run *budget.Run, err error) bool
 // unsent reports whether a fetch that ended with err stopped in the budget
 // before any answer, so its URL should be fetched again, and until when its
 // host should be left alone.
-func unsent(err error, run *budget.Run, now time.Time) (again bool, until time.Time) {
-	var e *budget.Error
+func unsent(err error, run *Run, now time.Time) (again bool, until time.Time) {
+	var e *Error
 	if !errors.As(err, &e) {
 		return false, time.Time{}
 	}

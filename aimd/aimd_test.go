@@ -117,7 +117,7 @@ func TestAdditiveIncreaseWithoutSlowStart(t *testing.T) {
 	c := mustNew(t, aimd.Config{DisableSlowStart: true, Initial: 10, Increase: 2})
 	now := t0
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
-	now = succeed(c, now, 3*time.Second, 10*ms)
+	succeed(c, now, 3*time.Second, 10*ms)
 	if got := c.Snapshot().Rate; !near(got, 16, 1e-9) {
 		t.Errorf("rate after 3s at +2/s per s = %g, want 16", got)
 	}
@@ -528,7 +528,7 @@ func TestRestoreWithoutCeilingForgetsIt(t *testing.T) {
 	}
 	now := t0
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success})
-	now = succeed(c, now, time.Second, 10*ms)
+	succeed(c, now, time.Second, 10*ms)
 	if got := c.Snapshot().Rate; !near(got, 16, 1e-9) {
 		t.Fatalf("a second of success after: rate %g, want 16 (slow start)", got)
 	}

@@ -65,7 +65,7 @@ func main() {
 	m, _ := prom.New(prom.Config{})
 	reg, _ := budget.NewRegistry(budget.RegistryConfig{Metrics: m})
 	s, err := schedule.New(schedule.Config{Budget: reg}, schedule.NewMemoryJobStore(), nil)
-	fmt.Println(s != nil, err, pgstore.DefaultSchema)
+	fmt.Println(s != nil, err)
 	_, err = pgstore.Open(context.Background(), "postgres://localhost:1/none?connect_timeout=1", pgstore.Config{})
 	fmt.Println(err != nil)
 }

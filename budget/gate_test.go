@@ -246,7 +246,7 @@ func TestAPauseOverMaxWaitStopsCallsAlreadyWaiting(t *testing.T) {
 func TestOperatorPauseStopsCallsInsideDo(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]budget.Config{
-		"before a retry":      {Backoff: retry.BackoffConfig{Base: 2 * time.Second, Rand: func() float64 { return 1 }}},
+		"before a retry":      {Backoff: retry.BackoffConfig{Base: 2 * time.Second, Rand: retry.NoJitter}},
 		"waiting for a limit": {Limits: []budget.Limit{{Count: 2, Per: 10 * time.Second, Burst: 1}}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -36,12 +36,16 @@ type BackoffConfig struct {
 	// deterministic source in tests. A result outside [0, 1] is clamped into
 	// it (NaN counts as 0), so a faulty source can never produce a sleep
 	// outside [0, ceiling]. Nil means [rand.Float64] of math/rand/v2.
-	// A Rand that always returns 1 turns jitter off: every sleep is its
-	// ceiling, min(Cap, Base·2^n), a plain exponential backoff. Prefer the
-	// default full jitter for clients that may fail together; no jitter
-	// suits a lone client that wants predictable sleeps.
+	// [NoJitter] turns jitter off: every sleep is its ceiling, a plain
+	// exponential backoff.
 	Rand func() float64
 }
+
+// NoJitter, as [BackoffConfig.Rand], turns jitter off: it always returns 1,
+// so every sleep is the full ceiling, min(Cap, Base·2^n). Prefer the
+// default full jitter for clients that may fail together; NoJitter suits a
+// lone client that wants predictable sleeps.
+func NoJitter() float64 { return 1 }
 
 // Backoff is full-jitter exponential backoff: the n-th call of
 // [Backoff.NextBackOff] (counting from 0) returns a uniformly random sleep in

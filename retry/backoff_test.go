@@ -283,11 +283,11 @@ func mustBackoff(tb fataler, cfg retry.BackoffConfig) *retry.Backoff {
 	return b
 }
 
-// TestNoJitterSleepsTheCeiling: with a Rand that always returns 1 every
-// sleep is exactly its ceiling, min(Cap, Base·2^n).
+// TestNoJitterSleepsTheCeiling: with Rand set to NoJitter every sleep is
+// exactly its ceiling, min(Cap, Base·2^n).
 func TestNoJitterSleepsTheCeiling(t *testing.T) {
 	t.Parallel()
-	b, err := retry.NewBackoff(retry.BackoffConfig{Base: 100 * time.Millisecond, Cap: time.Second, Rand: func() float64 { return 1 }})
+	b, err := retry.NewBackoff(retry.BackoffConfig{Base: 100 * time.Millisecond, Cap: time.Second, Rand: retry.NoJitter})
 	if err != nil {
 		t.Fatal(err)
 	}

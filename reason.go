@@ -32,7 +32,7 @@ const (
 	// ReasonDeadline: the run's wall clock ran out, or the next attempt
 	// could not start before it (this provider's next pacing slot, or a
 	// retry's backoff, falls after the deadline; another provider may still
-	// have room: check the run's Exhausted before ending the whole run).
+	// have room: check the run's ExhaustedAt before ending the whole run).
 	ReasonDeadline Reason = "deadline"
 
 	// ReasonThrottled: the provider answered 429 (or asked for a pause longer
@@ -66,8 +66,8 @@ const (
 	ReasonPermanent Reason = "permanent"
 	// ReasonCanceled: the caller's context ended.
 	ReasonCanceled Reason = "canceled"
-	// ReasonPacer: the host's pacer (e.g. one shared through a database)
-	// failed with an error of its own: no request was sent, and it is
+	// ReasonPacer: the host's pacer (a budget.Pacer of its own, such as
+	// one kept in a database) failed with an error of its own: no request was sent, and it is
 	// neither the provider's verdict nor the run's budget. Call again once
 	// the pacer is back.
 	ReasonPacer Reason = "pacer"

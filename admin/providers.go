@@ -117,7 +117,7 @@ func (h *Handler) knows(ctx context.Context, provider string) (bool, error) {
 }
 
 // snapshot is the scheduler's snapshot now, its providers the first limit
-// named after after, taken in turn (see [Handler.turn]).
+// named after after, taken in turn (see Handler.turn).
 func (h *Handler) snapshot(ctx context.Context, after string, limit int) (schedule.Snapshot, error) {
 	release, err := h.turn(ctx)
 	if err != nil {

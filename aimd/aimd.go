@@ -167,9 +167,10 @@ func orDefault[T float64 | time.Duration](v, def T) T {
 }
 
 // Controller discovers a provider's sustainable request rate from the
-// responses it sees and tells the pacer the rate to send at. It is safe for
-// concurrent use: one mutex guards the state, taken once per response and
-// once per rate read.
+// responses it sees ([Controller.ObserveAt]) and tells the pacer the rate to
+// send at and the pause in force ([Controller.Snapshot]: Rate and
+// PausedUntil). It is safe for concurrent use: one mutex guards the state,
+// taken once per response and once per snapshot.
 //
 // The zero Controller is not usable (its methods panic): make one with [New].
 type Controller struct {

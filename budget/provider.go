@@ -19,7 +19,8 @@ import (
 
 // Provider is the gate every request attempt to one provider passes. A
 // [Registry] hands out one per provider key; [NewLocal] makes a standalone
-// one; a database-backed implementation shares one budget across processes.
+// one; processes that call one provider share its budget through
+// [Config.Shares].
 type Provider interface {
 	// Do runs one logical request: it admits against run (nil: no request
 	// cap nor deadline, and retries drawn from the provider's own retry
@@ -145,7 +146,7 @@ func checkKey(key string) error {
 
 // newLocal builds the provider for key, restored from its record in
 // cfg.Records if any; its errors name cfg's fields from path (see
-// [Config.validate]).
+// Config.validate).
 func newLocal(key string, cfg Config, path string) (*local, error) {
 	cfg = cfg.withDefaults()
 	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}

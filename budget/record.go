@@ -113,7 +113,7 @@ func (p *local) load(ctx context.Context) error {
 }
 
 // paceKey is the adaptive pacer's key in a record's Spent (see keepPace):
-// no known limit's (see [Limit.key]).
+// no known limit's (see Limit.key).
 const paceKey = "pace"
 
 // keepPace makes the record account for the adaptive pacer's slot, when

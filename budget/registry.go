@@ -407,10 +407,12 @@ func (r *Registry) shrink(keep *entry) {
 // SnapshotPage returns the state of at most limit providers keyed after
 // after, sorted by key, and whether more follow: the per-provider metrics
 // an operator's dashboard shows. SnapshotPage("", math.MaxInt) returns
-// every provider's. A page snapshots no other provider: a crawler's
-// registry holds a provider per host it met (up to MaxProviders, 100,000
-// by default), and a dashboard showing a page of them, or sampling the
-// first hundred, took 175 MB and 1.5 s a time from a snapshot of all.
+// every provider's; a limit of 0 or less returns none. schedule's
+// Scheduler.SnapshotPage pages its providers the same way, by key after
+// after. A page snapshots no other provider: a crawler's registry holds a
+// provider per host it met (up to MaxProviders, 100,000 by default), and a
+// dashboard showing a page of them, or sampling the first hundred, took
+// 175 MB and 1.5 s a time from a snapshot of all.
 func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more bool) {
 	if limit <= 0 {
 		return nil, false

@@ -16,7 +16,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// LocalStore is a [Store] for one process. Made with [NewMemoryStore] it
+// LocalStore is a [Store] and a budget.RecordStore for one process (an
+// in-memory budget.ShareStore, for processes simulated in one test, is
+// budgettest.NewShareStore). Made with [NewMemoryStore] it
 // keeps its state in memory: the embedded default, for tests, and the
 // reference the other stores are checked against; its state dies with the
 // process. Opened with [OpenFileStore] it keeps its state in crash-safe

@@ -24,9 +24,10 @@
 //
 // # Using it
 //
-// [New] builds a [Limiter] from a [Config]. [Limiter.AllowNAt] decides
-// without waiting and report a [Result] (remaining
-// burst, when to retry, when the limiter is idle again); [Limiter.WaitN] blocks
+// [New] builds a [Limiter] from a [Config]. [Limiter.AllowNAt] decides, at
+// the time the caller read once, without waiting and reports a [Result] (remaining
+// burst, when to retry, when the limiter is idle again; [Limiter.Allow] is the
+// same for one request now); [Limiter.WaitN] blocks
 // until a slot conforms; [Limiter.ReserveNAt] books a slot unconditionally for
 // a pacer that must send every request, and [Limiter.UnreserveNAt] gives an
 // unused one back. [Limiter.SetRateAt] retunes the rate (the aimd package calls

@@ -138,8 +138,8 @@ func (l *Limiter) Rate() float64 { return 1e9 / float64(l.interval.Load()) }
 // Interval returns the current emission interval I = 1/Rate.
 func (l *Limiter) Interval() time.Duration { return time.Duration(l.interval.Load()) }
 
-// Burst returns how many unit requests may arrive back to back; it never
-// changes.
+// Burst returns how many unit requests may arrive back to back; it changes
+// only through [Limiter.SetBurst].
 func (l *Limiter) Burst() int { return int(l.burst.Load()) }
 
 // offset converts t to nanoseconds since the limiter's base, saturating for

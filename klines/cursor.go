@@ -29,7 +29,7 @@ import (
 //     T; the next slice confirms it with one request ([Source.Fetch]).
 //     "?Tk": the answer's first candle was at T (it started late).
 //     "?T…r": the claim an earlier process left, made again by this
-//     one's answer (see [Source.claim]): spelt apart from the cursor it
+//     one's answer (see Source.claim): spelt apart from the cursor it
 //     replaces, so that the page making it is progress, not "caught up".
 type cursor struct {
 	last, cand, seen, confirm int64

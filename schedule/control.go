@@ -156,8 +156,9 @@ func (s *Scheduler) Delete(ctx context.Context, id int64) error {
 // it to each. Each paused provider is kept (and listed in a [Snapshot])
 // until resumed: a host taking provider names from outside, as an admin
 // API does, bounds the set it pauses (see [Scheduler.PausedProviders]),
-// and pauses only providers the scheduler knows (with a job in the store,
-// or in [Config.Budget]). Pausing a paused provider, or resuming one that
+// and pauses only providers the scheduler knows: with a job in the store
+// (Store().List with a Query for the provider and a Limit of 1), or in
+// [Config.Budget] (its Lookup). Pausing a paused provider, or resuming one that
 // is not, changes nothing.
 func (s *Scheduler) SetProviderPaused(provider string, paused bool) {
 	s.mu.Lock()

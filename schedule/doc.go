@@ -142,8 +142,10 @@
 //
 // # Control
 //
-// Jobs can be paused, resumed, run now and deleted; providers paused and
-// resumed. A running job that is paused or deleted, or whose provider is
+// Jobs are paused and resumed ([Scheduler.SetPaused]), run now
+// ([Scheduler.RunNow]) and deleted ([Scheduler.Delete]), and listed and read
+// through the job store ([Scheduler.Store]: List, Get); providers are paused
+// and resumed with [Scheduler.SetProviderPaused]. A running job that is paused or deleted, or whose provider is
 // paused, has its run's context cancelled with cause [ErrInterrupted]: a
 // slice runner stops at its next slice boundary and the run is not counted
 // as a failure. [Scheduler.SnapshotPage] gives the metrics, with a

@@ -59,6 +59,11 @@ func TestNewDefaults(t *testing.T) {
 	if got := aimd.ConfigOf(mustNew(t, aimd.Config{Max: 0.5})).Initial; got != 0.5 {
 		t.Errorf("Initial with Max 0.5 = %g, want 0.5", got)
 	}
+	// So does the default Min: a Max of one request a minute is a pinned
+	// rate, not an error asking for a Min too.
+	if got := aimd.ConfigOf(mustNew(t, aimd.Config{Max: 1.0 / 60})); got.Min != got.Max || got.Initial != got.Max {
+		t.Errorf("Min, Initial with Max 1/60 = %g, %g, want both %g", got.Min, got.Initial, got.Max)
+	}
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {

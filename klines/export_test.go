@@ -6,8 +6,6 @@ import "time"
 var (
 	ValidDecimal = validDecimal
 	Time         = msTime
-	Step         = stepOf
-	Floor        = floorTo
 	EncodeCursor = plainCursor
 	ShownCandle  = shownCandle
 )

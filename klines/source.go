@@ -91,9 +91,9 @@ var invalid = cfgerr.For("klines", ErrInvalidConfig)
 // candle (a month).
 const maxStep = 366 * 24 * time.Hour
 
-// stepOf returns the interval's length, or an error for an unknown
-// interval.
-func stepOf(interval string) (time.Duration, error) {
+// Step returns the length of a Binance interval ("1m", "4h", "1w"), or an
+// error for an unknown one: the rule [Source.Init] checks its Interval by.
+func Step(interval string) (time.Duration, error) {
 	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
 	if len(interval) < 2 {
 		return 0, fmt.Errorf("klines: unknown interval %q", interval)
@@ -123,13 +123,13 @@ func (s *Source) until() time.Time {
 }
 
 // floor returns the open time of the candle that contains t.
-func (s *Source) floor(t time.Time) time.Time { return floorTo(t, s.step) }
+func (s *Source) floor(t time.Time) time.Time { return Floor(t, s.step) }
 
-// floorTo returns the open time of the candle of length step that contains
-// t, as Binance aligns candles: to the Unix epoch, and weeks to Mondays
+// Floor returns the open time of the candle of length step (see [Step])
+// that contains t, as Binance aligns candles: to the Unix epoch, and weeks to Mondays
 // (1970-01-05). It is not [time.Time.Truncate], which counts from the
 // year 1: the two differ for 3d candles by two days.
-func floorTo(t time.Time, step time.Duration) time.Time {
+func Floor(t time.Time, step time.Duration) time.Time {
 	var off int64
 	if step%(7*24*time.Hour) == 0 {
 		off = (4 * 24 * time.Hour).Milliseconds()
@@ -151,7 +151,7 @@ func (s *Source) lastBefore(t time.Time) time.Time { return s.floor(t.Add(-time.
 // Init checks the source and must be called before use. A bad field is
 // an error wrapping [ErrInvalidConfig] that names it.
 func (s *Source) Init() error {
-	step, err := stepOf(s.Interval)
+	step, err := Step(s.Interval)
 	if s.Page == 0 {
 		s.Page = maxPage
 	}

@@ -502,7 +502,7 @@ func streamError(sym, interval string, mode checkpoint.Mode, err error) error {
 // a moment for the provider to settle it.
 func (c *collector) nextClose(now time.Time) time.Time {
 	settle := min(c.o.step/10, 2*time.Second)
-	return candleFloor(now, c.o.step).Add(c.o.step + settle)
+	return klines.Floor(now, c.o.step).Add(c.o.step + settle)
 }
 
 // earlier says, on stderr, when -since asks for candles before those a

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/forage-go/forage/klines"
 )
 
 // options is a parsed, validated collect command line.
@@ -114,7 +116,7 @@ func parseCollect(args []string) (options, error) {
 	if o.symbols, err = parseSymbols(symbols); err != nil {
 		return o, err
 	}
-	if o.step, err = intervalStep(o.interval); err != nil {
+	if o.step, err = klines.Step(o.interval); err != nil {
 		return o, badFlag("interval", "must be <n> followed by s, m, h, d or w, e.g. 1m", o.interval)
 	}
 	if o.baseURL != "" {
@@ -163,7 +165,7 @@ func parseWindow(since, until string, step time.Duration, now time.Time) (time.T
 		}
 		end = t
 	}
-	end = candleFloor(end, step) // as the exchange aligns candles: not Truncate's year 1 (3d)
+	end = klines.Floor(end, step) // as the exchange aligns candles: not Truncate's year 1 (3d)
 	start := end.Add(-24 * time.Hour)
 	if since != "" {
 		t, err := time.Parse(time.RFC3339, since)
@@ -172,7 +174,7 @@ func parseWindow(since, until string, step time.Duration, now time.Time) (time.T
 		}
 		start = t.UTC()
 	}
-	start = candleFloor(start, step)
+	start = klines.Floor(start, step)
 	if !start.Before(end) {
 		return time.Time{}, time.Time{}, badFlag("since", "must be at least one interval before -until "+end.Format(time.RFC3339), since)
 	}
@@ -229,7 +231,7 @@ func parseExport(args []string) (exportOptions, error) {
 	case o.store == "":
 		return o, badFlag("store", "must name a directory or a postgres:// DSN", o.store)
 	}
-	if _, err := intervalStep(o.interval); err != nil {
+	if _, err := klines.Step(o.interval); err != nil {
 		return o, badFlag("interval", "must be <n> followed by s, m, h, d or w, e.g. 1m", o.interval)
 	}
 	return o, nil

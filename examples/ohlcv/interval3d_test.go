@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/forage-go/forage/klines"
 )
 
 // A 3d catch-up up to now. In the bubble it is 2000-01-01T00:00Z: the
@@ -34,7 +36,7 @@ func TestA3dIntervalIsDoneWhenItsCandlesAre(t *testing.T) {
 			if err != nil {
 				t.Fatalf("export line %q: %v", l, err)
 			}
-			if open := time.UnixMilli(ms).UTC(); open.Before(candleFloor(since, 3*24*time.Hour)) {
+			if open := time.UnixMilli(ms).UTC(); open.Before(klines.Floor(since, 3*24*time.Hour)) {
 				t.Errorf("stored a candle at %v, before the one that holds -since's %v", open, since)
 			}
 		}

@@ -136,7 +136,7 @@ func (h *Handler) connectors(now time.Time, after string, limit int) ([]connecto
 	for _, b := range snaps {
 		out = append(out, connectorOf(now, b, h.hist.of(b.Key)))
 	}
-	return out, more
+	return out, more > 0
 }
 
 // serveConnectors serves GET /connectors: {"connectors": […], "next": "…"},

@@ -45,6 +45,14 @@ func TestAConnectorPageCostsThePage(t *testing.T) {
 		if page > 4<<20 {
 			t.Errorf("GET /connectors?limit=1 over %d providers allocated %d MB; want it bounded by the page, not the registry", n, page>>20)
 		}
+		// GET /stats, GET /providers and the status page show a page of the
+		// scheduler's providers: they snapshot that page of the registry, not
+		// all of it (each took 35 MB at 20,000 providers).
+		for _, path := range []string{"/stats", "/providers?limit=1", "/"} {
+			if got := allocated(func() { send(h, localRequest("GET", path, nil)) }); got > 4<<20 {
+				t.Errorf("GET %s over %d providers allocated %d MB; want it bounded by the page, not the registry", path, n, got>>20)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond) // one sample
 		defer cancel()
 		run := allocated(func() { _ = h.Run(ctx) })

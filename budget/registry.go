@@ -405,18 +405,16 @@ func (r *Registry) shrink(keep *entry) {
 }
 
 // SnapshotPage returns the state of at most limit providers keyed after
-// after, sorted by key, and whether more follow: the per-provider metrics
+// after, sorted by key, and how many more follow: the per-provider metrics
 // an operator's dashboard shows. SnapshotPage("", math.MaxInt) returns
-// every provider's; a limit of 0 or less returns none. schedule's
-// Scheduler.SnapshotPage pages its providers the same way, by key after
-// after. A page snapshots no other provider: a crawler's registry holds a
+// every provider's; a limit of 0 or less returns none (and counts them
+// all as following). schedule's Scheduler.SnapshotPage pages its providers
+// the same way, by key after after, and counts the rest alike. A page snapshots no other provider: a crawler's registry holds a
 // provider per host it met (up to MaxProviders, 100,000 by default), and a
 // dashboard showing a page of them, or sampling the first hundred, took
 // 175 MB and 1.5 s a time from a snapshot of all.
-func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more bool) {
-	if limit <= 0 {
-		return nil, false
-	}
+func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more int) {
+	limit = max(limit, 0)
 	var keys []string
 	for i := range r.shards {
 		s := &r.shards[i]
@@ -429,8 +427,12 @@ func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more 
 		s.mu.RUnlock()
 	}
 	slices.Sort(keys)
-	if more = len(keys) > limit; more {
+	if len(keys) > limit {
+		more = len(keys) - limit
 		keys = keys[:limit]
+	}
+	if len(keys) == 0 {
+		return nil, more
 	}
 	page = make([]Snapshot, 0, len(keys))
 	for _, k := range keys {

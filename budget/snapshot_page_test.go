@@ -29,13 +29,16 @@ func TestPropertySnapshotPagesAreTheSnapshot(t *testing.T) {
 		after := ""
 		for {
 			page, more := reg.SnapshotPage(after, limit)
-			if len(page) > limit || more && len(page) != limit {
-				rt.Fatalf("page of %d (more %v) for a limit of %d", len(page), more, limit)
+			if len(page) > limit || more > 0 && len(page) != limit {
+				rt.Fatalf("page of %d (more %d) for a limit of %d", len(page), more, limit)
+			}
+			if rest := len(keysAfter(reg, after)) - len(page); more != rest {
+				rt.Fatalf("a page after %q counts %d more, want %d", after, more, rest)
 			}
 			for _, s := range page {
 				got = append(got, s.Key)
 			}
-			if !more {
+			if more == 0 {
 				break
 			}
 			after = page[len(page)-1].Key
@@ -48,8 +51,18 @@ func TestPropertySnapshotPagesAreTheSnapshot(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			rt.Fatalf("pages %v, snapshot %v", got, want)
 		}
-		if page, more := reg.SnapshotPage("", 0); page != nil || more {
-			rt.Fatalf("a page of 0: %v, %v", page, more)
+		if page, more := reg.SnapshotPage("", 0); page != nil || more != len(want) {
+			rt.Fatalf("a page of 0: %v, %d more, want none and %d", page, more, len(want))
 		}
 	})
+}
+
+// keysAfter lists reg's keys after after, from a snapshot of all.
+func keysAfter(reg *budget.Registry, after string) []string {
+	all, _ := reg.SnapshotPage(after, math.MaxInt)
+	keys := make([]string, 0, len(all))
+	for _, s := range all {
+		keys = append(keys, s.Key)
+	}
+	return keys
 }

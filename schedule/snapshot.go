@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"math"
 	"slices"
 	"time"
 
@@ -148,12 +147,29 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 		}
 	}
 	s.mu.Unlock()
-	if s.cfg.Budget != nil {
-		all, _ := s.cfg.Budget.SnapshotPage("", math.MaxInt)
-		for _, b := range all {
+	// The budget's providers, a page of them: a crawler's registry may hold
+	// 100,000, and a snapshot of each is what a dashboard cannot afford.
+	// The page's first limit names are among this scheduler's own and the
+	// registry's first limit after after; every registry key past its page
+	// comes after them all.
+	beyond := 0 // registry keys past the page that no job, pause or cool-down names
+	if reg := s.cfg.Budget; reg != nil {
+		page, more := reg.SnapshotPage(after, limit)
+		for i := range page {
+			b := &page[i]
 			p := get(b.Key)
-			p.Budget = &b
+			p.Budget = b
 			p.Paused = p.Paused || b.Status == budget.StatusPaused // "paused": false beside status "paused" read as a contradiction
+		}
+		last := after
+		if len(page) > 0 {
+			last = page[len(page)-1].Key
+		}
+		beyond = more
+		for name := range provs {
+			if _, ok := reg.Lookup(name); ok && name > last && more > 0 {
+				beyond-- // counted in more already, and counted below as a name
+			}
 		}
 	}
 	names := make([]string, 0, len(provs))
@@ -167,6 +183,7 @@ func (s *Scheduler) SnapshotPage(ctx context.Context, now time.Time, after strin
 		snap.MoreProviders = len(names) - limit
 		names = names[:limit]
 	}
+	snap.MoreProviders += beyond
 	snap.Providers = make([]ProviderSnapshot, 0, len(names))
 	for _, name := range names {
 		snap.Providers = append(snap.Providers, *provs[name])

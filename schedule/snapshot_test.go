@@ -21,24 +21,48 @@ import (
 // TestPropertySnapshotPage: following SnapshotPage from "" with any limit
 // lists every provider once, in name order, each page at most limit long,
 // MoreProviders counting exactly those after the page, and the job counts
-// those of the whole store on every page.
+// those of the whole store on every page. A provider the budget registry
+// holds is listed with its budget snapshot whether or not a job names it,
+// and a page snapshots only its page of the registry (GET /stats snapshotted
+// every provider of a crawler's registry to show a hundred).
 func TestPropertySnapshotPage(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
-		s, _ := newSched(rt, schedule.Config{}, nil)
+		reg, err := budget.NewRegistry(budget.RegistryConfig{})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		s, _ := newSched(rt, schedule.Config{Budget: reg}, nil)
 		n := rapid.IntRange(0, 12).Draw(rt, "providers")
 		var want []string
+		inRegistry := map[string]bool{}
 		for i := range n {
 			name := fmt.Sprintf("p%02d", i)
-			if rapid.Bool().Draw(rt, "paused") {
+			switch rapid.IntRange(0, 3).Draw(rt, "how") {
+			case 0:
 				s.SetProviderPaused(name, true)
-			} else {
+			case 1:
 				upsert(rt, s, t0, schedule.Spec{Provider: name, Kind: schedule.KindBackfill, Stream: "s"})
+			case 2: // in the registry only (a host's direct calls)
+				inRegistry[name] = true
+			case 3:
+				upsert(rt, s, t0, schedule.Spec{Provider: name, Kind: schedule.KindBackfill, Stream: "s"})
+				inRegistry[name] = true
+			}
+			if inRegistry[name] {
+				if _, err := reg.Get(name); err != nil {
+					rt.Fatal(err)
+				}
 			}
 			want = append(want, name)
 		}
 		limit := rapid.IntRange(1, 5).Draw(rt, "limit")
-		total := len(want) - len(s.PausedProviders())
+		total := 0
+		for _, name := range want {
+			if jobs, _ := s.Store().List(context.Background(), schedule.Query{Provider: name}); len(jobs) > 0 {
+				total++
+			}
+		}
 		var got []string
 		for after, step := "", 0; ; step++ {
 			snap, err := s.SnapshotPage(context.Background(), t0, after, limit)
@@ -50,6 +74,9 @@ func TestPropertySnapshotPage(t *testing.T) {
 			}
 			for _, p := range snap.Providers {
 				got = append(got, p.Provider)
+				if (p.Budget != nil) != inRegistry[p.Provider] {
+					rt.Fatalf("step %d: %s has a budget snapshot: %v, in the registry: %v", step, p.Provider, p.Budget != nil, inRegistry[p.Provider])
+				}
 			}
 			if left := len(want) - len(got); snap.MoreProviders != left {
 				rt.Fatalf("step %d: MoreProviders %d, want %d", step, snap.MoreProviders, left)

@@ -311,24 +311,31 @@ func TestFileStoreLocksItsDirectory(t *testing.T) {
 	openFile(t, dir, nil)
 }
 
-func TestFileStoreClosed(t *testing.T) {
+// TestLocalStoreClosed: a store closes alike in memory and on files:
+// every later call fails with ErrClosed, and closing again is a no-op.
+func TestLocalStoreClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := checkpoint.OpenFileStore(t.TempDir(), checkpoint.Config{})
+	files, err := checkpoint.OpenFileStore(t.TempDir(), checkpoint.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 {
-		if err := s.Close(); err != nil {
-			t.Fatalf("Close %d: %v", i, err)
+	for mode, s := range map[string]*checkpoint.LocalStore{"memory": checkpoint.NewMemoryStore(checkpoint.Config{}), "files": files} {
+		for i := range 2 {
+			if err := s.Close(); err != nil {
+				t.Fatalf("%s: Close %d: %v", mode, i, err)
+			}
 		}
-	}
-	key := checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}
-	if _, err := s.Load(ctx, key); !errors.Is(err, checkpoint.ErrClosed) {
-		t.Errorf("Load after Close: %v, want ErrClosed", err)
-	}
-	if _, err := s.Commit(ctx, key, nil, 0, checkpoint.Lease{}); !errors.Is(err, checkpoint.ErrClosed) {
-		t.Errorf("Commit after Close: %v, want ErrClosed", err)
+		key := checkpoint.Key{Stream: "s", Mode: checkpoint.CatchUp}
+		if _, err := s.Load(ctx, key); !errors.Is(err, checkpoint.ErrClosed) {
+			t.Errorf("%s: Load after Close: %v, want ErrClosed", mode, err)
+		}
+		if _, err := s.Commit(ctx, key, nil, 0, checkpoint.Lease{}); !errors.Is(err, checkpoint.ErrClosed) {
+			t.Errorf("%s: Commit after Close: %v, want ErrClosed", mode, err)
+		}
+		if _, _, err := s.LoadRecord(ctx, "p"); !errors.Is(err, checkpoint.ErrClosed) {
+			t.Errorf("%s: LoadRecord after Close: %v, want ErrClosed", mode, err)
+		}
 	}
 	if _, err := checkpoint.OpenFileStore("", checkpoint.Config{}); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("OpenFileStore(\"\"): %v, want ErrInvalid", err)

@@ -32,7 +32,7 @@ func TestACrashLoopIsNeverBanned(t *testing.T) {
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: 20, Burst: 1},
-					Answer: providertest.AnswerBan, Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond,
+					Answer: providertest.Answer{BanAfter: 5}, Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond,
 					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
 					t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // at once and got 3 requests through in the next 5 s.
 func TestAQuietCallerMeetsTheLimitOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Rate: 50, Burst: 1}, Answer: providertest.Answer429,
+		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Rate: 50, Burst: 1},
 			Latency: 100 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 func TestEchoesOfARefusalDoNotOpenTheBreaker(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Count: 21, Window: time.Second}, Answer: providertest.Answer429,
+		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Count: 21, Window: time.Second},
 			Latency: 80 * time.Millisecond, Jitter: 30 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)

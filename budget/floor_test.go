@@ -39,7 +39,7 @@ func testAFloorRecovers(t *testing.T, pause time.Duration) {
 		if err := store.SaveRecord(context.Background(), rec); err != nil {
 			t.Fatal(err)
 		}
-		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Rate: 20, Burst: 1}, Answer: providertest.Answer429,
+		srv, err := providertest.New(providertest.Config{Seed: 7, Limit: providertest.Limit{Rate: 20, Burst: 1},
 			Latency: 3 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 		if err != nil {
 			t.Fatal(err)

@@ -56,35 +56,35 @@ func shortRows() []shortRow {
 			Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 	}
 	noisy := func(f providertest.Fault, share float64) providertest.Config {
-		c := base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429)
+		c := base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer{})
 		c.FaultRate, c.Faults = share, []providertest.Fault{f}
 		return c
 	}
-	ietf := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429)
+	ietf := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer{})
 	ietf.Headers = providertest.Headers{IETF: true}
-	mixed := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429)
+	mixed := base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer{})
 	mixed.Headers = providertest.Headers{IETF: true, Binance: true}
-	bucket := base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429)
+	bucket := base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer{})
 	bucket.Headers = providertest.Headers{IETF: true}
-	ban := base(providertest.Limit{Rate: 15, Burst: 1}, providertest.AnswerBan)
-	halves := base(providertest.Limit{Rate: 40, Burst: 1}, providertest.Answer429)
+	ban := base(providertest.Limit{Rate: 15, Burst: 1}, providertest.Answer{BanAfter: 5})
+	halves := base(providertest.Limit{Rate: 40, Burst: 1}, providertest.Answer{})
 	halves.Schedule = map[time.Duration]providertest.Limit{shortRun / 2: {Rate: 20, Burst: 1}}
-	halves20 := base(providertest.Limit{Rate: 20, Burst: 1}, providertest.Answer429)
+	halves20 := base(providertest.Limit{Rate: 20, Burst: 1}, providertest.Answer{})
 	halves20.Schedule = map[time.Duration]providertest.Limit{shortRun / 2: {Rate: 10, Burst: 1}}
 	return []shortRow{
-		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer429), rate: 17, workers: 3},
-		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.Limit{Rate: 13, Burst: 2}, providertest.Answer429), rate: 13, workers: 3},
-		{name: "gcra 50/s burst 10, 429+RA", cfg: base(providertest.Limit{Rate: 50, Burst: 10}, providertest.Answer429), rate: 50, workers: 8},
-		{name: "gcra 40/s burst 40, 429+RA", cfg: base(providertest.Limit{Rate: 40, Burst: 40}, providertest.Answer429), rate: 40, workers: 8},
-		{name: "gcra 100/s burst 30, 429+RA", cfg: base(providertest.Limit{Rate: 100, Burst: 30}, providertest.Answer429), rate: 100, workers: 16},
-		{name: "gcra 200/s burst 1, 429+RA", cfg: base(providertest.Limit{Rate: 200, Burst: 1}, providertest.Answer429), rate: 200, workers: 8},
-		{name: "fixed 600/30s, 429+RA", cfg: base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer429), rate: 20, workers: 3},
+		{name: "gcra 17/s burst 1, 429+RA", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer{}), rate: 17, workers: 3},
+		{name: "gcra 13/s burst 2, 429+RA", cfg: base(providertest.Limit{Rate: 13, Burst: 2}, providertest.Answer{}), rate: 13, workers: 3},
+		{name: "gcra 50/s burst 10, 429+RA", cfg: base(providertest.Limit{Rate: 50, Burst: 10}, providertest.Answer{}), rate: 50, workers: 8},
+		{name: "gcra 40/s burst 40, 429+RA", cfg: base(providertest.Limit{Rate: 40, Burst: 40}, providertest.Answer{}), rate: 40, workers: 8},
+		{name: "gcra 100/s burst 30, 429+RA", cfg: base(providertest.Limit{Rate: 100, Burst: 30}, providertest.Answer{}), rate: 100, workers: 16},
+		{name: "gcra 200/s burst 1, 429+RA", cfg: base(providertest.Limit{Rate: 200, Burst: 1}, providertest.Answer{}), rate: 200, workers: 8},
+		{name: "fixed 600/30s, 429+RA", cfg: base(providertest.Limit{Count: 600, Window: 30 * time.Second}, providertest.Answer{}), rate: 20, workers: 3},
 		{name: "fixed 600/30s, IETF headers", cfg: ietf, rate: 20, workers: 3, target: 0.98},
 		{name: "fixed 600/30s, IETF+X-MBX", cfg: mixed, rate: 20, workers: 3, target: 0.98},
 		{name: "gcra 17/s, IETF headers", cfg: bucket, rate: 17, workers: 3},
-		{name: "gcra 17/s, bare 429", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.AnswerBare429), rate: 17, workers: 3},
-		{name: "gcra 17/s, 503", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer503), rate: 17, workers: 3},
-		{name: "gcra 17/s, slow-down", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.AnswerSlowDown), rate: 17, workers: 3},
+		{name: "gcra 17/s, bare 429", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer{NoRetryAfter: true}), rate: 17, workers: 3},
+		{name: "gcra 17/s, 503", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer{Status: 503}), rate: 17, workers: 3},
+		{name: "gcra 17/s, slow-down", cfg: base(providertest.Limit{Rate: 17, Burst: 1}, providertest.Answer{SlowDown: true}), rate: 17, workers: 3},
 		{name: "gcra 15/s, ban after 5/min", cfg: ban, rate: 15, workers: 3},
 		{name: "gcra 40/s halving to 20/s", cfg: halves, rate: 30, workers: 3},
 		{name: "gcra 20/s halving to 10/s", cfg: halves20, rate: 15, workers: 3},

@@ -24,7 +24,7 @@ func TestNoiseBeforeTheLimitAtAFastProviderFarAway(t *testing.T) {
 	n := 0
 	for _, share := range []float64{0.10, 0.15} {
 		for _, seed := range []uint64{513, 1, 2, 3, 5} {
-			cfg := providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: 241, Burst: 3}, Answer: providertest.Answer429,
+			cfg := providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: 241, Burst: 3},
 				Latency: 87 * time.Millisecond, Jitter: 14 * time.Millisecond,
 				FaultRate: share, Faults: []providertest.Fault{http.StatusServiceUnavailable},
 				Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}

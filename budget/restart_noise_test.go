@@ -42,7 +42,7 @@ func TestRestartsNeverRatchetTheLearnedRateDown(t *testing.T) {
 func restartsHold(t *testing.T, gap time.Duration) {
 	const limit, runs, runFor = 20.0, 10, 10 * time.Second
 	srv, err := providertest.New(providertest.Config{Seed: 3, Limit: providertest.Limit{Rate: limit, Burst: 1},
-		Answer: providertest.Answer429, FaultRate: 0.03, Faults: []providertest.Fault{http.StatusServiceUnavailable},
+		FaultRate: 0.03, Faults: []providertest.Fault{http.StatusServiceUnavailable},
 		Latency: 3 * time.Millisecond, Jitter: 3 * time.Millisecond,
 		Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 	if err != nil {

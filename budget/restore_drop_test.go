@@ -36,7 +36,7 @@ func TestARestoredRateOverTheLimitIsNeverBanned(t *testing.T) {
 					t.Fatal(err)
 				}
 				srv, err := providertest.New(providertest.Config{Seed: 1, Limit: providertest.Limit{Rate: tc.limit, Burst: 1},
-					Answer: providertest.AnswerBan, Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond,
+					Answer: providertest.Answer{BanAfter: 5}, Latency: 3 * time.Millisecond, Jitter: 2 * time.Millisecond,
 					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
 					t.Fatal(err)

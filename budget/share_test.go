@@ -635,7 +635,7 @@ func TestSharedProcessesAreNeverBanned(t *testing.T) {
 	for _, limit := range []providertest.Limit{providertest.Limit{Rate: 20, Burst: 5}, providertest.Limit{Rate: 15, Burst: 1}} {
 		for seed := range uint64(16) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: limit, Answer: providertest.AnswerBan,
+				srv, err := providertest.New(providertest.Config{Seed: seed, Limit: limit, Answer: providertest.Answer{BanAfter: 5},
 					Latency: 10 * time.Millisecond, Jitter: 30 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
 				if err != nil {
 					t.Fatal(err)

@@ -80,24 +80,26 @@ func truth(t *testing.T, got []klines.Candle, from, to time.Time) {
 func TestLiesStopTheRunAndTheNextRunFillsTheHole(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		lie   providertest.Lie
-		shift time.Duration
-		want  string
+		name string
+		lie  providertest.Lie
+		want string
 	}{
-		{providertest.LieEmpty, 0, "an answer that leaves out candles"},
-		{providertest.LieNull, 0, "answered null"},
-		{providertest.LieShifted, time.Minute, "outside the asked window"}, // the confirmation of the late start
-		{providertest.LieShifted, -time.Minute, "outside the asked window"},
-		{providertest.LieShifted, 0, "not on a 1m boundary"},
-		{providertest.LieReversed, 0, "rows must be oldest first"},
-		{providertest.LieNewline, 0, "not a decimal number"},
+		{"empty", providertest.Lie{Empty: true}, "an answer that leaves out candles"},
+		{"null", providertest.Lie{Null: true}, "answered null"},
+		{"shifted 1m", providertest.Lie{Shifted: true, Shift: time.Minute}, "outside the asked window"}, // the confirmation of the late start
+		{"shifted -1m", providertest.Lie{Shifted: true, Shift: -time.Minute}, "outside the asked window"},
+		{"shifted by half", providertest.Lie{Shifted: true}, "not on a 1m boundary"},
+		{"reversed", providertest.Lie{Reversed: true}, "rows must be oldest first"},
+		{"newline", providertest.Lie{Newline: true}, "not a decimal number"},
 	} {
-		t.Run(tc.lie.String()+" "+tc.shift.String(), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				listed := time.Now().Add(-5 * time.Hour).Truncate(time.Minute)
 				store := checkpoint.NewMemoryStore(checkpoint.Config{})
-				rep, first, err := liar(t, providertest.Config{Lie: tc.lie, LieAfter: 2, LieShift: tc.shift}, listed, 100, store)
+				lie := tc.lie
+				lie.After = 2
+				rep, first, err := liar(t, providertest.Config{Lie: lie}, listed, 100, store)
 				if !errors.Is(err, budget.ErrStopped) || rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Run = %+v, %v: want a permanent provider error saying %q", rep, err, tc.want)
 				}
@@ -120,12 +122,15 @@ func TestLiesStopTheRunAndTheNextRunFillsTheHole(t *testing.T) {
 // every closed candle once, with the exchange's values.
 func TestCutAnswersLeaveNoHole(t *testing.T) {
 	t.Parallel()
-	for _, lie := range []providertest.Lie{providertest.LieDropRows, providertest.LieShortPages} {
-		t.Run(lie.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lie  providertest.Lie
+	}{{"dropped rows", providertest.Lie{DropRows: true}}, {"short pages", providertest.Lie{ShortPages: 30}}} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				listed := time.Now().Add(-5 * time.Hour).Truncate(time.Minute)
-				rep, got, err := liar(t, providertest.Config{Lie: lie, LieCap: 30}, listed, 100, checkpoint.NewMemoryStore(checkpoint.Config{}))
+				rep, got, err := liar(t, providertest.Config{Lie: tc.lie}, listed, 100, checkpoint.NewMemoryStore(checkpoint.Config{}))
 				if err != nil || rep.Reason != "" {
 					t.Fatalf("Run = %+v, %v", rep, err)
 				}
@@ -141,7 +146,7 @@ func TestCutAnswersLeaveNoHole(t *testing.T) {
 func TestRedirectLoopIsAPermanentError(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		srv, _ := providertest.New(providertest.Config{Lie: providertest.LieRedirectLoop})
+		srv, _ := providertest.New(providertest.Config{Lie: providertest.Lie{RedirectLoop: true}})
 		src := &klines.Source{Client: srv.Client(), Base: "http://sim", Symbol: "BTCUSDT", Interval: "1m", Page: 10, From: time.Now().Add(-time.Hour)}
 		if err := src.Init(); err != nil {
 			t.Fatal(err)
@@ -169,7 +174,7 @@ func TestEmptyToEveryRequestAfterACandleIsALie(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
-		rep, first, err := liar(t, providertest.Config{Lie: providertest.LieEmptyAll, LieAfter: 1}, listed, 60, store)
+		rep, first, err := liar(t, providertest.Config{Lie: providertest.Lie{EmptyAll: true, After: 1}}, listed, 60, store)
 		if !errors.Is(err, budget.ErrStopped) || rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "but sent one at") {
 			t.Fatalf("Run = %+v, %v: want a permanent error saying the candle it sent is gone", rep, err)
 		}
@@ -194,7 +199,7 @@ func TestEmptyToEveryRequestFromTheStartCoversNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		listed := time.Now().Add(-3 * time.Hour).Truncate(time.Minute)
 		store := checkpoint.NewMemoryStore(checkpoint.Config{})
-		rep, first, err := liar(t, providertest.Config{Lie: providertest.LieEmptyAll}, listed, 60, store)
+		rep, first, err := liar(t, providertest.Config{Lie: providertest.Lie{EmptyAll: true}}, listed, 60, store)
 		if err != nil || len(first) != 0 {
 			t.Fatalf("Run = %+v, %v with %d candles: want no error, no candle", rep, err, len(first))
 		}
@@ -225,7 +230,7 @@ func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
 		most int64  // requests at most
 	}{
 		{"sparse", providertest.Config{Sparse: true}, "", 12},
-		{providertest.LieRedirectLoop.String(), providertest.Config{Lie: providertest.LieRedirectLoop}, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
+		{"redirect loop", providertest.Config{Lie: providertest.Lie{RedirectLoop: true}}, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

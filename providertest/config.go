@@ -51,20 +51,10 @@ type Config struct {
 	// request or Stats call at or after its time. Defaults to no changes.
 	Schedule map[time.Duration]Limit
 
-	// Answer is how over-limit requests are answered. Defaults to Answer429.
+	// Answer is how over-limit requests are answered (see [Answer]): a
+	// refusal, a ban after repeated refusals, or a slow-down. Defaults to
+	// 429 with Retry-After, never banning.
 	Answer Answer
-
-	// BanAfter is how many over-limit requests within BanWindow start a ban
-	// (AnswerBan only). Must be >= 0; zero means 5.
-	BanAfter int
-
-	// BanWindow is the sliding window in which violations are counted toward
-	// a ban (AnswerBan only). Must be >= 0; zero means 1 minute.
-	BanWindow time.Duration
-
-	// BanFor is how long a ban lasts (AnswerBan only). Must be >= 0; zero
-	// means 2 minutes, Binance's first ban.
-	BanFor time.Duration
 
 	// Weight is the cost of one request to path against the limit; Binance
 	// spot's weighs /api/v3/klines 2, /api/v3/exchangeInfo 20 and every
@@ -83,7 +73,7 @@ type Config struct {
 	// Faults are the kinds drawn from (uniformly) when a fault is injected:
 	// HTTP statuses in [500, 599] and [FaultReset]. Defaults to 500, 502,
 	// 504 and FaultReset; a 503 is drawn only when listed, since a 503 is
-	// also how [Answer503] refuses.
+	// also how [Answer.Status] 503 refuses.
 	Faults []Fault
 
 	// Latency is added to every response. Must be >= 0. Defaults to 0.
@@ -112,7 +102,7 @@ type Config struct {
 	// Sparse makes the provider leave quiet intervals out, as some
 	// exchanges do: every candle whose open time is an odd number of
 	// intervals since the epoch (weeks: since the first Monday) is missing
-	// from every klines answer, from the first one (LieAfter does not
+	// from every klines answer, from the first one (Lie.After does not
 	// apply). Every answer, ranged or not, agrees: a ranged one holds the
 	// first candles of the sparse series at or after its startTime, one
 	// without a startTime the last ones up to its endTime, at most limit.
@@ -122,21 +112,9 @@ type Config struct {
 	Sparse bool
 
 	// Lie makes the klines endpoint break its contract (see [Lie]), for
-	// testing a collector against a lying provider. Defaults to LieNone.
+	// testing a collector against a lying provider. Defaults to the zero
+	// Lie: honest.
 	Lie Lie
-
-	// LieAfter is how many klines answers are served honestly before the
-	// lies start, so a collector can store some candles before it meets
-	// one. Must be >= 0. Defaults to 0: every answer lies.
-	LieAfter int
-
-	// LieCap is the most rows a [LieShortPages] answer holds, whatever
-	// limit was asked. Must be >= 0. Zero means 500, Binance's default page.
-	LieCap int
-
-	// LieShift is how far [LieShifted] moves open and close times; it may
-	// be negative. Whole milliseconds only. Zero means half the interval.
-	LieShift time.Duration
 }
 
 // Symbol is one tradable pair.
@@ -199,10 +177,7 @@ func (c Config) normalize(start time.Time) (Config, error) {
 		}
 	}
 	c.Schedule = schedule
-	if c.Answer < Answer429 || c.Answer > AnswerBan {
-		return c, invalid.Must("Config.Answer", "be one of the Answer constants", c.Answer)
-	}
-	if err := c.normalizeBan(); err != nil {
+	if c.Answer, err = c.Answer.normalize(); err != nil {
 		return c, err
 	}
 	if c.Weight == nil {
@@ -232,44 +207,7 @@ func (c Config) normalize(start time.Time) (Config, error) {
 	if c.UplinkJitter < 0 {
 		return c, invalid.Must("Config.UplinkJitter", "be >= 0", c.UplinkJitter)
 	}
-	return c, c.validateLie()
-}
-
-// validateLie validates the lie settings.
-func (c Config) validateLie() error {
-	switch {
-	case c.Lie < LieNone || c.Lie > LieEmptyAll:
-		return invalid.Must("Config.Lie", "be one of the Lie constants", int(c.Lie))
-	case c.LieAfter < 0:
-		return invalid.Must("Config.LieAfter", "be >= 0", c.LieAfter)
-	case c.LieCap < 0:
-		return invalid.Must("Config.LieCap", "be >= 0", c.LieCap)
-	case c.LieShift%time.Millisecond != 0:
-		return invalid.Must("Config.LieShift", "be whole milliseconds", c.LieShift)
-	}
-	return nil
-}
-
-// normalizeBan validates and defaults the ban settings.
-func (c *Config) normalizeBan() error {
-	switch {
-	case c.BanAfter < 0:
-		return invalid.Must("Config.BanAfter", "be >= 0", c.BanAfter)
-	case c.BanWindow < 0:
-		return invalid.Must("Config.BanWindow", "be >= 0", c.BanWindow)
-	case c.BanFor < 0:
-		return invalid.Must("Config.BanFor", "be >= 0", c.BanFor)
-	}
-	if c.BanAfter == 0 {
-		c.BanAfter = 5
-	}
-	if c.BanWindow == 0 {
-		c.BanWindow = time.Minute
-	}
-	if c.BanFor == 0 {
-		c.BanFor = 2 * time.Minute
-	}
-	return nil
+	return c, c.Lie.validate()
 }
 
 // normalizeSymbols validates the symbols and fills Listed defaults.

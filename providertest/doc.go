@@ -17,19 +17,19 @@
 //     ([Limit.Count]) on a per-path weight ([Config.Weight]), changed
 //     mid-run by [Config.Schedule] or [Server.SetLimit].
 //   - The answer to an over-limit request ([Answer]): 429 with or without
-//     Retry-After, 503, a silent slow-down, or Binance's 418 ban after
-//     repeated violations.
+//     Retry-After, 503, a silent slow-down, and Binance's 418 ban after
+//     repeated refusals.
 //   - The usage headers ([Headers]): Binance's, the IETF draft's, or both.
 //   - Transient faults ([Config.FaultRate], [Fault]: a 5xx status or a
 //     connection reset; a 503 is noise that looks like a refusal), request
 //     delays on the way in ([Config.Uplink], so requests sent back to back
 //     arrive jittered, as through a real network stack) and response delays
 //     on the way out ([Config.Latency]).
-//   - Lies ([Config.Lie]: short pages, null or empty answers, dropped rows,
-//     rows newest first, shifted open times, values carrying a forged CSV
-//     line, a redirect loop), and quiet intervals left out as some
-//     exchanges do ([Config.Sparse], not a lie), while [Server.KlinesAt]
-//     keeps telling the truth to compare with.
+//   - Lies ([Lie]: short pages, null or empty answers, dropped rows, rows
+//     newest first, shifted open times, values carrying a forged CSV line,
+//     a redirect loop; the lies about rows combine), and quiet intervals
+//     left out as some exchanges do ([Config.Sparse], not a lie), while
+//     [Server.KlinesAt] keeps telling the truth to compare with.
 //
 // Run a collector against a few such combinations and compare what it
 // fetched with what the limit allowed. [Server.Stats] says whether the

@@ -152,7 +152,7 @@ func ExampleServer_loopback() {
 // after the first: a collector under test must not store the hole as
 // history. KlinesAt still tells the truth to compare with.
 func ExampleLie() {
-	s, _ := providertest.New(providertest.Config{Now: fixed, Lie: providertest.LieDropRows, LieAfter: 1})
+	s, _ := providertest.New(providertest.Config{Now: fixed, Lie: providertest.Lie{DropRows: true, After: 1}})
 	c := s.Client()
 	for range 2 {
 		resp, _ := c.Get("http://exchange.test/api/v3/klines?symbol=BTCUSDT&interval=1h&limit=3")
@@ -162,6 +162,6 @@ func ExampleLie() {
 		fmt.Print(len(rows), " rows; ")
 	}
 	truth, _ := s.KlinesAt(fixed(), providertest.Query{Symbol: "BTCUSDT", Interval: "1h", Limit: 3})
-	fmt.Println("truth:", len(truth), "rows, lie:", providertest.LieDropRows)
-	// Output: 3 rows; 2 rows; truth: 3 rows, lie: dropped rows
+	fmt.Println("truth:", len(truth), "rows")
+	// Output: 3 rows; 2 rows; truth: 3 rows
 }

@@ -274,7 +274,7 @@ func (c candle) kline() Kline {
 func (c candle) appendJSON(b []byte) []byte { return c.appendJSONTail(b, "") }
 
 // appendJSONTail appends c as one Binance kline array whose volume string
-// ends with tail (escaped as JSON): [LieNewline]'s forged text.
+// ends with tail (escaped as JSON): the forged text of [Lie.Newline].
 func (c candle) appendJSONTail(b []byte, tail string) []byte {
 	q := func(b []byte, x float64) []byte {
 		return append(appendDecimal(append(b, ',', '"'), x), '"')

@@ -4,80 +4,132 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 )
 
-// Lie is a way the klines endpoint breaks its contract, for testing that a
+// Lie is how the klines endpoint breaks its contract, for testing that a
 // collector never stores a lie and never reports done with a hole. A lying
 // [Server] still enforces its limit and injects its faults; the lie changes
-// only the 200 answers of GET /api/v3/klines (and, for [LieRedirectLoop],
-// turns them into redirects). [Server.KlinesAt] always tells the truth: it
-// is what a test compares the stored candles with. The zero Lie is
-// [LieNone].
-type Lie int
+// only the 200 answers of GET /api/v3/klines (and, for RedirectLoop, turns
+// them into redirects). [Server.KlinesAt] always tells the truth: it is
+// what a test compares the stored candles with. The zero Lie is honest.
+// Lie is a value; copy it freely.
+//
+// The row lies (ShortPages, DropRows, Shifted, Reversed, Newline) change
+// the rows of an answer and combine, applied in that order, the order of
+// the fields: Lie{ShortPages: 100, Reversed: true} answers at most 100
+// rows, newest first. The answer lies (Null, Empty, EmptyAll,
+// RedirectLoop) replace the whole answer and combine with no other lie.
+type Lie struct {
+	// After is how many klines answers are served honestly before the lies
+	// start, so a collector can store some candles before it meets one.
+	// Must be >= 0, and 0 without a lie. Defaults to 0: every answer lies.
+	After int
 
-const (
-	// LieNone answers honestly.
-	LieNone Lie = iota
-	// LieShortPages answers at most [Config.LieCap] rows, whatever limit
-	// was asked: a provider whose page cap is below the collector's page.
-	LieShortPages
-	// LieNull answers the JSON literal null instead of an array.
-	LieNull
-	// LieEmpty answers [] to every request with a startTime (a ranged
-	// query into history), whatever candles exist in the range. Requests
-	// without a startTime (the latest candles, up to an endTime) are
-	// answered honestly: a history query path that lost its data while
-	// the recent-candles path works. One that answers [] to every query
-	// alike is [LieEmptyAll].
-	LieEmpty
-	// LieDropRows drops the middle row of every answer of three rows or
-	// more: the rows left are still oldest first and aligned, with a hole.
-	LieDropRows
-	// LieReversed sends the rows newest first.
-	LieReversed
-	// LieShifted moves every row's open and close times by
-	// [Config.LieShift].
-	LieShifted
-	// LieNewline appends a newline and a forged CSV line to the volume of
-	// the last row of every answer: the forged line claims the first row's
-	// open time with a price of 6.66, to overwrite it in a naive CSV file.
-	LieNewline
-	// LieRedirectLoop answers every klines request with 302 Found to the
-	// same URL, forever.
-	LieRedirectLoop
-	// LieEmptyAll answers [] to every klines request, with a startTime or
+	// ShortPages, when > 0, answers at most this many rows, whatever limit
+	// was asked: a provider whose page cap is below the collector's page
+	// (Binance's default page is 500). Must be >= 0; zero tells no such lie.
+	ShortPages int
+
+	// DropRows drops the middle row of every answer of three rows or more:
+	// the rows left are still oldest first and aligned, with a hole.
+	DropRows bool
+
+	// Shifted moves every row's open and close times by Shift.
+	Shifted bool
+
+	// Shift is how far Shifted moves open and close times; it may be
+	// negative. Whole milliseconds only, and 0 unless Shifted is set. Zero
+	// means half the interval.
+	Shift time.Duration
+
+	// Reversed sends the rows newest first.
+	Reversed bool
+
+	// Newline appends a newline and a forged CSV line to the volume of the
+	// last row of every answer: the forged line claims the first row's open
+	// time with a price of 6.66, to overwrite it in a naive CSV file.
+	Newline bool
+
+	// Null answers the JSON literal null instead of an array.
+	Null bool
+
+	// Empty answers [] to every request with a startTime (a ranged query
+	// into history), whatever candles exist in the range. Requests without
+	// a startTime (the latest candles, up to an endTime) are answered
+	// honestly: a history query path that lost its data while the
+	// recent-candles path works. One that answers [] to every query alike
+	// is EmptyAll.
+	Empty bool
+
+	// EmptyAll answers [] to every klines request, with a startTime or
 	// without: the confirming request of a collector gets nothing either.
-	// Against a collector that has already received a candle, this is a
-	// lie it can expose (its candle is gone); before any, it cannot be
-	// told from a symbol without candles.
-	LieEmptyAll
-)
+	// Against a collector that has already received a candle, this is a lie
+	// it can expose (its candle is gone); before any, it cannot be told from
+	// a symbol without candles.
+	EmptyAll bool
 
-// lieNames are the Lie constants' names, for String.
-var lieNames = [...]string{"none", "short pages", "null", "empty", "dropped rows", "reversed", "shifted", "newline", "redirect loop", "empty to every request"}
-
-// String returns the lie's name, e.g. "short pages".
-func (l Lie) String() string {
-	if l < 0 || int(l) >= len(lieNames) {
-		return "Lie(" + strconv.Itoa(int(l)) + ")"
-	}
-	return lieNames[l]
+	// RedirectLoop answers every klines request with 302 Found to the same
+	// URL, forever.
+	RedirectLoop bool
 }
 
-// defaultLieCap is the rows a LieShortPages answer holds at most when
-// Config.LieCap is zero: Binance's default limit, half its maximum.
-const defaultLieCap = defaultKlineLimit
+// told returns the names of the lies l tells, in the order of the fields.
+func (l Lie) told() []string {
+	var names []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"ShortPages", l.ShortPages > 0}, {"DropRows", l.DropRows}, {"Shifted", l.Shifted},
+		{"Reversed", l.Reversed}, {"Newline", l.Newline}, {"Null", l.Null},
+		{"Empty", l.Empty}, {"EmptyAll", l.EmptyAll}, {"RedirectLoop", l.RedirectLoop},
+	} {
+		if f.set {
+			names = append(names, f.name)
+		}
+	}
+	return names
+}
+
+// validate checks l, the Config.Lie.
+func (l Lie) validate() error {
+	bad := func(sub, rule string, v any) error { return invalid.Must("Config.Lie."+sub, rule, v) }
+	told := l.told()
+	switch {
+	case l.After < 0:
+		return bad("After", "be >= 0", l.After)
+	case l.After > 0 && len(told) == 0:
+		return bad("After", "be 0 without a lie to start", l.After)
+	case l.ShortPages < 0:
+		return bad("ShortPages", "be >= 0", l.ShortPages)
+	case l.Shift%time.Millisecond != 0:
+		return bad("Shift", "be whole milliseconds", l.Shift)
+	case l.Shift != 0 && !l.Shifted:
+		return bad("Shift", "be 0 unless Shifted is set", l.Shift)
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"Null", l.Null}, {"Empty", l.Empty}, {"EmptyAll", l.EmptyAll}, {"RedirectLoop", l.RedirectLoop}} {
+		if f.set && len(told) > 1 {
+			return bad(f.name, "combine with no other lie: it replaces the whole answer", strings.Join(told, ", "))
+		}
+	}
+	return nil
+}
 
 // lies reports whether the klines answer about to be served is to lie, and
 // counts it. Callers hold no lock.
 func (s *Server) lies() bool {
-	if s.cfg.Lie == LieNone {
+	if s.cfg.Lie == (Lie{}) {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.klines++
-	return s.klines > int64(s.cfg.LieAfter)
+	return s.klines > int64(s.cfg.Lie.After)
 }
 
 // klinesAnswer renders the answer to the klines request r selecting sp: the
@@ -90,17 +142,15 @@ func (s *Server) klinesAnswer(r *http.Request, sp span, h http.Header) (int, []b
 		return http.StatusOK, sp.appendJSON(make([]byte, 0, 2+200*sp.len())), sp.len()
 	}
 	if lying {
-		switch s.cfg.Lie {
-		case LieRedirectLoop:
+		switch l := s.cfg.Lie; {
+		case l.RedirectLoop:
 			h.Set("Location", r.URL.RequestURI())
 			return http.StatusFound, nil, 0
-		case LieNull:
+		case l.Null:
 			return http.StatusOK, []byte("null"), 0
-		case LieEmpty:
-			if r.URL.Query().Get("startTime") != "" {
-				return http.StatusOK, []byte("[]"), 0
-			}
-		case LieEmptyAll:
+		case l.Empty && r.URL.Query().Get("startTime") != "":
+			return http.StatusOK, []byte("[]"), 0
+		case l.EmptyAll:
 			return http.StatusOK, []byte("[]"), 0
 		}
 	}
@@ -131,24 +181,19 @@ func (s *Server) klinesAnswer(r *http.Request, sp span, h http.Header) (int, []b
 	return http.StatusOK, append(b, ']'), len(rows)
 }
 
-// distort applies the row-level lies to rows of interval iv; tail is the
-// forged text LieNewline appends to the last row's volume.
-func (s *Server) distort(rows []candle, iv interval) ([]candle, string) {
-	switch s.cfg.Lie {
-	case LieShortPages:
-		most := s.cfg.LieCap
-		if most == 0 {
-			most = defaultLieCap
-		}
-		rows = rows[:min(len(rows), most)]
-	case LieDropRows:
-		if len(rows) >= 3 {
-			rows = slices.Delete(rows, len(rows)/2, len(rows)/2+1)
-		}
-	case LieReversed:
-		slices.Reverse(rows)
-	case LieShifted:
-		d := s.cfg.LieShift.Milliseconds()
+// distort tells the row lies about rows of interval iv, in the order of
+// Lie's fields; tail is the forged text Newline appends to the last row's
+// volume.
+func (s *Server) distort(rows []candle, iv interval) (_ []candle, tail string) {
+	l := s.cfg.Lie
+	if l.ShortPages > 0 {
+		rows = rows[:min(len(rows), l.ShortPages)]
+	}
+	if l.DropRows && len(rows) >= 3 {
+		rows = slices.Delete(rows, len(rows)/2, len(rows)/2+1)
+	}
+	if l.Shifted {
+		d := l.Shift.Milliseconds()
 		if d == 0 {
 			d = iv.d / 2
 		}
@@ -156,12 +201,14 @@ func (s *Server) distort(rows []candle, iv interval) ([]candle, string) {
 			rows[i].open += d
 			rows[i].close += d
 		}
-	case LieNewline:
-		if len(rows) > 0 {
-			return rows, "\n" + strconv.FormatInt(rows[0].open, 10) + ",6.66,6.66,6.66,6.66,6.66"
-		}
 	}
-	return rows, ""
+	if l.Reversed {
+		slices.Reverse(rows)
+	}
+	if l.Newline && len(rows) > 0 {
+		tail = "\n" + strconv.FormatInt(rows[0].open, 10) + ",6.66,6.66,6.66,6.66,6.66"
+	}
+	return rows, tail
 }
 
 // sparse returns the rows of the klines request r, whose limited

@@ -3,6 +3,7 @@ package providertest
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 )
 
@@ -96,52 +97,96 @@ func (l Limit) normalize(field string) (Limit, error) {
 	return l, nil
 }
 
-// Answer is how the server answers a request over its limit.
-type Answer int
+// Answer is how the server answers a request over its limit: it refuses
+// it (429 with or without Retry-After, or 503), perhaps banning the client
+// after repeated refusals, or it serves it late. The zero Answer answers 429
+// Too Many Requests with Retry-After (whole seconds, rounded up) and
+// Binance's -1003 body, and never bans. Answer is a value; copy it freely.
+//
+//	Answer{}                   // 429 with Retry-After
+//	Answer{NoRetryAfter: true} // a bare 429
+//	Answer{Status: 503}        // 503 with Binance's -1008 body
+//	Answer{SlowDown: true}     // served late, never refused
+//	Answer{BanAfter: 5}        // 429s; the fifth in a minute starts a 418 ban
+type Answer struct {
+	// Status is the refusal's HTTP status: 429 Too Many Requests with
+	// Binance's -1003 body, or 503 Service Unavailable with its -1008 body
+	// and no Retry-After. Must be 0, 429 or 503; zero means 429.
+	Status int
 
-const (
-	// Answer429 answers 429 Too Many Requests with Retry-After (whole seconds,
-	// rounded up) and Binance's -1003 body. It is the zero Answer.
-	Answer429 Answer = iota
-	// AnswerBare429 answers 429 with the -1003 body and no Retry-After.
-	AnswerBare429
-	// Answer503 answers 503 Service Unavailable with Binance's -1008 body and
-	// no Retry-After.
-	Answer503
-	// AnswerSlowDown serves the request (200) but delays the response until
-	// the moment the request would have conformed, so the extra latency grows
-	// with how far over the limit the client is. Delayed requests are counted
-	// against the limit.
-	AnswerSlowDown
-	// AnswerBan answers 429 with Retry-After, and after [Config.BanAfter] such
-	// violations within [Config.BanWindow] bans the client: every request then
-	// gets 418 with Retry-After until [Config.BanFor] has passed.
-	AnswerBan
-)
+	// NoRetryAfter leaves Retry-After out of a 429: a bare 429. Must be
+	// false with Status 503, which sends none anyway.
+	NoRetryAfter bool
 
-// String returns the answer's name, e.g. "429+retry-after" or "ban".
-func (a Answer) String() string {
-	switch a {
-	case Answer429:
-		return "429+retry-after"
-	case AnswerBare429:
-		return "bare-429"
-	case Answer503:
-		return "503"
-	case AnswerSlowDown:
-		return "slow-down"
-	case AnswerBan:
-		return "ban"
+	// SlowDown serves an over-limit request (200) instead of refusing it,
+	// delaying the response until the moment the request would have
+	// conformed, so the extra latency grows with how far over the limit the
+	// client is. Delayed requests are counted against the limit. A slow-down
+	// refuses nothing: Status, NoRetryAfter, BanAfter, BanWindow and BanFor
+	// must be zero with it.
+	SlowDown bool
+
+	// BanAfter bans the client after this many refusals within BanWindow:
+	// the refusals before are answered as Status and NoRetryAfter say, and
+	// from the one that starts the ban every request gets Binance's 418
+	// with Retry-After until BanFor has passed. Must be >= 0; zero never
+	// bans.
+	BanAfter int
+
+	// BanWindow is the sliding window in which refusals count toward a ban.
+	// Must be >= 0, and 0 when BanAfter is 0. Zero means 1 minute.
+	BanWindow time.Duration
+
+	// BanFor is how long a ban lasts. Must be >= 0, and 0 when BanAfter is
+	// 0. Zero means 2 minutes, Binance's first ban.
+	BanFor time.Duration
+}
+
+// normalize validates a (the Config.Answer) and fills defaults.
+func (a Answer) normalize() (Answer, error) {
+	bad := func(sub, rule string, v any) (Answer, error) {
+		return a, invalid.Must("Config.Answer."+sub, rule, v)
 	}
-	return fmt.Sprintf("Answer(%d)", int(a))
+	switch {
+	case a.Status != 0 && a.Status != http.StatusTooManyRequests && a.Status != http.StatusServiceUnavailable:
+		return bad("Status", "be 429 or 503", a.Status)
+	case a.BanAfter < 0:
+		return bad("BanAfter", "be >= 0", a.BanAfter)
+	case a.BanWindow < 0:
+		return bad("BanWindow", "be >= 0", a.BanWindow)
+	case a.BanFor < 0:
+		return bad("BanFor", "be >= 0", a.BanFor)
+	case a.SlowDown && a.Status != 0:
+		return bad("Status", "be 0 with SlowDown (a slow-down refuses nothing)", a.Status)
+	case a.SlowDown && a.NoRetryAfter:
+		return bad("NoRetryAfter", "be false with SlowDown (a slow-down refuses nothing)", a.NoRetryAfter)
+	case a.SlowDown && a.BanAfter != 0:
+		return bad("BanAfter", "be 0 with SlowDown (a slow-down refuses nothing)", a.BanAfter)
+	case a.Status == http.StatusServiceUnavailable && a.NoRetryAfter:
+		return bad("NoRetryAfter", "be false with Status 503 (a 503 sends no Retry-After)", a.NoRetryAfter)
+	case a.BanAfter == 0 && a.BanWindow != 0:
+		return bad("BanWindow", "be 0 when BanAfter is 0 (no ban)", a.BanWindow)
+	case a.BanAfter == 0 && a.BanFor != 0:
+		return bad("BanFor", "be 0 when BanAfter is 0 (no ban)", a.BanFor)
+	}
+	if a.Status == 0 {
+		a.Status = http.StatusTooManyRequests
+	}
+	if a.BanAfter > 0 && a.BanWindow == 0 {
+		a.BanWindow = time.Minute
+	}
+	if a.BanAfter > 0 && a.BanFor == 0 {
+		a.BanFor = 2 * time.Minute
+	}
+	return a, nil
 }
 
 // Fault is a kind of injected transient failure: an HTTP status in [500,
 // 599], or [FaultReset]. A 500 comes with Binance's -1000 JSON body; any
 // other status with a plain-text one, as a CDN or a load balancer sends
 // (http.StatusBadGateway, or http.StatusServiceUnavailable: noise that
-// says nothing about the client's rate, unlike [Answer503]'s JSON -1008
-// refusal).
+// says nothing about the client's rate, unlike the JSON -1008 refusal of
+// [Answer.Status] 503).
 type Fault int
 
 // FaultReset resets the connection without a response: a TCP reset on
@@ -238,13 +283,13 @@ func (lm *limiter) usage(now int64) (limit, remaining int64, reset time.Duration
 	return 0, 0, 0, false
 }
 
-// banState tracks violations and the current ban for AnswerBan.
+// banState tracks refusals and the current ban for an [Answer] that bans.
 type banState struct {
 	until      int64   // ban end, ns; banned while now < until
 	violations []int64 // times of recent violations, ascending
 }
 
-// violate records a violation at now and reports whether it starts a ban.
+// violate records a refusal at now and reports whether it starts a ban.
 func (b *banState) violate(now int64, after int, window, period time.Duration) bool {
 	keep := b.violations[:0]
 	for _, t := range b.violations {

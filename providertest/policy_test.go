@@ -2,6 +2,7 @@ package providertest_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,17 +25,19 @@ func ping(tb fataler, s *providertest.Server) (result, time.Duration) {
 func TestAnswers(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
+		name       string
 		answer     providertest.Answer
 		status     int
 		code       int
 		retryAfter string
 	}{
-		{providertest.Answer429, 429, -1003, "1"},
-		{providertest.AnswerBare429, 429, -1003, ""},
-		{providertest.Answer503, 503, -1008, ""},
+		{"429+retry-after", providertest.Answer{}, 429, -1003, "1"},
+		{"429+retry-after, status given", providertest.Answer{Status: 429}, 429, -1003, "1"},
+		{"bare-429", providertest.Answer{NoRetryAfter: true}, 429, -1003, ""},
+		{"503", providertest.Answer{Status: 503}, 503, -1008, ""},
 	}
 	for _, c := range cases {
-		t.Run(c.answer.String(), func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 10, Burst: 5}, Answer: c.answer})
@@ -63,12 +66,12 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
-// TestSlowDown checks AnswerSlowDown serves over-limit requests late, the
+// TestSlowDown checks Answer.SlowDown serves over-limit requests late, the
 // delay growing with the excess, and counts them against the limit.
 func TestSlowDown(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 10, Burst: 2}, Answer: providertest.AnswerSlowDown, Latency: 5 * time.Millisecond})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 10, Burst: 2}, Answer: providertest.Answer{SlowDown: true}, Latency: 5 * time.Millisecond})
 		// Five requests at the same instant: two fit the burst, the rest are
 		// served one emission interval (100ms) apart, all after the latency.
 		took := make(chan time.Duration, 5)
@@ -130,7 +133,7 @@ func TestFixedWindow(t *testing.T) {
 			t.Fatalf("next window: %d %v", r.status, r.header)
 		}
 
-		slow := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 2, Window: time.Second}, Answer: providertest.AnswerSlowDown})
+		slow := newServer(t, providertest.Config{Limit: providertest.Limit{Count: 2, Window: time.Second}, Answer: providertest.Answer{SlowDown: true}})
 		time.Sleep(500 * time.Millisecond) // mid-window
 		var took []time.Duration
 		for range 2 {
@@ -167,12 +170,12 @@ func TestAdmitsAtTheRate(t *testing.T) {
 	}
 }
 
-// TestBan checks AnswerBan: 429s until BanAfter violations within BanWindow,
-// then 418 on everything for BanFor, then service again.
+// TestBan checks Answer.BanAfter: 429s until BanAfter refusals within
+// BanWindow, then 418 on everything for BanFor, then service again.
 func TestBan(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 1, Burst: 1}, Answer: providertest.AnswerBan, BanAfter: 3, BanWindow: time.Minute, BanFor: 2 * time.Minute})
+		s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 1, Burst: 1}, Answer: providertest.Answer{BanAfter: 3, BanWindow: time.Minute, BanFor: 2 * time.Minute}})
 		for i, w := range []int{200, 429, 429, 418, 418} {
 			if r, _ := ping(t, s); r.status != w {
 				t.Fatalf("request %d: status %d, want %d", i, r.status, w)
@@ -192,7 +195,7 @@ func TestBan(t *testing.T) {
 		if st.Bans != 1 || st.Banned != 3 || st.Throttled != 2 || st.OK != 2 || st.Requests != 7 {
 			t.Fatalf("stats %+v", st)
 		}
-		// Violations spread wider than BanWindow never ban.
+		// Refusals spread wider than BanWindow never ban.
 		for i := range 10 {
 			time.Sleep(31 * time.Second)
 			ping(t, s)
@@ -204,6 +207,45 @@ func TestBan(t *testing.T) {
 			t.Fatalf("spread violations banned: %+v", st)
 		}
 	})
+}
+
+// TestBanAfterAnyRefusal checks a ban counts the refusals of any Answer:
+// bare 429s and 503s lead to the same 418 (with Retry-After) as 429s with
+// Retry-After do, and each is counted as what it was.
+func TestBanAfterAnyRefusal(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		answer     providertest.Answer
+		status     int
+		retryAfter string
+	}{
+		{providertest.Answer{NoRetryAfter: true, BanAfter: 2}, 429, ""},
+		{providertest.Answer{Status: 503, BanAfter: 2, BanFor: time.Minute}, 503, ""},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			s := newServer(t, providertest.Config{Limit: providertest.Limit{Rate: 1, Burst: 1}, Answer: c.answer})
+			ping(t, s)
+			if r, _ := ping(t, s); r.status != c.status || r.header.Get("Retry-After") != c.retryAfter {
+				t.Fatalf("%+v: first refusal %d Retry-After %q, want %d %q", c.answer, r.status, r.header.Get("Retry-After"), c.status, c.retryAfter)
+			}
+			want := retryAfterOf(c.answer.BanFor, 2*time.Minute)
+			if r, _ := ping(t, s); r.status != 418 || r.header.Get("Retry-After") != want {
+				t.Fatalf("%+v: second refusal %d Retry-After %q, want 418 %q", c.answer, r.status, r.header.Get("Retry-After"), want)
+			}
+			st := s.Stats()
+			if st.Bans != 1 || st.Banned != 1 || st.Throttled+st.Unavailable != 1 || (c.status == 503) != (st.Unavailable == 1) {
+				t.Fatalf("%+v: stats %+v", c.answer, st)
+			}
+		})
+	}
+}
+
+// retryAfterOf is the Retry-After of a ban of d, or of def when d is zero.
+func retryAfterOf(d, def time.Duration) string {
+	if d == 0 {
+		d = def
+	}
+	return strconv.Itoa(int(d / time.Second))
 }
 
 // TestLimitChanges checks the Schedule and SetLimit change the true limit
@@ -297,8 +339,18 @@ func TestConfigValidation(t *testing.T) {
 		{providertest.Config{Limit: providertest.Limit{Window: time.Minute}}, "providertest: Config.Limit.Count must be > 0 for a fixed-window limit (got 0)"},
 		{providertest.Config{Schedule: map[time.Duration]providertest.Limit{-time.Second: {}}}, "providertest: Config.Schedule must have offsets >= 0 (got -1s)"},
 		{providertest.Config{Schedule: map[time.Duration]providertest.Limit{time.Second: {Rate: -1}}}, "providertest: Config.Schedule[1s].Rate must be in (0, 1e9] for a GCRA limit (got -1)"},
-		{providertest.Config{Answer: 9}, "providertest: Config.Answer must be one of the Answer constants (got Answer(9))"},
-		{providertest.Config{BanAfter: -1}, "providertest: Config.BanAfter must be >= 0 (got -1)"},
+		{providertest.Config{Answer: providertest.Answer{Status: 418}}, "providertest: Config.Answer.Status must be 429 or 503 (got 418)"},
+		{providertest.Config{Answer: providertest.Answer{Status: -1}}, "providertest: Config.Answer.Status must be 429 or 503 (got -1)"},
+		{providertest.Config{Answer: providertest.Answer{BanAfter: -1}}, "providertest: Config.Answer.BanAfter must be >= 0 (got -1)"},
+		{providertest.Config{Answer: providertest.Answer{BanAfter: 5, BanWindow: -time.Second}}, "providertest: Config.Answer.BanWindow must be >= 0 (got -1s)"},
+		{providertest.Config{Answer: providertest.Answer{BanAfter: 5, BanFor: -time.Second}}, "providertest: Config.Answer.BanFor must be >= 0 (got -1s)"},
+		{providertest.Config{Answer: providertest.Answer{BanWindow: time.Minute}}, "providertest: Config.Answer.BanWindow must be 0 when BanAfter is 0 (no ban) (got 1m0s)"},
+		{providertest.Config{Answer: providertest.Answer{BanFor: time.Minute}}, "providertest: Config.Answer.BanFor must be 0 when BanAfter is 0 (no ban) (got 1m0s)"},
+		{providertest.Config{Answer: providertest.Answer{Status: 503, NoRetryAfter: true}}, "providertest: Config.Answer.NoRetryAfter must be false with Status 503 (a 503 sends no Retry-After) (got true)"},
+		{providertest.Config{Answer: providertest.Answer{SlowDown: true, Status: 429}}, "providertest: Config.Answer.Status must be 0 with SlowDown (a slow-down refuses nothing) (got 429)"},
+		{providertest.Config{Answer: providertest.Answer{SlowDown: true, NoRetryAfter: true}}, "providertest: Config.Answer.NoRetryAfter must be false with SlowDown (a slow-down refuses nothing) (got true)"},
+		{providertest.Config{Answer: providertest.Answer{SlowDown: true, BanAfter: 5}}, "providertest: Config.Answer.BanAfter must be 0 with SlowDown (a slow-down refuses nothing) (got 5)"},
+		{providertest.Config{Answer: providertest.Answer{SlowDown: true, BanFor: time.Minute}}, "providertest: Config.Answer.BanFor must be 0 when BanAfter is 0 (no ban) (got 1m0s)"},
 		{providertest.Config{Faults: []providertest.Fault{7}}, "providertest: Config.Faults[0] must be an HTTP status in [500, 599] or FaultReset (got 7)"},
 		{providertest.Config{Symbols: []providertest.Symbol{{Name: "btc"}}}, `providertest: Config.Symbols[0].Name must be 1-20 of A-Z 0-9 - _ . (got "btc")`},
 		{providertest.Config{Symbols: []providertest.Symbol{{Name: "A"}, {Name: "A"}}}, "providertest: Config.Symbols[1].Name must be unique (got A)"},

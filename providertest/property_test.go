@@ -163,9 +163,19 @@ func TestPropStats(t *testing.T) {
 				n, w := rapid.IntRange(1, 20).Draw(rt, "count"), rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, time.Minute}).Draw(rt, "window")
 				limit, bound = providertest.Limit{Count: n, Window: w}, int64(n)*(int64((time.Second+w-1)/w)+1)
 			}
-			answer := rapid.SampledFrom([]providertest.Answer{providertest.Answer429, providertest.AnswerBare429, providertest.Answer503, providertest.AnswerBan}).Draw(rt, "answer")
+			answer := providertest.Answer{
+				Status:       rapid.SampledFrom([]int{0, 429, 503}).Draw(rt, "status"),
+				BanAfter:     rapid.IntRange(0, 5).Draw(rt, "banAfter"),
+				NoRetryAfter: rapid.Bool().Draw(rt, "noRetryAfter"),
+			}
+			if answer.Status == 503 {
+				answer.NoRetryAfter = false
+			}
+			if answer.BanAfter > 0 {
+				answer.BanFor = 5 * time.Second
+			}
 			s := newServer(rt, providertest.Config{
-				Limit: limit, Answer: answer, BanAfter: rapid.IntRange(1, 5).Draw(rt, "banAfter"), BanFor: 5 * time.Second,
+				Limit: limit, Answer: answer,
 				FaultRate: rapid.Float64Range(0, 0.5).Draw(rt, "faultRate"), Seed: rapid.Uint64().Draw(rt, "seed"),
 			})
 			paths := []string{"/api/v3/time", "/api/v3/klines?symbol=BTCUSDT&interval=1m&limit=3", "/api/v3/klines?symbol=NOPE&interval=1m", "/nope"}
@@ -198,7 +208,7 @@ func TestPropStats(t *testing.T) {
 					if limit != (providertest.Limit{}) && st.MaxPerSecond > bound {
 						rt.Fatalf("%v let %d requests pass in one second, bound %d", limit, st.MaxPerSecond, bound)
 					}
-					if st.Bans > st.Banned || (answer != providertest.AnswerBan && st.Banned != 0) || st.MaxPerSecond > st.MaxArrivalsPerSecond {
+					if st.Bans > st.Banned || (answer.BanAfter == 0 && st.Banned != 0) || st.MaxPerSecond > st.MaxArrivalsPerSecond {
 						rt.Fatalf("stats %+v", st)
 					}
 				},

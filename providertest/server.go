@@ -40,7 +40,7 @@ type Server struct {
 	used    int64 // weight counted in that minute
 	arrived peak
 	passed  peak
-	klines  int64 // klines answers decided, for Config.LieAfter
+	klines  int64 // klines answers decided, for Config.Lie.After
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -182,31 +182,15 @@ func (s *Server) admit(now time.Time, w int64) (reply, bool) {
 	s.used += w
 	over, wait := false, time.Duration(0)
 	if w > 0 {
-		over, wait = s.lim.take(ns, w, s.cfg.Answer == AnswerSlowDown)
+		over, wait = s.lim.take(ns, w, s.cfg.Answer.SlowDown)
 	}
 	s.usageHeaders(rep.header, ns)
 	if over {
-		switch s.cfg.Answer {
-		case AnswerSlowDown:
-			s.stats.SlowedDown++
-			rep.delay += wait
-		case Answer503:
-			s.stats.Unavailable++
-			return rep.apiError(&apiError{503, -1008, "Server is currently overloaded with other requests. Please try again in a few minutes."}), false
-		case AnswerBan:
-			if s.ban.violate(ns, s.cfg.BanAfter, s.cfg.BanWindow, s.cfg.BanFor) {
-				s.stats.Bans++
-				s.stats.Banned++
-				return s.banned(rep, ns), false
-			}
-			fallthrough
-		default:
-			s.stats.Throttled++
-			if s.cfg.Answer != AnswerBare429 {
-				rep.header.Set("Retry-After", retryAfter(wait))
-			}
-			return rep.apiError(&apiError{429, -1003, fmt.Sprintf("Too much request weight used; current limit is %s. Please use WebSocket Streams for live updates to avoid polling the API.", s.lim.limit)}), false
+		if !s.cfg.Answer.SlowDown {
+			return s.refuse(rep, ns, wait), false
 		}
+		s.stats.SlowedDown++
+		rep.delay += wait
 	}
 	s.passed.add(ns)
 	if s.cfg.FaultRate > 0 && s.rng.Float64() < s.cfg.FaultRate {
@@ -214,6 +198,27 @@ func (s *Server) admit(now time.Time, w int64) (reply, bool) {
 		return rep.fault(s.cfg.Faults[s.rng.IntN(len(s.cfg.Faults))]), false
 	}
 	return rep, true
+}
+
+// refuse completes rep as the refusal of an over-limit request at now (ns)
+// that would conform after wait, counting it: a ban if this refusal starts
+// one, else the configured 429 or 503. Callers hold mu.
+func (s *Server) refuse(rep reply, now int64, wait time.Duration) reply {
+	a := s.cfg.Answer
+	if a.BanAfter > 0 && s.ban.violate(now, a.BanAfter, a.BanWindow, a.BanFor) {
+		s.stats.Bans++
+		s.stats.Banned++
+		return s.banned(rep, now)
+	}
+	if a.Status == http.StatusServiceUnavailable {
+		s.stats.Unavailable++
+		return rep.apiError(&apiError{503, -1008, "Server is currently overloaded with other requests. Please try again in a few minutes."})
+	}
+	s.stats.Throttled++
+	if !a.NoRetryAfter {
+		rep.header.Set("Retry-After", retryAfter(wait))
+	}
+	return rep.apiError(&apiError{429, -1003, fmt.Sprintf("Too much request weight used; current limit is %s. Please use WebSocket Streams for live updates to avoid polling the API.", s.lim.limit)})
 }
 
 // uplink draws one request's delay on its way to the server ([Config.Uplink]

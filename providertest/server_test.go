@@ -33,7 +33,7 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("%v: got %d %v, want %d", c.fault, r.status, err, c.status)
 		}
 		if c.fault == http.StatusServiceUnavailable && string(r.body) != "503 Service Unavailable\n" {
-			t.Fatalf("503 fault: body %q, want a plain-text one (not Answer503's JSON refusal)", r.body)
+			t.Fatalf("503 fault: body %q, want a plain-text one (not the JSON refusal of Answer{Status: 503})", r.body)
 		}
 		if st := s.Stats(); st.Faults != 1 || st.OK != 0 || st.Requests != 1 || st.MaxPerSecond != 1 {
 			t.Fatalf("%v: stats %+v", c.fault, st)

@@ -13,11 +13,12 @@ type Stats struct {
 	// Requests is every request received, whatever its fate.
 	Requests int64
 	// OK is the requests served with 200, slowed-down ones included, and
-	// the redirects of [LieRedirectLoop].
+	// the redirects of [Lie.RedirectLoop].
 	OK int64
 	// Throttled is the 429 answers (with or without Retry-After).
 	Throttled int64
-	// Unavailable is the 503 answers of the limit policy (Answer503).
+	// Unavailable is the 503 answers of the limit policy ([Answer.Status]
+	// 503).
 	Unavailable int64
 	// Banned is the 418 answers, including the one that started each ban.
 	Banned int64
@@ -28,8 +29,8 @@ type Stats struct {
 	// BadRequests is the admitted requests answered 4xx for bad parameters,
 	// unknown symbols, unknown paths or methods.
 	BadRequests int64
-	// SlowedDown is the over-limit requests served late (AnswerSlowDown);
-	// they are also counted in OK.
+	// SlowedDown is the over-limit requests served late
+	// ([Answer.SlowDown]); they are also counted in OK.
 	SlowedDown int64
 	// Candles is the number of candles in OK klines responses (the rows
 	// sent, when the server lies).

@@ -77,9 +77,9 @@ func demo() plan {
 	return plan{
 		hosts: []host{
 			{name: "fast", sim: providertest.Config{Limit: providertest.Limit{Rate: 200, Burst: 20}, Latency: 2 * time.Millisecond, Jitter: 3 * time.Millisecond}},
-			{name: "steady", sim: providertest.Config{Limit: providertest.Limit{Rate: 40, Burst: 5}, Answer: providertest.AnswerBare429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
-			{name: "strict", sim: providertest.Config{Limit: providertest.Limit{Rate: 5, Burst: 1}, Answer: providertest.Answer429, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
-			{name: "flaky", sim: providertest.Config{Limit: providertest.Limit{Rate: 8, Burst: 2}, Answer: providertest.Answer503, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond,
+			{name: "steady", sim: providertest.Config{Limit: providertest.Limit{Rate: 40, Burst: 5}, Answer: providertest.Answer{NoRetryAfter: true}, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
+			{name: "strict", sim: providertest.Config{Limit: providertest.Limit{Rate: 5, Burst: 1}, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}},
+			{name: "flaky", sim: providertest.Config{Limit: providertest.Limit{Rate: 8, Burst: 2}, Answer: providertest.Answer{Status: 503}, Latency: 10 * time.Millisecond, Jitter: 10 * time.Millisecond,
 				FaultRate: 0.5, Faults: []providertest.Fault{http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout}}},
 			{name: "slow", sim: providertest.Config{Limit: providertest.Limit{Rate: 50, Burst: 5}, Latency: 1500 * time.Millisecond, Jitter: 500 * time.Millisecond}},
 		},
@@ -92,12 +92,28 @@ func demo() plan {
 	}
 }
 
+// answerName names how a host answers a request over its limit, as the
+// goodput tables do.
+func answerName(a providertest.Answer) string {
+	switch {
+	case a.SlowDown:
+		return "slow-down"
+	case a.BanAfter > 0:
+		return "ban"
+	case a.Status == http.StatusServiceUnavailable:
+		return "503"
+	case a.NoRetryAfter:
+		return "bare-429"
+	}
+	return "429+retry-after"
+}
+
 func main() {
 	p := demo()
 	fmt.Printf("crawling %d hosts with %d workers (at most %d per host) for %s; hidden limits:\n", len(p.hosts), p.workers, p.perHost, p.duration)
 	for _, h := range p.hosts {
 		fmt.Printf("  %-6s %-22s over it: %-15s faults %3.0f%%  latency %v-%v\n",
-			h.name, h.sim.Limit, h.sim.Answer, 100*h.sim.FaultRate, h.sim.Latency, h.sim.Latency+h.sim.Jitter)
+			h.name, h.sim.Limit, answerName(h.sim.Answer), 100*h.sim.FaultRate, h.sim.Latency, h.sim.Latency+h.sim.Jitter)
 	}
 	// Ctrl-C (or SIGTERM) ends the crawl early, with its summary.
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -214,7 +214,7 @@ func embeddedConfig() providertest.Config {
 	for i, s := range embeddedSymbols {
 		syms[i] = providertest.Symbol{Name: s}
 	}
-	return providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: embeddedLimit, Burst: 5}, Answer: providertest.Answer429}
+	return providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: embeddedLimit, Burst: 5}}
 }
 
 // all runs every symbol's stream on a scheduler until the collect command

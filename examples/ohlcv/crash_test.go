@@ -86,7 +86,7 @@ func newCrashBed(t *testing.T) *crashBed {
 	for i, s := range crashSymbols {
 		syms[i] = providertest.Symbol{Name: s}
 	}
-	srv, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: embeddedLimit, Burst: 5}, Answer: providertest.Answer429})
+	srv, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: embeddedLimit, Burst: 5}})
 	if err != nil {
 		t.Fatal(err)
 	}

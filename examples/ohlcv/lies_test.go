@@ -18,7 +18,7 @@ import (
 func liar(t *testing.T, lie providertest.Config) env {
 	t.Helper()
 	cfg := embeddedConfig()
-	cfg.Sparse, cfg.Lie, cfg.LieAfter, cfg.LieCap, cfg.LieShift = lie.Sparse, lie.Lie, lie.LieAfter, lie.LieCap, lie.LieShift
+	cfg.Sparse, cfg.Lie = lie.Sparse, lie.Lie
 	srv, err := providertest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -95,18 +95,18 @@ func TestLyingProviderNeverLeavesASilentHole(t *testing.T) {
 		days int
 		want string // "" for a lie worked around: done, everything stored
 	}{
-		{"short pages", providertest.Config{Lie: providertest.LieShortPages, LieCap: 500}, 2, ""},
-		{"dropped rows", providertest.Config{Lie: providertest.LieDropRows}, 1, ""},
-		{"null", providertest.Config{Lie: providertest.LieNull, LieAfter: 1}, 1, "the provider answered null"},
-		{"empty in history", providertest.Config{Lie: providertest.LieEmpty, LieAfter: 1}, 1, "an answer that leaves out candles"},
-		{"empty from the start", providertest.Config{Lie: providertest.LieEmpty}, 1, "an answer that leaves out candles"},
-		{"reversed", providertest.Config{Lie: providertest.LieReversed, LieAfter: 1}, 1, "rows must be oldest first"},
-		{"shifted by half", providertest.Config{Lie: providertest.LieShifted, LieAfter: 1}, 1, "not on a 1m boundary"},
-		{"shifted later", providertest.Config{Lie: providertest.LieShifted, LieShift: time.Minute}, 1, "outside the asked window"},
-		{"shifted earlier", providertest.Config{Lie: providertest.LieShifted, LieShift: -time.Minute, LieAfter: 1}, 1, "outside the asked window"},
-		{"newline in a value", providertest.Config{Lie: providertest.LieNewline, LieAfter: 1}, 1, "not a decimal number"},
-		{"redirect loop", providertest.Config{Lie: providertest.LieRedirectLoop, LieAfter: 1}, 1, "provider redirected to"},
-		{"empty to everything after a candle", providertest.Config{Lie: providertest.LieEmptyAll, LieAfter: 1}, 1, "but sent one at"},
+		{"short pages", providertest.Config{Lie: providertest.Lie{ShortPages: 500}}, 2, ""},
+		{"dropped rows", providertest.Config{Lie: providertest.Lie{DropRows: true}}, 1, ""},
+		{"null", providertest.Config{Lie: providertest.Lie{Null: true, After: 1}}, 1, "the provider answered null"},
+		{"empty in history", providertest.Config{Lie: providertest.Lie{Empty: true, After: 1}}, 1, "an answer that leaves out candles"},
+		{"empty from the start", providertest.Config{Lie: providertest.Lie{Empty: true}}, 1, "an answer that leaves out candles"},
+		{"reversed", providertest.Config{Lie: providertest.Lie{Reversed: true, After: 1}}, 1, "rows must be oldest first"},
+		{"shifted by half", providertest.Config{Lie: providertest.Lie{Shifted: true, After: 1}}, 1, "not on a 1m boundary"},
+		{"shifted later", providertest.Config{Lie: providertest.Lie{Shifted: true, Shift: time.Minute}}, 1, "outside the asked window"},
+		{"shifted earlier", providertest.Config{Lie: providertest.Lie{Shifted: true, Shift: -time.Minute, After: 1}}, 1, "outside the asked window"},
+		{"newline in a value", providertest.Config{Lie: providertest.Lie{Newline: true, After: 1}}, 1, "not a decimal number"},
+		{"redirect loop", providertest.Config{Lie: providertest.Lie{RedirectLoop: true, After: 1}}, 1, "provider redirected to"},
+		{"empty to everything after a candle", providertest.Config{Lie: providertest.Lie{EmptyAll: true, After: 1}}, 1, "but sent one at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -161,7 +161,7 @@ func TestLyingEmptyFromTheStartIsNeverDone(t *testing.T) {
 		dir := t.TempDir()
 		since := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
 		args := []string{"-store", dir, "-since", since.Format(time.RFC3339), "-page", "60", "-json"}
-		r := cliIn(liar(t, providertest.Config{Lie: providertest.LieEmptyAll}), args...)
+		r := cliIn(liar(t, providertest.Config{Lie: providertest.Lie{EmptyAll: true}}), args...)
 		if s := decodeSummary(t, r.stdout); r.code != 0 || s.Status != "empty" || s.Candles != 0 || s.Streams[0].Last != "" {
 			t.Fatalf("exit %d, summary %+v, stderr %q: want status empty, no candle and a cursor on none", r.code, s, r.stderr)
 		}
@@ -185,7 +185,7 @@ func TestLyingHonestOnceThenEmptyFails(t *testing.T) {
 		dir := t.TempDir()
 		since := time.Now().Truncate(time.Minute).Add(-3 * time.Hour)
 		args := []string{"-store", dir, "-since", since.Format(time.RFC3339), "-page", "60", "-json"}
-		r := cliIn(liar(t, providertest.Config{Lie: providertest.LieEmptyAll, LieAfter: 1}), args...)
+		r := cliIn(liar(t, providertest.Config{Lie: providertest.Lie{EmptyAll: true, After: 1}}), args...)
 		s := decodeSummary(t, r.stdout)
 		if r.code != exitError || s.Status != "failed" || s.Candles != 60 || len(s.Gaps) != 1 || !strings.Contains(s.Gaps[0].Reason, "but sent one at") {
 			t.Fatalf("exit %d, summary %+v: want failed with 60 candles and a gap naming the lie", r.code, s)

@@ -142,7 +142,7 @@ func simulatedExchange(listed time.Time) (*providertest.Server, string, func(), 
 	for _, s := range symbols {
 		syms = append(syms, providertest.Symbol{Name: s, Listed: listed})
 	}
-	exchange, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: trueLimit, Burst: 1}, Answer: providertest.Answer429})
+	exchange, err := providertest.New(providertest.Config{Symbols: syms, Limit: providertest.Limit{Rate: trueLimit, Burst: 1}})
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -47,17 +47,16 @@ func Scenarios(rate float64, latency, run time.Duration) []Scenario {
 			Symbols: []providertest.Symbol{{Name: "BTCUSDT"}},
 		}
 	}
-	halving := base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer429)
+	halving := base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer{})
 	halving.Schedule = map[time.Duration]providertest.Limit{run / 2: {Rate: rate / 2, Burst: 1}}
-	ban := base(providertest.Limit{Rate: rate, Burst: 1}, providertest.AnswerBan)
-	ban.BanAfter, ban.BanWindow, ban.BanFor = 5, time.Minute, 2*time.Minute
+	ban := base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer{BanAfter: 5, BanWindow: time.Minute, BanFor: 2 * time.Minute})
 	return []Scenario{
-		{"gcra burst 1, 429+retry-after", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer429), flat},
-		{"gcra burst 10, 429+retry-after", base(providertest.Limit{Rate: rate, Burst: 10}, providertest.Answer429), flat},
-		{"fixed window, 429+retry-after", base(providertest.Limit{Count: int(rate * 60), Window: time.Minute}, providertest.Answer429), flat},
-		{"bare 429", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.AnswerBare429), flat},
-		{"503", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer503), flat},
-		{"slow-down", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.AnswerSlowDown), flat},
+		{"gcra burst 1, 429+retry-after", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer{}), flat},
+		{"gcra burst 10, 429+retry-after", base(providertest.Limit{Rate: rate, Burst: 10}, providertest.Answer{}), flat},
+		{"fixed window, 429+retry-after", base(providertest.Limit{Count: int(rate * 60), Window: time.Minute}, providertest.Answer{}), flat},
+		{"bare 429", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer{NoRetryAfter: true}), flat},
+		{"503", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer{Status: 503}), flat},
+		{"slow-down", base(providertest.Limit{Rate: rate, Burst: 1}, providertest.Answer{SlowDown: true}), flat},
 		{"ban after 5 violations", ban, flat},
 		{"limit halves mid-run", halving, func(d time.Duration) float64 {
 			if d >= run/2 {

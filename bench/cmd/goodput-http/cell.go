@@ -140,7 +140,7 @@ func (res *result) measure(rw row, st providertest.Stats, rec *recorder, trace b
 	}
 	if trace {
 		res.PerSecond = perSecond(events, res.Run, func(e event) bool {
-			return e.status == 429 || e.status == 418 || (e.status == 503 && rw.answer == providertest.Answer503)
+			return e.status == 429 || e.status == 418 || (e.status == 503 && rw.answer.Status == http.StatusServiceUnavailable)
 		})
 	}
 	if res.Procs > 0 {

@@ -70,10 +70,10 @@ func rows() []row {
 		{name: "fixed window 600/30s, IETF headers", limit: window, headers: providertest.Headers{IETF: true}, long: true},
 		{name: "fixed window 600/30s, IETF + X-MBX-USED-WEIGHT-1M", limit: window, headers: providertest.Headers{IETF: true, Binance: true}, long: true},
 		{name: "gcra 17/s burst 1, IETF headers (remaining 0, reset 1)", limit: gcra(17, 1), headers: providertest.Headers{IETF: true}},
-		{name: "gcra 17/s, bare 429", limit: gcra(17, 1), answer: providertest.AnswerBare429},
-		{name: "gcra 17/s, 503", limit: gcra(17, 1), answer: providertest.Answer503},
-		{name: "gcra 17/s, slow-down", limit: gcra(17, 1), answer: providertest.AnswerSlowDown},
-		{name: "gcra 15/s, ban after 5 violations/min", limit: gcra(15, 1), answer: providertest.AnswerBan, long: true, shared: true},
+		{name: "gcra 17/s, bare 429", limit: gcra(17, 1), answer: providertest.Answer{NoRetryAfter: true}},
+		{name: "gcra 17/s, 503", limit: gcra(17, 1), answer: providertest.Answer{Status: 503}},
+		{name: "gcra 17/s, slow-down", limit: gcra(17, 1), answer: providertest.Answer{SlowDown: true}},
+		{name: "gcra 15/s, ban after 5 violations/min", limit: gcra(15, 1), answer: providertest.Answer{BanAfter: 5, BanWindow: time.Minute, BanFor: 2 * time.Minute}, long: true, shared: true},
 		{name: "gcra 20/s halving to 10/s mid-run", limit: gcra(20, 1), halves: true, long: true},
 		noise("gcra 17/s + 5% random 502", 0.05, http.StatusBadGateway, false),
 		noise("gcra 17/s + 5% random 503", 0.05, http.StatusServiceUnavailable, false),
@@ -121,7 +121,6 @@ func (r row) config(run time.Duration, now func() time.Time, seed uint64, latenc
 	cfg := providertest.Config{
 		Now: now, Seed: seed, Limit: r.limit, Answer: r.answer, Headers: r.headers,
 		FaultRate: r.faultRate, Faults: r.faults, Latency: latency, Jitter: jitter,
-		BanAfter: 5, BanWindow: time.Minute, BanFor: 2 * time.Minute,
 	}
 	for _, s := range symbols {
 		cfg.Symbols = append(cfg.Symbols, providertest.Symbol{Name: s, Listed: listed})

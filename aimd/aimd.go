@@ -178,9 +178,10 @@ type Controller struct {
 
 	mu          sync.Mutex
 	started     bool          // a response has been observed
-	inherited   bool          // restored from an earlier process's state, no success since (see inheritWindow)
+	inherited   bool          // no success yet since New or Restore: the allowance may be another's leftover (see inheritWindow)
+	restored    bool          // Restore gave it an earlier process's state before its first response
 	reentry     float64       // the rate restored at start, climbed back to from Initial (see Restore); 0 = none
-	inheritFrom time.Time     // when the first request after the restore was sent; zero before its answer
+	inheritFrom time.Time     // when the first request since New or Restore was sent; zero before its answer
 	rate        float64       // requests/s
 	ceiling     float64       // learned ceiling W, requests/s; 0 = none yet
 	confirmed   bool          // the ceiling was met twice, or declared: the slow cycle
@@ -248,7 +249,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, rate: cfg.Initial, weight: 1}, nil
+	return &Controller{cfg: cfg, rate: cfg.Initial, weight: 1, inherited: true}, nil
 }
 
 // rateAt returns the rate in force when a request sent at sent went out:

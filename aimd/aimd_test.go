@@ -285,6 +285,11 @@ func TestQuotaHeaders(t *testing.T) {
 		{"a success that names only its Reset: nothing", forage.Success, forage.Quota{Reset: 5 * time.Second, HasReset: true}, 40, 0},
 	} {
 		c := mustNew(t, aimd.Config{Initial: 40})
+		if tc.kind == forage.Throttled {
+			// A refusal before any success says nothing of the rate (see
+			// TestARefusalBeforeTheFirstSuccessSetsNoCeiling).
+			c.ObserveAt(t0, aimd.Signal{Class: forage.Success})
+		}
 		c.ObserveAt(t0, aimd.Signal{Class: tc.kind, Quota: tc.hint})
 		rate, pause := c.Snapshot().Rate, c.Snapshot().PausedUntil
 		if !near(rate, tc.wantRate, 1e-9) {
@@ -412,6 +417,7 @@ func TestObserveAtTheFakeClock(t *testing.T) {
 		if got := c.Snapshot().Rate; got != 4 {
 			t.Fatalf("Snapshot().Rate before any response = %g, want 4", got)
 		}
+		c.ObserveAt(time.Now(), aimd.Signal{Class: forage.Success}) // a first refusal would say nothing of the rate
 		c.ObserveAt(time.Now(), aimd.Signal{Class: forage.Throttled, RetryAfter: 3 * time.Second})
 		if got, want := c.Snapshot().PausedUntil, time.Now().Add(3*time.Second); !got.Equal(want) {
 			t.Fatalf("Snapshot().PausedUntil = %v, want now+3s = %v", got, want)

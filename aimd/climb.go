@@ -99,15 +99,23 @@ const (
 	// minute must have been admitted for a run of single successes to
 	// read as a limit that fell rather than a slow one (see surer).
 	refillFar = 4
-	// inheritWindow is how long after its first request a controller
-	// restored from an earlier process's state (see Controller.Restore)
-	// takes a refusal, before its first success, for that process's doing:
-	// its last requests may have left the provider's allowance spent (a
-	// supervisor restarts a crashed collector at once; processes that
-	// share a provider hand it on). Such a refusal pauses as it asks, but
-	// cuts neither the rate nor the ceiling, or each restart would lower
-	// them a step for good. A restored rate truly over the limit is cut at
-	// the next refusal.
+	// inheritWindow is how long after its first request a controller,
+	// fresh or restored from an earlier process's state (see
+	// Controller.Restore), takes a refusal, before its first success, for
+	// someone else's doing: the last requests of the process before it, or
+	// of another client behind the same address, may have left the
+	// provider's allowance spent (a supervisor restarts a crashed collector
+	// at once; processes that share a provider hand it on). Such a refusal
+	// pauses as it asks, but cuts neither the rate nor the ceiling: it says
+	// nothing of the rate this controller sends at. Read as slow start's
+	// end, it set the ceiling at 0.95 of the start rate (3.8/s against a
+	// 20/s provider, reached again only after 15 s of probing); read as a
+	// restored rate's overshoot, each restart lowered it a step for good.
+	// A rate truly over the limit is cut at the next refusal. A fresh
+	// controller's refusal that asks for no pause (a bare 429) still
+	// cuts: nothing else would space the requests that follow it, which
+	// would meet the same spent allowance, or a limit under the start
+	// rate, at the full start rate.
 	inheritWindow = time.Second
 	// reentryAge is how old a state restored into a fresh controller
 	// may be for its rate to be sent at once (see Controller.Restore): a

@@ -129,6 +129,10 @@ func (l *fitLog) note(sent time.Time, kind forage.Class, stop bool) {
 // drop forgets the log for good.
 func (l *fitLog) drop() { l.off, l.e = true, nil }
 
+// restart forgets the answers so far: the log starts again at the next
+// one (a log dropped for good stays so).
+func (l *fitLog) restart() { l.e = nil }
+
 // fitResult is the band of rates of the buckets that answer as the
 // provider did, and whether it names the limit: it is narrower than
 // fitTight, and no bucket that allows no burst explains the answers (one

@@ -401,8 +401,11 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	case !sent.IsZero() && !c.lastCut.IsZero() && !sent.After(c.lastCut):
 		c.confirm() // in flight at the last cut: an echo, which proves it
 	case echo:
-	case c.inherited && c.cuts == 0 && sent.Before(c.inheritFrom.Add(inheritWindow)):
-		// The earlier process's doing, maybe (see inheritWindow).
+	case c.inherited && c.cuts == 0 && sent.Before(c.inheritFrom.Add(inheritWindow)) && (c.restored || until.After(now)):
+		// Another's doing, maybe (see inheritWindow). The bucket fit
+		// takes the allowance to be full at the first answer it logs:
+		// it starts again after this one's pause.
+		c.fits.restart()
 	case c.okSinceCut > 0 || c.cuts == 0 || c.weight > 1:
 		// (A controller that sees a share of the traffic learns nothing
 		// from having had no success of its own since the last cut: the

@@ -219,7 +219,7 @@ func (c *Controller) Restore(s State) error {
 		// request, which the bucket fit takes it to be, and the first
 		// refusals do not cut (see inheritWindow).
 		c.fits.drop()
-		c.inherited = true
+		c.inherited, c.restored = true, true
 	}
 	c.started = true
 	if fresh {

@@ -118,7 +118,12 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 	// ends.
 	defer s.release(ctx)
 	err = body(s)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The host stopped the run (a shutdown, a scheduler's turn ended):
+		// no failure, and the checkpoint is where the last commit left it.
+		r.log.InfoContext(ctx, "slice: run stopped", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
+	case err != nil:
 		r.log.ErrorContext(ctx, "slice: run failed", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
 	}
 	return rep, err

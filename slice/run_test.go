@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -609,5 +610,39 @@ func TestATypedNilTxSinkBesideASinkIsNone(t *testing.T) {
 	rep := run(t, g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.TxSink = (*nilTx)(nil) }))
 	if rep.Records != 25 {
 		t.Fatalf("report %+v: want the 25 records through the Sink", rep)
+	}
+}
+
+// TestAStoppedRunIsNoFailureInTheLog: a run the host stops (a shutdown, a
+// scheduler's turn that ended) logs at Info, not as a failure: every clean
+// shutdown logged "slice: run failed ... context canceled" at ERROR, while
+// the scheduler counted the same run as interrupted. A run that truly
+// failed still logs at ERROR.
+func TestAStoppedRunIsNoFailureInTheLog(t *testing.T) {
+	t.Parallel()
+	for _, stop := range []bool{true, false} {
+		g := newRig(50, 10)
+		ctx, cancel := context.WithCancel(context.Background())
+		g.src.outcome = func(s slice.Slice) forage.Outcome {
+			if position(s.After) == 20 {
+				if stop {
+					cancel()
+					return forage.Outcome{Status: 200}
+				}
+				return forage.Outcome{Status: 401}
+			}
+			return forage.Outcome{Status: 200}
+		}
+		var logs bytes.Buffer
+		_, err := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) {
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		}).Run(ctx, nil)
+		cancel()
+		if err == nil {
+			t.Fatalf("stop %v: Run returned nil; want an error", stop)
+		}
+		if failed := strings.Contains(logs.String(), "level=ERROR"); failed == stop {
+			t.Errorf("stop %v: ERROR in the log = %v; want %v:\n%s", stop, failed, !stop, logs.String())
+		}
 	}
 }

@@ -89,7 +89,10 @@ type Page[R any] struct {
 	// starts from Next, which the last page must set too (a provider's
 	// last page often has no next-page token: use the position after its
 	// last record, e.g. that record's id, in a form the Source reads
-	// back). Optional: without it, a stream run asks after
+	// back; with opaque tokens, this page's own token and its last
+	// record's id, where Fetch asks with the token again and keeps only
+	// the records after that id, so nothing is written or counted twice).
+	// Optional: without it, a stream run asks after
 	// Next until a page makes no progress, one request more per run (a
 	// followed feed polled at the full rate all through each run instead
 	// of once per turn). Ignored by a fill, whose range says where it ends.

@@ -1,0 +1,37 @@
+package aimd_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage/aimd"
+)
+
+// TestARefusalBeforeTheFirstSuccessSetsNoCeiling: a fresh controller whose
+// first request is refused (the provider's allowance left spent by the
+// process before this one, restarted at once, or by another client behind
+// the same address) learned nothing of the rate from it: it pauses as
+// asked, and slow start goes on. Read as slow start's exit, it put the
+// ceiling at 0.95 of the start rate (3.8/s against 20/s), and the cubic
+// probe took 15 s to reach the limit (a new user's cursor collector, restarted
+// at random moments, got 10.7 requests a second of 20 over 30 s). A first
+// refusal that asks for no pause still cuts (see inheritWindow).
+func TestARefusalBeforeTheFirstSuccessSetsNoCeiling(t *testing.T) {
+	for _, p := range []struct {
+		rate  float64
+		burst int
+		a     answer
+	}{{20, 5, answer429}, {17, 1, answer429}, {50, 10, answer429}, {100, 1, answer429}, {5, 1, answer429}, {1, 3, answer429}} {
+		t.Run(fmt.Sprintf("%.0f/s burst %d answer %d", p.rate, p.burst, p.a), func(t *testing.T) {
+			clean := simulate(mustNew(t, aimd.Config{}), gcra(p.rate, p.burst, p.a)(), 30*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
+			c := mustNew(t, aimd.Config{})
+			r := simulate(c, spurious(gcra(p.rate, p.burst, p.a), 0)(), 30*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
+			t.Logf("first refused: goodput %.1f%%, %d refused, rate %.1f; clean: %.1f%%, %d refused", 100*r.goodput, r.refused, r.finalRate, 100*clean.goodput, clean.refused)
+			if r.goodput < clean.goodput-0.06 || r.refused > clean.refused+1 || r.bans > 0 {
+				t.Errorf("first request refused: goodput %.1f%% (%d refused, %d bans); want within 6 points of %.1f%% (%d refused), no ban",
+					100*r.goodput, r.refused, r.bans, 100*clean.goodput, clean.refused)
+			}
+		})
+	}
+}

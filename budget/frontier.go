@@ -58,7 +58,16 @@ type hostQueue struct {
 	head  int
 	busy  int       // URLs of this host handed out and not yet done
 	aside time.Time // not to be looked at again before then
+	// paused counts, per URL, the times it came back because its host's
+	// provider paused on its own word (see Frontier.pausedBy); nil until
+	// the first.
+	paused map[string]int
 }
+
+// pauseComebacks is how many times a URL comes back for its host's pause
+// before an error drops it: a host that answers 429 and a long
+// Retry-After to every request ends its crawl all the same.
+const pauseComebacks = 3
 
 // NewFrontier returns an empty Frontier over reg's providers that lets at
 // most perHost workers work on one host at once (keep it at or below the
@@ -112,8 +121,12 @@ func (f *Frontier) Add(rawURL string) error {
 // before any answer (a [*Error] for an open breaker, a pause, a spent quota,
 // an operator's pause, a run deadline that comes before the host's next
 // slot, or a cancelled call); it then sets the host aside until the
-// [Error.Until] the stop names. Any other error drops the URL: the caller
-// counts it, and may Add it again. done reports whether it put the URL
+// [Error.Until] the stop names. So does an error for a page its host
+// refused with a pause the provider asked for (a Retry-After or a ban
+// longer than [Config.MaxWait], whose answer the Transport hands back):
+// the URL comes back when the pause ends, at most three times. Any other
+// error drops the URL: the caller counts it, and may Add it again. done
+// reports whether it put the URL
 // back, so a worker counts as failed exactly the URLs with an error that
 // done did not put back. done must be called exactly once (later calls do
 // nothing and report false).
@@ -235,10 +248,21 @@ func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) bool {
 		// It is not h's to wait out, nor to send again.
 		again, until = false, time.Time{}
 	}
+	pausedUntil := time.Time{}
+	if e := (*Error)(nil); err != nil && !again && !errors.As(err, &e) {
+		pausedUntil = f.pausedBy(h.key, now)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h.busy--
 	f.out--
+	if pausedUntil.After(now) && h.paused[u] < pauseComebacks {
+		if h.paused == nil {
+			h.paused = map[string]int{}
+		}
+		h.paused[u]++
+		again, until = true, pausedUntil
+	}
 	if again {
 		h.pushFront(u)
 		f.queued++
@@ -248,6 +272,26 @@ func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) bool {
 	h.aside = until
 	f.wake()
 	return again
+}
+
+// pausedBy returns the end of the pause key's provider is in by the
+// provider's own word (a Retry-After or a ban the Transport could not wait
+// out within MaxWait, and so handed back as the answer), or the zero time.
+// A worker's error for a page of a host so paused is that answer: the
+// page was refused, not broken, and comes back when the pause ends.
+func (f *Frontier) pausedBy(key string, now time.Time) time.Time {
+	p, ok := f.reg.Lookup(key)
+	if !ok {
+		return time.Time{}
+	}
+	s := p.Snapshot()
+	switch s.PauseReason {
+	case forage.ReasonThrottled, forage.ReasonBanned, forage.ReasonUnavailable:
+		if s.PausedUntil.After(now) {
+			return s.PausedUntil
+		}
+	}
+	return time.Time{}
 }
 
 // unsent reports whether a fetch that ended with err stopped in the budget

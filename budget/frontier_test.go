@@ -487,3 +487,64 @@ func TestFrontierRedirectToAPausedHostHoldsNoOneElseBack(t *testing.T) {
 		}
 	})
 }
+
+// TestFrontierBringsBackAPageItsHostPausedFor: a page refused with a
+// Retry-After longer than MaxWait (the Transport hands the 429 back) comes
+// back when the pause ends, and is fetched; a host that refuses every
+// request so brings each URL back three times, then drops it, so the crawl
+// ends. The worker's error was dropped for good before: one page of 20
+// lost, "1 URLs failed", and the host held for the pause all the same.
+func TestFrontierBringsBackAPageItsHostPausedFor(t *testing.T) {
+	t.Parallel()
+	for _, always := range []bool{false, true} {
+		t.Run(fmt.Sprintf("always %v", always), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				api := &scriptedAPI{answer: func(_ *http.Request, now time.Time) (int, http.Header) {
+					if always || now.Sub(start) < time.Second {
+						return http.StatusTooManyRequests, http.Header{"Retry-After": {"120"}}
+					}
+					return http.StatusOK, nil
+				}}
+				reg := newRegistry(t, budget.RegistryConfig{})
+				client := &http.Client{Transport: budget.NewTransport(reg, api)}
+				f, _ := budget.NewFrontier(reg, 1)
+				for i := range 5 {
+					_ = f.Add(fmt.Sprintf("http://a.test/%d", i))
+				}
+				fetched, failed, back := 0, 0, 0
+				for {
+					u, done, ok := f.Next(t.Context())
+					if !ok {
+						break
+					}
+					req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+					resp, err := client.Do(req)
+					if err == nil {
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusOK {
+							err = fmt.Errorf("%s: %s", req.URL.Host, resp.Status)
+						}
+					}
+					switch again := done(err); {
+					case err == nil:
+						fetched++
+					case again:
+						back++
+					default:
+						failed++
+					}
+				}
+				if !always && (fetched != 5 || failed != 0 || back != 1) {
+					t.Errorf("fetched %d, failed %d, brought back %d; want 5, 0, 1 (the refused page after its pause)", fetched, failed, back)
+				}
+				if always && (fetched != 0 || failed != 5 || back != 15) {
+					t.Errorf("fetched %d, failed %d, brought back %d; want 0, 5, 15 (each URL three times, then dropped)", fetched, failed, back)
+				}
+				if always && api.count() > 20+5 {
+					t.Errorf("%d requests to a host that always pauses; want each URL's 4 tries, and retries within MaxWait", api.count())
+				}
+			})
+		})
+	}
+}

@@ -226,6 +226,17 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 		switch {
 		case to.idle && !o.until.IsZero():
 			o.kind = outWaited
+		case to.idle && to.last != nil && (to.last.Status != 0 || to.last.Err != nil):
+			// With what the provider last said (a dial error, a 502): the
+			// operator's first question.
+			last := fmt.Sprintf("status %d", to.last.Status)
+			if to.last.Err != nil {
+				last = to.last.Err.Error()
+				if to.last.Status != 0 {
+					last = fmt.Sprintf("status %d: %s", to.last.Status, last)
+				}
+			}
+			o = outcome{kind: outFailed, err: fmt.Errorf("%w; the last answer: %s", errIdleTurn, last)}
 		case to.idle:
 			o = outcome{kind: outFailed, err: errIdleTurn}
 		}

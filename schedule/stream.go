@@ -271,6 +271,7 @@ var errTurnOver = errors.New("schedule: the stream's turn is over")
 type turnOver struct {
 	next time.Time
 	idle bool
+	last *budget.Error // the provider's last answer when the turn ended (see slice.Report.Stop); nil if none
 }
 
 func (turnOver) Error() string        { return errTurnOver.Error() }
@@ -317,7 +318,7 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 			// The turn, not the host's envelope. A turn that ended because
 			// the provider's next slot comes after it (a pace slower than
 			// a turn) runs again when the slot comes, not at once.
-			return Result{}, turnOver{next: rep.Until, idle: rep.Slices == 0 && rep.Records == 0 && rep.Resolved <= len(rep.Gaps)}
+			return Result{}, turnOver{next: rep.Until, idle: rep.Slices == 0 && rep.Records == 0 && rep.Resolved <= len(rep.Gaps), last: rep.Stop}
 		case rep.Reason != "":
 			stop := &budget.Error{Provider: job.Provider, Reason: rep.Reason, Until: rep.Until}
 			if rep.Stop != nil { // with what the provider last said

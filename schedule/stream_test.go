@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -716,6 +719,49 @@ func TestBackfilledAfterARestart(t *testing.T) {
 		began := time.Now()
 		if err := s2.Backfilled(ctx2); err != nil {
 			t.Fatalf("after a restart, Backfilled = %v after %v (the feed was at the head a minute ago)", err, time.Since(began))
+		}
+	})
+}
+
+// refuser is a Source whose provider is down: each fetch takes a while,
+// then its connection is refused.
+type refuser struct{}
+
+func (refuser) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{}, true, nil
+}
+
+func (refuser) Fetch(ctx context.Context, _ slice.Slice) (slice.Page[int], forage.Outcome) {
+	select {
+	case <-ctx.Done():
+		return slice.Page[int]{}, forage.Outcome{Err: ctx.Err()}
+	case <-time.After(700 * time.Millisecond):
+	}
+	return slice.Page[int]{}, forage.Outcome{Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+}
+
+// TestAnIdleTurnNamesTheLastAnswer: a turn that collected nothing because
+// its provider refused every connection until the turn ended says so in
+// the job's LastError. It said only that the turn collected nothing, and
+// "connection refused" was nowhere an operator looks.
+func TestAnIdleTurnNamesTheLastAnswer(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, store := streamSched(t, schedule.Config{}, budget.RegistryConfig{})
+		if err := schedule.AddStream(t.Context(), s, schedule.Stream[int]{Name: "s", Provider: "p", Incremental: refuser{}, Sink: discard,
+			Every: time.Minute, RunFor: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		jobs, err := store.List(t.Context(), schedule.Query{})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("List = %d jobs, %v", len(jobs), err)
+		}
+		if st := jobs[0].Stats; st.Failures == 0 || !strings.Contains(st.LastError, "connection refused") {
+			t.Fatalf("%d runs, %d failures, last error %q; want a failure naming the refused connection", st.Runs, st.Failures, st.LastError)
 		}
 	})
 }

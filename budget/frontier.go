@@ -263,6 +263,9 @@ func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) bool {
 		h.paused[u]++
 		again, until = true, pausedUntil
 	}
+	if !again && h.paused != nil {
+		delete(h.paused, u) // done with u: fetched or dropped
+	}
 	if again {
 		h.pushFront(u)
 		f.queued++

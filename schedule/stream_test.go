@@ -294,9 +294,15 @@ func TestAddStreamValidates(t *testing.T) {
 			tc.st(&st)
 		}
 		err = schedule.AddStream(t.Context(), s, st)
-		if !errors.Is(err, schedule.ErrInvalidConfig) && !errors.Is(err, schedule.ErrInvalid) && !errors.Is(err, slice.ErrInvalidConfig) ||
-			!strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%s: AddStream = %v; want an invalid-config error naming %s", tc.name, err, tc.field)
+		want := schedule.ErrInvalid // the Stream argument, and the job's Spec it makes
+		switch tc.field {
+		case "Config.Budget", "Config.Checkpoints":
+			want = schedule.ErrInvalidConfig // the scheduler's Config
+		case "Config.Sink", "Config.MaxBatch", "Config.Series":
+			want = slice.ErrInvalidConfig // Stream.Options and Sink: the runner's config
+		}
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: AddStream = %v; want an error wrapping %v naming %s", tc.name, err, want, tc.field)
 		}
 	}
 	// Declared for one provider, a name stays that provider's.

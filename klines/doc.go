@@ -45,7 +45,13 @@
 // leaves quiet intervals out costs two requests per page, not two per
 // candle (see [Source.Fetch]). A provider that hides the same candles from
 // both request paths cannot be told from one that has none; nothing else
-// can, short of a second provider. The Source predicts where each page ends
+// can, short of a second provider. Nor can one that moves its whole
+// history earlier by whole intervals, from an answer that starts after a
+// stretch without candles (before the listing, a quiet interval): its
+// rows are aligned and nothing it showed contradicts them. Moved later,
+// or from an answer that starts on a candle, a moved row is caught before
+// it is stored: it falls outside the window asked, the answer's or its
+// confirmation's. The Source predicts where each page ends
 // ([slice.Predictor]), so a stream run fetches ahead.
 //
 // The cursor is text. Its plain form, which [DecodeCursor] reads, is the

@@ -41,7 +41,11 @@ type Lie struct {
 
 	// Shift is how far Shifted moves open and close times; it may be
 	// negative. Whole milliseconds only, and 0 unless Shifted is set. Zero
-	// means half the interval.
+	// means half the interval. A shift by whole intervals keeps the rows
+	// aligned: earlier, from an answer that starts after a stretch without
+	// candles (before the listing, a quiet interval of a Sparse server),
+	// it tells a consistent history, which no collector asking one
+	// provider can tell from the truth (see package klines).
 	Shift time.Duration
 
 	// Reversed sends the rows newest first.

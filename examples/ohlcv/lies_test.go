@@ -15,13 +15,13 @@ import (
 
 // liar serves, in memory, an exchange configured as the embedded one but
 // lying (or sparse) as lie says, in place of the embedded exchange.
-func liar(t *testing.T, lie providertest.Config) env {
+func liar(t tb, lie providertest.Config) env {
 	t.Helper()
 	cfg := embeddedConfig()
 	cfg.Sparse, cfg.Lie = lie.Sparse, lie.Lie
 	srv, err := providertest.New(cfg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return env{serve: func(*providertest.Server) (string, *http.Client, func(), error) {
 		return "http://sim", srv.Client(), func() {}, nil

@@ -61,6 +61,10 @@ const (
 	// right is simply met again, which confirms it.
 	unconfirmedRecovery = 16
 	unconfirmedProbe    = 12
+	// staleCeiling is how far over the unconfirmed ceiling a slow start's
+	// exit set the probe must have gone, with no refusal, for the ceiling
+	// to be dropped and slow start to resume (see climb).
+	staleCeiling = 1.25
 	// holdAfterPause is how long the rate holds at the start of an
 	// episode that began at the end of a pause (see held).
 	holdAfterPause = time.Second
@@ -495,6 +499,14 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		c.rate += c.cfg.Increase * dt
 	default:
 		c.rate = curve(c.rate, c.ceiling, c.kUp, c.kProbe(), dt)
+		if !c.confirmed && c.exitTop > 0 && c.rate > staleCeiling*c.ceiling && c.quotaTop == 0 && !c.declCeil && c.weight <= 1 {
+			// The probe passed the ceiling slow start's one refusal set,
+			// by far, with no refusal: that refusal was not the limit (a
+			// stray one, another client's burst, a hiccup). Slow start
+			// again, from here.
+			c.ceiling, c.kUp, c.exitTop = 0, 0, 0
+			break
+		}
 		if q := c.quotaTop; q > 0 && c.rate > q && !c.confirmed {
 			// The fast climb above a long refusal's estimate met the
 			// margin under where that refusal came (see applyQuota).

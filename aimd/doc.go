@@ -50,7 +50,11 @@
 //     request, that asks for a pause: the provider's allowance may have
 //     been spent by the process before this one or another client behind
 //     the same address; it pauses as asked, and slow start goes on (read
-//     as its end, it held a 20/s provider at 4/s for 15 s).
+//     as its end, it held a 20/s provider at 4/s for 15 s). And once the
+//     probe has passed such an unconfirmed ceiling by a quarter with no
+//     refusal, the one refusal it rested on was not the limit (a stray
+//     one, another client's burst): slow start resumes from there (a
+//     stray 429 at 6/s held a 100/s provider at 31% of a 30 s run).
 //   - A ceiling with a margin: each overshoot sets the ceiling at 0.95 of
 //     the rate the refused request was sent at (the rate in force then, not
 //     the higher one reached while the answer was on its way), so the rate

@@ -290,20 +290,7 @@ func TestFrontierStopsWithTheRun(t *testing.T) {
 		run, _ := budget.NewRun(budget.Envelope{Deadline: start.Add(1500 * time.Millisecond)})
 		ctx := budget.WithCall(t.Context(), run)
 		client := &http.Client{Transport: budget.NewTransport(reg, newHosts(nil))}
-		n := 0
-		for {
-			u, done, ok := f.Next(ctx)
-			if !ok {
-				break
-			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			resp, err := client.Do(req)
-			if err == nil {
-				resp.Body.Close()
-				n++
-			}
-			done(err)
-		}
+		n, _, _ := crawlAll(ctx, f, client)
 		if n != 2 || time.Since(start) != 1500*time.Millisecond {
 			t.Fatalf("fetched %d by %v, want 2 (at 0s and 1s) and Next false at the run's deadline 1.5s", n, time.Since(start))
 		}
@@ -512,29 +499,7 @@ func TestFrontierBringsBackAPageItsHostPausedFor(t *testing.T) {
 				for i := range 5 {
 					_ = f.Add(fmt.Sprintf("http://a.test/%d", i))
 				}
-				fetched, failed, back := 0, 0, 0
-				for {
-					u, done, ok := f.Next(t.Context())
-					if !ok {
-						break
-					}
-					req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-					resp, err := client.Do(req)
-					if err == nil {
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusOK {
-							err = fmt.Errorf("%s: %s", req.URL.Host, resp.Status)
-						}
-					}
-					switch again := done(err); {
-					case err == nil:
-						fetched++
-					case again:
-						back++
-					default:
-						failed++
-					}
-				}
+				fetched, failed, back := crawlAll(t.Context(), f, client)
 				if !always && (fetched != 5 || failed != 0 || back != 1) {
 					t.Errorf("fetched %d, failed %d, brought back %d; want 5, 0, 1 (the refused page after its pause)", fetched, failed, back)
 				}
@@ -546,5 +511,34 @@ func TestFrontierBringsBackAPageItsHostPausedFor(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// crawlAll is the README's crawl worker, alone: it fetches every URL f
+// hands out through client until Next reports false, a status other than
+// 200 an error as the README's is, and counts the URLs fetched, dropped
+// (failed) and put back.
+func crawlAll(ctx context.Context, f *budget.Frontier, client *http.Client) (fetched, failed, back int) {
+	for {
+		u, done, ok := f.Next(ctx)
+		if !ok {
+			return fetched, failed, back
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("%s: %s", req.URL.Host, resp.Status)
+			}
+		}
+		switch again := done(err); {
+		case err == nil:
+			fetched++
+		case again:
+			back++
+		default:
+			failed++
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 // Lie is how the klines endpoint breaks its contract, for testing that a
@@ -77,6 +79,57 @@ type Lie struct {
 	// RedirectLoop answers every klines request with 302 Found to the same
 	// URL, forever.
 	RedirectLoop bool
+}
+
+// Lies returns a [rapid] generator of every Lie the server tells about
+// candles of length step, for a property test of a collector: one answer
+// lie (Null, Empty, EmptyAll, RedirectLoop), or any set of the row lies
+// (pages capped at 1 to 600 rows, the middle row dropped, rows shifted by
+// half an interval, by -3 to 3 whole intervals or by any whole number of
+// milliseconds within two intervals, newest first, a forged line), after 0
+// to 5 honest answers. It draws shifts earlier by whole intervals too;
+// where the lie may start after a stretch without candles, such a shift
+// tells a history no collector can tell from the truth (see Shift), and a
+// test of that case turns it later:
+//
+//	lie := providertest.Lies(step).Draw(t, "lie")
+//	if lie.Shift < 0 && lie.Shift%step == 0 && !early {
+//		lie.Shift = -lie.Shift
+//	}
+func Lies(step time.Duration) *rapid.Generator[Lie] {
+	return rapid.Custom(func(t *rapid.T) Lie {
+		var l Lie
+		if rapid.Bool().Draw(t, "answer lie") {
+			switch rapid.IntRange(0, 3).Draw(t, "which answer lie") {
+			case 0:
+				l.Null = true
+			case 1:
+				l.Empty = true
+			case 2:
+				l.EmptyAll = true
+			default:
+				l.RedirectLoop = true
+			}
+		} else {
+			if rapid.Bool().Draw(t, "short pages") {
+				l.ShortPages = rapid.IntRange(1, 600).Draw(t, "short pages of")
+			}
+			l.DropRows = rapid.Bool().Draw(t, "drop rows")
+			if l.Shifted = rapid.Bool().Draw(t, "shifted"); l.Shifted {
+				l.Shift = rapid.OneOf(
+					rapid.Just(time.Duration(0)), // half an interval
+					rapid.Map(rapid.IntRange(-3, 3), func(n int) time.Duration { return time.Duration(n) * step }),
+					rapid.Map(rapid.Int64Range(-2*step.Milliseconds(), 2*step.Milliseconds()), func(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }),
+				).Draw(t, "shift")
+			}
+			l.Reversed = rapid.Bool().Draw(t, "reversed")
+			l.Newline = rapid.Bool().Draw(t, "newline")
+		}
+		if l != (Lie{}) {
+			l.After = rapid.IntRange(0, 5).Draw(t, "honest answers first")
+		}
+		return l
+	})
 }
 
 // told returns the names of the lies l tells, in the order of the fields.

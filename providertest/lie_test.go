@@ -2,6 +2,7 @@ package providertest_test
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/forage-go/forage/providertest"
 )
@@ -199,5 +202,29 @@ func TestLieConfigErrors(t *testing.T) {
 		if err == nil || err.Error() != tc.want || !errors.Is(err, providertest.ErrInvalidConfig) {
 			t.Errorf("New(Lie %+v) = %v, want %q wrapping ErrInvalidConfig", tc.lie, err, tc.want)
 		}
+	}
+}
+
+// TestEveryDrawnLieIsAServersLie: whatever Lies draws, a Server takes it
+// (a generator that drew a Lie its Config refuses would end a property
+// test at its first run with a config error, not a finding), and every
+// kind of lie is drawn.
+func TestEveryDrawnLieIsAServersLie(t *testing.T) {
+	seen := map[string]bool{}
+	rapid.Check(t, func(rt *rapid.T) {
+		step := rapid.SampledFrom([]time.Duration{time.Minute, time.Hour, 24 * time.Hour}).Draw(rt, "step")
+		l := providertest.Lies(step).Draw(rt, "lie")
+		if _, err := providertest.New(providertest.Config{Lie: l}); err != nil {
+			rt.Fatalf("%+v: %v", l, err)
+		}
+		for name, on := range map[string]bool{
+			"short": l.ShortPages > 0, "drop": l.DropRows, "shift": l.Shifted, "reversed": l.Reversed,
+			"newline": l.Newline, "null": l.Null, "empty": l.Empty, "emptyAll": l.EmptyAll, "redirect": l.RedirectLoop,
+		} {
+			seen[name] = seen[name] || on
+		}
+	})
+	if len(seen) != 9 || slices.Contains(slices.Collect(maps.Values(seen)), false) {
+		t.Errorf("lies never drawn: %v", seen)
 	}
 }

@@ -16,52 +16,18 @@ import (
 	"github.com/forage-go/forage/providertest"
 )
 
-// drawLie draws what a provider of candles of length step lies about: one
-// answer lie (null, [] in history, [] to everything, a redirect loop), or
-// any subset of the row lies (answers capped at 1 to 600 rows, the middle
-// row dropped, rows shifted by half an interval, by whole intervals or by
-// any whole number of milliseconds, newest first, a forged line in a
-// value), after 0 to 5 honest answers. A shift earlier by whole intervals
-// is drawn only when early is set (the exchange has a candle wherever a
-// lying answer may start: dense, listed at or before -since): where the
-// lie may start after a stretch without candles (before the listing, a
-// quiet interval of a sparse exchange), it moves the exchange's history
-// whole, a history its answers never contradict before a candle is
-// stored, which no collector asking one provider can tell from the truth
-// (see the klines property of the same lies).
+// drawLie draws what a provider of candles of length step lies about
+// (see providertest.Lies). A shift earlier by whole intervals is kept only
+// when early is set (the exchange has a candle wherever a lying answer may
+// start: dense, listed at or before since): where the lie may start after
+// a stretch without candles (before the listing, a quiet interval of a
+// sparse exchange), it moves the exchange's history whole, a history its
+// answers never contradict before a candle is stored, which no collector
+// asking one provider can tell from the truth; there it is turned later.
 func drawLie(t *rapid.T, step time.Duration, early bool) providertest.Lie {
-	var l providertest.Lie
-	if rapid.Bool().Draw(t, "answer lie") {
-		switch rapid.IntRange(0, 3).Draw(t, "which answer lie") {
-		case 0:
-			l.Null = true
-		case 1:
-			l.Empty = true
-		case 2:
-			l.EmptyAll = true
-		default:
-			l.RedirectLoop = true
-		}
-	} else {
-		if rapid.Bool().Draw(t, "short pages") {
-			l.ShortPages = rapid.IntRange(1, 600).Draw(t, "short pages of")
-		}
-		l.DropRows = rapid.Bool().Draw(t, "drop rows")
-		if l.Shifted = rapid.Bool().Draw(t, "shifted"); l.Shifted {
-			l.Shift = rapid.OneOf(
-				rapid.Just(time.Duration(0)), // half an interval
-				rapid.Map(rapid.IntRange(-3, 3), func(n int) time.Duration { return time.Duration(n) * step }),
-				rapid.Map(rapid.Int64Range(-2*step.Milliseconds(), 2*step.Milliseconds()), func(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }),
-			).Draw(t, "shift")
-		}
-		if l.Shift < 0 && l.Shift%step == 0 && !early {
-			l.Shift = -l.Shift
-		}
-		l.Reversed = rapid.Bool().Draw(t, "reversed")
-		l.Newline = rapid.Bool().Draw(t, "newline")
-	}
-	if l != (providertest.Lie{}) {
-		l.After = rapid.IntRange(0, 5).Draw(t, "honest answers first")
+	l := providertest.Lies(step).Draw(t, "lie")
+	if l.Shift < 0 && l.Shift%step == 0 && !early {
+		l.Shift = -l.Shift
 	}
 	return l
 }

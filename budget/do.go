@@ -207,7 +207,7 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 	p.begin(t0, first)
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
 	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
-	class := p.classify(&out)
+	class, banned := p.read(&out, start, done)
 	stuck := false
 	switch {
 	case out.Err != nil && ctx.Err() != nil:
@@ -227,7 +227,7 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 		class = forage.Transient // our attempt timeout, not the caller's cancel
 	}
 	switch {
-	case p.banned(class, out):
+	case banned && class == forage.Throttled: // not one the caller gave up
 		p.ban(end, &out)
 	case class == forage.Success && p.bans.Load() != 0:
 		p.bans.Store(0) // a ban in a row needs no success in between
@@ -322,6 +322,27 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 	finished = true
 	out.Latency = end.Sub(start)
 	return out, start, end, actx != ctx && actx.Err() != nil
+}
+
+// read classifies an attempt's outcome and tells whether it is a ban,
+// through the host's hooks (Config.Classify, Config.Ban). A hook that
+// panics gives back the slot and the breaker ticket on the way up, as a
+// panicking attempt does (see call): a host that recovered (net/http and
+// the scheduler do) lost a slot per panic, and once MaxInFlight hooks had
+// panicked every call of the provider waited for a slot for good.
+func (p *local) read(out *forage.Outcome, start time.Time, done func(forage.Class)) (class forage.Class, banned bool) {
+	finished := false
+	defer func() {
+		if !finished {
+			p.release()
+			done(forage.Canceled)
+			p.end(forage.Canceled, time.Since(start))
+		}
+	}()
+	class = p.classify(out)
+	banned = p.banned(class, *out)
+	finished = true
+	return class, banned
 }
 
 // classify reads an attempt's outcome: the host's Config.Classify, or the

@@ -48,8 +48,11 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		out, class, err := p.once(ctx, run, attempt, o, try == 0)
 		if err != nil {
 			var e *Error
-			if errors.As(err, &e) && e.Status == 0 && e.Err == nil {
-				e.Status, e.Err = last.Status, last.Err // keep what the provider last said
+			if errors.As(err, &e) {
+				if e.Status == 0 && e.Err == nil {
+					e.Status, e.Err = last.Status, last.Err // keep what the provider last said
+				}
+				e.sent = try > 0 || class == forage.Canceled // once's Canceled: stopped mid-attempt
 			}
 			return err
 		}
@@ -57,7 +60,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			return nil
 		}
 		last = out
-		stop := &Error{Provider: p.key, Reason: stopReason(class), Status: out.Status, Err: out.Err}
+		stop := &Error{Provider: p.key, Reason: stopReason(class), Status: out.Status, Err: out.Err, sent: true}
 		if p.banned(class, out) {
 			stop.Reason = forage.ReasonBanned
 		}
@@ -83,14 +86,14 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 				stop.Until = wake // the provider's pause outlasts the run
 				return stop
 			}
-			return &Error{Provider: p.key, Reason: forage.ReasonDeadline, Status: out.Status, Err: out.Err}
+			return &Error{Provider: p.key, Reason: forage.ReasonDeadline, Status: out.Status, Err: out.Err, sent: true}
 		}
 		if d, ok := ctx.Deadline(); ok && wake.After(d) {
 			if forced {
 				stop.Until = wake // the pause outlasts the caller's deadline
 				return stop
 			}
-			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: context.DeadlineExceeded}
+			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: context.DeadlineExceeded, sent: true}
 		}
 		// The token is taken before the sleep, so a retry that is then
 		// refused (breaker, run, deadline) has spent it: conservative, the
@@ -105,7 +108,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			return stop
 		}
 		if err := sleepUntil(ctx, wake); err != nil {
-			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: err}
+			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: err, sent: true}
 		}
 	}
 }

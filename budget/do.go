@@ -209,8 +209,15 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 	}
 	p.begin(t0, first)
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
+	asked := out.RetryAfter
 	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
 	class, banned := p.read(&out, start, done)
+	if asked > p.cfg.MaxPause && class != forage.Success && class != forage.Canceled {
+		// Named, so an operator tells a garbage header clamped to
+		// MaxPause from a provider that meant it.
+		p.event(slog.LevelWarn, "budget: a pause longer than MaxPause asked; paused for MaxPause",
+			slog.Int("status", out.Status), slog.Duration("asked", asked), slog.Duration("max_pause", p.cfg.MaxPause))
+	}
 	stuck := false
 	switch {
 	case out.Err != nil && ctx.Err() != nil:

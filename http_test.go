@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,6 +216,36 @@ func TestAMillisecondResetIsNotReadAgainstDate(t *testing.T) {
 		h.Set("Retry-After", now.Add(60*time.Second).UTC().Format(http.TimeFormat))
 		if got := forage.FromHTTP(&http.Response{StatusCode: http.StatusTooManyRequests, Header: h}, nil).RetryAfter; got < 57*time.Second {
 			t.Errorf("Age %s on a fresh Date, Retry-After 60 s on: %v, want about a minute", age, got)
+		}
+	}
+}
+
+// TestAHostileRetryAfterIsReadWithBoundedWork: a Retry-After of a million
+// bytes of commas, or of a hundred thousand lines, costs FromHTTP a bounded
+// amount of work (allocations stand for it here): a provider reads as many
+// as an intermediary merges, a few, and no more are read. Each part was
+// parsed as a delta and, with its neighbour, as a date: 0.4 s of CPU per
+// such answer, with a string made for each of 500,000 parts.
+func TestAHostileRetryAfterIsReadWithBoundedWork(t *testing.T) {
+	lines := make([]string, 100_000)
+	for i := range lines {
+		lines[i] = "Sun, 06 Nov 1994 08:49:37 GMT, x"
+	}
+	for name, h := range map[string]http.Header{
+		"commas": {"Retry-After": {strings.Repeat("x,", 500_000) + "120"}},
+		"lines":  {"Retry-After": append(lines, "120")},
+		"ms":     {"Retry-After-Ms": append(lines, "120000")},
+		"merged": {"Retry-After": {"1, 120"}},
+		"two":    {"Retry-After": {"1", "120"}},
+	} {
+		resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: h}
+		if n := testing.AllocsPerRun(2, func() { forage.FromHTTP(resp, nil) }); n > 1000 {
+			t.Errorf("%s: FromHTTP made %.0f allocations", name, n)
+		}
+		if name == "merged" || name == "two" {
+			if got := forage.FromHTTP(resp, nil).RetryAfter; got != 120*time.Second {
+				t.Errorf("%s: Retry-After %v, want 2m0s (the longest of a few)", name, got)
+			}
 		}
 	}
 }

@@ -82,6 +82,8 @@ type Outcome struct {
 //     [Mark].
 func (o Outcome) Class() Class {
 	switch {
+	case o.Status < 0 || o.Status > 0 && o.Status < 100:
+		return Permanent // not HTTP; 600 and up: classifyStatus, below
 	case o.Status >= 400 && o.Status < 500 && classifyStatus(o.Status) == Permanent:
 		// A refusal the status calls the request's fault, but which the
 		// provider or the host explains as throttling.

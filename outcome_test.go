@@ -110,6 +110,24 @@ func TestProperty3xxWithErrorIsNeverSuccess(t *testing.T) {
 	})
 }
 
+// TestPropertyAStatusOutsideHTTPIsNeverASuccess: an Outcome built by hand
+// with a status outside 100–599 other than 0 (no response) is not HTTP and
+// classifies as Permanent, as Class documents, whatever its error (a
+// negative status or one under 100 read as a success).
+func TestPropertyAStatusOutsideHTTPIsNeverASuccess(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		code := rapid.OneOf(rapid.IntRange(-1000, -1), rapid.IntRange(1, 99), rapid.IntRange(600, 100000)).Draw(rt, "code")
+		var err error
+		if rapid.Bool().Draw(rt, "withErr") {
+			err = forage.Mark(errors.New("decode"), forage.Transient)
+		}
+		if got := (forage.Outcome{Status: code, Err: err}).Class(); got != forage.Permanent {
+			rt.Fatalf("Outcome{Status: %d, Err: %v}.Class() = %v, want permanent", code, err, got)
+		}
+	})
+}
+
 // TestQuotaLeft: what is left is Remaining, else Limit - Used (never
 // negative), else unknown.
 func TestQuotaLeft(t *testing.T) {

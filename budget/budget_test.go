@@ -692,6 +692,50 @@ func TestPanickingAttemptReleasesItsSlot(t *testing.T) {
 	})
 }
 
+// TestAPanickingClassifyOrBanReleasesItsSlot: a Config.Classify or
+// Config.Ban that panics (a hook reading Err.Error() of an answer that
+// has none) gives back the attempt's bulkhead slot and breaker ticket on
+// the way up, as a panicking attempt does: a host that recovers (net/http
+// and the scheduler do) is not left with a provider whose every call
+// waits for a slot once MaxInFlight hooks have panicked.
+func TestAPanickingClassifyOrBanReleasesItsSlot(t *testing.T) {
+	t.Parallel()
+	for _, hook := range []string{"Classify", "Ban"} {
+		t.Run(hook, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := fast()
+				cfg.MaxInFlight = 1
+				boom := func(o forage.Outcome) bool {
+					if o.Status == 500 {
+						_ = o.Err.Error() // a status-only outcome has no Err
+					}
+					return false
+				}
+				if hook == "Classify" {
+					cfg.Classify = func(o forage.Outcome) forage.Class { boom(o); return o.Class() }
+				} else {
+					cfg.Ban = boom
+				}
+				p := newLocal(t, cfg)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				for range 3 {
+					func() {
+						defer func() { _ = recover() }()
+						_ = p.Do(ctx, nil, status(500, 0))
+					}()
+				}
+				if err := p.Do(ctx, nil, status(200, 0)); err != nil {
+					t.Fatalf("Do after %s panicked: %v", hook, err)
+				}
+				if s := p.Snapshot(); s.InFlight != 0 || s.Breaker != "closed" {
+					t.Fatalf("snapshot %+v after the panics", s)
+				}
+			})
+		})
+	}
+}
+
 // TestMarkedThrottleStillThrottles: a host that marks the error explaining
 // a 429 as permanent does not hide the throttling: the status decides.
 func TestMarkedThrottleStillThrottles(t *testing.T) {

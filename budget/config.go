@@ -70,7 +70,8 @@ type Config struct {
 	// when it is longer. Defaults to 1 minute.
 	MaxWait time.Duration
 	// MaxPause is the longest pause a provider may impose by one answer
-	// (a Retry-After, a spent quota's reset); a longer one is clamped to it.
+	// (a Retry-After, a spent quota's reset); a longer one is clamped to
+	// it, and a Retry-After so clamped is logged (see Logger).
 	// Defaults to 1 hour. Headers are untrusted input:
 	// "Retry-After: 99999999999999999999" would otherwise park every
 	// caller for the 72 hours the header parsers allow. An hour covers
@@ -155,10 +156,11 @@ type Config struct {
 	Pacer Pacer
 	// Logger receives the provider's own structured records, each with its
 	// key: a pause the provider imposed (a Retry-After, a ban, a spent
-	// quota; Info, with its end and reason), a cut of the pacing rate
-	// (Info; a raise at Debug), a call stopped because its retry budget
-	// is spent (Warn), and a provider record that could not be saved to
-	// Records (Warn). Breaker transitions are the breaker's: watch them
+	// quota; Info, with its end and reason), an answer that asked for a
+	// pause longer than MaxPause (Warn, with what it asked), a cut of the
+	// pacing rate (Info; a raise at Debug), a call stopped because its
+	// retry budget is spent (Warn), and a provider record that could not
+	// be saved to Records (Warn). Breaker transitions are the breaker's: watch them
 	// with Breaker.OnTransition and log them with Breaker.Logger. Nil
 	// means silent.
 	Logger *slog.Logger

@@ -48,8 +48,11 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		out, class, err := p.once(ctx, run, attempt, o, try == 0)
 		if err != nil {
 			var e *Error
-			if errors.As(err, &e) && e.Status == 0 && e.Err == nil {
-				e.Status, e.Err = last.Status, last.Err // keep what the provider last said
+			if errors.As(err, &e) {
+				if e.Status == 0 && e.Err == nil {
+					e.Status, e.Err = last.Status, last.Err // keep what the provider last said
+				}
+				e.sent = try > 0 || class == forage.Canceled // once's Canceled: stopped mid-attempt
 			}
 			return err
 		}
@@ -57,7 +60,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			return nil
 		}
 		last = out
-		stop := &Error{Provider: p.key, Reason: stopReason(class), Status: out.Status, Err: out.Err}
+		stop := &Error{Provider: p.key, Reason: stopReason(class), Status: out.Status, Err: out.Err, sent: true}
 		if p.banned(class, out) {
 			stop.Reason = forage.ReasonBanned
 		}
@@ -83,14 +86,14 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 				stop.Until = wake // the provider's pause outlasts the run
 				return stop
 			}
-			return &Error{Provider: p.key, Reason: forage.ReasonDeadline, Status: out.Status, Err: out.Err}
+			return &Error{Provider: p.key, Reason: forage.ReasonDeadline, Status: out.Status, Err: out.Err, sent: true}
 		}
 		if d, ok := ctx.Deadline(); ok && wake.After(d) {
 			if forced {
 				stop.Until = wake // the pause outlasts the caller's deadline
 				return stop
 			}
-			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: context.DeadlineExceeded}
+			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: context.DeadlineExceeded, sent: true}
 		}
 		// The token is taken before the sleep, so a retry that is then
 		// refused (breaker, run, deadline) has spent it: conservative, the
@@ -105,7 +108,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			return stop
 		}
 		if err := sleepUntil(ctx, wake); err != nil {
-			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: err}
+			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: err, sent: true}
 		}
 	}
 }
@@ -206,8 +209,15 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 	}
 	p.begin(t0, first)
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
+	asked := out.RetryAfter
 	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
-	class := p.classify(&out)
+	class, banned := p.read(&out, start, done)
+	if asked > p.cfg.MaxPause && class != forage.Success && class != forage.Canceled {
+		// Named, so an operator tells a garbage header clamped to
+		// MaxPause from a provider that meant it.
+		p.event(slog.LevelWarn, "budget: a pause longer than MaxPause asked; paused for MaxPause",
+			slog.Int("status", out.Status), slog.Duration("asked", asked), slog.Duration("max_pause", p.cfg.MaxPause))
+	}
 	stuck := false
 	switch {
 	case out.Err != nil && ctx.Err() != nil:
@@ -227,7 +237,7 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 		class = forage.Transient // our attempt timeout, not the caller's cancel
 	}
 	switch {
-	case p.banned(class, out):
+	case banned && class == forage.Throttled: // not one the caller gave up
 		p.ban(end, &out)
 	case class == forage.Success && p.bans.Load() != 0:
 		p.bans.Store(0) // a ban in a row needs no success in between
@@ -322,6 +332,27 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 	finished = true
 	out.Latency = end.Sub(start)
 	return out, start, end, actx != ctx && actx.Err() != nil
+}
+
+// read classifies an attempt's outcome and tells whether it is a ban,
+// through the host's hooks (Config.Classify, Config.Ban). A hook that
+// panics gives back the slot and the breaker ticket on the way up, as a
+// panicking attempt does (see call): a host that recovered (net/http and
+// the scheduler do) lost a slot per panic, and once MaxInFlight hooks had
+// panicked every call of the provider waited for a slot for good.
+func (p *local) read(out *forage.Outcome, start time.Time, done func(forage.Class)) (class forage.Class, banned bool) {
+	finished := false
+	defer func() {
+		if !finished {
+			p.release()
+			done(forage.Canceled)
+			p.end(forage.Canceled, time.Since(start))
+		}
+	}()
+	class = p.classify(out)
+	banned = p.banned(class, *out)
+	finished = true
+	return class, banned
 }
 
 // classify reads an attempt's outcome: the host's Config.Classify, or the

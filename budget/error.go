@@ -44,6 +44,8 @@ type Error struct {
 	Until time.Time
 	// Err is the last attempt's error, if any.
 	Err error
+
+	sent bool // an attempt of the call was sent before it stopped (see Frontier.done)
 }
 
 // Error formats the stop as

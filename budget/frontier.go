@@ -59,14 +59,15 @@ type hostQueue struct {
 	busy  int       // URLs of this host handed out and not yet done
 	aside time.Time // not to be looked at again before then
 	// paused counts, per URL, the times it came back because its host's
-	// provider paused on its own word (see Frontier.pausedBy); nil until
-	// the first.
+	// provider paused on its own word (see Frontier.pausedBy), or after a
+	// call that was sent stopped (see Frontier.done); nil until the first.
 	paused map[string]int
 }
 
-// pauseComebacks is how many times a URL comes back for its host's pause
-// before an error drops it: a host that answers 429 and a long
-// Retry-After to every request ends its crawl all the same.
+// pauseComebacks is how many times a URL comes back for its host's pause,
+// or after a call that was sent stopped, before an error drops it: a host
+// that answers 429 and a long Retry-After to every request, or never
+// answers, ends its crawl all the same.
 const pauseComebacks = 3
 
 // NewFrontier returns an empty Frontier over reg's providers that lets at
@@ -120,12 +121,14 @@ func (f *Frontier) Add(rawURL string) error {
 // queue when the error says it was not sent, and the budget stopped it
 // before any answer (a [*Error] for an open breaker, a pause, a spent quota,
 // an operator's pause, a run deadline that comes before the host's next
-// slot, or a cancelled call); it then sets the host aside until the
+// slot, or a call cancelled before it was sent); it then sets the host aside until the
 // [Error.Until] the stop names. So does an error for a page its host
 // refused with a pause the provider asked for (a Retry-After or a ban
 // longer than [Config.MaxWait], whose answer the Transport hands back):
-// the URL comes back when the pause ends, at most three times. Any other
-// error drops the URL: the caller counts it, and may Add it again. done
+// the URL comes back when the pause ends, at most three times. A call
+// the budget stopped after its request was sent (a cancelled call: the
+// worker's own deadline over a host that never answers) comes back at
+// most three times too. Any other error drops the URL: the caller counts it, and may Add it again. done
 // reports whether it put the URL
 // back, so a worker counts as failed exactly the URLs with an error that
 // done did not put back. done must be called exactly once (later calls do
@@ -252,16 +255,30 @@ func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) bool {
 	if e := (*Error)(nil); err != nil && !again && !errors.As(err, &e) {
 		pausedUntil = f.pausedBy(h.key, now)
 	}
+	// A call stopped after its request went out (the worker's own deadline
+	// over a host that never answers, a breaker that opened between its
+	// retries) was sent: it comes back as a paused page does, at most
+	// pauseComebacks times (it came back after every deadline, and a
+	// tarpit's page held the crawl until its context ended).
+	e := (*Error)(nil)
+	sent := again && errors.As(err, &e) && e.sent
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h.busy--
 	f.out--
-	if pausedUntil.After(now) && h.paused[u] < pauseComebacks {
+	if sent {
+		again = h.paused[u] < pauseComebacks
+		if !again {
+			until = time.Time{}
+		}
+	} else if pausedUntil.After(now) && h.paused[u] < pauseComebacks {
+		again, until = true, pausedUntil
+	}
+	if again && (sent || pausedUntil.After(now)) {
 		if h.paused == nil {
 			h.paused = map[string]int{}
 		}
 		h.paused[u]++
-		again, until = true, pausedUntil
 	}
 	if !again && h.paused != nil {
 		delete(h.paused, u) // done with u: fetched or dropped

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -541,4 +542,52 @@ func crawlAll(ctx context.Context, f *budget.Frontier, client *http.Client) (fet
 			failed++
 		}
 	}
+}
+
+// TestFrontierDropsAPageItsHostNeverAnswers: a worker that bounds each
+// request with its own deadline, as the Transport's doc asks, against a
+// host that takes requests and never answers (a tarpit): the page is sent,
+// its deadline cancels it, and it comes back three times, then is dropped,
+// so the crawl ends. A cancelled call read as one never sent before: the
+// page came back after every deadline, and the crawl went on until its
+// own context ended (40 sends in 20 s, nothing else left to fetch).
+func TestFrontierDropsAPageItsHostNeverAnswers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var sent atomic.Int64
+		tarpit := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent.Add(1)
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		})
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: pinned(1000)})
+		client := &http.Client{Transport: budget.NewTransport(reg, tarpit)}
+		f, _ := budget.NewFrontier(reg, 1)
+		_ = f.Add("http://tarpit.test/page")
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		failed, back := 0, 0
+		for {
+			u, done, ok := f.Next(ctx)
+			if !ok {
+				break
+			}
+			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second) // per request
+			req, _ := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			rcancel()
+			if again := done(err); again {
+				back++
+			} else if err != nil {
+				failed++
+			}
+		}
+		if ctx.Err() != nil || failed != 1 || back != 3 || sent.Load() != 4 {
+			t.Fatalf("crawl ended by its context: %v; failed %d, brought back %d, sent %d; want the page dropped after 3 comebacks, 4 sends",
+				ctx.Err(), failed, back, sent.Load())
+		}
+	})
 }

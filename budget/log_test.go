@@ -79,3 +79,37 @@ func TestSpreadingAnAnnouncedQuotaIsNoRateCut(t *testing.T) {
 		}
 	})
 }
+
+// TestAPauseClampedToMaxPauseIsNamed: a refusal asking for more than
+// MaxPause (a garbage "Retry-After: 1000000000000000000") pauses for
+// MaxPause, and says so in a Warn record with what it asked: the Info
+// record of a one-hour pause alone did not tell an operator a provider
+// that meant an hour from one whose header was clamped to it.
+func TestAPauseClampedToMaxPauseIsNamed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		cfg := fast()
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		p := newLocal(t, cfg)
+		_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 429, RetryAfter: 72 * time.Hour}
+		})
+		logs := out.String()
+		for _, want := range []string{
+			`level=WARN msg="budget: a pause longer than MaxPause asked; paused for MaxPause"`, `asked=72h0m0s`, `max_pause=1h0m0s`, `status=429`,
+			`level=INFO msg="budget: provider paused"`, `for=1h0m0s`,
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("logs lack %s:\n%s", want, logs)
+			}
+		}
+		out.Reset()
+		_ = newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 200, RetryAfter: 72 * time.Hour} // pauses nothing
+		})
+		if strings.Contains(out.String(), "MaxPause") {
+			t.Errorf("a Retry-After on a success, which pauses nothing, logged as clamped:\n%s", out.String())
+		}
+	})
+}

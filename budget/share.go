@@ -177,7 +177,7 @@ type shareDoc struct {
 // brought into it. Rates and ceilings that are negative or not finite
 // are none.
 func (doc *shareDoc) sane(now time.Time, maxPause time.Duration) {
-	if doc.PausedUntil.After(now.Add(maxPause + shareAhead)) {
+	if doc.PausedUntil.After(now.Add(maxPause).Add(shareAhead)) { // Add saturates; the sum overflowed
 		doc.PausedUntil = time.Time{}
 	}
 	for _, f := range []*float64{&doc.Rate, &doc.Ceiling, &doc.Top} {

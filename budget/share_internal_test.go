@@ -2,6 +2,7 @@ package budget
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -432,5 +433,19 @@ func TestFirstTurnIsTheLearners(t *testing.T) {
 	}
 	if w, _ := turnWait(doc.Turns, "m", p.From.Add(-guard/2), guard); w != 0 {
 		t.Errorf("the learner waits %v before its own first window", w)
+	}
+}
+
+// TestASharedPauseIsKeptUnderAMaxPauseWithNoEnd: a host that sets MaxPause
+// to the longest Duration (no cap: a provider known to ban for days) keeps
+// the pause other processes shared: the bound a pause is checked against
+// saturates (MaxPause plus the clock skew allowed overflowed to the past,
+// and every shared pause was dropped as one no answer could have set).
+func TestASharedPauseIsKeptUnderAMaxPauseWithNoEnd(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	doc := shareDoc{PausedUntil: now.Add(time.Hour)}
+	doc.sane(now, time.Duration(math.MaxInt64))
+	if !doc.PausedUntil.Equal(now.Add(time.Hour)) {
+		t.Fatalf("a shared pause of an hour under MaxPause = MaxInt64 became %v", doc.PausedUntil)
 	}
 }

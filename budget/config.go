@@ -72,7 +72,7 @@ type Config struct {
 	// MaxPause is the longest pause a provider may impose by one answer
 	// (a Retry-After, a spent quota's reset); a longer one is clamped to
 	// it, and a Retry-After so clamped is logged (see Logger).
-	// Defaults to 1 hour. Headers are untrusted input:
+	// Defaults to 1 hour; at least 1 second. Headers are untrusted input:
 	// "Retry-After: 99999999999999999999" would otherwise park every
 	// caller for the 72 hours the header parsers allow. An hour covers
 	// every pause a provider means for a client that backs off (seconds to
@@ -278,8 +278,11 @@ func (c *Config) validate(path string) error {
 		return bad("MaxAttempts", ">= 0", c.MaxAttempts)
 	case c.MaxWait < 0:
 		return bad("MaxWait", ">= 0", c.MaxWait)
-	case c.MaxPause < 0:
-		return bad("MaxPause", ">= 0", c.MaxPause)
+	case c.MaxPause < 0 || c.MaxPause > 0 && c.MaxPause < time.Second:
+		// Under a second, every Retry-After and ban pause is cut to
+		// nothing: the provider is asked again at once, which is how a
+		// ban is earned (1ns was accepted).
+		return bad("MaxPause", "0 (the default) or >= 1s", c.MaxPause)
 	case c.BanPause < 0:
 		return bad("BanPause", ">= 0", c.BanPause)
 	}

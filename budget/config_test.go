@@ -31,7 +31,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{budget.Config{MaxInFlight: -1}, "budget: Config.MaxInFlight must be >= 0 (got -1)", nil},
 		{budget.Config{MaxAttempts: -1}, "budget: Config.MaxAttempts must be >= 0 (got -1)", nil},
 		{budget.Config{MaxWait: -time.Second}, "budget: Config.MaxWait must be >= 0 (got -1s)", nil},
-		{budget.Config{MaxPause: -time.Second}, "budget: Config.MaxPause must be >= 0 (got -1s)", nil},
+		{budget.Config{MaxPause: -time.Second}, "budget: Config.MaxPause must be 0 (the default) or >= 1s (got -1s)", nil},
+		{budget.Config{MaxPause: time.Nanosecond}, "budget: Config.MaxPause must be 0 (the default) or >= 1s (got 1ns)", nil}, // it cut every Retry-After to nothing
 		{budget.Config{Limits: []budget.Limit{{Count: 0, Per: time.Second}}}, "budget: Config.Limits[0].Count must be > 0 (got 0)", nil},
 		{budget.Config{Adaptive: aimd.Config{Decrease: 2}}, "budget: Config.Adaptive: aimd: Config.Decrease must be in (0, 1) (got 2)", aimd.ErrInvalidConfig},
 		{budget.Config{Breaker: breaker.Config{FailureRatio: 2}}, "budget: Config.Breaker: breaker: Config.FailureRatio must be in (0, 1] (got 2)", breaker.ErrInvalidConfig},

@@ -241,7 +241,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !replayable {
 		opts = append(opts, CallOption{NoRetry: true})
 	}
+	ended := false
+	defer func() {
+		if !ended && last != nil {
+			// A host's hook (Config.Classify, Config.Ban) panicked: the
+			// answer in hand goes back to its connection on the way up
+			// (one connection leaked per panic).
+			discard(last)
+		}
+	}()
 	err = p.Do(req.Context(), runFrom(req.Context()), attempt, opts...)
+	ended = true
 	if last != nil {
 		settleOnBody(req.Context(), last, settle)
 		return last, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 )
 
@@ -44,5 +45,40 @@ func TestTransportMisuse(t *testing.T) {
 	_, err := budget.NewTransport(nil, nil).RoundTrip(req)
 	if err == nil || !body.closed {
 		t.Errorf("no host: err %v, body closed %v; want an error and the body closed", err, body.closed)
+	}
+}
+
+// TestAPanickingClassifyClosesTheAnswerItHeld: a Config.Classify that
+// panics on an answer the Transport received closes that answer's body
+// on the way up, so a host that recovers (net/http's server does) leaks
+// no connection per panic (it was never closed).
+func TestAPanickingClassifyClosesTheAnswerItHeld(t *testing.T) {
+	t.Parallel()
+	reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: budget.Config{
+		Classify: func(o forage.Outcome) forage.Class {
+			if o.Status == http.StatusInternalServerError {
+				panic("a host's classifier that meets an answer it did not expect")
+			}
+			return o.Class()
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := &closedBody{Reader: strings.NewReader("oops")}
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{}, Body: body, Request: r}, nil
+	})
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/x", nil)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the classifier's panic did not reach the caller")
+			}
+		}()
+		_, _ = budget.NewTransport(reg, base).RoundTrip(req)
+	}()
+	if !body.closed {
+		t.Fatal("the answer the Transport held when Classify panicked was never closed")
 	}
 }

@@ -144,8 +144,8 @@ func parseCollect(args []string) (options, error) {
 		return o, badFlag("max-requests", "must be >= 0", o.maxRequests)
 	case o.timeout < 0:
 		return o, badFlag("timeout", "must be >= 0", o.timeout)
-	case o.maxPause <= 0:
-		return o, badFlag("max-pause", "must be > 0", o.maxPause)
+	case o.maxPause < time.Second:
+		return o, badFlag("max-pause", "must be >= 1s", o.maxPause)
 	}
 	return o, nil
 }

@@ -79,3 +79,42 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A renewal that fails is tried again every Poll/16 until it succeeds or
+// the lease is lost, and each failure was a Warn record: 216 records in
+// 5 s from one process running three jobs while PostgreSQL restarted.
+// The first failure of a run of them is logged; the others are counted.
+func TestARenewalFailingAgainAndAgainIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := &flakyStore{JobStore: schedule.NewMemoryJobStore()}
+		var out bytes.Buffer
+		var mu sync.Mutex
+		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &out, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		w := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+			_ = sleepCtx(ctx, 20*time.Second)
+			return schedule.Result{}, nil
+		})
+		s, err := schedule.New(schedule.Config{Poll: time.Second, LeaseTTL: 9 * time.Second, Logger: log}, store, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		upsert(t, s, time.Now(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "a"})
+		stop := start(t, s)
+		time.Sleep(2500 * time.Millisecond)
+		store.setFailing(true) // the renewal due at 3 s fails until 6 s
+		time.Sleep(3500 * time.Millisecond)
+		store.setFailing(false)
+		time.Sleep(5 * time.Second)
+		stop()
+		mu.Lock()
+		logs := out.String()
+		mu.Unlock()
+		if n := strings.Count(logs, `msg="schedule: renew failed"`); n != 1 {
+			t.Fatalf("%d renew-failed records over 3 s of a store failing, want 1; log:\n%s", n, logs)
+		}
+		if d := snapshot(t, s).Decisions; d.LeasesLost != 0 || d.StoreErrors < 10 {
+			t.Fatalf("decisions %+v: want no lease lost (the store was back before the lease's margin) and every failure counted", d)
+		}
+	})
+}

@@ -104,15 +104,36 @@ func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Re
 	owner := job.Lease.Owner
 	j := job
 	s.apply(&j, now, a.start, o)
-	stored, err := s.store.Update(ctx, j) // fast path: nobody wrote since us
-	if errors.Is(err, ErrConflict) {
-		stored, err = s.mutate(ctx, job.ID, func(j *Job) error {
-			if j.Lease.Owner != owner {
-				return errLost
-			}
-			s.apply(j, now, a.start, o)
-			return nil
-		})
+	var stored Job
+	var err error
+	wait, last := finishRetry, false
+	for tries := 1; ; tries++ {
+		stored, err = s.store.Update(ctx, j) // fast path: nobody wrote since us
+		if errors.Is(err, ErrConflict) {
+			stored, err = s.mutate(ctx, job.ID, func(j *Job) error {
+				if j.Lease.Owner != owner {
+					return errLost
+				}
+				s.apply(j, now, a.start, o)
+				return nil
+			})
+		}
+		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, errLost) {
+			break
+		}
+		if tries > 1 {
+			s.n.storeErrors.Add(1) // logged at the first try only: a store down for a while is one record per job
+			err = fmt.Errorf("schedule: finish job %d: %w", job.ID, err)
+		} else {
+			err = s.storeError("finish", job, err)
+		}
+		// Tried again while the lease is ours: left to expire, it held
+		// the provider's MaxPerProvider slot in every process for up to
+		// a LeaseTTL after the store was back.
+		if last || !s.finishAgain(ctx, a, wait, &last) {
+			return job, err
+		}
+		wait = min(2*wait, maxFinishRetry)
 	}
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -122,12 +143,45 @@ func (s *Scheduler) finish(ctx context.Context, now time.Time, a *active, res Re
 		s.loseLocked(a)
 		s.mu.Unlock()
 		return stored, nil
-	case err != nil:
-		return job, s.storeError("finish", job, err)
 	}
 	s.addWake(stored.NextRun)
 	s.logOutcome(stored, o)
 	return stored, nil
+}
+
+// The waits between a finish's tries while the store fails: from
+// finishRetry, doubling, up to maxFinishRetry.
+const (
+	finishRetry    = 250 * time.Millisecond
+	maxFinishRetry = 2 * time.Second
+)
+
+// finishAgain waits wait before the next try of a's finish, and reports
+// whether to try: only for a run Run started, whose lease is still its
+// own (not lost, not ended by then) and while ctx lives. When the run is
+// interrupted meanwhile (Run returning, the job paused), it sets *last:
+// one more try, at once, then none, so a Run that returns is not held up.
+func (s *Scheduler) finishAgain(ctx context.Context, a *active, wait time.Duration, last *bool) bool {
+	if a.ctx == nil {
+		return false
+	}
+	s.mu.Lock()
+	lost, until := a.lost, a.job.Lease.Until
+	s.mu.Unlock()
+	if lost || !time.Now().Add(wait).Before(until) || a.ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-a.ctx.Done():
+		*last = true
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // logOutcome writes one structured record for what a run's end did to

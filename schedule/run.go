@@ -9,6 +9,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // maxWakes bounds the times the scheduler remembers to wake at. Past it,
@@ -34,6 +35,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	failedClaims := 0 // in a row: a store down is logged when it fails and when it answers again
 	for {
 		select {
 		case <-ctx.Done():
@@ -45,7 +47,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		now := time.Now()
 		_ = s.renewAll(ctx, now) // counted and logged; retried next time
-		as, _ := s.claim(ctx, now, ctx)
+		as, err := s.claim(ctx, now, ctx)
+		failedClaims = s.logClaim(err, failedClaims)
 		for _, a := range as {
 			s.mu.Lock()
 			job := a.job.copy()
@@ -55,6 +58,28 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		timer.Reset(s.sleep(now))
 	}
+}
+
+// logClaim logs a claim's store error, the first of a run of them
+// only, and the first claim that succeeds after them; it returns the
+// failures in a row, counting err. A store that is down (a database
+// restart) is one record when it fails and one when it answers again,
+// not one each Poll; before, a scheduler with nothing running logged
+// nothing at all while its store was down.
+func (s *Scheduler) logClaim(err error, failed int) int {
+	l := s.cfg.Logger
+	switch {
+	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return failed // Run is returning
+	case err != nil:
+		if failed == 0 && l != nil {
+			l.Warn("schedule: claim failed; claiming again every poll", "err", redact.String(err.Error()))
+		}
+		return failed + 1
+	case failed > 0 && l != nil:
+		l.Info("schedule: claims succeed again", "failed_claims", failed)
+	}
+	return 0
 }
 
 // run runs one claimed job and applies its outcome.

@@ -98,6 +98,9 @@ type active struct {
 	cancel context.CancelCauseFunc
 	cause  error // why the scheduler interrupted the run; nil if it did not
 	lost   bool  // the lease was lost: the outcome is not written
+	// renewFailing: the last renewal failed, and was logged; the next
+	// failures are counted only, until one succeeds.
+	renewFailing bool
 }
 
 // interrupt cancels a's run with cause, once.
@@ -298,9 +301,16 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, a *active) error {
 	case errors.Is(err, errLost):
 		s.loseLocked(a)
 		return nil
+	case err != nil && a.renewFailing:
+		// Retried every Poll/16 until the lease is lost: a record each
+		// was 16 a second per running job while the database restarted.
+		s.n.storeErrors.Add(1)
+		return fmt.Errorf("schedule: renew job %d: %w", id, err)
 	case err != nil:
+		a.renewFailing = true
 		return s.storeError("renew", a.job, err)
 	}
+	a.renewFailing = false
 	a.job = j
 	if j.State == StatePaused {
 		a.interrupt(fmt.Errorf("%w: job %d paused", ErrInterrupted, j.ID))

@@ -119,9 +119,11 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 	defer s.release(ctx)
 	err = body(s)
 	switch {
-	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		// The host stopped the run (a shutdown, a scheduler's turn ended):
-		// no failure, and the checkpoint is where the last commit left it.
+	case err != nil && ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx))):
+		// The host stopped the run (a shutdown, a scheduler's turn ended,
+		// an operator's pause: its cause, which net/http's error wraps
+		// instead of context.Canceled): no failure, and the checkpoint is
+		// where the last commit left it.
 		r.log.InfoContext(ctx, "slice: run stopped", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
 	case err != nil:
 		r.log.ErrorContext(ctx, "slice: run failed", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))

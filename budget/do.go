@@ -326,6 +326,13 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 			p.end(forage.Canceled, time.Since(start))
 		}
 	}()
+	// The attempt is this provider's: a Transport on its registry that the
+	// attempt's request goes through sends it as this attempt, not as a
+	// call of its own (see attemptKey).
+	// Only where a Transport may send: a context costs an allocation.
+	if p.transported != nil && p.transported.Load() {
+		actx = context.WithValue(actx, attemptKey{}, p)
+	}
 	start = time.Now()
 	out = attempt(actx)
 	end = time.Now()

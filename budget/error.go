@@ -8,6 +8,7 @@ import (
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/internal/cfgerr"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // ErrStopped is the sentinel every [*Error] matches with [errors.Is]: the call
@@ -63,7 +64,10 @@ func (e *Error) Error() string {
 		msg += " until " + e.Until.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		// Redacted: the attempt's error may be the host's own, built with
+		// the request URL in it (a body it could not decode), credential
+		// included.
+		msg += ": " + redact.String(e.Err.Error())
 	}
 	return msg
 }

@@ -86,6 +86,8 @@ type local struct {
 	savedWhy  forage.Reason // the reason saved with savedTil
 	nextSave  time.Time     // when follow may next save the learned state
 
+	transported *atomic.Bool // its registry's: a Transport sends through it (see attemptKey); nil for NewLocal
+
 	rec recorder // the provider's record in cfg.Records (see record.go)
 	sh  sharer   // the provider's lease in cfg.Shares (see share.go)
 	op  operator // an operator's status, read from cfg.Records (see status.go)

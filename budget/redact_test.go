@@ -3,6 +3,8 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -121,4 +123,22 @@ func TestProperty3xxWithErrorFails(t *testing.T) {
 			rt.Fatalf("%d without an error: Do = %v, want success", code, err)
 		}
 	})
+}
+
+// TestAStopNamesNoCredentialOfTheHostsOwnError: an attempt whose error the
+// host built with the request URL in it (a body it could not read or
+// decode, the URL carrying ?access_token=) stops the call with an error
+// whose message masks the credential, as FromHTTP's do, and errors.Is still
+// reaches the cause. The message carried the attempt's error as it was, into
+// every host log and wrapping error.
+func TestAStopNamesNoCredentialOfTheHostsOwnError(t *testing.T) {
+	t.Parallel()
+	p := newLocal(t, fast())
+	const secret = "ghp_stopS3CR3T"
+	err := p.Do(context.Background(), nil, func(ctx context.Context) forage.Outcome {
+		return forage.Outcome{Status: 200, Err: forage.Mark(fmt.Errorf("decoding http://api.example.com/issues?page=2&access_token=%s: %w", secret, io.ErrUnexpectedEOF), forage.Permanent)}
+	})
+	if err == nil || strings.Contains(err.Error(), secret) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("stop %q (errors.Is the cause: %v); want the credential masked and the cause reachable", err, errors.Is(err, io.ErrUnexpectedEOF))
+	}
 }

@@ -72,6 +72,9 @@ type Registry struct {
 	// record in the store.
 	departMu  sync.Mutex
 	departing map[string]*local
+	// transported is set once a Transport sends through the registry: its
+	// providers then mark their attempts' contexts (see attemptKey).
+	transported atomic.Bool
 }
 
 type shard struct {
@@ -198,6 +201,7 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.transported = &r.transported
 	s.mu.Lock()
 	if e, ok := s.m[key]; ok { // lost the race to another creator
 		s.mu.Unlock()

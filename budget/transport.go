@@ -74,6 +74,14 @@ import (
 // request sent to an address with another Host header is charged to the
 // address.
 //
+// A request sent from inside an attempt of the provider it is keyed to (the
+// Fetch of a slice Source whose client is over this Transport: its runner
+// calls Fetch inside [Provider.Do]) is that attempt: it is sent once, as it
+// is, admitted, paced, counted and retried by the Do it is in, its
+// [WithCall] options ignored. (A Do of its own inside it took a second
+// pacing slot and unit of every known limit, and waited for the bulkhead
+// slot its own outer call held.)
+//
 // The zero Transport sends through [http.DefaultTransport] with a
 // Registry of its own; [NewTransport] names both.
 type Transport struct {
@@ -98,12 +106,38 @@ func NewTransport(reg *Registry, base http.RoundTripper) *Transport {
 	if reg == nil {
 		reg, _ = NewRegistry(RegistryConfig{}) // the zero config is valid
 	}
+	reg.transported.Store(true)
 	return &Transport{reg: reg, base: base}
 }
 
 type runKey struct{}
 
 type callKey struct{}
+
+// attemptKey marks the context of an attempt Provider.Do runs with the
+// provider it is an attempt of. A request sent with it through a Transport
+// that keys it to that provider is that attempt (a slice Source's Fetch,
+// which its runner calls inside Provider.Do, with a Transport client): it is
+// sent as it is, already admitted, paced and counted by the Do it is in.
+// Run through a Do of its own, it took two pacing slots and two units of
+// every known limit, was counted twice, and waited for a bulkhead slot its
+// own outer call held.
+type attemptKey struct{}
+
+// inAttemptOf reports whether ctx is the context of an attempt of p.
+func inAttemptOf(ctx context.Context, p Provider) bool {
+	l, _ := ctx.Value(attemptKey{}).(*local)
+	if l == nil {
+		return false
+	}
+	switch q := p.(type) {
+	case *entry:
+		return q.p == l
+	case *local:
+		return q == l
+	}
+	return false
+}
 
 // WithCall returns a context carrying, for the requests a [Transport] sends
 // with it, what [Provider.Do] takes beside the attempt: the run whose
@@ -187,6 +221,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		closeBody(req) // a RoundTripper closes the body, even on errors
 		return nil, err
+	}
+	if inAttemptOf(req.Context(), p) {
+		return t.transport().RoundTrip(req) // the attempt of the Do it is in
 	}
 	replayable := replayable(req)
 	var last *http.Response
@@ -273,6 +310,7 @@ func (t *Transport) registry() *Registry {
 	}
 	t.ownOnce.Do(func() {
 		t.own, _ = NewRegistry(RegistryConfig{}) // the zero config is valid
+		t.own.transported.Store(true)
 	})
 	return t.own
 }

@@ -186,7 +186,7 @@ func (s *session[R]) commit(ctx context.Context, cp checkpoint.Checkpoint, b bat
 	s.rep.Slices += len(b.pages)
 	s.rep.Commits++
 	s.rep.Cursor = cp.Cursor
-	r.log.DebugContext(ctx, "slice: committed", "cursor", string(cp.Cursor), "records", len(b.page.Records),
+	r.log.DebugContext(ctx, "slice: committed", "cursor", shown(cp.Cursor), "records", len(b.page.Records),
 		"slices", len(b.pages), "range", b.first.sl.Range)
 	return cp, s.cover(ctx, b.page.Covered)
 }
@@ -516,7 +516,7 @@ func (p *pipeline[R]) landed(ctx context.Context, f *flight[R], next []byte) {
 	}
 	if len(p.q) > 0 {
 		p.s.r.log.DebugContext(ctx, "slice: page ended elsewhere than predicted, discarding the slices fetched ahead",
-			"predicted", string(f.expect), "cursor", string(next), "discarded", len(p.q))
+			"predicted", shown(f.expect), "cursor", shown(next), "discarded", len(p.q))
 	}
 	p.abandon()
 	p.next, p.open, p.halt = next, true, nil

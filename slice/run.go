@@ -119,9 +119,11 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 	defer s.release(ctx)
 	err = body(s)
 	switch {
-	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		// The host stopped the run (a shutdown, a scheduler's turn ended):
-		// no failure, and the checkpoint is where the last commit left it.
+	case err != nil && ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx))):
+		// The host stopped the run (a shutdown, a scheduler's turn ended,
+		// an operator's pause: its cause, which net/http's error wraps
+		// instead of context.Canceled): no failure, and the checkpoint is
+		// where the last commit left it.
 		r.log.InfoContext(ctx, "slice: run stopped", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
 	case err != nil:
 		r.log.ErrorContext(ctx, "slice: run failed", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
@@ -377,7 +379,7 @@ const maxGapReason = 512
 // caughtUp ends a stream run that found nothing left: every cursor gap
 // pending at the start is passed.
 func (s *session[R]) caughtUp(ctx context.Context) error {
-	s.r.log.DebugContext(ctx, "slice: caught up", "cursor", string(s.rep.Cursor), "slices", s.rep.Slices)
+	s.r.log.DebugContext(ctx, "slice: caught up", "cursor", shown(s.rep.Cursor), "slices", s.rep.Slices)
 	if len(s.pending) == 0 {
 		return nil
 	}
@@ -418,7 +420,7 @@ func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.
 	}
 	s.rep.Gaps = append(s.rep.Gaps, g)
 	s.r.log.InfoContext(ctx, "slice: deferred", "reason", string(stop.Reason), "until", stop.Until,
-		"gap", g.ID, "cursor", string(g.Cursor), "range", g.Range)
+		"gap", g.ID, "cursor", shown(g.Cursor), "range", g.Range)
 	return g, nil
 }
 
@@ -480,3 +482,9 @@ func (s *session[R]) resolve(ctx context.Context, id int64) error {
 	s.rep.Resolved++
 	return nil
 }
+
+// shown is a cursor as a log record shows it: a cursor may be the provider's
+// next-page URL with the credential in its query (GitHub's ?access_token=),
+// so its URLs' query values, and the values of well-known secret keys, are
+// masked.
+func shown(c []byte) string { return redact.String(string(c)) }

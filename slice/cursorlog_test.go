@@ -1,0 +1,69 @@
+package slice_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+)
+
+const linkToken = "ghp_cursorS3CR3T"
+
+// linkSource pages a feed whose next-page token is the provider's Link URL,
+// which carries the credential when the provider takes it in the query
+// (GitHub's ?access_token= did): pages 1..3, then a throttled answer.
+type linkSource struct{}
+
+func (linkSource) Next(ctx context.Context, cursor []byte, within checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{}, true, nil
+}
+
+func (linkSource) Fetch(ctx context.Context, s slice.Slice) (slice.Page[int], forage.Outcome) {
+	n := 0
+	if len(s.After) > 0 {
+		fmt.Sscanf(string(s.After), "https://api.example.com/issues?page=%d", &n)
+	}
+	if n == 3 {
+		return slice.Page[int]{}, forage.Outcome{Status: 429, RetryAfter: 3600e9}
+	}
+	next := fmt.Sprintf("https://api.example.com/issues?page=%d&access_token=%s", n+1, linkToken)
+	return slice.Page[int]{Records: []int{n}, Next: []byte(next)}, forage.Outcome{Status: 200}
+}
+
+// TestACursorHoldingACredentialIsNeverLogged: a stream whose cursor is the
+// provider's next-page URL, credential included, logs no credential, at any
+// level (the cursor was logged as it is at each commit, at Debug, and with
+// each deferral's gap, at Info).
+func TestACursorHoldingACredentialIsNeverLogged(t *testing.T) {
+	t.Parallel()
+	prov, err := budget.NewLocal("api.example.com", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	r, err := slice.New(slice.Config[int]{Stream: "gh/issues", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+		Provider: prov, Source: linkSource{}, Sink: slice.SinkFunc[int](func(context.Context, slice.Page[int]) error { return nil }),
+		Prefetch: slice.NoPrefetch, MaxBatch: 1,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background(), nil)
+	if err != nil || rep.Slices != 3 || len(rep.Gaps) != 1 {
+		t.Fatalf("run: %d slices, %d gaps, %v; want 3, 1 and a deferral", rep.Slices, len(rep.Gaps), err)
+	}
+	if strings.Contains(logs.String(), linkToken) {
+		t.Fatalf("the credential in the cursor was logged:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "slice: committed") {
+		t.Fatalf("no commit logged:\n%s", logs.String())
+	}
+}

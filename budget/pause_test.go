@@ -390,7 +390,8 @@ func TestPropertyPauseDurableAndBounded(t *testing.T) {
 			store := checkpoint.NewMemoryStore(checkpoint.Config{})
 			cfg := fast()
 			cfg.MaxWait = time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(rt, "maxWait"))
-			cfg.MaxPause = time.Duration(rapid.Int64Range(0, int64(80*time.Hour)).Draw(rt, "maxPause"))
+			cfg.MaxPause = rapid.OneOf(rapid.Just(time.Duration(0)), // the default
+				rapid.Map(rapid.Int64Range(int64(time.Second), int64(80*time.Hour)), func(n int64) time.Duration { return time.Duration(n) })).Draw(rt, "maxPause")
 			cfg.Records = store
 			maxPause := cfg.MaxPause
 			if maxPause == 0 {

@@ -405,6 +405,9 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	}
 	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
 	c.refusals.add(now)
+	if (why == cutOvershoot || why == cutRefusing) && c.guarded(now, 1) {
+		rate = min(rate, c.banSafe())
+	}
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling
 	c.postCut = c.rate
 	c.fitClimb()
@@ -520,6 +523,9 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		}
 		if share, probe := refusalCap(n); !probe {
 			c.rate = max(prev, min(c.rate, c.ceiling*share))
+		}
+		if c.guarded(now, 0) {
+			c.rate = max(prev, min(c.rate, c.banSafe()))
 		}
 	}
 	c.rate = c.clamp(c.rate)
@@ -702,4 +708,65 @@ func (c *Controller) fitClimb() {
 		rec := c.recovery()
 		c.kUp = (c.ceiling - c.rate) / (rec * rec * rec)
 	}
+}
+
+// banGuard is how many refusals within refusalWindow, each drawn by the
+// rate (a cut, not an echo of one), make the next refusal the fifth that
+// common ban policies punish: from the fourth until they age out, the
+// ban guard holds the rate under the ceiling by twice the arrival jitter
+// the latencies show (see banSafe). The cut at the fourth went to 0.9 of
+// the refused rate, within the jitter of a provider that allows no burst,
+// and arrival jitter drew the fifth.
+const banGuard = refusalProbe + 1
+
+// banFloor is the least share of the ceiling the ban guard holds the rate at.
+const banFloor = 0.5
+
+// guarded reports whether the ban guard holds the rate (see banGuard),
+// with pending refusals not yet logged: more than banGuard refusals that
+// cut within refusalWindow (at a controller that sees a share of the
+// traffic, or the refused requests of every process). Not once five
+// requests or more were refused within it with no ban (the provider does
+// not ban at five: a window's echoes, another process's), nor for 503s
+// found to be noise.
+func (c *Controller) guarded(now time.Time, pending int) bool {
+	if c.noise.noisy {
+		return false // its cuts were noise, not the rate's
+	}
+	if c.violations.count(now)+pending > banGuard+1 {
+		return false // five refused in the minute, and no ban: it does not ban at five
+	}
+	n := c.strikes.count(now)
+	if c.weight > 1 {
+		n = max(n, c.violations.count(now))
+	}
+	return n+pending > banGuard
+}
+
+// banSafe returns the rate at which two requests sent one interval apart
+// reach a provider that allows no burst, at the ceiling, one interval or
+// more apart, when the first was held up on its way by twice the arrival
+// jitter the latencies show and the second was not.
+func (c *Controller) banSafe() float64 {
+	if c.ceiling <= 0 {
+		return math.Inf(1)
+	}
+	if c.startOK >= refillAllowance {
+		// Slow start was admitted many requests before its first
+		// refusal: an allowance, which absorbs the jitter (a provider
+		// that allows no burst refuses slow start within a request or
+		// two of its limit).
+		return c.ceiling
+	}
+	// An allowance absorbs arrivals bunched up by as much as it holds
+	// beyond one request.
+	margin := max(0, 2*c.arrivalJitter().Seconds()-max(0, c.allowance-1)/c.ceiling)
+	if margin >= 1/c.ceiling {
+		// More jitter than a provider that allows no burst tolerates at
+		// the ceiling: running near it, the caller would have been
+		// refused at every other request. The provider absorbs it (an
+		// allowance, a window), and jitter is not what refuses.
+		return c.ceiling
+	}
+	return max(1/(1/c.ceiling+margin), c.ceiling*banFloor)
 }

@@ -414,6 +414,9 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	default:
 		cut = c.cut(now, sent, cutRefusing)
 	}
+	if cut {
+		c.strikes.add(now)
+	}
 	if m := &c.noise; cut && kind == forage.Overloaded {
 		sending := before.rate
 		if u, ok := c.sends.use(); ok && u < 1 {

@@ -203,6 +203,7 @@ func (c *Controller) Restore(s State) error {
 		// to its restored ceiling each time, drew a refusal per start,
 		// and was banned at the fifth.
 		c.refusals.merge(now, s.Refusals)
+		c.strikes.merge(now, s.Refusals) // and toward the ban guard (see banGuard)
 	}
 	c.throttled = c.throttled || s.Throttled
 	if s.Rate == 0 && s.PausedUntil.IsZero() {

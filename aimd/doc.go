@@ -181,6 +181,17 @@
 //     too (processes taking turns hand over at the limit): a 3% cut, the
 //     ceiling kept, and a deep one if its own next request after the
 //     pause is refused too, before it takes up the shared rate again.
+//   - The ban guard: from the fourth refusal within the minute that cut
+//     the rate (an echo does not count), until they age out, the rate
+//     keeps twice the arrival jitter the latencies show under the
+//     ceiling's interval (at least half the ceiling), when slow start met
+//     a provider with little or no allowance (fewer than ten admitted
+//     before its first refusal; an allowance absorbs the jitter). The next
+//     refusal may be the fifth a provider bans at: at 8/s with 25-30 ms of
+//     arrival jitter, a cut to 0.9 of the refused rate sat within the
+//     jitter of the limit and drew it, and the ban, in 4-6 runs of 24. Not
+//     once five requests were refused within the minute with no ban (the
+//     provider does not ban at five), nor for 503s found to be noise.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; in slow start, only once a second one comes

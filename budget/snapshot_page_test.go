@@ -1,13 +1,17 @@
 package budget_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 )
 
 // TestPropertySnapshotPagesAreTheSnapshot: the pages of SnapshotPage,
@@ -65,4 +69,43 @@ func keysAfter(reg *budget.Registry, after string) []string {
 		keys = append(keys, s.Key)
 	}
 	return keys
+}
+
+// TestAPageShowsAPauseSetElsewhere: a provider paused through another
+// process's registry (one record store between them) shows paused on
+// this process's page of providers within recordEvery and a page
+// loaded after it, though it gets no calls (it showed active for as long
+// as nothing called it: an operator reading another process's dashboard
+// saw a pause not taken, and a resume not given).
+func TestAPageShowsAPauseSetElsewhere(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		var regs [2]*budget.Registry
+		for i := range regs {
+			r, err := budget.NewRegistry(budget.RegistryConfig{Records: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Get("api.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			regs[i] = r
+		}
+		status := func() string {
+			page, _ := regs[1].SnapshotPage("", 10)
+			return page[0].Status
+		}
+		for _, want := range []string{budget.StatusPaused, budget.StatusActive} {
+			if err := regs[0].SetStatus(context.Background(), "api.example.com", want, "maintenance"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(6 * time.Second)
+			status() // the page after recordEvery reads the record again
+			synctest.Wait()
+			if got := status(); got != want {
+				t.Fatalf("the other process's page says %q after it was set %q elsewhere", got, want)
+			}
+		}
+	})
 }

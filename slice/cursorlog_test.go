@@ -3,6 +3,7 @@ package slice_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -65,5 +66,37 @@ func TestACursorHoldingACredentialIsNeverLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "slice: committed") {
 		t.Fatalf("no commit logged:\n%s", logs.String())
+	}
+}
+
+// TestARunsErrorNamesNoCredentialOfItsCursor: a run that fails after a
+// page whose cursor is the provider's next-page URL, credential included,
+// returns an error whose message masks it, and that errors.Is still
+// matches (the message quoted the cursor whole to the host, which logged
+// or stored it).
+func TestARunsErrorNamesNoCredentialOfItsCursor(t *testing.T) {
+	t.Parallel()
+	prov, err := budget.NewLocal("api.example.com", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := errors.New("disk full")
+	r, err := slice.New(slice.Config[int]{Stream: "gh/issues", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+		Provider: prov, Source: linkSource{}, Prefetch: slice.NoPrefetch, MaxBatch: 1,
+		Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error {
+			if p.Records[0] == 1 {
+				return full
+			}
+			return nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(context.Background(), nil)
+	if !errors.Is(err, full) {
+		t.Fatalf("run: %v; want the sink's error", err)
+	}
+	if strings.Contains(err.Error(), linkToken) || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("the run's error: %q; want the sink's error, and the cursor's credential masked", err)
 	}
 }

@@ -128,8 +128,20 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 	case err != nil:
 		r.log.ErrorContext(ctx, "slice: run failed", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
 	}
+	if err != nil {
+		err = redactedError{err}
+	}
 	return rep, err
 }
+
+// redactedError is a run's error as the host gets it: its message masks
+// credentials (a cursor that is a next-page URL with ?access_token=, a
+// Source's own error quoting one), as its log records do; errors.Is and
+// errors.As see the error it wraps.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return redact.String(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
 
 // release gives the session's lease back. Correctness never depends on
 // it: the lease expires, and a lost lease fences every later commit. So a

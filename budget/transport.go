@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/forage-go/forage"
 )
@@ -114,29 +115,41 @@ type runKey struct{}
 
 type callKey struct{}
 
-// attemptKey marks the context of an attempt Provider.Do runs with the
-// provider it is an attempt of. A request sent with it through a Transport
-// that keys it to that provider is that attempt (a slice Source's Fetch,
-// which its runner calls inside Provider.Do, with a Transport client): it is
-// sent as it is, already admitted, paced and counted by the Do it is in.
-// Run through a Do of its own, it took two pacing slots and two units of
-// every known limit, was counted twice, and waited for a bulkhead slot its
-// own outer call held.
+// attemptKey marks the context of an attempt Provider.Do runs with an
+// *attemptMark. The first request sent with it through a Transport that
+// keys it to the mark's provider is that attempt (a slice Source's Fetch,
+// which its runner calls inside Provider.Do, with a Transport client): it
+// is sent as it is, already admitted, paced and counted by the Do it is
+// in. Run through a Do of its own, it took two pacing slots and two units
+// of every known limit, was counted twice, and waited for a bulkhead slot
+// its own outer call held. A second request of the same attempt (a Fetch
+// that asks twice) goes through a Do of its own, as any other call: sent
+// as the attempt too, it would be counted by no known limit.
 type attemptKey struct{}
 
-// inAttemptOf reports whether ctx is the context of an attempt of p.
+// attemptMark is an attempt's mark: its provider, and whether a request
+// was sent as the attempt.
+type attemptMark struct {
+	p    *local
+	sent atomic.Bool
+}
+
+// inAttemptOf reports whether ctx is the context of an attempt of p none
+// of whose requests was sent as the attempt yet, and if so takes it: the
+// request is the attempt.
 func inAttemptOf(ctx context.Context, p Provider) bool {
-	l, _ := ctx.Value(attemptKey{}).(*local)
-	if l == nil {
+	m, _ := ctx.Value(attemptKey{}).(*attemptMark)
+	if m == nil {
 		return false
 	}
+	var l *local
 	switch q := p.(type) {
 	case *entry:
-		return q.p == l
+		l = q.p
 	case *local:
-		return q == l
+		l = q
 	}
-	return false
+	return l == m.p && m.sent.CompareAndSwap(false, true)
 }
 
 // WithCall returns a context carrying, for the requests a [Transport] sends

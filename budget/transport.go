@@ -81,7 +81,8 @@ import (
 // is, admitted, paced, counted and retried by the Do it is in, its
 // [WithCall] options ignored. (A Do of its own inside it took a second
 // pacing slot and unit of every known limit, and waited for the bulkhead
-// slot its own outer call held.)
+// slot its own outer call held.) A second request of the same attempt is
+// a call of its own, booked against the known limits as any other.
 //
 // The zero Transport sends through [http.DefaultTransport] with a
 // Registry of its own; [NewTransport] names both.

@@ -110,10 +110,17 @@
 // head-first rule hold across processes; and a claim never waits for
 // another, skipping what the other holds. Jobs whose lease expired are
 // claimable again: that is how a crashed scheduler's jobs are rescued, and
-// its late writes then lose the compare-and-swap. Ranking does not scan
-// the backlog: the claim visits each group of a provider's jobs (head or
-// backfill, one priority) with one index probe, so its cost grows with the
-// number of providers and priorities, not with the number of due jobs.
+// its late writes then lose the compare-and-swap. A job's lease is tied to
+// its holder's process as a stream's is (the same session): when the
+// process dies, its leases end at once, so its jobs are rescued by the
+// next claim and stop holding their providers' MaxPerProvider slots and
+// their streams in every process, instead of for the rest of LeaseTTL (a
+// minute by default). A claim that takes jobs, or a renewal, records the
+// session after one ping on its connection; a claim tests a session only
+// for a lease that has not expired. Ranking does not scan the backlog: the
+// claim visits each group of a provider's jobs (head or backfill, one
+// priority) with one index probe, so its cost grows with the number of
+// providers and priorities, not with the number of due jobs.
 //
 // # Testing
 //

@@ -27,7 +27,10 @@ import (
 //     Tail, or its jobs gone since it was ranked), step 1 runs again for
 //     more providers.
 //  3. claimLeaseSQL leases the chosen jobs (FOR UPDATE SKIP LOCKED again,
-//     rechecking that each is still claimable) and returns them.
+//     rechecking that each is still claimable) and returns them. Each
+//     lease records the process's session (session.go), so that it ends
+//     when the process dies: a lease whose session has ended counts as
+//     ended everywhere a claim looks (013_job_lease_session.sql).
 //
 // Without concurrent claims the result is exactly the contract's greedy
 // choice: the jobs taken come from the best providers, all of them locked.
@@ -38,21 +41,24 @@ var (
 	// limit, the aging in nanoseconds.
 	claimCandSQL = `SELECT id, provider, tail, priority, ` + finite("next_run") + ` FROM {{schema}}.claim_candidates($1, $2, $3, $4, $5, $6)`
 
-	// claimLeaseSQL leases the jobs $2 to owner $3 until $4, if each is
-	// still claimable at $1 (no other job of its stream leased) and not
-	// locked by another writer, and returns each with the owner of the
-	// expired lease it took over.
+	// claimLeaseSQL leases the jobs $2 to owner $3 until $4, tied to the
+	// session $5 (NULL for none), if each is still claimable at $1 (no
+	// other job of its stream leased) and not locked by another writer,
+	// and returns each with the owner of the ended lease it took over
+	// (expired, or its holder's session gone: see job_lease_ended in
+	// 013_job_lease_session.sql).
 	claimLeaseSQL = `
 WITH c AS (
 	SELECT j.id AS claim_id, j.lease_owner AS taken_from FROM {{schema}}.jobs j
 	WHERE j.id = ANY($2::bigint[]) AND j.state NOT IN ('paused', 'success') AND j.next_run <= $1
-		AND (j.lease_owner IS NULL OR j.lease_until <= $1)
+		AND (j.lease_owner IS NULL OR {{schema}}.job_lease_ended(j.lease_until, j.lease_session, $1))
 		AND NOT EXISTS (SELECT 1 FROM {{schema}}.jobs o WHERE o.provider = j.provider AND o.stream = j.stream
-			AND o.id <> j.id AND o.lease_owner IS NOT NULL AND o.lease_until > $1)
+			AND o.id <> j.id AND o.lease_owner IS NOT NULL AND o.lease_until > $1
+			AND NOT {{schema}}.job_lease_ended(o.lease_until, o.lease_session, $1))
 	FOR UPDATE SKIP LOCKED
 )
-UPDATE {{schema}}.jobs SET state = 'running', lease_owner = $3, lease_until = $4, updated = $1,
-	version = version + 1
+UPDATE {{schema}}.jobs SET state = 'running', lease_owner = $3, lease_until = $4, lease_session = $5::bigint,
+	updated = $1, version = version + 1
 FROM c WHERE id = c.claim_id
 RETURNING ` + jobCols + `, c.taken_from`
 )
@@ -96,6 +102,13 @@ const (
 // on another claim and may return fewer jobs than are due while others
 // claim. A claim that fails at the commit may have leased its jobs
 // without returning them: they run again once the lease expires.
+//
+// Besides an expired lease, Claim takes over at once a lease whose
+// holder's process has died, naming its owner in Lease.TakenFrom; until it is
+// taken over, such a lease no longer counts against
+// [schedule.ClaimFilter.PerProvider] nor holds its stream's other jobs
+// back. A lease is tied to the process by the session of
+// [Config.NoLeaseSession] (which turns it off), as a stream's lease is.
 func (js *jobStore) Claim(ctx context.Context, now time.Time, owner string, ttl time.Duration, limit int, f schedule.ClaimFilter) ([]schedule.Job, error) {
 	if err := enter(ctx, checkClaim(now, owner, ttl, limit, &f)); err != nil {
 		return nil, err
@@ -115,7 +128,9 @@ func (js *jobStore) Claim(ctx context.Context, now time.Time, owner string, ttl 
 	if len(ids) == 0 {
 		return nil, nil // the deferred rollback releases the provider locks
 	}
-	rows, err := tx.Query(ctx, s.sql.claimLease, now, ids, owner, until)
+	// The session is asked for only now, when there are jobs to lease: an
+	// empty claim, the common case, costs nothing more.
+	rows, err := tx.Query(ctx, s.sql.claimLease, now, ids, owner, until, s.sessionKey(ctx))
 	if err != nil {
 		return nil, s.fail("Claim", err)
 	}

@@ -23,10 +23,12 @@ var _ schedule.JobStore = (*jobStore)(nil)
 // schema ([Store.Migrate] creates its tables with the others): jobs in the
 // store's schema, claimed with SELECT … FOR UPDATE SKIP LOCKED, so that
 // schedulers in many processes share one set of jobs, each job runs in one
-// place at a time, and the jobs of a crashed scheduler run again once their
-// leases expire. It passes the jobstoretest suite unchanged, and it also
-// counts its jobs in one statement (a Count(ctx) (int, error) method, which
-// the admin handler's MaxJobs check uses).
+// place at a time, and the jobs of a crashed scheduler run again: at once
+// when its process died (its leases are tied to the process's session, see
+// [Config.NoLeaseSession]), else once their leases expire. It passes the
+// jobstoretest suite unchanged, and it also counts its jobs in one
+// statement (a Count(ctx) (int, error) method, which the admin handler's
+// MaxJobs check uses).
 //
 // Times are kept to the microsecond (PostgreSQL's timestamptz); the rest
 // is truncated, and the jobs returned carry the times as stored. Provider,
@@ -71,12 +73,21 @@ ON CONFLICT ON CONSTRAINT jobs_identity DO UPDATE SET priority = excluded.priori
 RETURNING ` + jobCols
 
 // updateJobSQL is Update's compare-and-swap: it writes the mutable fields
-// only if the version and the identity match. Parameters: ID, expected
-// version, then jobArgs without Created.
+// only if the version and the identity match. The lease's session is the
+// writer's ($21) when the write changes the lease (a renewal, which
+// records the key as it is now, a new one after the session's connection
+// was replaced), none when it clears it (a release), and stays as it was
+// when the lease is written back unchanged (an operator's change to a
+// running job keeps the lease tied to its holder, not to the operator's
+// process). Parameters: ID, expected version, then jobArgs without
+// Created, then the writer's session key (NULL for none).
 var updateJobSQL = `
 UPDATE {{schema}}.jobs SET priority = $6, interval_ns = $7, payload = $8, state = $9, next_run = $10,
 	runs = $11, successes = $12, failures = $13, streak = $14, last_error = $15, last_run = $16,
-	last_success = $17, lease_owner = $18, lease_until = $19, updated = $20, version = version + 1
+	last_success = $17, lease_owner = $18, lease_until = $19, updated = $20, version = version + 1,
+	lease_session = CASE WHEN $18::text IS NULL THEN NULL
+		WHEN lease_owner = $18 AND lease_until = $19::timestamptz THEN lease_session
+		ELSE $21::bigint END
 WHERE id = $1 AND version = $2 AND provider = $3 AND kind = $4 AND stream = $5
 RETURNING ` + jobCols
 
@@ -189,8 +200,13 @@ func (js *jobStore) Update(ctx context.Context, job schedule.Job) (schedule.Job,
 	s := js.s
 	op := "Update job " + strconv.FormatInt(job.ID, 10)
 	a := jobArgs(&job)
-	// The identity, then the mutable fields: all but Created.
-	args := append(append([]any{job.ID, job.Version}, a[:17]...), a[18])
+	// The identity, then the mutable fields: all but Created; then the
+	// session a lease written records (asked for only when there is one).
+	var sess *int64
+	if job.Lease.Owner != "" {
+		sess = s.sessionKey(ctx)
+	}
+	args := append(append([]any{job.ID, job.Version}, a[:17]...), a[18], sess)
 	got, err := scanJob(s.pool.QueryRow(ctx, s.sql.updateJob, args...))
 	if err == nil {
 		return got, nil

@@ -26,10 +26,14 @@ const crashTTL = 30 * time.Second
 
 // TestJobClaimSurvivesKill: a child process claims a job and is killed
 // (SIGKILL), four times over. Twice it dies mid-job, after its claim
-// committed: until the lease expires no claim takes the job, and at the
-// moment it expires (explicit now: the lease's end) the parent's claim
-// rescues it, after which the dead worker's late writes, a release and a
-// renewal from the version it held, lose with ErrConflict. Twice it dies
+// committed. Once its lease records its session: the parent's claim
+// rescues the job at once, at the claim's own now, half a minute before
+// the lease would expire. Once it records none (Config.NoLeaseSession):
+// until the lease expires no claim takes the job, and at the moment it
+// expires (explicit now: the lease's end) the parent's claim rescues it.
+// Either way the rescue names the child in TakenFrom, and the dead
+// worker's late writes, a release and a renewal from the version it held,
+// then lose with ErrConflict. Twice it dies
 // inside Claim (in the Tail hook, holding its transaction and the
 // provider's lock): once the server has rolled the transaction back the
 // job is exactly as before, unleased, and the parent claims it at the
@@ -39,7 +43,7 @@ func TestJobClaimSurvivesKill(t *testing.T) {
 	s := newStore(t, nil)
 	js := s.Jobs()
 	ctx := t.Context()
-	for round, mode := range []string{"job", "claim", "job", "claim"} {
+	for round, mode := range []string{"job", "claim", "job-nosession", "claim"} {
 		now := jobEpoch.Add(time.Duration(round) * time.Hour)
 		provider := fmt.Sprint("p", round)
 		kind := schedule.KindIncremental
@@ -68,12 +72,12 @@ func TestJobClaimSurvivesKill(t *testing.T) {
 			t.Fatalf("round %d (%s): the child ended on its own: %v", round, mode, sc.Err())
 		}
 		switch mode {
-		case "job":
+		case "job", "job-nosession":
 			if want := fmt.Sprintf("claimed %d", j.ID); !strings.HasPrefix(line, want) || held.Lease.Owner == "" ||
 				held.State != schedule.StateRunning || !held.Lease.Until.Equal(now.Add(crashTTL)) {
 				t.Fatalf("round %d: the child said %q and the job is %+v; want it claimed by the child until %v", round, line, held, now.Add(crashTTL))
 			}
-			rescueAfterKill(t, js, held, now)
+			rescueAfterKill(t, js, held, now, mode == "job")
 		case "claim":
 			if line != "in claim" {
 				t.Fatalf("round %d: the child said %q, want \"in claim\"", round, line)
@@ -84,18 +88,30 @@ func TestJobClaimSurvivesKill(t *testing.T) {
 }
 
 // rescueAfterKill checks a job whose holder was killed mid-job: it is
-// held until the lease ends, rescued then, and the dead holder's late
+// rescued at once if its lease records the holder's session (atOnce),
+// else held until the lease ends and rescued then; the dead holder's late
 // writes lose.
-func rescueAfterKill(t *testing.T, js schedule.JobStore, held schedule.Job, now time.Time) {
+func rescueAfterKill(t *testing.T, js schedule.JobStore, held schedule.Job, now time.Time, atOnce bool) {
 	t.Helper()
 	ctx := t.Context()
-	if got, err := js.Claim(ctx, now.Add(crashTTL-time.Microsecond), "rescuer", time.Minute, 10, schedule.ClaimFilter{}); err != nil || len(got) != 0 {
-		t.Fatalf("claim 1µs before the dead child's lease ends: %v, %v; want nothing", ids(got), err)
+	at := now
+	var got []schedule.Job
+	if atOnce {
+		got = claimWithin(t, js, at, "rescuer")
+	} else {
+		if got, err := js.Claim(ctx, now.Add(crashTTL-time.Microsecond), "rescuer", time.Minute, 10, schedule.ClaimFilter{}); err != nil || len(got) != 0 {
+			t.Fatalf("claim 1µs before the dead child's lease ends: %v, %v; want nothing", ids(got), err)
+		}
+		at = now.Add(crashTTL)
+		var err error
+		if got, err = js.Claim(ctx, at, "rescuer", time.Minute, 10, schedule.ClaimFilter{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	at := now.Add(crashTTL)
-	got, err := js.Claim(ctx, at, "rescuer", time.Minute, 10, schedule.ClaimFilter{})
-	if err != nil || len(got) != 1 || got[0].ID != held.ID || got[0].Version != held.Version+1 || got[0].Lease.Owner != "rescuer" {
-		t.Fatalf("claim when the dead child's lease ends: %+v, %v; want job %d rescued at version %d", got, err, held.ID, held.Version+1)
+	if len(got) != 1 || got[0].ID != held.ID || got[0].Version != held.Version+1 || got[0].Lease.Owner != "rescuer" ||
+		got[0].Lease.TakenFrom != held.Lease.Owner {
+		t.Fatalf("claim at %v after the child was killed: %+v; want job %d rescued at version %d, taken from %s",
+			at.Sub(now), got, held.ID, held.Version+1, held.Lease.Owner)
 	}
 	late := held
 	late.State, late.Lease, late.Stats.Runs, late.Updated = schedule.StateIdle, schedule.JobLease{}, 1, at
@@ -162,11 +178,18 @@ func ids(jobs []schedule.Job) []int64 {
 }
 
 // claimChild claims at the time args[1] (Unix nanoseconds) with a lease of
-// crashTTL, and then waits to be killed. In mode "job" (args[0]) it prints
+// crashTTL, and then waits to be killed. In mode "job" (args[0]), and
+// "job-nosession" (a store with Config.NoLeaseSession), it prints
 // "claimed ID VERSION" once the claim has committed; in mode "claim" it
 // prints "in claim" from the Tail hook, inside the claim's transaction.
 func claimChild(t *testing.T, s *pgstore.Store, _ string, args []string) {
 	mode := args[0]
+	if mode == "job-nosession" {
+		var err error
+		if s, err = pgstore.New(s.Pool(), pgstore.Config{Schema: s.Schema(), NoLeaseSession: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ns, err := strconv.ParseInt(args[1], 10, 64)
 	if err != nil {
 		t.Fatal(err)

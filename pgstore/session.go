@@ -12,16 +12,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// A stream's lease is tied to the life of the process that holds it, so
+// A stream's lease, and a job's, is tied to the life of the process that holds it, so
 // that a restart after kill -9 need not wait out the lease's TTL.
 //
 // The process keeps one connection of its own per pool, outside the pool,
 // that does nothing but hold a session-level advisory lock on a random
 // key: the session. Every lease the process's stores grant or renew
-// records that key (streams.lease_session). When the process dies, the
-// kernel closes its sockets, PostgreSQL ends the session and drops the
-// lock; Acquire tries the recorded key with pg_try_advisory_xact_lock and,
-// if it gets it, knows the holder is gone and takes the lease over at once.
+// records that key (streams.lease_session, and jobs.lease_session for a
+// job's lease, which a claim grants and an Update renews). When the
+// process dies, the kernel closes its sockets, PostgreSQL ends the session
+// and drops the lock; Acquire (or a job claim) tries the recorded key with
+// pg_try_advisory_xact_lock and, if it gets it, knows the holder is gone
+// and takes the lease over at once.
 // A lease whose session is alive, or that records none, excludes others
 // until it expires, as before.
 //
@@ -31,9 +33,10 @@ import (
 // process, and a lock per stream would pin one pool connection per leased
 // stream. One dedicated connection per pool, whatever the number of streams
 // and stores, is the whole cost. No goroutine is started: the session is
-// connected on the first Acquire, checked with a ping whenever a lease is
+// connected on the first lease, checked with a ping whenever a lease is
 // granted or renewed (one round trip, every half TTL for a running
-// stream), and replaced with a new key if it broke; the renewal records
+// stream, every third of LeaseTTL for a running job; callers at once share
+// one), and replaced with a new key if it broke; the renewal records
 // the new key, or none if no session could be had.
 //
 // The failure modes are those of liveness, never of safety: a false
@@ -55,11 +58,12 @@ const sessionTimeout = 5 * time.Second
 type session struct {
 	pool *pgxpool.Pool
 
-	mu     sync.Mutex
-	refs   int       // stores using it; guarded by sessions.mu
-	conn   *pgx.Conn // nil until connected, or after it broke
-	key    int64     // the advisory lock conn holds; 0 without conn
-	failed time.Time // when the last attempt to connect failed
+	mu      sync.Mutex
+	refs    int       // stores using it; guarded by sessions.mu
+	conn    *pgx.Conn // nil until connected, or after it broke
+	key     int64     // the advisory lock conn holds; 0 without conn
+	checked time.Time // when the last check that found conn alive began; zero without conn
+	failed  time.Time // when the last attempt to connect failed
 }
 
 // sessions holds the session of each pool that has stores.
@@ -106,14 +110,24 @@ func (s *session) detach() {
 // 0 when none can be had: then the lease records no session and ends only
 // by release or expiry. ctx's cancellation is not passed on, since a
 // cancelled query closes its connection and would end the session.
+//
+// Callers that arrive while a ping is under way wait for it, and then
+// share the next one: a check begun after a call began answers for it as
+// well as a ping of its own, so a burst of claims and renewals costs two
+// pings, not one each in turn.
 func (s *session) current(ctx context.Context) int64 {
+	called := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.conn != nil && !s.checked.Before(called) {
+		return s.key
+	}
 	now := time.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionTimeout)
 	defer cancel()
 	if s.conn != nil {
 		if err := s.conn.Ping(ctx); err == nil {
+			s.checked = now
 			return s.key
 		}
 		s.drop()
@@ -126,6 +140,7 @@ func (s *session) current(ctx context.Context) int64 {
 		s.failed = now
 		return 0
 	}
+	s.checked = now
 	return s.key
 }
 
@@ -167,7 +182,7 @@ func (s *session) drop() {
 		_ = s.conn.Close(ctx)
 		cancel()
 	}
-	s.conn, s.key = nil, 0
+	s.conn, s.key, s.checked = nil, 0, time.Time{}
 }
 
 // sessionKey returns the session key a lease granted or renewed now

@@ -55,17 +55,20 @@ type Config struct {
 	// holder's commits. Defaults to time.Now.
 	Now func() time.Time
 
-	// NoLeaseSession stops tying stream leases to this process's life. By
-	// default the stores on one pool share one extra connection, outside
-	// the pool, that holds a session-level advisory lock while the process
-	// lives; every lease they grant or renew records it, so that when the
-	// process dies (kill -9, a crash, a lost machine once the server drops
-	// its connection) another process's Acquire takes the lease over at
-	// once instead of waiting until it expires. Set NoLeaseSession when the
+	// NoLeaseSession stops tying stream and job leases to this process's
+	// life. By default the stores on one pool share one extra connection,
+	// outside the pool, that holds a session-level advisory lock while the
+	// process lives; every lease they grant or renew records it, so that
+	// when the process dies (kill -9, a crash, a lost machine once the
+	// server drops its connection) another process's Acquire takes the
+	// stream over at once instead of waiting until the lease expires, and
+	// its jobs' leases end at once too: another scheduler's claim takes
+	// them over, and they no longer count against their provider's
+	// [schedule.Config.MaxPerProvider]. Set NoLeaseSession when the
 	// DSN goes through a proxy that pools transactions (PgBouncer with
 	// pool_mode=transaction), where a session-level lock does not stay
 	// with one client, or when the extra connection cannot be afforded:
-	// leases then end only by [Store.Release] or expiry. Defaults to false.
+	// leases then end only by release or expiry. Defaults to false.
 	NoLeaseSession bool
 }
 

@@ -25,7 +25,10 @@ type Config struct {
 	// providers. At most 65536. Defaults to 8.
 	MaxRunning int
 	// MaxPerProvider caps how many jobs of one provider run at once,
-	// counting every scheduler sharing the store (live leases). Keep it
+	// counting every scheduler sharing the store (live leases). A process
+	// that dies without releasing holds its slots until its leases end: at
+	// LeaseTTL, or at once with a store that ties leases to their holder's
+	// process (pgstore, unless its NoLeaseSession is set). Keep it
 	// below MaxRunning so that one slow provider cannot hold every slot.
 	// Must not exceed MaxRunning. Defaults to 2, or MaxRunning if smaller.
 	MaxPerProvider int
@@ -67,8 +70,11 @@ type Config struct {
 	// 1 hour.
 	MaxBackoff time.Duration
 	// LeaseTTL is how long a claim holds a job before another scheduler may
-	// rescue it; running jobs are renewed every LeaseTTL/3. At least 3 ×
-	// Poll. Defaults to 1 minute, or 3 × Poll if that is longer.
+	// rescue it; running jobs are renewed every LeaseTTL/3. It is also how
+	// long a killed process's jobs wait, and hold their providers'
+	// MaxPerProvider slots, unless the store ends a dead holder's leases
+	// sooner (pgstore does). At least 3 × Poll. Defaults to 1 minute, or
+	// 3 × Poll if that is longer.
 	LeaseTTL time.Duration
 	// Poll is the longest the scheduler sleeps before asking the store for
 	// due jobs again. It also wakes when a run ends, when a job it knows of

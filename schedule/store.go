@@ -86,7 +86,10 @@ type JobStore interface {
 	// A job is claimable at now when its State is active (not paused, not
 	// success), NextRun <= now, and its lease is empty or expired at now
 	// (Lease.Owner empty or Lease.Until <= now) (an expired lease is taken over: that is how a crashed run is
-	// rescued). Among claimable jobs, Claim takes them one at a time, each
+	// rescued). A store may also end a lease before Until when it knows the
+	// holder's process has died (pgstore ties a lease to its holder's
+	// database session): such a lease counts as expired everywhere here,
+	// in the rules below too. Among claimable jobs, Claim takes them one at a time, each
 	// time the best ranked job that is eligible given the jobs taken so far,
 	// until limit jobs are taken or none is eligible. A claimable job of
 	// provider P is eligible unless:

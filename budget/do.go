@@ -559,7 +559,9 @@ func (p *local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 			if p.cfg.Shares != nil && at.Sub(now) > time.Millisecond {
 				p.sh.waited.Add(1) // a known limit held it: this process would use more of it
 			}
-			if err := sleepUntil(ctx, at); err != nil {
+			err := sleepUntil(ctx, at)
+			p.woke(b)
+			if err != nil {
 				p.unbookLimits(b)
 				return err
 			}
@@ -595,9 +597,10 @@ func (p *local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 
 // booking is one call's booking of the known limits, for unbookLimits.
 type booking struct {
-	lims   *[]*gcra.Limiter
-	gen    uint64
-	weight int
+	lims    *[]*gcra.Limiter
+	gen     uint64
+	weight  int
+	pending bool // booked ahead of now: counted in local.pending until it wakes
 }
 
 // bookLimits books a call of weight in every known limit at one time, at,
@@ -620,12 +623,32 @@ func (p *local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 	if at.After(now) && stop(at) {
 		return at, booking{}, false
 	}
+	pending := at.After(now)
 	for i, lim := range *ptr {
 		reserve(lim, at, p.cost(i, weight))
+		if pending {
+			p.pending[i] += p.cost(i, weight)
+		}
 	}
 	p.keepSpent(now, *ptr)
 	p.limGen++
-	return at, booking{lims: ptr, gen: p.limGen, weight: weight}, true
+	return at, booking{lims: ptr, gen: p.limGen, weight: weight, pending: pending}, true
+}
+
+// woke takes b's units out of the pending ones once its call stops waiting
+// for its slot (sent or given up), unless the limiters were made again
+// since (see splitLimits).
+func (p *local) woke(b booking) {
+	if !b.pending {
+		return
+	}
+	p.limMu.Lock()
+	defer p.limMu.Unlock()
+	if p.limits.Load() == b.lims {
+		for i := range p.pending {
+			p.pending[i] -= p.cost(i, b.weight)
+		}
+	}
 }
 
 // unbookLimits gives back the slots of b, for a call that stops before its

@@ -65,6 +65,7 @@ type local struct {
 	limits     atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
 	limMu      sync.Mutex                      // held while booking the known limits (see bookLimits)
 	limGen     uint64                          // bookings of the known limits so far; guarded by limMu
+	pending    []int                           // per known limit, the units booked on the current limiters for calls still waiting for their slot; guarded by limMu
 	spent      []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
 	spentQuiet atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
 	okLatency  atomic.Int64                    // smoothed latency of successes, ns (see stuck); 0 before the first
@@ -168,6 +169,7 @@ func newLocal(key string, cfg Config, path string) (*local, error) {
 		}
 	}
 	p.limits.Store(&lims)
+	p.pending = make([]int, len(lims))
 	ac := cfg.Adaptive
 	if p.ceiling > 0 && (ac.Max == 0 || ac.Max > p.ceiling) {
 		// A known limit bounds the discovered rate; a very slow one (100

@@ -285,6 +285,10 @@ type sharer struct {
 	// safe share first (see local.lapse). Zero once it has.
 	lapse atomic.Int64
 	split sync.Mutex // serializes splitLimits: a renewal's and a call's lapse
+	// held says this process has held a share since its known limits were
+	// last split, so what they hold is its own (see splitLimits). Guarded
+	// by split.
+	held bool
 	// seen is the document's epoch and turnsSeen whether it had turns, as
 	// of the last renewal; unwatch, while this process watches its key
 	// (see ShareWatcher), stops the watch. unwatch is guarded by mu.
@@ -1006,14 +1010,30 @@ func fairShare(doc shareDoc, holder string) float64 {
 // share of its rate, and the share of its burst (at least one unit), so
 // that the shares in force, which never add up to more than the whole,
 // never send more than the limit in any window. A limit whose burst share
-// changes is made again, empty: what the old one held is not carried over,
-// and calls booked on it book again (see pace).
+// changes is made again, with what the old one had left of its burst,
+// never more than the new burst: a share that shrank keeps at most its new
+// burst, one that grew no more than it had (what others gave back may
+// still be in the limit's window), and calls booked on the old one book
+// again (see pace), their units not carried over. So the units a process
+// may send at once never grow with its share, and the processes together
+// hold at most the limit's burst. A process that comes back from no share
+// (it was idle, or the others held it all), or splits them for the first
+// time, starts with nothing of its burst: it did not hold it meanwhile.
+// (Made again empty at every move, a share that grew also waiting out its
+// growth, the limits held 4 processes whose scheduler's jobs moved among
+// them to 1.5-2.2/s of the 4.5/s that 20/s and 300/min pace at.)
 func (p *local) splitLimits(now time.Time, share float64) {
-	if len(p.cfg.Limits) == 0 || share <= 0 {
+	if len(p.cfg.Limits) == 0 {
 		return
 	}
 	p.sh.split.Lock()
 	defer p.sh.split.Unlock()
+	if share <= 0 {
+		p.sh.held = false
+		return
+	}
+	p.limMu.Lock() // no booking between the reading of the old limits and the new ones
+	defer p.limMu.Unlock()
 	old := p.lims()
 	next := make([]*gcra.Limiter, len(old))
 	for i, l := range p.cfg.Limits {
@@ -1027,17 +1047,21 @@ func (p *local) splitLimits(now time.Time, share float64) {
 			next[i] = old[i] // a share too small to pace: keep the last
 			continue
 		}
-		// Empty: nothing conforms before one interval. A share that grew
-		// took over what others gave back, whose bursts may still be in
-		// the limit's window: it waits out that much more of its burst
-		// too (4 processes whose shares moved sent 120 units in a second
-		// against a limit of 100). It costs a process whose share moves
-		// often part of what the limit allows.
-		grow := max(0, lim.Burst()-old[i].Burst())
-		lim.PauseUntil(now.Add(time.Duration(1+grow) * lim.Interval()))
+		// What is left of the old burst: the backlog, in units, less those
+		// of the calls still waiting for their slot (they book again), and
+		// none after no share. It may be negative (a heavy call's debt).
+		left := float64(old[i].Burst()) - float64(old[i].AllowNAt(now, 0).ResetAfter)/float64(old[i].Interval()) + float64(p.pending[i])
+		if !p.sh.held {
+			left = min(left, 0)
+		}
+		if owed := math.Ceil(float64(lim.Burst()) - min(left, float64(lim.Burst()))); owed > 0 {
+			reserve(lim, now, int(min(owed, math.MaxInt32)))
+		}
 		next[i] = lim
 	}
+	clear(p.pending)
 	p.limits.Store(&next)
+	p.sh.held = true
 }
 
 // learn lets the first holder of a provider nobody has learned yet learn

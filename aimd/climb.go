@@ -722,6 +722,10 @@ const banGuard = refusalProbe + 1
 // banFloor is the least share of the ceiling the ban guard holds the rate at.
 const banFloor = 0.5
 
+// latencySamples is how many latencies the arrival jitter is read from at
+// least (see latencyRing.high).
+const latencySamples = 8
+
 // guarded reports whether the ban guard holds the rate (see banGuard),
 // with pending refusals not yet logged: more than banGuard refusals that
 // cut within refusalWindow (at a controller that sees a share of the
@@ -757,6 +761,14 @@ func (c *Controller) banSafe() float64 {
 		// that allows no burst refuses slow start within a request or
 		// two of its limit).
 		return c.ceiling
+	}
+	if c.recent.n < latencySamples {
+		// Too few latencies of its own to tell the jitter (a process
+		// that takes turns with others adopts their rate): spreadCut
+		// under the ceiling. (With no margin, four processes at 8/s with
+		// 30 ms of arrival jitter were banned in 3 runs of 24, by a
+		// process that had taken up the rate at 0.9 of the ceiling.)
+		return c.ceiling * spreadCut
 	}
 	// An allowance absorbs arrivals bunched up by as much as it holds
 	// beyond one request.

@@ -191,7 +191,11 @@
 //     arrival jitter, a cut to 0.9 of the refused rate sat within the
 //     jitter of the limit and drew it, and the ban, in 4-6 runs of 24. Not
 //     once five requests were refused within the minute with no ban (the
-//     provider does not ban at five), nor for 503s found to be noise.
+//     provider does not ban at five), nor for 503s found to be noise. A
+//     controller with too few latencies of its own to read the jitter from
+//     (a process taking turns with others, which adopts their rate) keeps
+//     15% under the ceiling instead; a rate adopted from another process
+//     is held by the guard too.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; in slow start, only once a second one comes

@@ -246,6 +246,9 @@ func (c *Controller) Restore(s State) error {
 	if s.Ceiling > 0 {
 		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed
 	}
+	if c.guarded(now, 0) {
+		c.rate = c.clamp(min(c.rate, c.banSafe())) // a rate another process set, under the ban guard too
+	}
 	c.postCut = c.rate
 	// A fresh controller restored under its cold start, with no confirmed
 	// ceiling, where refusals with no success between them left it (an

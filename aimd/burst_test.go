@@ -403,3 +403,50 @@ func TestPropertyBanNeverTriggeredUnderArrivalJitter(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyArrivalJitterNeverHalvesTheLimit: a provider that allows no
+// burst, answering 429 with a second's Retry-After, each request held up
+// on its way by up to 5-15% of the interval at random: arrival jitter
+// refuses a request about a second after each pause, so from one refusal
+// to the next (the pause included) the provider delivers about half its
+// rate. Two such episodes agreed with a bucket at that rate whose pauses
+// refill an allowance of its rate over the pause, and the two-point
+// estimate took it as measured: the rate, and the ceiling, confirmed, went
+// to half the limit (a 9.9/s provider 9.5 ms of jitter held at 4.6/s, a
+// 17/s one at 8/s). Slow start refutes such a bucket: from full, a bucket
+// admits its whole allowance before it refuses anything, and slow start
+// was refused after fewer. The rate now ends at 60% of the limit or more.
+func TestPropertyArrivalJitterNeverHalvesTheLimit(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(8, 40).Draw(t, "limit")
+		share := rapid.Float64Range(0.05, 0.15).Draw(t, "jitter share")
+		latency := time.Duration(rapid.IntRange(1, 10).Draw(t, "latencyMs")) * time.Millisecond
+		checkJitterKeepsTheLimit(t, limit, share, latency, rapid.Uint64().Draw(t, "seed"))
+	})
+}
+
+// TestArrivalJitterNeverHalvesTheLimit is the draw of
+// TestPropertyArrivalJitterNeverHalvesTheLimit that found it (1 in about
+// 500 before).
+func TestArrivalJitterNeverHalvesTheLimit(t *testing.T) {
+	checkJitterKeepsTheLimit(t, 9.875, 0.09375, time.Millisecond, 0x2c01)
+}
+
+// checkJitterKeepsTheLimit runs a minute against a provider of limit/s
+// that allows no burst, each request held up by up to share of its
+// interval, latency away, and fails when the rate ends under 60% of the
+// limit.
+func checkJitterKeepsTheLimit(t interface{ Fatalf(string, ...any) }, limit, share float64, latency time.Duration, seed uint64) {
+	late := time.Duration(share * float64(time.Second) / limit)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	c, err := aimd.New(aimd.Config{})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	srv := gcra(limit, 1, answer429)()
+	srv.late = func() time.Duration { return time.Duration(rng.Int64N(int64(late))) }
+	if r := simulate(c, srv, time.Minute, latency, 0); r.finalRate < 0.6*limit {
+		t.Fatalf("%.1f/s, up to %v late, %v away: final rate %.1f (%.0f%% of the limit), goodput %.1f%%; want >= 60%%", limit, late, latency, r.finalRate, 100*r.finalRate/limit, 100*r.goodput)
+	}
+}

@@ -102,7 +102,12 @@
 //     between them, and two episodes that agree with that settle it,
 //     unless an episode of the minute surely delivered more (a 15/s
 //     provider that allows no burst, refused by arrival jitter a second
-//     after each pause, was read as 5.9/s with a burst of 7). Once
+//     after each pause, was read as 5.9/s with a burst of 7), or slow
+//     start was refused before it had been admitted the allowance such a
+//     bucket would hold (from full, a bucket admits its whole allowance
+//     before it refuses anything; a 17/s provider refused by arrival
+//     jitter of 8 ms was held at 8/s with an allowance of 9, its slow
+//     start refused on the seventh request). Once
 //     B is known, every later episode after a pause is read with it. (A
 //     burst of 10 at 50/s: three refusals to settle, not five to eight; 20
 //     at 80/s or 40 at 40/s: three, not a refusal every 1.5 s all run

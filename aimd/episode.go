@@ -186,7 +186,7 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 		// after each pause, has floors of about half its rate, and two
 		// episodes that happened to agree with one put a 15/s limit at
 		// 5.9/s, its ceiling confirmed.
-		if d := c.weight / math.Abs(t-prev.t); math.Abs(l-f) <= d && d <= floorSpread*l {
+		if d := c.weight / math.Abs(t-prev.t); math.Abs(l-f) <= d && d <= floorSpread*l && !c.startRefutes((n-f*t)/c.weight) {
 			c.allowance = max(1, (n-f*t)/c.weight)
 			return f, fitSure
 		}
@@ -194,11 +194,26 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 	if l < est/2 || l >= est || l > twoPointTight*min(prev.lo, c.postCut) || l < sureDrop*c.sure.at(sent) {
 		return est, fitApart // or under what an episode of the minute surely delivered, as above
 	}
-	if math.Abs(n-prev.n) >= twoPointSure*c.weight {
+	if math.Abs(n-prev.n) >= twoPointSure*c.weight && !c.startRefutes((n-l*t)/c.weight) {
 		c.allowance = max(1, (n-l*t)/c.weight)
 		return l, fitSure
 	}
 	return max(l, est*twoPointStep), fitStep // a step at a time: two points of jittered counts can mislead
+}
+
+// startRefutes reports whether slow start refutes a burst allowance of b
+// requests: a bucket full when the run began admits its whole allowance
+// before it refuses anything, whatever the rate, and slow start was
+// refused after fewer successes than that (a token's slack aside). Not
+// known (false) when slow start met no refusal of its own (a restored
+// controller, DisableSlowStart). A provider that allows no burst,
+// refused by arrival jitter about a second after each pause, delivers
+// about half its rate from refusal to refusal, pauses included; two such
+// episodes agreed with a bucket of that rate whose pauses refill its
+// allowance, and a 17/s provider was held at 8/s, the ceiling confirmed,
+// although slow start had been refused on its seventh request.
+func (c *Controller) startRefutes(b float64) bool {
+	return c.startOK > 0 && b > float64(c.startOK)+1
 }
 
 // fit says how far twoPoint got.

@@ -142,12 +142,21 @@ type counter interface {
 // GET /jobs answers {"jobs": […], "next": N}: at most ?limit= jobs
 // (default 100, at most 1000) with an ID above ?after= (default 0), in ID
 // order, within [Config.MaxPageBytes]. "next", present when more
-// jobs may match, is the ?after= of the next page. GET /providers answers
+// jobs may match, is the ?after= of the next page. A job that is due (its
+// next_run has passed) but has not started carries "waiting": what holds
+// it back (its provider paused or cooling down, another job of its stream
+// running, a backfill held behind its provider's head work, no room on
+// its provider), so a past next_run is not read as a wake-up to come. The
+// status page shows it as "due since …: why". Finding it reads the jobs
+// of the page's providers, so such a page takes its turn as GET /stats
+// does. GET /providers answers
 // {"providers": […], "next": "name"} the same way: at most ?limit=
 // providers (default 100, at most 1000) named after ?after= (default ""),
 // in name order. GET /stats and the status page show the first
 // 100 providers and how many more there are
-// ([schedule.Snapshot.MoreProviders]). These three read the whole store
+// ([schedule.Snapshot.MoreProviders]); their budget snapshots show
+// paused_until, pause_reason and turns_until only while in force. These
+// three read the whole store
 // (see [schedule.Scheduler.SnapshotPage]), so they take turns: one reads at a time, the
 // others wait.
 //
@@ -155,7 +164,9 @@ type counter interface {
 // ([schedule.Config.Budget]) as an operator sees and steers it. GET
 // /connectors answers {"connectors": […], "next": "key"}, paged as GET
 // /providers is, each with: key; status ("active" or "paused") and why;
-// rate, ceiling (requests/s) and phase; breaker; the pause the provider
+// rate, ceiling (requests/s) and phase, and rate_note when the rate is far
+// above the ceiling (it spends what a quota window has left until its
+// reset, or probes for a grown limit); breaker; the pause the provider
 // asked for while in force (paused_until, pause_reason); each known limit
 // (name, count, per_ms, used, remaining, reset); in_flight and requests;
 // and over window_s seconds (the last minute of samples, or 0: since the

@@ -32,11 +32,16 @@ type connectorJSON struct {
 	Status string `json:"status"`
 	Why    string `json:"why,omitempty"`
 	// Rate is the pacing rate now and Ceiling the learned (or declared)
-	// one, requests/s; Phase is the controller's.
-	Rate    float64 `json:"rate"`
-	Ceiling float64 `json:"ceiling"`
-	Phase   string  `json:"phase"`
-	Breaker string  `json:"breaker"`
+	// one, requests/s; Phase is the controller's. Rate is not bounded by
+	// Ceiling: for a provider whose headers announce a quota window, it is
+	// what they say is left spread over the time to the reset, far above
+	// the ceiling near the reset of a window little used; RateNote then
+	// says so.
+	Rate     float64 `json:"rate"`
+	Ceiling  float64 `json:"ceiling"`
+	Phase    string  `json:"phase"`
+	RateNote string  `json:"rate_note,omitempty"`
+	Breaker  string  `json:"breaker"`
 	// PausedUntil and PauseReason are the pause the provider asked for
 	// (Retry-After, a ban, a spent quota), while it is in force.
 	PausedUntil time.Time     `json:"paused_until,omitzero"`
@@ -80,13 +85,27 @@ type limitJSON struct {
 	Reset     time.Time `json:"reset,omitzero"`
 }
 
+// aboveCeiling is how far over the learned ceiling a rate must be for
+// the connector to explain it (a probe for a grown limit is just over it).
+const aboveCeiling = 1.1
+
+// rateAboveCeiling explains a rate far above the learned ceiling: side by
+// side, "rate 188 / ceiling 1.9" read as a contradiction (a user journey,
+// at the end of a quota window).
+const rateAboveCeiling = "the rate is above the learned ceiling: it spends what the provider's quota headers say is left until their reset (or probes for a grown limit); the ceiling is where refusals began"
+
 // connectorOf is b at now on the wire, its rates read from hist (oldest
 // first) over the last rateWindow.
 func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON {
 	c := connectorJSON{
 		Key: b.Key, Status: b.Status, Why: plainWhy(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
 		Phase: b.Phase, Breaker: b.Breaker, InFlight: b.InFlight, Requests: b.Requests, Share: b.Share,
-		TurnsUntil: b.TurnsUntil,
+	}
+	if b.Ceiling > 0 && b.Rate > aboveCeiling*b.Ceiling {
+		c.RateNote = rateAboveCeiling
+	}
+	if b.TurnsUntil.After(now) { // turns that ended linger until the next renewal
+		c.TurnsUntil = b.TurnsUntil
 	}
 	for _, s := range b.Shares {
 		c.Shares = append(c.Shares, shareJSON{Holder: s.Holder, Share: s.Share, Expires: s.Expires})

@@ -67,6 +67,7 @@ type wireConnector struct {
 	Why         string    `json:"why"`
 	Rate        float64   `json:"rate"`
 	Ceiling     float64   `json:"ceiling"`
+	RateNote    string    `json:"rate_note"`
 	Breaker     string    `json:"breaker"`
 	PausedUntil time.Time `json:"paused_until"`
 	PauseReason string    `json:"pause_reason"`

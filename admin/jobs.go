@@ -77,9 +77,27 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	buf.WriteString(`{"jobs":[`)
 	n, last := 0, q.After
-	var encErr error
+	var encErr, waitErr error
+	waits := h.newWaits(time.Now(), nil)
+	var release func() // the turn to read a provider's jobs, taken when a due job first needs it
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	more, err := h.page(r.Context(), q, int(limit), func(j schedule.Job) bool {
-		enc, err := json.Marshal(toJSON(j))
+		out := toJSON(j)
+		if due(&j, waits.now) {
+			if release == nil {
+				if release, waitErr = h.turn(r.Context()); waitErr != nil {
+					return false
+				}
+			}
+			if out.Waiting, waitErr = waits.of(r.Context(), &j); waitErr != nil {
+				return false
+			}
+		}
+		enc, err := json.Marshal(out)
 		if err != nil {
 			encErr = fmt.Errorf("admin: job %d cannot be written as JSON: %w", j.ID, err)
 			return false
@@ -96,6 +114,9 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request) {
 	})
 	if err == nil && n == 0 {
 		err = encErr // a page must move on: a job it cannot write fails the request
+	}
+	if err == nil {
+		err = waitErr
 	}
 	if err != nil {
 		writeErr(w, err)

@@ -124,10 +124,19 @@ func (h *Handler) snapshot(ctx context.Context, after string, limit int) (schedu
 		return schedule.Snapshot{}, err
 	}
 	defer release()
-	snap, err := h.s.SnapshotPage(ctx, time.Now(), after, limit)
+	now := time.Now()
+	snap, err := h.s.SnapshotPage(ctx, now, after, limit)
 	for _, p := range snap.Providers {
-		if p.Budget != nil { // an operator's reason set by the host's code, unredacted
-			p.Budget.Why = plainWhy(p.Budget.Why)
+		if b := p.Budget; b != nil {
+			b.Why = plainWhy(b.Why) // an operator's reason set by the host's code, unredacted
+			// A pause or turns that ended are no longer in force: shown,
+			// a past end read as a wake-up still to come.
+			if !b.PausedUntil.After(now) {
+				b.PausedUntil, b.PauseReason = time.Time{}, ""
+			}
+			if !b.TurnsUntil.After(now) {
+				b.TurnsUntil = time.Time{}
+			}
 		}
 	}
 	return snap, err

@@ -41,6 +41,7 @@ th{background:#f3f3f3}
 .badge{font-size:12px;padding:1px 6px;border-radius:8px;background:#dfd;color:#141}
 .badge.paused{background:#fdd;color:#700}
 .why{margin:2px 0;color:#700}
+.note{font-size:12px;color:#555}
 .chart{background:#fafafa;border:1px solid #ddd}
 .legend span{margin-right:10px;font-size:12px}
 .sw{display:inline-block;width:10px;height:3px;vertical-align:middle;margin-right:3px}
@@ -74,7 +75,9 @@ th{background:#f3f3f3}
 <table>
 <tr><th>jobs</th><td class="num">{{.Jobs}} ({{.Due}} due, {{.Running}} running)</td></tr>
 {{if not .CoolingUntil.IsZero}}<tr><th>cooling until</th><td>{{when .CoolingUntil}}</td></tr>{{end}}
-{{with .Conn}}<tr><th>rate / ceiling</th><td class="num">{{f2 .Rate}} / {{if .Ceiling}}{{f2 .Ceiling}}{{else}}—{{end}} req/s ({{.Phase}})</td></tr>
+{{with .Conn}}<tr><th>rate now</th><td class="num">{{f2 .Rate}} req/s ({{.Phase}})</td></tr>
+<tr><th>learned ceiling</th><td class="num">{{if .Ceiling}}{{f2 .Ceiling}} req/s{{else}}— (none yet){{end}}</td></tr>
+{{if .RateNote}}<tr><td colspan="2" class="note">{{.RateNote}}</td></tr>{{end}}
 <tr><th>sent</th><td class="num">{{with .SentPerS}}{{f2 .}} req/s{{else}}—{{end}}{{with .Saturation}}, {{pct .}} of the rate{{end}}</td></tr>
 <tr><th>refused / errors</th><td class="num">{{pct .Refused}} / {{pct .Errors}}</td></tr>
 <tr><th>breaker, in flight</th><td>{{.Breaker}}, {{.InFlight}}</td></tr>
@@ -91,7 +94,7 @@ th{background:#f3f3f3}
 <table><tr><th>id</th><th>provider</th><th>kind</th><th>stream</th><th>priority</th><th>state</th>
 <th>next run</th><th>runs</th><th>failures</th><th>last error</th></tr>
 {{range .Jobs}}<tr><td class="num">{{.ID}}</td><td>{{.Provider}}</td><td>{{.Kind}}</td><td>{{.Stream}}</td>
-<td class="num">{{.Priority}}</td><td>{{.State}}</td><td>{{when .NextRun}}</td><td class="num">{{.Stats.Runs}}</td>
+<td class="num">{{.Priority}}</td><td>{{.State}}</td><td>{{if .Waiting}}due since {{when .NextRun}}: {{.Waiting}}{{else}}{{when .NextRun}}{{end}}</td><td class="num">{{.Stats.Runs}}</td>
 <td class="num">{{.Stats.Failures}}</td><td>{{.Stats.LastError}}</td></tr>
 {{end}}</table>
 {{if .More}}<p>Showing the first {{len .Jobs}} jobs.</p>{{end}}
@@ -104,6 +107,14 @@ th{background:#f3f3f3}
 <td class="num">{{.LeasesLost}}</td><td class="num">{{.StoreErrors}}</td></tr></table>{{end}}
 </body></html>
 `))
+
+// jobView is one row of the status page's job list: the job, and, when it
+// is due but has not started, what holds it back (its NextRun is then in
+// the past, and is shown as "due since").
+type jobView struct {
+	schedule.Job
+	Waiting string
+}
 
 // providerView is one provider's card on the status page: the scheduler's
 // view, and the budget's (its connector and chart) if the registry holds
@@ -159,13 +170,24 @@ func (h *Handler) renderStatus(r *http.Request, state schedule.State) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	var jobs []schedule.Job
+	var jobs []jobView
+	waits, now := h.newWaits(snap.At, &snap), snap.At
+	var waitErr error
 	more, err := h.page(r.Context(), schedule.Query{State: state}, statusJobs, func(j schedule.Job) bool {
 		j.Payload = nil // not shown: hold no more than a batch of payloads
 		j.Stats.LastError = cleanError(j.Stats.LastError)
-		jobs = append(jobs, j)
+		v := jobView{Job: j}
+		if due(&j, now) {
+			if v.Waiting, waitErr = waits.of(r.Context(), &j); waitErr != nil {
+				return false
+			}
+		}
+		jobs = append(jobs, v)
 		return true
 	})
+	if err == nil {
+		err = waitErr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +198,7 @@ func (h *Handler) renderStatus(r *http.Request, state schedule.State) ([]byte, e
 		Bars      []stateBar
 		Providers []providerView
 		State     schedule.State
-		Jobs      []schedule.Job
+		Jobs      []jobView
 		More      bool
 	}{snap, states, stateBars(snap.Jobs, states), h.providerViews(time.Now(), snap), state, jobs, more}
 	if err := statusPage.Execute(&buf, data); err != nil {

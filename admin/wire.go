@@ -31,11 +31,14 @@ type jobJSON struct {
 	Payload    []byte         `json:"payload,omitempty"`
 	State      schedule.State `json:"state"`
 	NextRun    time.Time      `json:"next_run,omitzero"`
-	Stats      statsJSON      `json:"stats"`
-	Lease      *leaseJSON     `json:"lease,omitempty"`
-	Version    int64          `json:"version"`
-	Created    time.Time      `json:"created,omitzero"`
-	Updated    time.Time      `json:"updated,omitzero"`
+	// Waiting says, for a job that is due (its NextRun has passed) but
+	// has not started, what holds it back: GET /jobs sets it.
+	Waiting string     `json:"waiting,omitempty"`
+	Stats   statsJSON  `json:"stats"`
+	Lease   *leaseJSON `json:"lease,omitempty"`
+	Version int64      `json:"version"`
+	Created time.Time  `json:"created,omitzero"`
+	Updated time.Time  `json:"updated,omitzero"`
 }
 
 // statsJSON is a job's Stats on the wire.

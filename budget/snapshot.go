@@ -24,8 +24,9 @@ type Snapshot struct {
 	// Phase is where the adaptive controller is in its climb.
 	Phase string `json:"phase"`
 	// PausedUntil is the end of the provider's latest pause (Retry-After, a
-	// ban, a spent quota); in the past or zero when not paused.
-	PausedUntil time.Time `json:"paused_until"`
+	// ban, a spent quota); in the past or zero when not paused (left out
+	// of the JSON when zero).
+	PausedUntil time.Time `json:"paused_until,omitzero"`
 	// PauseReason is why that pause is in force: [forage.ReasonBanned] or
 	// [forage.ReasonThrottled]; "" when not paused.
 	PauseReason forage.Reason `json:"pause_reason,omitempty"`

@@ -194,7 +194,10 @@ func (c *Controller) twoPoint(sent time.Time, est float64, ok bool) (float64, fi
 	if l < est/2 || l >= est || l > twoPointTight*min(prev.lo, c.postCut) || l < sureDrop*c.sure.at(sent) {
 		return est, fitApart // or under what an episode of the minute surely delivered, as above
 	}
-	if math.Abs(n-prev.n) >= twoPointSure*c.weight && !c.startRefutes((n-l*t)/c.weight) {
+	if c.startRefutes((n - l*t) / c.weight) {
+		return est, fitApart // no bucket of that rate would have refused slow start so soon
+	}
+	if math.Abs(n-prev.n) >= twoPointSure*c.weight {
 		c.allowance = max(1, (n-l*t)/c.weight)
 		return l, fitSure
 	}

@@ -344,8 +344,7 @@
 // before the next; holding the others at the bucket fit's floor from the
 // fourth refused request saved them but cost providers that do not ban
 // with an allowance of 10, 8 workers 20 ms away, 11 points or more.)
-// Against a
-// fixed window with
+// Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
 // window is spent: ~2-5% refused. Under 1/s, with an allowance of 2 to 12,
 // a provider that bans after 5 refusals a minute may still be triggered:

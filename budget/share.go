@@ -667,10 +667,14 @@ func (p *local) renew(now time.Time) bool {
 		demand = max(minDemand, rate*demandMargin)
 	}
 	// A provider joins to be called; a paused one keeps its lease for when
-	// the pause ends; in turns, one idle for less than a lease keeps it
-	// too, so the plan does not change whenever a holder pauses between
-	// calls.
-	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.Snapshot().PausedUntil.After(now) ||
+	// the pause ends, through the first renewal after it ends: the calls
+	// the pause held back come back then, often after that renewal (the
+	// renewal a second after the one that told of a pause of one second
+	// comes at the very instant it ends, and found the provider idle: a
+	// learner gave its lease back, and lost its place for good); in turns,
+	// one idle for less than a lease keeps it too, so the plan does not
+	// change whenever a holder pauses between calls.
+	busy := used > 0 || p.n.inFlight.Load() > 0 || s.since.IsZero() || p.ctl.Snapshot().PausedUntil.After(s.since) ||
 		(s.turns.Load() != nil && now.Sub(s.busyAt) < shareTTL)
 	switch {
 	case p.n.inFlight.Load() > 0:

@@ -394,7 +394,7 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		// of the quota or more left, whatever pause the refusal asks for
 		// (an unnamed limit answered with 60 s of Retry-After drew one
 		// refusal a minute, each undone at the next answer); with less, a
-		// refusal that asks for no longer a pause than a rate's may be the
+		// refusal that asks for a longer pause than a rate's is the
 		// quota's own, its window spent by another client or by requests
 		// in flight, and pauses until its reset. A shorter one is not the
 		// quota's: near a window's end, what is left over its reset can

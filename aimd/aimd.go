@@ -194,7 +194,7 @@ type Controller struct {
 	loneOK      int           // successes since it
 	hinted      bool          // the rate is what a Quota said was left over its reset (see success)
 	hintPlenty  bool          // the last such Quota said a tenth of its limit or more was left
-	quotaLied   bool          // refused while a Quota said plenty was left: it only bounds the climb
+	quotaLied   bool          // refused for rate while a Quota set the rate: it only bounds the climb
 	pausedUntil time.Time     // no request before it
 	heldUntil   time.Time     // the pause as set by responses that were not echoes
 	lastCut     time.Time     // last decrease; zero = none yet

@@ -263,10 +263,17 @@
 // source among several, and may be one endpoint's or a lie: a declared
 // Limit/Window holds until another replaces it (raising or lowering it) or
 // three successes in a row declare nothing, and is not exported as a
-// learned ceiling; a refusal for rate while a quota said a tenth or more of
-// it was left starts discovery over from Config.Initial, after which what
-// is left only bounds the climb (a provider saying 99,999 of 100,000 left
-// while refusing over 10/s: 3 refusals in 30 s, not one in two requests). A served response
+// learned ceiling; a refusal for rate while the quota set the rate starts
+// discovery over from Config.Initial, after which what is left only bounds
+// the climb, for the Controller's life (a provider saying 99,999 of 100,000
+// left while refusing over 10/s: 3 refusals in 30 s, not one in two
+// requests). It does so whatever pause the refusal asks for while a tenth
+// of the quota or more was left, and with less left too, unless the
+// refusal asks for a longer pause than a rate's 2 s (a Retry-After, or the
+// Reset of a quota it says is spent): that is the window spent, by another
+// client or by requests in flight, and it pauses until the reset (600 a
+// minute announced over an unnamed 11/s, met in each window's last
+// seconds: 3 refusals in 3 minutes, not 16-18 in each). A served response
 // that says the quota is spent pauses until Reset only when it can be a
 // window: a token bucket at its rate says "0 left" after every request,
 // with a Reset rounded up to a second, and is held at its rate instead. The

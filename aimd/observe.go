@@ -341,8 +341,8 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 			c.fitClimb()
 			return
 		}
-		// Refused for rate while the quota said plenty was left (see
-		// refused): what is left only bounds the climb. Taken as the rate,
+		// Refused for rate while the quota set the rate (see refused):
+		// what is left only bounds the climb. Taken as the rate,
 		// it undid every cut at the next answer, and 44% of the requests
 		// were refused.
 		c.climb(now, dt)
@@ -384,13 +384,24 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		if sent.IsZero() {
 			c.loneAt = now
 		}
-	case c.hinted && c.hintPlenty && !c.quotaLied:
-		// Refused for rate while the quota said a tenth of it or more was
-		// left: a tighter limit it does not name (10 a second under 1200
-		// a minute), or a lie (99999 of 100000 left while refusing at 10
-		// a second). Its word set the rate, so nothing was learned of the
-		// limit: discovery starts over, from the start (see Config.Initial),
-		// and the quota's word only bounds the climb from now on.
+	case c.hinted && !c.quotaLied && !echo && (c.hintPlenty || !until.After(now.Add(rateRefusal))):
+		// Refused for rate while the quota's word set the rate: a tighter
+		// limit it does not name (10 a second under 1200 a minute), or a
+		// lie (99999 of 100000 left while refusing at 10 a second). Its
+		// word set the rate, so nothing was learned of the limit:
+		// discovery starts over, from the start (see Config.Initial), and
+		// the quota's word only bounds the climb from now on. With a tenth
+		// of the quota or more left, whatever pause the refusal asks for
+		// (an unnamed limit answered with 60 s of Retry-After drew one
+		// refusal a minute, each undone at the next answer); with less, a
+		// refusal that asks for a longer pause than a rate's is the
+		// quota's own, its window spent by another client or by requests
+		// in flight, and pauses until its reset. A shorter one is not the
+		// quota's: near a window's end, what is left over its reset can
+		// exceed a tighter limit the start of the window kept under (22/s
+		// under 1200 a minute), and a cut the next answer undid drew 40
+		// bare 429s in each window's last seconds, and a ban from a
+		// provider that bans at five.
 		c.quotaLied, c.hinted = true, false
 		c.rate = c.clamp(min(c.cfg.Initial, c.rate))
 		if !c.declCeil {
@@ -515,7 +526,7 @@ func (c *Controller) declare(kind forage.Class, h hint) {
 // the later to be let pass too (see refused).
 const loneGap = 10
 
-// plentyLeft is the share of its limit a Quota must say is left for a
+// plentyLeft is the share of its limit a Quota must say is left for any
 // refusal then to show it is not the whole story (see refused).
 const plentyLeft = 0.1
 

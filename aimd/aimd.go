@@ -234,6 +234,7 @@ type Controller struct {
 	sure        sureRate      // the best rate an episode in the refusal window surely delivered (see floor)
 	violations  refusalLog    // recent refused requests, echoes and other processes' too (see State.Refusals)
 	strikes     refusalLog    // recent refusals that cut: each a refusal the rate drew, not an echo (see banGuard)
+	span        strikeSpan    // the successes since the first of them (see spanFloor)
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	nearSince   time.Time     // since when the rate has been near the ceiling (jitterShare), since the last cut

@@ -407,6 +407,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.refusals.add(now)
 	if (why == cutOvershoot || why == cutRefusing) && c.guarded(now, 1) {
 		rate = min(rate, c.banSafe())
+		if f := c.spanFloor(sent); f > 0 && f < rate {
+			// The fourth refusal in the minute, none paused for: what the
+			// provider admitted from the first to this one is surely
+			// under its limit (see spanFloor), whatever the cuts left.
+			rate, c.span.floor = f, f
+		}
 	}
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling
 	c.postCut = c.rate
@@ -752,6 +758,14 @@ func (c *Controller) guarded(now time.Time, pending int) bool {
 // more apart, when the first was held up on its way by twice the arrival
 // jitter the latencies show and the second was not.
 func (c *Controller) banSafe() float64 {
+	if f := c.span.floor; f > 0 {
+		return min(f, c.banSafeCeiling())
+	}
+	return c.banSafeCeiling()
+}
+
+// banSafeCeiling is banSafe from the ceiling and the arrival jitter alone.
+func (c *Controller) banSafeCeiling() float64 {
 	if c.ceiling <= 0 {
 		return math.Inf(1)
 	}

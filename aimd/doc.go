@@ -200,7 +200,15 @@
 //     controller with too few latencies of its own to read the jitter from
 //     (a process taking turns with others, which adopts their rate) keeps
 //     15% under the ceiling instead; a rate adopted from another process
-//     is held by the guard too.
+//     is held by the guard too. When no pause came between the minute's
+//     first such refusal and the fourth (a provider that refuses without
+//     Retry-After), the rate also stays under what the provider admitted
+//     between them: n successes in T seconds from one refusal to another
+//     are at most L·T + 1 for any burst allowance, so (n - 1)/T is at or
+//     under the limit. Without it, each cut after a slow start that an
+//     allowance hid still left the rate over the limit, and refusals came
+//     one request after another: one worker 60 ms from a 4.1/s provider
+//     with an allowance of 4 was banned within 3 s, every time.
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; in slow start, only once a second one comes

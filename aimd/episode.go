@@ -361,6 +361,60 @@ func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64) (float64, b
 	return refill, false
 }
 
+// strikeSpan follows the successes since the first refusal that cut in
+// the refusal window (see Controller.spanFloor). Not safe for concurrent
+// use; the Controller's mutex guards it.
+type strikeSpan struct {
+	from  time.Time    // when the refused request that began it was sent; zero = none
+	ok    float64      // successes of requests sent after from (weighted, see SetShare)
+	floor float64      // the rate spanFloor set at the ban guard's cut; 0 = none
+	last  [8]time.Time // when the last successes counted were sent
+	next  int
+}
+
+// add counts a success of a request sent at sent.
+func (sp *strikeSpan) add(sent time.Time, weight float64) {
+	sp.ok += weight
+	sp.last[sp.next] = sent
+	sp.next = (sp.next + 1) % len(sp.last)
+}
+
+// after returns how many of the last successes counted were sent after t.
+func (sp *strikeSpan) after(t time.Time) int {
+	n := 0
+	for _, at := range sp.last {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// spanFloor returns a rate the provider surely admits, from the span of
+// refusals that cut in the refusal window, up to a refusal of a request
+// sent at sent at the rate r0; 0 when the span shows none. A refusal leaves
+// a provider's allowance empty, so from the span's first refusal to this
+// one it admitted at most L·T + 1 requests, whatever its allowance: n - 1
+// successes over T, less the answered requests sent after this one (they
+// reached it after it), is at or under its limit L, and close to it when
+// the caller sent over the limit all along. Not across a pause, when an
+// allowance may have filled and idled (each episode's own floor counts
+// then, see floor), nor at a controller that sees a share of the traffic.
+// (Refused with no Retry-After, a slow start that an allowance of 4 hid
+// took a 4/s provider to its fifth refusal within 3 s at one request at a
+// time: each cut still left the rate over the limit.)
+func (c *Controller) spanFloor(sent time.Time) float64 {
+	sp := &c.span
+	if sp.from.IsZero() || sent.IsZero() || c.weight > 1 || c.pausedUntil.After(sp.from) {
+		return 0
+	}
+	t := sent.Sub(sp.from).Seconds() + 2*c.arrivalJitter().Seconds()
+	if n := sp.ok - c.weight*float64(1+sp.after(sent)); t > 0 && n > 0 {
+		return max(n/t, c.floor(sent))
+	}
+	return c.floor(sent)
+}
+
 // startEpisode starts a new episode at now, or at the end of the pause in
 // force: nothing is sent before it.
 func (c *Controller) startEpisode(now time.Time) {

@@ -310,6 +310,9 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		c.epOK += c.weight
 		c.epN++
 	}
+	if sp := &c.span; !sp.from.IsZero() && !sent.IsZero() && sent.After(sp.from) {
+		sp.add(sent, c.weight)
+	}
 	if m := &c.noise; !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) {
 		if m.okAfter += c.weight; m.okAfter >= noiseProof {
 			m.cutAt, m.origin = time.Time{}, snapshot{}
@@ -426,6 +429,12 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		cut = c.cut(now, sent, cutRefusing)
 	}
 	if cut {
+		if c.strikes.count(now) == 0 {
+			c.span = strikeSpan{from: sent}
+			if sent.IsZero() {
+				c.span.from = now
+			}
+		}
 		c.strikes.add(now)
 	}
 	if m := &c.noise; cut && kind == forage.Overloaded {

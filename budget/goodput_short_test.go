@@ -132,8 +132,12 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 		}
 		rt := srv.Client().Transport
 		var bcfg budget.Config
-		if os.Getenv("SHORT_TRACE") != "" {
-			bcfg.Logger = traceLogger(slog.LevelInfo)
+		if v := os.Getenv("SHORT_TRACE"); v != "" {
+			lv := slog.LevelInfo
+			if v == "debug" {
+				lv = slog.LevelDebug
+			}
+			bcfg.Logger = traceLogger(lv)
 		}
 		p, err := budget.NewLocal("sim", bcfg)
 		if err != nil {
@@ -214,7 +218,7 @@ func firstSustained(times []time.Duration, n float64) time.Duration {
 // most 1% refused; 90% of the limit within 3s) are those of make
 // goodput-http; the table shows how far each row is from them. Run it with
 // -v to see both tables; SHORT_ROW=<substring> runs matching rows only,
-// SHORT_SEEDS=n averages n seeds per row, and SHORT_TRACE=1 logs every cut and pause to stderr.
+// SHORT_SEEDS=n averages n seeds per row, and SHORT_TRACE=1 logs every cut and pause to stderr (SHORT_TRACE=debug every rate change too).
 func TestGoodputShort(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {

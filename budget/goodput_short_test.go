@@ -218,7 +218,8 @@ func firstSustained(times []time.Duration, n float64) time.Duration {
 // most 1% refused; 90% of the limit within 3s) are those of make
 // goodput-http; the table shows how far each row is from them. Run it with
 // -v to see both tables; SHORT_ROW=<substring> runs matching rows only,
-// SHORT_SEEDS=n averages n seeds per row, and SHORT_TRACE=1 logs every cut and pause to stderr (SHORT_TRACE=debug every rate change too).
+// SHORT_SEEDS=n averages n seeds per row, and SHORT_TRACE=1 logs every cut
+// and pause to stderr (SHORT_TRACE=debug every rate change too).
 func TestGoodputShort(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {

@@ -366,7 +366,15 @@
 // guard's hold under what the provider admitted since the minute's first
 // refusal costs slow providers that refuse without Retry-After and do not
 // ban the rest of that minute: 2.4/s allowing no burst, 2 workers, from
-// 91% to 54% over 30 s; 2 points on average over 90 random ones.)
+// 91% to 54% over 30 s; 2 points on average over 90 random ones.) The
+// rules that keep slow providers with an allowance from a ban read some
+// providers that allow no burst as one: two short episodes after pauses,
+// the second refused by arrival jitter at the limit after two successes,
+// are what a slow provider whose pause refilled two requests answers too
+// (its allowance is what slow start was admitted), and the rate drops to
+// it for the minute (9.9/s allowing no burst, two workers 16 ms away with
+// 1.6 ms of arrival jitter: 16.5% over 30 s). Letting the climb go back
+// over it banned a slow one (3/s with an allowance of 3).
 // Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
 // window is spent: ~2-5% refused. Under 1/s, with an allowance of 2 to 12,

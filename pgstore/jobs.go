@@ -25,13 +25,16 @@ var _ schedule.JobStore = (*jobStore)(nil)
 // schedulers in many processes share one set of jobs, each job runs in one
 // place at a time, and the jobs of a crashed scheduler run again: at once
 // when its process died (its leases are tied to the process's session, see
-// [Config.NoLeaseSession]), else once their leases expire. It passes the
-// jobstoretest suite unchanged, and it also counts its jobs in one
-// statement (a Count(ctx) (int, error) method, which the admin handler's
-// MaxJobs check uses).
+// [Config.NoLeaseSession]), else once their leases expire. Such a lease,
+// ended early, reads as ended too: the jobs returned carry an Until already
+// past (the job's last write), so [schedule.Scheduler.RunNow] queues the
+// job at once. It passes the jobstoretest suite unchanged, and it also
+// counts its jobs in one statement (a Count(ctx) (int, error) method,
+// which the admin handler's MaxJobs check uses).
 //
 // Times are kept to the microsecond (PostgreSQL's timestamptz); the rest
-// is truncated, and the jobs returned carry the times as stored. Provider,
+// is truncated, and the jobs returned carry the times as stored (but for
+// such a lease's end). Provider,
 // Stream and Lease.Owner must be valid UTF-8 without NUL bytes (the
 // database stores text); Stats.LastError, a diagnostic, is stored with
 // invalid bytes replaced by U+FFFD and NUL bytes dropped.

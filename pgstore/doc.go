@@ -115,12 +115,15 @@
 // process dies, its leases end at once, so its jobs are rescued by the
 // next claim and stop holding their providers' MaxPerProvider slots and
 // their streams in every process, instead of for the rest of LeaseTTL (a
-// minute by default). A claim that takes jobs, or a renewal, records the
-// session after one ping on its connection; a claim tests a session only
-// for a lease that has not expired. Ranking does not scan the backlog: the
-// claim visits each group of a provider's jobs (head or backfill, one
-// priority) with one index probe, so its cost grows with the number of
-// providers and priorities, not with the number of due jobs.
+// minute by default). Such a lease also reads as ended (Get, List, every
+// job the store returns: Lease.Until is then the job's last write, a time
+// past), so [schedule.Scheduler.RunNow] queues a dead holder's job at once
+// instead of answering ErrRunning. A claim that takes jobs, or a renewal,
+// records the session after one ping on its connection; a claim tests a
+// session only for a lease that has not expired. Ranking does not scan
+// the backlog: the claim visits each group of a provider's jobs (head or
+// backfill, one priority) with one index probe, so its cost grows with the
+// number of providers and priorities, not with the number of due jobs.
 //
 // # Testing
 //

@@ -25,13 +25,16 @@ var _ schedule.JobStore = (*jobStore)(nil)
 // schedulers in many processes share one set of jobs, each job runs in one
 // place at a time, and the jobs of a crashed scheduler run again: at once
 // when its process died (its leases are tied to the process's session, see
-// [Config.NoLeaseSession]), else once their leases expire. It passes the
-// jobstoretest suite unchanged, and it also counts its jobs in one
-// statement (a Count(ctx) (int, error) method, which the admin handler's
-// MaxJobs check uses).
+// [Config.NoLeaseSession]), else once their leases expire. Such a lease,
+// ended early, reads as ended too: the jobs returned carry an Until already
+// past (the job's last write), so [schedule.Scheduler.RunNow] queues the
+// job at once. It passes the jobstoretest suite unchanged, and it also
+// counts its jobs in one statement (a Count(ctx) (int, error) method,
+// which the admin handler's MaxJobs check uses).
 //
 // Times are kept to the microsecond (PostgreSQL's timestamptz); the rest
-// is truncated, and the jobs returned carry the times as stored. Provider,
+// is truncated, and the jobs returned carry the times as stored (but for
+// such a lease's end). Provider,
 // Stream and Lease.Owner must be valid UTF-8 without NUL bytes (the
 // database stores text); Stats.LastError, a diagnostic, is stored with
 // invalid bytes replaced by U+FFFD and NUL bytes dropped.
@@ -41,10 +44,28 @@ var _ schedule.JobStore = (*jobStore)(nil)
 func (s *Store) Jobs() schedule.JobStore { return &s.jobs }
 
 // jobCols are the columns of a job, in the order scanJob reads them; its
-// times read finite (see finite).
+// times read finite (see finite), and its lease's end as leaseUntil says.
 var jobCols = `id, provider, kind, stream, priority, interval_ns, payload, state, ` + finite("next_run") + `,
-	runs, successes, failures, streak, last_error, ` + finite("last_run") + `, ` + finite("last_success") + `, lease_owner, ` + finite("lease_until") + `,
+	runs, successes, failures, streak, last_error, ` + finite("last_run") + `, ` + finite("last_success") + `, lease_owner, ` + leaseUntil + `,
 	version, ` + finite("created") + `, ` + finite("updated")
+
+// leaseUntil reads a job's Lease.Until as every method reports it: as
+// stored, unless the lease records a session that has ended (its holder's
+// process is gone, see session.go and migration 013), which a claim takes
+// over at once whatever the lease's end. Such a lease reads as ended at
+// the job's last write (Updated; the stored end if that is earlier), a
+// time already past, so that what a caller decides from a job it read
+// agrees with the claim: an operator's RunNow queues the job instead of
+// answering ErrRunning until the dead lease expires, a snapshot no longer
+// counts it as running, and its holder, should it live on without its
+// session (the connection broke), finds at its next renewal the lease
+// lost, as its own next claim would have found it taken over. The store
+// reads no clock: whether the session has ended is one
+// pg_try_advisory_xact_lock of its key per leased row read (a live
+// holder's try fails and takes nothing; a dead one's lock goes with the
+// statement), as the claim tries it.
+var leaseUntil = `CASE WHEN lease_owner IS NOT NULL AND lease_session IS NOT NULL AND pg_try_advisory_xact_lock(lease_session)
+	THEN ` + finite("LEAST(updated, lease_until)") + ` ELSE ` + finite("lease_until") + ` END`
 
 // finite reads the timestamptz column col as a time Go can hold: a row
 // edited by hand to 'infinity' (a common way to park a row in SQL) as the
@@ -74,19 +95,20 @@ RETURNING ` + jobCols
 
 // updateJobSQL is Update's compare-and-swap: it writes the mutable fields
 // only if the version and the identity match. The lease's session is the
-// writer's ($21) when the write changes the lease (a renewal, which
-// records the key as it is now, a new one after the session's connection
-// was replaced), none when it clears it (a release), and stays as it was
-// when the lease is written back unchanged (an operator's change to a
-// running job keeps the lease tied to its holder, not to the operator's
-// process). Parameters: ID, expected version, then jobArgs without
+// writer's ($21) when the write extends the lease or gives it a new owner
+// (a renewal, which records the key as it is now, a new one after the
+// session's connection was replaced), none when it clears it (a release),
+// and stays as it was when the lease is written back no longer than
+// stored (an operator's change to a running job keeps the lease tied to
+// its holder, not to the operator's process; so does a RunNow of a dead
+// holder's job, whose lease reads as ended earlier, see leaseUntil). Parameters: ID, expected version, then jobArgs without
 // Created, then the writer's session key (NULL for none).
 var updateJobSQL = `
 UPDATE {{schema}}.jobs SET priority = $6, interval_ns = $7, payload = $8, state = $9, next_run = $10,
 	runs = $11, successes = $12, failures = $13, streak = $14, last_error = $15, last_run = $16,
 	last_success = $17, lease_owner = $18, lease_until = $19, updated = $20, version = version + 1,
 	lease_session = CASE WHEN $18::text IS NULL THEN NULL
-		WHEN lease_owner = $18 AND lease_until = $19::timestamptz THEN lease_session
+		WHEN lease_owner = $18 AND lease_until >= $19::timestamptz THEN lease_session
 		ELSE $21::bigint END
 WHERE id = $1 AND version = $2 AND provider = $3 AND kind = $4 AND stream = $5
 RETURNING ` + jobCols

@@ -169,9 +169,9 @@ func TestADeadHoldersJobsFreeItsProviderAtOnce(t *testing.T) {
 
 // TestAJobRenewalRecordsTheHoldersNewSession: the holder's session
 // connection breaks (terminated by the server) while the holder lives on,
-// so its job's lease records a session that has ended. The holder's next
-// renewal records its new session, after which the lease excludes others
-// again until it expires.
+// so its job's lease records a session that has ended: it reads as ended.
+// The holder's next renewal (from the job it claimed) records its new
+// session, after which the lease excludes others again until it expires.
 func TestAJobRenewalRecordsTheHoldersNewSession(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, nil)
@@ -195,6 +195,12 @@ func TestAJobRenewalRecordsTheHoldersNewSession(t *testing.T) {
 		t.Fatalf("terminate the holder's session: %d backends, %v; want 1", n, err)
 	}
 	waitSessionEnded(t, s, old)
+	// Meanwhile the lease reads as ended at the claim (its last write), as
+	// claims treat it: the holder's scheduler, renewing from what it reads,
+	// would find it lost.
+	if g, err := h.Jobs().Get(ctx, j.ID); err != nil || g.Lease.Owner != "holder" || !g.Lease.Until.Equal(now) {
+		t.Fatalf("Get while the lease's session has ended: lease %+v, %v; want the holder's, ended at %v", g.Lease, err, now)
+	}
 
 	j.Lease.Until, j.Updated = now.Add(2*time.Hour), now.Add(time.Minute)
 	if j, err = h.Jobs().Update(ctx, j); err != nil {

@@ -112,9 +112,12 @@ func (s *Scheduler) resume(ctx context.Context, id int64) (Job, error) {
 }
 
 // RunNow queues job id to run at once, ahead of its schedule; a paused job
-// is resumed, a finished backfill runs again. Errors: [ErrInvalid],
-// [ErrNotFound], [ErrRunning] (its run is in progress: at most one run per
-// job).
+// is resumed, a finished backfill runs again. A job whose lease has ended
+// is not running: its lease expired, or its store knows the holder's
+// process is gone (pgstore, by the holder's database session) and reports
+// the lease ended at once; the next claim takes it over. Errors:
+// [ErrInvalid], [ErrNotFound], [ErrRunning] (its run is in progress under
+// a live lease: at most one run per job).
 func (s *Scheduler) RunNow(ctx context.Context, id int64) (Job, error) {
 	now := time.Now()
 	j, err := s.mutate(ctx, id, func(j *Job) error {

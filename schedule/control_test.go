@@ -153,3 +153,40 @@ func TestRunNowWhileRunningConflicts(t *testing.T) {
 		}
 	})
 }
+
+// TestRunNowOnAnUnrenewedLeaseAgreesWithClaim: the memory store knows no
+// session, so its dead holder is one that stopped renewing (a scheduler
+// whose runs hang after its Run was told to stop, or whose release failed):
+// its lease ends at Until and not before. Each second up to Until, RunNow
+// answers ErrRunning and a claim takes nothing; from Until on RunNow
+// queues the job, and the claim then takes the lease over from
+// the dead holder: the two agree, as they do on pgstore's dead sessions.
+func TestRunNowOnAnUnrenewedLeaseAgreesWithClaim(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, store := newSched(t, schedule.Config{}, nil)
+		j := upsert(t, s, time.Now(), schedule.Spec{Provider: "p", Kind: schedule.KindIncremental, Stream: "s", Interval: time.Hour})
+		ctx := t.Context()
+		if got, err := store.Claim(ctx, time.Now(), "dead", time.Minute, 1, schedule.ClaimFilter{}); err != nil || len(got) != 1 {
+			t.Fatalf("the holder's claim: %v, %v; want job %d", got, err, j.ID)
+		}
+		until := time.Now().Add(time.Minute)
+		for step := 0; time.Now().Before(until); step++ {
+			if _, err := s.RunNow(ctx, j.ID); !errors.Is(err, schedule.ErrRunning) {
+				t.Fatalf("step %d (%v before the lease ends): RunNow %v, want ErrRunning", step, time.Until(until), err)
+			}
+			if got, err := store.Claim(ctx, time.Now(), "early", time.Minute, 1, schedule.ClaimFilter{}); err != nil || len(got) != 0 {
+				t.Fatalf("step %d (%v before the lease ends): claim took %+v, %v; want nothing", step, time.Until(until), got, err)
+			}
+			time.Sleep(time.Second)
+		}
+		got, err := s.RunNow(ctx, j.ID)
+		if err != nil || got.State != schedule.StateQueued {
+			t.Fatalf("RunNow when the unrenewed lease ends: state %s, %v; want queued", got.State, err)
+		}
+		taken, err := store.Claim(ctx, time.Now(), "rescuer", time.Minute, 1, schedule.ClaimFilter{})
+		if err != nil || len(taken) != 1 || taken[0].Lease.TakenFrom != "dead" {
+			t.Fatalf("claim after RunNow: %+v, %v; want the job taken over from the dead holder", taken, err)
+		}
+	})
+}

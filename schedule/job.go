@@ -180,7 +180,13 @@ type Stats struct {
 type JobLease struct {
 	// Owner names the claim that holds the job; empty when not leased.
 	Owner string
-	// Until is when the lease expires unless renewed.
+	// Until is when the lease expires unless renewed. A store that ends
+	// a lease early, its holder's process being gone (see
+	// [JobStore.Claim]), reports it with an Until already past (the
+	// store's choice, e.g. the job's last write), so that what is decided
+	// from a job read agrees with the claim: [Scheduler.RunNow] queues it,
+	// a snapshot does not count it as running, and a holder that lives on
+	// without its session finds the lease lost at its next renewal.
 	Until time.Time
 	// TakenFrom is set only in [JobStore.Claim]'s result: the Owner of the
 	// expired lease the claim took over (a crashed or stalled run rescued),

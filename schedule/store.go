@@ -89,7 +89,8 @@ type JobStore interface {
 	// rescued). A store may also end a lease before Until when it knows the
 	// holder's process has died (pgstore ties a lease to its holder's
 	// database session): such a lease counts as expired everywhere here,
-	// in the rules below too. Among claimable jobs, Claim takes them one at a time, each
+	// in the rules below too, and every method reports it so (see
+	// [JobLease]). Among claimable jobs, Claim takes them one at a time, each
 	// time the best ranked job that is eligible given the jobs taken so far,
 	// until limit jobs are taken or none is eligible. A claimable job of
 	// provider P is eligible unless:

@@ -101,8 +101,9 @@ RETURNING ` + jobCols
 // and stays as it was when the lease is written back no longer than
 // stored (an operator's change to a running job keeps the lease tied to
 // its holder, not to the operator's process; so does a RunNow of a dead
-// holder's job, whose lease reads as ended earlier, see leaseUntil). Parameters: ID, expected version, then jobArgs without
-// Created, then the writer's session key (NULL for none).
+// holder's job, whose lease reads as ended earlier, see leaseUntil).
+// Parameters: ID, expected version, then jobArgs without Created, then the
+// writer's session key (NULL for none).
 var updateJobSQL = `
 UPDATE {{schema}}.jobs SET priority = $6, interval_ns = $7, payload = $8, state = $9, next_run = $10,
 	runs = $11, successes = $12, failures = $13, streak = $14, last_error = $15, last_run = $16,

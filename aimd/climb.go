@@ -369,6 +369,19 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		case fell:
 			w = max(f, min(w, r0*deepCut))
 		}
+		c.fits.jitter = c.arrivalJitter()
+		if b, ok := c.fits.fit(r0 * fitAbove); ok && c.throttled && b.burst >= 2 && b.lo*episodeMargin > rate {
+			// Every token bucket that answered every request of the run
+			// as the provider did admits the bottom of the fit's band (see
+			// fitLog), a surer measure than the floor when the provider
+			// has an allowance: the floor counts the whole pause, through
+			// which the allowance may have idled full (7.1/s with an
+			// allowance of 3 was held at 4/s, at 55% of it over 30 s, the
+			// band's bottom being 6/s). Not for a band whose buckets allow
+			// no burst at its bottom: arrival jitter refuses those at any
+			// rate (40/s with 7.5 ms of it drew the fifth).
+			rate, w = b.lo*episodeMargin, max(w, b.lo)
+		}
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
 		// A fourth refused request within the refusal window, counting

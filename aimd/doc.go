@@ -231,7 +231,13 @@
 //     too: a shedder's 503s stop under its limit, a gateway's come at any
 //     rate (a 241/s provider failing 15% of requests was cut to 1/s, the
 //     trials unsettled: the next 503 came within three successes of each
-//     cut, or after the climb back). Nothing but 503s for a quarter
+//     cut, or after the climb back). Not a descent the climb interrupted:
+//     a 503 sent after the climb took the rate more than halfway back to
+//     where the last cut began, with three successes or more since it, is
+//     the limit met again, and the descent starts over there (the limit
+//     met again after slow start overshot an allowance eightfold came at
+//     an eighth of the overshoot: read as noise, a 10/s shedder was sent
+//     17/s with 42% refused, for good). Nothing but 503s for a quarter
 //     of a second, three or more with no success, is an outage: they no
 //     longer cut at each answer (the rate goes down by 30% a second, to
 //     1/s) until a success, and the breaker judges them. Other 5xx never

@@ -103,6 +103,36 @@ func TestPropertyA503LimitIsNotNoise(t *testing.T) {
 	})
 }
 
+// TestA503LimitFoundAgainIsNotNoise: the draws of
+// TestPropertyA503LimitIsNotNoise that found its rule too narrow. Slow
+// start's overshoot of an allowance that hid the limit went to eight times
+// the limit; the cuts after it stopped the 503s, and the climb met the
+// limit again, short of the 30 successes that prove a cut worked. A 503 at
+// the limit then came at an eighth of the rate the first came at, which
+// read as a descent that no cut stopped: noise, the cuts undone, and the
+// provider was sent 1.3-1.7 times its limit with 27-42% refused for good.
+// A 503 sent after the climb took the rate more than halfway back to where
+// the last cut began, with successes since it, is the limit met again: the
+// descent starts over from there.
+func TestA503LimitFoundAgainIsNotNoise(t *testing.T) {
+	for _, p := range []struct {
+		limit   float64
+		burst   int
+		latency time.Duration
+	}{{10.1640625, 16, 53 * time.Millisecond}, {7.4375, 38, 49 * time.Millisecond}} {
+		t.Run(fmt.Sprintf("%.1f/s burst %d, %v", p.limit, p.burst, p.latency), func(t *testing.T) {
+			c, err := aimd.New(aimd.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := simulate(c, gcra(p.limit, p.burst, answer503)(), time.Minute, p.latency, p.latency/2)
+			if r.finalRate > 1.2*p.limit || r.refusedShare > 0.05 {
+				t.Errorf("final rate %.3g of the limit, %.1f%% refused (%v); want <= 1.2, <= 5%%", r.finalRate/p.limit, 100*r.refusedShare, r)
+			}
+		})
+	}
+}
+
 // TestAnOutageOf503sHoldsTheRate: a provider that answers nothing but 503
 // (down for maintenance) after serving 17/s for 10 s. The first 503s cut
 // the rate, as a shedder's would; once nothing but 503s came back for a

@@ -241,6 +241,18 @@ func (c *Controller) readOverload(now, sent time.Time) forage.Class {
 			return forage.Overloaded
 		}
 		return forage.Transient
+	case m.origin.rate > 0 && !m.cutAt.IsZero() && !sent.IsZero() && sent.After(m.cutAt) && m.okAfter >= noiseSettle && c.rateAt(sent) > m.cutMid:
+		// Sent after the climb took the rate more than halfway back to
+		// where the last cut for a 503 began, with successes since it:
+		// that cut stopped them, and the climb met the limit again, short
+		// of the noiseProof successes that prove a cut worked. The descent
+		// starts over from here. (Slow start's overshoot of an allowance
+		// that hid a 10/s limit came at 80/s; the limit met again came at
+		// an eighth of that, read as a descent no cut had stopped: noise,
+		// the cuts undone, and 1.7 times the limit sent with 42% refused
+		// for good.)
+		m.origin = snapshot{}
+		return forage.Overloaded
 	case m.origin.rate > 0 && !sent.IsZero() && c.rateAt(sent) <= m.from/noiseDescent && m.okOrigin >= noiseProof && m.share() < noiseMaxShare:
 		// Cut after cut for 503s, none of which stopped them, down to an
 		// eighth of the rate the caller sent at when the first came (see

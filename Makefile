@@ -12,6 +12,10 @@
 #                 (concurrency limits, sliding logs, per-minute windows, big
 #                 buckets, high latency, queues, every Retry-After form,
 #                 limits that change; budget/untuned_test.go). About 15 s.
+#   make sweep    120 providers drawn at random (limit, allowance, workers,
+#                 latency, jitter, Retry-After or none, a ban at five or none),
+#                 30 simulated seconds each: bans and goodput to compare before
+#                 and after a change (budget/sweep_test.go). About 2 minutes.
 #   make goodput-http  the same policies in real time over loopback HTTP: the
 #                 built examples/ohlcv (1 and 3 symbols), a budget.Transport
 #                 crawl and the peers, 30 s and 120 s runs (see
@@ -42,7 +46,7 @@ GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput untuned goodput-http goodput-far goodput-pg vet release-check ui-check
+.PHONY: test bench lint goodput untuned sweep goodput-http goodput-far goodput-pg vet release-check ui-check
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
@@ -83,6 +87,9 @@ goodput:
 
 untuned:
 	UNTUNED=1 $(GO) test -count=1 -run TestUntuned -v ./budget
+
+sweep:
+	SWEEP=$${SWEEP:-120} $(GO) test -count=1 -run 'TestSweep$$' -v ./budget
 
 goodput-http:
 	cd bench && $(GO) run ./cmd/goodput-http -dur 30s,120s -md

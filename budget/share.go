@@ -239,6 +239,10 @@ type shareLease struct {
 	// (Share), so that much is kept for it until it renews or Expires (one
 	// more lease).
 	Lapsed bool `json:"lapsed,omitempty"`
+	// Slots are the residues, modulo slotCycle, of the known limits'
+	// slots the holder sends in while a limit is slotted (see slotAt): a
+	// bit each, held by one lease at most, as many as its share.
+	Slots uint64 `json:"slots,omitempty"`
 }
 
 // Share is one process's lease on a provider shared through a
@@ -645,6 +649,10 @@ func (p *local) lapse(now time.Time) {
 	share := s.fraction() * safeShare
 	s.share.Store(math.Float64bits(share))
 	p.splitLimits(now, share)
+	p.limMu.Lock()
+	mask := trimSlots(p.slot.mask, slotsFor(share)) // as the document keeps them (see mergeShares)
+	p.limMu.Unlock()
+	p.setSlots(mask, nil)
 	p.follow(now)
 }
 
@@ -820,6 +828,7 @@ func (p *local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64)
 	if share != p.sh.fraction() {
 		p.splitLimits(now, share)
 	}
+	p.setSlots(doc.Leases[p.sh.id].Slots, &doc)
 	p.sh.told(doc.PausedUntil, p.ctl.Snapshot().Decreases) // what the document has is no news
 	p.sh.share.Store(math.Float64bits(share))
 	p.follow(now) // the pacer at the new share before a call waiting for one goes
@@ -918,7 +927,8 @@ func mergeShares(doc *shareDoc, c claim) {
 		switch {
 		case h == c.holder || l.Expires.After(now):
 		case !l.Lapsed && doc.Trouble.overlaps(l.Expires.Add(-shareTTL), l.Expires):
-			doc.Leases[h] = shareLease{Share: l.Share * safeShare, Lapsed: true, Expires: now.Add(shareTTL)}
+			doc.Leases[h] = shareLease{Share: l.Share * safeShare, Lapsed: true, Expires: now.Add(shareTTL),
+				Slots: trimSlots(l.Slots, slotsFor(l.Share*safeShare))} // as its holder keeps them (see lapse)
 		case l.Lapsed && doc.Silent.overlaps(l.Expires.Add(-shareTTL), l.Expires):
 			l.Expires = now.Add(shareTTL)
 			doc.Leases[h] = l
@@ -937,6 +947,8 @@ func mergeShares(doc *shareDoc, c claim) {
 		}
 	}
 	l.Share = max(0, min(fairShare(*doc, c.holder), 1-others))
+	doc.Leases[c.holder] = l
+	l.Slots = allotSlots(doc, c.holder, l.Share)
 	doc.Leases[c.holder] = l
 }
 

@@ -1,0 +1,100 @@
+package budget_test
+
+import (
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/budget/budgettest"
+	"pgregory.net/rapid"
+)
+
+// shareSmallBurst starts n processes of two workers each (see startSharer)
+// sharing a provider whose one known limit is l through one store, and
+// stops them after d, or after d with every process idle for the second
+// third of it when spells is set (their work comes back all at once, as a
+// scheduler's jobs do). It returns the log of every attempt.
+func shareSmallBurst(tb tb, n int, l budget.Limit, d time.Duration, spells bool) *sendLog {
+	tb.Helper()
+	store := budgettest.NewShareStore()
+	log := &sendLog{}
+	procs := make([]*shareProc, n)
+	for i := range procs {
+		procs[i] = startSharer(tb, budget.Config{Limits: []budget.Limit{l}}, store, log)
+	}
+	if spells {
+		time.Sleep(d / 3)
+		for _, p := range procs {
+			p.idle.Store(true)
+		}
+		time.Sleep(d / 3)
+		for _, p := range procs {
+			p.idle.Store(false)
+		}
+		time.Sleep(d / 3)
+	} else {
+		time.Sleep(d)
+	}
+	for _, p := range procs {
+		p.cancel()
+		<-p.done
+	}
+	return log
+}
+
+// TestASharedKnownLimitHoldsWithMoreProcessesThanBurst: a known limit
+// whose Burst is smaller than the number of processes sharing it (1 per
+// second shared by 3 workers' processes, or 2 per second by 8) is never
+// exceeded in any window of its Per. Each process paced its share of the
+// rate with at least one unit of burst, so together they could send one
+// unit each at once: 3 units in a second against 2 per second, N − Burst
+// over in a window. They send most of the limit's pace all the same.
+func TestASharedKnownLimitHoldsWithMoreProcessesThanBurst(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n     int
+		count int
+		burst int
+	}{
+		{3, 1, 1}, {3, 2, 1}, {3, 5, 2}, {8, 2, 1}, {8, 4, 2}, {8, 10, 2}, {3, 30, 1},
+	} {
+		t.Run(fmt.Sprintf("n%d_count%d_burst%d", c.n, c.count, c.burst), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				l := budget.Limit{Count: c.count, Per: time.Second, Burst: c.burst}
+				log := shareSmallBurst(t, c.n, l, 60*time.Second, false)
+				most, all := log.worst(time.Second)
+				pace := budget.LimitRate(l) * 60
+				t.Logf("%d processes, %d/s burst %d: %d sent in 60 s (%.0f%% of the limit's pace, %.0f), at most %d in a second",
+					c.n, c.count, c.burst, all, 100*float64(all)/pace, pace, most)
+				if most > c.count {
+					t.Errorf("%d processes, %d/s burst %d: %d units in a second; want at most %d", c.n, c.count, c.burst, most, c.count)
+				}
+			})
+		})
+	}
+}
+
+// TestPropertyASharedKnownLimitHoldsWithAnyBurst: however many processes
+// share a known limit, whatever its count, window and burst (Burst under
+// the number of processes too), and whether their work comes in spells or
+// not, no window of the limit's Per holds more than its Count.
+func TestPropertyASharedKnownLimitHoldsWithAnyBurst(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(2, 9).Draw(rt, "processes")
+		count := rapid.IntRange(1, 40).Draw(rt, "count")
+		per := rapid.SampledFrom([]time.Duration{time.Second, 5 * time.Second, 10 * time.Second}).Draw(rt, "per")
+		burst := rapid.IntRange(1, max(1, min(count-1, n+1))).Draw(rt, "burst")
+		spells := rapid.Bool().Draw(rt, "spells")
+		rapid.SyncTest(rt, func(rt *rapid.T) {
+			l := budget.Limit{Count: count, Per: per, Burst: burst}
+			log := shareSmallBurst(rt, n, l, 30*time.Second, spells)
+			if most := log.most(per); most > count {
+				rt.Fatalf("%d processes, %d per %v, burst %d, spells %v: %d units in a window; want at most %d", n, count, per, burst, spells, most, count)
+			}
+		})
+	})
+}

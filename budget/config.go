@@ -340,13 +340,28 @@ func (c Config) withDefaults() Config {
 // holds at most Count. Processes that split l by shares (see
 // [Config.Shares]) each take their share of the burst (at least one unit)
 // and of the pace, so together they hold the same bound.
-func (l Limit) limiter(share float64) (*gcra.Limiter, error) {
-	burst, rate := l.shape()
+func (l Limit) limiter(share float64, slotted bool) (*gcra.Limiter, error) {
+	_, rate := l.shape()
 	rate *= share
 	if math.IsInf(rate, 0) || !(rate > 0) {
 		return nil, invalid.Must(fmt.Sprintf("Limit %q", l.Name), "have a usable rate: (Count-Burst)/Per > 0 and finite", rate)
 	}
-	return gcra.New(gcra.Config{Rate: rate, Burst: max(1, int(share*float64(burst)))})
+	return gcra.New(gcra.Config{Rate: rate, Burst: l.shareBurst(share, slotted)})
+}
+
+// shareBurst is the burst of share of l: its share of l's burst, at least
+// one unit; slotted (see slotAt), at least two: the slots hold the limit
+// then, and the share's pace only keeps the process near its share, one
+// interval loose (a process's slots are spread over the cycle, not evenly
+// spaced: paced at its share exactly, it missed every slot that came
+// sooner than one interval, and three processes sent 77% of the limit).
+func (l Limit) shareBurst(share float64, slotted bool) int {
+	burst, _ := l.shape()
+	least := 1
+	if slotted {
+		least = 2
+	}
+	return max(least, int(share*float64(burst)))
 }
 
 // key names l in a provider's record (see [forage.ProviderRecord.Spent]):

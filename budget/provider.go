@@ -156,7 +156,7 @@ func newLocal(key string, cfg Config, path string) (*local, error) {
 	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
 	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {
-		lim, err := l.limiter(1)
+		lim, err := l.limiter(1, false)
 		if err != nil {
 			return nil, invalid.Wrap(fmt.Sprintf("%s.Limits[%d]", path, i), err)
 		}

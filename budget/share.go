@@ -123,6 +123,8 @@ const (
 	// far after now one may lie (another machine's clock).
 	shareRefusals = 8
 	shareAhead    = time.Second
+	// minShare is the least share a lease is granted: less is rounding.
+	minShare = 1e-9
 )
 
 // shareDoc is the document kept per provider key: the provider's rate as
@@ -189,7 +191,7 @@ func (doc *shareDoc) sane(now time.Time, maxPause time.Duration) {
 		if l.Expires.After(now.Add(shareTTL + shareAhead)) {
 			l.Expires = now.Add(shareTTL)
 		}
-		if !(l.Share >= 0) {
+		if !(l.Share >= minShare) {
 			l.Share = 0
 		}
 		l.Share = min(l.Share, 1)
@@ -825,10 +827,9 @@ func (p *local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64)
 	if len(doc.Refusals) > 0 {
 		_ = p.ctl.Restore(aimd.State{Refusals: doc.Refusals}) // the others' refusals count against the budget here too
 	}
-	if share != p.sh.fraction() {
+	if p.setSlots(doc.Leases[p.sh.id].Slots, &doc) || share != p.sh.fraction() {
 		p.splitLimits(now, share)
 	}
-	p.setSlots(doc.Leases[p.sh.id].Slots, &doc)
 	p.sh.told(doc.PausedUntil, p.ctl.Snapshot().Decreases) // what the document has is no news
 	p.sh.share.Store(math.Float64bits(share))
 	p.follow(now) // the pacer at the new share before a call waiting for one goes
@@ -947,6 +948,13 @@ func mergeShares(doc *shareDoc, c claim) {
 		}
 	}
 	l.Share = max(0, min(fairShare(*doc, c.holder), 1-others))
+	if l.Share < minShare {
+		// What the others' shares, summed, leave of the whole by
+		// rounding: none. (A holder granted 1 − 5×0.2 = 1e-16 could
+		// not pace its known limits at it and kept its last, the
+		// whole, and sent 22 in a second against 21.)
+		l.Share = 0
+	}
 	doc.Leases[c.holder] = l
 	l.Slots = allotSlots(doc, c.holder, l.Share)
 	doc.Leases[c.holder] = l
@@ -1053,12 +1061,20 @@ func (p *local) splitLimits(now time.Time, share float64) {
 	old := p.lims()
 	next := make([]*gcra.Limiter, len(old))
 	for i, l := range p.cfg.Limits {
-		burst, rate := l.shape()
-		if max(1, int(share*float64(burst))) == old[i].Burst() && old[i].SetRateAt(now, share*rate) == nil {
+		_, rate := l.shape()
+		slotted := i < len(p.slot.on) && p.slot.on[i]
+		// One that comes back from no share is made again (empty) even
+		// when its burst is the same: kept, it had the burst it banked
+		// while it held none, which the one that held the whole may have
+		// just spent (a process granted the whole after the learner left
+		// sent 0.75 s after the learner's last against 1 a second; six
+		// back from an idle spell, slotted, sent 16 in a second against
+		// 15).
+		if p.sh.held && l.shareBurst(share, slotted) == old[i].Burst() && old[i].SetRateAt(now, share*rate) == nil {
 			next[i] = old[i]
 			continue
 		}
-		lim, err := l.limiter(share)
+		lim, err := l.limiter(share, slotted)
 		if err != nil {
 			next[i] = old[i] // a share too small to pace: keep the last
 			continue

@@ -13,10 +13,12 @@ import (
 
 // shareSmallBurst starts n processes of two workers each (see startSharer)
 // sharing a provider whose one known limit is l through one store, and
-// stops them after d, or after d with every process idle for the second
-// third of it when spells is set (their work comes back all at once, as a
-// scheduler's jobs do). It returns the log of every attempt.
-func shareSmallBurst(tb tb, n int, l budget.Limit, d time.Duration, spells bool) *sendLog {
+// stops them after d. Their work comes as demand says: "steady" (always),
+// "spells" (every process idle for the second third of d, and back all at
+// once, as a scheduler's jobs do) or "moving" (one at a time idle, for 2 s
+// of every 3, so the shares move by demand). It returns the log of every
+// attempt.
+func shareSmallBurst(tb tb, n int, l budget.Limit, d time.Duration, demand string) *sendLog {
 	tb.Helper()
 	store := budgettest.NewShareStore()
 	log := &sendLog{}
@@ -24,17 +26,26 @@ func shareSmallBurst(tb tb, n int, l budget.Limit, d time.Duration, spells bool)
 	for i := range procs {
 		procs[i] = startSharer(tb, budget.Config{Limits: []budget.Limit{l}}, store, log)
 	}
-	if spells {
-		time.Sleep(d / 3)
+	setIdle := func(idle bool) {
 		for _, p := range procs {
-			p.idle.Store(true)
+			p.idle.Store(idle)
 		}
+	}
+	switch demand {
+	case "spells":
 		time.Sleep(d / 3)
-		for _, p := range procs {
-			p.idle.Store(false)
+		setIdle(true)
+		time.Sleep(d / 3)
+		setIdle(false)
+		time.Sleep(d - 2*(d/3))
+	case "moving":
+		for end, i := time.Now().Add(d), 0; time.Now().Before(end); i++ {
+			procs[i%n].idle.Store(true)
+			time.Sleep(2 * time.Second)
+			procs[i%n].idle.Store(false)
+			time.Sleep(time.Second)
 		}
-		time.Sleep(d / 3)
-	} else {
+	default:
 		time.Sleep(d)
 	}
 	for _, p := range procs {
@@ -64,7 +75,7 @@ func TestASharedKnownLimitHoldsWithMoreProcessesThanBurst(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				l := budget.Limit{Count: c.count, Per: time.Second, Burst: c.burst}
-				log := shareSmallBurst(t, c.n, l, 60*time.Second, false)
+				log := shareSmallBurst(t, c.n, l, 60*time.Second, "steady")
 				most, all := log.worst(time.Second)
 				pace := budget.LimitRate(l) * 60
 				t.Logf("%d processes, %d/s burst %d: %d sent in 60 s (%.0f%% of the limit's pace, %.0f), at most %d in a second",
@@ -79,8 +90,8 @@ func TestASharedKnownLimitHoldsWithMoreProcessesThanBurst(t *testing.T) {
 
 // TestPropertyASharedKnownLimitHoldsWithAnyBurst: however many processes
 // share a known limit, whatever its count, window and burst (Burst under
-// the number of processes too), and whether their work comes in spells or
-// not, no window of the limit's Per holds more than its Count.
+// the number of processes too), and however their work comes (see
+// shareSmallBurst), no window of the limit's Per holds more than its Count.
 func TestPropertyASharedKnownLimitHoldsWithAnyBurst(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -88,12 +99,12 @@ func TestPropertyASharedKnownLimitHoldsWithAnyBurst(t *testing.T) {
 		count := rapid.IntRange(1, 40).Draw(rt, "count")
 		per := rapid.SampledFrom([]time.Duration{time.Second, 5 * time.Second, 10 * time.Second}).Draw(rt, "per")
 		burst := rapid.IntRange(1, max(1, min(count-1, n+1))).Draw(rt, "burst")
-		spells := rapid.Bool().Draw(rt, "spells")
+		demand := rapid.SampledFrom([]string{"steady", "spells", "moving"}).Draw(rt, "demand")
 		rapid.SyncTest(rt, func(rt *rapid.T) {
 			l := budget.Limit{Count: count, Per: per, Burst: burst}
-			log := shareSmallBurst(rt, n, l, 30*time.Second, spells)
+			log := shareSmallBurst(rt, n, l, 30*time.Second, demand)
 			if most := log.most(per); most > count {
-				rt.Fatalf("%d processes, %d per %v, burst %d, spells %v: %d units in a window; want at most %d", n, count, per, burst, spells, most, count)
+				rt.Fatalf("%d processes, %d per %v, burst %d, %s: %d units in a window; want at most %d", n, count, per, burst, demand, most, count)
 			}
 		})
 	})

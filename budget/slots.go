@@ -156,10 +156,12 @@ type slotState struct {
 }
 
 // setSlots makes this process send in the slots of mask, for the known
-// limits that doc's leases hold too tightly (doc nil: as they were).
-func (p *local) setSlots(mask uint64, doc *shareDoc) {
+// limits that doc's leases hold too tightly (doc nil: as they were). It
+// reports whether a limit became slotted or stopped being: its burst
+// changes (see Limit.shareBurst).
+func (p *local) setSlots(mask uint64, doc *shareDoc) (turned bool) {
 	if len(p.cfg.Limits) == 0 {
-		return
+		return false
 	}
 	p.limMu.Lock()
 	defer p.limMu.Unlock()
@@ -175,7 +177,7 @@ func (p *local) setSlots(mask uint64, doc *shareDoc) {
 		for i, l := range p.cfg.Limits {
 			burst, _ := l.shape()
 			if on := tightLimit(doc, burst); on != s.on[i] {
-				s.on[i], moved = on, true
+				s.on[i], moved, turned = on, true, true
 			}
 		}
 	}
@@ -183,4 +185,5 @@ func (p *local) setSlots(mask uint64, doc *shareDoc) {
 	if moved {
 		s.gen++
 	}
+	return turned
 }

@@ -597,13 +597,11 @@ func (p *local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 	}
 }
 
-// slotsHold reports whether the slots b was booked in still hold now:
-// they are still this process's, and still open (a call that woke late
-// missed its slot, and books again).
+// slotsHold reports whether the slots b was booked in are still open: a
+// call that woke late missed its slot, and books again. (Slots that are no
+// longer this process's come with new limiters: see setSlots.)
 func (p *local) slotsHold(b booking) bool {
-	p.limMu.Lock()
-	defer p.limMu.Unlock()
-	return b.slotGen == p.slot.gen && (b.closes.IsZero() || time.Now().Before(b.closes))
+	return b.closes.IsZero() || time.Now().Before(b.closes)
 }
 
 // booking is one call's booking of the known limits, for unbookLimits.
@@ -612,12 +610,11 @@ type booking struct {
 	gen     uint64
 	weight  int
 	pending bool // booked ahead of now: counted in local.pending until it wakes
-	// slotGen is the slots' generation it was booked in, closes when the
-	// first of its slots closes (zero when no limit is slotted), and last
-	// the slots used before it, per known limit (see slotAt).
-	slotGen uint64
-	closes  time.Time
-	last    []int64
+	// closes is when the first of its slots closes (zero when no limit
+	// is slotted), and last the slots used before it, per known limit
+	// (see slotAt).
+	closes time.Time
+	last   []int64
 }
 
 // bookLimits books a call of weight in every known limit at one time, at,
@@ -650,7 +647,7 @@ func (p *local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 	}
 	p.keepSpent(now, *ptr)
 	p.limGen++
-	b := booking{lims: ptr, gen: p.limGen, weight: weight, pending: pending, slotGen: p.slot.gen}
+	b := booking{lims: ptr, gen: p.limGen, weight: weight, pending: pending}
 	if slots != nil {
 		b.last = slices.Clone(p.slot.last)
 		for i, j := range slots {
@@ -736,7 +733,7 @@ func (p *local) unbookLimits(b booking) {
 	for i, lim := range *b.lims {
 		unreserve(lim, now, p.cost(i, b.weight))
 	}
-	if b.last != nil && b.slotGen == p.slot.gen {
+	if b.last != nil {
 		copy(p.slot.last, b.last)
 	}
 }

@@ -521,7 +521,7 @@ func (p *local) joinShares(now time.Time) {
 		// a weighted limit (4 processes started during an outage sent 400
 		// units in a second against a limit of 100).
 		p.sh.share.Store(math.Float64bits(startShare))
-		p.splitLimits(now, startShare)
+		p.splitLimits(now, startShare, false)
 	}
 }
 
@@ -650,11 +650,10 @@ func (p *local) lapse(now time.Time) {
 	}
 	share := s.fraction() * safeShare
 	s.share.Store(math.Float64bits(share))
-	p.splitLimits(now, share)
 	p.limMu.Lock()
 	mask := trimSlots(p.slot.mask, slotsFor(share)) // as the document keeps them (see mergeShares)
 	p.limMu.Unlock()
-	p.setSlots(mask, nil)
+	p.splitLimits(now, share, p.setSlots(mask, nil))
 	p.follow(now)
 }
 
@@ -827,8 +826,8 @@ func (p *local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64)
 	if len(doc.Refusals) > 0 {
 		_ = p.ctl.Restore(aimd.State{Refusals: doc.Refusals}) // the others' refusals count against the budget here too
 	}
-	if p.setSlots(doc.Leases[p.sh.id].Slots, &doc) || share != p.sh.fraction() {
-		p.splitLimits(now, share)
+	if remake := p.setSlots(doc.Leases[p.sh.id].Slots, &doc); remake || share != p.sh.fraction() {
+		p.splitLimits(now, share, remake)
 	}
 	p.sh.told(doc.PausedUntil, p.ctl.Snapshot().Decreases) // what the document has is no news
 	p.sh.share.Store(math.Float64bits(share))
@@ -1046,7 +1045,7 @@ func fairShare(doc shareDoc, holder string) float64 {
 // (Made again empty at every move, a share that grew also waiting out its
 // growth, the limits held 4 processes whose scheduler's jobs moved among
 // them to 1.5-2.2/s of the 4.5/s that 20/s and 300/min pace at.)
-func (p *local) splitLimits(now time.Time, share float64) {
+func (p *local) splitLimits(now time.Time, share float64, remake bool) {
 	if len(p.cfg.Limits) == 0 {
 		return
 	}
@@ -1070,7 +1069,7 @@ func (p *local) splitLimits(now time.Time, share float64) {
 		// sent 0.75 s after the learner's last against 1 a second; six
 		// back from an idle spell, slotted, sent 16 in a second against
 		// 15).
-		if p.sh.held && l.shareBurst(share, slotted) == old[i].Burst() && old[i].SetRateAt(now, share*rate) == nil {
+		if !remake && p.sh.held && l.shareBurst(share, slotted) == old[i].Burst() && old[i].SetRateAt(now, share*rate) == nil {
 			next[i] = old[i]
 			continue
 		}

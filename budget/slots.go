@@ -3,6 +3,7 @@ package budget
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -152,14 +153,16 @@ type slotState struct {
 	mask uint64  // the residues this process holds
 	on   []bool  // per known limit: slotted (see tightLimit)
 	last []int64 // per known limit: the last slot used
-	gen  uint64  // moves whenever mask or on does: calls booked before book again
 }
 
 // setSlots makes this process send in the slots of mask, for the known
 // limits that doc's leases hold too tightly (doc nil: as they were). It
-// reports whether a limit became slotted or stopped being: its burst
-// changes (see Limit.shareBurst).
-func (p *local) setSlots(mask uint64, doc *shareDoc) (turned bool) {
+// reports whether the known limits must be made again (see splitLimits):
+// a limit became slotted or stopped being (its burst changes, see
+// Limit.shareBurst, and calls booked out of slots must book again in
+// them), or this process's slots moved while one is (calls booked in a
+// slot it gave up must book again).
+func (p *local) setSlots(mask uint64, doc *shareDoc) (remake bool) {
 	if len(p.cfg.Limits) == 0 {
 		return false
 	}
@@ -172,18 +175,15 @@ func (p *local) setSlots(mask uint64, doc *shareDoc) (turned bool) {
 			s.last[i] = math.MinInt64 / 2
 		}
 	}
-	moved := mask != s.mask
+	moved, turned := mask != s.mask, false
 	if doc != nil {
 		for i, l := range p.cfg.Limits {
 			burst, _ := l.shape()
 			if on := tightLimit(doc, burst); on != s.on[i] {
-				s.on[i], moved, turned = on, true, true
+				s.on[i], turned = on, true
 			}
 		}
 	}
 	s.mask = mask
-	if moved {
-		s.gen++
-	}
-	return turned
+	return turned || moved && slices.Contains(s.on, true)
 }

@@ -1082,7 +1082,11 @@ func (p *local) splitLimits(now time.Time, share float64, remake bool) {
 		// of the calls still waiting for their slot (they book again), and
 		// none after no share. It may be negative (a heavy call's debt).
 		left := float64(old[i].Burst()) - float64(old[i].AllowNAt(now, 0).ResetAfter)/float64(old[i].Interval()) + float64(p.pending[i])
-		if !p.sh.held {
+		if !p.sh.held || i < len(p.slot.off) && p.slot.off[i] {
+			// No share meanwhile; or slotted until now, when the units of
+			// the others' bursts added up to more than the limit's, so
+			// what this one has left is not its own: a process left alone
+			// by seven sent 9.8 s after another's slot against 1 per 10 s.
 			left = min(left, 0)
 		}
 		if owed := math.Ceil(float64(lim.Burst()) - min(left, float64(lim.Burst()))); owed > 0 {
@@ -1091,6 +1095,7 @@ func (p *local) splitLimits(now time.Time, share float64, remake bool) {
 		next[i] = lim
 	}
 	clear(p.pending)
+	clear(p.slot.off)
 	p.limits.Store(&next)
 	p.sh.held = true
 }

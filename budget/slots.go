@@ -153,6 +153,10 @@ type slotState struct {
 	mask uint64  // the residues this process holds
 	on   []bool  // per known limit: slotted (see tightLimit)
 	last []int64 // per known limit: the last slot used
+	// off, per known limit, says it stopped being slotted since the
+	// limits were last made: made again, it starts with nothing of its
+	// burst (see splitLimits).
+	off []bool
 }
 
 // setSlots makes this process send in the slots of mask, for the known
@@ -170,7 +174,7 @@ func (p *local) setSlots(mask uint64, doc *shareDoc) (remake bool) {
 	defer p.limMu.Unlock()
 	s := &p.slot
 	if s.on == nil {
-		s.on, s.last = make([]bool, len(p.cfg.Limits)), make([]int64, len(p.cfg.Limits))
+		s.on, s.off, s.last = make([]bool, len(p.cfg.Limits)), make([]bool, len(p.cfg.Limits)), make([]int64, len(p.cfg.Limits))
 		for i := range s.last {
 			s.last[i] = math.MinInt64 / 2
 		}
@@ -180,7 +184,7 @@ func (p *local) setSlots(mask uint64, doc *shareDoc) (remake bool) {
 		for i, l := range p.cfg.Limits {
 			burst, _ := l.shape()
 			if on := tightLimit(doc, burst); on != s.on[i] {
-				s.on[i], turned = on, true
+				s.on[i], s.off[i], turned = on, !on, true
 			}
 		}
 	}

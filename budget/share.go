@@ -1030,9 +1030,12 @@ func fairShare(doc shareDoc, holder string) float64 {
 }
 
 // splitLimits paces each known limit at this process's share of it: the
-// share of its rate, and the share of its burst (at least one unit), so
-// that the shares in force, which never add up to more than the whole,
-// never send more than the limit in any window. A limit whose burst share
+// share of its rate, and the share of its burst (at least one unit; two
+// when slotted, see Limit.shareBurst), so that the shares in force, which
+// never add up to more than the whole, never send more than the limit in
+// any window (and when their units add up to more than its burst, the
+// slots hold it: see slotAt). remake makes every limit again (its slots
+// moved, or it became slotted or stopped being). A limit whose burst share
 // changes is made again, with what the old one had left of its burst,
 // never more than the new burst: a share that shrank keeps at most its new
 // burst, one that grew no more than it had (what others gave back may
@@ -1041,7 +1044,8 @@ func fairShare(doc shareDoc, holder string) float64 {
 // may send at once never grow with its share, and the processes together
 // hold at most the limit's burst. A process that comes back from no share
 // (it was idle, or the others held it all), or splits them for the first
-// time, starts with nothing of its burst: it did not hold it meanwhile.
+// time, starts with nothing of its burst: it did not hold it meanwhile;
+// so does a limit that stops being slotted.
 // (Made again empty at every move, a share that grew also waiting out its
 // growth, the limits held 4 processes whose scheduler's jobs moved among
 // them to 1.5-2.2/s of the 4.5/s that 20/s and 300/min pace at.)

@@ -43,9 +43,14 @@ var slotOrder = func() (o [slotCycle]uint8) {
 	return o
 }()
 
-// slotsFor is how many residues a lease of share holds.
+// slotsFor is how many residues a lease of share holds: its share of the
+// cycle, at least one (more than slotCycle holders leave some with none
+// until one goes: their calls wait).
 func slotsFor(share float64) int {
-	return min(slotCycle, int(math.Floor(share*slotCycle+1e-9)))
+	if share <= 0 {
+		return 0
+	}
+	return max(1, min(slotCycle, int(math.Floor(share*slotCycle+1e-9))))
 }
 
 // trimSlots keeps the first want residues of mask, in slotOrder: a lease

@@ -89,3 +89,59 @@ func TestTightLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestALimitThatStopsBeingSlottedStartsEmpty: a process whose limit was
+// slotted (its burst and the others' added up to more than the limit's)
+// and is left alone with it starts with nothing of its burst: what it
+// banked while slotted is not its own, and the others may have spent it
+// in their slots just before. (Carried over, a process left alone by
+// seven sent 9.8 s after another's slot against 1 per 10 s.)
+func TestALimitThatStopsBeingSlottedStartsEmpty(t *testing.T) {
+	t.Parallel()
+	p, err := newLocal("k", Config{Limits: []Limit{{Count: 1, Per: 10 * time.Second, Burst: 1}}}, "Config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.sh.id = "a"
+	now := time.Unix(1e9, 0)
+	two := &shareDoc{Leases: map[string]shareLease{"a": {Share: 0.5}, "b": {Share: 0.5}}}
+	two.Leases["a"] = shareLease{Share: 0.5, Slots: allotSlots(two, "a", 0.5)}
+	p.splitLimits(now, 0.5, p.setSlots(two.Leases["a"].Slots, two))
+	if !p.slot.on[0] {
+		t.Fatalf("two holders of a limit of burst 1: not slotted")
+	}
+	now = now.Add(10 * time.Minute) // idle: its limiter banks its whole burst
+	if w := waitAt(p.lims()[0], now, 1); w > 0 {
+		t.Fatalf("slotted, idle for 10 minutes: waits %v", w)
+	}
+	alone := &shareDoc{Leases: map[string]shareLease{"a": {Share: 1}}}
+	p.splitLimits(now, 1, p.setSlots(allotSlots(alone, "a", 1), alone))
+	if p.slot.on[0] {
+		t.Fatalf("one holder of a limit of burst 1: still slotted")
+	}
+	if w := waitAt(p.lims()[0], now, 1); w <= 0 {
+		t.Errorf("left alone with a limit that was slotted, it may send at once; want a wait of one interval")
+	}
+}
+
+// TestAShareAfterNoneStartsEmpty: a process granted a share again after
+// holding none starts with nothing of its burst, even when the burst of
+// its share is the one it had: kept, its limiter had banked the burst
+// while the others held the whole and spent it. (Granted the whole after
+// the learner left, a process sent 0.75 s after the learner's last
+// request against 1 a second.)
+func TestAShareAfterNoneStartsEmpty(t *testing.T) {
+	t.Parallel()
+	p, err := newLocal("k", Config{Limits: []Limit{{Count: 1, Per: time.Second, Burst: 1}}}, "Config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1e9, 0)
+	p.splitLimits(now, 0.5, false)
+	p.splitLimits(now, 0, false) // the others hold it all
+	now = now.Add(10 * time.Minute)
+	p.splitLimits(now, 1, false) // the same burst, 1
+	if w := waitAt(p.lims()[0], now, 1); w <= 0 {
+		t.Errorf("granted the whole after none, it may send at once; want a wait of one interval")
+	}
+}

@@ -113,10 +113,20 @@ type Config struct {
 	// the store is a [ShareWatcher]. The provider's rate is split by
 	// demand: a process that uses
 	// less than its share gives the rest back. Each known Limit is split
-	// the same way, share of its pace and of its burst (at least one unit),
-	// so together the processes never send more than the Limit in any
-	// window (as long as each holds at least one unit of Burst: keep
-	// Burst at least the number of processes). A process that dies loses
+	// the same way, share of its pace and of its burst (at least one
+	// unit), so together the processes never send more than the Limit in
+	// any window. When those units add up to more than Burst (more
+	// processes than Burst, or one holding most of it beside others
+	// holding a unit each), the Limit is slotted: time is cut into slots
+	// of one interval of its pace, on each process's clock, the store
+	// hands each process its own slots with its share, and each sends at
+	// most one call per slot of its own, at its start, so any window of Per
+	// still holds at most Count (for calls of Weight up to Burst). No
+	// process waits for another; together they send 88-98% of the Limit's
+	// pace (3 or 8 processes, Burst 1 or 2). Processes on
+	// different machines need clocks that agree to well under a slot's
+	// opening (a quarter of the Limit's interval, at most 125 ms for slow
+	// Limits). A process that dies loses
 	// its share when its lease ends, 3 s after its last renewal. One that
 	// cannot reach the store keeps its share until its lease ends and then
 	// paces at half of it, known limits too, until the store answers
@@ -338,15 +348,31 @@ func (c Config) withDefaults() Config {
 // limiter builds the GCRA that enforces share of l (1: all of it): Burst
 // back to back, then the pace shape gives, so any window of length Per
 // holds at most Count. Processes that split l by shares (see
-// [Config.Shares]) each take their share of the burst (at least one unit)
-// and of the pace, so together they hold the same bound.
-func (l Limit) limiter(share float64) (*gcra.Limiter, error) {
-	burst, rate := l.shape()
+// [Config.Shares]) each take their share of the burst (see shareBurst)
+// and of the pace, so together they hold the same bound; when their
+// units add up to more than the burst, the slots hold it (see slotAt).
+func (l Limit) limiter(share float64, slotted bool) (*gcra.Limiter, error) {
+	_, rate := l.shape()
 	rate *= share
 	if math.IsInf(rate, 0) || !(rate > 0) {
 		return nil, invalid.Must(fmt.Sprintf("Limit %q", l.Name), "have a usable rate: (Count-Burst)/Per > 0 and finite", rate)
 	}
-	return gcra.New(gcra.Config{Rate: rate, Burst: max(1, int(share*float64(burst)))})
+	return gcra.New(gcra.Config{Rate: rate, Burst: l.shareBurst(share, slotted)})
+}
+
+// shareBurst is the burst of share of l: its share of l's burst, at least
+// one unit; slotted (see slotAt), at least two: the slots hold the limit
+// then, and the share's pace only keeps the process near its share, one
+// interval loose (a process's slots are spread over the cycle, not evenly
+// spaced: paced at its share exactly, it missed every slot that came
+// sooner than one interval, and three processes sent 77% of the limit).
+func (l Limit) shareBurst(share float64, slotted bool) int {
+	burst, _ := l.shape()
+	least := 1
+	if slotted {
+		least = 2
+	}
+	return max(least, int(share*float64(burst)))
 }
 
 // key names l in a provider's record (see [forage.ProviderRecord.Spent]):

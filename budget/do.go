@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -565,7 +567,7 @@ func (p *local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 				p.unbookLimits(b)
 				return err
 			}
-			if p.limits.Load() == b.lims {
+			if p.limits.Load() == b.lims && p.slotsHold(b) {
 				break
 			}
 			// This process's share of the limits changed while the call
@@ -595,12 +597,24 @@ func (p *local) pace(ctx context.Context, run *Run, weight int, start time.Time)
 	}
 }
 
+// slotsHold reports whether the slots b was booked in are still open: a
+// call that woke late missed its slot, and books again. (Slots that are no
+// longer this process's come with new limiters: see setSlots.)
+func (p *local) slotsHold(b booking) bool {
+	return b.closes.IsZero() || time.Now().Before(b.closes)
+}
+
 // booking is one call's booking of the known limits, for unbookLimits.
 type booking struct {
 	lims    *[]*gcra.Limiter
 	gen     uint64
 	weight  int
 	pending bool // booked ahead of now: counted in local.pending until it wakes
+	// closes is when the first of its slots closes (zero when no limit
+	// is slotted), and last the slots used before it, per known limit
+	// (see slotAt).
+	closes time.Time
+	last   []int64
 }
 
 // bookLimits books a call of weight in every known limit at one time, at,
@@ -620,6 +634,7 @@ func (p *local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 			at = t
 		}
 	}
+	at, slots := p.slotsAt(at, weight)
 	if at.After(now) && stop(at) {
 		return at, booking{}, false
 	}
@@ -632,7 +647,58 @@ func (p *local) bookLimits(now time.Time, weight int, stop func(time.Time) bool)
 	}
 	p.keepSpent(now, *ptr)
 	p.limGen++
-	return at, booking{lims: ptr, gen: p.limGen, weight: weight, pending: pending}, true
+	b := booking{lims: ptr, gen: p.limGen, weight: weight, pending: pending}
+	if slots != nil {
+		b.last = slices.Clone(p.slot.last)
+		for i, j := range slots {
+			if j != noSlot {
+				length, open := slotShape(p.cfg.Limits[i])
+				if c := time.Unix(0, j*length+open); b.closes.IsZero() || c.Before(b.closes) {
+					b.closes = c
+				}
+				p.slot.last[i] = j
+			}
+		}
+	}
+	return at, b, true
+}
+
+// noSlot marks a known limit that is not slotted in slotsAt's answer.
+const noSlot = math.MinInt64
+
+// slotsAt returns the first time at or after at at which every slotted
+// known limit lets this process send a call of weight, and the slot of
+// each (noSlot for a limit not slotted; nil when none is). A process that
+// holds no slot of a slotted limit sends at a slot's start a cycle later,
+// by which time a renewal will have given it some, or stopped it. p.limMu
+// is held.
+func (p *local) slotsAt(at time.Time, weight int) (time.Time, []int64) {
+	if !slices.Contains(p.slot.on, true) {
+		return at, nil
+	}
+	slots := make([]int64, len(p.slot.on))
+	for range 8 { // limits of different slot lengths: until every slot agrees
+		moved := false
+		for i, on := range p.slot.on {
+			slots[i] = noSlot
+			if !on {
+				continue
+			}
+			t, j, ok := p.slotAt(i, at, p.cost(i, weight))
+			if !ok {
+				length, _ := slotShape(p.cfg.Limits[i])
+				return at.Add(time.Duration(length) * slotCycle), nil
+			}
+			slots[i] = j
+			if t.After(at) {
+				at, moved = t, true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	return at, slots
 }
 
 // woke takes b's units out of the pending ones once its call stops waiting
@@ -666,6 +732,9 @@ func (p *local) unbookLimits(b booking) {
 	now := time.Now()
 	for i, lim := range *b.lims {
 		unreserve(lim, now, p.cost(i, b.weight))
+	}
+	if b.last != nil {
+		copy(p.slot.last, b.last)
 	}
 }
 

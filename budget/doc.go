@@ -108,10 +108,13 @@
 // pause any process sees reaches the others at their next renewal, or
 // within milliseconds when the store is a [ShareWatcher]; known [Limit]s
 // are split by the same shares, so together the processes stay within
-// them as long as each holds at least one unit of a limit's Burst (keep
-// Burst at least the number of processes) and none is cut off from the
-// store alone (it paces at half its last share, which the others may be
-// granted meanwhile; see [Config.Shares]); a dead
+// them, whatever their number and a limit's Burst: when the processes hold
+// more units of a limit's Burst than it has (each holds at least one), the
+// limit is slotted, each process sending only in its own slots of the
+// limit's interval, handed out by the store with the shares. They stay
+// within them unless one is cut off from the store alone (it paces at half
+// its last share, which the others may be granted meanwhile; see
+// [Config.Shares]) or never reached it; a dead
 // process's share goes to the others when its lease ends. The
 // first process to call a provider nobody has learned yet learns it alone
 // (for up to 10 s, or three cuts), while the others wait: a controller that

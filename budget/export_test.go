@@ -35,3 +35,7 @@ func RestoreState(p Provider, s aimd.State) error {
 
 // RetriesOf returns the retry budget of run, or nil for a nil Run.
 func RetriesOf(run *Run) *retry.Budget { return run.retryBudget() }
+
+// LimitRate returns the rate l paces at after its burst, units/s (see
+// Limit.shape).
+func LimitRate(l Limit) float64 { _, r := l.shape(); return r }

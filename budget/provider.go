@@ -65,6 +65,7 @@ type local struct {
 	limits     atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
 	limMu      sync.Mutex                      // held while booking the known limits (see bookLimits)
 	limGen     uint64                          // bookings of the known limits so far; guarded by limMu
+	slot       slotState                       // the known limits' slots, when shared (see slotAt); guarded by limMu
 	pending    []int                           // per known limit, the units booked on the current limiters for calls still waiting for their slot; guarded by limMu
 	spent      []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
 	spentQuiet atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
@@ -155,7 +156,7 @@ func newLocal(key string, cfg Config, path string) (*local, error) {
 	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
 	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {
-		lim, err := l.limiter(1)
+		lim, err := l.limiter(1, false)
 		if err != nil {
 			return nil, invalid.Wrap(fmt.Sprintf("%s.Limits[%d]", path, i), err)
 		}

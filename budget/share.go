@@ -123,6 +123,8 @@ const (
 	// far after now one may lie (another machine's clock).
 	shareRefusals = 8
 	shareAhead    = time.Second
+	// minShare is the least share a lease is granted: less is rounding.
+	minShare = 1e-9
 )
 
 // shareDoc is the document kept per provider key: the provider's rate as
@@ -189,7 +191,7 @@ func (doc *shareDoc) sane(now time.Time, maxPause time.Duration) {
 		if l.Expires.After(now.Add(shareTTL + shareAhead)) {
 			l.Expires = now.Add(shareTTL)
 		}
-		if !(l.Share >= 0) {
+		if !(l.Share >= minShare) {
 			l.Share = 0
 		}
 		l.Share = min(l.Share, 1)
@@ -239,6 +241,10 @@ type shareLease struct {
 	// (Share), so that much is kept for it until it renews or Expires (one
 	// more lease).
 	Lapsed bool `json:"lapsed,omitempty"`
+	// Slots are the residues, modulo slotCycle, of the known limits'
+	// slots the holder sends in while a limit is slotted (see slotAt): a
+	// bit each, held by one lease at most, as many as its share.
+	Slots uint64 `json:"slots,omitempty"`
 }
 
 // Share is one process's lease on a provider shared through a
@@ -515,7 +521,7 @@ func (p *local) joinShares(now time.Time) {
 		// a weighted limit (4 processes started during an outage sent 400
 		// units in a second against a limit of 100).
 		p.sh.share.Store(math.Float64bits(startShare))
-		p.splitLimits(now, startShare)
+		p.splitLimits(now, startShare, false)
 	}
 }
 
@@ -644,7 +650,10 @@ func (p *local) lapse(now time.Time) {
 	}
 	share := s.fraction() * safeShare
 	s.share.Store(math.Float64bits(share))
-	p.splitLimits(now, share)
+	p.limMu.Lock()
+	mask := trimSlots(p.slot.mask, slotsFor(share)) // as the document keeps them (see mergeShares)
+	p.limMu.Unlock()
+	p.splitLimits(now, share, p.setSlots(mask, nil))
 	p.follow(now)
 }
 
@@ -817,8 +826,8 @@ func (p *local) adopt(now time.Time, doc shareDoc, st aimd.State, share float64)
 	if len(doc.Refusals) > 0 {
 		_ = p.ctl.Restore(aimd.State{Refusals: doc.Refusals}) // the others' refusals count against the budget here too
 	}
-	if share != p.sh.fraction() {
-		p.splitLimits(now, share)
+	if remake := p.setSlots(doc.Leases[p.sh.id].Slots, &doc); remake || share != p.sh.fraction() {
+		p.splitLimits(now, share, remake)
 	}
 	p.sh.told(doc.PausedUntil, p.ctl.Snapshot().Decreases) // what the document has is no news
 	p.sh.share.Store(math.Float64bits(share))
@@ -918,7 +927,8 @@ func mergeShares(doc *shareDoc, c claim) {
 		switch {
 		case h == c.holder || l.Expires.After(now):
 		case !l.Lapsed && doc.Trouble.overlaps(l.Expires.Add(-shareTTL), l.Expires):
-			doc.Leases[h] = shareLease{Share: l.Share * safeShare, Lapsed: true, Expires: now.Add(shareTTL)}
+			doc.Leases[h] = shareLease{Share: l.Share * safeShare, Lapsed: true, Expires: now.Add(shareTTL),
+				Slots: trimSlots(l.Slots, slotsFor(l.Share*safeShare))} // as its holder keeps them (see lapse)
 		case l.Lapsed && doc.Silent.overlaps(l.Expires.Add(-shareTTL), l.Expires):
 			l.Expires = now.Add(shareTTL)
 			doc.Leases[h] = l
@@ -937,6 +947,15 @@ func mergeShares(doc *shareDoc, c claim) {
 		}
 	}
 	l.Share = max(0, min(fairShare(*doc, c.holder), 1-others))
+	if l.Share < minShare {
+		// What the others' shares, summed, leave of the whole by
+		// rounding: none. (A holder granted 1 − 5×0.2 = 1e-16 could
+		// not pace its known limits at it and kept its last, the
+		// whole, and sent 22 in a second against 21.)
+		l.Share = 0
+	}
+	doc.Leases[c.holder] = l
+	l.Slots = allotSlots(doc, c.holder, l.Share)
 	doc.Leases[c.holder] = l
 }
 
@@ -1011,9 +1030,12 @@ func fairShare(doc shareDoc, holder string) float64 {
 }
 
 // splitLimits paces each known limit at this process's share of it: the
-// share of its rate, and the share of its burst (at least one unit), so
-// that the shares in force, which never add up to more than the whole,
-// never send more than the limit in any window. A limit whose burst share
+// share of its rate, and the share of its burst (at least one unit; two
+// when slotted, see Limit.shareBurst), so that the shares in force, which
+// never add up to more than the whole, never send more than the limit in
+// any window (and when their units add up to more than its burst, the
+// slots hold it: see slotAt). remake makes every limit again (its slots
+// moved, or it became slotted or stopped being). A limit whose burst share
 // changes is made again, with what the old one had left of its burst,
 // never more than the new burst: a share that shrank keeps at most its new
 // burst, one that grew no more than it had (what others gave back may
@@ -1022,11 +1044,12 @@ func fairShare(doc shareDoc, holder string) float64 {
 // may send at once never grow with its share, and the processes together
 // hold at most the limit's burst. A process that comes back from no share
 // (it was idle, or the others held it all), or splits them for the first
-// time, starts with nothing of its burst: it did not hold it meanwhile.
+// time, starts with nothing of its burst: it did not hold it meanwhile;
+// so does a limit that stops being slotted.
 // (Made again empty at every move, a share that grew also waiting out its
 // growth, the limits held 4 processes whose scheduler's jobs moved among
 // them to 1.5-2.2/s of the 4.5/s that 20/s and 300/min pace at.)
-func (p *local) splitLimits(now time.Time, share float64) {
+func (p *local) splitLimits(now time.Time, share float64, remake bool) {
 	if len(p.cfg.Limits) == 0 {
 		return
 	}
@@ -1041,12 +1064,20 @@ func (p *local) splitLimits(now time.Time, share float64) {
 	old := p.lims()
 	next := make([]*gcra.Limiter, len(old))
 	for i, l := range p.cfg.Limits {
-		burst, rate := l.shape()
-		if max(1, int(share*float64(burst))) == old[i].Burst() && old[i].SetRateAt(now, share*rate) == nil {
+		_, rate := l.shape()
+		slotted := i < len(p.slot.on) && p.slot.on[i]
+		// One that comes back from no share is made again (empty) even
+		// when its burst is the same: kept, it had the burst it banked
+		// while it held none, which the one that held the whole may have
+		// just spent (a process granted the whole after the learner left
+		// sent 0.75 s after the learner's last against 1 a second; six
+		// back from an idle spell, slotted, sent 16 in a second against
+		// 15).
+		if !remake && p.sh.held && l.shareBurst(share, slotted) == old[i].Burst() && old[i].SetRateAt(now, share*rate) == nil {
 			next[i] = old[i]
 			continue
 		}
-		lim, err := l.limiter(share)
+		lim, err := l.limiter(share, slotted)
 		if err != nil {
 			next[i] = old[i] // a share too small to pace: keep the last
 			continue
@@ -1055,7 +1086,11 @@ func (p *local) splitLimits(now time.Time, share float64) {
 		// of the calls still waiting for their slot (they book again), and
 		// none after no share. It may be negative (a heavy call's debt).
 		left := float64(old[i].Burst()) - float64(old[i].AllowNAt(now, 0).ResetAfter)/float64(old[i].Interval()) + float64(p.pending[i])
-		if !p.sh.held {
+		if !p.sh.held || i < len(p.slot.off) && p.slot.off[i] {
+			// No share meanwhile; or slotted until now, when the units of
+			// the others' bursts added up to more than the limit's, so
+			// what this one has left is not its own: a process left alone
+			// by seven sent 9.8 s after another's slot against 1 per 10 s.
 			left = min(left, 0)
 		}
 		if owed := math.Ceil(float64(lim.Burst()) - min(left, float64(lim.Burst()))); owed > 0 {
@@ -1064,6 +1099,7 @@ func (p *local) splitLimits(now time.Time, share float64) {
 		next[i] = lim
 	}
 	clear(p.pending)
+	clear(p.slot.off)
 	p.limits.Store(&next)
 	p.sh.held = true
 }

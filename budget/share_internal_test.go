@@ -3,6 +3,7 @@ package budget
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"runtime"
 	"slices"
@@ -61,6 +62,19 @@ func TestSharesNeverAddUpToMoreThanTheWhole(t *testing.T) {
 			}
 			if sum > 1+1e-9 {
 				t.Fatalf("live shares add up to %v > 1: %+v", sum, doc.Leases)
+			}
+			var slots uint64
+			for h, l := range doc.Leases {
+				if slots&l.Slots != 0 {
+					t.Fatalf("%s holds slots %x another lease holds (%x): %+v", h, l.Slots, slots, doc.Leases)
+				}
+				slots |= l.Slots
+				if n := bits.OnesCount64(l.Slots); n > slotsFor(l.Share) {
+					t.Fatalf("%s holds %d slots at share %v; want at most %d", h, n, l.Share, slotsFor(l.Share))
+				}
+				if l.Share > 0 && l.Share < minShare {
+					t.Fatalf("%s holds a share of %v: rounding", h, l.Share)
+				}
 			}
 		}
 	})

@@ -392,7 +392,7 @@ func (sp *strikeSpan) after(t time.Time) int {
 
 // spanFloor returns a rate the provider surely admits, from the span of
 // refusals that cut in the refusal window, up to a refusal of a request
-// sent at sent at the rate r0; 0 when the span shows none. A refusal leaves
+// sent at sent; 0 when the span shows none. A refusal leaves
 // a provider's allowance empty, so from the span's first refusal to this
 // one it admitted at most L·T + 1 requests, whatever its allowance: n - 1
 // successes over T, less the answered requests sent after this one (they

@@ -15,7 +15,7 @@
 #   make sweep    120 providers drawn at random (limit, allowance, workers,
 #                 latency, jitter, Retry-After or none, a ban at five or none),
 #                 30 simulated seconds each: bans and goodput to compare before
-#                 and after a change (budget/sweep_test.go). About 2 minutes.
+#                 and after a change (budget/sweep_test.go). A few seconds.
 #   make goodput-http  the same policies in real time over loopback HTTP: the
 #                 built examples/ohlcv (1 and 3 symbols), a budget.Transport
 #                 crawl and the peers, 30 s and 120 s runs (see

@@ -450,3 +450,21 @@ func checkJitterKeepsTheLimit(t interface{ Fatalf(string, ...any) }, limit, shar
 		t.Fatalf("%.1f/s, up to %v late, %v away: final rate %.1f (%.0f%% of the limit), goodput %.1f%%; want >= 60%%", limit, late, latency, r.finalRate, 100*r.finalRate/limit, 100*r.goodput)
 	}
 }
+
+// TestARefusedProbeOfAGuessIsNotProbedAgain: the refill rule's ceiling is a
+// guess (a fast provider with an allowance of two refills as much after a
+// pause as a slow one with more), which the climb probes once while the
+// minute's refusals leave room for one more. A refusal of that probe can
+// look like two short episodes again; read as a new guess, the probe went
+// on after the refusals aged out, far over a slow limit whose allowance
+// had idled full, and drew five refusals within the next minute: 1.09/s
+// with an allowance of 3, 5 ms away, was banned after 78 s.
+func TestARefusedProbeOfAGuessIsNotProbedAgain(t *testing.T) {
+	c, err := aimd.New(aimd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := simulate(c, gcra(1.0859375, 3, answerBan)(), 2*time.Minute, 5*time.Millisecond, 2500*time.Microsecond); r.bans > 0 {
+		t.Fatalf("banned (%v)", r)
+	}
+}

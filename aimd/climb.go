@@ -306,12 +306,16 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			w = c.ceiling
 		}
 	}
+	guess := false
 	if f := c.refill(sent); !shared && why == cutOvershoot && est == 0 && c.shortCut && fitted < fitStep && f > 0 && c.epN >= 2 {
 		// A second short episode in a row, refused after a pause, with
 		// more than one request admitted after it (so the provider has
 		// an allowance): the provider admits about what its pause
 		// refilled (see refill), not a cut under the rate.
+		// A guess (a fast provider with a small allowance refills as
+		// much): the probe tests it, once (see refillProbeMax).
 		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
+		guess = !c.refillCeil // not once the probe of a guess was refused
 	}
 	refill := 0.0
 	if c.shortCut && (c.startOK >= refillAllowance || c.brief && c.epN <= 1) {
@@ -330,7 +334,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	}
 	f, fell := c.surer(now, sure, refill, ep, r0)
 	if !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
-		r0 <= shrinkSlack*c.postCut && c.refusals.count(now) > refusalProbe {
+		(r0 <= shrinkSlack*c.postCut || c.refillCeil) && c.refusals.count(now) > refusalProbe {
 		// A fourth overshoot within the refusal window, at the rate the
 		// last cut set (the cuts have not yet reached the limit), with no
 		// sure measure of it: a provider that bans at five is counting.
@@ -369,6 +373,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		case fell:
 			w = max(f, min(w, r0*deepCut))
 		}
+		held := rate
 		c.fits.jitter = c.arrivalJitter()
 		if b, ok := c.fits.fit(r0 * fitAbove); ok && c.throttled && b.burst >= 2 && b.lo*episodeMargin > rate {
 			// Every token bucket that answered every request of the run
@@ -381,6 +386,14 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			// no burst at its bottom: arrival jitter refuses those at any
 			// rate (40/s with 7.5 ms of it drew the fifth).
 			rate, w = b.lo*episodeMargin, max(w, b.lo)
+			held = b.lo
+		}
+		if c.refillCeil {
+			// The probe above a ceiling the refill rule guessed was
+			// refused: the limit lies between what the provider surely
+			// admits and the refused rate, and the next refusal may be
+			// the fifth. The ceiling goes to the sure rate.
+			w = held
 		}
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
@@ -417,6 +430,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		c.declCeil = false
 	}
 	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
+	c.refillCeil = guess
 	c.refusals.add(now)
 	if (why == cutOvershoot || why == cutRefusing) && c.guarded(now, 1) {
 		rate = min(rate, c.banSafe())
@@ -540,7 +554,7 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		if c.weight > 1 {
 			n = max(n, c.violations.count(now)) // the others' overshoots are not this one's to count: their refusals are
 		}
-		if share, probe := refusalCap(n); !probe {
+		if share, probe := refusalCap(n); !probe && (!c.refillCeil || c.violations.count(now) > refillProbeMax) {
 			c.rate = max(prev, min(c.rate, c.ceiling*share))
 		}
 		if c.guarded(now, 0) {
@@ -709,6 +723,9 @@ func (c *Controller) kProbe() float64 {
 	if !c.confirmed {
 		rec = c.cfg.Recovery.Seconds() / unconfirmedProbe
 	}
+	if c.refillCeil {
+		rec /= refillProbeSpeed // a guess, tested fast (see refillProbeMax)
+	}
 	return c.ceiling * (1 - c.cfg.Decrease) / (rec * rec * rec)
 }
 
@@ -718,6 +735,24 @@ func (c *Controller) kProbe() float64 {
 // of Retry-After is probed over ten minutes, not 45 s (probed as often as
 // others, a 201/s one was refused every 90 s, a third of it).
 const probeCost = 10
+
+// The probe above a ceiling the refill rule guessed (see cut). Two short
+// episodes after pauses that each admitted about what a pause refilled
+// are a slow provider with an allowance of several requests, or a fast
+// one with an allowance of two or three: 7/s with 2 admits 3-4 requests
+// after each one-second pause, as 2.4/s with 5 does. Held at the guess by
+// the refusal budget, the fast ones ran at 30-55% of their limit for the
+// minute. While the minute's refused requests leave room for one more
+// before the fifth, which common ban policies punish (refillProbeMax),
+// the climb probes above the guess, refillProbeSpeed times faster than
+// above an unconfirmed ceiling: a slow provider refuses the probe within
+// seconds of passing its limit, a refusal after which the rate holds at
+// what the provider surely admits (the fourth-overshoot rule); a fast one
+// is found.
+const (
+	refillProbeMax   = 3
+	refillProbeSpeed = 2
+)
 
 // fitClimb fits the climb from the current rate to the ceiling to take one
 // recovery, however deep the cut was.

@@ -378,13 +378,17 @@
 // the second refused by arrival jitter at the limit after two successes,
 // are what a slow provider whose pause refilled two requests answers too
 // (its allowance is what slow start was admitted), and the rate drops to
-// it for the minute (9.9/s allowing no burst, two workers 16 ms away with
-// 1.6 ms of arrival jitter: 16.5% over 30 s). So do providers of 6-10/s
-// with an allowance of 2, whose one-second pauses refill two requests:
-// the answers until then fit (7.5/s, 2) and (1.7/s, 5) alike (the bucket
-// fit's band is 1.7-10.7/s), and the rate holds at what the pauses
-// refilled, 30-36% of the limit over 30 s. Letting the climb go back
-// over it banned a slow one (3/s with an allowance of 3).
+// it. So do providers of 6-10/s with an allowance of 2, whose one-second
+// pauses refill two requests: the answers until then fit (7.5/s, 2) and
+// (1.7/s, 5) alike (the bucket fit's band is 1.7-10.7/s). That rate is a
+// guess, and while the minute's refused requests leave room for one more
+// before the fifth, the climb probes above it, once; a slow provider
+// refuses the probe within seconds, and the rate then holds at what it
+// surely admitted. The probe takes seconds, so such providers get 55-70%
+// of their limit over 30 s (30-36% when the rate held at the guess for
+// the minute; 9.9/s allowing no burst, two workers 16 ms away with 1.6 ms
+// of arrival jitter, 37%, was 16.5%), and those whose refusals already
+// number four are held at the guess.
 // Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
 // window is spent: ~2-5% refused. Under 1/s, with an allowance of 2 to 12,

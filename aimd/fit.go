@@ -348,6 +348,7 @@ func (c *Controller) applyFit(now time.Time) {
 	case f.named:
 		rate, w, confirmed = f.lo*episodeMargin, c.bound(math.Sqrt(f.lo*f.hi)), true
 		c.allowance = f.burst
+		c.refillCeil = false // measured, not guessed
 	case f.hi >= top/fitAbove:
 		return // bounded only by the refused rate: nothing new
 	}

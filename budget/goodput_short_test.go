@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,8 @@ type shortRow struct {
 	workers int
 	// target overrides the goodput target of the row (default 0.90).
 	target float64
+	// run overrides the simulated length of the row (default shortRun).
+	run time.Duration
 }
 
 // shortRows returns the rows of the short table.
@@ -146,7 +149,8 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 		start := time.Now()
 		var mu sync.Mutex
 		var oks []time.Duration
-		ctx, cancel := context.WithTimeout(context.Background(), shortRun)
+		run := cmp.Or(row.run, shortRun)
+		ctx, cancel := context.WithTimeout(context.Background(), run)
 		defer cancel()
 		attempt := simAttempt(rt, func() {
 			mu.Lock()
@@ -156,7 +160,7 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 		drive(ctx, p, row.workers, attempt)
 		st := srv.Stats()
 		res = shortResult{
-			goodput: float64(st.OK) / (row.rate * shortRun.Seconds()),
+			goodput: float64(st.OK) / (row.rate * run.Seconds()),
 			refused: float64(st.Throttled+st.Unavailable+st.Banned) / float64(max(st.Requests, 1)),
 			bans:    st.Bans,
 			t90:     firstSustained(oks, 0.9*row.rate),

@@ -48,3 +48,45 @@ func TestASlowProviderWithASmallAllowanceIsHeldNearItsLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAllowanceOfTwoIsNotReadAsASlowProvider: a provider of 4-10
+// requests a second with an allowance of 2 or 3, which answers 429 with a
+// Retry-After of one second and bans at the fifth refusal in a minute.
+// After its pauses it admits three or four requests a second, a slow
+// provider with a large allowance would too, and the refill rule takes it
+// for one: the rate dropped to what the pauses refilled (2-3/s), and the
+// refusal budget held it there for the minute (29-55% of the limit over
+// 30 s). The ceiling that rule sets is a guess: while the minute's refused
+// requests leave room for one more before the fifth, the climb probes
+// above it, and a refusal of the probe holds the rate at what the provider
+// surely admits: 55% or more, and no ban.
+func TestAnAllowanceOfTwoIsNotReadAsASlowProvider(t *testing.T) {
+	cases := []struct {
+		rate    float64
+		burst   int
+		workers int
+		latency time.Duration
+	}{
+		{7.1, 2, 3, 13 * time.Millisecond},
+		{7.5, 2, 5, 15 * time.Millisecond},
+		{9.9, 2, 8, 24 * time.Millisecond},
+		{5.7, 2, 1, 34 * time.Millisecond},
+		{4.3, 2, 1, 11 * time.Millisecond},
+		{7.3, 3, 1, 51 * time.Millisecond},
+	}
+	for _, k := range cases {
+		for seed := uint64(1); seed <= 2; seed++ {
+			t.Run(fmt.Sprintf("%.1f/s burst %d, %d workers %v away, seed %d", k.rate, k.burst, k.workers, k.latency, seed), func(t *testing.T) {
+				t.Parallel()
+				cfg := providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: k.rate, Burst: k.burst},
+					Answer: providertest.Answer{BanAfter: 5}, Latency: k.latency, Jitter: k.latency / 4,
+					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
+				res := runShort(t, shortRow{name: "two", cfg: cfg, rate: k.rate, workers: k.workers}, false)
+				t.Logf("goodput %.1f%%, refused %.2f%%, %d bans, learned %.1f/s", 100*res.goodput, 100*res.refused, res.bans, res.learned)
+				if res.bans != 0 || res.goodput < 0.55 {
+					t.Errorf("goodput %.1f%%, %d bans; want >= 55%%, none", 100*res.goodput, res.bans)
+				}
+			})
+		}
+	}
+}

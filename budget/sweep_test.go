@@ -16,6 +16,7 @@ package budget_test
 //   SWEEP_ONLY=k      only provider k (trace it with SHORT_TRACE=1)
 //   SWEEP_KIND=slow   limits of 2-12/s instead of 4-60/s
 //   SWEEP_KIND=small  limits of 3-15/s, allowances of 2-6, Retry-After, half banning
+//   SWEEP_RUN=2m      simulated run length (default 30s)
 
 import (
 	"math/rand/v2"
@@ -74,6 +75,7 @@ func TestSweep(t *testing.T) {
 	}
 	from, _ := strconv.Atoi(os.Getenv("SWEEP_FROM"))
 	only, kind := os.Getenv("SWEEP_ONLY"), os.Getenv("SWEEP_KIND")
+	run, _ := time.ParseDuration(os.Getenv("SWEEP_RUN")) // 0: shortRun
 	var banned, banners int
 	var goodputs []float64
 	for i := from; i < from+n; i++ {
@@ -90,7 +92,7 @@ func TestSweep(t *testing.T) {
 			Latency: p.latency, Jitter: p.latency / 4, UplinkJitter: p.jitter, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 		// What the workers could send at most, one request each in flight.
 		most := float64(p.workers) / (p.latency + p.latency/8).Seconds()
-		res := runShort(t, shortRow{name: "sweep", cfg: cfg, rate: min(p.limit, most), workers: p.workers}, false)
+		res := runShort(t, shortRow{name: "sweep", cfg: cfg, rate: min(p.limit, most), workers: p.workers, run: run}, false)
 		if res.bans > 0 {
 			banned++
 		}

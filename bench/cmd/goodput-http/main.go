@@ -204,7 +204,8 @@ type cellPlan struct {
 // clients run against the shared rows only (unless full), the others never
 // against the rows only the pg clients run against. Runs up to
 // shortRun (or all, with full) measure every cell; longer ones only what
-// they add: ohlcv-3 and crawl on the long rows, aws on the fixed windows.
+// they add: ohlcv-3 and crawl on the long rows, ohlcv-1 on the long solo
+// rows (a fast provider), aws on the fixed windows.
 func planned(rw row, cl string, run time.Duration, full bool) bool {
 	if strings.HasPrefix(cl, "pg-") {
 		return rw.shared || full
@@ -218,6 +219,8 @@ func planned(rw row, cl string, run time.Duration, full bool) bool {
 	switch cl {
 	case "ohlcv-3", "crawl":
 		return rw.long
+	case "ohlcv-1":
+		return rw.long && rw.solo // a fast provider: can one stream use it?
 	case "aws":
 		return rw.fixedWindow()
 	}

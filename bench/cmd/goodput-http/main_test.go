@@ -130,7 +130,7 @@ func TestPlan(t *testing.T) {
 		}
 		return len(plan(o, rs, cls))
 	}
-	long, fixed, shared := 0, 0, 0
+	long, fixed, shared, fast := 0, 0, 0, 0
 	// The rows only the pg clients run against are in no other column.
 	plain := slices.DeleteFunc(slices.Clone(rs), func(rw row) bool { return rw.pgOnly })
 	for _, rw := range rs {
@@ -141,6 +141,9 @@ func TestPlan(t *testing.T) {
 	for _, rw := range plain {
 		if rw.long {
 			long++
+		}
+		if rw.long && rw.solo {
+			fast++ // and ohlcv-1
 		}
 		if rw.fixedWindow() {
 			fixed++
@@ -157,8 +160,8 @@ func TestPlan(t *testing.T) {
 	if n := count(options{durs: short}); n != len(plain)*columns {
 		t.Fatalf("30s: %d cells, want every one (%d)", n, len(plain)*columns)
 	}
-	if n := count(options{durs: both}); n != len(plain)*columns+2*long+fixed {
-		t.Fatalf("30s,120s: %d cells, want %d", n, len(plain)*columns+2*long+fixed)
+	if n := count(options{durs: both}); n != len(plain)*columns+2*long+fixed+fast {
+		t.Fatalf("30s,120s: %d cells, want %d", n, len(plain)*columns+2*long+fixed+fast)
 	}
 	if n := count(options{durs: both, full: true}); n != 2*len(plain)*columns {
 		t.Fatalf("-full: %d cells, want %d", n, 2*len(plain)*columns)

@@ -80,6 +80,7 @@ func rows() []row {
 		noise("gcra 17/s + 10% random 502", 0.10, http.StatusBadGateway, false),
 		noise("gcra 17/s + 10% random 503", 0.10, http.StatusServiceUnavailable, true),
 		{name: "gcra 200/s burst 1 (fast provider)", limit: gcra(200, 1), long: true, solo: true},
+		{name: "gcra 200/s burst 20 (fast provider)", limit: gcra(200, 20), long: true, solo: true},
 		// For the pg clients, a window shorter than their run: 600/30s is
 		// spent in the first second or two, after which every process
 		// defers to the next window, past the run, and exits.

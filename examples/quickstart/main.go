@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,7 +133,49 @@ func run() error {
 	if err := <-ran; !errors.Is(err, context.Canceled) {
 		return err
 	}
-	return t.report(start, caughtUp, okAtBackfill, exchange.Stats(), provider.Snapshot(), store)
+	if err := t.report(start, caughtUp, okAtBackfill, exchange.Stats(), provider.Snapshot(), store); err != nil {
+		return err
+	}
+	return t.verify(dir, listed, start.Truncate(time.Minute))
+}
+
+// verify reads every symbol's candles back from the files in dir and checks
+// what the collector promises: every minute from listed on, up to the last
+// one closed before boundary (the backfill's end; the head's candles
+// follow), stored once, and the runs delivered each once (the files hold as
+// many distinct minutes as the runs reported). It prints one line, or
+// returns an error naming the first symbol that breaks the promise.
+func (t *tally) verify(dir string, listed, boundary time.Time) error {
+	stored := int64(0)
+	var last time.Time
+	for _, symbol := range symbols {
+		lines, err := klines.Export(dir, symbol, "1m") // ascending, one per minute stored
+		if err != nil {
+			return err
+		}
+		want := listed
+		for _, line := range lines {
+			ms, err := strconv.ParseInt(line[:strings.IndexByte(line, ',')], 10, 64)
+			if err != nil {
+				return err
+			}
+			if at := time.UnixMilli(ms).UTC(); !at.Equal(want) {
+				return fmt.Errorf("%s: no candle at %s (the next stored is at %s): a hole", symbol, want.Format(time.DateTime), at.Format(time.DateTime))
+			}
+			want = want.Add(time.Minute)
+		}
+		if want.Before(boundary) {
+			return fmt.Errorf("%s: the last candle stored is %s; want %s or later", symbol, want.Add(-time.Minute).Format(time.DateTime), boundary.Add(-time.Minute).Format(time.DateTime))
+		}
+		stored += int64(len(lines))
+		last = want.Add(-time.Minute)
+	}
+	if runs := t.backfilled.Load() + t.head.Load(); runs != stored {
+		return fmt.Errorf("the runs reported %d candles, the files hold %d", runs, stored)
+	}
+	fmt.Printf("%-28s %d candles, every minute from %s to %s, each once\n", "read back from the files", stored,
+		listed.Format("01-02 15:04"), last.Format("01-02 15:04"))
+	return nil
 }
 
 // simulatedExchange starts a Binance-compatible exchange on loopback that
@@ -153,14 +196,18 @@ func simulatedExchange(listed time.Time) (*providertest.Server, string, func(), 
 // tally counts what the streams made durable, from each run's report, and
 // the breaker's transitions.
 type tally struct {
-	candles, slices atomic.Int64
-	mu              sync.Mutex
-	transitions     []string
+	backfilled, head, slices atomic.Int64 // candles made durable by backfill and head runs, and slices
+	mu                       sync.Mutex
+	transitions              []string
 }
 
 // run is every stream's OnRun hook.
-func (t *tally) run(_ schedule.Job, rep slice.Report, _ error) {
-	t.candles.Add(int64(rep.Records))
+func (t *tally) run(job schedule.Job, rep slice.Report, _ error) {
+	if job.Kind == schedule.KindBackfill {
+		t.backfilled.Add(int64(rep.Records))
+	} else {
+		t.head.Add(int64(rep.Records))
+	}
 	t.slices.Add(int64(rep.Slices))
 }
 
@@ -177,7 +224,8 @@ func (t *tally) transition(tr breaker.Transition) {
 func (t *tally) report(start, backfilled time.Time, okAtBackfill int64, st providertest.Stats, snap budget.Snapshot, store *checkpoint.LocalStore) error {
 	refused := st.Throttled + st.Unavailable + st.Banned
 	catchUp := backfilled.Sub(start).Seconds()
-	fmt.Printf("\ncollected %d candles of %d symbols in %d slices, %.1fs\n\n", t.candles.Load(), len(symbols), t.slices.Load(), time.Since(start).Seconds())
+	fmt.Printf("\ncollected %d candles of %d symbols (%d of history, %d new at the head) in %d slices, %.1fs\n\n",
+		t.backfilled.Load()+t.head.Load(), len(symbols), t.backfilled.Load(), t.head.Load(), t.slices.Load(), time.Since(start).Seconds())
 	fmt.Printf("%-28s %d\n", "requests sent", st.Requests)
 	fmt.Printf("%-28s %d (%.2f%%)\n", "refused by the exchange", refused, 100*float64(refused)/float64(max(st.Requests, 1)))
 	fmt.Printf("%-28s %.1f req/s of a true %d (%.0f%%)\n", "learned rate", snap.Rate, trueLimit, 100*snap.Rate/trueLimit)
@@ -224,13 +272,13 @@ func (t *tally) progress(ctx context.Context, start time.Time, p budget.Provider
 		case <-tick.C:
 		}
 		s := p.Snapshot()
-		n := t.candles.Load()
+		n := t.backfilled.Load()
 		eta := "-"
 		if el := time.Since(start); n > 0 && n < total {
 			eta = (time.Duration(float64(el) * float64(total-n) / float64(n))).Round(time.Second).String()
 		}
-		line := fmt.Sprintf("rate %5.1f/s (learned ceiling %5.1f)  requests %5d  throttled %3d  candles %6d/%d  slices %4d  eta %s",
-			s.Rate, s.Ceiling, s.Requests, s.Throttled, n, total, t.slices.Load(), eta)
+		line := fmt.Sprintf("rate %5.1f/s (learned ceiling %5.1f)  requests %5d  throttled %3d  history %6d/%d  new %3d  slices %4d  eta %s",
+			s.Rate, s.Ceiling, s.Requests, s.Throttled, n, total, t.head.Load(), t.slices.Load(), eta)
 		if tty {
 			fmt.Fprintf(os.Stderr, "\r%s%s", line, strings.Repeat(" ", 4))
 		} else {

@@ -199,7 +199,8 @@ var goodputVariants = []goodputSetup{
 	{name: "50/s, 100ms+50ms, 8 workers", rate: 50, latency: 100 * time.Millisecond, workers: 8,
 		miss: map[string]string{"ban after 5 violations": inFlightBan}},
 	{name: "50/s, 40ms+20ms, 32 workers", rate: 50, latency: 40 * time.Millisecond, workers: 32},
-	{name: "10/s, 40ms+20ms, 1 worker", rate: 10, latency: 40 * time.Millisecond, workers: 1},
+	{name: "10/s, 40ms+20ms, 1 worker", rate: 10, latency: 40 * time.Millisecond, workers: 1,
+		miss: map[string]string{"503": shortSteady}},
 	{name: "10/s, 40ms+20ms, 8 workers", rate: 10, latency: 40 * time.Millisecond, workers: 8},
 	{name: "200/s, 40ms+20ms, 32 workers", rate: 200, latency: 40 * time.Millisecond, workers: 32,
 		miss: map[string]string{
@@ -207,6 +208,18 @@ var goodputVariants = []goodputSetup{
 			"limit halves mid-run":   "borderline, 90.0-90.2% with a conforming pacer: the halving costs two cuts, two 1s pauses and a Recovery",
 		}},
 }
+
+// shortSteady is why the 503 row at 10/s with one worker is not held to the
+// targets: now and then (3 runs of 40) slow start's exit is followed by two
+// 503s within a second, the second ending five answers at a steady rate.
+// The episode estimate leaves one success out (the token an allowance may
+// have held) and spans the interval to the refused request, so five
+// successes read two thirds of the rate: a limit shrunk far under it, and
+// the rate is held at 7.4/s for a minute (89.7-90.8% over the 5 minutes;
+// 94-99% in the other runs). Reading it as the limit met (the estimate
+// against what every request admitted would read) let a 503 limit behind
+// an allowance pass for noise in a rapid property, so it stays.
+const shortSteady = "now and then two 503s within a second read as a limit shrunk to two thirds of the rate"
 
 // inFlightBan is why a ban after 5 refusals a minute is not held to the
 // targets when 5 or more requests are in flight (rate × latency): against a

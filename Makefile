@@ -19,7 +19,7 @@
 #   make goodput-http  the same policies in real time over loopback HTTP: the
 #                 built examples/ohlcv (1 and 3 symbols), a budget.Transport
 #                 crawl and the peers, 30 s and 120 s runs (see
-#                 bench/cmd/goodput-http). About 32 minutes at the default
+#                 bench/cmd/goodput-http). About 43 minutes at the default
 #                 -parallel 4 (the 200/s row alone, after the others); not part of make test. Take numbers for the
 #                 README on a quiet machine.
 #   make goodput-far  the 30 s table against a provider across an ocean

@@ -155,9 +155,10 @@ func (t *tally) verify(dir string, listed, boundary time.Time) error {
 		}
 		want := listed
 		for _, line := range lines {
-			ms, err := strconv.ParseInt(line[:strings.IndexByte(line, ',')], 10, 64)
+			first, _, _ := strings.Cut(line, ",")
+			ms, err := strconv.ParseInt(first, 10, 64)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: a record read back has no open time: %w", symbol, err)
 			}
 			if at := time.UnixMilli(ms).UTC(); !at.Equal(want) {
 				return fmt.Errorf("%s: no candle at %s (the next stored is at %s): a hole", symbol, want.Format(time.DateTime), at.Format(time.DateTime))

@@ -434,11 +434,19 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.refusals.add(now)
 	if (why == cutOvershoot || why == cutRefusing) && c.guarded(now, 1) {
 		rate = min(rate, c.banSafe())
-		if f := c.spanFloor(sent); f > 0 && f < rate {
+		switch f := c.spanFloor(sent); {
+		case f > 0 && f < rate:
 			// The fourth refusal in the minute, none paused for: what the
 			// provider admitted from the first to this one is surely
 			// under its limit (see spanFloor), whatever the cuts left.
 			rate, c.span.floor = f, f
+		case f == 0 && c.spanUnpaused(sent):
+			// None paused for, and too few successes since the first to
+			// measure anything: the provider admitted next to nothing.
+			// The climb stays under this cut's rate until the refusals
+			// age out (see banSafe); back towards the ceiling, it drew
+			// the fifth from 4.1/s with an allowance of 4 in 1 run of 100.
+			c.span.floor = rate
 		}
 	}
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling

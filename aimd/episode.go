@@ -361,6 +361,14 @@ func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64) (float64, b
 	return refill, false
 }
 
+// spanUnpaused reports whether the span of refusals up to a request sent
+// at sent measures anything (see spanFloor): it began, no pause came since,
+// and the controller sees the whole traffic.
+func (c *Controller) spanUnpaused(sent time.Time) bool {
+	sp := &c.span
+	return !sp.from.IsZero() && !sent.IsZero() && c.weight <= 1 && !c.pausedUntil.After(sp.from)
+}
+
 // strikeSpan follows the successes since the first refusal that cut in
 // the refusal window (see Controller.spanFloor). Not safe for concurrent
 // use; the Controller's mutex guards it.
@@ -405,7 +413,7 @@ func (sp *strikeSpan) after(t time.Time) int {
 // time: each cut still left the rate over the limit.)
 func (c *Controller) spanFloor(sent time.Time) float64 {
 	sp := &c.span
-	if sp.from.IsZero() || sent.IsZero() || c.weight > 1 || c.pausedUntil.After(sp.from) {
+	if !c.spanUnpaused(sent) {
 		return 0
 	}
 	t := sent.Sub(sp.from).Seconds() + 2*c.arrivalJitter().Seconds()

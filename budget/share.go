@@ -927,8 +927,12 @@ func mergeShares(doc *shareDoc, c claim) {
 		switch {
 		case h == c.holder || l.Expires.After(now):
 		case !l.Lapsed && doc.Trouble.overlaps(l.Expires.Add(-shareTTL), l.Expires):
-			doc.Leases[h] = shareLease{Share: l.Share * safeShare, Lapsed: true, Expires: now.Add(shareTTL),
-				Slots: trimSlots(l.Slots, slotsFor(l.Share*safeShare))} // as its holder keeps them (see lapse)
+			share := l.Share * safeShare
+			if share < minShare {
+				share = 0 // rounding, as a granted share (a demand of 1.4e-9 of the rate lapsed to 7e-10)
+			}
+			doc.Leases[h] = shareLease{Share: share, Lapsed: true, Expires: now.Add(shareTTL),
+				Slots: trimSlots(l.Slots, slotsFor(share))} // as its holder keeps them (see lapse)
 		case l.Lapsed && doc.Silent.overlaps(l.Expires.Add(-shareTTL), l.Expires):
 			l.Expires = now.Add(shareTTL)
 			doc.Leases[h] = l

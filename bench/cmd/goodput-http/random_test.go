@@ -144,7 +144,7 @@ func TestDrawRanges(t *testing.T) {
 	}
 	// The share of each kind, as drawRow states it.
 	want := map[string]float64{
-		"fixed window": 1. / 6, "burst 1": 5. / 6 / 3, "burst 2-5": 5. / 6 * (1./3 + 1./3*4/25), "burst 6-25": 5. / 6 / 3 * 21 / 25,
+		"fixed window": 1. / 6, "burst 1": 5. / 6 * (1./3 + 1./3/25), "burst 2-5": 5. / 6 * (1./3 + 1./3*4/25), "burst 6-25": 5. / 6 / 3 * 20 / 25,
 		"under 12/s": 1./5 + 4./5*8/56,
 		"bare 429":   1. / 4, "503": 1. / 10, "slow-down": 1. / 20, "429+retry-after": 12. / 20, "bans": 1. / 4 * 19 / 20,
 		"IETF": 1. / 12, "IETF + MBX": 1. / 12, "faults 502": 1. / 12, "faults 503": 1. / 12, "halves": 1. / 10,

@@ -26,6 +26,17 @@
 #                 (100 ms + up to 40 ms of latency, -latency/-jitter of
 #                 bench/cmd/goodput-http): ohlcv 1 and 3 symbols, the crawl
 #                 and AWS adaptive. About 10 minutes; not part of make test.
+#   make goodput-random  24 providers drawn at random, in real time: limit
+#                 (4-60/s, a fifth 2-12/s), GCRA burst or a fixed window, 429
+#                 with or without Retry-After, 503 or a slow-down, a ban at
+#                 five or none, usage headers, random 502/503 noise, a limit
+#                 that halves, and each row's own latency (1-60 ms plus up to
+#                 a third), all named in the row. ohlcv-3 and the crawl, 30 s
+#                 each, then per client the goodput's mean, tenth percentile
+#                 and median and the rows banned (-random of
+#                 bench/cmd/goodput-http; -seed draws other providers).
+#                 24 rows x 2 clients x 30 s / 3 in parallel: about 9 minutes;
+#                 not part of make test.
 #   make goodput-pg  N = 1, 3 and 8 examples/ohlcv processes sharing one
 #                 provider through one throwaway PostgreSQL (scripts/pg-test.sh,
 #                 with pg_stat_statements loaded), one symbol each, 30 s per
@@ -46,7 +57,7 @@ GO      ?= go
 # Every module in the repository: the root and any nested go.mod (pgstore, bench, ...).
 MODULES := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
-.PHONY: test bench lint goodput untuned sweep goodput-http goodput-far goodput-pg vet release-check ui-check
+.PHONY: test bench lint goodput untuned sweep goodput-http goodput-far goodput-random goodput-pg vet release-check ui-check
 
 # pgstore's tests run against a throwaway PostgreSQL that scripts/pg-test.sh
 # installs (if needed), starts on loopback in a temp directory, and removes.
@@ -96,6 +107,9 @@ goodput-http:
 
 goodput-far:
 	cd bench && $(GO) run ./cmd/goodput-http -latency 100ms -jitter 40ms -clients ohlcv-1,ohlcv-3,crawl,aws -dur 30s -md
+
+goodput-random:
+	cd bench && $(GO) run ./cmd/goodput-http -random 24 -dur 30s -parallel 3 -md
 
 goodput-pg:
 	cd bench && FORAGE_PG_OPTS="-c shared_preload_libraries=pg_stat_statements" \

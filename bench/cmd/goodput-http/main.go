@@ -75,6 +75,21 @@
 //	-latency 3ms     the provider's latency on top of loopback (default 3ms)
 //	-jitter 4ms      a uniform extra latency of up to this much (default 4ms):
 //	                 -latency 100ms -jitter 40ms is a provider across an ocean
+//	-random N        N rows drawn at random instead of the fixed rows (0, the
+//	                 default: off; at most 500); the clients default to ohlcv-3
+//	                 and crawl; -latency and -jitter do not apply
+//	-random-from K   the first drawn row's number (default 0): -random 1
+//	                 -random-from 7 re-runs row #7 alone (as does -random 8
+//	                 -rows '#7:')
+//
+// With -random N the rows are providers drawn at random, in real time, as
+// budget's sweep draws them in simulated time (make goodput-random): row i
+// is drawn from i and -seed alone (see drawRow) and named by everything
+// drawn, e.g. "random #7: gcra 23.4/s burst 5, bare 429, bans, +5% 503,
+// 37+12ms" (37 ms of latency plus up to 12 more). After the table, a line
+// per client and run length sums the rows up: the goodput's mean, tenth
+// percentile and median, the mean refused share, and which of the rows
+// that ban banned the client.
 //
 // Progress goes to stderr, the table to stdout. Every cell stops by itself:
 // the in-process clients at the end of the run, ohlcv by its -timeout (and
@@ -121,7 +136,14 @@ type options struct {
 	latency  time.Duration // the provider's latency on top of loopback
 	jitter   time.Duration // a uniform extra latency of up to this much
 	pgAdmin  *pgAdmin      // connected when a pg client runs
+	// random is the number of rows drawn at random in place of the fixed
+	// rows (0: the fixed rows); randomFrom the first one's number.
+	random, randomFrom int
 }
+
+// randomClients are the clients measured against the rows drawn at random
+// when -clients names none: forage's two (the peers on request).
+var randomClients = []string{"ohlcv-3", "crawl"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -152,7 +174,12 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.pg, "pg", os.Getenv("FORAGE_PG_DSN"), "PostgreSQL DSN for the pg clients (default $FORAGE_PG_DSN)")
 	fs.DurationVar(&o.latency, "latency", defaultLatency, "the provider's latency on top of loopback")
 	fs.DurationVar(&o.jitter, "jitter", defaultJitter, "a uniform extra latency of up to this much")
+	fs.IntVar(&o.random, "random", 0, "measure this many rows drawn at random instead of the fixed rows (0: off)")
+	fs.IntVar(&o.randomFrom, "random-from", 0, "the number of the first row drawn at random")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.validateRandom(fs); err != nil {
 		return o, err
 	}
 	for d := range strings.SplitSeq(durs, ",") {
@@ -189,13 +216,47 @@ func parseFlags(args []string) (options, error) {
 	case o.jitter < 0 || o.jitter > 10*time.Second:
 		return o, fmt.Errorf("-jitter must be in [0, 10s] (got %v)", o.jitter)
 	}
+	if o.random > 0 && len(o.clients) == 0 {
+		o.clients = slices.Clone(randomClients)
+	}
 	o.trace = o.traceDir != "" || o.json
 	return o, nil
 }
 
+// validateRandom checks -random and -random-from, and that neither
+// -latency nor -jitter is set with -random: each drawn row has its own.
+func (o options) validateRandom(fs *flag.FlagSet) error {
+	switch {
+	case o.random < 0 || o.random > maxRandom:
+		return fmt.Errorf("-random must be in [0, %d] (got %d)", maxRandom, o.random)
+	case o.randomFrom < 0 || o.randomFrom > maxRandomFrom:
+		return fmt.Errorf("-random-from must be in [0, %d] (got %d)", maxRandomFrom, o.randomFrom)
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case err != nil:
+		case o.random > 0 && (f.Name == "latency" || f.Name == "jitter"):
+			err = fmt.Errorf("-%s: the rows drawn at random (-random) draw their own latency and jitter", f.Name)
+		case o.random == 0 && f.Name == "random-from":
+			err = errors.New("-random-from: needs -random N")
+		}
+	})
+	return err
+}
+
+// rowSet returns the rows o measures: the fixed rows, or with -random the
+// rows drawn at random.
+func (o options) rowSet() []row {
+	if o.random > 0 {
+		return randomRows(o.randomFrom, o.random, o.seed)
+	}
+	return rows()
+}
+
 // cellPlan is one cell to run.
 type cellPlan struct {
-	row    int // index into rows()
+	row    int // index into the rows (options.rowSet)
 	client int // index into the clients
 	run    time.Duration
 }
@@ -259,7 +320,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rs := rows()
+	rs := o.rowSet()
 	cells := plan(o, rs, allClients(""))
 	if len(cells) == 0 {
 		return errors.New("no cell selected (see -rows, -clients, -dur)")

@@ -232,3 +232,19 @@ func TestMarkdown(t *testing.T) {
 		t.Fatalf("slug %q", s)
 	}
 }
+
+// TestHalvingFixedWindow checks a fixed window that halves halves its
+// count, on the server as in the denominator (it halved nothing before:
+// the schedule halved a fixed window's zero Rate).
+func TestHalvingFixedWindow(t *testing.T) {
+	t.Parallel()
+	rw := row{limit: providertest.Limit{Count: 90, Window: 3 * time.Second}, halves: true}
+	d := 30 * time.Second
+	cfg := rw.config(d, time.Now, 1, 0, 0)
+	if got := cfg.Schedule[d/2]; got != (providertest.Limit{Count: 45, Window: 3 * time.Second}) {
+		t.Fatalf("the schedule at half the run: %+v, want 45 per 3s", got)
+	}
+	if got := rw.servable(d); got != 30*15+15*15 {
+		t.Fatalf("servable %v, want %v", got, 30*15+15*15)
+	}
+}

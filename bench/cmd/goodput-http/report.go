@@ -31,7 +31,8 @@ func (res result) cell() string {
 }
 
 // markdown renders the results as one Markdown table, a line per row and
-// run length, a column per client that ran, followed by the failures.
+// run length, a column per client that ran, followed by the failures and,
+// for the rows drawn at random, the aggregate (see aggregate).
 func markdown(o options, rs []row, cls []client, results []result) string {
 	type key struct {
 		row, client string
@@ -62,8 +63,12 @@ func markdown(o options, rs []row, cls []client, results []result) string {
 	durs := slices.Clone(o.durs)
 	slices.Sort(durs)
 	var b, notes strings.Builder
-	fmt.Fprintf(&b, "goodput / refused [, bans] (t90), real time over loopback HTTP, %v+%v latency, %d workers for the in-process clients\n\n",
-		o.latency, o.jitter, o.workers)
+	latency := fmt.Sprintf("%v+%v latency", o.latency, o.jitter)
+	if o.random > 0 {
+		latency = "each drawn row's own latency (ms + up to ms more, in its name)"
+	}
+	fmt.Fprintf(&b, "goodput / refused [, bans] (t90), real time over loopback HTTP, %s, %d workers for the in-process clients\n\n",
+		latency, o.workers)
 	fmt.Fprintf(&b, "| provider policy | run |")
 	for _, c := range cols {
 		fmt.Fprintf(&b, " %s |", c)
@@ -95,6 +100,12 @@ func markdown(o options, rs []row, cls []client, results []result) string {
 	}
 	if notes.Len() > 0 {
 		b.WriteString("\n" + notes.String())
+	}
+	if o.random > 0 {
+		b.WriteString("\n" + aggregate(rs, cols, durs, func(rw row, c string, d time.Duration) (result, bool) {
+			r, ok := byKey[key{rw.name, c, d}]
+			return r, ok
+		}))
 	}
 	if len(groups) > 0 {
 		b.WriteString("\n" + groupTable(rs, cls, groups))

@@ -52,6 +52,9 @@ type row struct {
 	// client when three other cells share its two cores (one symbol: 40%
 	// of the limit beside them, 58% alone), and a user runs one collector.
 	solo bool
+	// latency, when not zero, is the provider's own latency and jitter,
+	// in place of -latency and -jitter (the rows drawn at random, -random).
+	latency, jitter time.Duration
 }
 
 // rows returns every provider policy the benchmark measures, at limits
@@ -91,14 +94,31 @@ func rows() []row {
 // rate returns the limit in force at offset t of a run of length run, in
 // requests per second: a fixed window's count spread over its window.
 func (r row) rate(t, run time.Duration) float64 {
-	x := r.limit.Rate
-	if r.limit.Count > 0 {
-		x = float64(r.limit.Count) / r.limit.Window.Seconds()
-	}
 	if r.halves && t >= run/2 {
-		x /= 2
+		return perSec(r.half())
 	}
-	return x
+	return perSec(r.limit)
+}
+
+// half is the limit in force from half the run of a row that halves: the
+// rate, or a fixed window's count, halved.
+func (r row) half() providertest.Limit {
+	h := r.limit
+	if h.Count > 0 {
+		h.Count = max(h.Count/2, 1)
+	} else {
+		h.Rate /= 2
+	}
+	return h
+}
+
+// perSec returns l in requests per second: a fixed window's count spread
+// over its window.
+func perSec(l providertest.Limit) float64 {
+	if l.Count > 0 {
+		return float64(l.Count) / l.Window.Seconds()
+	}
+	return l.Rate
 }
 
 // servable is what the provider could serve over a run: the limit
@@ -117,8 +137,11 @@ func (r row) fixedWindow() bool { return r.limit.Count > 0 }
 
 // config returns the server's configuration for a run of length run. now is
 // the server's clock; seed seeds its draws; each answer takes latency and
-// up to jitter more.
+// up to jitter more, unless the row has a latency of its own.
 func (r row) config(run time.Duration, now func() time.Time, seed uint64, latency, jitter time.Duration) providertest.Config {
+	if r.latency > 0 {
+		latency, jitter = r.latency, r.jitter
+	}
 	cfg := providertest.Config{
 		Now: now, Seed: seed, Limit: r.limit, Answer: r.answer, Headers: r.headers,
 		FaultRate: r.faultRate, Faults: r.faults, Latency: latency, Jitter: jitter,
@@ -127,9 +150,7 @@ func (r row) config(run time.Duration, now func() time.Time, seed uint64, latenc
 		cfg.Symbols = append(cfg.Symbols, providertest.Symbol{Name: s, Listed: listed})
 	}
 	if r.halves {
-		half := r.limit
-		half.Rate /= 2
-		cfg.Schedule = map[time.Duration]providertest.Limit{run / 2: half}
+		cfg.Schedule = map[time.Duration]providertest.Limit{run / 2: r.half()}
 	}
 	return cfg
 }

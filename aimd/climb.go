@@ -334,7 +334,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	}
 	f, fell := c.surer(now, sure, refill, ep, r0)
 	if !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
-		(r0 <= shrinkSlack*c.postCut || c.refillCeil) && c.refusals.count(now) > refusalProbe {
+		(r0 <= shrinkSlack*c.postCut || c.refillCeil) && (c.refusals.count(now) > refusalProbe || c.counting(now)) {
 		// A fourth overshoot within the refusal window, at the rate the
 		// last cut set (the cuts have not yet reached the limit), with no
 		// sure measure of it: a provider that bans at five is counting.
@@ -394,6 +394,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			// admits and the refused rate, and the next refusal may be
 			// the fifth. The ceiling goes to the sure rate.
 			w = held
+		}
+		if c.refusals.count(now) <= refusalProbe {
+			// The fourth refused request, echoes included, at the second
+			// or third overshoot: the ban guard holds the climb at the
+			// sure rate until they age out (see banSafe).
+			c.span.floor = held
 		}
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
@@ -803,10 +809,20 @@ func (c *Controller) guarded(now time.Time, pending int) bool {
 		return false // five refused in the minute, and no ban: it does not ban at five
 	}
 	n := c.strikes.count(now)
-	if c.weight > 1 {
+	if c.weight > 1 || c.span.floor > 0 {
+		// The refused requests of every process count; and those of this
+		// one, echoes included, once they set the hold (see cut).
 		n = max(n, c.violations.count(now))
 	}
 	return n+pending > banGuard
+}
+
+// counting reports whether the refused request not yet logged is the
+// fourth within refusalWindow, echoes included: a provider that bans at
+// five counts every refused request, so the next may be its fifth. (From
+// the fifth with no ban, it does not ban at five; see guarded.)
+func (c *Controller) counting(now time.Time) bool {
+	return c.violations.count(now)+1 == banGuard+1
 }
 
 // banSafe returns the rate at which two requests sent one interval apart

@@ -236,6 +236,7 @@ type Controller struct {
 	violations  refusalLog    // recent refused requests, echoes and other processes' too (see State.Refusals)
 	strikes     refusalLog    // recent refusals that cut: each a refusal the rate drew, not an echo (see banGuard)
 	span        strikeSpan    // the successes since the first of them (see spanFloor)
+	echoHold    sureHold      // the hold an echo of the last cut's refusal takes if it is the fourth refused request (see holdForEcho)
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	nearSince   time.Time     // since when the rate has been near the ceiling (jitterShare), since the last cut

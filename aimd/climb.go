@@ -333,74 +333,30 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		ep = 0 // too short to tell a limit from an allowance the pause refilled
 	}
 	f, fell := c.surer(now, sure, refill, ep, r0)
-	if !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
-		(r0 <= shrinkSlack*c.postCut || c.refillCeil) && (c.refusals.count(now) > refusalProbe || c.counting(now)) {
-		// A fourth overshoot within the refusal window, at the rate the
-		// last cut set (the cuts have not yet reached the limit), with no
-		// sure measure of it: a provider that bans at five is counting.
-		// The rate and the ceiling drop to what the provider surely
-		// admits (see floor and surer), and the refusal cap keeps the
-		// climb under it (a ceiling over the pauses' refills drew the
-		// fifth from 1/s with an allowance of 20 or 40; one at half what
-		// a falling limit's episode delivered, from 30/s with an
-		// allowance of 3). When the episode's floor counts fewer than
-		// fewTokens requests, rate and ceiling go a token under it: a
-		// provider's bucket may hold most of a token at a refusal, so an
-		// episode of T seconds may be admitted one more than its floor
-		// counts; or, for the refills of pauses that each admitted a
-		// single request (one a pause says the limit within a token over
-		// the pause, over or under), spreadCut under them. (0.5/s with an
-		// allowance of 2, held at the 0.53/s an episode of two successes
-		// showed, and 0.7/s with 4 at the 0.77/s its refills showed, drew
-		// the fifth and were banned. Applied to every provider, the
-		// margin cost limits that halve 5 points of goodput.)
-		rate, w, confirmed = f, min(w, max(f, rate*spreadCut)), false
-		switch t := max(c.sinceCut(sent), 1e-9); {
-		case f*t < fewTokens && c.startOK < refillAllowance:
-			// A slow provider: a token is much of what the episode
-			// measured, so rate and ceiling go a token under it, or
-			// spreadCut under it (see below). Not one whose slow start
-			// was admitted many: a 200/s provider's brief episodes after
-			// pauses (arrival jitter) took it to 5% of its limit.
-			safe := max(f-c.weight/t, f*spreadCut)
-			rate, w = safe, safe
-		case sure <= 0:
-			w = f
-		case fell && ep > 0:
-			w = max(f, min(w, ep*deepCut))
-		case fell && c.brief:
-			w = f // two brief episodes in a row: the limit fell far, and the floor is all there is
-		case fell:
-			w = max(f, min(w, r0*deepCut))
-		}
-		held := rate
-		c.fits.jitter = c.arrivalJitter()
-		if b, ok := c.fits.fit(r0 * fitAbove); ok && c.throttled && b.burst >= 2 && b.lo*episodeMargin > rate {
-			// Every token bucket that answered every request of the run
-			// as the provider did admits the bottom of the fit's band (see
-			// fitLog), a surer measure than the floor when the provider
-			// has an allowance: the floor counts the whole pause, through
-			// which the allowance may have idled full (7.1/s with an
-			// allowance of 3 was held at 4/s, at 55% of it over 30 s, the
-			// band's bottom being 6/s). Not for a band whose buckets allow
-			// no burst at its bottom: arrival jitter refuses those at any
-			// rate (40/s with 7.5 ms of it drew the fifth).
-			rate, w = b.lo*episodeMargin, max(w, b.lo)
-			held = b.lo
-		}
-		if c.refillCeil {
-			// The probe above a ceiling the refill rule guessed was
-			// refused: the limit lies between what the provider surely
-			// admits and the refused rate, and the next refusal may be
-			// the fifth. The ceiling goes to the sure rate.
-			w = held
-		}
+	ruled := !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
+		(r0 <= shrinkSlack*c.postCut || c.refillCeil)
+	c.echoHold = sureHold{}
+	switch {
+	case ruled && (c.refusals.count(now) > refusalProbe || c.counting(now)):
+		// A fourth overshoot within the refusal window (or the fourth
+		// refused request, echoes included), at the rate the last cut set
+		// (the cuts have not yet reached the limit), with no sure measure
+		// of it: a provider that bans at five is counting. The rate and
+		// the ceiling drop to what the provider surely admits (see
+		// sureHold), and the refusal cap keeps the climb under it.
+		h := c.sureHold(&c.fits, sent, f, rate, w, r0, sure, ep, fell)
+		rate, w, confirmed = h.rate, h.ceiling, false
 		if c.refusals.count(now) <= refusalProbe {
 			// The fourth refused request, echoes included, at the second
 			// or third overshoot: the ban guard holds the climb at the
 			// sure rate until they age out (see banSafe).
-			c.span.floor = held
+			c.span.floor = h.held
 		}
+	case ruled && c.violations.count(now)+1 == banGuard:
+		// The third refused request: an echo of this one, in flight,
+		// would be the fourth, and takes this hold (see holdForEcho).
+		peek := c.fits // a band the fit names drops the log: not for a hold that may not be taken
+		c.echoHold = c.sureHold(&peek, sent, f, rate, w, r0, sure, ep, fell)
 	}
 	if shared && why == cutOvershoot && c.violations.count(now) > refusalProbe {
 		// A fourth refused request within the refusal window, counting
@@ -463,6 +419,96 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.startEpisode(now)
 	c.hist.reset(now, c.rate)
 	return true
+}
+
+// sureHold is what the fourth-overshoot rule holds at (see cut): a rate,
+// a ceiling, and the rate the ban guard keeps the climb under.
+type sureHold struct {
+	rate, ceiling, held float64
+}
+
+// sureHold returns the fourth-overshoot rule's hold (see cut), fitting the
+// answers logged in fits, for an overshoot of a request sent at sent, from the rate r0 it was sent at, the
+// cut's rate and ceiling w, and the measures of what the provider surely
+// admits: f (see surer), sure (see floor), ep (the episode's rate) and fell
+// (the limit fell). The rate and the ceiling drop to what the provider
+// surely admits (see floor and surer), and the refusal cap keeps the climb
+// under it (a ceiling over the pauses' refills drew the fifth from 1/s with
+// an allowance of 20 or 40; one at half what a falling limit's episode
+// delivered, from 30/s with an allowance of 3). When the episode's floor
+// counts fewer than fewTokens requests, rate and ceiling go a token under
+// it: a provider's bucket may hold most of a token at a refusal, so an
+// episode of T seconds may be admitted one more than its floor counts; or,
+// for the refills of pauses that each admitted a single request (one a
+// pause says the limit within a token over the pause, over or under),
+// spreadCut under them. (0.5/s with an allowance of 2, held at the 0.53/s
+// an episode of two successes showed, and 0.7/s with 4 at the 0.77/s its
+// refills showed, drew the fifth and were banned. Applied to every
+// provider, the margin cost limits that halve 5 points of goodput.)
+func (c *Controller) sureHold(fits *fitLog, sent time.Time, f, rate, w, r0, sure, ep float64, fell bool) sureHold {
+	rate, w = f, min(w, max(f, rate*spreadCut))
+	switch t := max(c.sinceCut(sent), 1e-9); {
+	case f*t < fewTokens && c.startOK < refillAllowance:
+		// A slow provider: a token is much of what the episode
+		// measured, so rate and ceiling go a token under it, or
+		// spreadCut under it (see above). Not one whose slow start
+		// was admitted many: a 200/s provider's brief episodes after
+		// pauses (arrival jitter) took it to 5% of its limit.
+		safe := max(f-c.weight/t, f*spreadCut)
+		rate, w = safe, safe
+	case sure <= 0:
+		w = f
+	case fell && ep > 0:
+		w = max(f, min(w, ep*deepCut))
+	case fell && c.brief:
+		w = f // two brief episodes in a row: the limit fell far, and the floor is all there is
+	case fell:
+		w = max(f, min(w, r0*deepCut))
+	}
+	held := rate
+	fits.jitter = c.arrivalJitter()
+	if b, ok := fits.fit(r0 * fitAbove); ok && c.throttled && b.burst >= 2 && b.lo*episodeMargin > rate {
+		// Every token bucket that answered every request of the run
+		// as the provider did admits the bottom of the fit's band (see
+		// fitLog), a surer measure than the floor when the provider
+		// has an allowance: the floor counts the whole pause, through
+		// which the allowance may have idled full (7.1/s with an
+		// allowance of 3 was held at 4/s, at 55% of it over 30 s, the
+		// band's bottom being 6/s). Not for a band whose buckets allow
+		// no burst at its bottom: arrival jitter refuses those at any
+		// rate (40/s with 7.5 ms of it drew the fifth).
+		rate, w = b.lo*episodeMargin, max(w, b.lo)
+		held = b.lo
+	}
+	if c.refillCeil {
+		// The probe above a ceiling the refill rule guessed was
+		// refused: the limit lies between what the provider surely
+		// admits and the refused rate, and the next refusal may be
+		// the fifth. The ceiling goes to the sure rate.
+		w = held
+	}
+	return sureHold{rate: rate, ceiling: w, held: held}
+}
+
+// holdForEcho takes the hold the last cut left for an echo (see cut) when
+// a refused request in flight at it is the fourth within refusalWindow:
+// the next may be the fifth a provider bans at. (Leaving slow start drew
+// two refused requests, the next overshoot one and its echo, and the rate
+// stayed over the limit until the fifth: 7.6-7.9/s with allowances of 4-6,
+// 2-8 workers 41-55 ms away, banned within 5 s.)
+func (c *Controller) holdForEcho(now time.Time) {
+	h := c.echoHold
+	if h.held <= 0 || c.weight > 1 || !c.counting(now) {
+		return
+	}
+	c.echoHold = sureHold{}
+	c.rate = c.clamp(min(c.rate, h.rate))
+	if w := c.bound(h.ceiling); w < c.ceiling {
+		c.ceiling, c.declCeil = w, false
+	}
+	c.confirmed, c.postCut, c.span.floor = false, min(c.postCut, c.rate), h.held
+	c.fitClimb()
+	c.hist.reset(now, c.rate)
 }
 
 // quietFor returns how long before now the last cut or refused request

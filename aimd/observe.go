@@ -457,6 +457,9 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		m.cut(now, before, c.rate, sending)
 	}
 	if !until.After(now.Add(rateRefusal)) {
+		if !cut {
+			c.holdForEcho(now)
+		}
 		// Echoes too: a provider that bans counts every refused request.
 		// Not a refusal that pauses for longer (a spent window): the rate
 		// did not draw it, and a rate held under the window's would leave

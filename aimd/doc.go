@@ -293,10 +293,14 @@
 // Reset of a quota it says is spent): that is the window spent, by another
 // client or by requests in flight, and it pauses until the reset (600 a
 // minute announced over an unnamed 11/s, met in each window's last
-// seconds: 3 refusals in 3 minutes, not 16-18 in each). A served response
-// that says the quota is spent pauses until Reset only when it can be a
-// window: a token bucket at its rate says "0 left" after every request,
-// with a Reset rounded up to a second, and is held at its rate instead. The
+// seconds: 3 refusals in 3 minutes, not 16-18 in each). A response the
+// limit let through (a success, a 502 or a 404 behind it) that says the
+// quota is spent pauses until Reset only when it can be a window: a token
+// bucket at its rate says "0 left" after every request, with a Reset
+// rounded up to a second, and is held at its rate instead. A refusal that
+// says so pauses until Reset, but for the "Limit 1, 0 left, Reset 1" that
+// a bucket allowing no burst says of every request, once answers came
+// faster than that: it is cut as a bare refusal is. The
 // optional latency signal ([Config.LatencyTarget]) catches providers that
 // slow down instead of refusing: smoothed latency above the target holds the
 // rate and cuts it once, and again only while the queue keeps growing.

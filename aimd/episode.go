@@ -540,6 +540,11 @@ type quotaWatch struct {
 	end   time.Time // the watched reset, less a second; zero = not watching
 	left  float64   // what the response said was left
 	count float64   // successes since (weighted, see Controller.SetShare)
+	// The last two successes that said a quota of one is spent, with a
+	// Reset of a second, and whether a third came within half a second
+	// of the first of them (see Controller.watchSpent).
+	spent [2]time.Time
+	quick bool
 }
 
 // noiseMeter tells 503s that are about the rate (a provider shedding load

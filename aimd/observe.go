@@ -62,6 +62,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	until := c.retryAfter(now, s, h)
 	if kind == forage.Success {
 		c.watchQuota(now, h)
+		c.watchSpent(now, h)
 		// A served request's Retry-After is about that request (a 202
 		// polling a job, a 303 to come back to later), not the provider's
 		// pause: it paused every request to a host for as long as a job
@@ -103,14 +104,14 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 }
 
 // retryAfter returns the end of the pause s asks for: its Retry-After, or
-// the reset of a quota its Quota says is spent, whichever is later; zero for
-// none.
+// the reset of a quota its Quota says is spent (see quotaPauses), whichever
+// is later; zero for none.
 func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 	var until time.Time
 	if s.RetryAfter > 0 {
 		until = now.Add(s.RetryAfter)
 	}
-	if h.exhausted() && now.Add(h.reset).After(until) {
+	if h.exhausted() && c.quotaPauses(s.Class, h) && now.Add(h.reset).After(until) {
 		until = now.Add(h.reset)
 	}
 	if q := s.Quota; s.Class == forage.Throttled || s.Class == forage.Overloaded {
@@ -122,6 +123,50 @@ func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 		}
 	}
 	return until
+}
+
+// quotaPauses reports whether a response of class k whose Quota h says the
+// quota is spent pauses the provider until h's reset. A response the limit
+// let through (a success, a 502 behind it, a 404) does so when h describes
+// a spent window (see spentWindow): a token bucket of one says "0 left,
+// reset 1" after every request it admits, and the 5% of a 10/s provider's
+// answers that a gateway failed, each pausing a second, took half of its
+// rate. A refusal does so unless it comes from a bucket of one (see
+// watchSpent) and says what every answer of such a bucket says, "0 left,
+// reset 1": its Reset is one interval rounded up to a second, a tenth of a
+// second at 10/s, and the refusal's cut spaces the requests that follow,
+// as for a bare 429 or 503. (Paused a second at each 503, a 10/s provider
+// that allows no burst was served 16% of its rate over 5 s, and 78% over
+// 30 s; the same 503s with no headers, 79% and 90%.) Any other refusal's
+// spent quota pauses: a window of a second, spent, refuses every request
+// until it ends, and the Reset of a bigger bucket is the time to refill it
+// whole (a 10/s bucket of 5 that answers 503 and bans at five refused
+// requests banned 8 runs in 8 when it no longer paused, as it does with
+// no headers). A Retry-After pauses as it says, whatever the class.
+func (c *Controller) quotaPauses(k forage.Class, h hint) bool {
+	if k == forage.Throttled || k == forage.Overloaded {
+		return !c.quotaWatch.quick || h.limit != 1 || h.reset != time.Second
+	}
+	return c.spentWindow(h)
+}
+
+// watchSpent follows the successes that say a quota of one is spent with a
+// Reset of a second (whole seconds: the true wait is up to a second): a
+// token bucket of one says so after every request it admits, a window of
+// one once a window, so three of them span a window or more. Three within
+// half a second (half the Reset: latency jitter cannot make a window of a
+// second look so) show a bucket of one, or a window of one that refills as
+// fast, whose Reset is the rounding up of a shorter wait. Called for every
+// success.
+func (c *Controller) watchSpent(now time.Time, h hint) {
+	w := &c.quotaWatch
+	if w.quick || !h.exhausted() || h.limit != 1 || h.reset != time.Second {
+		return
+	}
+	if first := w.spent[0]; !first.IsZero() && now.Sub(first) < h.reset/2 {
+		w.quick = true
+	}
+	w.spent = [2]time.Time{w.spent[1], now}
 }
 
 // spentWindow reports whether a served response's Quota that says the quota

@@ -320,10 +320,13 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 			now, s = step(t, now)
 			c.ObserveAt(now, s)
 			h := s.Quota
-			// A served response's spent quota pauses unless it is a bucket
-			// at its limit (a Reset of a second or less, rounded up, hides
-			// the true wait; see the package documentation); any other
-			// response's always does.
+			// A spent quota on a response the limit let through (a
+			// success, a transient or permanent failure) pauses unless it
+			// is a bucket at its limit (a Reset of a second or less,
+			// rounded up, hides the true wait; see the package
+			// documentation); on a refusal it always does, but for the
+			// "0 left, reset 1" that a bucket of one says after every
+			// request.
 			// Hostile counts are not known: a Remaining under 0 is 0, a
 			// NaN or infinite one nothing; a limit that is not a finite
 			// number >= 0, no limit.
@@ -335,7 +338,8 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 			if !(limit >= 0) || math.IsInf(limit, 1) {
 				limit = 0
 			}
-			spent := left == 0 && h.Reset > 0 && (s.Class != forage.Success || h.Reset > time.Second && limit == 0)
+			refusal := s.Class == forage.Throttled || s.Class == forage.Overloaded
+			spent := left == 0 && h.Reset > 0 && (refusal && (limit != 1 || h.Reset != time.Second) || h.Reset > time.Second && limit == 0)
 			if spent && c.Snapshot().PausedUntil.Before(now.Add(h.Reset)) {
 				t.Fatalf("step %d: spent quota %+v: paused until %v, want >= now+Reset", i, h, c.Snapshot().PausedUntil)
 			}

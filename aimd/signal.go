@@ -18,10 +18,13 @@ import (
 // fixed window (Reset is the end of the window) and a token bucket (Reset
 // is the time to refill the whole burst):
 //
-//   - Nothing left with Reset > 0 on a refusal or a Permanent response:
-//     the quota is spent; pause until now + Reset. So does a refusal
-//     whose Quota gives a Reset and nothing of what is left: the refusal
-//     says it is spent.
+//   - Nothing left with Reset > 0 on a refusal: the quota is spent; pause
+//     until now + Reset. So does a refusal whose Quota gives a Reset and
+//     nothing of what is left: the refusal says it is spent. Not "Limit 1,
+//     0 left, Reset 1" from a provider whose answers saying so came
+//     faster than that: a token bucket that allows no burst says it after
+//     every request, its Reset one interval rounded up to a second; the
+//     refusal's cut spaces the requests that follow, as for a bare one.
 //
 // A Quota with neither Remaining nor Limit and Used counts only so (a
 // Reset alone on a refusal), and not otherwise.
@@ -36,8 +39,9 @@ import (
 //     below the refill rate when the bucket is low) and whose "0 left"
 //     after every request sent at its rate is no pause; the rate holds at
 //     it instead. Until it shows itself a bucket, a Quota with a Reset of 2s
-//     or more paces like a window, and a served response saying the quota
-//     is spent pauses until Reset when that is over a second.
+//     or more paces like a window, and a response the limit let through (a
+//     Success, or a Transient or Permanent failure behind it) saying the
+//     quota is spent pauses until Reset when that is over a second.
 type Signal struct {
 	// Class classifies the response (see [forage.Class]): a Success is
 	// evidence that the current rate is sustainable, so the rate may grow;

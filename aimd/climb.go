@@ -428,10 +428,10 @@ type sureHold struct {
 }
 
 // sureHold returns the fourth-overshoot rule's hold (see cut), fitting the
-// answers logged in fits, for an overshoot of a request sent at sent, from the rate r0 it was sent at, the
-// cut's rate and ceiling w, and the measures of what the provider surely
-// admits: f (see surer), sure (see floor), ep (the episode's rate) and fell
-// (the limit fell). The rate and the ceiling drop to what the provider
+// answers logged in fits, for an overshoot of a request sent at sent: from
+// the rate r0 it was sent at, the cut's rate and ceiling w, and the
+// measures of what the provider surely admits: f (see surer), sure (see
+// floor), ep (the episode's rate) and fell (the limit fell). The rate and the ceiling drop to what the provider
 // surely admits (see floor and surer), and the refusal cap keeps the climb
 // under it (a ceiling over the pauses' refills drew the fifth from 1/s with
 // an allowance of 20 or 40; one at half what a falling limit's episode

@@ -366,19 +366,27 @@
 // limit is found: tell it the limit. (Capping the rate once refusals and
 // their echoes near five a minute was tried: it cost a quarter of the
 // goodput of providers that do not ban, at 50ms, and still could not save
-// those whose first overshoot draws four. Of 64 random providers that ban
-// at five, of 4-60/s with allowances of 1-24 and 1-8 workers 1-60 ms
-// away, 10 are banned within 30 s, all with allowances of 14-24 and
-// several workers 19-60 ms away: for half of them slow start's exit alone
-// draws three or four refused requests, and one overshoot from a full
-// allowance bounds the limit only from above, so no rate is known safe
-// before the next; holding the others at the bucket fit's floor from the
-// fourth refused request saved them but cost providers that do not ban
-// with an allowance of 10, 8 workers 20 ms away, 11 points or more. Of 30
-// such providers of 2-12/s, a quarter refusing without Retry-After, 7 are
-// banned: the same big allowances, and slow starts that an allowance of 20
-// hid ten times over, refused request after request with a success or
-// none among them, which bounds the limit from neither side. The ban
+// those whose first overshoot draws four or five. The fourth refused
+// request, echoes included, now holds the rate at what the provider
+// surely admitted (see the refusal budget above), which saved most of
+// the others and costs providers that do not ban with an allowance of
+// 10, 8 workers 20 or 100 ms away, 5-10 points over 5 minutes. Of the 97
+// random providers that ban at five in 360 of 4-60/s with allowances of
+// 1-25 and 1-8 workers 1-60 ms away, 11 are still banned within 30 s,
+// mostly with allowances of 10-25 and several workers tens of
+// milliseconds away: slow start's exit alone draws three or four refused
+// requests, and one overshoot from a full allowance bounds the limit only
+// from above, so no rate is known safe before the next. Of 97
+// such providers of 2-12/s (in 360), a quarter refusing without
+// Retry-After, 16 are banned within 30 s: the same big allowances, and
+// slow starts that an allowance of 20 hid ten times over, refused request
+// after request with a success or none among them, which bounds the limit
+// from neither side. A fixed window that slow start spends, refused with
+// a bare 429, refuses every request until it resets, and the cuts do not
+// space them out enough: 20 a second and 200 every 10 s, banning at
+// five, are banned within 2 s (a pause after refusals in a row with no
+// success saved the second-long windows but cost buckets with an
+// allowance refused so 10 points; tell forage the window). The ban
 // guard's hold under what the provider admitted since the minute's first
 // refusal costs slow providers that refuse without Retry-After and do not
 // ban the rest of that minute: 2.4/s allowing no burst, 2 workers, from

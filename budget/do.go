@@ -272,7 +272,13 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 	if seen == forage.Transient || seen == forage.Overloaded {
 		p.failed(out)
 	}
-	if echo {
+	// A refusal that leaves no pause in force (a bare 429: a fixed window
+	// spent refuses every request until it ends) is the rate's to answer,
+	// and the controller's cuts space such refusals out: the provider is
+	// up and says so. Counted, a spent window's refusals in a row opened
+	// the breaker for 15 s, half of a 30 s run.
+	bare := seen == forage.Throttled && !p.ctl.Snapshot().PausedUntil.After(end)
+	if echo || bare {
 		done(forage.Canceled)
 	} else {
 		done(seen)

@@ -81,3 +81,46 @@ func TestAnOutageOf503sWithRetryAfterOpensTheBreaker(t *testing.T) {
 		}
 	})
 }
+
+// TestBareRefusalsOfASpentWindowDoNotOpenTheBreaker: a fixed window of 24
+// requests every 2 s that refuses with a bare 429 (no Retry-After, so no
+// pause) refuses every request sent between its spending and its end, at
+// any rate: a run of refusals the rate's cuts space out, from a provider
+// that is up and says so. It is the controller's to pace, not an outage:
+// the breaker never opens. (It opened for 15 s at the first window's end,
+// in real time half of a 30 s run: 43% of the limit served.)
+func TestBareRefusalsOfASpentWindowDoNotOpenTheBreaker(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n       int
+		w       time.Duration
+		workers int
+	}{{24, 2 * time.Second, 3}, {24, 2 * time.Second, 8}, {95, 5 * time.Second, 8}, {50, 5 * time.Second, 3}, {600, time.Minute, 8}} {
+		workers := tc.workers
+		synctest.Test(t, func(t *testing.T) {
+			srv, err := providertest.New(providertest.Config{Seed: 11, Limit: providertest.Limit{Count: tc.n, Window: tc.w},
+				Answer:  providertest.Answer{NoRetryAfter: true},
+				Latency: 23 * time.Millisecond, Jitter: 7 * time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var opened atomic.Int64
+			p, err := budget.NewLocal("window", budget.Config{Breaker: breaker.Config{OnTransition: func(tr breaker.Transition) {
+				if tr.To == breaker.StateOpen {
+					opened.Add(1)
+				}
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			ok := 0
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			drive(ctx, p, workers, simAttempt(srv.Client().Transport, func() { mu.Lock(); ok++; mu.Unlock() }))
+			if got := float64(ok) / (float64(tc.n) * max(1, 30/tc.w.Seconds())); opened.Load() > 0 || got < 0.6 {
+				t.Errorf("%d/%v, %d workers: breaker opened %d times, %.0f%% of the limit served; want never, >= 60%%", tc.n, tc.w, workers, opened.Load(), 100*got)
+			}
+		})
+	}
+}

@@ -31,12 +31,8 @@ func TestEchoesOfARefusalDoNotOpenTheBreaker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var opened atomic.Int64
-		p, err := budget.NewLocal("sim", budget.Config{Breaker: breaker.Config{OnTransition: func(tr breaker.Transition) {
-			if tr.To == breaker.StateOpen {
-				opened.Add(1)
-			}
-		}}})
+		opened, cfg := countOpenings()
+		p, err := budget.NewLocal("sim", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,12 +55,9 @@ func TestEchoesOfARefusalDoNotOpenTheBreaker(t *testing.T) {
 func TestAnOutageOf503sWithRetryAfterOpensTheBreaker(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var opened, calls atomic.Int64
-		p, err := budget.NewLocal("down", budget.Config{Breaker: breaker.Config{OnTransition: func(tr breaker.Transition) {
-			if tr.To == breaker.StateOpen {
-				opened.Add(1)
-			}
-		}}})
+		var calls atomic.Int64
+		opened, cfg := countOpenings()
+		p, err := budget.NewLocal("down", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,12 +97,8 @@ func TestBareRefusalsOfASpentWindowDoNotOpenTheBreaker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var opened atomic.Int64
-			p, err := budget.NewLocal("window", budget.Config{Breaker: breaker.Config{OnTransition: func(tr breaker.Transition) {
-				if tr.To == breaker.StateOpen {
-					opened.Add(1)
-				}
-			}}})
+			opened, cfg := countOpenings()
+			p, err := budget.NewLocal("window", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,4 +112,15 @@ func TestBareRefusalsOfASpentWindowDoNotOpenTheBreaker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countOpenings returns a Config whose breaker counts its openings in the
+// counter returned beside it.
+func countOpenings() (*atomic.Int64, budget.Config) {
+	var opened atomic.Int64
+	return &opened, budget.Config{Breaker: breaker.Config{OnTransition: func(tr breaker.Transition) {
+		if tr.To == breaker.StateOpen {
+			opened.Add(1)
+		}
+	}}}
 }

@@ -423,7 +423,6 @@ func untunedRows() []uRow {
 		rising("rising 10/s b10 -> 40/s b10 at 60s, RA", 10, 40, 60*time.Second, 10),
 		win(600, time.Minute, raNone),
 		win(24, 2*time.Second, raNone),
-		func() uRow { r := win(24, 2*time.Second, raNone); r.name += ", 3 workers"; r.workers = 3; return r }(),
 		win(44, time.Second, raNone),
 		win(95, 5*time.Second, raNone),
 		win(600, time.Minute, raDate),

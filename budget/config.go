@@ -44,10 +44,11 @@ type Config struct {
 	Limits []Limit
 	// Breaker configures the provider's circuit breaker. Its Name defaults to
 	// the provider key. Its OnTransition and Logger are the one place to
-	// watch and log the provider's breaker transitions. A refusal the
-	// provider paused for counts as a failure, once per pause (those in
-	// flight when it came are its echoes); one that leaves no pause in
-	// force (a bare 429) is the rate's to answer and counts as neither.
+	// watch and log the provider's breaker transitions. A refusal for rate
+	// (Throttled: a 429) that set a pause counts as a failure once per
+	// pause (those in flight when it came are its echoes); one that leaves
+	// no pause in force (a bare 429) is the rate's to answer and counts as
+	// neither. A 503 always counts: it is also how an outage answers.
 	Breaker breaker.Config
 	// Backoff configures the full-jitter sleep between retries; a provider's
 	// Retry-After floors it. The zero value means retry's defaults.

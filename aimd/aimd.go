@@ -77,11 +77,13 @@ type Config struct {
 	// few refusals per request too. The climb is a cubic through the
 	// ceiling: concave below it (fast far below, flat near it), convex above
 	// it, so a grown limit is found: ceiling x (2 - Decrease) one Recovery
-	// after passing it, x (1 + 8(1 - Decrease)) after two. Expect about one
-	// overshoot per Recovery; longer means fewer refusals and slower
-	// discovery of a grown limit. A ceiling resting on a single refusal
-	// (unconfirmed: see the package documentation) is climbed back to in
-	// Recovery/16 and probed above it in Recovery/12. Defaults to 45s.
+	// after passing it, where the ceiling, passed by 10% with no refusal,
+	// is no longer confirmed and the probe goes at the unconfirmed pace.
+	// Expect about one overshoot per Recovery; longer means fewer refusals
+	// and slower discovery of a grown limit. A ceiling resting on a single
+	// refusal (unconfirmed: see the package documentation) is climbed back
+	// to in Recovery/16 and probed above it in Recovery/12. Defaults to
+	// 45s.
 	Recovery time.Duration
 
 	// SlowStart is the doubling time of the rate, in seconds of successful
@@ -240,6 +242,7 @@ type Controller struct {
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	nearSince   time.Time     // since when the rate has been near the ceiling (jitterShare), since the last cut
+	heldSince   time.Time     // since when the refusal budget or the ban guard has bounded the climb; zero = not now (see lift)
 	quotaMode   quotaMode     // what the provider's quota headers have shown it to be
 	quotaWatch  quotaWatch    // the watch that tells a window from a bucket
 	throttled   bool          // the provider has refused with 429 or 418: it names its limit

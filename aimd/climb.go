@@ -65,6 +65,19 @@ const (
 	// exit set the probe must have gone, with no refusal, for the ceiling
 	// to be dropped and slow start to resume (see climb).
 	staleCeiling = 1.25
+	// risenCeiling is how far over a confirmed ceiling the probe must
+	// have gone, with no refusal, for the ceiling to be confirmed no
+	// longer: the limit rose (another client behind the same key
+	// stopped, a plan was upgraded), and the probe above it goes at the
+	// unconfirmed pace (see climb). The probe's own pace is for a limit
+	// that stays where it was: it takes a cycle to pass the ceiling by
+	// 2 - Decrease, and one more to reach 1 + 8(1 - Decrease).
+	risenCeiling = 1.1
+	// liftHeld is how long the refusal budget or the ban guard must have
+	// bounded the climb under a confirmed ceiling for the climb back to
+	// it, once they lift, to take a liftSpeed-th of a cycle (see lift).
+	liftHeld  = 10 * time.Second
+	liftSpeed = 6
 	// holdAfterPause is how long the rate holds at the start of an
 	// episode that began at the end of a pause (see held).
 	holdAfterPause = time.Second
@@ -392,11 +405,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		c.declCeil = false
 	}
 	c.ceiling, c.confirmed, c.exitTop = c.bound(w), confirmed, top
+	c.heldSince = time.Time{} // a new climb (see lift)
 	c.refillCeil = guess
 	c.refusals.add(now)
 	if (why == cutOvershoot || why == cutRefusing) && c.guarded(now, 1) {
 		rate = min(rate, c.banSafe())
-		switch f := c.spanFloor(sent); {
+		switch f := c.spanFloor(now, sent); {
 		case f > 0 && f < rate:
 			// The fourth refusal in the minute, none paused for: what the
 			// provider admitted from the first to this one is surely
@@ -603,6 +617,16 @@ func (c *Controller) climb(now time.Time, dt float64) {
 			c.ceiling, c.kUp, c.exitTop = 0, 0, 0
 			break
 		}
+		if c.confirmed && c.rate > risenCeiling*c.ceiling && c.quotaTop == 0 && !c.declCeil && c.weight <= 1 && !c.refillCeil {
+			// The probe passed a confirmed ceiling by a tenth, with no
+			// refusal: the limit rose. The ceiling is unconfirmed, so
+			// the probe above it goes at the unconfirmed pace and finds
+			// the new limit within seconds (at its own pace, a limit
+			// that rose fourfold was reached minutes later). Not past
+			// a declared or announced quota, nor at a controller that
+			// sees a share of the traffic.
+			c.confirmed = false
+		}
 		if q := c.quotaTop; q > 0 && c.rate > q && !c.confirmed {
 			// The fast climb above a long refusal's estimate met the
 			// margin under where that refusal came (see applyQuota).
@@ -614,16 +638,40 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		if c.weight > 1 {
 			n = max(n, c.violations.count(now)) // the others' overshoots are not this one's to count: their refusals are
 		}
+		held := false
 		if share, probe := refusalCap(n); !probe && (!c.refillCeil || c.violations.count(now) > refillProbeMax) {
-			c.rate = max(prev, min(c.rate, c.ceiling*share))
+			c.rate, held = max(prev, min(c.rate, c.ceiling*share)), true
 		}
 		if c.guarded(now, 0) {
-			c.rate = max(prev, min(c.rate, c.banSafe()))
+			c.rate, held = max(prev, min(c.rate, c.banSafe())), true
 		}
+		c.lift(now, held)
 	}
 	c.rate = c.clamp(c.rate)
 	if c.ceiling > 0 && c.rate >= jitterShare*c.ceiling && c.nearSince.IsZero() {
 		c.nearSince = now
+	}
+}
+
+// lift follows the bounds the refusal budget and the ban guard set on the
+// climb (held: one bounds it at now). Once they lift after bounding it for
+// liftHeld or more, within an ordinary cut under a confirmed ceiling, the
+// climb back to the ceiling takes a liftSpeed-th of a cycle, not the cycle
+// the last cut fitted: the cycle spends most of its time near the ceiling,
+// and the hold already spent it there. (A climb from 0.95 of the ceiling
+// after a minute's hold took another 36 s before the probe above it could
+// begin, and a limit that had risen was found minutes late.) An
+// unconfirmed ceiling's climb is fast already.
+func (c *Controller) lift(now time.Time, held bool) {
+	switch {
+	case held && c.heldSince.IsZero():
+		c.heldSince = now
+	case !held && !c.heldSince.IsZero():
+		if now.Sub(c.heldSince) >= liftHeld && c.confirmed && c.rate < c.ceiling && c.rate >= c.cfg.Decrease*c.ceiling {
+			rec := c.cycle() / liftSpeed
+			c.kUp = (c.ceiling - c.rate) / (rec * rec * rec)
+		}
+		c.heldSince = time.Time{}
 	}
 }
 

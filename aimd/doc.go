@@ -61,7 +61,12 @@
 //     holds under the edge where refusals begin. The climb back is a cubic
 //     (as in TCP CUBIC) fitted to take [Config.Recovery], flat near the
 //     ceiling; above it the same cubic probes slowly and then faster, so a
-//     grown limit is found. A probe refused within 5% over a confirmed
+//     grown limit is found: a confirmed ceiling the probe passed by 10%
+//     with no refusal is unconfirmed (the limit rose: another client behind
+//     the same key stopped, a plan was upgraded), and the probe above it
+//     goes at the unconfirmed pace (10/s rising to 40/s a minute into a
+//     run: 90% of it about a minute after the rise, not three).
+//     A probe refused within 5% over a confirmed
 //     ceiling, or a refusal at the ceiling after the rate held there 10 s
 //     (a ceiling over the limit is refused within moments), leaves the
 //     ceiling where it is: the limit lies at or over it, and the refusal
@@ -153,12 +158,14 @@
 //   - The refusal budget: providers that ban count violations per minute,
 //     not per cent. With two overshoots in the last minute the probe above
 //     the ceiling stops; each further one lowers a temporary cap under the
-//     ceiling by 5%, lifted as they age out. A fourth within the minute (or
-//     the fourth refused request, echoes included: a provider that bans
-//     at five counts every one), at the rate the last cut set and with no
-//     sure measure of the limit, drops the rate and the ceiling to what
-//     the provider surely admitted (n-1
-//     requests in the T seconds from a refusal to the next, less a token
+//     ceiling by 5%, lifted as they age out (then the climb back to a
+//     confirmed ceiling takes a sixth of a Recovery: the hold spent the
+//     time the climb's flat top would have spent near it). A fourth
+//     within the minute (or the fourth refused request, echoes included:
+//     a provider that bans at five counts every one), at the rate the last
+//     cut set and with no sure measure of the limit, drops the rate and
+//     the ceiling to what the provider surely admitted (n-1 requests in
+//     the T seconds from a refusal to the next, less a token
 //     over T: a bucket may hold most of a token at a refusal; or, when each
 //     pause admitted a single request after slow start met a small
 //     allowance, 15% under what the pauses refilled), so a provider that
@@ -214,7 +221,12 @@
 //     under the limit. Without it, each cut after a slow start that an
 //     allowance hid still left the rate over the limit, and refusals came
 //     one request after another: one worker 60 ms from a 4.1/s provider
-//     with an allowance of 4 was banned within 3 s, every time.
+//     with an allowance of 4 was banned within 3 s, every time. The span
+//     ends a latency before the refusal's answer (a host that queues what
+//     it cannot serve sheds at once, and answers the requests queued
+//     before it seconds later), and latencies spread over several
+//     intervals at the ceiling are that queue's wait, not arrival jitter
+//     (read so, a host's 30/s read as 7.8/s).
 //   - Noise is not pressure: a 503 is read as load shedding only from a
 //     provider that has not shown it names its limit with 429, and only
 //     while cuts stop them; in slow start, only once a second one comes

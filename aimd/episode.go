@@ -399,8 +399,8 @@ func (sp *strikeSpan) after(t time.Time) int {
 }
 
 // spanFloor returns a rate the provider surely admits, from the span of
-// refusals that cut in the refusal window, up to a refusal of a request
-// sent at sent; 0 when the span shows none. A refusal leaves
+// refusals that cut in the refusal window, up to a refusal answered at now
+// of a request sent at sent; 0 when the span shows none. A refusal leaves
 // a provider's allowance empty, so from the span's first refusal to this
 // one it admitted at most L·T + 1 requests, whatever its allowance: n - 1
 // successes over T, less the answered requests sent after this one (they
@@ -411,17 +411,40 @@ func (sp *strikeSpan) after(t time.Time) int {
 // (Refused with no Retry-After, a slow start that an allowance of 4 hid
 // took a 4/s provider to its fifth refusal within 3 s at one request at a
 // time: each cut still left the rate over the limit.)
-func (c *Controller) spanFloor(sent time.Time) float64 {
+func (c *Controller) spanFloor(now, sent time.Time) float64 {
 	sp := &c.span
 	if !c.spanUnpaused(sent) {
 		return 0
 	}
-	t := sent.Sub(sp.from).Seconds() + 2*c.arrivalJitter().Seconds()
+	// The successes answered by now were sent up to a latency ago: a
+	// refusal that overtook requests sent before it (a queue that sheds
+	// at once what it cannot hold, and serves the rest seconds later)
+	// measures the span only up to there.
+	end := sent
+	if e := now.Add(-time.Duration(c.latency * float64(time.Second))); e.Before(end) {
+		end = e
+	}
+	// Arrivals bunched by the network may stretch the span at the
+	// provider by twice the arrival jitter; latencies spread over
+	// several intervals at the ceiling are not that (a provider that
+	// allows no burst would refuse nearly every request), but a queue's
+	// wait. (Read as jitter, a queue of 50 that a 30/s host serves in
+	// 1.7 s held 64 workers at 7.8/s for a minute.)
+	jitter := 2 * c.arrivalJitter().Seconds()
+	if c.ceiling > 0 && jitter >= queueIntervals/c.ceiling {
+		jitter = 0
+	}
+	t := end.Sub(sp.from).Seconds() + jitter
 	if n := sp.ok - c.weight*float64(1+sp.after(sent)); t > 0 && n > 0 {
 		return max(n/t, c.floor(sent))
 	}
 	return c.floor(sent)
 }
+
+// queueIntervals is how many intervals at the ceiling the latencies'
+// spread must exceed to be read as a queue's wait rather than arrival
+// jitter (see spanFloor).
+const queueIntervals = 4
 
 // startEpisode starts a new episode at now, or at the end of the pause in
 // force: nothing is sent before it.

@@ -301,3 +301,33 @@ func noisyRun(c *aimd.Controller, limit, share float64, noise forage.Class, afte
 		now = sent.Add(time.Duration(float64(time.Second) / r))
 	}
 }
+
+// TestPropertyARisenLimitIsFound: a provider whose limit rises after the
+// controller found it (another client behind the same key stopped, a plan
+// was upgraded, the provider's quiet hours began) is followed within two
+// and a half minutes, with no more refusals in any minute than a provider
+// that bans at five allows. The refusal budget may hold the rate for the
+// minute after the refusals that found the old limit; then the climb
+// returns to the ceiling within a sixth of a cycle, the probe passes it,
+// and a ceiling passed by a tenth with no refusal is no longer confirmed:
+// the probe goes at the unconfirmed pace and meets the new limit. (At the
+// probe's own pace, 5.25/s rising to 7.9/s was at 0.75 of it 100 s after
+// the rise, and a collector got 46–52% of a 10/s provider rising to 40/s
+// over five minutes; now 68–77%.)
+func TestPropertyARisenLimitIsFound(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(5, 50).Draw(t, "limit")
+		factor := rapid.Float64Range(1.5, 6).Draw(t, "factor")
+		burst := rapid.SampledFrom([]int{1, 1, 2, 5, 10}).Draw(t, "burst")
+		at := time.Duration(rapid.IntRange(15, 90).Draw(t, "rise at (s)")) * time.Second
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := simulate(c, falling(limit, burst, answer429, factor, at)(), at+150*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
+		if r.finalRate < 0.75*limit*factor || r.perMinute > 4 {
+			t.Fatalf("final rate %.3g of the risen limit, %d refusals in a minute at most; want >= 0.75, <= 4 (%+v)", r.finalRate/(limit*factor), r.perMinute, r)
+		}
+	})
+}

@@ -717,3 +717,37 @@ func TestAnEpisodeStillInFlightIsNotWhatTheProviderDelivered(t *testing.T) {
 		}
 	}
 }
+
+// TestALimitThatRoseIsFound: a provider whose limit rises fourfold a
+// minute into the run, with or without an allowance, is found within
+// about a minute of the rise, when the refusals that found the old limit
+// have aged out: over five minutes the collector gets 65% or more of
+// what it could serve (46–52% before: the climb back to the ceiling took
+// a whole cycle after the refusal budget's hold, and the probe above a
+// confirmed ceiling needed two more to reach the new limit).
+func TestALimitThatRoseIsFound(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"rising 10/s -> 40/s at 60s, RA", "rising 10/s b10 -> 40/s b10 at 60s, RA"} {
+		if r := runUntuned(t, untunedRow(t, name), 5*time.Minute, 1, false); r.goodput < 0.65 || r.maxRefMin > 4 {
+			t.Errorf("%s: goodput %.1f%% over 5m, %d refused in a minute at most; want >= 65%%, <= 4 (rate %.2f/s at the end)", name, 100*r.goodput, r.maxRefMin, r.rate)
+		}
+	}
+}
+
+// TestAQueueThatShedsIsNotReadAsArrivalJitter: a host that queues what it
+// cannot serve at once (30/s) and answers 503 past a depth of 50, with 64
+// workers: the probe above the ceiling fills the queue, and the 503s come
+// at once while the requests queued before them are answered seconds
+// later. What the host admitted between the first refusal and the fourth
+// counts the requests answered by then, over the span up to a latency
+// before the fourth, and the latencies' spread over the queue's wait is
+// not arrival jitter: read as the span to the fourth refused request,
+// plus twice that spread as jitter, the host's 30/s read as 7.8/s, and the
+// ban guard held 64 workers there for a minute (78% of the host over five
+// minutes; 99% now).
+func TestAQueueThatShedsIsNotReadAsArrivalJitter(t *testing.T) {
+	t.Parallel()
+	if r := runUntuned(t, untunedRow(t, "queue 30/s, 503 past depth 50, 64 workers"), 5*time.Minute, 1, false); r.goodput < 0.95 {
+		t.Errorf("goodput %.1f%% over 5m, want >= 95%% (rate %.2f/s at the end)", 100*r.goodput, r.rate)
+	}
+}

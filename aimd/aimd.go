@@ -77,7 +77,7 @@ type Config struct {
 	// few refusals per request too. The climb is a cubic through the
 	// ceiling: concave below it (fast far below, flat near it), convex above
 	// it, so a grown limit is found: ceiling x (2 - Decrease) one Recovery
-	// after passing it, where the ceiling, passed by 10% with no refusal,
+	// after passing it, where the ceiling, passed by 20% with no refusal,
 	// is no longer confirmed and the probe goes at the unconfirmed pace.
 	// Expect about one overshoot per Recovery; longer means fewer refusals
 	// and slower discovery of a grown limit. A ceiling resting on a single

@@ -72,7 +72,15 @@ const (
 	// unconfirmed pace (see climb). The probe's own pace is for a limit
 	// that stays where it was: it takes a cycle to pass the ceiling by
 	// 2 - Decrease, and one more to reach 1 + 8(1 - Decrease).
-	risenCeiling = 1.1
+	// A fifth, not a tenth: a provider whose edge is blurred by arrival
+	// jitter (no burst allowance, requests reaching it tens of
+	// milliseconds late) lets a probe pass a ceiling a jitter cut set by
+	// a tenth and refuses it a little further on; at the unconfirmed pace
+	// the probe was then far over the edge when that refusal came back,
+	// the ceiling went to 0.95 of it, and the climbs back drew the fifth
+	// refusal of the minute (of 6,000 such providers that ban at five,
+	// 48 newly banned and 8 no longer; at a fifth, 14 and 11).
+	risenCeiling = 1.2
 	// liftHeld is how long the refusal budget or the ban guard must have
 	// bounded the climb under a confirmed ceiling for the climb back to
 	// it, once they lift, to take a liftSpeed-th of a cycle (see lift).
@@ -618,7 +626,7 @@ func (c *Controller) climb(now time.Time, dt float64) {
 			break
 		}
 		if c.confirmed && c.rate > risenCeiling*c.ceiling && c.quotaTop == 0 && !c.declCeil && c.weight <= 1 && !c.refillCeil {
-			// The probe passed a confirmed ceiling by a tenth, with no
+			// The probe passed a confirmed ceiling by a fifth, with no
 			// refusal: the limit rose. The ceiling is unconfirmed, so
 			// the probe above it goes at the unconfirmed pace and finds
 			// the new limit within seconds (at its own pace, a limit

@@ -61,7 +61,7 @@
 //     holds under the edge where refusals begin. The climb back is a cubic
 //     (as in TCP CUBIC) fitted to take [Config.Recovery], flat near the
 //     ceiling; above it the same cubic probes slowly and then faster, so a
-//     grown limit is found: a confirmed ceiling the probe passed by 10%
+//     grown limit is found: a confirmed ceiling the probe passed by 20%
 //     with no refusal is unconfirmed (the limit rose: another client behind
 //     the same key stopped, a plan was upgraded), and the probe above it
 //     goes at the unconfirmed pace (10/s rising to 40/s a minute into a

@@ -309,7 +309,7 @@ func noisyRun(c *aimd.Controller, limit, share float64, noise forage.Class, afte
 // that bans at five allows. The refusal budget may hold the rate for the
 // minute after the refusals that found the old limit; then the climb
 // returns to the ceiling within a sixth of a cycle, the probe passes it,
-// and a ceiling passed by a tenth with no refusal is no longer confirmed:
+// and a ceiling passed by a fifth with no refusal is no longer confirmed:
 // the probe goes at the unconfirmed pace and meets the new limit. (At the
 // probe's own pace, 5.25/s rising to 7.9/s was at 0.75 of it 100 s after
 // the rise, and a collector got 46–52% of a 10/s provider rising to 40/s

@@ -65,7 +65,7 @@
 //     with no refusal is unconfirmed (the limit rose: another client behind
 //     the same key stopped, a plan was upgraded), and the probe above it
 //     goes at the unconfirmed pace (10/s rising to 40/s a minute into a
-//     run: 90% of it about a minute after the rise, not three).
+//     run: 90% of it 73 s after the rise, not 180 s).
 //     A probe refused within 5% over a confirmed
 //     ceiling, or a refusal at the ceiling after the rate held there 10 s
 //     (a ceiling over the limit is refused within moments), leaves the

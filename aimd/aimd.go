@@ -239,6 +239,11 @@ type Controller struct {
 	strikes     refusalLog    // recent refusals that cut: each a refusal the rate drew, not an echo (see banGuard)
 	span        strikeSpan    // the successes since the first of them (see spanFloor)
 	echoHold    sureHold      // the hold an echo of the last cut's refusal takes if it is the fourth refused request (see holdForEcho)
+	echoes      int           // refused requests in flight at the last cut, refused after it (see echoCut)
+	cutR0       float64       // the rate slow start's end was refused at; 0 after any other cut (see echoCut)
+	is429       bool          // the refusal being handled is a 429: the provider's limit, which a ban counts
+	asked       bool          // the refusal being handled asked for a pause (Retry-After)
+	shed        bool          // the refusal being handled came back before a success could have (see shedAhead)
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	nearSince   time.Time     // since when the rate has been near the ceiling (jitterShare), since the last cut

@@ -66,11 +66,16 @@ func TestBurstAllowanceLearnedFromPauses(t *testing.T) {
 
 // TestBurstAllowanceLearnedWithRequestsInFlight: the same providers at 60ms
 // of latency (jittered by 30ms), where several requests are in flight at
-// each refusal, settle within 30 s at 85% of the limit or more. The
-// episode and two-point estimates cannot count requests still on their
-// way; the bucket fit judges a refusal once every request sent before it
-// is answered. Before it, 20/s burst 5 reached 82% here, and 50/s burst 20,
-// 80/s burst 20 and 100/s burst 30 74-77%.
+// each refusal, draw at most 5 refusals in 30 s, get 75% of the limit or
+// more, and end at 85% of it or more. The episode and two-point estimates
+// cannot count requests still on their way; the bucket fit judges a
+// refusal once every request sent before it is answered. Before it, 20/s
+// burst 5 reached 82% here, and 50/s burst 20, 80/s burst 20 and 100/s
+// burst 30 74-77%. Slow start doubling every 250 ms then got 85-94%, but
+// its end drew 7 to 22 refusals: the allowance ran out with the rate far
+// over the limit and that many requests in flight, a ban from a provider
+// that bans at five. Paced for the round trip (see exitAccel), it draws 2
+// to 5 and climbs for longer: 76-94%.
 func TestBurstAllowanceLearnedWithRequestsInFlight(t *testing.T) {
 	for _, p := range burstProviders {
 		t.Run(fmt.Sprintf("%.0f/s burst %d", p.rate, p.burst), func(t *testing.T) {
@@ -80,8 +85,8 @@ func TestBurstAllowanceLearnedWithRequestsInFlight(t *testing.T) {
 			}
 			r := simulate(c, gcra(p.rate, p.burst, answer429)(), 30*time.Second, 60*time.Millisecond, 30*time.Millisecond)
 			t.Logf("goodput %.1f%%, %d refused, final rate %.1f", 100*r.goodput, r.refused, r.finalRate)
-			if r.goodput < 0.85 || r.finalRate < 0.9*p.rate {
-				t.Errorf("goodput %.1f%%, final rate %.1f; want >= 85%%, >= %.1f", 100*r.goodput, r.finalRate, 0.9*p.rate)
+			if r.refused > 5 || r.goodput < 0.75 || r.finalRate < 0.85*p.rate {
+				t.Errorf("%d refused, goodput %.1f%%, final rate %.1f; want <= 5, >= 75%%, >= %.1f", r.refused, 100*r.goodput, r.finalRate, 0.85*p.rate)
 			}
 		})
 	}

@@ -213,6 +213,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		}
 	}
 	r0 := c.rateAt(sent)
+	unconfirmed := !c.confirmed // before this cut (see echoCut)
 	c.lastR0, c.quotaTop, c.reentry = 0, 0, 0
 	if c.ceiling == 0 || (c.ceiling == c.quotaCeil || c.ceiling == c.quotaHeld) && r0 > c.ceiling {
 		// In slow start, or climbing fast over a long refusal's estimate
@@ -255,6 +256,16 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, false
 	case why == cutRefusing || why == cutLatencyGrowing:
 		rate, w, confirmed = r0*min(beta, deepCut), c.ceiling, c.confirmed
+		if c.shed && !c.is429 && r0*ceilingMargin < c.ceiling {
+			// Shed at once by a host that answers the rest a queue's
+			// wait later (see shedAhead): no success since the cut is
+			// no sign of a limit far under r0, but r0 was refused. The
+			// ceiling goes just under it. (Kept, the climb back to it
+			// drew the next, each halving: 64 workers at a host that
+			// serves 30/s and sheds past a queue of 50 were refused 68
+			// times a minute.)
+			w, confirmed = r0*ceilingMargin, false
+		}
 	case why != cutOvershoot:
 	case shared && c.ceiling > 0 && r0 >= jitterShare*c.ceiling && (r0 <= c.ceiling || c.confirmed && r0 <= probeKeep*c.ceiling) && c.quietFor(now) >= plateauHeld:
 		// At a controller that sees a share of the traffic, the first
@@ -433,10 +444,34 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			c.span.floor = rate
 		}
 	}
+	if !shared && c.is429 && c.asked && !c.noise.noisy && (why == cutOvershoot || why == cutRefusing) && c.counting(now) && c.span.floor == 0 && !ruled {
+		// The fourth refused request of the minute, echoes included, and
+		// no rule above set a hold: the next may be the fifth. The rate
+		// holds at what the provider surely admits (see sureNow), or at
+		// refuseFloor when nothing shows it, until they age out (see
+		// banSafe); not under refusalFloor of a confirmed ceiling. (After
+		// slow start's end drew three from a 7.8/s provider with an
+		// allowance of 25, the fourth cut to 12.6/s, and the fifth
+		// banned; a provider whose arrivals come up to 32 ms late
+		// refused a confirmed ceiling of 55.8/s four times in 9 s, and
+		// the cut to 52.9/s drew the fifth.)
+		s := c.sureNow(now)
+		if s <= 0 {
+			s = min(rate, c.cfg.Initial, refuseFloor)
+		}
+		if confirmed {
+			s = max(s, c.bound(w)*refusalFloor)
+		}
+		rate = min(rate, s)
+		c.span.floor = rate
+	}
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling
 	c.postCut = c.rate
 	c.fitClimb()
-	c.lastCut, c.okSinceCut, c.nearSince = now, 0, time.Time{}
+	c.lastCut, c.okSinceCut, c.nearSince, c.echoes, c.cutR0 = now, 0, time.Time{}, 0, 0
+	if top > 0 || unconfirmed {
+		c.cutR0 = r0 // slow start's end, or under an unconfirmed ceiling: its echoes measure how far over it was (see echoCut)
+	}
 	c.cuts++
 	c.startEpisode(now)
 	c.hist.reset(now, c.rate)
@@ -612,7 +647,11 @@ func (c *Controller) climb(now time.Time, dt float64) {
 		// At most x1.5 per response: at a few requests/s one answer would
 		// otherwise credit a whole doubling, and the first refusal would
 		// come far above the limit.
-		c.rate *= min(math.Exp2(dt/c.cfg.SlowStart.Seconds()), slowStartStep)
+		next := c.rate * min(math.Exp2(dt/c.cfg.SlowStart.Seconds()), slowStartStep)
+		if a := c.exitAccel(); next > c.rate+a*dt {
+			next = c.rate + a*dt
+		}
+		c.rate = next
 	case c.ceiling == 0:
 		c.rate += c.cfg.Increase * dt
 	default:
@@ -661,6 +700,101 @@ func (c *Controller) climb(now time.Time, dt float64) {
 	}
 }
 
+// exitAccel returns how fast, in requests/s per second, slow start may
+// raise the rate so that a burst allowance of exitAllowance hiding the
+// limit is spent with at most exitEchoes requests refused in flight: +Inf
+// while the latency is unknown. The requests refused at
+// slow start's end are those sent in the round trip before its first
+// refusal came back, over what the provider admits then: (r - L) x RTT,
+// where r - L grew at a per second while the allowance B was being spent
+// (a t^2 / 2 = B), so RTT x sqrt(2 B a). Doubling every SlowStart, 8
+// workers took a 47/s provider with an allowance of 24, 34 ms away, to
+// 198/s before the allowance ran out, and the seven requests in flight
+// were all refused: a ban from a provider that bans at five. Never under
+// exitAccelMin: 240 ms away, the pace for the round trip alone is 1.4/s
+// per second, and a 50/s provider would take the whole of a 30 s run to
+// reach.
+func (c *Controller) exitAccel() float64 {
+	l := c.latency
+	if l <= 0 {
+		return math.Inf(1)
+	}
+	return max(exitEchoes*exitEchoes/(2*exitAllowance*l*l), exitAccelMin)
+}
+
+// sureNow returns the best rate the provider surely admits that the
+// refusal window shows: since the span's first refusal (which left its
+// allowance empty), at most L·T + 1 requests were admitted in T seconds,
+// whatever pauses came between; the best floor of the window's episodes
+// (see sureRate); 0 when none shows one.
+func (c *Controller) sureNow(now time.Time) float64 {
+	s := max(c.sure.at(now), c.floor(now))
+	if sp := &c.span; !sp.from.IsZero() && sp.ok > c.weight {
+		last := sp.from
+		for _, t := range sp.last {
+			if t.After(last) {
+				last = t
+			}
+		}
+		if t := last.Sub(sp.from).Seconds() + 2*c.arrivalJitter().Seconds(); t > 0 {
+			s = max(s, (sp.ok-c.weight)/t)
+		}
+	}
+	return s
+}
+
+// refuseFloor is the rate the ban guard holds at when nothing shows what
+// the provider surely admits (see cut).
+const refuseFloor = 1.0
+
+// echoCut lowers the rate after an echo of slow start's end: a request
+// sent before the cut that ended it, refused after it. With k such echoes,
+// the rate the cut's refused request was sent at, r, was over the
+// provider's limit by about k / RTT (the requests sent over one round trip
+// beyond what the provider admits), so the rate goes a Decrease step under
+// r - k / RTT. A burst allowance that hid the limit from slow start leaves
+// a ceiling far over it, and the echoes say so. (A 7.8/s provider with an
+// allowance of 25, 39 ms away, left slow start at 52/s with two echoes;
+// the rate the cut set, 31.6/s, drew the fourth and fifth refused requests
+// a pause later, and a ban.) An estimate from a few requests: the ceiling
+// stays where the cut set it (a single echo of a provider that allows no
+// burst, arrivals bunched, would have put it far under the limit), and the
+// climb back to it takes a cycle. Not at later cuts: near a ceiling,
+// echoes are arrivals bunched by jitter, not how far over the rate was (a
+// 50/s provider with 100 ms of latency jitter lost 4 points). Not at a
+// controller that sees a share of the traffic, whose requests in flight
+// are not all the provider's.
+func (c *Controller) echoCut(now time.Time) {
+	c.echoes++
+	if c.cutR0 <= 0 || !c.is429 || c.weight > 1 || c.latency <= 0 || c.ceiling <= 0 || c.noise.noisy {
+		return
+	}
+	r, k := c.cutR0, float64(c.echoes)
+	if k > r*c.latency {
+		// More echoes than requests a round trip at r holds: sent
+		// bunched, not paced at r, they say nothing of how far over.
+		return
+	}
+	est := max(r-k/c.latency, r*echoFloor)
+	if v := est * c.cfg.Decrease; v < c.rate {
+		c.rate = c.clamp(v)
+		c.postCut = min(c.postCut, c.rate)
+		c.fitClimb()
+		c.hist.reset(now, c.rate)
+	}
+}
+
+// echoFloor is the least share of the refused rate echoCut goes to.
+const echoFloor = 0.1
+
+// exitEchoes and exitAllowance are what slow start's pace is fitted to,
+// and exitAccelMin the least pace (see exitAccel).
+const (
+	exitEchoes    = 2.0
+	exitAllowance = 25.0
+	exitAccelMin  = 5.0
+)
+
 // lift follows the bounds the refusal budget and the ban guard set on the
 // climb (held: one bounds it at now). Once they lift after bounding it for
 // liftHeld or more, within an ordinary cut under a confirmed ceiling, the
@@ -675,7 +809,7 @@ func (c *Controller) lift(now time.Time, held bool) {
 	case held && c.heldSince.IsZero():
 		c.heldSince = now
 	case !held && !c.heldSince.IsZero():
-		if now.Sub(c.heldSince) >= liftHeld && c.confirmed && c.rate < c.ceiling && c.rate >= c.cfg.Decrease*c.ceiling {
+		if now.Sub(c.heldSince) >= liftHeld && c.confirmed && c.rate < c.ceiling && c.rate >= min(c.cfg.Decrease, refusalFloor)*c.ceiling {
 			rec := c.cycle() / liftSpeed
 			c.kUp = (c.ceiling - c.rate) / (rec * rec * rec)
 		}

@@ -428,6 +428,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 // the pause the response asked for (zero for none).
 func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.Class) {
 	c.quota.refuse(now, sent, until)
+	c.is429, c.asked = kind == forage.Throttled, until.After(now)
 	c.lastCredit = now // time spent refused is not successful traffic
 	c.reentry = 0      // the climb back to a restored rate ends at the first refusal, cut or not
 	before := c.state()
@@ -471,6 +472,7 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 		c.fitClimb()
 	case !sent.IsZero() && !c.lastCut.IsZero() && !sent.After(c.lastCut):
 		c.confirm() // in flight at the last cut: an echo, which proves it
+		c.echoCut(now)
 	case echo:
 	case c.inherited && c.cuts == 0 && sent.Before(c.inheritFrom.Add(inheritWindow)) && (c.restored || until.After(now)):
 		// Another's doing, maybe (see inheritWindow). The bucket fit
@@ -480,10 +482,17 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 	case c.okSinceCut > 0 || c.cuts == 0 || c.weight > 1:
 		// (A controller that sees a share of the traffic learns nothing
 		// from having had no success of its own since the last cut: the
-		// others may have had them.)
+		// others may have had them. Nor does one whose refusal came back
+		// sooner than a success could have: a host that queues answers
+		// what it sheds at once and the rest a queue's wait later, and
+		// read as refusals with no success, every one halved the rate,
+		// the ceiling kept: 64 workers at a host that serves 30/s and
+		// sheds past a queue of 50 were refused 68 times a minute.)
 		cut = c.cut(now, sent, cutOvershoot)
 	default:
+		c.shed = c.shedAhead(now, sent)
 		cut = c.cut(now, sent, cutRefusing)
+		c.shed = false
 	}
 	if cut {
 		if c.strikes.count(now) == 0 {
@@ -525,6 +534,16 @@ func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.
 			c.applyQuota(est * c.weight) // what the provider delivered to every process (see SetShare)
 		}
 	}
+}
+
+// shedAhead reports whether a refusal of a request sent at sent, answered
+// at now, came back sooner than a success of a request sent after the last
+// cut could have: in under half the smoothed latency, within one smoothed
+// latency of the cut. A host that queues sheds what it cannot hold at once
+// and serves the rest a queue's wait later: no success since the cut then
+// says nothing of how far under its limit the cut went (see cut).
+func (c *Controller) shedAhead(now, sent time.Time) bool {
+	return c.latency > 0 && !sent.IsZero() && now.Sub(sent).Seconds() < c.latency/2 && now.Sub(c.lastCut).Seconds() < c.latency
 }
 
 // state returns what a cut changes, so a cut that noise caused can be

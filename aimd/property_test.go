@@ -191,7 +191,11 @@ func TestPropertyInitialBeforeAnyResponse(t *testing.T) {
 
 // TestPropertyOneDecreasePerOvershoot: after any history, a burst of
 // refusals for requests sent before the first refusal arrived (the requests
-// in flight) decreases once, and the later ones leave the rate alone.
+// in flight) decreases once. The later ones (echoes) leave the ceiling and
+// the count of decreases alone; they may lower the rate, never raise it,
+// and never under EchoFloor x Decrease of the rate before the overshoot
+// (nor under Min): each says the rate was further over the limit (see
+// echoCut).
 func TestPropertyOneDecreasePerOvershoot(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -214,15 +218,22 @@ func TestPropertyOneDecreasePerOvershoot(t *testing.T) {
 		// provider that throttles with 429, or whose 503s a cut did not
 		// stop, is noisy: see TestPropertyNoiseNeverCollapses).
 		kind := forage.Throttled
+		before := c.Snapshot()
 		c.ObserveAt(now, aimd.Signal{Class: kind, Sent: now.Add(-time.Millisecond)})
 		first := c.Snapshot()
+		cfg := aimd.ConfigOf(c)
+		least := min(first.Rate, max(cfg.Min, aimd.EchoFloor*cfg.Decrease*before.Rate)) * (1 - 1e-9)
+		prev := first
 		for i := range rapid.IntRange(1, 100).Draw(t, "burst") {
 			at := now.Add(genDuration(t, "arrival", 5*time.Second))
 			sent := now.Add(-genDuration(t, "sentBefore", 5*time.Second))
 			c.ObserveAt(at, aimd.Signal{Class: kind, Sent: sent})
-			if s := c.Snapshot(); s.Decreases != first.Decreases || s.Rate != first.Rate {
-				t.Fatalf("echo %d (sent %v before the first refusal): %+v, want it unchanged from %+v", i, now.Sub(sent), s, first)
+			s := c.Snapshot()
+			if s.Decreases != first.Decreases || s.Ceiling != first.Ceiling || s.Rate > prev.Rate || s.Rate < least {
+				t.Fatalf("echo %d (sent %v before the first refusal): %+v, after %+v; want the decreases and ceiling of %+v, a rate in [%g, %g]",
+					i, now.Sub(sent), s, prev, first, least, prev.Rate)
 			}
+			prev = s
 		}
 	})
 }

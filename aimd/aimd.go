@@ -91,8 +91,14 @@ type Config struct {
 	// the provider's limit in a second or two rather than a minute. Only
 	// time the caller used counts (see Increase), so a caller with one
 	// request in flight and a long round trip climbs no faster than its
-	// answers come back. Defaults to 250ms; see DisableSlowStart to climb
-	// additively instead.
+	// answers come back. Far away, the doubling also slows to a pace fitted
+	// to the round trip (RTT): the rate grows by at most
+	// max(0.08/RTT², 5) requests/s per second, so that a burst allowance of
+	// up to 25 hiding the limit runs out with about two requests refused in
+	// flight, not all of them (a provider that bans at five refused requests
+	// a minute counts every one): 50/s is still reached in about a second
+	// 10 ms away, in 2 s at 60 ms, in 8 s at 125 ms. Defaults to 250ms; see
+	// DisableSlowStart to climb additively instead.
 	SlowStart time.Duration
 
 	// DisableSlowStart makes the climb before the first pressure additive

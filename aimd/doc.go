@@ -16,8 +16,9 @@
 //     when the first 429 arrives all come back refused, and cutting for each
 //     collapses the rate (AWS SDK's adaptive mode falls to a few percent of
 //     the limit this way). A refusal for a request sent before the last cut
-//     ([Signal.Sent], or now - [Signal.Latency]) is an echo and is ignored;
-//     with neither, [Config.CoolOff] is the fallback. So is a refusal for a
+//     ([Signal.Sent], or now - [Signal.Latency]) is an echo and does not
+//     cut again (the echoes of slow start's end only say how far over it
+//     went, see below); with neither, [Config.CoolOff] is the fallback. So is a refusal for a
 //     request sent while a pause was in force (a pacer that had booked it
 //     before the pause): the provider said it would refuse it.
 //   - Retry-After and a spent quota ([Signal.Quota] with nothing left) pause the
@@ -43,9 +44,19 @@
 //
 //   - Slow start: from 4/s, the rate doubles every [Config.SlowStart]
 //     (250ms) of success, at most x1.5 per response, so 50/s is reached in
-//     about a second and 200/s in 1.5s. The first refusal cuts to 0.6 of the
-//     rate its request was sent at, and sets the ceiling just under that
-//     rate (x0.95), unconfirmed: the climb back to it takes Recovery/16.
+//     about a second and 200/s in 1.5s, a few milliseconds away. Far away
+//     it is paced for the round trip: at most max(0.08/RTT², 5) requests/s
+//     per second, so that an allowance of up to 25 that hides the limit
+//     runs out with about two requests refused in flight (doubling every
+//     250 ms, eight workers took a 47/s provider with an allowance of 24,
+//     34 ms away, to 198/s before it ran out, and all seven requests then
+//     in flight were refused: a ban from a provider that bans at five);
+//     50/s takes 2 s at 60 ms, 8 s at 125 ms. The first refusal cuts to 0.6
+//     of the rate its request was sent at, and sets the ceiling just under
+//     that rate (x0.95), unconfirmed: the climb back to it takes
+//     Recovery/16. Its echoes (k requests in flight refused after it, 429s)
+//     say the rate was about k/RTT over the limit: the rate goes a
+//     Decrease step under that, the ceiling where the cut set it.
 //     Not a refusal before any success, within a second of the first
 //     request, that asks for a pause: the provider's allowance may have
 //     been spent by the process before this one or another client behind
@@ -367,32 +378,35 @@
 // The budget package runs the same policies end to end against
 // providertest, in five-minute and in 30-second rows.
 //
-// Known limits: the fast slow start overshoots a burst allowance with
-// several requests in flight, so a provider that bans after 5 refusals a
-// minute and allows a burst of 10 bans it at 30ms latency; for such
-// providers set DisableSlowStart with a larger Increase (simulated: 95%, no
-// ban), or tell the caller's pacer the limit. Learning a burst allowance
-// takes two or three refusals; each refused request counts with such a
-// provider, so with a request or more in flight at each (tens of
-// milliseconds of latency, with several workers) a ban can come before the
-// limit is found: tell it the limit. (Capping the rate once refusals and
-// their echoes near five a minute was tried: it cost a quarter of the
-// goodput of providers that do not ban, at 50ms, and still could not save
-// those whose first overshoot draws four or five. The fourth refused
-// request, echoes included, now holds the rate at what the provider
-// surely admitted (see the refusal budget above), which saved most of
-// the others and costs providers that do not ban with an allowance of
-// 10, 8 workers 20 or 100 ms away, 5-10 points over 5 minutes. Of the 97
-// random providers that ban at five in 360 of 4-60/s with allowances of
-// 1-25 and 1-8 workers 1-60 ms away, 11 are still banned within 30 s,
-// mostly with allowances of 10-25 and several workers tens of
-// milliseconds away: slow start's exit alone draws three or four refused
-// requests, and one overshoot from a full allowance bounds the limit only
-// from above, so no rate is known safe before the next. Of 97
-// such providers of 2-12/s (in 360), a quarter refusing without
-// Retry-After, 16 are banned within 30 s: the same big allowances, and
-// slow starts that an allowance of 20 hid ten times over, refused request
-// after request with a success or none among them, which bounds the limit
+// Known limits: slow start paced for the round trip is slow far away
+// (50/s at 125 ms takes 8 s; 100/s with an allowance of 10 at 500 ms and
+// 64 workers gets 55% of a 30 s run, 83% before), the price of an
+// allowance of up to 25 running out with two requests refused in flight,
+// not eight. A larger allowance, or a provider whose arrivals bunch (a
+// burst of 1 at 200/s, 50 ms away), can still draw five at slow start's
+// end: tell forage the limit, or set DisableSlowStart with a larger
+// Increase. Learning a burst allowance takes two or three refusals; each
+// refused request counts with a provider that bans at five, so with a
+// request or more in flight at each a ban can come before the limit is
+// found. (Capping the rate once refusals and their echoes near five a
+// minute was tried: it cost a quarter of the goodput of providers that do
+// not ban, at 50ms. A cap that kept the next refusal's echoes under what
+// the minute left, from what the provider surely admitted, saved a few
+// more of eight workers at an allowance far away, but the sure measure,
+// pauses included, lags the rate by seconds, and a fast provider far away
+// was held at a third of its limit for the minute.) The fourth refused
+// request, echoes included, holds the rate at what the provider surely
+// admitted (see the refusal budget above; for a refusal that asked for a
+// pause, when no rule set a hold: not under 0.75 of a confirmed ceiling,
+// refuseFloor when nothing shows what it admits). Of the 97 random
+// providers that ban at five in 360 of 4-60/s with allowances of 1-25 and
+// 1-8 workers 1-60 ms away, 2 are banned within 30 s (10 before slow
+// start was paced for the round trip; 8 workers each: 10 of 240, 48
+// before); of 97 such providers of 2-12/s (in 360), a quarter refusing
+// without Retry-After, 8 (16; 8 workers each: 17 of 240, 50 before):
+// slow starts that an allowance of 20 hid ten times over, refused with a
+// bare 429 request after request with a success or none among them, which
+// bounds the limit
 // from neither side. A fixed window that slow start spends, refused with
 // a bare 429, refuses every request until it resets, and the cuts do not
 // space them out enough: 20 a second and 200 every 10 s, banning at
@@ -435,13 +449,14 @@
 // band) until they age out; when the fourth is an echo of the third, in
 // flight when it was cut for, the echo takes the hold the cut left for it.
 // Of 1,080 random providers drawn as the sweep draws them
-// (budget/sweep_test.go, three kinds), 77 were banned within 30 s before,
-// 27 now (82 and 27 within 2 minutes), for a mean goodput 0.6 points lower
-// over 30 s (80.3%) and 2.2 higher over 2 minutes (87.6%), where the bans
-// weighed more; a provider
-// of 50/s with an allowance of 10 and eight workers 20 ms away that does
-// not ban is held at 20/s for that minute (95% to 86% over 5 minutes), as
-// a slow bucket with a large allowance answers what it answered. (Holding
+// (budget/sweep_test.go, three kinds), 77 were banned within 30 s before
+// that rule, 27 with it, and 10 since slow start is paced for the round
+// trip (10 within 2 minutes), at a mean goodput of 85.0% over 30 s and
+// 91.4% over 2 minutes (80.3% and 87.6% before the pace). With the pace, a
+// provider of 50/s with an allowance of 10 and eight workers 20 ms away
+// draws two refused requests leaving slow start, not four, and is no
+// longer held at 20/s for the minute (86% over 5 minutes, 97.5% now).
+// (Holding
 // at the floor of the whole span from the first refusal, pauses included,
 // cost 7 points of mean goodput and took a tenth percentile from 78% to
 // 44%.)

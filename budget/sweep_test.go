@@ -17,6 +17,10 @@ package budget_test
 //   SWEEP_KIND=slow   limits of 2-12/s instead of 4-60/s
 //   SWEEP_KIND=small  limits of 3-15/s, allowances of 2-6, Retry-After, half banning
 //   SWEEP_RUN=2m      simulated run length (default 30s)
+//   SWEEP_WORKERS=8   every provider driven by this many workers
+//   SWEEP_BANS=all    every provider bans at the fifth refusal in a minute
+//   SWEEP_BANS=none   none does
+//   SWEEP_LATMUL=4    every provider this many times farther away
 
 import (
 	"math/rand/v2"
@@ -76,6 +80,9 @@ func TestSweep(t *testing.T) {
 	from, _ := strconv.Atoi(os.Getenv("SWEEP_FROM"))
 	only, kind := os.Getenv("SWEEP_ONLY"), os.Getenv("SWEEP_KIND")
 	run, _ := time.ParseDuration(os.Getenv("SWEEP_RUN")) // 0: shortRun
+	workers, _ := strconv.Atoi(os.Getenv("SWEEP_WORKERS"))
+	latMul, _ := strconv.ParseFloat(os.Getenv("SWEEP_LATMUL"), 64)
+	bans := os.Getenv("SWEEP_BANS")
 	var banned, banners int
 	var goodputs []float64
 	for i := from; i < from+n; i++ {
@@ -83,6 +90,18 @@ func TestSweep(t *testing.T) {
 			continue
 		}
 		p := drawSweep(i, kind)
+		if workers > 0 {
+			p.workers = workers
+		}
+		if latMul > 0 {
+			p.latency = time.Duration(float64(p.latency) * latMul)
+		}
+		switch bans {
+		case "all":
+			p.bans = true
+		case "none":
+			p.bans = false
+		}
 		a := providertest.Answer{NoRetryAfter: p.bare}
 		if p.bans {
 			a.BanAfter = 5

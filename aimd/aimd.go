@@ -246,7 +246,7 @@ type Controller struct {
 	span        strikeSpan    // the successes since the first of them (see spanFloor)
 	echoHold    sureHold      // the hold an echo of the last cut's refusal takes if it is the fourth refused request (see holdForEcho)
 	echoes      int           // refused requests in flight at the last cut, refused after it (see echoCut)
-	cutR0       float64       // the rate slow start's end was refused at; 0 after any other cut (see echoCut)
+	cutR0       float64       // the rate the last cut's refused request was sent at, at slow start's end or under an unconfirmed ceiling; else 0 (see echoCut)
 	is429       bool          // the refusal being handled is a 429: the provider's limit, which a ban counts
 	asked       bool          // the refusal being handled asked for a pause (Retry-After)
 	shed        bool          // the refusal being handled came back before a success could have (see shedAhead)

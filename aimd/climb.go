@@ -759,9 +759,12 @@ const refuseFloor = 1.0
 // a pause later, and a ban.) An estimate from a few requests: the ceiling
 // stays where the cut set it (a single echo of a provider that allows no
 // burst, arrivals bunched, would have put it far under the limit), and the
-// climb back to it takes a cycle. Not at later cuts: near a ceiling,
-// echoes are arrivals bunched by jitter, not how far over the rate was (a
-// 50/s provider with 100 ms of latency jitter lost 4 points). Not at a
+// climb back to it takes a cycle. Also after a cut under an unconfirmed
+// ceiling (a 9.3/s provider with an allowance of 21 drew a fourth refused
+// request, and its echo the fifth, from a rate an echo had shown 2.3 times
+// over), but not after one under a confirmed ceiling: near it, echoes are
+// arrivals bunched by jitter, not how far over the rate was (a 50/s
+// provider with 100 ms of latency jitter lost 4 points). Not at a
 // controller that sees a share of the traffic, whose requests in flight
 // are not all the provider's.
 func (c *Controller) echoCut(now time.Time) {

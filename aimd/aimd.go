@@ -248,11 +248,11 @@ type Controller struct {
 	echoes      int           // refused requests in flight at the last cut, refused after it (see echoCut)
 	cutR0       float64       // the rate the last cut's refused request was sent at, at slow start's end or under an unconfirmed ceiling; else 0 (see echoCut)
 	is429       bool          // the refusal being handled is a 429: the provider's limit, which a ban counts
-	asked       bool          // the refusal being handled asked for a pause (Retry-After)
 	shed        bool          // the refusal being handled came back before a success could have (see shedAhead)
 	fits        fitLog        // the first answers of the run, for the bucket fit
 	fitTop      float64       // the top of the fit the last cut awaits; 0 = none
 	nearSince   time.Time     // since when the rate has been near the ceiling (jitterShare), since the last cut
+	liftProbe   bool          // the hold lifted after liftHeld: the probe above the ceiling goes liftSpeed times faster (see lift)
 	heldSince   time.Time     // since when the refusal budget or the ban guard has bounded the climb; zero = not now (see lift)
 	quotaMode   quotaMode     // what the provider's quota headers have shown it to be
 	quotaWatch  quotaWatch    // the watch that tells a window from a bucket

@@ -430,21 +430,38 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if (why == cutOvershoot || why == cutRefusing) && c.guarded(now, 1) {
 		rate = min(rate, c.banSafe())
 		switch f := c.spanFloor(now, sent); {
-		case f > 0 && f < rate:
+		case f > 0:
 			// The fourth refusal in the minute, none paused for: what the
 			// provider admitted from the first to this one is surely
-			// under its limit (see spanFloor), whatever the cuts left.
-			rate, c.span.floor = f, f
+			// under its limit (see spanFloor), whatever the cuts left,
+			// and the climb stays under it until the refusals age out
+			// (see banSafe). (Left to climb back under the ceiling when
+			// the cut went under it, 4.1/s with an allowance of 4, one
+			// worker 60 ms away, went from 2.5/s to 4.24/s under a
+			// ceiling of 4.79 and drew the fifth, in 1 run of 70.)
+			rate, c.span.floor = min(rate, f), f
 		case f == 0 && c.spanUnpaused(sent):
 			// None paused for, and too few successes since the first to
 			// measure anything: the provider admitted next to nothing.
 			// The climb stays under this cut's rate until the refusals
 			// age out (see banSafe); back towards the ceiling, it drew
 			// the fifth from 4.1/s with an allowance of 4 in 1 run of 100.
+			// When these are the run's first four refusals, slow start's
+			// end and the descent after it, and this cut's rate is no
+			// more than the rate slow start began at, the provider is
+			// slower than that: the rate holds at refuseFloor. (Held at
+			// the cut's rate, 2.6/s, a provider of 2/s with an allowance
+			// of 3, 10 ms away, drew the fifth. Not later in the run, nor
+			// over that rate: a fixed window that refuses every request
+			// until its end shows no more, and 1/s held 24 a 2 s window
+			// at 14% of it.)
+			if c.cuts < banGuard+1 && rate <= min(c.cfg.Initial, defaultInitial) {
+				rate = min(rate, refuseFloor)
+			}
 			c.span.floor = rate
 		}
 	}
-	if !shared && c.is429 && c.asked && !c.noise.noisy && (why == cutOvershoot || why == cutRefusing) && c.counting(now) && c.span.floor == 0 && !ruled {
+	if !shared && c.is429 && !c.noise.noisy && (why == cutOvershoot || why == cutRefusing) && c.counting(now) && c.span.floor == 0 && !ruled {
 		// The fourth refused request of the minute, echoes included, and
 		// no rule above set a hold: the next may be the fifth. The rate
 		// holds at what the provider surely admits (see sureNow), or at
@@ -454,7 +471,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// allowance of 25, the fourth cut to 12.6/s, and the fifth
 		// banned; a provider whose arrivals come up to 32 ms late
 		// refused a confirmed ceiling of 55.8/s four times in 9 s, and
-		// the cut to 52.9/s drew the fifth.)
+		// the cut to 52.9/s drew the fifth.) A bare 429 too: with no
+		// pause between them, the refusals of slow start's descent come
+		// one request after another. (Held only for a 429 that asked
+		// for a pause, providers of 2-15/s with allowances of 1-8 that
+		// refuse with a bare 429, 10-80 ms away, drew the fifth in 108
+		// of 1,152 draws; with the hold at refuseFloor above, 28.)
 		s := c.sureNow(now)
 		if s <= 0 {
 			s = min(rate, c.cfg.Initial, refuseFloor)
@@ -473,6 +495,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		c.cutR0 = r0 // slow start's end, or under an unconfirmed ceiling: its echoes measure how far over it was (see echoCut)
 	}
 	c.cuts++
+	c.liftProbe = false
 	c.startEpisode(now)
 	c.hist.reset(now, c.rate)
 	return true
@@ -655,7 +678,19 @@ func (c *Controller) climb(now time.Time, dt float64) {
 	case c.ceiling == 0:
 		c.rate += c.cfg.Increase * dt
 	default:
-		c.rate = curve(c.rate, c.ceiling, c.kUp, c.kProbe(), dt)
+		kp := c.kProbe()
+		if c.liftProbe && c.confirmed && c.quietFor(now) >= refusalWindow {
+			// A hold lifted (see lift), and a whole refusal window has
+			// passed with no refusal: the hold spent the plateau's time
+			// at the ceiling, so the probe above it goes liftSpeed times
+			// faster, as the climb back did. A provider that bans at five
+			// has none of its refusals left in the window. (At its own
+			// pace over a ceiling of 3.1/s, a limit that rose sixfold
+			// was at 0.11 of it 150 s after the rise; a 10/s one rising
+			// to 40/s got 37% of it over 2 minutes, 68% now.)
+			kp *= liftSpeed * liftSpeed * liftSpeed
+		}
+		c.rate = curve(c.rate, c.ceiling, c.kUp, kp, dt)
 		if !c.confirmed && c.exitTop > 0 && c.rate > staleCeiling*c.ceiling && c.quotaTop == 0 && !c.declCeil && c.weight <= 1 {
 			// The probe passed the ceiling slow start's one refusal set,
 			// by far, with no refusal: that refusal was not the limit (a
@@ -806,15 +841,19 @@ const (
 // and the hold already spent it there. (A climb from 0.95 of the ceiling
 // after a minute's hold took another 36 s before the probe above it could
 // begin, and a limit that had risen was found minutes late.) An
-// unconfirmed ceiling's climb is fast already.
+// unconfirmed ceiling's climb is fast already. So is the probe above the
+// ceiling, once a refusal window has passed with none (see climb).
 func (c *Controller) lift(now time.Time, held bool) {
 	switch {
 	case held && c.heldSince.IsZero():
 		c.heldSince = now
 	case !held && !c.heldSince.IsZero():
-		if now.Sub(c.heldSince) >= liftHeld && c.confirmed && c.rate < c.ceiling && c.rate >= min(c.cfg.Decrease, refusalFloor)*c.ceiling {
-			rec := c.cycle() / liftSpeed
-			c.kUp = (c.ceiling - c.rate) / (rec * rec * rec)
+		if now.Sub(c.heldSince) >= liftHeld && c.confirmed && c.rate >= min(c.cfg.Decrease, refusalFloor)*c.ceiling {
+			if c.rate < c.ceiling {
+				rec := c.cycle() / liftSpeed
+				c.kUp = (c.ceiling - c.rate) / (rec * rec * rec)
+			}
+			c.liftProbe = true
 		}
 		c.heldSince = time.Time{}
 	}
@@ -979,6 +1018,7 @@ func (c *Controller) kProbe() float64 {
 	if c.refillCeil {
 		rec /= refillProbeSpeed // a guess, tested fast (see refillProbeMax)
 	}
+
 	return c.ceiling * (1 - c.cfg.Decrease) / (rec * rec * rec)
 }
 

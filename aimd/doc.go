@@ -76,7 +76,13 @@
 //     with no refusal is unconfirmed (the limit rose: another client behind
 //     the same key stopped, a plan was upgraded), and the probe above it
 //     goes at the unconfirmed pace (10/s rising to 40/s a minute into a
-//     run: 90% of it 73 s after the rise, not 180 s).
+//     run: 90% of it 73 s after the rise, not 180 s). After a hold that
+//     lifted (the refusal budget, the ban guard) and a minute with no
+//     refusal, the probe goes six times faster: the hold spent the
+//     plateau's time at the ceiling. (A limit that rose just as the
+//     minute's refusals filled, over a ceiling of 3/s whose cycle is
+//     over a minute, was at a tenth of it 150 s later; 10/s rising to
+//     40/s a minute into a run got 37% of it over 2 minutes, 68% now.)
 //     A probe refused within 5% over a confirmed
 //     ceiling, or a refusal at the ceiling after the rate held there 10 s
 //     (a ceiling over the limit is refused within moments), leaves the
@@ -232,7 +238,16 @@
 //     under the limit. Without it, each cut after a slow start that an
 //     allowance hid still left the rate over the limit, and refusals came
 //     one request after another: one worker 60 ms from a 4.1/s provider
-//     with an allowance of 4 was banned within 3 s, every time. The span
+//     with an allowance of 4 was banned within 3 s, every time. It stays
+//     under that also when the cut went under it (left to climb back under
+//     the ceiling, the same provider went from 2.5/s to 4.24/s and drew the
+//     fifth in 1 run of 70). With fewer than two admitted between them,
+//     the climb stays under the cut's rate, and at 1/s when these are the
+//     run's first four refusals and the cut's rate is no more than slow
+//     start began at: such a provider is slower than that (2/s with an
+//     allowance of 3 was held at 2.6/s and drew the fifth). Not later, nor
+//     over that rate: a fixed window that refuses every request until its
+//     end shows no more, and 1/s held 24 a 2 s window at 14% of it. The span
 //     ends a latency before the refusal's answer (a host that queues what
 //     it cannot serve sheds at once, and answers the requests queued
 //     before it seconds later), and latencies spread over several
@@ -444,9 +459,9 @@
 // 10 banned. Holding the
 // refused requests to four in the minute where five would ban costs
 // providers that do not ban too. From the fourth refused request, echoes
-// included, the rate holds at what the provider surely admitted (the
-// fourth-overshoot rule's measure, or the bottom of the bucket fit's
-// band) until they age out; when the fourth is an echo of the third, in
+// included, with Retry-After or not, the rate holds at what the provider
+// surely admitted (the fourth-overshoot rule's measure, or the bottom of
+// the bucket fit's band) until they age out; when the fourth is an echo of the third, in
 // flight when it was cut for, the echo takes the hold the cut left for it.
 // Of 1,080 random providers drawn as the sweep draws them
 // (budget/sweep_test.go, three kinds), 77 were banned within 30 s before
@@ -460,6 +475,16 @@
 // at the floor of the whole span from the first refusal, pauses included,
 // cost 7 points of mean goodput and took a tenth percentile from 78% to
 // 44%.)
+// Providers that refuse with a bare 429 and ban at five are the hardest:
+// with no pause between refusals, slow start's descent spends them one
+// request after another. On a grid of 2-6/s, 10-40 ms away, allowances of
+// 1-4 are no longer banned (122 of 2,268 were); allowances of 5-8 still are
+// in 349 of 2,268 (790 before): the descent climbs back fast towards the
+// ceiling slow start left far over the limit, and the fourth comes over
+// 4/s, where a fixed window that refuses every request until its end
+// looks the same. Lowering that ceiling at each refusal with no success
+// since the last cut halved them and cost a 44/s window 83% -> 6% of it
+// over 30 s.
 // Against a fixed window with
 // neither Retry-After nor headers, slow start meets no refusal until the
 // window is spent: ~2-5% refused. Under 1/s, with an allowance of 2 to 12,

@@ -37,3 +37,66 @@ func TestPropertyAnAllowanceFarAwayIsNeverBanned(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyABareRefusalFarAwayIsNeverBanned: a provider of 2-15
+// requests a second with an allowance of 1-4, 10-80 ms away, that refuses
+// with a bare 429 (no pause asked) and bans after 5 refused requests a
+// minute, is never triggered in a minute. With no pause between them, the
+// refusals of slow start's end and the descent after it come one request
+// after another: the fourth refused request of the minute holds the rate
+// whether a pause was asked or not; a fourth that cuts under the rate slow
+// start began at, with next to nothing admitted since the first, holds it
+// at 1/s; and the hold keeps the climb under what the provider admitted
+// since the first even when the cut went under it. (Before: 2/s with an
+// allowance of 3, 10 ms away, was held at 2.6/s; 4.95/s with 4, 20 ms
+// away, climbed back over its limit: 122 of 2,268 such providers of
+// 2-6/s, 10-40 ms away, were banned.) Known limit: larger allowances. On
+// that grid with allowances of 5-8, 349 of 2,268 still draw the fifth (790
+// before): the descent climbs back fast towards the ceiling slow start
+// left far over the limit, and the fourth comes over 4/s, where a fixed
+// window that refuses every request to its end looks the same, and
+// holding at 1/s, or lowering that ceiling, costs a window most of a
+// minute (44 a second: 83% -> 6% over 30 s).
+func TestPropertyABareRefusalFarAwayIsNeverBanned(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(2, 15).Draw(t, "limit")
+		burst := rapid.IntRange(1, 4).Draw(t, "burst")
+		latency := time.Duration(rapid.IntRange(10, 80).Draw(t, "latency_ms")) * time.Millisecond
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := simulate(c, gcra(limit, burst, answerBareBan)(), time.Minute, latency, latency/3); r.bans > 0 {
+			t.Fatalf("banned: %d refused in a minute at most (%s)", r.perMinute, r)
+		}
+	})
+}
+
+// TestABareRefusalHoldsUnderWhatWasAdmitted: the fourth refusal in a
+// minute, none paused for (a bare 429), holds the climb under what the
+// provider admitted since the first, also when the cut went under that:
+// left to climb back towards the ceiling, each of these drew the fifth
+// refused request, and the ban. (In real time, one worker 60 ms from 4.1/s
+// with an allowance of 4 went from 2.5/s back to 4.24/s.)
+func TestABareRefusalHoldsUnderWhatWasAdmitted(t *testing.T) {
+	t.Parallel()
+	for _, p := range []struct {
+		limit   float64
+		burst   int
+		latency time.Duration
+	}{
+		{4.952, 4, 20 * time.Millisecond},
+		{2.81, 4, 50 * time.Millisecond},
+		{2.24, 5, 80 * time.Millisecond},
+		{8.727, 8, 10 * time.Millisecond},
+	} {
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := simulate(c, gcra(p.limit, p.burst, answerBareBan)(), time.Minute, p.latency, p.latency/3); r.bans > 0 {
+			t.Errorf("%.3g/s with an allowance of %d, %v away: banned, %d refused in a minute at most (%s)", p.limit, p.burst, p.latency, r.perMinute, r)
+		}
+	}
+}

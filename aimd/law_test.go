@@ -331,3 +331,26 @@ func TestPropertyARisenLimitIsFound(t *testing.T) {
 		}
 	})
 }
+
+// TestARisenLimitAfterAHoldIsFound: a limit that rises just as the
+// controller's refusals fill the minute (the rise itself refused a
+// request: the provider's theoretical arrival time stood intervals of the
+// old limit ahead) leaves a confirmed ceiling under the old limit, held
+// until the refusals age out. The probe above it then goes at the pace of
+// a climb back after such a hold, not at its own: over a ceiling of
+// 2.7-3.1/s, a cycle is over a minute, and these were at 0.09-0.19 of the
+// risen limit 150 s after the rise (rapid found them, in the property
+// above, in runs of the whole suite).
+func TestARisenLimitAfterAHoldIsFound(t *testing.T) {
+	t.Parallel()
+	for _, p := range []struct{ limit, factor float64 }{{5.5, 6}, {5.58, 4}, {5.5, 3.875}, {5.65, 5}} {
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := simulate(c, falling(p.limit, 10, answer429, p.factor, 15*time.Second)(), 165*time.Second, 5*time.Millisecond, 2500*time.Microsecond)
+		if r.finalRate < 0.75*p.limit*p.factor || r.perMinute > 4 {
+			t.Errorf("%.3g/s rising %.3gx at 15 s: final rate %.3g of the risen limit, %d refusals in a minute at most; want >= 0.75, <= 4 (%s)", p.limit, p.factor, r.finalRate/(p.limit*p.factor), r.perMinute, r)
+		}
+	}
+}

@@ -428,7 +428,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 // the pause the response asked for (zero for none).
 func (c *Controller) refused(now, sent, until time.Time, echo bool, kind forage.Class) {
 	c.quota.refuse(now, sent, until)
-	c.is429, c.asked = kind == forage.Throttled, until.After(now)
+	c.is429 = kind == forage.Throttled
 	c.lastCredit = now // time spent refused is not successful traffic
 	c.reentry = 0      // the climb back to a restored rate ends at the first refusal, cut or not
 	before := c.state()

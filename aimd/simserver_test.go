@@ -26,6 +26,7 @@ const (
 	answer503                    // 503 without Retry-After
 	answerSlowDown               // 200, delayed until the request would conform
 	answerBan                    // 429 with Retry-After; a ban (418) after repeated violations
+	answerBareBan                // 429 without Retry-After; a ban after repeated violations
 )
 
 // simServer is a rate-limited server: GCRA or a fixed window, answering
@@ -151,6 +152,11 @@ func (s *simServer) judge(at time.Duration) reply {
 		r.delay = wait
 	case answerBan:
 		r.kind, r.retryAfter = forage.Throttled, wholeSeconds(wait)
+		if s.violate(at) {
+			r.retryAfter = wholeSeconds(s.banTill - at)
+		}
+	case answerBareBan:
+		r.kind = forage.Throttled
 		if s.violate(at) {
 			r.retryAfter = wholeSeconds(s.banTill - at)
 		}

@@ -476,7 +476,8 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		// one request after another. (Held only for a 429 that asked
 		// for a pause, providers of 2-15/s with allowances of 1-8 that
 		// refuse with a bare 429, 10-80 ms away, drew the fifth in 108
-		// of 1,152 draws; with the hold at refuseFloor above, 28.)
+		// of 1,152 draws; with this hold, 88; with the hold at
+		// refuseFloor above too, 28.)
 		s := c.sureNow(now)
 		if s <= 0 {
 			s = min(rate, c.cfg.Initial, refuseFloor)
@@ -1018,7 +1019,6 @@ func (c *Controller) kProbe() float64 {
 	if c.refillCeil {
 		rec /= refillProbeSpeed // a guess, tested fast (see refillProbeMax)
 	}
-
 	return c.ceiling * (1 - c.cfg.Decrease) / (rec * rec * rec)
 }
 

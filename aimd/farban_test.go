@@ -28,11 +28,7 @@ func TestPropertyAnAllowanceFarAwayIsNeverBanned(t *testing.T) {
 		limit := rapid.Float64Range(4, 60).Draw(t, "limit")
 		burst := rapid.IntRange(2, 25).Draw(t, "burst")
 		latency := time.Duration(rapid.IntRange(10, 60).Draw(t, "latency_ms")) * time.Millisecond
-		c, err := aimd.New(aimd.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := simulate(c, gcra(limit, burst, answerBan)(), time.Minute, latency, latency/3); r.bans > 0 {
+		if r := minuteFarAway(t, limit, burst, latency, answerBan); r.bans > 0 {
 			t.Fatalf("banned: %d refused in a minute at most (%s)", r.perMinute, r)
 		}
 	})
@@ -63,11 +59,7 @@ func TestPropertyABareRefusalFarAwayIsNeverBanned(t *testing.T) {
 		limit := rapid.Float64Range(2, 15).Draw(t, "limit")
 		burst := rapid.IntRange(1, 4).Draw(t, "burst")
 		latency := time.Duration(rapid.IntRange(10, 80).Draw(t, "latency_ms")) * time.Millisecond
-		c, err := aimd.New(aimd.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := simulate(c, gcra(limit, burst, answerBareBan)(), time.Minute, latency, latency/3); r.bans > 0 {
+		if r := minuteFarAway(t, limit, burst, latency, answerBareBan); r.bans > 0 {
 			t.Fatalf("banned: %d refused in a minute at most (%s)", r.perMinute, r)
 		}
 	})
@@ -91,12 +83,19 @@ func TestABareRefusalHoldsUnderWhatWasAdmitted(t *testing.T) {
 		{2.24, 5, 80 * time.Millisecond},
 		{8.727, 8, 10 * time.Millisecond},
 	} {
-		c, err := aimd.New(aimd.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := simulate(c, gcra(p.limit, p.burst, answerBareBan)(), time.Minute, p.latency, p.latency/3); r.bans > 0 {
+		if r := minuteFarAway(t, p.limit, p.burst, p.latency, answerBareBan); r.bans > 0 {
 			t.Errorf("%.3g/s with an allowance of %d, %v away: banned, %d refused in a minute at most (%s)", p.limit, p.burst, p.latency, r.perMinute, r)
 		}
 	}
+}
+
+// minuteFarAway runs a zero-Config controller for a minute, open loop,
+// against a GCRA provider of limit/s with burst answering a, latency away
+// and up to a third more.
+func minuteFarAway(t interface{ Fatal(...any) }, limit float64, burst int, latency time.Duration, a answer) simResult {
+	c, err := aimd.New(aimd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return simulate(c, gcra(limit, burst, a)(), time.Minute, latency, latency/3)
 }

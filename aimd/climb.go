@@ -455,8 +455,19 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			// over that rate: a fixed window that refuses every request
 			// until its end shows no more, and 1/s held 24 a 2 s window
 			// at 14% of it.)
-			if c.cuts < banGuard+1 && rate <= min(c.cfg.Initial, defaultInitial) {
+			switch {
+			case c.cuts >= banGuard+1:
+			case rate <= min(c.cfg.Initial, defaultInitial):
 				rate = min(rate, refuseFloor)
+			case c.span.ok > 0:
+				// Faster, but the provider let a request or two through
+				// between the refusals: a limiter that admits a trickle,
+				// not a spent window (which refuses every request until
+				// it ends). The rate holds at half that trickle, or at
+				// refuseFloor. (Held at the cut's rate, 4.6/s, a provider
+				// of 4/s with an allowance of 6, 20 ms away, drew the
+				// fifth 1.7 s later.)
+				rate = min(rate, max(refuseFloor, c.trickle(sent)))
 			}
 			c.span.floor = rate
 		}
@@ -778,6 +789,25 @@ func (c *Controller) sureNow(now time.Time) float64 {
 	}
 	return s
 }
+
+// trickle returns trickleShare of the rate at which the provider admitted
+// requests from the span's first refusal to a refusal of a request sent at
+// sent, none paused for (see spanFloor): a limit that admits one request
+// in the span, its allowance spent, may admit it from a token nearly whole
+// at the span's start, so the span's measure may lie up to a request over
+// the span above the limit; half of it lies under a limit of two requests
+// or more a span.
+func (c *Controller) trickle(sent time.Time) float64 {
+	t := sent.Sub(c.span.from).Seconds() + 2*c.arrivalJitter().Seconds()
+	if t <= 0 {
+		return 0
+	}
+	return c.span.ok / t * trickleShare
+}
+
+// trickleShare is the share of a trickle the ban guard holds at (see
+// trickle).
+const trickleShare = 0.5
 
 // refuseFloor is the rate the ban guard holds at when nothing shows what
 // the provider surely admits (see cut).

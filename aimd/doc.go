@@ -245,9 +245,14 @@
 //     the climb stays under the cut's rate, and at 1/s when these are the
 //     run's first four refusals and the cut's rate is no more than slow
 //     start began at: such a provider is slower than that (2/s with an
-//     allowance of 3 was held at 2.6/s and drew the fifth). Not later, nor
-//     over that rate: a fixed window that refuses every request until its
-//     end shows no more, and 1/s held 24 a 2 s window at 14% of it. The span
+//     allowance of 3 was held at 2.6/s and drew the fifth); over that
+//     rate, when one request was admitted between them (a limiter that
+//     lets a trickle through, not a spent window), at half that trickle,
+//     and at least 1/s (held at the cut's rate, 4.6/s, a provider of 4/s
+//     with an allowance of 6 drew the fifth). Not later, nor over that
+//     rate with none admitted: a fixed window that refuses every request
+//     until its end shows no more, and 1/s held 24 a 2 s window at 14% of
+//     it. The span
 //     ends a latency before the refusal's answer (a host that queues what
 //     it cannot serve sheds at once, and answers the requests queued
 //     before it seconds later), and latencies spread over several
@@ -418,11 +423,13 @@
 // 1-8 workers 1-60 ms away, 2 are banned within 30 s (10 before slow
 // start was paced for the round trip; 8 workers each: 10 of 240, 48
 // before); of 97 such providers of 2-12/s (in 360), a quarter refusing
-// without Retry-After, 8 (16; 8 workers each: 17 of 240, 50 before):
-// slow starts that an allowance of 20 hid ten times over, refused with a
-// bare 429 request after request with a success or none among them, which
-// bounds the limit
-// from neither side. A fixed window that slow start spends, refused with
+// without Retry-After, 2-3 (6 before the hold at half a trickle, 16
+// before that; 8 workers each: 17 of 240, 50 before): slow starts that an
+// allowance of 20 hid ten times over, refused with a bare 429 request after
+// request with none admitted among them, which bounds the limit from
+// neither side. (All 360 banning at five: 4-5 banned, 11-12 before the
+// trickle hold, which costs those that do not ban 0.9 points on average:
+// held at half a trickle for the rest of the minute.) A fixed window that slow start spends, refused with
 // a bare 429, refuses every request until it resets, and the cuts do not
 // space them out enough: 20 a second and 200 every 10 s, banning at
 // five, are banned within 2 s (a pause after refusals in a row with no

@@ -792,11 +792,11 @@ func (c *Controller) sureNow(now time.Time) float64 {
 
 // trickle returns trickleShare of the rate at which the provider admitted
 // requests from the span's first refusal to a refusal of a request sent at
-// sent, none paused for (see spanFloor): a limit that admits one request
-// in the span, its allowance spent, may admit it from a token nearly whole
-// at the span's start, so the span's measure may lie up to a request over
-// the span above the limit; half of it lies under a limit of two requests
-// or more a span.
+// sent, none paused for (see spanFloor). Its allowance spent at the first
+// refusal, a provider of L/s admits at most L·T + 1 requests in the T
+// seconds after it (the first from a token nearly whole), so n/T is at
+// most L + 1/T, and half of it at most L when L·T >= 1: a limit that
+// admits a request a span or more.
 func (c *Controller) trickle(sent time.Time) float64 {
 	t := sent.Sub(c.span.from).Seconds() + 2*c.arrivalJitter().Seconds()
 	if t <= 0 {

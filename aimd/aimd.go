@@ -238,6 +238,7 @@ type Controller struct {
 	jittered    bool          // the last cut read a long episode's refusal as jitter, though a burst allowance or a shrunk limit could explain it
 	longCut     bool          // the last cut ended an episode of jitterSpan and jitterRequests or more, or a quiet plateau of a shared controller
 	brief       bool          // the last cut's episode, after a pause, lasted under sureSpan
+	briefFloor  float64       // the floor of the last episode after a pause that measured one (see unsteady); 0 = none
 	refillCeil  bool          // the last cut set the ceiling to what pauses refilled: a guess the probe may test
 	refusals    refusalLog    // recent overshoots, for the refusal budget
 	sure        sureRate      // the best rate an episode in the refusal window surely delivered (see floor)

@@ -339,13 +339,17 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 		}
 	}
 	guess := false
-	if f := c.refill(sent); !shared && why == cutOvershoot && est == 0 && c.shortCut && fitted < fitStep && f > 0 && c.epN >= 2 {
+	unsteady := c.unsteady(sent)
+	if f := c.refill(sent); !shared && why == cutOvershoot && est == 0 && c.shortCut && fitted < fitStep && f > 0 && c.epN >= 2 && !unsteady {
 		// A second short episode in a row, refused after a pause, with
 		// more than one request admitted after it (so the provider has
 		// an allowance): the provider admits about what its pause
 		// refilled (see refill), not a cut under the rate.
 		// A guess (a fast provider with a small allowance refills as
-		// much): the probe tests it, once (see refillProbeMax).
+		// much): the probe tests it, once (see refillProbeMax). Not when
+		// the episode before refutes a steady limit there (see unsteady):
+		// two refusals of arrival jitter a request or two after their
+		// pauses held a 66/s provider at 1.9/s.
 		rate, w, confirmed = min(rate, f*spreadCut), min(w, f), false
 		guess = !c.refillCeil // not once the probe of a guess was refused
 	}
@@ -364,7 +368,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	if sent.Sub(c.epStart) < sureSpan {
 		ep = 0 // too short to tell a limit from an allowance the pause refilled
 	}
-	f, fell := c.surer(now, sure, refill, ep, r0)
+	f, fell := c.surer(now, sure, refill, ep, r0, unsteady)
 	ruled := !shared && why == cutOvershoot && c.epPaused && fitted != fitSure && f > 0 && f < rate &&
 		(r0 <= shrinkSlack*c.postCut || c.refillCeil)
 	c.echoHold = sureHold{}
@@ -413,6 +417,12 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.jittered = jittered
 	c.longCut = long && why == cutOvershoot
 	c.brief = !shared && why == cutOvershoot && c.epPaused && sent.Sub(c.epStart) < sureSpan
+	switch {
+	case shared || why != cutOvershoot || !c.epPaused:
+		c.briefFloor = 0
+	case c.epOK >= fewTokens*c.weight || !c.brief:
+		c.briefFloor = sure // a short episode that admitted fewer keeps the one before (see unsteady)
+	}
 	c.fitTop = 0
 	if !shared && why == cutOvershoot && c.cuts > 0 {
 		c.fitTop = r0 * fitAbove // fit once the answers in flight are in (see applyFit)

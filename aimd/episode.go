@@ -326,9 +326,17 @@ func (s *sureRate) shown(now time.Time) float64 {
 // overshoot in a minute (see cut), from f, the floor of the episode that
 // ends now, ep, what it delivered (0 when it lasted under sureSpan: a
 // shorter one after a pause delivers the allowance the pause refilled, and
-// tells nothing: f stands), and r0, the rate it was sent at; and whether
-// the limit fell.
+// tells nothing: f stands), r0, the rate it was sent at, and unsteady (see
+// Controller.unsteady); and whether the limit fell.
 //
+//   - A short episode after a pause whose floor no limit that held steady
+//     since the episode before explains (unsteady): a refusal of arrival
+//     jitter a few requests after the pause, or a limit that fell within
+//     the last second. Half the best floor of the minute, or its own if
+//     more: under a limit that halved, and far over the floor of a pause
+//     that counted as a second of next to nothing. (Held at that floor, a
+//     200/s provider that allows no burst, refused by arrival jitter four
+//     times in a minute, was held at 1/s for 40 s.)
 //   - An episode that delivered what it was sent at, and about the best
 //     floor of the minute (see sureRate), was refused by arrival jitter:
 //     that floor stands, not the episode's own, which counts the pause.
@@ -342,9 +350,11 @@ func (s *sureRate) shown(now time.Time) float64 {
 //     at any rate, and the cuts halved the rate from 30/s until the fifth
 //     refusal banned); unless an episode of the minute was admitted far
 //     more than that (the limit fell, and the deep cut follows it: 0).
-func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64) (float64, bool) {
+func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64, unsteady bool) (float64, bool) {
 	s := c.sure.at(now)
 	switch {
+	case s > 0 && ep == 0 && unsteady:
+		return max(f, s*deepCut), true
 	case s > 0 && ep == 0:
 		return f, true // too short to tell whether the limit fell: its own floor, and the caller's caution
 	case s > 0 && (ep < sureDrop*s || ep < sureSent*r0):
@@ -359,6 +369,32 @@ func (c *Controller) surer(now time.Time, f, refill, ep, r0 float64) (float64, b
 		return 0, false // an episode showed more: the limit fell, and the deep cut follows it
 	}
 	return refill, false
+}
+
+// unsteady reports whether the short episode after a pause that a refusal
+// of a request sent at sent ends refutes a limit that fell to about its
+// floor and held steady since the episode before it. From a refusal (the
+// provider's allowance empty), a provider of L/s whose allowance holds
+// what a pause of P seconds refills (as one must, for a limit that low to
+// have admitted the episode) admits at most L·(P+T) + 1 requests in the
+// P+T seconds to a refusal, and refuses only once L·(P+T) - 2 or more
+// were admitted (a token's fraction either side): n admitted bound L
+// within [(n-1)/(P+T), (n+2)/(P+T)]. The episode before, also ended by a
+// refusal after a pause, showed a floor (see floor) that the same limit
+// would have to reach; over this one's top, no limit held steady through
+// both: the refusal was arrival jitter (its place in the episode is a
+// matter of chance), or the limit fell within the last second. A short
+// episode that admitted fewer than fewTokens requests measures too little
+// to refute anything, and the one before it stands (see cut). (Two in a
+// row that admitted next to nothing after their pauses, each refused by
+// jitter, look like a provider that admits one request a pause, and held
+// a 66/s provider at 1.6/s.)
+func (c *Controller) unsteady(sent time.Time) bool {
+	t := c.sinceCut(sent)
+	if c.briefFloor <= 0 || !c.epPaused || t <= 0 || sent.Sub(c.epStart) >= sureSpan {
+		return false
+	}
+	return c.epOK >= 2*c.weight && c.briefFloor > (c.epOK+2*c.weight)/t
 }
 
 // spanUnpaused reports whether the span of refusals up to a request sent

@@ -437,6 +437,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 	c.heldSince = time.Time{} // a new climb (see lift)
 	c.refillCeil = guess
 	c.refusals.add(now)
+	held := false // the ban guard holds the climb (see banSafe)
 	if (why == cutOvershoot || why == cutRefusing) && c.guarded(now, 1) {
 		rate = min(rate, c.banSafe())
 		switch f := c.spanFloor(now, sent); {
@@ -449,7 +450,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			// the cut went under it, 4.1/s with an allowance of 4, one
 			// worker 60 ms away, went from 2.5/s to 4.24/s under a
 			// ceiling of 4.79 and drew the fifth, in 1 run of 70.)
-			rate, c.span.floor = min(rate, f), f
+			rate, c.span.floor, held = min(rate, f), f, true
 		case f == 0 && c.spanUnpaused(sent):
 			// None paused for, and too few successes since the first to
 			// measure anything: the provider admitted next to nothing.
@@ -479,7 +480,7 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 				// fifth 1.7 s later.)
 				rate = min(rate, max(refuseFloor, c.trickle(sent)))
 			}
-			c.span.floor = rate
+			c.span.floor, held = rate, true
 		}
 	}
 	if !shared && c.is429 && !c.noise.noisy && (why == cutOvershoot || why == cutRefusing) && c.counting(now) && c.span.floor == 0 && !ruled {
@@ -507,7 +508,27 @@ func (c *Controller) cut(now, sent time.Time, why cutKind) bool {
 			s = max(s, c.bound(w)*refusalFloor)
 		}
 		rate = min(rate, s)
-		c.span.floor = rate
+		c.span.floor, held = rate, true
+	}
+	if held && !shared {
+		peek := c.fits // a band that names the limit drops the log: applyFit's to take
+		if lo := c.fitFloor(&peek, r0); lo*episodeMargin > rate {
+			// The ban guard's hold that no fourth-overshoot rule set
+			// (see sureHold, which fits too): what the provider
+			// admitted between refusals a few requests apart measures
+			// next to nothing, but every token bucket that answered
+			// every request of the run as it did, slow start's
+			// included, admits the bottom of the fit's band (see
+			// fitFloor). The rate and the climb stay just under it:
+			// arrival jitter may set it a shade over the limit (25.5/s
+			// with an allowance of 20 fitted 25.55/s, and a climb to
+			// it drew the fifth). (Held at half the refused rate, a
+			// provider of 35.9/s with an allowance of 12 that refuses
+			// with a bare 429, 18 ms from three ohlcv streams, got
+			// 50-63% of it over 30 s; the band was 34-38/s.)
+			rate = lo * episodeMargin
+			c.span.floor, c.ceiling = rate, max(c.ceiling, c.bound(lo))
+		}
 	}
 	c.rate = c.clamp(min(rate, c.rate, c.ceiling)) // a cut never raises the rate, nor leaves it above its ceiling
 	c.postCut = c.rate
@@ -568,8 +589,7 @@ func (c *Controller) sureHold(fits *fitLog, sent time.Time, f, rate, w, r0, sure
 		w = max(f, min(w, r0*deepCut))
 	}
 	held := rate
-	fits.jitter = c.arrivalJitter()
-	if b, ok := fits.fit(r0 * fitAbove); ok && c.throttled && b.burst >= 2 && b.lo*episodeMargin > rate {
+	if lo := c.fitFloor(fits, r0); lo*episodeMargin > rate {
 		// Every token bucket that answered every request of the run
 		// as the provider did admits the bottom of the fit's band (see
 		// fitLog), a surer measure than the floor when the provider
@@ -579,8 +599,8 @@ func (c *Controller) sureHold(fits *fitLog, sent time.Time, f, rate, w, r0, sure
 		// band's bottom being 6/s). Not for a band whose buckets allow
 		// no burst at its bottom: arrival jitter refuses those at any
 		// rate (40/s with 7.5 ms of it drew the fifth).
-		rate, w = b.lo*episodeMargin, max(w, b.lo)
-		held = b.lo
+		rate, w = lo*episodeMargin, max(w, lo)
+		held = lo
 	}
 	if c.refillCeil {
 		// The probe above a ceiling the refill rule guessed was
@@ -590,6 +610,21 @@ func (c *Controller) sureHold(fits *fitLog, sent time.Time, f, rate, w, r0, sure
 		w = held
 	}
 	return sureHold{rate: rate, ceiling: w, held: held}
+}
+
+// fitFloor returns the bottom of the band of rates the bucket fit finds
+// for the answers logged in fits (see fitLog), looked for up to fitAbove
+// over r0, the refused rate: every token bucket that answered every
+// request of the run as the provider did admits it. Or 0 when there is no
+// such band, the provider has refused nothing with 429, or the band's
+// buckets allow no burst at its bottom: arrival jitter refuses those at
+// any rate (40/s with 7.5 ms of it drew the fifth).
+func (c *Controller) fitFloor(fits *fitLog, r0 float64) float64 {
+	fits.jitter = c.arrivalJitter()
+	if b, ok := fits.fit(r0 * fitAbove); ok && c.throttled && b.burst >= 2 {
+		return b.lo
+	}
+	return 0
 }
 
 // holdForEcho takes the hold the last cut left for an echo (see cut) when

@@ -107,3 +107,41 @@ func minuteFarAway(t interface{ Fatal(...any) }, limit float64, burst int, laten
 	}
 	return simulate(c, gcra(limit, burst, a)(), time.Minute, latency, latency/3)
 }
+
+// TestABareRefusalsHoldRestsOnTheFit: the ban guard's hold at the fourth
+// refused request of a minute, none paused for (a bare 429), rests on the
+// bucket fit when the fit shows more than the refusals' trickle: each of
+// these providers (an allowance that hides the limit from slow start,
+// 5-60 ms away) refuses slow start's end and the descent after it a few
+// requests apart, so what it admitted between refusals measures next to
+// nothing, and the hold at half the refused rate held it at 49-67% of its
+// limit for the minute (in real time, 35.9/s with an allowance of 12,
+// 18 ms from three ohlcv streams: 50-63% over 30 s). Every token bucket
+// that answered every request of the run as the provider did, slow
+// start's included, admits the bottom of the fit's band: the hold goes
+// just under it, and the climb stays there until the refusals age out.
+// Banning at five, none is banned.
+func TestABareRefusalsHoldRestsOnTheFit(t *testing.T) {
+	t.Parallel()
+	for _, p := range []struct {
+		limit   float64
+		burst   int
+		latency time.Duration
+	}{
+		{35.9, 20, 18 * time.Millisecond},
+		{30, 20, 30 * time.Millisecond},
+		{15, 16, 60 * time.Millisecond},
+		{60, 25, 10 * time.Millisecond},
+		{25.5, 16, 30 * time.Millisecond},
+		{4, 2, 5 * time.Millisecond},
+	} {
+		r := minuteFarAway(t, p.limit, p.burst, p.latency, answerBare429)
+		if r.goodput < 0.75 || r.perMinute > 4 {
+			t.Errorf("%.3g/s with an allowance of %d, %v away: goodput %.1f%%, %d refused in a minute; want >= 75%%, <= 4 (%s)",
+				p.limit, p.burst, p.latency, 100*r.goodput, r.perMinute, r)
+		}
+		if r := minuteFarAway(t, p.limit, p.burst, p.latency, answerBareBan); r.bans > 0 {
+			t.Errorf("%.3g/s with an allowance of %d, %v away, banning at five: banned (%s)", p.limit, p.burst, p.latency, r)
+		}
+	}
+}

@@ -299,10 +299,14 @@ func (s *session[R]) pipeline(cursor []byte) *pipeline[R] {
 // widens only while the provider as a whole lacks attempts in flight, up
 // to 1.5 times what it needs plus two and 1+autoPrefetch; it never
 // narrows within a run, since a window wider than needed only queues
-// fetches at the provider's pacer. It does not widen while the provider's
-// slow start is still climbing: that rate is a guess the next refusal
-// corrects (a fixed window spent at a slow start's rate refuses every
-// request in flight), unlike one held at a cap or declared.
+// fetches at the provider's pacer. While the provider's slow start is
+// still climbing, it widens only while the attempts in flight number under
+// two thirds of that need (see slowStartLag): that rate is a guess the
+// next refusal corrects (a fixed window spent at a slow start's rate
+// refuses every request in flight), unlike one held at a cap or declared;
+// but slow start climbs only while the caller uses its rate, so a stream
+// that holds the sends well under it holds the climb back for good (one
+// stream 100 ms from a 200/s provider sent 54/s for a whole 30 s run).
 func (p *pipeline[R]) adapt(f *flight[R], full bool) {
 	if !p.auto || f.res.err != nil || f.res.took <= 0 {
 		return
@@ -315,18 +319,29 @@ func (p *pipeline[R]) adapt(f *flight[R], full bool) {
 	snap := p.s.r.cfg.Provider.Snapshot()
 	climbing := (snap.Phase == aimd.PhaseSlowStart.String() || snap.Phase == aimd.PhaseStart.String()) && snap.Rate != p.rate
 	p.rate = snap.Rate
-	if climbing {
-		return // a rate doubling by the quarter second says nothing yet of what the provider takes
-	}
 	share := snap.Share
 	if share <= 0 {
 		share = 1
 	}
 	need := snap.Rate * share * slices.Min(p.took[:min(p.ntook, len(p.took))]).Seconds()
-	if float64(snap.InFlight) < need && float64(p.window) < 1.5*need+2 {
+	lag := 1.0
+	if climbing {
+		// A rate doubling by the quarter second says nothing yet of what
+		// the provider takes; but slow start climbs only while the caller
+		// uses the rate (up to twice what it sends), so a window that
+		// holds the sends well under it holds slow start back too, for
+		// good: widen only then.
+		lag = slowStartLag
+	}
+	if float64(snap.InFlight)*lag < need && float64(p.window) < 1.5*need+2 {
 		p.window++
 	}
 }
+
+// slowStartLag is how far under the provider's need (see adapt) the
+// attempts in flight must be for a window to widen while slow start
+// climbs: well under, the stream holds the sends back, not the rate.
+const slowStartLag = 1.5
 
 // plan starts fetches after the last planned cursor until the pipeline is
 // full, a slice has no prediction, or planning halts. Each start is a

@@ -746,3 +746,43 @@ func TestRequestCapIsSpentInSliceOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPrefetchWidensWhileTheStreamHoldsSlowStartBack: one stream 100 ms
+// from a provider whose limit it does not meet in the run, its rate in
+// slow start all along (paced for the round trip: about 8/s per second at
+// 100 ms), writes taking 50 ms. Slow start climbs only while the caller
+// uses the rate (up to twice what it sends), and the window did not widen
+// while slow start's rate changed: the default window, part of it waiting
+// on writes, kept 6-9 fetches in flight, and the stream fell behind the
+// rate (over real HTTP, one stream 100 ms from a 200/s provider sent 54/s
+// for a whole 30 s run, its rate 142/s). The window widens while the
+// stream, well under the rate's need, holds the sends back: the run takes
+// what the climb alone takes (24.3 s with no writes to wait on), not 31 s.
+func TestRunPrefetchWidensWhileTheStreamHoldsSlowStartBack(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const n = 2000
+		g, w := aheadRig(n*5, 5)
+		g.ahead.delay = func(int) time.Duration { return 100 * time.Millisecond }
+		w.delay = 50 * time.Millisecond
+		p, err := budget.NewLocal("far", budget.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.prov = nil
+		r := g.runner(t, checkpoint.CatchUp, func(c *slice.Config[rec]) { c.Sink, c.Provider = w, p })
+		start := time.Now()
+		if rep := run(t, r); rep.Slices != n || rep.Discarded != 0 {
+			t.Fatalf("%+v, want %d slices, none discarded", rep, n)
+		}
+		took := time.Since(start)
+		_, most := g.ahead.flights()
+		t.Logf("%d slices in %v (%.0f/s), %d in flight at most, rate %.0f/s (%s)", n, took, n/took.Seconds(), most, p.Snapshot().Rate, p.Snapshot().Phase)
+		if took > 26*time.Second || most < 16 {
+			t.Errorf("%d slices took %v with %d fetches in flight at most; want 26 s at most, 16 or more in flight", n, took, most)
+		}
+		if err := g.sink.exactly(n * 5); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

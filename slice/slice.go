@@ -258,8 +258,9 @@ type Config[R any] struct {
 	// to be called about 80 times a second by one stream), widened one
 	// slice at a time, up to 64, while the run keeps its window full and
 	// the provider has fewer attempts in flight than its pacing rate times
-	// the round trip (the shortest recent fetch) needs; never wider than
-	// 1.5 times that plus two. A positive value is a fixed window.
+	// the round trip (the shortest recent fetch) needs (while its slow
+	// start climbs, fewer than two thirds of that); never wider than 1.5
+	// times that plus two. A positive value is a fixed window.
 	// [NoPrefetch] turns it off.
 	Prefetch int
 	// MaxBatch is the most slices a stream run ([Runner.Run]) makes durable

@@ -177,7 +177,11 @@ func (l *Limiter) setRate(now int64, useClock bool, rate float64) error {
 // pause in force still lets no burst through at its end. It returns an
 // error wrapping [ErrInvalidConfig], and keeps the old Burst, if n < 1 or n
 // × the interval would overflow int64 nanoseconds. Requests of a cost over
-// the new Burst never conform (see [Limiter.AllowNAt]).
+// the new Burst never conform (see [Limiter.AllowNAt]). To have a larger
+// Burst earned by idling rather than granted at once (the provider it
+// paces for may have just refused, its own allowance empty), book the
+// added units at the same time with [Limiter.ReserveNAt], as budget's
+// default pacer does.
 func (l *Limiter) SetBurst(n int) error {
 	iv := l.interval.Load()
 	if _, ok := tolerance(iv, n); !ok || n < 1 {

@@ -100,3 +100,54 @@ func TestARunsErrorNamesNoCredentialOfItsCursor(t *testing.T) {
 		t.Fatalf("the run's error: %q; want the sink's error, and the cursor's credential masked", err)
 	}
 }
+
+// TestAStopLogsWhatItHas: a run of a cursor stream stopped by a permanent
+// answer logs "slice: stopped" (not "deferred": no later run does better
+// alone), and no line of it shows a time or a range it does not have (each
+// logged until=0001-01-01 and range=[0001-01-01, 0001-01-01), at every
+// commit too).
+func TestAStopLogsWhatItHas(t *testing.T) {
+	t.Parallel()
+	prov, err := budget.NewLocal("api.example.com", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	src := &failingFeed{after: 2}
+	r, err := slice.New(slice.Config[int]{Stream: "api/events", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+		Provider: prov, Source: src, Sink: slice.SinkFunc[int](func(context.Context, slice.Page[int]) error { return nil }),
+		Prefetch: slice.NoPrefetch, MaxBatch: 1,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background(), nil)
+	if rep.Stop == nil || rep.Stop.Reason != forage.ReasonPermanent {
+		t.Fatalf("run: %+v, %v; want a permanent stop", rep, err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `msg="slice: stopped"`) || strings.Contains(out, "slice: deferred") {
+		t.Errorf("a permanent stop is not logged as stopped:\n%s", out)
+	}
+	if strings.Contains(out, "0001-01-01") || strings.Contains(out, "range=") {
+		t.Errorf("a zero time or range is logged:\n%s", out)
+	}
+	if !strings.Contains(out, "slice: committed") {
+		t.Errorf("no commit logged:\n%s", out)
+	}
+}
+
+// failingFeed pages a cursor feed, one record a page, and answers 401 after
+// its first after pages.
+type failingFeed struct{ after, calls int }
+
+func (*failingFeed) Next(context.Context, []byte, checkpoint.Range) (slice.Slice, bool, error) {
+	return slice.Slice{}, true, nil
+}
+
+func (f *failingFeed) Fetch(context.Context, slice.Slice) (slice.Page[int], forage.Outcome) {
+	if f.calls++; f.calls > f.after {
+		return slice.Page[int]{}, forage.Outcome{Status: 401}
+	}
+	return slice.Page[int]{Records: []int{f.calls}, Next: fmt.Appendf(nil, "p%d", f.calls)}, forage.Outcome{Status: 200}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -186,8 +187,13 @@ func (s *session[R]) commit(ctx context.Context, cp checkpoint.Checkpoint, b bat
 	s.rep.Slices += len(b.pages)
 	s.rep.Commits++
 	s.rep.Cursor = cp.Cursor
-	r.log.DebugContext(ctx, "slice: committed", "cursor", shown(cp.Cursor), "records", len(b.page.Records),
-		"slices", len(b.pages), "range", b.first.sl.Range)
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		attrs := []any{"cursor", shown(cp.Cursor), "records", len(b.page.Records), "slices", len(b.pages)}
+		if rg := b.first.sl.Range; !rg.IsZero() {
+			attrs = append(attrs, "range", rg) // a cursor stream's slices have none
+		}
+		r.log.DebugContext(ctx, "slice: committed", attrs...)
+	}
 	return cp, s.cover(ctx, b.page.Covered)
 }
 

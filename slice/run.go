@@ -431,8 +431,21 @@ func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.
 		return g, fmt.Errorf("slice: %v: record the %s gap: %w", s.r.key, stop.Reason, err)
 	}
 	s.rep.Gaps = append(s.rep.Gaps, g)
-	s.r.log.InfoContext(ctx, "slice: deferred", "reason", string(stop.Reason), "until", stop.Until,
-		"gap", g.ID, "cursor", shown(g.Cursor), "range", g.Range)
+	msg := "slice: deferred" // the gap is the work left to a later run
+	if stop.Reason == forage.ReasonPermanent {
+		msg = "slice: stopped" // no later run does better without the host's help
+	}
+	attrs := []any{"reason", string(stop.Reason), "gap", g.ID}
+	if !stop.Until.IsZero() {
+		attrs = append(attrs, "until", stop.Until)
+	}
+	if len(g.Cursor) > 0 {
+		attrs = append(attrs, "cursor", shown(g.Cursor))
+	}
+	if !g.Range.IsZero() {
+		attrs = append(attrs, "range", g.Range)
+	}
+	s.r.log.InfoContext(ctx, msg, attrs...)
 	return g, nil
 }
 

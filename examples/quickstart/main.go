@@ -69,7 +69,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Fprintf(os.Stderr, "exchange on %s (limit %d req/s, not told); data in %s\n", url, trueLimit, dir)
+	fmt.Fprintf(os.Stderr, "exchange on %s (limit %d req/s, not told); data in %s (removed at exit)\n", url, trueLimit, dir)
 
 	store, err := checkpoint.OpenFileStore(dir+"/state", checkpoint.Config{})
 	if err != nil {
@@ -108,7 +108,7 @@ func run() error {
 			return err
 		}
 		err = schedule.AddStream(ctx, sched, schedule.Stream[klines.Candle]{Name: "sim/" + symbol + "/1m", Provider: "sim-exchange",
-			Backfill: backfill, Incremental: head, Every: 5 * time.Second, Sink: sink, OnRun: t.run})
+			Backfill: backfill, Incremental: head, Every: 5 * time.Second, Sink: t.counted(sink, start), OnRun: t.run})
 		if err != nil {
 			return err
 		}
@@ -198,8 +198,26 @@ func simulatedExchange(listed time.Time) (*providertest.Server, string, func(), 
 // the breaker's transitions.
 type tally struct {
 	backfilled, head, slices atomic.Int64 // candles made durable by backfill and head runs, and slices
+	written                  atomic.Int64 // candles of the history made durable so far, page by page (the progress line's)
 	mu                       sync.Mutex
 	transitions              []string
+}
+
+// counted is sink, counting the candles of the history (those open before
+// start) it makes durable, for the progress line: a run reports its
+// records only when it ends, every 5 s.
+func (t *tally) counted(sink slice.Sink[klines.Candle], start time.Time) slice.Sink[klines.Candle] {
+	return slice.SinkFunc[klines.Candle](func(ctx context.Context, p slice.Page[klines.Candle]) error {
+		if err := sink.Write(ctx, p); err != nil {
+			return err
+		}
+		for _, c := range p.Records {
+			if c.OpenTime.Before(start) {
+				t.written.Add(1)
+			}
+		}
+		return nil
+	})
 }
 
 // run is every stream's OnRun hook.
@@ -273,13 +291,13 @@ func (t *tally) progress(ctx context.Context, start time.Time, p budget.Provider
 		case <-tick.C:
 		}
 		s := p.Snapshot()
-		n := t.backfilled.Load()
+		n := min(t.written.Load(), total) // a page replayed after an error counts twice
 		eta := "-"
 		if el := time.Since(start); n > 0 && n < total {
 			eta = (time.Duration(float64(el) * float64(total-n) / float64(n))).Round(time.Second).String()
 		}
-		line := fmt.Sprintf("rate %5.1f/s (learned ceiling %5.1f)  requests %5d  throttled %3d  history %6d/%d  new %3d  slices %4d  eta %s",
-			s.Rate, s.Ceiling, s.Requests, s.Throttled, n, total, t.head.Load(), t.slices.Load(), eta)
+		line := fmt.Sprintf("rate %5.1f/s (learned ceiling %5.1f)  requests %5d  throttled %3d  history %6d/%d  new %3d  eta %s",
+			s.Rate, s.Ceiling, s.Requests, s.Throttled, n, total, t.head.Load(), eta)
 		if tty {
 			fmt.Fprintf(os.Stderr, "\r%s%s", line, strings.Repeat(" ", 4))
 		} else {

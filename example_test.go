@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -111,3 +112,24 @@ func ExampleOutcome_Class() {
 	// canceled
 	// permanent false
 }
+
+// An error of http.Client.Do holds the request's URL, query and all: masked
+// before it is logged.
+func ExampleRedact() {
+	client := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { // setup: a transport that fails
+		return nil, errors.New("connection refused")
+	})}
+	_, err := client.Get("https://api.example.com/v1/orders?apiKey=s3cr3t&symbol=BTCUSDT")
+	err = forage.Redact(err)
+	fmt.Println(err)
+	var ue *url.Error
+	fmt.Println(errors.As(err, &ue))
+	// Output:
+	// Get "https://api.example.com/v1/orders?apiKey=REDACTED&symbol=REDACTED": connection refused
+	// true
+}
+
+// roundTripFunc is an http.RoundTripper of a func.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

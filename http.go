@@ -89,6 +89,21 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 	return o
 }
 
+// Redact returns err with the secrets its message may hold masked, as
+// forage masks them in every error, log line and record of its own: a
+// URL's userinfo, query values and fragment, credentials in headers and
+// key=value pairs become "REDACTED"; the scheme, host, path and parameter
+// names stay. It returns err itself when there is nothing to mask, and nil
+// for nil. [errors.Is] and [errors.As] still reach the original error (a
+// [*net/url.Error] stays one, with its URL masked, so its Timeout method
+// works).
+//
+// Call it on an error before logging or storing it when the request's URL
+// may carry a key: [http.Client.Do] wraps whatever its transport returns
+// (budget's Transport included) in a [*net/url.Error] holding the whole URL,
+// query and all.
+func Redact(err error) error { return redact.Error(err) }
+
 // retryAfterMs returns the pause a Retry-After in milliseconds asks for
 // (Azure's x-ms-retry-after-ms, and retry-after-ms), or 0: the longest of
 // them, capped at maxRetryAfter.

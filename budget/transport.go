@@ -62,6 +62,11 @@ import (
 // keep-alives off ([http.Transport.DisableKeepAlives]) sends each attempt
 // exactly once, at the cost of a connection per request.
 //
+// The errors RoundTrip returns name the host, never the URL, but
+// [http.Client.Do] wraps them in a [*net/url.Error] that holds the request's
+// whole URL, query included: pass an error of client.Do through
+// [forage.Redact] before logging or storing it when a URL may carry a key.
+//
 // The run a request belongs to is taken from its context ([WithCall]); a
 // request without one is unbounded. Its weight, for a weighted [Limit],
 // is taken from its context too; 1 without. Transport is safe for

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/klines"
@@ -19,7 +16,6 @@ import (
 	"github.com/forage-go/forage/schedule"
 	"github.com/forage-go/forage/slice"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // connectTimeout bounds connecting to PostgreSQL and migrating, so an
@@ -137,46 +133,16 @@ func (b *pgBackend) upsert(symbol, interval string) func(context.Context, pgx.Tx
 
 func (b *pgBackend) shares() budget.ShareStore { return b.store }
 
-// transient reports whether err is PostgreSQL unreachable for a moment: a
-// connection refused, reset or closed under a statement, a server shutting
-// down or starting up, a serialization failure or a deadlock. A provider's
-// error, a fenced or lost lease and a broken contract are not. Running
-// again is safe whatever happened to the transaction in flight: candles and
-// checkpoint commit together or not at all, and the next run starts from
-// the committed checkpoint.
-func (b *pgBackend) transient(err error) bool { return pgTransient(err) }
+// transient reports whether err is PostgreSQL unreachable for a moment
+// (see [pgstore.Transient]): running again is safe whatever happened to the
+// transaction in flight.
+func (b *pgBackend) transient(err error) bool { return pgstore.Transient(err) }
 
 // records is the store's provider_records table: every process, and every
 // restart, starts at the rate the collectors learned and honours a pause
 // any of them was given, ending a stream's run with the time to resume
 // instead of waiting for it.
 func (b *pgBackend) records() budget.RecordStore { return b.store }
-
-func pgTransient(err error) bool {
-	if errors.Is(err, checkpoint.ErrInvalid) || errors.Is(err, checkpoint.ErrConflict) {
-		return false
-	}
-	var be *budget.Error
-	if errors.As(err, &be) {
-		// A provider's verdict, unless the pacer itself failed
-		// (ReasonPacer) with a database error.
-		return be.Reason == forage.ReasonPacer && be.Err != nil && pgTransient(be.Err)
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "57P01", "57P02", "57P03", "40001", "40P01", "53300":
-			return true
-		}
-		return strings.HasPrefix(pe.Code, "08")
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
-		strings.Contains(err.Error(), "conn closed")
-}
 
 func (b *pgBackend) Close() error {
 	b.store.Close()

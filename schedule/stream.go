@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -111,6 +112,45 @@ type stream struct {
 	// run runs the stream once in mode (a Drain when drain is set) with
 	// the lease owner owner, within env. Nil for a mode not declared.
 	run map[checkpoint.Mode]func(ctx context.Context, owner string, env *budget.Run, drain bool) (slice.Report, error)
+	// lost is the provider's permanent answer (a 401, an unknown symbol)
+	// that ended the last run, in this process, of the job that says the
+	// stream is done (see doneKind), when that run committed nothing; nil
+	// otherwise. lostRuns counts such runs in a row. [Scheduler.Backfilled]
+	// stops waiting for a stream turned away lostForGood times.
+	lost     atomic.Pointer[budget.Error]
+	lostRuns atomic.Int32
+}
+
+// lostForGood is how many runs in a row a permanent answer must end, with
+// nothing committed, for [Scheduler.Backfilled] to stop waiting for the
+// stream: the scheduler's first retry comes 5 s after the first, and a
+// token that expired once, refreshed by then, does not end the wait.
+const lostForGood = 2
+
+// doneKind is the kind of the job whose success says the stream collected
+// up to now once (see [Scheduler.Backfilled]): its backfill, or the
+// incremental job of a stream that has none.
+func (st *stream) doneKind() Kind {
+	if st.run[checkpoint.CatchUp] != nil {
+		return KindBackfill
+	}
+	return KindIncremental
+}
+
+// noteLost keeps whether a run of job that ended with rep and err was
+// turned away for good (see lost).
+func (st *stream) noteLost(job Job, rep slice.Report, err error) {
+	if job.Kind != st.doneKind() {
+		return
+	}
+	var be *budget.Error
+	if err != nil && rep.Slices == 0 && errors.As(err, &be) && be.Reason == forage.ReasonPermanent {
+		st.lost.Store(be)
+		st.lostRuns.Add(1)
+		return
+	}
+	st.lostRuns.Store(0)
+	st.lost.Store(nil)
 }
 
 // defaultRunFor is a declared stream's RunFor without Every.
@@ -303,6 +343,7 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 		}
 		ran = true
 		rep, err := run(ctx, job.Lease.Owner, env, drain)
+		st.noteLost(job, rep, err)
 		if st.onRun != nil {
 			st.onRun(job, rep, err)
 		}
@@ -359,10 +400,13 @@ const backfilledPoll = 250 * time.Millisecond
 // it: a provider's long pause, a spent quota, an incremental job's next
 // run), its error says which streams are not done and where each stands
 // (its job's state, when it runs next, its last error), and wraps ctx's
-// error (or [context.DeadlineExceeded], returned early). A job that fails
-// for good (an unknown symbol) is retried with backoff and never done:
-// bound the wait with ctx's deadline. With no stream declared it returns
-// nil at once.
+// error (or [context.DeadlineExceeded], returned early). When every
+// stream not done had its last two runs in this process turned away for
+// good (a permanent answer such as a 401 or an unknown symbol, with nothing
+// committed), Backfilled returns at once an error that says so and wraps
+// the first one's *[budget.Error]: no stream would be done without the
+// host's help (the scheduler still retries them, with backoff). With no
+// stream declared it returns nil at once.
 //
 // A host that collects up to now and stops runs the scheduler, waits for
 // Backfilled, and cancels it; a host that also follows the head keeps it
@@ -386,6 +430,9 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 			// none, only the listing's own deadline).
 			left, total, err = known, knownTotal, nil
 		}
+		if err == nil && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.lost == nil }) {
+			return fmt.Errorf("schedule: %d of %d streams turned away for good, not done: %s: %w", len(left), total, describe(left), left[0].lost)
+		}
 		if err == nil && bounded && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.may }) {
 			return fmt.Errorf("schedule: %d of %d streams cannot be done by the deadline: %s: %w", len(left), total, describe(left), context.DeadlineExceeded)
 		}
@@ -406,6 +453,7 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 type unfinishedJob struct {
 	desc string
 	may  bool
+	lost *budget.Error // see stream.lost
 }
 
 // describe joins the descriptions of left, the first maxDescribed of them
@@ -433,15 +481,13 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 	type want struct {
 		provider string
 		kind     Kind
+		st       *stream
 	}
 	s.mu.Lock()
 	wants := map[string]want{} // stream -> its job that says it is done
 	for name, st := range s.streams {
-		switch {
-		case st.run[checkpoint.CatchUp] != nil:
-			wants[name] = want{provider: st.provider, kind: KindBackfill}
-		case st.run[checkpoint.SteadyState] != nil:
-			wants[name] = want{provider: st.provider, kind: KindIncremental}
+		if st.run[checkpoint.CatchUp] != nil || st.run[checkpoint.SteadyState] != nil {
+			wants[name] = want{provider: st.provider, kind: st.doneKind(), st: st}
 		}
 	}
 	s.mu.Unlock()
@@ -471,6 +517,9 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 		}
 		if !deadline.IsZero() && j.State != StateRunning && (j.State == StatePaused || !j.NextRun.Before(deadline)) {
 			u.may = false
+		}
+		if w.st.lostRuns.Load() >= lostForGood {
+			u.lost = w.st.lost.Load()
 		}
 		left = append(left, u)
 	}

@@ -105,7 +105,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			// only says the run may not retry it. (Stopped as a spent
 			// budget, a provider that never answered read as a planned
 			// hand-off, and a scheduler never counted a failure.)
-			p.event(slog.LevelWarn, "budget: retry budget spent; the call stops without retrying", slog.Int("status", out.Status))
+			p.warnSpent(out.Status)
 			stop.Err, stop.Until = retrySpent(out.Err), p.until(stop.Reason)
 			return stop
 		}
@@ -936,6 +936,23 @@ func (p *local) event(level slog.Level, msg string, attrs ...slog.Attr) {
 	}
 	l.LogAttrs(context.Background(), level, msg, append([]slog.Attr{slog.String("provider", p.key)}, attrs...)...)
 }
+
+// warnSpent logs at Warn that the retry budget stopped a call the
+// provider answered with status, at most once every spentWarnEvery per
+// provider, with how many calls it stopped since the line before (a host
+// whose provider keeps failing logged a line per call).
+func (p *local) warnSpent(status int) {
+	n := p.spentCalls.Add(1)
+	now, last := time.Now().UnixNano(), p.spentWarned.Load()
+	if last != 0 && now-last < int64(spentWarnEvery) || !p.spentWarned.CompareAndSwap(last, now) {
+		return
+	}
+	p.spentCalls.Add(-n)
+	p.event(slog.LevelWarn, "budget: retry budget spent; the call stops without retrying", slog.Int("status", status), slog.Int64("calls", n))
+}
+
+// spentWarnEvery is how often at most warnSpent logs per provider.
+const spentWarnEvery = 10 * time.Second
 
 // catchUpAllowance is the least burst allowance (measured by the
 // controller, in requests) at which the default pacer lets two requests go

@@ -113,3 +113,31 @@ func TestAPauseClampedToMaxPauseIsNamed(t *testing.T) {
 		}
 	})
 }
+
+// TestASpentRetryBudgetIsLoggedNowAndThen: calls the retry budget stops,
+// one after another, log one Warn line every 10 s per provider, which
+// counts the calls stopped since the line before (a host whose provider
+// kept failing logged a line per call).
+func TestASpentRetryBudgetIsLoggedNowAndThen(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		cfg := fast()
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		p := newLocal(t, cfg)
+		run := newRun(t, budget.Envelope{MinRetries: retry.NoRetries, RetryRatio: retry.NoRetries})
+		failing := func(context.Context) forage.Outcome { return forage.Outcome{Status: 500} }
+		for range 30 {
+			_ = p.Do(context.Background(), run, failing)
+			time.Sleep(time.Second)
+		}
+		logs := out.String()
+		const msg = `msg="budget: retry budget spent; the call stops without retrying"`
+		if n := strings.Count(logs, msg); n < 3 || n > 4 {
+			t.Fatalf("%d lines for 30 calls stopped over 30 s; want 3 or 4:\n%s", n, logs)
+		}
+		if !strings.Contains(logs, "calls=1\n") || !strings.Contains(logs, "calls=10\n") {
+			t.Fatalf("the lines do not count the calls stopped since the one before:\n%s", logs)
+		}
+	})
+}

@@ -58,26 +58,28 @@ type CallOption struct {
 // local is the in-process [Provider] that [NewLocal] and [Registry.Get]
 // make.
 type local struct {
-	key        string
-	cfg        Config
-	ctl        *aimd.Controller
-	pacer      Pacer
-	limits     atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
-	limMu      sync.Mutex                      // held while booking the known limits (see bookLimits)
-	limGen     uint64                          // bookings of the known limits so far; guarded by limMu
-	slot       slotState                       // the known limits' slots, when shared (see slotAt); guarded by limMu
-	pending    []int                           // per known limit, the units booked on the current limiters for calls still waiting for their slot; guarded by limMu
-	spent      []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
-	spentQuiet atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
-	okLatency  atomic.Int64                    // smoothed latency of successes, ns (see stuck); 0 before the first
-	paceSpent  atomic.Int64                    // the pacer's time (Unix ns) the record accounts for (see keepPace)
-	paceFrom   time.Time                       // the pacer's accounted time in the record loaded; set before any call
-	brk        *breaker.Breaker
-	slots      chan struct{}
-	ceiling    float64       // the tightest known limit, requests/s; 0 if none
-	limitBurst int           // that limit's burst (see fitBurst); 0 if none
-	retries    *retry.Budget // for calls made without a Run
-	restored   bool          // started from a learned rate in its record (see load); set before any call
+	key         string
+	cfg         Config
+	ctl         *aimd.Controller
+	pacer       Pacer
+	limits      atomic.Pointer[[]*gcra.Limiter] // the known Limits' limiters (see lims)
+	limMu       sync.Mutex                      // held while booking the known limits (see bookLimits)
+	limGen      uint64                          // bookings of the known limits so far; guarded by limMu
+	slot        slotState                       // the known limits' slots, when shared (see slotAt); guarded by limMu
+	pending     []int                           // per known limit, the units booked on the current limiters for calls still waiting for their slot; guarded by limMu
+	spent       []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
+	spentQuiet  atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
+	spentCalls  atomic.Int64                    // calls the retry budget stopped since warnSpent's last line
+	spentWarned atomic.Int64                    // Unix ns of warnSpent's last line; 0 before the first
+	okLatency   atomic.Int64                    // smoothed latency of successes, ns (see stuck); 0 before the first
+	paceSpent   atomic.Int64                    // the pacer's time (Unix ns) the record accounts for (see keepPace)
+	paceFrom    time.Time                       // the pacer's accounted time in the record loaded; set before any call
+	brk         *breaker.Breaker
+	slots       chan struct{}
+	ceiling     float64       // the tightest known limit, requests/s; 0 if none
+	limitBurst  int           // that limit's burst (see fitBurst); 0 if none
+	retries     *retry.Budget // for calls made without a Run
+	restored    bool          // started from a learned rate in its record (see load); set before any call
 
 	mu        sync.Mutex    // held by the one goroutine moving the pacer (see follow)
 	dirty     atomic.Bool   // the controller changed since the pacer last followed

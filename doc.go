@@ -85,6 +85,6 @@
 //		// the run's budget is spent: record a gap, resume next run
 //	}
 //
-// See the README for the diagram of one request attempt and the guarantees
-// with the tests that hold them.
+// See the README for the diagram of one request attempt, and docs/GUARANTEES.md
+// for every guarantee with the tests that hold it.
 package forage

@@ -124,15 +124,23 @@ func snippetFile(pkg string, b block) string {
 	return head + "func _() {\n" + text + "\n}\n" // statements
 }
 
-// TestReadmeNamesTestsThatExist: every test the README names (its
-// guarantees table says which test holds each promise) is a test function
-// of the tree, nested modules included. A row once named a test that did
-// not exist, and `go test -run` on it passed, running nothing.
+// TestReadmeNamesTestsThatExist: every test the README and the pages of
+// docs/ name (the guarantees say which test holds each promise) is a test
+// function of the tree, nested modules included. A row once named a test
+// that did not exist, and `go test -run` on it passed, running nothing.
 func TestReadmeNamesTestsThatExist(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no page in docs/ (%v): the test would check the README alone", err)
+	}
+	texts := map[string][]byte{}
+	for _, name := range append([]string{"README.md"}, pages...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[name] = b
 	}
 	have := map[string]bool{}
 	decl := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
@@ -158,9 +166,11 @@ func TestReadmeNamesTestsThatExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range regexp.MustCompile("`(Test\\w+)`").FindAllSubmatch(readme, -1) {
-		if name := string(m[1]); !have[name] {
-			t.Errorf("README.md names %s, which no _test.go of the tree declares", name)
+	for page, text := range texts {
+		for _, m := range regexp.MustCompile("`(Test\\w+)`").FindAllSubmatch(text, -1) {
+			if name := string(m[1]); !have[name] {
+				t.Errorf("%s names %s, which no _test.go of the tree declares", page, name)
+			}
 		}
 	}
 }

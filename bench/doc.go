@@ -1,5 +1,5 @@
 // Package bench measures forage side by side with its peers: the baselines
-// behind the README's performance tables.
+// behind the performance tables of the README and docs/MEASURED.md.
 //
 // It is a nested module so that the peers it measures against (the AWS SDK's
 // retry package) never enter the core module's go.mod. It has no API; its

@@ -2,6 +2,30 @@
 // responses it gets: a rate-based AIMD fill-rate controller for a pacer such
 // as [github.com/forage-go/forage/gcra], fed one [Signal] per response.
 //
+// # In short
+//
+// Most hosts never use this package directly: the budget package
+// ([github.com/forage-go/forage/budget]) runs one Controller per provider,
+// feeds it every answer and paces at its rate. Use it directly to drive a
+// pacer of your own: call [Controller.ObserveAt] with each response's
+// [Signal] and pace at [Controller.Snapshot]'s Rate, sending nothing
+// before its PausedUntil.
+//
+// The zero [Config] is the right one for a provider whose limit you do
+// not know: it starts at 4/s, finds the limit in a second or two, holds
+// just under it, and keeps under five refused requests a minute, so that a
+// provider that bans on refusals is not triggered (but see "Known limits"
+// below). A limit you know is
+// better told than found: budget paces a known limit (its Config.Limits)
+// from the first request. Here, [Config.Initial] starts the climb higher,
+// [Config.Min] and [Config.Max] bound the rate, and
+// [Config.LatencyTarget] reads a provider that slows down instead of
+// refusing. The learned state survives a restart: save
+// [Controller.State], give it to [Controller.Restore].
+//
+// The rest of this page says how each kind of answer moves the rate, and
+// why: read it when a provider behaves in a way you want to understand.
+//
 // # The idea
 //
 // A [Controller] starts at a conservative [Config.Initial] rate, because

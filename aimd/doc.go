@@ -11,17 +11,16 @@
 // [Signal] and pace at [Controller.Snapshot]'s Rate, sending nothing
 // before its PausedUntil.
 //
-// The zero [Config] is the right one for a provider whose limit you do
-// not know: it starts at 4/s, finds the limit in a second or two, holds
-// just under it, and keeps under five refused requests a minute, so that a
+// The zero [Config] is the right one for a provider whose limit you do not
+// know: it starts at 4/s, finds the limit in a second or two, holds just
+// under it, and keeps under five refused requests a minute, so that a
 // provider that bans on refusals is not triggered (but see "Known limits"
-// below). A limit you know is
-// better told than found: budget paces a known limit (its Config.Limits)
-// from the first request. Here, [Config.Initial] starts the climb higher,
-// [Config.Min] and [Config.Max] bound the rate, and
-// [Config.LatencyTarget] reads a provider that slows down instead of
-// refusing. The learned state survives a restart: save
-// [Controller.State], give it to [Controller.Restore].
+// below). A limit you know is better told than found: budget paces a known
+// limit (its Config.Limits) from the first request. Here, [Config.Initial]
+// starts the climb higher, [Config.Min] and [Config.Max] bound the rate,
+// and [Config.LatencyTarget] reads a provider that slows down instead of
+// refusing. The learned state survives a restart: save [Controller.State],
+// give it to [Controller.Restore].
 //
 // The rest of this page says how each kind of answer moves the rate, and
 // why: read it when a provider behaves in a way you want to understand.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
@@ -150,4 +151,33 @@ func (f *failingFeed) Fetch(context.Context, slice.Slice) (slice.Page[int], fora
 		return slice.Page[int]{}, forage.Outcome{Status: 401}
 	}
 	return slice.Page[int]{Records: []int{f.calls}, Next: fmt.Appendf(nil, "p%d", f.calls)}, forage.Outcome{Status: 200}
+}
+
+// TestAFetchFuncFeedIsNotFilled: a cursor feed has no time ranges, so a
+// Fill of one is an error, not a range called done with nothing fetched;
+// its stream runs page after the provider's tokens.
+func TestAFetchFuncFeedIsNotFilled(t *testing.T) {
+	t.Parallel()
+	prov, err := budget.NewLocal("api.example.com", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	feed := slice.FetchFunc[int](func(_ context.Context, s slice.Slice) (slice.Page[int], forage.Outcome) {
+		calls++
+		return slice.Page[int]{Records: []int{calls}, Next: fmt.Appendf(nil, "t%d", calls), Last: calls == 3}, forage.Outcome{Status: 200}
+	})
+	r, err := slice.New(slice.Config[int]{Stream: "api/events", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+		Provider: prov, Source: feed, Sink: slice.SinkFunc[int](func(context.Context, slice.Page[int]) error { return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := checkpoint.Range{Start: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)}
+	if rep, err := r.Fill(context.Background(), nil, []checkpoint.Range{day}); err == nil || calls != 0 {
+		t.Fatalf("Fill = %+v, %v after %d requests; want an error and none", rep, err, calls)
+	}
+	rep, err := r.Run(context.Background(), nil)
+	if err != nil || rep.Records != 3 || string(rep.Cursor) != "t3" {
+		t.Fatalf("Run = %d records at %q, %v; want 3 at t3", rep.Records, rep.Cursor, err)
+	}
 }

@@ -197,6 +197,28 @@ type TxSink[R any] interface {
 	Commit(ctx context.Context, key checkpoint.Key, p Page[R], expect int64, lease checkpoint.Lease) (checkpoint.Checkpoint, error)
 }
 
+// FetchFunc adapts a function to the [Source] of a cursor feed (an API
+// that pages with a token: "events after this one", "the page after this
+// link"): Next plans one slice after each cursor, with no time range, and
+// Fetch calls f with it, whose After is the cursor to ask after (empty at
+// the stream's very start). f returns the page with its Next (the
+// provider's next-page token) and Last (the provider says nothing follows
+// for now), as [Page] says. It is safe for concurrent use when f is. A
+// cursor feed has no time ranges: [Runner.Fill] of one is an error.
+type FetchFunc[R any] func(ctx context.Context, s Slice) (Page[R], forage.Outcome)
+
+// Next returns the slice after cursor: one request's worth, always there
+// (the provider says when the feed is caught up), or an error for a fill.
+func (f FetchFunc[R]) Next(_ context.Context, cursor []byte, within checkpoint.Range) (Slice, bool, error) {
+	if !within.IsZero() {
+		return Slice{}, false, fmt.Errorf("slice: a FetchFunc source is a cursor feed, with no time ranges to fill (asked to fill %v)", within)
+	}
+	return Slice{After: cursor}, true, nil
+}
+
+// Fetch calls f(ctx, s).
+func (f FetchFunc[R]) Fetch(ctx context.Context, s Slice) (Page[R], forage.Outcome) { return f(ctx, s) }
+
 // SinkFunc adapts a function to a [Sink].
 type SinkFunc[R any] func(ctx context.Context, p Page[R]) error
 

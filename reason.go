@@ -22,6 +22,10 @@ package forage
 //     request itself was refused (a 4xx other than 408/418/429), the caller gave
 //     up, or the host's pacer failed.
 //
+// And one of its own, [ReasonBehind]: the provider has not published yet
+// what a stream asks for. Neither exhaustion nor pressure (the provider is
+// fine, and nothing is cooled), nor done: ask again at the stop's Until.
+//
 // Reason is a plain value, safe for concurrent use.
 type Reason string
 
@@ -75,6 +79,14 @@ const (
 	// record's Status is "paused", see budget.Registry.SetStatus). Source
 	// pressure: no attempt is made until the operator puts it back.
 	ReasonPaused Reason = "paused"
+
+	// ReasonBehind: the provider has not published yet what the stream
+	// asks for (its clock or its feed runs behind ours: the last candles
+	// before a backfill's end are still forming there). A stream run stops
+	// short of its end with a gap record, not caught up, and its Until is
+	// when to ask again; a scheduler runs it again then. Not a failure, and
+	// no pressure: other streams of the provider go on.
+	ReasonBehind Reason = "behind"
 )
 
 // SourcePressure reports whether r means the provider pushed back, its

@@ -124,19 +124,35 @@ func (s *Source) closed(rows []Candle, end time.Time) []Candle {
 
 // empty is the page of an answer without closed candles for sl, whose
 // cursor is c: near the head, where the newest candles may not be
-// published yet, no progress (caught up for now); in settled history, a
-// claim to confirm.
+// published yet, no progress, with when to ask again for them (a
+// catch-up or a fill is not done without them; a followed head is caught
+// up for now, see [slice.Page.NotYet]); in settled history, a claim to
+// confirm.
 func (s *Source) empty(sl slice.Slice, c cursor) slice.Page[Candle] {
 	end := minTime(sl.Range.End, s.settled())
 	if !sl.Range.Start.Before(end) {
 		if len(sl.After) > 0 {
-			return slice.Page[Candle]{Next: sl.After}
+			return slice.Page[Candle]{Next: sl.After, NotYet: s.askAgain(sl.Range.Start)}
 		}
 		return slice.Page[Candle]{Next: plainCursor(sl.Range.Start.Add(-s.step))}
 	}
 	claim := c.base()
 	claim.hasConfirm, claim.confirm = true, end.UnixMilli()
 	return slice.Page[Candle]{Next: s.claim(sl, claim)}
+}
+
+// askAgain returns when to ask again for the candle opening at start,
+// which closed by this clock but is not published, or not closed, at the
+// provider yet: half as long again as it is late, from a second to a
+// minute (a provider a few seconds behind serves it seconds later; one
+// that has none there, a halt, is asked a minute apart until the stretch
+// is settled history, which a claim then covers).
+func (s *Source) askAgain(start time.Time) time.Time {
+	now, closes := s.now(), start.Add(s.step)
+	if closes.After(now) {
+		return closes.Add(time.Second) // not closed by this clock either
+	}
+	return now.Add(min(max(now.Sub(closes)/2, time.Second), time.Minute))
 }
 
 // claim returns the cursor after sl that asks the next slice to confirm

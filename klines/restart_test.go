@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
@@ -193,8 +194,12 @@ func TestALaggingProviderNeverHasAFormingCandleStored(t *testing.T) {
 					if i > 0 {
 						time.Sleep(7 * time.Minute)
 					}
-					if rep, err := r.Run(context.Background(), nil); err != nil || rep.Reason != "" {
-						t.Fatalf("Run = %+v, %v", rep, err)
+					// Behind, not caught up: the last candles this clock
+					// closed are due, not there yet, and asked for again
+					// within a minute.
+					rep, err := r.Run(context.Background(), nil)
+					if err != nil || rep.Reason != forage.ReasonBehind || !rep.Until.After(time.Now()) || rep.Until.After(time.Now().Add(time.Minute)) {
+						t.Fatalf("Run = %+v, %v; want behind, asking again within a minute", rep, err)
 					}
 				}
 				final, err := srv.KlinesAt(time.Now().Add(time.Hour), providertest.Query{Symbol: "BTCUSDT", Interval: "1m", Start: from, End: time.Now(), Limit: 1000})

@@ -188,10 +188,9 @@ func (s *Source) Init() error {
 //
 // A backfill near boundary may find the provider's last candles before it
 // not published yet (a provider whose clock runs behind the host's has
-// them still forming): its run is then caught up for now, its cursor
-// short of boundary. That is not done: run it again shortly, as
-// examples/ohlcv does, until its cursor reaches the candle before
-// boundary ([DecodeCursor]).
+// them still forming): its run then stops behind ([forage.ReasonBehind],
+// see [slice.Page.NotYet]), never caught up short of boundary, and says
+// when to ask again, at which a scheduler runs it again.
 //
 // boundary is where the head began when the stream was first collected,
 // e.g. the host's start time. A later start may pass a later boundary: the

@@ -100,6 +100,7 @@
 //	turn over (a stream)        queued              now                           -
 //	turn over, nothing done     queued              the provider's next slot      -
 //	  ... and no slot to wait   failed              now + Backoff × 2^(n-1) (**)  -
+//	behind (a stream)           queued              Report.Until (1 s on at least) -
 //	yield (LeaseHeldError)      queued              holder's lease end (***)      -
 //
 // (*) now + PressureWait when the error names no end (an operator's pause,

@@ -355,6 +355,14 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 			return Result{}, err
 		case rep.Yielded:
 			return Result{}, &checkpoint.LeaseHeldError{Lease: checkpoint.Lease{Stream: job.Stream, Owner: rep.HeldBy, Expires: rep.HeldUntil}}
+		case rep.Reason == forage.ReasonBehind:
+			// The provider has not published what the stream is due yet:
+			// not done (a backfill short of its boundary), no failure, no
+			// pressure. Due again at Until, as a turn that waits for the
+			// provider's next slot is (a second on at least: never again at
+			// once, which an idle turn would be, failed).
+			next := maxTime(rep.Until, time.Now().Add(time.Second))
+			return Result{}, turnOver{next: next, idle: rep.Slices == 0 && rep.Records == 0 && rep.Resolved <= len(rep.Gaps), last: rep.Stop}
 		case rep.Reason == forage.ReasonDeadline && !hostSpent:
 			// The turn, not the host's envelope. A turn that ended because
 			// the provider's next slot comes after it (a pace slower than

@@ -181,3 +181,47 @@ func TestAFetchFuncFeedIsNotFilled(t *testing.T) {
 		t.Fatalf("Run = %d records at %q, %v; want 3 at t3", rep.Records, rep.Cursor, err)
 	}
 }
+
+// TestAPageNotYetIsBehindNotCaughtUp: a page that made no progress while
+// the Source says what it asks for is due (Page.NotYet) stops the run
+// behind, with a gap record and when to ask again, not caught up; the run
+// after, once the provider has published, collects it and resolves the
+// gap. (Read as caught up, a backfill was done with its last records
+// missing.)
+func TestAPageNotYetIsBehindNotCaughtUp(t *testing.T) {
+	t.Parallel()
+	prov, err := budget.NewLocal("api.example.com", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, again := 2, time.Now().Add(time.Hour) // pages the provider has published; when the third is due
+	feed := slice.FetchFunc[int](func(_ context.Context, s slice.Slice) (slice.Page[int], forage.Outcome) {
+		n := 0
+		if len(s.After) > 0 {
+			fmt.Sscanf(string(s.After), "p%d", &n)
+		}
+		switch {
+		case n == 3:
+			return slice.Page[int]{Next: s.After}, forage.Outcome{Status: 200} // the end: caught up
+		case n >= published:
+			return slice.Page[int]{Next: s.After, NotYet: again}, forage.Outcome{Status: 200}
+		}
+		return slice.Page[int]{Records: []int{n + 1}, Next: fmt.Appendf(nil, "p%d", n+1)}, forage.Outcome{Status: 200}
+	})
+	store := checkpoint.NewMemoryStore(checkpoint.Config{})
+	var got []int
+	r, err := slice.New(slice.Config[int]{Stream: "api/events", Mode: checkpoint.CatchUp, Store: store, Provider: prov, Source: feed,
+		Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error { got = append(got, p.Records...); return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background(), nil)
+	if err != nil || rep.Reason != forage.ReasonBehind || !rep.Until.Equal(again) || len(rep.Gaps) != 1 || len(got) != 2 {
+		t.Fatalf("Run = %+v, %v, %v stored; want behind until %v with a gap, 2 stored", rep, err, got, again)
+	}
+	published = 3
+	rep, err = r.Run(context.Background(), nil)
+	if err != nil || rep.Reason != "" || rep.Resolved != 1 || len(got) != 3 {
+		t.Fatalf("second Run = %+v, %v, %v stored; want caught up, the gap resolved, 3 stored", rep, err, got)
+	}
+}

@@ -3,8 +3,10 @@ package slice
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 )
@@ -161,6 +163,12 @@ func (s *session[R]) fill(ctx context.Context, tasks []task) (stopped bool, err 
 				return false, err
 			}
 			if bytes.Equal(page.Next, pos) {
+				if stop := s.behind(page); stop != nil {
+					// Due, not published yet: the rest of the range is
+					// not done (resolved, a drained gap lost it for good).
+					rest := append([]task{{r: t.r, cursor: pos}}, tasks[i+1:]...)
+					return true, s.deferFill(ctx, rest, stop)
+				}
 				break // no progress: the range is done
 			}
 			if _, back := passed.set[string(page.Next)]; back {
@@ -187,4 +195,19 @@ func (s *session[R]) deferFill(ctx context.Context, rest []task, stop *budget.Er
 		}
 	}
 	return nil
+}
+
+// behind returns the stop of a page that made no progress because the
+// provider has not published yet what its slice asks for (see
+// [Page.NotYet]), or nil when the page is caught up.
+func (s *session[R]) behind(page Page[R]) *budget.Error {
+	if page.NotYet.IsZero() {
+		return nil
+	}
+	until := page.NotYet
+	if now := s.r.cfg.Now(); until.Before(now) {
+		until = now
+	}
+	return &budget.Error{Reason: forage.ReasonBehind, Until: until,
+		Err: errors.New("slice: the provider has not published what the slice asks for yet")}
 }

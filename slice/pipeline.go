@@ -90,6 +90,9 @@ func (s *session[R]) stream(ctx context.Context) error {
 			if err := s.cover(ctx, b.page.Covered); err != nil {
 				return err
 			}
+			if stop := s.behind(b.page); stop != nil {
+				return s.deferStream(ctx, cp.Cursor, stop) // due, not published yet: not caught up
+			}
 			return s.caughtUp(ctx)
 		}
 		if cp, err = s.commit(ctx, cp, b); err != nil {

@@ -97,6 +97,17 @@ type Page[R any] struct {
 	// followed feed polled at the full rate all through each run instead
 	// of once per turn). Ignored by a fill, whose range says where it ends.
 	Last bool
+	// NotYet, on a page that made no progress (Next equal to After, no
+	// Records), says the provider has not published yet what the slice
+	// asks for, though the Source knows it is due (a backfill up to a
+	// boundary whose last candles are still forming at a provider whose
+	// clock or feed runs behind ours), and when to ask again. The run
+	// then stops short with [forage.ReasonBehind], Until NotYet (now, if
+	// earlier), and a gap record (a fill: one for the rest of its range),
+	// instead of reading as caught up with a hole behind (a backfill done,
+	// a range filled, without its last candles). Zero means caught up:
+	// nothing is due (a followed feed at its head).
+	NotYet time.Time
 }
 
 // Source is the host's side of one stream: it plans slices and fetches them.
@@ -499,15 +510,17 @@ type Report struct {
 	// yield, a fill).
 	Cursor []byte
 	// Reason is why the run stopped early: budget exhaustion
-	// ([forage.Reason.Exhausted]) or source pressure
-	// ([forage.Reason.SourcePressure]), each with a gap record, or
-	// [forage.ReasonPermanent] with an error. Empty when the run finished
-	// its work (caught up, every range filled) or failed for another reason
-	// (see the error).
+	// ([forage.Reason.Exhausted]), source pressure
+	// ([forage.Reason.SourcePressure]) or [forage.ReasonBehind] (the
+	// provider has not published what is due yet, see [Page.NotYet]), each
+	// with a gap record, or [forage.ReasonPermanent] with an error. Empty
+	// when the run finished its work (caught up, every range filled) or
+	// failed for another reason (see the error).
 	Reason forage.Reason
 	// Until is when the provider may be called again after a stop for
 	// source pressure (a Retry-After, a ban, the breaker's open state), from
-	// [budget.Error.Until]. Zero when unknown or irrelevant.
+	// [budget.Error.Until], or when to ask again after a stop behind.
+	// Zero when unknown or irrelevant.
 	Until time.Time
 	// Stop is the provider's stop that ended the run early, as
 	// [budget.Provider.Do] returned it: its Reason and Until are the ones

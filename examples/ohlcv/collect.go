@@ -391,6 +391,21 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 			}
 			fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider %s (%s); waiting until %s (%s)\n",
 				sym, c.o.interval, mode, what, why, rep.Until.UTC().Format(time.RFC3339), rep.Until.Sub(now).Round(time.Second))
+		case rep.Reason == forage.ReasonBehind && mode == checkpoint.CatchUp:
+			// The provider has not published the last candles before
+			// until yet (its clock runs behind this one): the scheduler
+			// runs the catch-up again at rep.Until. Never done with them
+			// missing, and never silent.
+			ss.short, ss.job = true, job.ID
+			ss.again, ss.tries = time.Time{}, ss.tries+1
+			if ss.tries == 1 || ss.tries%10 == 0 {
+				after := "the start"
+				if last, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil {
+					after = last.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider has not published the candles after %s yet; asking again at %s\n",
+					sym, c.o.interval, mode, after, rep.Until.UTC().Format(time.RFC3339))
+			}
 		case rep.Reason == "" && !rep.Yielded && mode == checkpoint.CatchUp:
 			if last, derr := klines.DecodeCursor(rep.Cursor); len(rep.Cursor) > 0 && derr == nil && last.Before(c.o.until.Add(-c.o.step)) {
 				// Caught up for now, short of until: the provider has not
@@ -405,7 +420,7 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 					sym, c.o.interval, mode, last.UTC().Format(time.RFC3339), wait)
 				return
 			}
-			ss.caughtUp, ss.short = true, false
+			ss.caughtUp, ss.short, ss.tries = true, false, 0
 			c.progress[sym].caughtUp.Store(true)
 		}
 	}

@@ -74,4 +74,3 @@ func TestBackfilledWaitsForCandlesNotPublishedYet(t *testing.T) {
 		})
 	}
 }
-

@@ -91,4 +91,3 @@ func TestBackfilledStopsWaitingForStreamsTurnedAwayForGood(t *testing.T) {
 		})
 	}
 }
-

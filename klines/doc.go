@@ -23,7 +23,13 @@
 // asks one candle past its page for it), since a provider whose clock, or
 // feed, runs behind ours still serves it as forming, its values moving.
 // That recent stretch is never claimed empty either: it may not be
-// published yet.
+// published yet. The provider's clock is read from the Date of its answers
+// (up to a day behind ours): a provider 15 minutes behind has its forming
+// candle, and the minutes it has not reached, judged by its own clock.
+// What is due by the stream's end but not published yet stops the run
+// behind ([forage.ReasonBehind]), with when to ask again: a backfill is
+// never done without its last candles, and a fill keeps the rest of its
+// range a gap.
 //
 // A provider may lie. Answers are checked (oldest first, on the interval's
 // boundaries, inside the asked span, no duplicates, prices and volumes

@@ -111,7 +111,7 @@ func (s *Source) ranged(ctx context.Context, sl slice.Slice, c cursor) (slice.Pa
 // sink upserts on the open time, and no later page asks for it again).
 // Withheld, it is fetched with its successor, a poll later.
 func (s *Source) closed(rows []Candle, end time.Time) []Candle {
-	end = minTime(end, s.floor(s.now()))
+	end = minTime(end, s.floor(s.theirs()))
 	n := len(rows)
 	for n > 0 && !rows[n-1].OpenTime.Before(end) {
 		n--
@@ -148,9 +148,10 @@ func (s *Source) empty(sl slice.Slice, c cursor) slice.Page[Candle] {
 // that has none there, a halt, is asked a minute apart until the stretch
 // is settled history, which a claim then covers).
 func (s *Source) askAgain(start time.Time) time.Time {
-	now, closes := s.now(), start.Add(s.step)
+	now := s.now()
+	closes := start.Add(s.step).Add(now.Sub(s.theirs())) // by this clock
 	if closes.After(now) {
-		return closes.Add(time.Second) // not closed by this clock either
+		return closes.Add(time.Second) // not closed by the provider's clock either
 	}
 	return now.Add(min(max(now.Sub(closes)/2, time.Second), time.Minute))
 }

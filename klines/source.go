@@ -76,6 +76,10 @@ type Source struct {
 	// most is the most rows one answer has held: a provider that caps its
 	// answers below Page is predicted at its cap.
 	most atomic.Int64
+	// behind is how far the provider's clock runs behind this one, by the
+	// Date of its last answer that had one (see clockOf); 0 within
+	// clockSlack.
+	behind atomic.Int64
 }
 
 var _ slice.Predictor = (*Source)(nil)
@@ -115,11 +119,48 @@ func (s *Source) now() time.Time {
 	return time.Now()
 }
 
+// theirs returns the provider's clock: this one, less how far the Date
+// of its answers says it runs behind. Which candle is forming, which are
+// settled history, and where a stream that follows the head is caught up
+// are the provider's to say: a provider 15 minutes behind had its forming
+// candle stored as final, and the minutes after it covered as a halt.
+func (s *Source) theirs() time.Time { return s.now().Add(-time.Duration(s.behind.Load())) }
+
+// clockOf notes how far behind this clock the provider's runs, by the Date
+// (plus Age, for a cached answer) of an answer received now: 0 within
+// clockSlack (a Date has whole seconds), and a Date more than maxBehind
+// behind, or ahead, is no clock (a stale cache's, a hostile one's) and
+// says nothing.
+func (s *Source) clockOf(h http.Header) {
+	date, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return
+	}
+	if age, err := strconv.Atoi(h.Get("Age")); err == nil && age > 0 && age < int(maxBehind/time.Second) {
+		date = date.Add(time.Duration(age) * time.Second)
+	}
+	switch d := s.now().Sub(date); {
+	case d > maxBehind || d < -maxBehind:
+	case d > clockSlack:
+		s.behind.Store(int64(d - clockSlack/2))
+	default:
+		s.behind.Store(0)
+	}
+}
+
+// clockSlack is how far behind a provider's Date may be with its clock in
+// step with this one (whole seconds, and the answer's way back); and
+// maxBehind, how far behind or ahead a Date may be and still be a clock.
+const (
+	clockSlack = 2 * time.Second
+	maxBehind  = 24 * time.Hour
+)
+
 func (s *Source) until() time.Time {
 	if s.Until != nil {
 		return s.Until()
 	}
-	return s.floor(s.now())
+	return s.floor(s.theirs())
 }
 
 // floor returns the open time of the candle that contains t.
@@ -230,8 +271,15 @@ func (s *Source) Next(_ context.Context, after []byte, within checkpoint.Range) 
 	}
 	end := s.until()
 	if !within.IsZero() {
-		start = maxTime(start, s.floor(within.Start))
-		end = minTime(end, within.End)
+		// A fill plans its whole range (up to Until, when set): the part
+		// the provider has not reached yet is behind (see empty), never
+		// left out as if filled (with the provider's clock behind ours, a
+		// drained range gap ending at the head was resolved without its
+		// last candles).
+		start, end = maxTime(start, s.floor(within.Start)), within.End
+		if s.Until != nil {
+			end = minTime(end, s.Until())
+		}
 	}
 	switch {
 	case s.confirming(c, after):
@@ -314,6 +362,9 @@ func (s *Source) get(ctx context.Context, q url.Values, w checkpoint.Range, limi
 	}
 	resp, err := s.noRedirect.Do(req)
 	out := forage.FromHTTP(resp, err)
+	if resp != nil {
+		s.clockOf(resp.Header)
+	}
 	if err != nil {
 		return nil, out // classified by FromHTTP
 	}
@@ -398,7 +449,7 @@ const settleAfter = 10 * time.Minute
 // or closed, at the provider yet: settleAfter (at least two intervals)
 // before the forming candle. Earlier ones are history.
 func (s *Source) settled() time.Time {
-	return s.floor(s.now().Add(-max(settleAfter, 2*s.step)))
+	return s.floor(s.theirs().Add(-max(settleAfter, 2*s.step)))
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -28,6 +28,9 @@ const legacyGolden = "testdata/legacy.golden"
 func transcribe(b *strings.Builder, i int, r result, took time.Duration) {
 	fmt.Fprintf(b, "  %d: %d took %v", i, r.status, took)
 	for _, k := range slices.Sorted(maps.Keys(r.header)) {
+		if k == "Date" {
+			continue // the server's clock, which the constants' transcripts predate
+		}
 		fmt.Fprintf(b, " %s=%s", k, strings.Join(r.header[k], ","))
 	}
 	if len(r.body) <= 40 {

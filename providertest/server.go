@@ -136,8 +136,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range rep.header {
 		h[k] = v
 	}
+	s.date(h)
 	w.WriteHeader(rep.status)
 	w.Write(rep.body)
+}
+
+// date sets h's Date, unless set, to the server's clock (Config.Now), as a
+// real server's Date says its own: net/http would write this process's
+// clock, and the in-memory transport none.
+func (s *Server) date(h http.Header) {
+	if _, set := h["Date"]; !set {
+		h.Set("Date", s.cfg.Now().UTC().Format(http.TimeFormat))
+	}
 }
 
 // serve decides the response to r at the clock's now.

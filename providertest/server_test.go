@@ -163,3 +163,27 @@ func BenchmarkTransportLimited(b *testing.B) {
 		}
 	})
 }
+
+// TestDateIsTheServersClock: every answer carries a Date from the server's
+// clock (Config.Now), in memory and over HTTP, as a real server's says its
+// own: a client reads from it how far behind the provider runs.
+func TestDateIsTheServersClock(t *testing.T) {
+	t.Parallel()
+	behind := time.Now().Add(-15 * time.Minute).UTC().Truncate(time.Second)
+	s, err := providertest.New(providertest.Config{Now: func() time.Time { return behind }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Client().Get("http://sim/api/v3/time")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v3/time", nil))
+	for path, h := range map[string]http.Header{"in memory": resp.Header, "ServeHTTP": rec.Result().Header} {
+		if d, err := http.ParseTime(h.Get("Date")); err != nil || !d.Equal(behind) {
+			t.Errorf("%s: Date %q (%v), want the server's clock %v", path, h.Get("Date"), err, behind)
+		}
+	}
+}

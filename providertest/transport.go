@@ -47,6 +47,10 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	}
 	body := rep.body
+	if rep.header == nil {
+		rep.header = http.Header{}
+	}
+	t.s.date(rep.header)
 	rep.header.Set("Content-Length", strconv.Itoa(len(body)))
 	return &http.Response{
 		Status:        fmt.Sprintf("%d %s", rep.status, http.StatusText(rep.status)),

@@ -367,7 +367,9 @@ func TestPauseLoad(t *testing.T) {
 		if store.saves != 0 {
 			t.Fatalf("loading saved the pause back %d times", store.saves)
 		}
+		store.mu.Lock() // the provider reads the record in the background too (see readStatus)
 		store.failLoads = errors.New("unreadable")
+		store.mu.Unlock()
 		if _, err := budget.NewLocal("p", cfg); err == nil {
 			t.Fatal("NewLocal with a failing RecordStore = nil error")
 		}

@@ -30,8 +30,9 @@
 // The checkpoint is commit-gated: it never passes the last page the sink
 // confirmed. A crash between the write and the commit replays what was
 // written (one slice, or one batch of them, see below), which the sink's
-// upsert absorbs: delivery is at least once, the effect exactly once. A
-// [TxSink] closes that window (see below). Commits are a compare-and-swap fenced by the lease's token,
+// upsert absorbs: delivery is at least once, the effect exactly once.
+// [JSONLines] is such a sink for any record with a natural key, in a file.
+// A [TxSink] closes that window (see below). Commits are a compare-and-swap fenced by the lease's token,
 // so a runner that stalled past its lease and was taken over cannot write
 // over the new holder. Gap records are not fenced by the store, so the
 // runner renews its lease before it writes or resolves any, and resolves

@@ -34,7 +34,7 @@ func ExampleFetchFunc() {
 		Stream: "orders/events", Mode: checkpoint.SteadyState,
 		Store: checkpoint.NewMemoryStore(checkpoint.Config{}), Provider: provider, Source: feed,
 		Sink: slice.SinkFunc[string](func(_ context.Context, p slice.Page[string]) error {
-			fmt.Println(p.Records) // a durable, idempotent write in a real host
+			fmt.Println(p.Records) // a durable, idempotent write in a real host (see JSONLines)
 			return nil
 		}),
 	})

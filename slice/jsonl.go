@@ -1,0 +1,189 @@
+package slice
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/forage-go/forage/internal/durable"
+)
+
+// JSONLines is a [Sink] that stores records in a file as JSON, one record
+// per line, at most once per key: the upsert on a natural key that a Sink
+// must be, for a host whose records have no store of their own yet. A page
+// replayed after a crash (between Write and the commit after it) writes
+// nothing again. Write appends the page's new records and returns only
+// after one fsync of the file; the file's directory entry is made durable
+// when it is opened, so an append needs no other sync.
+//
+// A record is stored as [encoding/json] marshals it, which never writes a
+// raw newline, so a provider's text cannot forge a line. When the file is
+// opened, a torn last line (a crash mid-append) is cut off; any other line
+// that does not decode into R, or whose key is empty, makes the open fail
+// with an error naming the file and the line, never a silent skip.
+//
+// Open reads the whole file once, to learn its keys, and keeps the keys in
+// memory. JSONLines is safe for concurrent use; one file must be open in
+// one JSONLines at a time.
+type JSONLines[R any] struct {
+	mu   sync.Mutex
+	f    *os.File
+	key  func(R) string
+	have map[string]struct{}
+}
+
+// OpenJSONLines opens (creating) the file at path, and its directory, for
+// records of type R, keyed by key: the natural key of a record (an ID, a
+// symbol and a time), never empty. See [JSONLines] for what an open
+// refuses.
+func OpenJSONLines[R any](path string, key func(R) string) (*JSONLines[R], error) {
+	if key == nil {
+		return nil, errors.New("slice: OpenJSONLines: key is nil: give the function that returns a record's natural key")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	have, size, err := readKeys(f, key)
+	if err == nil {
+		err = cutTo(f, size)
+	}
+	if err == nil {
+		// The file's name must survive a power loss before a record in it
+		// is confirmed: it may have just been created.
+		err = durable.SyncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return &JSONLines[R]{f: f, key: key, have: have}, nil
+}
+
+// readKeys reads every whole line of f, returning the keys stored and the
+// size of the file up to the end of its last whole line.
+func readKeys[R any](f *os.File, key func(R) string) (map[string]struct{}, int64, error) {
+	have := make(map[string]struct{})
+	r := bufio.NewReader(f)
+	var size int64
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return have, size, nil // a torn last line, or none: cut off
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("slice: read %s: %w", f.Name(), err)
+		}
+		size += int64(len(line))
+		var rec R
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return nil, 0, fmt.Errorf("slice: %s, line %d, is not a record: %w (move the file aside, or cut the line, and run again)", f.Name(), n, err)
+		}
+		k := key(rec)
+		if k == "" {
+			return nil, 0, fmt.Errorf("slice: %s, line %d, is a record with an empty key", f.Name(), n)
+		}
+		have[k] = struct{}{}
+	}
+}
+
+// cutTo cuts f at size (a torn last line) if it is longer, and syncs it.
+func cutTo(f *os.File, size int64) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == size {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("slice: cut the torn last line of %s: %w", f.Name(), err)
+	}
+	return f.Sync()
+}
+
+// Write appends the page's records whose keys are not stored yet (a repeat
+// within the page too) and syncs the file. A record that does not marshal,
+// or whose key is empty, fails the whole write before anything is
+// appended. On an error nothing of the page counts as stored, and the file
+// is cut back to where it was.
+func (s *JSONLines[R]) Write(_ context.Context, p Page[R]) error {
+	lines := make([][]byte, len(p.Records))
+	keys := make([]string, len(p.Records))
+	for i, r := range p.Records {
+		if keys[i] = s.key(r); keys[i] == "" {
+			return fmt.Errorf("slice: %s: record %d of the page has an empty key: not stored", s.f.Name(), i)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("slice: %s: record %d of the page: %w", s.f.Name(), i, err)
+		}
+		lines[i] = b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var buf bytes.Buffer
+	var added []string
+	for i, k := range keys {
+		if _, ok := s.have[k]; ok {
+			continue
+		}
+		s.have[k] = struct{}{} // for now: a repeat in p is skipped
+		added = append(added, k)
+		buf.Write(lines[i])
+		buf.WriteByte('\n')
+	}
+	if err := s.append(buf.Bytes()); err != nil {
+		for _, k := range added {
+			delete(s.have, k) // not stored after all
+		}
+		return err
+	}
+	return nil
+}
+
+// append appends data and syncs; on an error it cuts the file back, so the
+// next append does not follow a torn line.
+func (s *JSONLines[R]) append(data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	size, err := s.f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return fmt.Errorf("slice: %s: %w", s.f.Name(), err)
+	}
+	if _, err := s.f.Write(data); err != nil {
+		_ = s.f.Truncate(size)
+		return fmt.Errorf("slice: write %s: %w", s.f.Name(), err)
+	}
+	if err := s.f.Sync(); err != nil {
+		_ = s.f.Truncate(size)
+		return fmt.Errorf("slice: sync %s: %w", s.f.Name(), err)
+	}
+	return nil
+}
+
+// Has reports whether a record with key k is stored.
+func (s *JSONLines[R]) Has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.have[k]
+	return ok
+}
+
+// Len returns how many records are stored.
+func (s *JSONLines[R]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.have)
+}
+
+// Close closes the file.
+func (s *JSONLines[R]) Close() error { return s.f.Close() }

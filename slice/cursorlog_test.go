@@ -14,6 +14,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/retry"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -202,7 +203,7 @@ func TestAPageNotYetIsBehindNotCaughtUp(t *testing.T) {
 		}
 		switch {
 		case n == 3:
-			return slice.Page[int]{Next: s.After}, forage.Outcome{Status: 200} // the end: caught up
+			return slice.Page[int]{Next: s.After, Last: true}, forage.Outcome{Status: 200} // the end: caught up
 		case n >= published:
 			return slice.Page[int]{Next: s.After, NotYet: again}, forage.Outcome{Status: 200}
 		}
@@ -223,5 +224,57 @@ func TestAPageNotYetIsBehindNotCaughtUp(t *testing.T) {
 	rep, err = r.Run(context.Background(), nil)
 	if err != nil || rep.Reason != "" || rep.Resolved != 1 || len(got) != 3 {
 		t.Fatalf("second Run = %+v, %v, %v stored; want caught up, the gap resolved, 3 stored", rep, err, got)
+	}
+}
+
+// TestAStuckCursorIsNeverCaughtUp: a FetchFunc page with nothing in it,
+// the cursor it was asked after as its next, and no Last (has_more true,
+// the same token) is a stuck cursor. Read as caught up, a run ended done
+// with 1,750 of 2,000 events never fetched. It is asked again; a provider
+// that stays stuck stops the run unavailable with a gap record and the
+// checkpoint where it was, and one that answers on the retry is collected
+// whole.
+func TestAStuckCursorIsNeverCaughtUp(t *testing.T) {
+	t.Parallel()
+	for _, stuck := range []int{1, 1000} {
+		t.Run(fmt.Sprint("stuck for ", stuck), func(t *testing.T) {
+			prov, err := budget.NewLocal("api.example.com", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000},
+				Backoff: retry.BackoffConfig{Base: time.Microsecond, Cap: time.Microsecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := stuck // answers at page 3 that repeat its token
+			feed := slice.FetchFunc[int](func(_ context.Context, s slice.Slice) (slice.Page[int], forage.Outcome) {
+				n := 0
+				if len(s.After) > 0 {
+					fmt.Sscanf(string(s.After), "p%d", &n)
+				}
+				if n == 3 && left > 0 {
+					left--
+					return slice.Page[int]{Next: s.After}, forage.Outcome{Status: 200} // has_more true, the same token
+				}
+				return slice.Page[int]{Records: []int{n + 1}, Next: fmt.Appendf(nil, "p%d", n+1), Last: n+1 == 8}, forage.Outcome{Status: 200}
+			})
+			store := checkpoint.NewMemoryStore(checkpoint.Config{})
+			var got []int
+			r, err := slice.New(slice.Config[int]{Stream: "api/events", Mode: checkpoint.SteadyState, Store: store, Provider: prov, Source: feed,
+				Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error { got = append(got, p.Records...); return nil })})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.Run(context.Background(), nil)
+			if stuck == 1 {
+				if err != nil || rep.Reason != "" || len(got) != 8 {
+					t.Fatalf("Run = %+v, %v, %v stored; want caught up with all 8, the stuck answer asked again", rep, err, got)
+				}
+				return
+			}
+			if rep.Reason == "" || len(rep.Gaps) != 1 || string(rep.Cursor) != "p3" || len(got) != 3 {
+				t.Fatalf("Run = reason %q, %d gaps, cursor %q, %v, %v stored; want a stop that is not caught up, a gap at p3, 3 stored", rep.Reason, len(rep.Gaps), rep.Cursor, err, got)
+			}
+			if rep.Stop == nil || !strings.Contains(rep.Stop.Error(), "stuck cursor") || !strings.Contains(rep.Gaps[0].Reason, "stuck cursor") {
+				t.Fatalf("Stop = %v, gap %q; want both to name the stuck cursor (the gap read \"unavailable\" alone, as for an outage)", rep.Stop, rep.Gaps[0].Reason)
+			}
+		})
 	}
 }

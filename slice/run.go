@@ -312,11 +312,13 @@ func (s *session[R]) deferStream(ctx context.Context, cursor []byte, stop *budge
 		return err
 	}
 	reason := string(stop.Reason)
-	if stop.Status == 0 && stop.Err != nil && stop.Reason != forage.ReasonDeadline && stop.Reason != forage.ReasonRequestCap {
-		// No answer at all (refused connection, unknown host, timeout): the
-		// gap says why, as the provider's words would not. A run's spent
-		// clock or request cap is its own why (its error is the pacer's
-		// "the next slot comes after the deadline").
+	if stop.Status < 300 && stop.Err != nil && stop.Reason != forage.ReasonDeadline && stop.Reason != forage.ReasonRequestCap {
+		// No answer at all (refused connection, unknown host, timeout), or
+		// one whose status said success but that the Source could not use
+		// (a body that does not decode, a stuck cursor): the gap says why,
+		// as the status would not. A run's spent clock or request cap is
+		// its own why (its error is the pacer's "the next slot comes after
+		// the deadline").
 		reason = gapReason(stop.Reason, stop.Err)
 	}
 	if _, err := s.addGap(ctx, checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: reason}, stop); err != nil {
@@ -341,6 +343,7 @@ func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) erro
 	if errors.As(err, &be) && be.Err != nil {
 		why = be.Err
 	}
+	stop.Err = why // for the log line
 	g := checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: gapReason(forage.ReasonPermanent, why)}
 	if _, gerr := s.addGap(ctx, g, stop); gerr != nil {
 		return errors.Join(err, gerr)
@@ -436,6 +439,9 @@ func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.
 		msg = "slice: stopped" // no later run does better without the host's help
 	}
 	attrs := []any{"reason", string(stop.Reason), "gap", g.ID}
+	if stop.Err != nil && stop.Reason != forage.ReasonDeadline && stop.Reason != forage.ReasonRequestCap {
+		attrs = append(attrs, "error", redact.String(stop.Err.Error())) // what the last attempt met: garbage and an outage both read "unavailable"
+	}
 	if !stop.Until.IsZero() {
 		attrs = append(attrs, "until", stop.Until)
 	}

@@ -1,6 +1,7 @@
 package slice
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -216,6 +217,16 @@ type TxSink[R any] interface {
 // provider's next-page token) and Last (the provider says nothing follows
 // for now), as [Page] says. It is safe for concurrent use when f is. A
 // cursor feed has no time ranges: [Runner.Fill] of one is an error.
+//
+// Last is how f says the feed is caught up. A page with no records whose
+// Next is the cursor it was asked after, without Last (or NotYet), is a
+// stuck cursor (a provider that answers has_more true with the token it
+// was given), never read as caught up, which would end the run done with
+// everything after it unfetched: its attempt fails as [forage.Transient],
+// is asked again within the retry budget, and then the run stops
+// unavailable with a gap record, the checkpoint where it was. A provider
+// with no has_more says it is caught up by answering nothing: set Last
+// on its empty page.
 type FetchFunc[R any] func(ctx context.Context, s Slice) (Page[R], forage.Outcome)
 
 // Next returns the slice after cursor: one request's worth, always there
@@ -227,8 +238,15 @@ func (f FetchFunc[R]) Next(_ context.Context, cursor []byte, within checkpoint.R
 	return Slice{After: cursor}, true, nil
 }
 
-// Fetch calls f(ctx, s).
-func (f FetchFunc[R]) Fetch(ctx context.Context, s Slice) (Page[R], forage.Outcome) { return f(ctx, s) }
+// Fetch calls f(ctx, s), and fails a stuck cursor (see [FetchFunc]).
+func (f FetchFunc[R]) Fetch(ctx context.Context, s Slice) (Page[R], forage.Outcome) {
+	p, out := f(ctx, s)
+	if out.Err == nil && len(s.After) > 0 && len(p.Records) == 0 && bytes.Equal(p.Next, s.After) && !p.Last && p.NotYet.IsZero() {
+		out.Err = forage.Mark(fmt.Errorf("%w: a stuck cursor: the provider answered nothing after %q, with the same cursor next, and did not say the feed is caught up (Page.Last)", ErrInvalidPage, s.After), forage.Transient)
+		return Page[R]{}, out
+	}
+	return p, out
+}
 
 // SinkFunc adapts a function to a [Sink].
 type SinkFunc[R any] func(ctx context.Context, p Page[R]) error

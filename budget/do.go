@@ -109,10 +109,29 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 			stop.Err, stop.Until = retrySpent(out.Err), p.until(stop.Reason)
 			return stop
 		}
+		p.logRetry(try+1, class, out, wake.Sub(now))
 		if err := sleepUntil(ctx, wake); err != nil {
 			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Status: out.Status, Err: err, sent: true}
 		}
 	}
+}
+
+// logRetry logs at Debug that attempt n of a call met class and is tried
+// again after wait: a retried failure (a 502, a body that did not decode)
+// is otherwise seen only in the counters.
+func (p *local) logRetry(n int, class forage.Class, out forage.Outcome, wait time.Duration) {
+	l := p.cfg.Logger
+	if l == nil || !l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{slog.Int("attempt", n), slog.String("class", class.String()), slog.Duration("wait", wait)}
+	if out.Status != 0 {
+		attrs = append(attrs, slog.Int("status", out.Status))
+	}
+	if out.Err != nil {
+		attrs = append(attrs, slog.String("error", redact.String(out.Err.Error())))
+	}
+	p.event(slog.LevelDebug, "budget: retrying", attrs...)
 }
 
 // retrySpent is the error of a call stopped because the run's retry

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -78,6 +79,9 @@ func TestBackfilledStopsWaitingForStreamsTurnedAwayForGood(t *testing.T) {
 				var be *budget.Error
 				if !errors.As(err, &be) || be.Reason != forage.ReasonPermanent || be.Status != 401 || errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("Backfilled = %v after %v; want the provider's 401, not the deadline", err, took)
+				}
+				if n := strings.Count(err.Error(), be.Error()); n != 1 {
+					t.Fatalf("Backfilled = %q: the provider's answer %q said %d times; want once", err, be, n)
 				}
 				if took > time.Minute {
 					t.Fatalf("Backfilled returned after %v; want within a minute of the second refusal", took)

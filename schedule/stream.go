@@ -439,7 +439,9 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 			left, total, err = known, knownTotal, nil
 		}
 		if err == nil && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.lost == nil }) {
-			return fmt.Errorf("schedule: %d of %d streams turned away for good, not done: %s: %w", len(left), total, describe(left), left[0].lost)
+			// Each description already quotes the job's last error, the
+			// provider's answer: the error wraps it without saying it again.
+			return &quoted{msg: fmt.Sprintf("schedule: %d of %d streams turned away for good, not done: %s", len(left), total, describe(left)), err: left[0].lost}
 		}
 		if err == nil && bounded && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.may }) {
 			return fmt.Errorf("schedule: %d of %d streams cannot be done by the deadline: %s: %w", len(left), total, describe(left), context.DeadlineExceeded)
@@ -454,6 +456,16 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 		}
 	}
 }
+
+// quoted is an error whose message already quotes err's: it reads msg and
+// unwraps to err.
+type quoted struct {
+	msg string
+	err error
+}
+
+func (q *quoted) Error() string { return q.msg }
+func (q *quoted) Unwrap() error { return q.err }
 
 // unfinishedJob is a declared stream's backfill that is not done: where it
 // stands, for people, and whether it may run again before the deadline

@@ -343,7 +343,6 @@ func (s *session[R]) refused(ctx context.Context, cursor []byte, err error) erro
 	if errors.As(err, &be) && be.Err != nil {
 		why = be.Err
 	}
-	stop.Err = why // for the log line
 	g := checkpoint.Gap{Key: s.r.key, Cursor: cursor, Reason: gapReason(forage.ReasonPermanent, why)}
 	if _, gerr := s.addGap(ctx, g, stop); gerr != nil {
 		return errors.Join(err, gerr)

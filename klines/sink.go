@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -115,20 +114,8 @@ func (s *FileSink) Write(_ context.Context, p slice.Page[Candle]) error {
 // append appends data to the file and syncs it; on an error it cuts the
 // file back, so the next append does not follow a torn line.
 func (s *FileSink) append(data []byte) error {
-	if len(data) == 0 {
-		return nil
-	}
-	size, err := s.f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("klines: %s: %w", s.f.Name(), err)
-	}
-	if _, err := s.f.Write(data); err != nil {
-		_ = s.f.Truncate(size)
-		return fmt.Errorf("klines: write %s: %w", s.f.Name(), err)
-	}
-	if err := s.f.Sync(); err != nil {
-		_ = s.f.Truncate(size)
-		return fmt.Errorf("klines: sync %s: %w", s.f.Name(), err)
+	if err := durable.Append(s.f, data); err != nil {
+		return fmt.Errorf("klines: %w", err)
 	}
 	return nil
 }

@@ -149,23 +149,11 @@ func (s *JSONLines[R]) Write(_ context.Context, p Page[R]) error {
 	return nil
 }
 
-// append appends data and syncs; on an error it cuts the file back, so the
-// next append does not follow a torn line.
+// append appends data to the file and syncs it; on an error it cuts the
+// file back, so the next append does not follow a torn line.
 func (s *JSONLines[R]) append(data []byte) error {
-	if len(data) == 0 {
-		return nil
-	}
-	size, err := s.f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("slice: %s: %w", s.f.Name(), err)
-	}
-	if _, err := s.f.Write(data); err != nil {
-		_ = s.f.Truncate(size)
-		return fmt.Errorf("slice: write %s: %w", s.f.Name(), err)
-	}
-	if err := s.f.Sync(); err != nil {
-		_ = s.f.Truncate(size)
-		return fmt.Errorf("slice: sync %s: %w", s.f.Name(), err)
+	if err := durable.Append(s.f, data); err != nil {
+		return fmt.Errorf("slice: %w", err)
 	}
 	return nil
 }

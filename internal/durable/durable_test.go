@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/forage-go/forage/internal/durable"
@@ -23,5 +24,26 @@ func TestSyncDir(t *testing.T) {
 	}
 	if err := durable.SyncDir(filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("SyncDir of a missing directory = nil, want an error")
+	}
+}
+
+func TestAppend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.Append(f, []byte("a\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.Append(f, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := durable.Append(f, []byte("b\n")); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Append to a closed file = %v; want an error naming it", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "a\n" {
+		t.Fatalf("file = %q; want %q", got, "a\n")
 	}
 }

@@ -77,7 +77,9 @@ type session[R any] struct {
 // that cursor whose Reason is "permanent: " and the error's message
 // (redacted, at most 512 bytes). The others are a cancelled ctx (a page
 // whose fetch was under way when ctx ended is not written: the run stops
-// at that slice boundary), a Source,
+// at that slice boundary), the deadline of ctx (met, or near enough that
+// the provider's next pacing slot would come after it: an error that is
+// [context.DeadlineExceeded], logged at Info as a cancel is), a Source,
 // Sink or Store failure, or a lost lease
 // ([checkpoint.ErrLeaseLost]: another owner took the stream over). The
 // checkpoint is then the last commit, and the next run resumes from it.
@@ -119,11 +121,11 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 	defer s.release(ctx)
 	err = body(s)
 	switch {
-	case err != nil && ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx))):
+	case err != nil && stoppedByHost(ctx, err):
 		// The host stopped the run (a shutdown, a scheduler's turn ended,
 		// an operator's pause: its cause, which net/http's error wraps
-		// instead of context.Canceled): no failure, and the checkpoint is
-		// where the last commit left it.
+		// instead of context.Canceled; the deadline it gave the run): no
+		// failure, and the checkpoint is where the last commit left it.
 		r.log.InfoContext(ctx, "slice: run stopped", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
 	case err != nil:
 		r.log.ErrorContext(ctx, "slice: run failed", "err", redact.String(err.Error()), "slices", rep.Slices, "reason", string(rep.Reason))
@@ -132,6 +134,20 @@ func (r *Runner[R]) leased(ctx context.Context, run *budget.Run, body func(*sess
 		err = redactedError{err}
 	}
 	return rep, err
+}
+
+// stoppedByHost reports whether err ends the run because its host stopped
+// it: ctx is done and err is its error or cause, or ctx has a deadline and
+// the provider answered at once that its next pacing slot comes after it
+// (a budget stop of class Canceled that is [context.DeadlineExceeded]),
+// before ctx itself is done.
+func stoppedByHost(ctx context.Context, err error) bool {
+	if ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx))) {
+		return true
+	}
+	_, deadline := ctx.Deadline()
+	reason, _ := budget.ReasonOf(err)
+	return deadline && reason == forage.ReasonCanceled && errors.Is(err, context.DeadlineExceeded)
 }
 
 // redactedError is a run's error as the host gets it: its message masks

@@ -221,7 +221,8 @@ type TxSink[R any] interface {
 // Last is how f says the feed is caught up. A page with no records whose
 // Next is the cursor it was asked after, without Last (or NotYet), is a
 // stuck cursor (a provider that answers has_more true with the token it
-// was given), never read as caught up, which would end the run done with
+// was given, or, at the stream's start, with no token), never read as
+// caught up, which would end the run done with
 // everything after it unfetched: its attempt fails as [forage.Transient],
 // is asked again within the retry budget, and then the run stops
 // unavailable with a gap record, the checkpoint where it was. A provider
@@ -241,8 +242,15 @@ func (f FetchFunc[R]) Next(_ context.Context, cursor []byte, within checkpoint.R
 // Fetch calls f(ctx, s), and fails a stuck cursor (see [FetchFunc]).
 func (f FetchFunc[R]) Fetch(ctx context.Context, s Slice) (Page[R], forage.Outcome) {
 	p, out := f(ctx, s)
-	if out.Err == nil && len(s.After) > 0 && len(p.Records) == 0 && bytes.Equal(p.Next, s.After) && !p.Last && p.NotYet.IsZero() {
-		out.Err = forage.Mark(fmt.Errorf("%w: a stuck cursor: the provider answered nothing after %q, with the same cursor next, and did not say the feed is caught up (Page.Last)", ErrInvalidPage, s.After), forage.Transient)
+	if out.Err == nil && len(p.Records) == 0 && bytes.Equal(p.Next, s.After) && !p.Last && p.NotYet.IsZero() {
+		// At the feed's very start too: an empty first answer with no
+		// token that does not say it is caught up (has_more true) ended
+		// a run done with nothing fetched.
+		where := fmt.Sprintf("after %q", s.After)
+		if len(s.After) == 0 {
+			where = "at the feed's start"
+		}
+		out.Err = forage.Mark(fmt.Errorf("%w: a stuck cursor: the provider answered nothing %s, with the same cursor next, and did not say the feed is caught up (Page.Last)", ErrInvalidPage, where), forage.Transient)
 		return Page[R]{}, out
 	}
 	return p, out

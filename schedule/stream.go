@@ -169,7 +169,9 @@ const defaultRunFor = time.Minute
 // definition, keeping their schedule and state, so a restart resumes
 // where the last run committed; a backfill that had finished is queued to
 // run once more (its Backfill may now reach further: a later boundary; a
-// run over a range already collected commits nothing), so [Scheduler.Backfilled]
+// run over a range already collected commits nothing), as is the
+// incremental job of a stream with no Backfill that had reached the head
+// (a cursor feed, whose head has moved on), so [Scheduler.Backfilled]
 // does not take the earlier success for this one's; a kind declared no
 // more (Backfill or Incremental now nil) has its job deleted. The error
 // names the invalid field.
@@ -230,11 +232,14 @@ func AddStream[R any](ctx context.Context, s *Scheduler, st Stream[R]) error {
 			if err != nil {
 				return err
 			}
-			if j.Kind == KindBackfill && j.State == StateSuccess {
-				// Finished in an earlier process: this declaration's
-				// Backfill may reach further (a later boundary), and
-				// Backfilled would take the old success for it. One run
-				// finds what is left from the checkpoint, or nothing.
+			if j.Kind == KindBackfill && j.State == StateSuccess || j.Kind == str.doneKind() && j.Kind == KindIncremental && j.State == StateIdle && !j.Stats.LastSuccess.IsZero() {
+				// Done in an earlier process: this declaration's Backfill
+				// may reach further (a later boundary), a cursor feed's
+				// head has moved on since, and Backfilled would take the
+				// old success for this process's (a host that collects
+				// up to now and stops collected nothing new after its
+				// first start). One run finds what is left from the
+				// checkpoint, or nothing.
 				if _, err := s.RunNow(ctx, j.ID); err != nil && !errors.Is(err, ErrRunning) {
 					return err
 				}
@@ -399,9 +404,11 @@ const backfilledPoll = 250 * time.Millisecond
 // Backfill when its backfill has reached the start of its history
 // ([StateSuccess]); a stream with an Incremental alone (a cursor feed)
 // when its incremental job is idle after a run that reached the head (one
-// that ended with nothing left to fetch, not one whose turn ran out), in
-// this process or, after a restart, the one before: its next run comes
-// at its Every. It runs
+// that ended with nothing left to fetch, not one whose turn ran out); its
+// next run comes at its Every. A stream done in an earlier process (a job
+// store that outlives it, such as pgstore's) runs once again when
+// [AddStream] declares it, so that success is not taken for this
+// process's: Backfilled waits for that run. It runs
 // nothing itself: call it while [Scheduler.Run] runs (in this process or
 // another sharing the job store). When ctx ends first, or has a deadline
 // that no stream not done can meet (each waits, not running, until after

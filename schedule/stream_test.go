@@ -687,8 +687,9 @@ func TestBackfilledWaitsForACursorFeedsBacklog(t *testing.T) {
 
 // TestBackfilledAfterARestart: the same job store and checkpoints, the feed
 // caught up by the previous process a minute ago, Every an hour: the new
-// process's Backfilled returns at once (it waited for a success since its
-// own declaration, an hour away).
+// process's Backfilled returns after one run to the head, made at once (it
+// waited for a success since its own declaration, an hour away; see also
+// TestACursorFeedDoneBeforeARestartIsCollectedAgainToItsHead).
 func TestBackfilledAfterARestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := budget.NewRegistry(budget.RegistryConfig{})

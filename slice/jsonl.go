@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,12 +17,16 @@ import (
 )
 
 // JSONLines is a [Sink] that stores records in a file as JSON, one record
-// per line, at most once per key: the upsert on a natural key that a Sink
-// must be, for a host whose records have no store of their own yet. A page
-// replayed after a crash (between Write and the commit after it) writes
-// nothing again. Write appends the page's new records and returns only
-// after one fsync of the file; the file's directory entry is made durable
-// when it is opened, so an append needs no other sync.
+// per line, keyed by a natural key: the upsert that a Sink must be, for a
+// host whose records have no store of their own yet. A page replayed after
+// a crash (between Write and the commit after it) writes nothing again: a
+// record whose key is stored with the same content is skipped. A record
+// whose key is stored with other content (the provider changed it since:
+// a correction, a status that moved on) is appended again, and the last
+// line of a key is its record; so is the last of a key repeated within a
+// page. Write appends what is new and returns only after one fsync of the
+// file; the file's directory entry is made durable when it is opened, so
+// an append needs no other sync.
 //
 // A record is stored as [encoding/json] marshals it, which never writes a
 // raw newline, so a provider's text cannot forge a line. When the file is
@@ -29,14 +34,18 @@ import (
 // that does not decode into R, or whose key is empty, makes the open fail
 // with an error naming the file and the line, never a silent skip.
 //
-// Open reads the whole file once, to learn its keys, and keeps the keys in
-// memory. JSONLines is safe for concurrent use; one file must be open in
-// one JSONLines at a time.
+// Open reads the whole file once, to learn its keys, and keeps each key
+// in memory with a hash of its record's line. JSONLines is safe for
+// concurrent use. One file is open in one JSONLines at a time: the open
+// takes an exclusive lock on it (flock, on Unix systems; the kernel drops
+// it when the process dies), and a second open, in this process or
+// another, fails instead of cutting what it takes for a torn line while
+// the first one appends.
 type JSONLines[R any] struct {
 	mu   sync.Mutex
 	f    *os.File
 	key  func(R) string
-	have map[string]struct{}
+	have map[string]uint64 // key -> hash of its last line
 }
 
 // OpenJSONLines opens (creating) the file at path, and its directory, for
@@ -54,6 +63,13 @@ func OpenJSONLines[R any](path string, key func(R) string) (*JSONLines[R], error
 	if err != nil {
 		return nil, err
 	}
+	if err := durable.Lock(f); err != nil {
+		_ = f.Close()
+		if errors.Is(err, durable.ErrLocked) {
+			return nil, fmt.Errorf("slice: %s is open in another JSONLines, in this process or another: a file has one writer", path)
+		}
+		return nil, fmt.Errorf("slice: lock %s: %w", path, err)
+	}
 	have, size, err := readKeys(f, key)
 	if err == nil {
 		err = cutTo(f, size)
@@ -70,10 +86,11 @@ func OpenJSONLines[R any](path string, key func(R) string) (*JSONLines[R], error
 	return &JSONLines[R]{f: f, key: key, have: have}, nil
 }
 
-// readKeys reads every whole line of f, returning the keys stored and the
-// size of the file up to the end of its last whole line.
-func readKeys[R any](f *os.File, key func(R) string) (map[string]struct{}, int64, error) {
-	have := make(map[string]struct{})
+// readKeys reads every whole line of f, returning the keys stored, each
+// with the hash of its last line, and the size of the file up to the end
+// of its last whole line.
+func readKeys[R any](f *os.File, key func(R) string) (map[string]uint64, int64, error) {
+	have := make(map[string]uint64)
 	r := bufio.NewReader(f)
 	var size int64
 	for n := 1; ; n++ {
@@ -93,8 +110,17 @@ func readKeys[R any](f *os.File, key func(R) string) (map[string]struct{}, int64
 		if k == "" {
 			return nil, 0, fmt.Errorf("slice: %s, line %d, is a record with an empty key", f.Name(), n)
 		}
-		have[k] = struct{}{}
+		have[k] = lineHash(bytes.TrimSuffix(line, []byte{'\n'}))
 	}
+}
+
+// lineHash is the hash by which Write tells a record stored again with the
+// same content (a replay) from one the provider changed: encoding/json
+// marshals equal values to equal bytes.
+func lineHash(line []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(line)
+	return h.Sum64()
 }
 
 // cutTo cuts f at size (a torn last line) if it is longer, and syncs it.
@@ -109,11 +135,12 @@ func cutTo(f *os.File, size int64) error {
 	return f.Sync()
 }
 
-// Write appends the page's records whose keys are not stored yet (a repeat
-// within the page too) and syncs the file. A record that does not marshal,
-// or whose key is empty, fails the whole write before anything is
-// appended. On an error nothing of the page counts as stored, and the file
-// is cut back to where it was.
+// Write appends the page's records whose keys are not stored yet, or are
+// stored with other content (of a key repeated within the page, the last
+// record), and syncs the file. A record that does not marshal, or whose
+// key is empty, fails the whole write before anything is appended. On an
+// error nothing of the page counts as stored, and the file is cut back to
+// where it was.
 func (s *JSONLines[R]) Write(_ context.Context, p Page[R]) error {
 	lines := make([][]byte, len(p.Records))
 	keys := make([]string, len(p.Records))
@@ -127,22 +154,36 @@ func (s *JSONLines[R]) Write(_ context.Context, p Page[R]) error {
 		}
 		lines[i] = b
 	}
+	last := make(map[string]int, len(keys)) // a key repeated in p: its last record
+	for i, k := range keys {
+		last[k] = i
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var buf bytes.Buffer
-	var added []string
+	type was struct {
+		hash   uint64
+		stored bool
+	}
+	before := map[string]was{} // what each key appended had, to undo
 	for i, k := range keys {
-		if _, ok := s.have[k]; ok {
+		h := lineHash(lines[i])
+		old, stored := s.have[k]
+		if last[k] != i || stored && old == h {
 			continue
 		}
-		s.have[k] = struct{}{} // for now: a repeat in p is skipped
-		added = append(added, k)
+		before[k] = was{old, stored}
+		s.have[k] = h
 		buf.Write(lines[i])
 		buf.WriteByte('\n')
 	}
 	if err := s.append(buf.Bytes()); err != nil {
-		for _, k := range added {
-			delete(s.have, k) // not stored after all
+		for k, w := range before { // not stored after all
+			if w.stored {
+				s.have[k] = w.hash
+			} else {
+				delete(s.have, k)
+			}
 		}
 		return err
 	}
@@ -166,7 +207,8 @@ func (s *JSONLines[R]) Has(k string) bool {
 	return ok
 }
 
-// Len returns how many records are stored.
+// Len returns how many keys are stored: records, a record's earlier
+// versions not counted.
 func (s *JSONLines[R]) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,18 +24,18 @@ type keyed struct {
 
 func keyOf(r keyed) string { return r.K }
 
-// fileKeys returns the keys of the whole lines of the file at path, in
+// fileLines returns the records of the whole lines of the file at path, in
 // order, and fails t on a line that is not a record.
-func fileKeys(t interface {
+func fileLines(t interface {
 	Helper()
 	Fatalf(string, ...any)
-}, path string) []string {
+}, path string) []keyed {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	var keys []string
+	var recs []keyed
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		if len(line) == 0 {
 			continue
@@ -41,15 +44,19 @@ func fileKeys(t interface {
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		keys = append(keys, r.K)
+		recs = append(recs, r)
 	}
-	return keys
+	return recs
 }
 
-// Whatever pages are written, replayed, and cut short by crashes that tear
-// the last line, the file holds every record whose Write returned nil, and
-// each key once; a torn line is never read back as a record.
-func TestJSONLinesStoresEachKeyOnceThroughReplaysAndCrashes(t *testing.T) {
+// Whatever pages are written, replayed, changed and cut short by crashes
+// that tear the last line, the last line of each key in the file is the
+// last record written for it whose Write returned nil (a repeat within a
+// page: its last), a record is appended only when its content changed (a
+// replay writes nothing, before or after a reopen), and a torn line is
+// never read back as a record. (The first version kept the first content
+// of a key for good: a provider's correction was silently dropped.)
+func TestJSONLinesKeepsTheLastContentOfEachKeyThroughReplaysAndCrashes(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		path := filepath.Join(os.TempDir(), "forage-jsonl-"+strconv.FormatUint(rapid.Uint64().Draw(t, "name"), 36)+".jsonl")
 		defer os.Remove(path)
@@ -58,8 +65,8 @@ func TestJSONLinesStoresEachKeyOnceThroughReplaysAndCrashes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
-		stored := map[string]bool{}
-		for step := range rapid.IntRange(1, 12).Draw(t, "steps") {
+		want := map[string]string{} // key -> its last content written
+		for range rapid.IntRange(1, 12).Draw(t, "steps") {
 			if rapid.IntRange(0, 3).Draw(t, "crash") == 0 {
 				sink.Close()
 				// A crash mid-append: part of a line, never synced.
@@ -75,37 +82,48 @@ func TestJSONLinesStoresEachKeyOnceThroughReplaysAndCrashes(t *testing.T) {
 			var p slice.Page[keyed]
 			for range rapid.IntRange(0, 5).Draw(t, "records") {
 				k := strconv.Itoa(rapid.IntRange(0, 9).Draw(t, "key"))
-				p.Records = append(p.Records, keyed{K: k, V: "line\nbreak \"" + strconv.Itoa(step)})
+				v := rapid.SampledFrom([]string{"a", "b", "line\nbreak \""}).Draw(t, "content")
+				p.Records = append(p.Records, keyed{K: k, V: v})
 			}
 			if err := sink.Write(context.Background(), p); err != nil {
 				t.Fatalf("write: %v", err)
 			}
 			for _, r := range p.Records {
-				stored[r.K] = true
+				want[r.K] = r.V
 			}
 		}
 		sink.Close()
-		keys := fileKeys(t, path)
-		seen := map[string]bool{}
-		for _, k := range keys {
-			if seen[k] {
-				t.Fatalf("key %s stored twice: %v", k, keys)
+		got, prev := map[string]string{}, map[string]string{}
+		for _, r := range fileLines(t, path) {
+			if _, ok := want[r.K]; !ok {
+				t.Fatalf("key %s stored, never written (a torn line read back?)", r.K)
 			}
-			seen[k] = true
-			if !stored[k] {
-				t.Fatalf("key %s stored, never written (a torn line read back?): %v", k, keys)
+			if v, ok := prev[r.K]; ok && v == r.V {
+				t.Fatalf("key %s appended again with the same content %q: a replay wrote a line", r.K, r.V)
 			}
+			prev[r.K], got[r.K] = r.V, r.V
 		}
-		if len(seen) != len(stored) {
-			t.Fatalf("file holds %d keys, %d were written: %v", len(seen), len(stored), keys)
+		if !maps.Equal(got, want) {
+			t.Fatalf("the file's last line per key says %v, the last writes %v", got, want)
 		}
 		again, err := slice.OpenJSONLines(path, keyOf)
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
 		defer again.Close()
-		if again.Len() != len(stored) {
-			t.Fatalf("reopened with %d keys, want %d", again.Len(), len(stored))
+		if again.Len() != len(want) {
+			t.Fatalf("reopened with %d keys, want %d", again.Len(), len(want))
+		}
+		before, _ := os.Stat(path)
+		var replay slice.Page[keyed]
+		for k, v := range want {
+			replay.Records = append(replay.Records, keyed{K: k, V: v})
+		}
+		if err := again.Write(context.Background(), replay); err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		if after, _ := os.Stat(path); after.Size() != before.Size() {
+			t.Fatalf("a replay of what is stored, after a reopen, grew the file from %d to %d bytes", before.Size(), after.Size())
 		}
 	})
 }
@@ -132,21 +150,25 @@ func TestJSONLinesRefusesAFileWithALineThatIsNotARecord(t *testing.T) {
 	}
 }
 
-// A write that fails stores nothing: the page's keys are not counted, and
-// the same page written again after the failure is stored whole.
+// A write that fails stores nothing: the page's new keys are not counted,
+// a key it would have changed keeps its content, and the same page written
+// again after the failure is stored whole.
 func TestJSONLinesAFailedWriteCountsNothing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orders.jsonl")
 	sink, err := slice.OpenJSONLines(path, keyOf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := slice.Page[keyed]{Records: []keyed{{K: "a"}, {K: "b"}}}
+	if err := sink.Write(context.Background(), slice.Page[keyed]{Records: []keyed{{K: "a", V: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	p := slice.Page[keyed]{Records: []keyed{{K: "a", V: "2"}, {K: "b"}}}
 	sink.Close() // the disk goes away
 	if err := sink.Write(context.Background(), p); err == nil {
 		t.Fatal("a write to a closed file returned nil")
 	}
-	if sink.Has("a") || sink.Len() != 0 {
-		t.Fatalf("a failed write counted keys: Len %d", sink.Len())
+	if !sink.Has("a") || sink.Has("b") || sink.Len() != 1 {
+		t.Fatalf("a failed write counted keys, or lost one stored before: Len %d", sink.Len())
 	}
 	if err := sink.Write(context.Background(), slice.Page[keyed]{Records: []keyed{{K: ""}}}); err == nil || !strings.Contains(err.Error(), "empty key") {
 		t.Fatalf("a record with no key: %v, want an error saying so", err)
@@ -159,10 +181,36 @@ func TestJSONLinesAFailedWriteCountsNothing(t *testing.T) {
 	if err := sink.Write(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if got := fileKeys(t, path); strings.Join(got, ",") != "a,b" {
-		t.Fatalf("file keys %v, want a,b", got)
+	if got := fileLines(t, path); !slices.Equal(got, []keyed{{K: "a", V: "1"}, {K: "a", V: "2"}, {K: "b"}}) {
+		t.Fatalf("file lines %v, want a:1, then a:2 and b", got)
 	}
 	if _, err := slice.OpenJSONLines[keyed](path, nil); err == nil || !strings.Contains(err.Error(), "key is nil") {
 		t.Fatalf("a nil key: %v, want an error naming key", err)
 	}
+}
+
+// A file has one writer: a second open of a file a JSONLines holds, in
+// this process or another, fails (it would cut the line the first one is
+// appending as a torn line), and succeeds once the first is closed.
+func TestJSONLinesAFileHasOneWriter(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("no flock in the standard library here")
+	}
+	path := filepath.Join(t.TempDir(), "orders.jsonl")
+	first, err := slice.OpenJSONLines(path, keyOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, err := slice.OpenJSONLines(path, keyOf); err == nil || !strings.Contains(err.Error(), "open in another JSONLines") {
+		if second != nil {
+			second.Close()
+		}
+		t.Fatalf("a second open of a file in use = %v, want an error saying so", err)
+	}
+	first.Close()
+	second, err := slice.OpenJSONLines(path, keyOf)
+	if err != nil {
+		t.Fatalf("open after the first was closed: %v", err)
+	}
+	second.Close()
 }

@@ -20,8 +20,10 @@
 // the breaker counts pressure and transient failures as failures. When a
 // call stops, its [Reason] says why, in three families: budget exhaustion
 // ([Reason.Exhausted]), source pressure ([Reason.SourcePressure]) and
-// failure. A host that finds garbage in a 200 body classifies it itself
-// with [Mark]. [ParseRetryAfter] and [ParseQuota] are the pieces FromHTTP
+// failure. [FromHTTPJSON] also decodes a success's JSON body, and a body
+// that is not the page (garbage in a 200) is a Transient failure, asked
+// again, never a page skipped; a host that reads bodies another way
+// classifies its garbage itself with [Mark]. [ParseRetryAfter] and [ParseQuota] are the pieces FromHTTP
 // is made of, for a host that reads its responses another way: it builds
 // an [Outcome] from them and asks its Class.
 //

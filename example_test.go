@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/forage-go/forage"
@@ -25,6 +27,34 @@ func ExampleFromHTTP() {
 	// Output:
 	// 429 30s throttled true
 	// 600 0
+}
+
+// ExampleFromHTTPJSON reads a JSON API's answer in one call: a page is
+// decoded; an HTML error page sent with 200 is a Transient failure that
+// names what came (asked again, never a page skipped), quoting nothing of
+// it.
+func ExampleFromHTTPJSON() {
+	answer := func(contentType, body string) *http.Response { // setup: as client.Do returns it
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {contentType}}, Body: io.NopCloser(strings.NewReader(body))}
+	}
+	for _, resp := range []*http.Response{
+		answer("application/json", `{"items":[1,2,3],"next":"c3"}`),
+		answer("text/html", "<html>Bad gateway</html>"),
+	} {
+		var page struct {
+			Items []int
+			Next  string
+		}
+		out := forage.FromHTTPJSON(resp, nil, &page)
+		fmt.Printf("%v %v %q\n", out.Class(), page.Items, page.Next)
+		if out.Err != nil {
+			fmt.Println(out.Err)
+		}
+	}
+	// Output:
+	// success [1 2 3] "c3"
+	// transient [] ""
+	// forage: the body of an HTTP 200 answer is not the JSON expected (Content-Type "text/html"): invalid character '<' looking for beginning of value
 }
 
 // ExampleReason shows the two families of stop reasons.

@@ -22,3 +22,11 @@ func Classify(resp *http.Response, err error) Class {
 	}
 	return classifyStatus(resp.StatusCode)
 }
+
+// SetJSONBodyLimit sets the largest body FromHTTPJSON reads, for a test
+// that cannot send 64 MiB; the returned func restores it.
+func SetJSONBodyLimit(n int64) (restore func()) {
+	old := jsonBodyLimit
+	jsonBodyLimit = n
+	return func() { jsonBodyLimit = old }
+}

@@ -25,9 +25,10 @@ type Event struct {
 
 // A whole collector for a JSON API that pages by the last id seen
 // (GET /events?after=<id> answers {"events": [...], "has_more": bool}):
-// one request per page, the status and headers read by forage.FromHTTP,
-// a body that does not decode asked again (never skipped), has_more false
-// as the end for now, and the events stored once each in a JSON-lines file.
+// one request per page, read by forage.FromHTTPJSON (the status, the
+// headers and the body; a body that does not decode is asked again, never
+// skipped), has_more false as the end for now, and the events stored once
+// each in a JSON-lines file.
 func ExampleFetchFunc_http() {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // setup: the provider
 		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
@@ -52,21 +53,13 @@ func ExampleFetchFunc_http() {
 			return slice.Page[Event]{}, forage.Outcome{Err: forage.Mark(err, forage.Permanent)}
 		}
 		resp, err := client.Do(req)
-		out := forage.FromHTTP(resp, err) // 429, 5xx, Retry-After, rate-limit headers: classified
-		if err != nil {
-			return slice.Page[Event]{}, out
-		}
-		defer resp.Body.Close()
-		if out.Class() != forage.Success {
-			return slice.Page[Event]{}, out
-		}
 		var body struct {
 			Events  []Event `json:"events"`
 			HasMore bool    `json:"has_more"`
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			out.Err = forage.Mark(fmt.Errorf("decode /events: %w", err), forage.Transient) // asked again, never a page skipped
-			return slice.Page[Event]{}, out
+		out := forage.FromHTTPJSON(resp, err, &body) // 429, 5xx, Retry-After, rate-limit headers, a body that is not the page: classified
+		if out.Class() != forage.Success {
+			return slice.Page[Event]{}, out // a body that does not decode is asked again, never a page skipped
 		}
 		p := slice.Page[Event]{Records: body.Events, Next: s.After, Last: !body.HasMore}
 		if n := len(body.Events); n > 0 {

@@ -39,9 +39,11 @@ const (
 	// have room: check the run's ExhaustedAt before ending the whole run).
 	ReasonDeadline Reason = "deadline"
 
-	// ReasonThrottled: the provider answered 429 (or asked for a pause longer
-	// than the call may wait, or longer than the run has left, other than a
-	// ban's).
+	// ReasonThrottled: the provider answered 429, or asked for a pause (a
+	// Retry-After, or rate-limit headers that announce its quota spent
+	// until a reset, on any answer, a success too) longer than the call may
+	// wait or than the run has left, other than a ban's. A limit forage was
+	// told in its Config is [ReasonQuota] instead.
 	ReasonThrottled Reason = "throttled"
 	// ReasonQuota: a known limit of the provider (the budget Config's
 	// Limits) is spent: the next request would wait for it longer than the

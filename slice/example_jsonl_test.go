@@ -23,7 +23,8 @@ type Order struct {
 // A host with no store of its own keeps its records in a JSON-lines file:
 // a run that replays pages (here a second run from a checkpoint store that
 // forgot everything) writes nothing twice, but for a record the provider
-// changed meanwhile, appended again: the last line of a key is its record.
+// changed meanwhile, appended again: the last line of a key is its record,
+// as ReadJSONLines reads them back.
 func ExampleJSONLines() {
 	dir, _ := os.MkdirTemp("", "orders") // setup
 	defer os.RemoveAll(dir)
@@ -65,6 +66,8 @@ func ExampleJSONLines() {
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "orders.jsonl"))
 	fmt.Print(string(data))
+	orders, err := slice.ReadJSONLines(filepath.Join(dir, "orders.jsonl"), func(o Order) string { return o.ID })
+	fmt.Println(orders, err) // each order's last line
 	// Output:
 	// 3 pages read, 5 orders stored <nil>
 	// 3 pages read, 5 orders stored <nil>
@@ -74,4 +77,5 @@ func ExampleJSONLines() {
 	// {"id":"o3","status":"paid"}
 	// {"id":"o4","status":"paid"}
 	// {"id":"o4","status":"shipped"}
+	// [{o0 paid} {o1 paid} {o2 paid} {o3 paid} {o4 shipped}] <nil>
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -91,27 +92,75 @@ func OpenJSONLines[R any](path string, key func(R) string) (*JSONLines[R], error
 // of its last whole line.
 func readKeys[R any](f *os.File, key func(R) string) (map[string]uint64, int64, error) {
 	have := make(map[string]uint64)
-	r := bufio.NewReader(f)
+	size, err := scanLines(f, f.Name(), key, func(k string, _ R, line []byte) { have[k] = lineHash(line) })
+	if err != nil {
+		return nil, 0, err
+	}
+	return have, size, nil
+}
+
+// scanLines calls fn with the key, the record and the bytes (its newline
+// cut) of each whole line of r, the file name, in order, and returns the
+// size of r up to the end of its last whole line: a torn last line is left
+// out. A line that is not a record, or has an empty key, is an error that
+// names the file and the line.
+func scanLines[R any](r io.Reader, name string, key func(R) string, fn func(k string, rec R, line []byte)) (int64, error) {
+	br := bufio.NewReader(r)
 	var size int64
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			return have, size, nil // a torn last line, or none: cut off
+			return size, nil // a torn last line, or none
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("slice: read %s: %w", f.Name(), err)
+			return 0, fmt.Errorf("slice: read %s: %w", name, err)
 		}
 		size += int64(len(line))
 		var rec R
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return nil, 0, fmt.Errorf("slice: %s, line %d, is not a record: %w (move the file aside, or cut the line, and run again)", f.Name(), n, err)
+			return 0, fmt.Errorf("slice: %s, line %d, is not a record: %w (move the file aside, or cut the line, and run again)", name, n, err)
 		}
 		k := key(rec)
 		if k == "" {
-			return nil, 0, fmt.Errorf("slice: %s, line %d, is a record with an empty key", f.Name(), n)
+			return 0, fmt.Errorf("slice: %s, line %d, is a record with an empty key", name, n)
 		}
-		have[k] = lineHash(bytes.TrimSuffix(line, []byte{'\n'}))
+		fn(k, rec, line[:len(line)-1])
 	}
+}
+
+// ReadJSONLines returns the records of a file that a [JSONLines] keyed by
+// key writes: the last record of each key (see JSONLines), in the order
+// the keys first came. A torn last line (an append under way, or cut
+// short by a crash) is left out; any other line that is not a record, or
+// has an empty key, fails the read with an error naming the file and the
+// line. It takes no lock: it may read beside the JSONLines that writes the
+// file, and sees the records whose Write had returned when it began, at
+// least. A file that does not exist holds no records.
+func ReadJSONLines[R any](path string, key func(R) string) ([]R, error) {
+	if key == nil {
+		return nil, errors.New("slice: ReadJSONLines: key is nil: give the function that returns a record's natural key")
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var recs []R
+	at := map[string]int{}
+	if _, err := scanLines(f, path, key, func(k string, rec R, _ []byte) {
+		if i, ok := at[k]; ok {
+			recs[i] = rec
+			return
+		}
+		at[k] = len(recs)
+		recs = append(recs, rec)
+	}); err != nil {
+		return nil, err
+	}
+	return recs, nil
 }
 
 // lineHash is the hash by which Write tells a record stored again with the

@@ -106,6 +106,14 @@ func TestJSONLinesKeepsTheLastContentOfEachKeyThroughReplaysAndCrashes(t *testin
 		if !maps.Equal(got, want) {
 			t.Fatalf("the file's last line per key says %v, the last writes %v", got, want)
 		}
+		recs, err := slice.ReadJSONLines(path, keyOf)
+		read := map[string]string{}
+		for _, r := range recs {
+			read[r.K] = r.V
+		}
+		if err != nil || len(recs) != len(want) || !maps.Equal(read, want) {
+			t.Fatalf("ReadJSONLines = %v, %v; want one record per key, the last: %v", recs, err, want)
+		}
 		again, err := slice.OpenJSONLines(path, keyOf)
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
@@ -145,6 +153,9 @@ func TestJSONLinesRefusesAFileWithALineThatIsNotARecord(t *testing.T) {
 			}
 			if got, _ := os.ReadFile(path); string(got) != body {
 				t.Fatalf("the refused file was changed: %q", got)
+			}
+			if _, err := slice.ReadJSONLines(path, keyOf); err == nil || !strings.Contains(err.Error(), "orders.jsonl, line 2") {
+				t.Fatalf("ReadJSONLines = %v, want an error naming orders.jsonl, line 2", err)
 			}
 		})
 	}
@@ -213,4 +224,22 @@ func TestJSONLinesAFileHasOneWriter(t *testing.T) {
 		t.Fatalf("open after the first was closed: %v", err)
 	}
 	second.Close()
+}
+
+// ReadJSONLines gives each key's last record, in the order the keys first
+// came, leaves out a torn last line (an append under way beside it), and
+// reads a file that does not exist as empty.
+func TestReadJSONLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orders.jsonl")
+	if recs, err := slice.ReadJSONLines(path, keyOf); err != nil || len(recs) != 0 {
+		t.Fatalf("a missing file: %v, %v; want no records", recs, err)
+	}
+	os.WriteFile(path, []byte(`{"k":"a","v":"paid"}`+"\n"+`{"k":"b","v":"paid"}`+"\n"+`{"k":"a","v":"shipped"}`+"\n"+`{"k":"c","v":"pa`), 0o644)
+	recs, err := slice.ReadJSONLines(path, keyOf)
+	if want := []keyed{{K: "a", V: "shipped"}, {K: "b", V: "paid"}}; err != nil || !slices.Equal(recs, want) {
+		t.Fatalf("ReadJSONLines = %v, %v; want %v", recs, err, want)
+	}
+	if _, err := slice.ReadJSONLines[keyed](path, nil); err == nil || !strings.Contains(err.Error(), "key is nil") {
+		t.Fatalf("a nil key: %v, want an error naming key", err)
+	}
 }

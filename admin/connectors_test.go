@@ -426,3 +426,22 @@ func TestAmbiguousBodiesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAdminProcessSteersAConnectorItNeverCalls: the admin API served by
+// a process that calls nothing itself (its registry empty, or the
+// provider dropped as idle after IdleTTL) knows a connector by the record
+// the processes that call it share. Its pause answered 404 "unknown"
+// after ten idle minutes, and an operator could no longer stop them.
+func TestAnAdminProcessSteersAConnectorItNeverCalls(t *testing.T) {
+	t.Parallel()
+	records := checkpoint.NewMemoryStore(checkpoint.Config{})
+	if err := records.SaveRecord(t.Context(), forage.ProviderRecord{Key: "api.example.com", Rate: 12}); err != nil { // a collector's
+		t.Fatal(err)
+	}
+	a := connectorAPI(t, newRegistry(t, budget.RegistryConfig{Defaults: quick(), Records: records}), admin.Config{})
+	a.want("POST", "/connectors/api.example.com/pause", `{"why":"maintenance"}`, http.StatusOK, nil)
+	if rec, ok, err := records.LoadRecord(t.Context(), "api.example.com"); err != nil || !ok || rec.Status != budget.StatusPaused {
+		t.Fatalf("the shared record after the pause: %+v, %v, %v; want status paused", rec, ok, err)
+	}
+	a.want("POST", "/connectors/nobody.example.com/pause", "", http.StatusNotFound, nil)
+}

@@ -97,8 +97,10 @@ func (h *Handler) pauseProvider(provider string) bool {
 }
 
 // knows reports whether the scheduler knows provider: it is paused there,
-// it is in the budget registry ([schedule.Config.Budget]), or the store
-// holds a job of it. These are the providers a [schedule.Snapshot] lists
+// it is in the budget registry ([schedule.Config.Budget]) or the
+// registry's record store keeps its record (shared with the processes
+// that call it: an admin process that calls nothing itself dropped it as
+// idle and answered its pause 404), or the store holds a job of it. These are the providers a [schedule.Snapshot] lists
 // (with those cooling down, which have jobs). Only known providers are
 // paused or steered, so that names taken from requests cannot grow the
 // paused set or the registry without bound. It reads the store (one List
@@ -108,8 +110,8 @@ func (h *Handler) knows(ctx context.Context, provider string) (bool, error) {
 		return true, nil
 	}
 	if reg := h.s.Budget(); reg != nil {
-		if _, ok := reg.Lookup(provider); ok {
-			return true, nil
+		if ok, err := reg.Known(ctx, provider); ok || err != nil {
+			return ok, err
 		}
 	}
 	jobs, err := h.s.Store().List(ctx, schedule.Query{Provider: provider, Limit: 1})

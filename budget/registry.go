@@ -164,6 +164,21 @@ func (r *Registry) Get(key string) (Provider, error) {
 	return r.create(s, key)
 }
 
+// Known reports whether key names a provider: one the registry holds, or
+// one whose record its [RecordStore] keeps (a provider other processes
+// call, or this one called before it was dropped as idle). It creates
+// nothing. The error is the store's.
+func (r *Registry) Known(ctx context.Context, key string) (bool, error) {
+	if _, ok := r.Lookup(key); ok {
+		return true, nil
+	}
+	if r.cfg.Records == nil {
+		return false, nil
+	}
+	_, ok, err := r.cfg.Records.LoadRecord(ctx, key)
+	return ok, err
+}
+
 // Lookup returns the Provider for key if one exists, without creating it;
 // for a missing key it returns a nil Provider (a true nil interface, safe
 // to compare with nil) and false.

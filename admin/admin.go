@@ -118,7 +118,7 @@ type counter interface {
 //	GET    /providers               a page of providers with their budget snapshot: ?after= &limit=
 //	POST   /providers/{name}/pause  pause a provider in this scheduler; 404 if unknown
 //	POST   /providers/{name}/resume resume it; 404 if unknown
-//	GET    /connectors              a page of connectors (the budget registry's providers): ?after= &limit=
+//	GET    /connectors              a page of connectors (the registry's providers and its store's records): ?after= &limit=
 //	POST   /connectors              set a connector's operator status {"key","status","why"}: every process obeys
 //	POST   /connectors/{key}/pause  the same with status "paused"; optional body {"why"}
 //	POST   /connectors/{key}/resume the same with status "active"; optional body {"why"}
@@ -163,7 +163,16 @@ type counter interface {
 // A connector is one provider of the scheduler's budget registry
 // ([schedule.Config.Budget]) as an operator sees and steers it. GET
 // /connectors answers {"connectors": […], "next": "key"}, paged as GET
-// /providers is, each with: key; status ("active" or "paused") and why;
+// /providers is: the registry's providers, and, when its
+// [budget.RecordStore] can list them ([budget.RecordLister]: the
+// checkpoint and PostgreSQL stores can), every provider whose record it
+// keeps, so an admin process that calls nothing itself lists the
+// connectors all the collectors share ("records_error" says so when the
+// store could not be listed: the page then holds this process's alone).
+// Each has: key; source ("process" for a provider held here, live;
+// "record" for one known by its shared record alone, whose figures are the
+// record's as saved at "updated", with no phase, breaker, in flight nor
+// shares); status ("active" or "paused") and why;
 // rate, ceiling (requests/s) and phase, and rate_note when the rate is far
 // above the ceiling (it spends what a quota window has left until its
 // reset, or probes for a grown limit); breaker; the pause the provider

@@ -2,10 +2,13 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -27,6 +30,15 @@ import (
 // connectorJSON is a connector on the wire.
 type connectorJSON struct {
 	Key string `json:"key"`
+	// Source is where the figures come from: "process" for a provider
+	// this process holds, live; "record" for one that only the shared
+	// record store knows here (other processes call it, or this one
+	// dropped it as idle). A record's connector has the record's status,
+	// rate, ceiling and pause as saved at Updated, Requests and the
+	// refused and error shares over every process that saved it (WindowS
+	// 0), and no per-process fields (phase, breaker, in flight, shares).
+	Source  string    `json:"source"`
+	Updated time.Time `json:"updated,omitzero"`
 	// Status is the operator's status in force here ("active" or
 	// "paused"), Why the reason given with it.
 	Status string `json:"status"`
@@ -98,7 +110,7 @@ const rateAboveCeiling = "the rate is above the learned ceiling: it spends what 
 // first) over the last rateWindow.
 func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON {
 	c := connectorJSON{
-		Key: b.Key, Status: b.Status, Why: plainWhy(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
+		Key: b.Key, Source: sourceProcess, Status: b.Status, Why: plainWhy(b.Why), Rate: b.Rate, Ceiling: b.Ceiling,
 		Phase: b.Phase, Breaker: b.Breaker, InFlight: b.InFlight, Requests: b.Requests, Share: b.Share,
 	}
 	if b.Ceiling > 0 && b.Rate > aboveCeiling*b.Ceiling {
@@ -142,20 +154,81 @@ func connectorOf(now time.Time, b budget.Snapshot, hist []sample) connectorJSON 
 	return c
 }
 
-// connectors returns the connectors at now named after after, at most
-// limit, and whether more are left.
-func (h *Handler) connectors(now time.Time, after string, limit int) ([]connectorJSON, bool) {
+// The sources of a connector's figures.
+const (
+	sourceProcess = "process"
+	sourceRecord  = "record"
+)
+
+// recordConnector is the connector of r, a provider this process holds
+// none of, at now. r comes from a store any program may write: a figure
+// that is not finite and >= 0 is shown as 0, a text as plainWhy shows it.
+func recordConnector(now time.Time, r forage.ProviderRecord) connectorJSON {
+	c := connectorJSON{
+		Key: r.Key, Source: sourceRecord, Status: plainWhy(cmp.Or(r.Status, budget.StatusActive)), Why: plainWhy(r.Why),
+		Rate: figure(r.Rate), Ceiling: figure(r.Ceiling), Updated: r.Updated,
+	}
+	if c.Ceiling > 0 && c.Rate > aboveCeiling*c.Ceiling {
+		c.RateNote = rateAboveCeiling
+	}
+	if r.PausedUntil.After(now) {
+		c.PausedUntil, c.PauseReason = r.PausedUntil, forage.Reason(plainWhy(string(cmp.Or(r.PauseReason, forage.ReasonThrottled))))
+	}
+	if r.Requests > 0 && r.OK >= 0 && r.Throttled >= 0 && r.OK+r.Throttled <= r.Requests {
+		n := float64(r.Requests)
+		c.Requests = uint64(r.Requests)
+		c.Refused = float64(r.Throttled) / n
+		c.Errors = float64(r.Requests-r.OK-r.Throttled) / n
+	}
+	return c
+}
+
+// figure is x, or 0 when x is not a finite number >= 0.
+func figure(x float64) float64 {
+	if x >= 0 && !math.IsInf(x, 1) {
+		return x
+	}
+	return 0
+}
+
+// connectors returns the connectors at now keyed after after, at most
+// limit, in key order, and whether more are left: the providers of the
+// budget registry, and those its record store keeps that the registry
+// does not hold (a process that calls nothing itself lists the
+// connectors every process shares). recErr is the record store's error,
+// when it could not be listed: the page then holds the registry's alone.
+func (h *Handler) connectors(ctx context.Context, now time.Time, after string, limit int) (out []connectorJSON, more bool, recErr error) {
 	reg := h.s.Budget()
 	if reg == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	h.sample(now)
-	snaps, more := reg.SnapshotPage(after, limit) // the page alone: a crawler's registry may hold 100,000
-	out := make([]connectorJSON, 0, len(snaps))
-	for _, b := range snaps {
-		out = append(out, connectorOf(now, b, h.hist.of(b.Key)))
+	snaps, left := reg.SnapshotPage(after, limit) // the page alone: a crawler's registry may hold 100,000
+	recs, listed, recErr := reg.RecordPage(ctx, after, limit)
+	more = left > 0 || listed && recErr == nil && len(recs) >= limit
+	// The store's page may come from any program: keep its keys after
+	// after, in order, once each.
+	recs = slices.DeleteFunc(recs, func(r forage.ProviderRecord) bool { return r.Key <= after })
+	slices.SortFunc(recs, func(a, b forage.ProviderRecord) int { return strings.Compare(a.Key, b.Key) })
+	recs = slices.CompactFunc(recs, func(a, b forage.ProviderRecord) bool { return a.Key == b.Key })
+	out = make([]connectorJSON, 0, min(limit, len(snaps)+len(recs)))
+	for i, j := 0, 0; i < len(snaps) || j < len(recs); {
+		switch {
+		case j == len(recs) || i < len(snaps) && snaps[i].Key <= recs[j].Key:
+			if j < len(recs) && snaps[i].Key == recs[j].Key {
+				j++ // held here: the live figures
+			}
+			out = append(out, connectorOf(now, snaps[i], h.hist.of(snaps[i].Key)))
+			i++
+		default:
+			out = append(out, recordConnector(now, recs[j]))
+			j++
+		}
 	}
-	return out, more > 0
+	if len(out) > limit {
+		out, more = out[:limit], true
+	}
+	return out, more, recErr
 }
 
 // serveConnectors serves GET /connectors: {"connectors": […], "next": "…"},
@@ -174,7 +247,7 @@ func (h *Handler) serveConnectors(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	list, more := h.connectors(time.Now(), after, int(limit))
+	list, more, recErr := h.connectors(r.Context(), time.Now(), after, int(limit))
 	release()
 	var buf bytes.Buffer
 	buf.WriteString(`{"connectors":[`)
@@ -203,6 +276,10 @@ func (h *Handler) serveConnectors(w http.ResponseWriter, r *http.Request) {
 		}
 		next, _ := json.Marshal(last)
 		fmt.Fprintf(&buf, `,"next":%s`, next)
+	}
+	if recErr != nil {
+		msg, _ := json.Marshal(cleanError("the shared provider records could not be listed, so only the providers this process holds are shown: " + recErr.Error()))
+		fmt.Fprintf(&buf, `,"records_error":%s`, msg)
 	}
 	buf.WriteString("}\n")
 	w.Header().Set("Content-Type", "application/json")
@@ -317,7 +394,7 @@ func (h *Handler) setStatus(w http.ResponseWriter, r *http.Request, key, status,
 	}
 	p, ok := reg.Lookup(key)
 	if !ok { // evicted at once: the status is saved, show it as set
-		writeJSON(w, http.StatusOK, connectorJSON{Key: key, Status: status, Why: why})
+		writeJSON(w, http.StatusOK, connectorJSON{Key: key, Source: sourceRecord, Status: status, Why: why})
 		return
 	}
 	now := time.Now()

@@ -14,7 +14,12 @@
 // requests it was sent per second, saturation (that ÷ this process's
 // pace) and the shares refused and failed; for a provider shared among
 // processes ([budget.Config.Shares]), this process's share of the rate and
-// every process's lease. An operator sets only the status and why
+// every process's lease. GET /connectors also lists the providers known
+// only by their shared record, when the store can list them (a
+// [budget.RecordLister], as the checkpoint and PostgreSQL stores are):
+// an admin process that calls no provider itself sees, and steers, every
+// connector the collectors share, with the figures of its record. An
+// operator sets only the status and why
 // (POST /connectors, or /connectors/{key}/pause and /resume), through
 // [budget.Registry.SetStatus]: the status is saved in the provider's
 // record, so with a [budget.RecordStore] shared by several processes every

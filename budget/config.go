@@ -275,6 +275,23 @@ type RecordStore interface {
 	SaveRecord(ctx context.Context, r forage.ProviderRecord) error
 }
 
+// RecordLister is a [RecordStore] that can also list its records, so
+// that an admin process which calls no provider itself still lists every
+// connector the other processes share through the store
+// ([Registry.RecordPage]). The checkpoint package's LocalStore and the
+// PostgreSQL store implement it;
+// [github.com/forage-go/forage/budget/budgettest] checks it with the rest
+// of the contract.
+type RecordLister interface {
+	RecordStore
+	// ListRecords returns the saved records whose keys come after after
+	// in byte order ("" for the first), in that order, at most limit of
+	// them (limit > 0; fewer means no more are saved). Each is what
+	// LoadRecord would return for its key. A limit < 1 or a ctx that has
+	// ended is an error.
+	ListRecords(ctx context.Context, after string, limit int) ([]forage.ProviderRecord, error)
+}
+
 // validate checks c, naming its fields from path: "Config" for a
 // provider's own, "RegistryConfig.Defaults" for a registry's.
 func (c *Config) validate(path string) error {

@@ -179,6 +179,30 @@ func (r *Registry) Known(ctx context.Context, key string) (bool, error) {
 	return ok, err
 }
 
+// RecordPage returns the provider records its [RecordStore] keeps whose
+// keys come after after, in byte order, at most limit of them, and
+// whether the store can list them (a [RecordLister]; with no store, or
+// one that cannot list, it returns nil, false and no error). The records
+// are every process's that shares the store, held here or not: an admin
+// process that calls nothing itself lists the connectors the collectors
+// share this way, beside [Registry.SnapshotPage]'s live providers. A
+// store given to one key in RegistryConfig.Overrides is not listed. The
+// error is the store's.
+func (r *Registry) RecordPage(ctx context.Context, after string, limit int) ([]forage.ProviderRecord, bool, error) {
+	l, ok := r.cfg.Records.(RecordLister)
+	if !ok {
+		return nil, false, nil
+	}
+	if limit < 1 {
+		return nil, true, nil
+	}
+	recs, err := l.ListRecords(ctx, after, limit)
+	if err != nil {
+		return nil, true, err
+	}
+	return recs, true, nil
+}
+
 // Lookup returns the Provider for key if one exists, without creating it;
 // for a missing key it returns a nil Provider (a true nil interface, safe
 // to compare with nil) and false.

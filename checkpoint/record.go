@@ -68,6 +68,38 @@ func (s *LocalStore) SaveRecord(ctx context.Context, r forage.ProviderRecord) er
 	return saveRecord(ctx, s.c, s.records, r, persist)
 }
 
+// ListRecords returns the saved records whose keys come after after in
+// byte order, in that order, at most limit of them: each as LoadRecord
+// returns it. It fails with [ErrInvalid] for a limit < 1, with the ctx's
+// error once it has ended, and with [ErrClosed] after Close. It implements
+// budget.RecordLister, so an admin process lists every provider the store
+// keeps.
+func (s *LocalStore) ListRecords(ctx context.Context, after string, limit int) ([]forage.ProviderRecord, error) {
+	var argErr error
+	if limit < 1 {
+		argErr = fmt.Errorf("%w: ListRecords limit must be >= 1, got %d", ErrInvalid, limit)
+	}
+	if err := s.c.enter(ctx, argErr); err != nil {
+		return nil, err
+	}
+	defer s.c.mu.Unlock()
+	var keys []string
+	for k := range s.records {
+		if k > after {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	keys = keys[:min(len(keys), limit)]
+	out := make([]forage.ProviderRecord, len(keys))
+	for i, k := range keys {
+		r := s.records[k]
+		r.Refusals, r.Spent = slices.Clone(r.Refusals), maps.Clone(r.Spent) // the caller's own
+		out[i] = r
+	}
+	return out, nil
+}
+
 func loadRecord(ctx context.Context, c *core, book recordBook, key string) (forage.ProviderRecord, bool, error) {
 	if err := c.enter(ctx, CheckName("provider key", key)); err != nil {
 		return forage.ProviderRecord{}, false, err

@@ -25,6 +25,11 @@ const (
 	loadRecordSQL = `
 SELECT status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals, spent
 FROM {{schema}}.provider_records WHERE key = $1`
+	// listRecordsSQL orders by byte (COLLATE "C"), as Go compares keys,
+	// whatever the database's collation. Parameters: after, limit.
+	listRecordsSQL = `
+SELECT key, status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals, spent
+FROM {{schema}}.provider_records WHERE key COLLATE "C" > $1 ORDER BY key COLLATE "C" LIMIT $2`
 	saveRecordSQL = `
 INSERT INTO {{schema}}.provider_records AS r
 	(key, status, why, rate, ceiling, confirmed, paused_until, pause_reason, requests, ok, throttled, updated, refusals, spent)
@@ -58,23 +63,66 @@ func (s *Store) LoadRecord(ctx context.Context, key string) (forage.ProviderReco
 	if err := enter(ctx, checkpoint.CheckName("provider key", key)); err != nil {
 		return forage.ProviderRecord{}, false, err
 	}
-	r := forage.ProviderRecord{Key: key}
-	var spent []byte
-	err := s.pool.QueryRow(ctx, s.sql.loadRecord, key).Scan(&r.Status, &r.Why, &r.Rate, &r.Ceiling, &r.Confirmed,
-		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated, &r.Refusals, &spent)
+	r, err := scanRecord(s.pool.QueryRow(ctx, s.sql.loadRecord, key), nil)
+	r.Key = key
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return forage.ProviderRecord{}, false, nil
 	case err != nil:
 		return forage.ProviderRecord{}, false, s.fail("LoadRecord", err)
 	}
+	return r, true, nil
+}
+
+// ListRecords returns the saved records whose keys come after after in
+// byte order, in that order, at most limit of them, in one statement: each
+// as LoadRecord returns it. It implements budget.RecordLister, so an admin
+// process lists every provider the collectors share. It fails with an
+// error wrapping [checkpoint.ErrInvalid] for a limit < 1.
+func (s *Store) ListRecords(ctx context.Context, after string, limit int) ([]forage.ProviderRecord, error) {
+	var argErr error
+	if limit < 1 {
+		argErr = fmt.Errorf("pgstore: %w: ListRecords limit must be >= 1, got %d", checkpoint.ErrInvalid, limit)
+	}
+	if err := enter(ctx, argErr); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.listRecords, after, limit)
+	if err != nil {
+		return nil, s.fail("ListRecords", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (forage.ProviderRecord, error) {
+		var key string
+		r, err := scanRecord(row, &key)
+		r.Key = key
+		return r, err
+	})
+	if err != nil {
+		return nil, s.fail("ListRecords", err)
+	}
+	return out, nil
+}
+
+// scanRecord reads a record's columns from row in loadRecordSQL's order,
+// after the key's into key when it is not nil (listRecordsSQL's); the
+// record's Key is left to the caller. A spent column that is not an object
+// of times (a hand edit) reads as none, rather than no provider built at
+// all; the next save replaces it.
+func scanRecord(row pgx.Row, key *string) (forage.ProviderRecord, error) {
+	var r forage.ProviderRecord
+	var spent []byte
+	dest := []any{&r.Status, &r.Why, &r.Rate, &r.Ceiling, &r.Confirmed,
+		&r.PausedUntil, &r.PauseReason, &r.Requests, &r.OK, &r.Throttled, &r.Updated, &r.Refusals, &spent}
+	if key != nil {
+		dest = append([]any{key}, dest...)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return forage.ProviderRecord{}, err
+	}
 	if json.Unmarshal(spent, &r.Spent) != nil {
-		// Written by hand or by another program: not an object of times.
-		// None is read, rather than no provider built at all; the next
-		// save replaces it.
 		r.Spent = nil
 	}
-	return r, true, nil
+	return r, nil
 }
 
 // SaveRecord upserts r under r.Key in one statement, as budget.RecordStore

@@ -261,7 +261,7 @@ type statements struct {
 	acquire, renew, release, leaseOf              string
 	addGap, listGaps, resolveGap                  string
 	addCoverage, coverage                         string
-	loadRecord, saveRecord                        string
+	loadRecord, saveRecord, listRecords           string
 	loadShares, insertShares, updateShares        string
 	countJobs                                     string
 	migrationsTable, migrationsApplied, recordMig string
@@ -279,7 +279,7 @@ func expand(schema string) statements {
 		leaseOf: r.Replace(leaseOfSQL),
 		addGap:  r.Replace(addGapSQL), listGaps: r.Replace(listGapsSQL), resolveGap: r.Replace(resolveGapSQL),
 		addCoverage: r.Replace(addCoverageSQL), coverage: r.Replace(coverageSQL),
-		loadRecord: r.Replace(loadRecordSQL), saveRecord: r.Replace(saveRecordSQL),
+		loadRecord: r.Replace(loadRecordSQL), saveRecord: r.Replace(saveRecordSQL), listRecords: r.Replace(listRecordsSQL),
 		loadShares: r.Replace(loadSharesSQL), insertShares: r.Replace(insertSharesSQL), updateShares: r.Replace(updateSharesSQL),
 		countJobs:       r.Replace(countJobsSQL),
 		migrationsTable: r.Replace(migrationsTableSQL), migrationsApplied: r.Replace(migrationsAppliedSQL),

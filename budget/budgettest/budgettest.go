@@ -37,7 +37,8 @@ import (
 // it sets none, checked step by step against a model; keys are
 // independent; concurrent saves of one key keep the latest pause; a ctx
 // that has ended and an invalid key or record are errors that change
-// nothing. newStore is called once per subtest, with the subtest's t, and
+// nothing; a store that is also a [budget.RecordLister] lists exactly its
+// records, in byte order of the keys, in pages of any size. newStore is called once per subtest, with the subtest's t, and
 // subtests run in parallel: each store returned must share no state with
 // the others (a PostgreSQL store uses a fresh schema). Register cleanup
 // with t.Cleanup; report setup failures with t.Fatal.
@@ -56,6 +57,7 @@ func RunRecordStore(t *testing.T, newStore func(t *testing.T) budget.RecordStore
 		{"Concurrent", testConcurrent},
 		{"Canceled", testCanceled},
 		{"Invalid", testInvalid},
+		{"List", testList},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -353,6 +355,84 @@ func testInvalid(t *testing.T, s budget.RecordStore) {
 		}
 	}
 	check(t, s, "after invalid saves", key, before, true)
+}
+
+// testList: a store that is also a [budget.RecordLister] lists, page by
+// page of any size, exactly the records it holds, each as LoadRecord
+// returns it, in byte order of the keys (a key whose bytes sort apart
+// from its letters' order included); a limit < 1 and an ended ctx are
+// errors. A store that cannot list skips it.
+func testList(t *testing.T, s budget.RecordStore) {
+	l, ok := s.(budget.RecordLister)
+	if !ok {
+		t.Skip("the store is not a budget.RecordLister")
+	}
+	ctx := context.Background()
+	if _, err := l.ListRecords(ctx, "", 0); err == nil {
+		t.Error("ListRecords with limit 0 = nil error, want one")
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.ListRecords(canceled, "", 10); !isCanceled(err) {
+		t.Errorf("ListRecords with a cancelled ctx = %v, want an error wrapping context.Canceled", err)
+	}
+	n := 0
+	rapid.Check(t, func(t *rapid.T) {
+		n++
+		prefix := fmt.Sprintf("list-%d-", n) // every key of this check sorts after prefix, and before the next check's
+		names := []string{"a", "a b", "a/b", "ab", "Z", "z", "ü", "é", "~", "A.b"}
+		model := map[string]forage.ProviderRecord{}
+		for i := range rapid.IntRange(0, 12).Draw(t, "saves") {
+			key := prefix + rapid.SampledFrom(names).Draw(t, "key")
+			r := drawRecord(t, key)
+			saved, had := model[key]
+			save(t, s, fmt.Sprintf("save %d", i), r)
+			model[key] = merge(saved, had, r)
+		}
+		var got []forage.ProviderRecord
+		after := prefix
+		for page := 0; ; page++ {
+			limit := rapid.IntRange(1, 4).Draw(t, "limit")
+			recs, err := l.ListRecords(ctx, after, limit)
+			if err != nil {
+				t.Fatalf("ListRecords(%q, %d): %v", after, limit, err)
+			}
+			if len(recs) > limit {
+				t.Fatalf("ListRecords(%q, %d) returned %d records", after, limit, len(recs))
+			}
+			done := len(recs) < limit
+			for _, r := range recs {
+				if r.Key <= after {
+					t.Fatalf("ListRecords(%q, %d) returned key %q, not after the last one", after, limit, r.Key)
+				}
+				after = r.Key
+				if !strings.HasPrefix(r.Key, prefix) {
+					done = true // the next check's keys, or another test's
+					break
+				}
+				got = append(got, r)
+			}
+			if done || page > 20 {
+				break
+			}
+		}
+		keys := slices.Sorted(maps.Keys(model))
+		if len(got) != len(keys) {
+			var listed []string
+			for _, r := range got {
+				listed = append(listed, r.Key)
+			}
+			t.Fatalf("listed keys %q, want %q", listed, keys)
+		}
+		for i, key := range keys {
+			if got[i].Key != key {
+				t.Fatalf("listed key %d = %q, want %q", i, got[i].Key, key)
+			}
+			if d := diff(got[i], model[key]); d != "" {
+				t.Fatalf("listed record %q: %s", key, d)
+			}
+		}
+	})
 }
 
 // isCanceled reports whether err wraps context.Canceled.

@@ -38,7 +38,9 @@
 // sample of every provider each [Config.SampleEvery] (5 s: ten minutes of
 // history); without it, a sample is taken when the page or GET /connectors
 // is served and the last one is older than that. The history is kept for
-// the first 100 providers by key.
+// the first 100 providers by key. Under "Other connectors" it lists the
+// first 20 providers that other processes call, known here by the shared
+// records alone, with their status and why, rate, ceiling and pause.
 //
 // # Mounting
 //

@@ -205,3 +205,40 @@ func keysOf(cs []sourcedConnector) []string {
 	}
 	return out
 }
+
+// TestTheStatusPageShowsTheConnectorsItRunsNoJobFor: the status page of an
+// admin process lists, under "Other connectors", those it has no card for
+// and holds no provider of: known by the shared records alone, with the operator's status and why
+// (escaped), and the rate and ceiling they were saved with. Its page showed
+// only the scheduler's providers: an admin process with no jobs showed no
+// connector at all.
+func TestTheStatusPageShowsTheConnectorsItRunsNoJobFor(t *testing.T) {
+	t.Parallel()
+	records := checkpoint.NewMemoryStore(checkpoint.Config{})
+	if err := records.SaveRecord(t.Context(), forage.ProviderRecord{Key: "api.<b>x</b>.example", Status: budget.StatusPaused,
+		Why: "key rotation", Rate: 12.5, Ceiling: 14, Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: quick(), Records: records})
+	a := connectorAPI(t, reg, admin.Config{})
+	if _, err := a.s.Upsert(t.Context(), schedule.Spec{Provider: "binance", Kind: schedule.KindBackfill, Stream: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	page := a.want("GET", "/", "", http.StatusOK, nil)
+	i := strings.Index(page, "<h2>Other connectors</h2>")
+	if i < 0 {
+		t.Fatalf("the page has no other connectors:\n%s", page)
+	}
+	rest, _, _ := strings.Cut(page[i:], "<h2>Jobs")
+	for _, want := range []string{"api.&lt;b&gt;x&lt;/b&gt;.example", ">paused</span> key rotation", "12.50 req/s", "14.00 req/s"} {
+		if !strings.Contains(rest, want) {
+			t.Errorf("other connectors lack %q:\n%s", want, rest)
+		}
+	}
+	if strings.Contains(rest, "<b>x</b>") {
+		t.Errorf("a key is served unescaped:\n%s", rest)
+	}
+	if strings.Contains(rest, "<td>binance</td>") {
+		t.Errorf("binance has its card, and is listed again:\n%s", rest)
+	}
+}

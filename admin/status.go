@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -89,6 +90,17 @@ th{background:#f3f3f3}
 </section>
 {{end}}</div>
 {{with .Snap.MoreProviders}}<p>Showing the first {{len $.Providers}} providers; {{.}} more: GET providers?after=…</p>{{end}}
+{{if or .Others .RecordsError}}
+<h2>Other connectors</h2>
+<p class="note">Providers that other processes call: known here by the records the processes share, as last saved. POST connectors/{key}/pause and /resume steer them in every process.</p>
+{{with .RecordsError}}<p class="why">{{.}}</p>{{end}}
+{{if .Others}}<table><tr><th>connector</th><th>status</th><th>rate</th><th>ceiling</th><th>pause in force</th><th>saved</th></tr>
+{{range .Others}}<tr><td>{{.Key}}</td><td><span class="badge {{.Status}}">{{.Status}}</span>{{with .Why}} {{.}}{{end}}</td>
+<td class="num">{{f2 .Rate}} req/s</td><td class="num">{{if .Ceiling}}{{f2 .Ceiling}} req/s{{else}}—{{end}}</td>
+<td>{{if not .PausedUntil.IsZero}}until {{when .PausedUntil}} ({{.PauseReason}}){{end}}</td><td>{{if not .Updated.IsZero}}{{when .Updated}}{{end}}</td></tr>
+{{end}}</table>{{end}}
+{{if .OthersMore}}<p>Showing {{len .Others}} other connectors: GET connectors lists them all.</p>{{end}}
+{{end}}
 
 <h2>Jobs{{if .State}} ({{.State}}){{end}}</h2>
 <table><tr><th>id</th><th>provider</th><th>kind</th><th>stream</th><th>priority</th><th>state</th>
@@ -141,6 +153,50 @@ func (h *Handler) providerViews(now time.Time, snap schedule.Snapshot) []provide
 	return out
 }
 
+// maxOthers caps the connectors the status page lists under "Other
+// connectors"; GET /connectors lists them all.
+const maxOthers = 20
+
+// otherConnectors returns, at now, the first maxOthers connectors that
+// only the shared records know (this process holds no provider for them,
+// and the scheduler has no card: other processes call them), whether more
+// may be left, and what the record store said when it could not list
+// them. It reads a few pages of records at most, and snapshots nothing.
+func (h *Handler) otherConnectors(ctx context.Context, now time.Time, snap schedule.Snapshot) (out []connectorJSON, more bool, recordsError string) {
+	reg := h.s.Budget()
+	if reg == nil {
+		return nil, false, ""
+	}
+	carded := make(map[string]bool, len(snap.Providers))
+	for _, p := range snap.Providers {
+		carded[p.Provider] = true
+	}
+	after := ""
+	for range 4 { // a registry that holds most of the records: what is left is GET /connectors's
+		recs, _, err := reg.RecordPage(ctx, after, 2*maxOthers)
+		if err != nil {
+			return out, false, cleanError("the shared provider records could not be listed: " + err.Error())
+		}
+		for _, r := range recs {
+			if r.Key <= after {
+				continue // a store that lists out of order: shown once
+			}
+			after = r.Key
+			if _, held := reg.Lookup(r.Key); held || carded[r.Key] {
+				continue
+			}
+			if len(out) == maxOthers {
+				return out, true, ""
+			}
+			out = append(out, recordConnector(now, r))
+		}
+		if len(recs) < 2*maxOthers {
+			return out, false, ""
+		}
+	}
+	return out, true, ""
+}
+
 // serveStatus renders the status page; ?state= filters the job list. The
 // jobs' last errors are shown with their URLs redacted.
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
@@ -191,16 +247,21 @@ func (h *Handler) renderStatus(r *http.Request, state schedule.State) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
+	others, othersMore, recordsError := h.otherConnectors(r.Context(), time.Now(), snap)
 	var buf bytes.Buffer
 	data := struct {
-		Snap      schedule.Snapshot
-		States    []schedule.State
-		Bars      []stateBar
-		Providers []providerView
-		State     schedule.State
-		Jobs      []jobView
-		More      bool
-	}{snap, states, stateBars(snap.Jobs, states), h.providerViews(time.Now(), snap), state, jobs, more}
+		Snap         schedule.Snapshot
+		States       []schedule.State
+		Bars         []stateBar
+		Providers    []providerView
+		State        schedule.State
+		Jobs         []jobView
+		More         bool
+		Others       []connectorJSON
+		OthersMore   bool
+		RecordsError string
+	}{snap, states, stateBars(snap.Jobs, states), h.providerViews(time.Now(), snap), state, jobs, more,
+		others, othersMore, recordsError}
 	if err := statusPage.Execute(&buf, data); err != nil {
 		return nil, err
 	}

@@ -84,6 +84,7 @@ type symbolState struct {
 	yielded  bool // its last run found it held by another live process
 	spent    bool // a run stopped because the budget is spent
 	blips    int  // store failures in a row that may pass
+	paused   bool // its last run found the provider paused by an operator
 	// short is set while its catch-up found nothing more short of until:
 	// the provider, its clock behind this one, has not published the last
 	// candles yet. The catch-up runs again at again (job is its job).
@@ -371,6 +372,16 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 		}
 		if rep.Reason.SourcePressure() && rep.Until.After(now) {
 			c.progress[sym].waiting(rep.Until, string(rep.Reason))
+		}
+		if paused := rep.Reason == forage.ReasonPaused; paused != ss.paused {
+			// Said once, when it starts and when it ends: the scheduler
+			// asks again every second while it lasts.
+			ss.paused = paused
+			if paused {
+				fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: %s; waiting for a resume (or -timeout)\n", sym, c.o.interval, mode, operatorPause(c.provider.Snapshot()))
+			} else {
+				fmt.Fprintf(c.stderr, "ohlcv: %s %s %s: the provider was resumed\n", sym, c.o.interval, mode)
+			}
 		}
 		switch {
 		case rep.Reason.Exhausted():

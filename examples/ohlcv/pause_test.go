@@ -5,12 +5,16 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/providertest"
 )
 
@@ -125,6 +129,43 @@ func TestADeferredSummaryNamesThePauseAndWhereItStands(t *testing.T) {
 		}
 		if g := s.Gaps[0]; g.After == "" || !strings.Contains(g.Reason, "pause (throttled) lasts until") {
 			t.Fatalf("gap %+v: want where the catch-up stands and the provider's pause named", g)
+		}
+	})
+}
+
+// TestAnOperatorsPauseIsSaidOnceWithWhy: a run whose provider an operator
+// paused (in the shared record: here the file store's) sends nothing, says
+// once, with the operator's reason, that it waits for a resume, and its -v
+// lines do not repeat "stopped: paused" at every one of the scheduler's
+// retries (one a second, with no reason given).
+func TestAnOperatorsPauseIsSaidOnceWithWhy(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		exchange := &throttleFirst{}
+		dir := t.TempDir()
+		st, err := checkpoint.OpenFileStore(filepath.Join(dir, "checkpoints"), checkpoint.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SaveRecord(t.Context(), forage.ProviderRecord{Key: "sim", Status: budget.StatusPaused, Why: "key rotation"}); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		e := env{serve: func(srv *providertest.Server) (string, *http.Client, func(), error) {
+			exchange.next = srv.Client().Transport
+			return "http://sim", &http.Client{Transport: exchange}, func() {}, nil
+		}}
+		var out, errOut bytes.Buffer
+		runEnv(context.Background(), e, []string{"-store", dir, "-json", "-v", "-timeout", "20s"}, &out, &errOut)
+		if n := len(exchange.times()); n != 0 {
+			t.Errorf("sent %d requests to a provider an operator paused", n)
+		}
+		said := strings.Count(errOut.String(), "paused by an operator (key rotation); waiting for a resume")
+		if said == 0 || said > 2 { // once per stream that ran (catch-up, and steady state with -follow)
+			t.Errorf("the pause was said %d times, want once per stream; stderr:\n%s", said, errOut.String())
+		}
+		if n := strings.Count(errOut.String(), "stopped: paused"); n > 2 {
+			t.Errorf("-v said \"stopped: paused\" %d times in 20 s, want once per stream; stderr:\n%s", n, errOut.String())
 		}
 	})
 }

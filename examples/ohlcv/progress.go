@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/klines"
 	"github.com/forage-go/forage/slice"
 )
@@ -120,6 +121,9 @@ func (c *collector) state(p *streamProgress, now time.Time) string {
 	if p.held.Load() {
 		return "held by another process"
 	}
+	if snap := c.provider.Snapshot(); snap.Status == budget.StatusPaused {
+		return operatorPause(snap)
+	}
 	if u := c.provider.Snapshot().PausedUntil; u.Sub(now) >= time.Second {
 		return fmt.Sprintf("waiting until %s (the provider's pause)", u.Local().Format(time.TimeOnly))
 	}
@@ -137,6 +141,15 @@ func (c *collector) state(p *streamProgress, now time.Time) string {
 		return "steady, last candle " + time.UnixMilli(ms).Local().Format(time.TimeOnly)
 	}
 	return "steady"
+}
+
+// operatorPause says that an operator paused the provider of snap, and why
+// when they said.
+func operatorPause(snap budget.Snapshot) string {
+	if snap.Why != "" {
+		return "paused by an operator (" + strings.Join(strings.Fields(snap.Why), " ") + ")"
+	}
+	return "paused by an operator"
 }
 
 // behind writes d for people: 5d20h, 3h05m, 42s.

@@ -72,7 +72,8 @@ func TestProgressBarsOnATerminal(t *testing.T) {
 
 // TestProgressStates: what a stream's state says at each stage: catching
 // up (and how far behind now its cursor is), waiting for the provider,
-// held by another process, caught up, and with -follow steady.
+// held by another process, paused by an operator (and why), caught up,
+// and with -follow steady.
 func TestProgressStates(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -94,7 +95,18 @@ func TestProgressStates(t *testing.T) {
 		}, "catching up, 6h00m behind", 1080, 1440},
 		{func() { p.waiting(now.Add(90*time.Second), "throttled") }, "waiting until " + now.Add(90*time.Second).Local().Format(time.TimeOnly) + " (throttled)", 1080, 1440},
 		{func() { p.waitUntil.Store(0); p.held.Store(true) }, "held by another process", 1080, 1440},
-		{func() { p.held.Store(false); p.caughtUp.Store(true) }, "caught up", 1440, 1440},
+		{func() {
+			p.held.Store(false)
+			if err := reg.SetStatus(context.Background(), "sim", budget.StatusPaused, "key rotation"); err != nil {
+				t.Fatal(err)
+			}
+		}, "paused by an operator (key rotation)", 1080, 1440},
+		{func() {
+			if err := reg.SetStatus(context.Background(), "sim", budget.StatusActive, ""); err != nil {
+				t.Fatal(err)
+			}
+			p.caughtUp.Store(true)
+		}, "caught up", 1440, 1440},
 		{func() {
 			c.o.follow = true
 			p.fetched(slice.Page[klines.Candle]{Next: plainCursor(now)}, true)

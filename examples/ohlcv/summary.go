@@ -92,6 +92,7 @@ type streamStats struct {
 	gaps   []checkpoint.Gap // left open by the last run
 	until  time.Time        // the last run's time to resume after pressure
 	failed bool             // its run failed the command (stderr says why)
+	paused bool             // its last run found the provider paused by an operator
 }
 
 // stats returns the tally of sym in mode, made at its first run.
@@ -135,7 +136,9 @@ func (c *collector) record(st *streamStats, rep slice.Report, err error) {
 		// gap naming it at the last commit.
 		st.gaps, st.until = rep.Gaps, time.Time{}
 	}
-	if c.verbose != nil && (rep.Slices > 0 || rep.Reason != "" || rep.Yielded) {
+	repeat := rep.Reason == forage.ReasonPaused && rep.Slices == 0 && st.paused // asked again every second while paused
+	st.paused = rep.Reason == forage.ReasonPaused
+	if c.verbose != nil && !repeat && (rep.Slices > 0 || rep.Reason != "" || rep.Yielded) {
 		line := fmt.Sprintf("ohlcv: %s %s %s: %d slices, %d candles, last %s", st.Symbol, c.o.interval, st.Mode, rep.Slices, rep.Records, st.Last)
 		if rep.Reason != "" {
 			line += ", stopped: " + string(rep.Reason)

@@ -318,6 +318,21 @@ func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, don
 	s.set(func(bodyErr error) {
 		p.release()
 		now, seen := time.Now(), forage.Success
+		if gave := (*gaveUpError)(nil); errors.As(bodyErr, &gave) {
+			// The request's context ended before the body did. A cancel
+			// is the caller's, and so is a deadline soon after the send;
+			// one that came a second or more, and four times as long as
+			// the provider's answers take, after the send is a provider
+			// that stalled its body, by the rule for one that stalls its
+			// headers (see Do). A host that sent its headers, then a byte
+			// every 200 ms, was counted a success each time, and its rate
+			// rose.
+			bodyErr = nil
+			if errors.Is(gave.err, context.DeadlineExceeded) && now.Sub(start) >= max(4*time.Duration(p.okLatency.Load()), stuckFloor) {
+				bodyErr = fmt.Errorf("the response body was still coming at the caller's deadline, %v after the request was sent: %w",
+					now.Sub(start).Round(time.Millisecond), gave.err)
+			}
+		}
 		if bodyErr != nil {
 			seen, out.Err = forage.Transient, forage.Mark(forage.FromHTTP(nil, bodyErr).Err, forage.Transient)
 		}

@@ -39,3 +39,18 @@ func RetriesOf(run *Run) *retry.Budget { return run.retryBudget() }
 // LimitRate returns the rate l paces at after its burst, units/s (see
 // Limit.shape).
 func LimitRate(l Limit) float64 { _, r := l.shape(); return r }
+
+// FrontierHosts returns how many hosts f's turn holds, forgotten ones
+// not yet compacted away included.
+func FrontierHosts(f *Frontier) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ring)
+}
+
+// FrontierLive returns how many hosts f knows.
+func FrontierLive(f *Frontier) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.hosts)
+}

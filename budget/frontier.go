@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // Frontier is a crawler's queue of URLs, one queue per host, that hands a
@@ -37,23 +38,39 @@ import (
 // Bound a crawl that must end with a Run's deadline ([Envelope.Deadline]),
 // given to Next and, with [WithCall], to the requests.
 //
+// A host's queue is the URLs of one provider key: the key [HostKey] gives,
+// or Key's when it is set (a crawler polite per site rather than per host
+// sets both its Transport's Key and this one to the same func). A host is
+// forgotten once it has no URL waiting or out, and its provider is made by
+// the Transport at its first request, not at Add: queuing a link costs the
+// link, not a provider.
+//
 // The zero Frontier is not usable (its methods panic): make one with [NewFrontier].
 type Frontier struct {
+	// Key, if set, returns the provider key of a URL's request, instead
+	// of [HostKey]: set it to the [Transport]'s Key, before the first Add.
+	// (With the Transport keying by site and the Frontier by host, the
+	// Frontier asked providers that were never called whether they were
+	// ready, and dropped the URLs of a paused site unsent.)
+	Key func(*http.Request) string
+
 	reg     *Registry
 	perHost int
 
 	mu      sync.Mutex
 	hosts   map[string]*hostQueue
-	ring    []*hostQueue  // every host, in the order first seen
+	ring    []*hostQueue  // the hosts, in the order first seen; a forgotten one until the next compaction
 	next    int           // where the next scan of ring starts
 	queued  int           // URLs waiting, over all hosts
 	out     int           // URLs handed out and not yet done
+	gone    int           // forgotten hosts still in ring
 	changed chan struct{} // closed and replaced when a URL is added or done
 }
 
 // hostQueue is one host's waiting URLs.
 type hostQueue struct {
 	key   string
+	gone  bool     // forgotten: no URL waiting nor out; a new URL makes a new queue
 	urls  []string // waiting from urls[head]
 	head  int
 	busy  int       // URLs of this host handed out and not yet done
@@ -85,10 +102,11 @@ func NewFrontier(reg *Registry, perHost int) (*Frontier, error) {
 }
 
 // Add queues rawURL at the back of its host's queue; the host is the
-// provider key [HostKey] gives (the key the [Transport] uses), and its
-// provider is made now if reg has none. A URL that does not parse or names
-// no host is an error and is not queued, as is one whose provider cannot
-// be made (see [Registry.Get]).
+// provider key Key gives, or [HostKey] (the key the [Transport] uses). A
+// URL that does not parse, names no host, or whose key is not a valid one
+// (empty, or holding a control character) is an error and is not queued.
+// A provider that cannot be made (see [Registry.Get]) is the error of the
+// URL's fetch.
 func (f *Frontier) Add(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -97,9 +115,13 @@ func (f *Frontier) Add(rawURL string) error {
 	if u.Host == "" {
 		return fmt.Errorf("budget: frontier: %q names no host", rawURL)
 	}
-	key := HostKey(&http.Request{URL: u})
-	if _, err := f.reg.Get(key); err != nil { // so its readiness is known from the first URL
-		return err
+	req := &http.Request{Method: http.MethodGet, URL: u, Host: u.Host, Header: http.Header{}}
+	key := HostKey(req)
+	if f.Key != nil {
+		key = f.Key(req)
+	}
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("budget: frontier: the key of %s: %w", redact.String(rawURL), err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -113,6 +135,34 @@ func (f *Frontier) Add(rawURL string) error {
 	f.queued++
 	f.wake()
 	return nil
+}
+
+// forget drops h once it has no URL waiting nor out: a crawler that met
+// 30,000 hosts kept every one, and each Next looked at them all. ring is
+// compacted once half of it is forgotten. Callers hold f.mu.
+func (f *Frontier) forget(h *hostQueue) {
+	if h.gone || h.head < len(h.urls) || h.busy > 0 {
+		return
+	}
+	h.gone = true
+	delete(f.hosts, h.key)
+	f.gone++
+	if f.gone*2 < len(f.ring) {
+		return
+	}
+	live := f.ring[:0]
+	for i, g := range f.ring {
+		if !g.gone {
+			live = append(live, g)
+		} else if i < f.next {
+			f.next-- // keep the turn where it was
+		}
+	}
+	clear(f.ring[len(live):])
+	f.ring, f.gone = live, 0
+	if f.next >= len(f.ring) {
+		f.next = 0
+	}
 }
 
 // Next returns the next URL of a host that is ready now, waiting until one
@@ -200,7 +250,7 @@ func (f *Frontier) pick(now time.Time) (*hostQueue, time.Time) {
 	}
 	for i := range f.ring {
 		h := f.ring[(f.next+i)%len(f.ring)]
-		if h.head == len(h.urls) || h.busy >= f.perHost {
+		if h.gone || h.head == len(h.urls) || h.busy >= f.perHost {
 			continue
 		}
 		if h.aside.After(now) {
@@ -290,6 +340,7 @@ func (f *Frontier) done(h *hostQueue, u string, run *Run, err error) bool {
 	// What held the host back may have been this very call (its slot in
 	// the bulkhead, its breaker probe): the next pick asks afresh.
 	h.aside = until
+	f.forget(h)
 	f.wake()
 	return again
 }

@@ -313,7 +313,9 @@ func (p *local) saveSoon() {
 	}
 	go func() {
 		defer p.rec.active.Store(false)
-		p.saveRecord(time.Now(), sameLearned, recordSaveTimeout)
+		p.saveRecord(time.Now(), func(r, saved forage.ProviderRecord) bool {
+			return sameLearned(r, saved) || !worthKeeping(r, saved)
+		}, recordSaveTimeout)
 	}()
 }
 
@@ -371,4 +373,25 @@ func (p *local) lastRecord() forage.ProviderRecord { return p.record(time.Now())
 
 // flush saves the record if anything in it changed since the last save: for
 // a provider the registry evicts, whose successor loads it.
-func (p *local) flush() { p.saveRecord(time.Now(), sameAll, recordSaveTimeout) }
+func (p *local) flush() {
+	p.saveRecord(time.Now(), func(r, saved forage.ProviderRecord) bool {
+		return sameAll(r, saved) || !worthKeeping(r, saved)
+	}, recordSaveTimeout)
+}
+
+// minRecordRequests is how many requests a provider with no record, that
+// learned no limit, is sent before it is worth one (see worthKeeping).
+const minRecordRequests = 20
+
+// worthKeeping reports whether r is worth a save, given saved, the record
+// last saved or loaded: always once the provider has a record, and before
+// that once it learned something of its limits (a ceiling, a pause, a
+// refusal, a known limit's spent time) or was sent minRecordRequests
+// requests. A crawler's registry meets a provider per host, most of them
+// called once or twice: each left a record for good (3,000 hosts, 3,000
+// files, each "rate 4, 1 request"), which a file store reads at every
+// open and Known names forever.
+func worthKeeping(r, saved forage.ProviderRecord) bool {
+	return saved.Key != "" || r.Ceiling > 0 || !r.PausedUntil.IsZero() || len(r.Refusals) > 0 ||
+		len(r.Spent) > 0 || r.Throttled > 0 || r.Requests >= minRecordRequests
+}

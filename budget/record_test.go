@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,7 +157,7 @@ func TestEvictionSavesRecord(t *testing.T) {
 			return p.Snapshot()
 		}
 		total := int64(0)
-		for i, n := range []int{3, 2} {
+		for i, n := range []int{20, 2} { // 20: a provider with no record is worth one from its 20th request
 			before := calls(n)
 			total += int64(n)
 			time.Sleep(2 * time.Minute)
@@ -295,21 +296,21 @@ func TestRunSavesEveryRecordAtShutdown(t *testing.T) {
 		go func() { done <- reg.Run(ctx) }()
 		for _, key := range []string{"a.example.com", "b.example.com"} {
 			p := provider(reg, key)
-			for range 3 {
+			for range 20 { // a provider with no record is worth one from its 20th request
 				if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		synctest.Wait() // the first background saves are over; 3 requests each came within 5 s of them
+		synctest.Wait() // the first background saves are over; 20 requests each came within 5 s of them
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run = %v, want context.Canceled", err)
 		}
 		for _, key := range []string{"a.example.com", "b.example.com"} {
 			rec, ok, _ := store.LoadRecord(context.Background(), key)
-			if !ok || rec.Requests != 3 || rec.OK != 3 {
-				t.Errorf("%s: saved record %+v (found %v); want the 3 requests counted", key, rec, ok)
+			if !ok || rec.Requests != 20 || rec.OK != 20 {
+				t.Errorf("%s: saved record %+v (found %v); want the 20 requests counted", key, rec, ok)
 			}
 		}
 	})
@@ -437,4 +438,43 @@ func TestAHostileShareDocumentStallsNobody(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAProviderThatLearnedNothingLeavesNoRecord: a crawler's registry
+// meets a provider per host, most called once or twice. Such a provider,
+// which learned nothing of its limits, leaves no record when it is evicted
+// (3,000 hosts crawled left 3,000 records for good, each "rate 4, 1
+// request", read at every open of a file store); one that was refused, or
+// was sent 20 requests, does, and so does one that had a record.
+func TestAProviderThatLearnedNothingLeavesNoRecord(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := checkpoint.NewMemoryStore(checkpoint.Config{})
+		if err := store.SaveRecord(ctx, forage.ProviderRecord{Key: "known.example", Rate: 3}); err != nil {
+			t.Fatal(err)
+		}
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: learning(), Records: store, IdleTTL: time.Minute})
+		calls := map[string][]int{ // the statuses each host answers
+			"once.example": {200}, "twice.example": {200, 200}, "known.example": {200},
+			"refused.example": {429, 200}, "busy.example": slices.Repeat([]int{200}, 20),
+		}
+		for key, codes := range calls {
+			p := provider(reg, key)
+			for _, code := range codes {
+				_ = p.Do(ctx, nil, status(code, 0))
+			}
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if got := reg.EvictAt(time.Now()); got != len(calls) {
+			t.Fatalf("EvictAt = %d, want %d", got, len(calls))
+		}
+		for key, want := range map[string]bool{"once.example": false, "twice.example": false, "known.example": true, "refused.example": true, "busy.example": true} {
+			rec, ok, err := store.LoadRecord(ctx, key)
+			if err != nil || ok != want {
+				t.Errorf("%s: record found %v (%+v, %v), want %v", key, ok, rec, err, want)
+			}
+		}
+	})
 }

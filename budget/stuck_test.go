@@ -2,6 +2,7 @@ package budget_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -95,6 +96,68 @@ func TestADeadlineJustAfterTheSendIsTheCallers(t *testing.T) {
 		p, _ := reg.Get(budget.HostKey(r))
 		if s := p.Snapshot(); s.Transient != 0 {
 			t.Fatalf("a deadline 20 ms into a 100 ms answer counted %d failures; want none", s.Transient)
+		}
+	})
+}
+
+// trickle is a body that gives a byte every 200 ms until ctx ends, then
+// the context's error, as a host that tarpits its answers does.
+type trickle struct{ ctx context.Context }
+
+func (b trickle) Read(p []byte) (int, error) {
+	select {
+	case <-time.After(200 * time.Millisecond):
+		p[0] = 'x'
+		return 1, nil
+	case <-b.ctx.Done():
+		return 0, b.ctx.Err()
+	}
+}
+
+func (trickle) Close() error { return nil }
+
+// A host that sends its headers at once, then its body a byte every 200
+// ms, fetched through the Transport under a 1.5 s deadline (as its doc
+// asks): each fetch ends in the deadline, mid-body. Each was counted a
+// success (the caller "gave up"), and the rate rose from 4/s to 9/s; now
+// each is the provider's failure, as a host that stalls its headers is.
+// A cancel mid-body, and a deadline just after the send, stay the
+// caller's.
+func TestAHostThatStallsItsBodyIsSeenFailing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tarpit := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: trickle{r.Context()}, Request: r}, nil
+		})
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: budget.Config{Adaptive: aimd.Config{Initial: 4}}})
+		c := &http.Client{Transport: budget.NewTransport(reg, tarpit)}
+		fetch := func(ctx context.Context) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://tarpit.example/x", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatalf("the headers came at once, yet: %v", err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		for range 4 {
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			fetch(ctx)
+			cancel()
+		}
+		p, _ := reg.Lookup("tarpit.example")
+		s := p.Snapshot()
+		if s.OK != 0 || s.Transient != 4 || s.Rate > 4 {
+			t.Fatalf("4 fetches whose bodies stalled to the deadline: ok %d, transient %d, rate %.1f; want 0, 4, and the rate not raised", s.OK, s.Transient, s.Rate)
+		}
+		// The caller's: a cancel mid-body, and a deadline 100 ms after the send.
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(1500*time.Millisecond, cancel)
+		fetch(ctx)
+		ctx, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		fetch(ctx)
+		cancel2()
+		if s := p.Snapshot(); s.Transient != 4 || s.OK != 2 {
+			t.Fatalf("a cancel mid-body and a deadline 100 ms after the send: ok %d, transient %d; want 2 more successes and no more failures", s.OK, s.Transient)
 		}
 	})
 }

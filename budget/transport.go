@@ -449,7 +449,8 @@ func (s *settler) set(f func(bodyErr error)) {
 }
 
 // run settles with bodyErr (nil: the body was read to its end, or the
-// caller closed it or gave up), if s is armed and not settled yet.
+// caller closed it; a *gaveUpError: the request's context ended first),
+// if s is armed and not settled yet.
 func (s *settler) run(bodyErr error) {
 	s.mu.Lock()
 	f := s.f
@@ -478,7 +479,7 @@ func settleOnBody(ctx context.Context, resp *http.Response, s *settler) {
 		s.run(nil)
 		return
 	}
-	stop := context.AfterFunc(ctx, func() { s.run(nil) })
+	stop := context.AfterFunc(ctx, func() { s.run(&gaveUpError{ctx.Err()}) })
 	resp.Body = &settledBody{ReadCloser: resp.Body, s: s, stop: stop, ctx: ctx}
 }
 
@@ -496,13 +497,24 @@ func (b *settledBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	switch {
 	case err == nil:
-	case err == io.EOF || b.ctx.Err() != nil:
-		b.end(nil) // read whole, or the caller gave up
+	case err == io.EOF:
+		b.end(nil) // read whole
+	case b.ctx.Err() != nil:
+		b.end(&gaveUpError{b.ctx.Err()}) // the caller's cancel, or its deadline in the body (see settleLater)
 	default:
 		b.end(err) // cut short: the provider's
 	}
 	return n, err
 }
+
+// gaveUpError settles a body whose request's context ended before the body
+// did: a cancel is the caller's (a success: the provider answered), but a
+// deadline that came long after the send, with the body still coming, is a
+// provider that stalled its answer (see settleLater).
+type gaveUpError struct{ err error }
+
+func (e *gaveUpError) Error() string { return e.err.Error() }
+func (e *gaveUpError) Unwrap() error { return e.err }
 
 // Close closes the body; a body closed before its end settles as read.
 func (b *settledBody) Close() error {

@@ -70,7 +70,8 @@ const (
 	// than 408, 418 and 429, or an error the attempt marked permanent). Retrying
 	// cannot help.
 	ReasonPermanent Reason = "permanent"
-	// ReasonCanceled: the caller's context ended.
+	// ReasonCanceled: the caller's context ended, or its deadline comes
+	// before the provider may be called (budget.Error.Until says when).
 	ReasonCanceled Reason = "canceled"
 	// ReasonPacer: the host's pacer (a budget.Pacer of its own, such as
 	// one kept in a database) failed with an error of its own: no request was sent, and it is

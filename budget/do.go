@@ -503,8 +503,19 @@ func (p *local) acquire(ctx context.Context, run *Run, weight int) error {
 	fail := func(err error) error {
 		if ctx.Err() != nil || (!runBound && errors.Is(err, context.DeadlineExceeded)) {
 			// The caller's own context ended, or its deadline comes before
-			// the slot: the caller gives up, the run is not spent.
-			return &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
+			// the slot: the caller gives up, the run is not spent. In the
+			// second case Until says when the slot comes: a caller that
+			// tries again at once is refused at once (a worker's loop
+			// spun 54,000 times a second on it, knowing no better).
+			e := &Error{Provider: p.key, Reason: forage.ReasonCanceled, Err: err}
+			if ctx.Err() == nil {
+				now := time.Now()
+				e.Until = p.nextSlot(now, weight)
+				if pu := p.ctl.Snapshot().PausedUntil; pu.After(e.Until) {
+					e.Until = pu
+				}
+			}
+			return e
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			now := time.Now()

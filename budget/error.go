@@ -40,8 +40,10 @@ type Error struct {
 	// [forage.ReasonQuota], when the known limits admit the call's weight
 	// again; for [forage.ReasonDeadline], when the next pacing slot comes,
 	// if that is what the deadline cut short (so a host does not start its
-	// next run before it). Zero when unknown or irrelevant (budget
-	// exhaustion).
+	// next run before it); for [forage.ReasonCanceled] refused at once
+	// because the call's ctx ends before the next pacing slot (or the
+	// provider's pause) would come, when that is. Zero when unknown or
+	// irrelevant (budget exhaustion, a ctx that has ended).
 	Until time.Time
 	// Err is the last attempt's error, if any.
 	Err error

@@ -466,3 +466,40 @@ func TestDeadlineStopSaysWhenTheSlotComes(t *testing.T) {
 		}
 	})
 }
+
+// TestACallersDeadlineBeforeTheSlotSaysWhenItComes: a call whose own ctx
+// deadline comes before its next pacing slot is refused at once,
+// "canceled" (the caller's bound, not the run's), with Until the slot: the
+// caller that tries again knows when to. Until was zero, and a worker's
+// loop tried again 54,000 times a second.
+func TestACallersDeadlineBeforeTheSlotSaysWhenItComes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		p, err := budget.NewLocal("slow", budget.Config{Adaptive: aimd.Config{Initial: 0.2, Max: 0.2, Min: 0.2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = p.Do(ctx, nil, status(200, 0))
+		var be *budget.Error
+		if !errors.As(err, &be) || be.Reason != forage.ReasonCanceled || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Do with the slot 5 s away and 1 s left in ctx = %v; want canceled, wrapping context.DeadlineExceeded", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("the stop came after %v; want at once", waited)
+		}
+		if d := be.Until.Sub(start); d < 4*time.Second || d > 5*time.Second {
+			t.Errorf("Until is %v from now; want the next slot, about 5 s", d)
+		}
+		// A ctx that has ended has no slot to name.
+		cancel()
+		if err := p.Do(ctx, nil, status(200, 0)); !errors.As(err, &be) || !be.Until.IsZero() {
+			t.Errorf("Do with an ended ctx = %v (until %v); want canceled with no Until", err, be.Until)
+		}
+	})
+}

@@ -36,7 +36,10 @@ import (
 // ([aimd.Config.Min]), so that it is never hammered; each of its URLs
 // takes longer to drop, and URLs its open breaker held back are put back.
 // Bound a crawl that must end with a Run's deadline ([Envelope.Deadline]),
-// given to Next and, with [WithCall], to the requests.
+// given to Next and, with [WithCall], to the requests. A host that
+// announces its quota in its headers is taken at its word up to the
+// providers' [aimd.Config.Max] (10,000/s by default): a crawler sets Max
+// to the most it will send one host, whatever the host says.
 //
 // A host's queue is the URLs of one provider key: the key [HostKey] gives,
 // or Key's when it is set (a crawler polite per site rather than per host

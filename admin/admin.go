@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/schedule"
 )
 
@@ -293,6 +294,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Method, r.URL.EscapedPath(), r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-Mode")))
 		return
 	}
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		h.noRoute(w, r)
+		return
+	}
 	if !safeMethod(r.Method) {
 		if err := h.cop.Check(r); err != nil {
 			writeError(w, http.StatusForbidden, "", fmt.Errorf("admin: refused a cross-origin %s: %w", r.Method, err))
@@ -310,6 +315,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	h.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers a request no endpoint serves, in JSON as every other
+// answer of the API: 405 with Allow when its path is served for other
+// methods, 404 otherwise. (ServeMux's own answers were text/plain, and a
+// client decoding the API's errors read none.)
+func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := h.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	path := redact.Clip(r.URL.EscapedPath(), 256)
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, "", fmt.Errorf("admin: no endpoint at %s (see the package doc for the API)", path))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, "", fmt.Errorf("admin: %s %s is not served; %s is", r.Method, path, strings.Join(allow, ", ")))
 }
 
 // crossSiteFetch reports whether the browser says another site's page

@@ -26,6 +26,30 @@ const drainBody = 64 << 10
 // errBodyTooLarge is returned by a body read past jsonBodyLimit.
 var errBodyTooLarge = errors.New("body too large")
 
+// Validator is a page type that tells whether an answer decoded into it
+// is the page: [FromHTTPJSON] calls Validate after decoding, and an error
+// makes the outcome a [Transient] failure that names it. JSON decodes {},
+// an error object ({"ok": false, "error": "ratelimited"}) or a page of
+// another version into any struct without an error, leaving its fields
+// zero: a feed whose page says "no more" by a missing field read such an
+// answer as caught up, with a hole. Validate checks what makes the answer
+// the page, at least the field that says whether more follows:
+//
+//	type page struct {
+//		Events  []Event `json:"events"`
+//		HasMore *bool   `json:"has_more"`
+//	}
+//
+//	func (p *page) Validate() error {
+//		if p.HasMore == nil {
+//			return errors.New("no has_more")
+//		}
+//		return nil
+//	}
+type Validator interface {
+	Validate() error
+}
+
 // FromHTTPJSON builds an Outcome from a response and error as [FromHTTP]
 // does and, when the answer is a success, decodes its body as JSON into v.
 // It always closes the body. It is the fetch of a JSON API in one call:
@@ -36,15 +60,19 @@ var errBodyTooLarge = errors.New("body too large")
 //		return slice.Page[Item]{}, out // refused, failed, or a body that is not the page
 //	}
 //
-// A body that does not decode into v (a truncated answer, an HTML error
-// page sent with 200, the wrong shape, nothing at all) keeps the status
-// and headers, and its Err says so, with the response's Content-Type,
-// marked [Transient]: asked again within the retry budget, then a stop
-// with a gap record, never a page skipped. Nothing of the body is quoted
-// (it may hold anything). A body larger than [MaxJSONBody] is a
-// [Permanent] failure that says so: the same request would bring it
-// again (ask for smaller pages). An answer that is not a success is not
-// read: v is left as it was.
+// A body that is not the page keeps the status and headers, and its Err
+// says so, with the response's Content-Type, marked [Transient]: asked
+// again within the retry budget, then a stop with a gap record, never a
+// page skipped. Not the page: a body that does not decode into v (a
+// truncated answer, an HTML error page sent with 200, a value of another
+// type), nothing at all, JSON null, one that v's Validate refuses when v
+// is a [Validator] (the way to refuse {} and error objects, which decode
+// into any struct), and the body of a 202 Accepted (the provider took the
+// request and has not answered it yet: a report still being computed).
+// Nothing of the body is quoted (it may hold anything). A body larger
+// than [MaxJSONBody] is a [Permanent] failure that says so: the same
+// request would bring it again (ask for smaller pages). An answer that is
+// not a success is not read: v is left as it was.
 func FromHTTPJSON(resp *http.Response, err error, v any) Outcome {
 	o := FromHTTP(resp, err)
 	if resp == nil || resp.Body == nil {
@@ -57,8 +85,25 @@ func FromHTTPJSON(resp *http.Response, err error, v any) Outcome {
 	if o.Class() != Success {
 		return o
 	}
-	body := &limitReader{r: resp.Body, n: jsonBodyLimit}
-	derr := json.NewDecoder(body).Decode(v)
+	if resp.StatusCode == http.StatusAccepted {
+		o.Err = Mark(errors.New("forage: HTTP 202 Accepted: the provider took the request and has not answered it yet; asked again"), Transient)
+		return o
+	}
+	var raw json.RawMessage
+	derr := json.NewDecoder(&limitReader{r: resp.Body, n: jsonBodyLimit}).Decode(&raw)
+	if derr == nil && string(raw) == "null" {
+		derr = errors.New("JSON null")
+	}
+	if derr == nil {
+		derr = json.Unmarshal(raw, v)
+	}
+	if derr == nil {
+		if val, ok := v.(Validator); ok {
+			if verr := val.Validate(); verr != nil {
+				derr = fmt.Errorf("not the page (Validate): %w", verr)
+			}
+		}
+	}
 	switch {
 	case errors.Is(derr, errBodyTooLarge):
 		o.Err = Mark(fmt.Errorf("forage: the body of an HTTP %d answer is larger than %d bytes (MaxJSONBody): not read; ask for smaller pages", resp.StatusCode, jsonBodyLimit), Permanent)

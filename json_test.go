@@ -64,6 +64,8 @@ func TestFromHTTPJSON(t *testing.T) {
 		{name: "no body", status: 200, ctype: "application/json", class: forage.Transient, err: []string{"with no body"}},
 		{name: "refused", status: 429, body: `{"error":"slow down"}`, header: []string{"Retry-After", "2"}, class: forage.Throttled},
 		{name: "an outage", status: 503, body: "<html>s3cr3t</html>", class: forage.Overloaded},
+		{name: "JSON null", status: 200, ctype: "application/json", body: "null", class: forage.Transient, err: []string{"not the JSON expected", "JSON null"}},
+		{name: "202 Accepted", status: 202, ctype: "application/json", body: `{"items":[]}`, class: forage.Transient, err: []string{"202 Accepted", "not answered it yet"}},
 		{name: "a body over the limit", status: 200, body: `{"items":[` + strings.Repeat("1,", 600) + `1]}`, class: forage.Permanent, err: []string{"larger than 1024 bytes", "smaller pages"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -100,7 +102,8 @@ func TestFromHTTPJSON(t *testing.T) {
 }
 
 // Whatever a provider sends with a 200, FromHTTPJSON is a success exactly
-// when encoding/json decodes the body's first value into the target, and
+// when encoding/json decodes the body's first value into the target and
+// that value is not null, and
 // otherwise a Transient failure, never a panic; the body is closed either
 // way.
 func TestPropertyFromHTTPJSONAgreesWithEncodingJSON(t *testing.T) {
@@ -120,6 +123,10 @@ func TestPropertyFromHTTPJSONAgreesWithEncodingJSON(t *testing.T) {
 		out := forage.FromHTTPJSON(resp, nil, &got)
 		var ref page
 		refErr := json.NewDecoder(bytes.NewReader([]byte(body))).Decode(&ref)
+		var first any
+		if json.NewDecoder(bytes.NewReader([]byte(body))).Decode(&first) == nil && first == nil {
+			refErr = errors.New("null: not a page") // decodes, into nothing
+		}
 		if (refErr == nil) != (out.Class() == forage.Success) {
 			t.Fatalf("body %q: class %v (err %v), encoding/json says %v", body, out.Class(), out.Err, refErr)
 		}
@@ -131,4 +138,44 @@ func TestPropertyFromHTTPJSONAgreesWithEncodingJSON(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, rc)
 	})
+}
+
+// checkedPage is a page that says whether more follows, and refuses an
+// answer that does not.
+type checkedPage struct {
+	Items   []int `json:"items"`
+	HasMore *bool `json:"has_more"`
+}
+
+func (p *checkedPage) Validate() error {
+	if p.HasMore == nil {
+		return errors.New("no has_more")
+	}
+	return nil
+}
+
+// TestFromHTTPJSONAsksThePageIfItIsOne: a 200 whose body decodes into the
+// page but is not one ({}, an error object, a page of another shape) is a
+// Transient failure naming what Validate said, when the page is a
+// Validator: asked again, never a page read as "no more" (a feed ended
+// caught up, 6 records of 30, on one such answer).
+func TestFromHTTPJSONAsksThePageIfItIsOne(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]forage.Class{
+		`{}`:                                 forage.Transient,
+		`{"ok":false,"error":"ratelimited"}`: forage.Transient,
+		`{"items":null,"has_more":null}`:     forage.Transient,
+		`{"items":[1],"has_more":false}`:     forage.Success,
+		`{"items":[],"has_more":true}`:       forage.Success,
+	} {
+		resp, _ := response(200, "application/json", body)
+		var p checkedPage
+		out := forage.FromHTTPJSON(resp, nil, &p)
+		if out.Class() != want {
+			t.Errorf("%s: class %v (err %v), want %v", body, out.Class(), out.Err, want)
+		}
+		if want != forage.Success && (out.Err == nil || !strings.Contains(out.Err.Error(), "no has_more")) {
+			t.Errorf("%s: err %v, want it to name what Validate said", body, out.Err)
+		}
+	}
 }

@@ -69,6 +69,11 @@ func TestACursorHoldingACredentialIsNeverLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), "slice: committed") {
 		t.Fatalf("no commit logged:\n%s", logs.String())
 	}
+	// The deferral names the last answer's status: "throttled" alone, or
+	// "unavailable" after 503s, left which answer it was to Report.Stop.
+	if !strings.Contains(logs.String(), "reason=throttled gap=1 status=429") {
+		t.Fatalf("the deferral does not name the last answer's status:\n%s", logs.String())
+	}
 }
 
 // TestARunsErrorNamesNoCredentialOfItsCursor: a run that fails after a

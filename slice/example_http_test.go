@@ -3,6 +3,7 @@ package slice_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -23,10 +24,27 @@ type Event struct {
 	Kind string `json:"kind"`
 }
 
+// eventsPage is a page of the API below. It is a forage.Validator: an
+// answer with no has_more (an error object sent with 200, {}, null) is not
+// a page, and is asked again, rather than read as "no more" and a hole.
+type eventsPage struct {
+	Events  []Event `json:"events"`
+	HasMore *bool   `json:"has_more"`
+}
+
+// Validate refuses an answer that does not say whether more follows.
+func (p *eventsPage) Validate() error {
+	if p.HasMore == nil {
+		return errors.New(`no "has_more"`)
+	}
+	return nil
+}
+
 // A whole collector for a JSON API that pages by the last id seen
 // (GET /events?after=<id> answers {"events": [...], "has_more": bool}):
 // one request per page, read by forage.FromHTTPJSON (the status, the
-// headers and the body; a body that does not decode is asked again, never
+// headers and the body; a body that is not the page, one that does not
+// decode or that eventsPage.Validate refuses, is asked again, never
 // skipped), has_more false as the end for now, and the events stored once
 // each in a JSON-lines file.
 func ExampleFetchFunc_http() {
@@ -53,15 +71,12 @@ func ExampleFetchFunc_http() {
 			return slice.Page[Event]{}, forage.Outcome{Err: forage.Mark(err, forage.Permanent)}
 		}
 		resp, err := client.Do(req)
-		var body struct {
-			Events  []Event `json:"events"`
-			HasMore bool    `json:"has_more"`
-		}
+		var body eventsPage
 		out := forage.FromHTTPJSON(resp, err, &body) // 429, 5xx, Retry-After, rate-limit headers, a body that is not the page: classified
 		if out.Class() != forage.Success {
-			return slice.Page[Event]{}, out // a body that does not decode is asked again, never a page skipped
+			return slice.Page[Event]{}, out // a body that is not the page is asked again, never a page skipped
 		}
-		p := slice.Page[Event]{Records: body.Events, Next: s.After, Last: !body.HasMore}
+		p := slice.Page[Event]{Records: body.Events, Next: s.After, Last: !*body.HasMore}
 		if n := len(body.Events); n > 0 {
 			p.Next = strconv.AppendInt(nil, int64(body.Events[n-1].ID), 10) // the cursor: the last id seen
 		}

@@ -454,6 +454,9 @@ func (s *session[R]) addGap(ctx context.Context, g checkpoint.Gap, stop *budget.
 		msg = "slice: stopped" // no later run does better without the host's help
 	}
 	attrs := []any{"reason", string(stop.Reason), "gap", g.ID}
+	if stop.Status != 0 {
+		attrs = append(attrs, "status", stop.Status) // the last answer: "unavailable" after 503s, say, where the error names only the spent retries
+	}
 	if stop.Err != nil && stop.Reason != forage.ReasonDeadline && stop.Reason != forage.ReasonRequestCap {
 		attrs = append(attrs, "error", redact.String(stop.Err.Error())) // what the last attempt met: garbage and an outage both read "unavailable"
 	}

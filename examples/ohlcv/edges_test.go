@@ -133,7 +133,9 @@ func TestTheRecordHoldsTheWholeRun(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		s := collectOK(t, "-store", dir, "-since", time.Now().Truncate(time.Minute).Add(-3*time.Hour).Format(time.RFC3339))
+		// 36 requests: a provider sent under 20, that learned nothing of
+		// its limits, leaves no record.
+		s := collectOK(t, "-store", dir, "-page", "5", "-since", time.Now().Truncate(time.Minute).Add(-3*time.Hour).Format(time.RFC3339))
 		st, err := checkpoint.OpenFileStore(filepath.Join(dir, "checkpoints"), checkpoint.Config{})
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/providertest"
+	"github.com/forage-go/forage/slice"
 )
 
 // throttleFirst answers the first request it sees with 429 and
@@ -168,4 +169,30 @@ func TestAnOperatorsPauseIsSaidOnceWithWhy(t *testing.T) {
 			t.Errorf("-v said \"stopped: paused\" %d times in 20 s, want once per stream; stderr:\n%s", n, errOut.String())
 		}
 	})
+}
+
+// TestATurnOverIsNotTheCommandsDeadline: a run that its minute's turn
+// (RunFor) ended is run again by the scheduler; -v says its turn is over,
+// not "stopped: deadline", which read as the command's -timeout. When the
+// command's own run is spent, it says deadline.
+func TestATurnOverIsNotTheCommandsDeadline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		deadline time.Time
+		want     string
+	}{
+		{time.Time{}, "turn over: runs again"},
+		{time.Now().Add(-time.Second), "stopped: deadline"},
+	} {
+		run, err := budget.NewRun(budget.Envelope{Deadline: tc.deadline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v bytes.Buffer
+		c := &collector{run: run, verbose: &v, o: options{interval: "1m"}}
+		c.record(&streamStats{Symbol: "BTCUSDT", Mode: "catch_up"}, slice.Report{Slices: 600, Reason: forage.ReasonDeadline}, nil)
+		if !strings.Contains(v.String(), tc.want) {
+			t.Errorf("command deadline %v: -v said %q, want %q", tc.deadline, v.String(), tc.want)
+		}
+	}
 }

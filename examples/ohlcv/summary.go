@@ -140,7 +140,13 @@ func (c *collector) record(st *streamStats, rep slice.Report, err error) {
 	st.paused = rep.Reason == forage.ReasonPaused
 	if c.verbose != nil && !repeat && (rep.Slices > 0 || rep.Reason != "" || rep.Yielded) {
 		line := fmt.Sprintf("ohlcv: %s %s %s: %d slices, %d candles, last %s", st.Symbol, c.o.interval, st.Mode, rep.Slices, rep.Records, st.Last)
-		if rep.Reason != "" {
+		switch {
+		case rep.Reason == forage.ReasonDeadline && !c.runSpent():
+			// The stream's turn (RunFor) is over, not the command: the
+			// scheduler runs it again. ("stopped: deadline" every minute
+			// read as the command's -timeout.)
+			line += ", turn over: runs again"
+		case rep.Reason != "":
 			line += ", stopped: " + string(rep.Reason)
 		}
 		if rep.Yielded {
@@ -148,6 +154,16 @@ func (c *collector) record(st *streamStats, rep slice.Report, err error) {
 		}
 		fmt.Fprintln(c.verbose, line)
 	}
+}
+
+// runSpent reports whether the command's run (its -timeout, its
+// -max-requests) is spent.
+func (c *collector) runSpent() bool {
+	if c.run == nil {
+		return false
+	}
+	_, spent := c.run.ExhaustedAt(time.Now())
+	return spent
 }
 
 // summary sums up the run.

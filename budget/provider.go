@@ -93,8 +93,11 @@ type local struct {
 	transported *atomic.Bool // its registry's: a Transport sends through it (see attemptKey); nil for NewLocal
 
 	rec recorder // the provider's record in cfg.Records (see record.go)
-	sh  sharer   // the provider's lease in cfg.Shares (see share.go)
-	op  operator // an operator's status, read from cfg.Records (see status.go)
+	// warnedNested is set once a Transport request inside an attempt of
+	// this provider was keyed to another (see Transport.RoundTrip).
+	warnedNested atomic.Bool
+	sh           sharer   // the provider's lease in cfg.Shares (see share.go)
+	op           operator // an operator's status, read from cfg.Records (see status.go)
 
 	lastFail atomic.Pointer[string] // the last failed attempt's cause, redacted (see fastFail)
 	bans     atomic.Int32           // bans in a row since the last success (see Config.BanPause)

@@ -3,11 +3,15 @@ package budget_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
@@ -158,6 +162,48 @@ func TestAHostThatStallsItsBodyIsSeenFailing(t *testing.T) {
 		cancel2()
 		if s := p.Snapshot(); s.Transient != 4 || s.OK != 2 {
 			t.Fatalf("a cancel mid-body and a deadline 100 ms after the send: ok %d, transient %d; want 2 more successes and no more failures", s.OK, s.Transient)
+		}
+	})
+}
+
+// A slice Source's Fetch runs inside an attempt of the stream's provider
+// ("myapi"), and its client's Transport keys by host: the request is paced
+// by the host's provider but sent once, not retried there, and not counted
+// in the run a second time: the Do around it retries the attempt and
+// counts it. Retried in both, a provider that always answers 503 was sent
+// 7 requests under a request cap of 4. A Warn says once that the keys
+// differ.
+func TestARequestInsideAnotherProvidersAttemptIsSentOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var sent atomic.Int64
+		down := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent.Add(1)
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		var logs strings.Builder
+		cfg := fast()
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: cfg})
+		client := &http.Client{Transport: budget.NewTransport(reg, down)}
+		outer, _ := reg.Get("myapi")
+		run, err := budget.NewRun(budget.Envelope{MaxRequests: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = outer.Do(context.Background(), run, func(ctx context.Context) forage.Outcome {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example.com/events", nil)
+			resp, err := client.Do(req)
+			return forage.FromHTTP(resp, err)
+		})
+		if err == nil {
+			t.Fatal("a provider that answers 503 to all: no error")
+		}
+		if n := sent.Load(); n > 4 {
+			t.Errorf("%d requests sent under a request cap of 4", n)
+		}
+		if n := strings.Count(logs.String(), "keyed to another by a Transport"); n != 1 {
+			t.Errorf("the keys that differ were said %d times, want once:\n%s", n, logs.String())
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -87,7 +88,12 @@ import (
 // [WithCall] options ignored. (A Do of its own inside it took a second
 // pacing slot and unit of every known limit, and waited for the bulkhead
 // slot its own outer call held.) A second request of the same attempt is
-// a call of its own, booked against the known limits as any other.
+// a call of its own, booked against the known limits as any other. A
+// request inside an attempt of another provider (the Transport keys by
+// host, the stream's provider is "myapi") is paced, limited and counted by
+// its own provider but sent once, and not counted in the run again: the
+// Do around it retries the attempt (retried in both, an outage was sent 7
+// requests under a request cap of 4); a Warn says so once per provider.
 //
 // The zero Transport sends through [http.DefaultTransport] with a
 // Registry of its own; [NewTransport] names both.
@@ -140,6 +146,17 @@ type attemptMark struct {
 	sent atomic.Bool
 }
 
+// localOf returns the *local behind p, or nil.
+func localOf(p Provider) *local {
+	switch q := p.(type) {
+	case *entry:
+		return q.p
+	case *local:
+		return q
+	}
+	return nil
+}
+
 // inAttemptOf reports whether ctx is the context of an attempt of p none
 // of whose requests was sent as the attempt yet, and if so takes it: the
 // request is the attempt.
@@ -148,14 +165,7 @@ func inAttemptOf(ctx context.Context, p Provider) bool {
 	if m == nil {
 		return false
 	}
-	var l *local
-	switch q := p.(type) {
-	case *entry:
-		l = q.p
-	case *local:
-		l = q
-	}
-	return l == m.p && m.sent.CompareAndSwap(false, true)
+	return localOf(p) == m.p && m.sent.CompareAndSwap(false, true)
 }
 
 // WithCall returns a context carrying, for the requests a [Transport] sends
@@ -244,6 +254,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if inAttemptOf(req.Context(), p) {
 		return t.transport().RoundTrip(req) // the attempt of the Do it is in
 	}
+	run := runFrom(req.Context())
+	nested := false
+	if m, _ := req.Context().Value(attemptKey{}).(*attemptMark); m != nil && m.p != localOf(p) {
+		// Inside an attempt of another provider (a slice Source keyed
+		// "myapi" whose client's Transport keys by host): paced, limited
+		// and counted by this provider, but sent once. The attempt it is
+		// in is retried, and counted in the run, by the Do around it:
+		// retried here too, each of its attempts became up to a retry
+		// budget of requests (7 sent under a request cap of 4).
+		run, nested = nil, true
+		if m.p.warnedNested.CompareAndSwap(false, true) {
+			m.p.event(slog.LevelWarn, "budget: a request inside an attempt of this provider was keyed to another by a Transport: paced by both, sent once; key the Transport as this provider (Transport.Key) to pace and count it once",
+				slog.String("transport_key", key))
+		}
+	}
 	replayable := replayable(req)
 	var last *http.Response
 	tries := 0
@@ -294,7 +319,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// http.Client's Timeout bounds the exchange, body included).
 	settle := &settler{}
 	opts := append([]CallOption{{keepContext: true, settle: settle}}, callsFrom(req.Context())...)
-	if !replayable {
+	if !replayable || nested {
 		opts = append(opts, CallOption{NoRetry: true})
 	}
 	ended := false
@@ -306,7 +331,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			discard(last)
 		}
 	}()
-	err = p.Do(req.Context(), runFrom(req.Context()), attempt, opts...)
+	err = p.Do(req.Context(), run, attempt, opts...)
 	ended = true
 	if last != nil {
 		settleOnBody(req.Context(), last, settle)

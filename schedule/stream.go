@@ -523,6 +523,7 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 		return nil, len(wants), err
 	}
 	seen := map[string]bool{}
+	now := time.Now()
 	for _, j := range jobs {
 		w, ok := wants[j.Stream]
 		if !ok || w.provider != j.Provider || w.kind != j.Kind {
@@ -537,7 +538,17 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 			u.desc = fmt.Sprintf("%s %s, not at the head", j.Stream, j.State)
 		}
 		if j.State != StateRunning && !j.NextRun.IsZero() {
-			u.desc += " until " + j.NextRun.UTC().Format(time.RFC3339)
+			if j.NextRun.After(now) {
+				u.desc += " until " + j.NextRun.UTC().Format(time.RFC3339)
+			} else {
+				// Due, and not started: "until" a time past read as a
+				// wake-up that never came. An open breaker holds a
+				// provider's backfills (see Config.Spare).
+				u.desc += " due since " + j.NextRun.UTC().Format(time.RFC3339)
+				if s.breakerOpen(j.Provider) {
+					u.desc += ", held while the provider's breaker is open"
+				}
+			}
 		}
 		if j.Stats.LastError != "" {
 			u.desc += " (" + j.Stats.LastError + ")"

@@ -106,7 +106,11 @@ type Config struct {
 	// two) nor calls a provider that asked to be left alone. It saves the record
 	// whenever a pause is set or extended, in the background at most every
 	// few seconds while what it learned changes, and when a [Registry]
-	// evicts it. Nil keeps it all in memory only.
+	// evicts it. A provider with no record yet is not saved until it
+	// learned something of its limits (a ceiling, a pause, a refusal, a
+	// known limit's spent time) or was sent 20 requests: a crawler's
+	// registry meets a provider per host, most called once or twice, and
+	// each would leave a record for good. Nil keeps it all in memory only.
 	Records RecordStore
 	// Shares, if set, shares the provider with the other processes that
 	// call it through the same store (see [ShareStore]): each holds a

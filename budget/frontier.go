@@ -113,10 +113,10 @@ func NewFrontier(reg *Registry, perHost int) (*Frontier, error) {
 func (f *Frontier) Add(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("budget: frontier: %w", err)
+		return fmt.Errorf("budget: frontier: %w", redact.Error(err)) // a link's query may hold a key
 	}
 	if u.Host == "" {
-		return fmt.Errorf("budget: frontier: %q names no host", rawURL)
+		return fmt.Errorf("budget: frontier: %q names no host", redact.String(rawURL))
 	}
 	req := &http.Request{Method: http.MethodGet, URL: u, Host: u.Host, Header: http.Header{}}
 	key := HostKey(req)

@@ -669,3 +669,17 @@ func TestFrontierForgetsHostsItIsDoneWith(t *testing.T) {
 		}
 	})
 }
+
+// TestFrontierAddNamesNoSecretOfABadURL: a link the Frontier refuses is
+// named in the error with its query's secrets redacted: crawled links
+// carry other people's tokens, and the error is logged.
+func TestFrontierAddNamesNoSecretOfABadURL(t *testing.T) {
+	t.Parallel()
+	f, _ := budget.NewFrontier(newRegistry(t, budget.RegistryConfig{}), 1)
+	for _, u := range []string{"/no/host?token=s3cret", "http://[::1/x?apikey=s3cret", "http://a.example/%zz?access_token=s3cret"} {
+		err := f.Add(u)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Add(%q) = %v; want an error that names no secret", u, err)
+		}
+	}
+}

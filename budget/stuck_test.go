@@ -163,6 +163,19 @@ func TestAHostThatStallsItsBodyIsSeenFailing(t *testing.T) {
 		if s := p.Snapshot(); s.Transient != 4 || s.OK != 2 {
 			t.Fatalf("a cancel mid-body and a deadline 100 ms after the send: ok %d, transient %d; want 2 more successes and no more failures", s.OK, s.Transient)
 		}
+		// A body the caller never reads nor closes, its deadline long after
+		// the send: the provider answered; the caller did not wait for it.
+		ctx, cancel3 := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://tarpit.example/x", nil)
+		if _, err := c.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		cancel3()
+		synctest.Wait()
+		if s := p.Snapshot(); s.Transient != 4 || s.OK != 3 {
+			t.Fatalf("a body never read, its deadline 1.5 s after the send: ok %d, transient %d; want one more success", s.OK, s.Transient)
+		}
 	})
 }
 

@@ -504,22 +504,32 @@ func settleOnBody(ctx context.Context, resp *http.Response, s *settler) {
 		s.run(nil)
 		return
 	}
-	stop := context.AfterFunc(ctx, func() { s.run(&gaveUpError{ctx.Err()}) })
-	resp.Body = &settledBody{ReadCloser: resp.Body, s: s, stop: stop, ctx: ctx}
+	b := &settledBody{ReadCloser: resp.Body, s: s, ctx: ctx}
+	b.stop = context.AfterFunc(ctx, func() {
+		if b.reading.Load() {
+			s.run(&gaveUpError{ctx.Err()}) // the caller was waiting for the body
+			return
+		}
+		s.run(nil) // a body the caller left unread, and unclosed: the provider answered
+	})
+	resp.Body = b
 }
 
 // settledBody is a response body that settles its success when it ends:
 // a read error that is not the caller's is the provider's failure.
 type settledBody struct {
 	io.ReadCloser
-	s    *settler
-	stop func() bool
-	ctx  context.Context
+	s       *settler
+	stop    func() bool
+	ctx     context.Context
+	reading atomic.Bool // a Read is under way: the caller waits for the body
 }
 
 // Read reads from the body; its end settles the success, or the failure.
 func (b *settledBody) Read(p []byte) (int, error) {
+	b.reading.Store(true)
 	n, err := b.ReadCloser.Read(p)
+	b.reading.Store(false)
 	switch {
 	case err == nil:
 	case err == io.EOF:

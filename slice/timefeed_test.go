@@ -1,0 +1,233 @@
+package slice_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
+	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/slice"
+	"pgregory.net/rapid"
+)
+
+// stamped is a record of a feed queried by time.
+type stamped struct {
+	At  time.Time
+	Key string
+}
+
+// timeAPI answers "records since T, oldest first, at most limit", each run
+// of records that share a time in an order of its own at each request.
+type timeAPI struct {
+	recs []stamped
+	rng  *rand.Rand
+}
+
+func (a *timeAPI) fetch(_ context.Context, q slice.TimeQuery) ([]stamped, forage.Outcome) {
+	var out []stamped
+	for _, r := range a.recs {
+		if !r.At.Before(q.Since) {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y stamped) int { return x.At.Compare(y.At) })
+	for i := 0; i < len(out); { // shuffle each run of records that share a time
+		j := i
+		for j < len(out) && out[j].At.Equal(out[i].At) {
+			j++
+		}
+		a.rng.Shuffle(j-i, func(x, y int) { out[i+x], out[i+y] = out[i+y], out[i+x] })
+		i = j
+	}
+	return out[:min(len(out), q.Limit)], forage.Outcome{Status: 200}
+}
+
+// TestPropertyATimeFeedDeliversEachRecordOnce: a feed queried by time,
+// whose records share times in runs shorter than its page (returned in
+// any order within a run), growing between runs: every record is
+// delivered exactly once, whatever the page size, the runs and the
+// growth, and a run with nothing new writes nothing. Asking "after the
+// last time" skipped the rest of a run a page cut; asking "since" it
+// delivered the run again.
+func TestPropertyATimeFeedDeliversEachRecordOnce(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := rapid.IntRange(2, 6).Draw(rt, "limit")
+		batches := rapid.SliceOfN(rapid.SliceOfN(rapid.IntRange(1, limit-1), 0, 5), 1, 5).Draw(rt, "runs of equal times added before each run")
+		seed := rapid.Uint64().Draw(rt, "seed")
+		var fail string
+		synctest.Test(t, func(t *testing.T) {
+			api := &timeAPI{rng: rand.New(rand.NewPCG(seed, 1))}
+			got := map[string]int{}
+			feed, err := slice.TimeFeed(slice.TimeFeedConfig[stamped]{Fetch: api.fetch, Limit: limit,
+				Time: func(r stamped) time.Time { return r.At }, Key: func(r stamped) string { return r.Key }})
+			if err != nil {
+				fail = err.Error()
+				return
+			}
+			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+			runner, err := slice.New(slice.Config[stamped]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+				Provider: prov, Source: feed, Sink: slice.SinkFunc[stamped](func(_ context.Context, p slice.Page[stamped]) error {
+					for _, r := range p.Records {
+						got[r.Key]++
+					}
+					return nil
+				})})
+			if err != nil {
+				fail = err.Error()
+				return
+			}
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			for i, runs := range batches {
+				for _, n := range runs {
+					at = at.Add(time.Second)
+					for range n {
+						api.recs = append(api.recs, stamped{At: at, Key: fmt.Sprintf("r%d", len(api.recs))})
+					}
+				}
+				rep, err := runner.Run(context.Background(), nil)
+				if err != nil || rep.Reason != "" {
+					fail = fmt.Sprintf("run %d: %v, reason %q", i, err, rep.Reason)
+					return
+				}
+				if len(runs) == 0 && rep.Records != 0 {
+					fail = fmt.Sprintf("run %d with nothing new delivered %d records", i, rep.Records)
+					return
+				}
+				for _, r := range api.recs {
+					if got[r.Key] != 1 {
+						fail = fmt.Sprintf("run %d: %s (at %v) delivered %d times, want once", i, r.Key, r.At.Format(time.TimeOnly), got[r.Key])
+						return
+					}
+				}
+			}
+		})
+		if fail != "" {
+			rt.Fatal(fail)
+		}
+	})
+}
+
+// TestATimeFeedStopsWhereItCannotPage: a full page whose records all
+// share one time cannot be paged past; the run stops permanent, naming
+// it, rather than loop or skip. A page out of time order is refused too,
+// and so is a Config without what it needs, by field.
+func TestATimeFeedStopsWhereItCannotPage(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := slice.TimeFeedConfig[stamped]{Limit: 3, Time: func(r stamped) time.Time { return r.At }, Key: func(r stamped) string { return r.Key }}
+	for name, page := range map[string][]stamped{
+		"a full page at one time": {{at, "a"}, {at, "b"}, {at, "c"}},
+		"out of time order":       {{at.Add(time.Second), "a"}, {at, "b"}},
+	} {
+		cfg.Fetch = func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome) {
+			return page, forage.Outcome{Status: 200}
+		}
+		feed, err := slice.TimeFeed(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, out := feed.Fetch(context.Background(), slice.Slice{})
+		if out.Class() != forage.Permanent || !errors.Is(out.Err, slice.ErrInvalidPage) || len(p.Records) != 0 {
+			t.Errorf("%s: %v (%v), %d records; want a permanent invalid page", name, out.Class(), out.Err, len(p.Records))
+		}
+	}
+	for field, c := range map[string]slice.TimeFeedConfig[stamped]{
+		"Fetch":  {Limit: 3, Time: cfg.Time, Key: cfg.Key},
+		"Limit":  {Fetch: cfg.Fetch, Time: cfg.Time, Key: cfg.Key},
+		"Key":    {Fetch: cfg.Fetch, Limit: 3, Time: cfg.Time},
+		"Settle": {Fetch: cfg.Fetch, Limit: 3, Time: cfg.Time, Key: cfg.Key, Settle: -time.Second},
+	} {
+		if _, err := slice.TimeFeed(c); !errors.Is(err, slice.ErrInvalidConfig) || !containsField(err, "TimeFeedConfig."+field) {
+			t.Errorf("a config without a good %s: %v; want ErrInvalidConfig naming it", field, err)
+		}
+	}
+}
+
+func containsField(err error, field string) bool {
+	return err != nil && strings.Contains(err.Error(), field)
+}
+
+// TestPropertyATimeFeedWaitsForALaggingIndex: a provider whose index shows
+// a record up to lag after its time (so a record may appear under a time a
+// run has passed): with Settle at lag, every record is delivered exactly
+// once, records sharing a second too; a run leaves what is newer than
+// now − Settle to a later one.
+func TestPropertyATimeFeedWaitsForALaggingIndex(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		const lag = 10 * time.Second
+		limit := rapid.IntRange(2, 6).Draw(rt, "limit")
+		steps := rapid.SliceOfN(rapid.IntRange(0, 4), 2, 8).Draw(rt, "records indexed before each run")
+		seed := rapid.Uint64().Draw(rt, "seed")
+		ties := rapid.Bool().Draw(rt, "times to the second")
+		var fail string
+		synctest.Test(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 2))
+			api := &timeAPI{rng: rng}
+			got := map[string]int{}
+			feed, _ := slice.TimeFeed(slice.TimeFeedConfig[stamped]{Fetch: api.fetch, Limit: limit, Settle: lag,
+				Time: func(r stamped) time.Time { return r.At }, Key: func(r stamped) string { return r.Key }})
+			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+			runner, _ := slice.New(slice.Config[stamped]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+				Provider: prov, Source: feed, Sink: slice.SinkFunc[stamped](func(_ context.Context, p slice.Page[stamped]) error {
+					for _, r := range p.Records {
+						got[r.Key]++
+					}
+					return nil
+				})})
+			for i, n := range append(steps, 0, 0, 0, 0, 0) { // runs at the end with nothing new, until all settled
+				for range n { // indexed now, under a time up to lag ago
+					at := time.Now().Add(-time.Duration(rng.Int64N(int64(lag))))
+					if ties {
+						at = at.Truncate(time.Second) // records share seconds
+					}
+					api.recs = append(api.recs, stamped{At: at, Key: fmt.Sprintf("r%d", len(api.recs))})
+				}
+				if _, err := runner.Run(context.Background(), nil); err != nil {
+					if ties && maxTies(api.recs) >= limit {
+						return // more share a second than a page holds: the stop is right
+					}
+					fail = fmt.Sprintf("run %d: %v", i, err)
+					return
+				}
+				for _, r := range api.recs {
+					if got[r.Key] > 1 || got[r.Key] == 0 && !r.At.After(time.Now().Add(-lag)) {
+						fail = fmt.Sprintf("run %d: %s (at %v, now %v) delivered %d times", i, r.Key, r.At.Format(time.TimeOnly), time.Now().Format(time.TimeOnly), got[r.Key])
+						return
+					}
+				}
+				time.Sleep(lag / 4) // less than the lag: a record may appear under a time a run has passed
+			}
+			for _, r := range api.recs {
+				if got[r.Key] != 1 {
+					fail = fmt.Sprintf("at the end: %s delivered %d times, want once", r.Key, got[r.Key])
+					return
+				}
+			}
+		})
+		if fail != "" {
+			rt.Fatal(fail)
+		}
+	})
+}
+
+// maxTies returns the most records of recs that share one time.
+func maxTies(recs []stamped) int {
+	n := map[time.Time]int{}
+	most := 0
+	for _, r := range recs {
+		n[r.At]++
+		most = max(most, n[r.At])
+	}
+	return most
+}

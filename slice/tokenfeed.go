@@ -1,9 +1,13 @@
 package slice
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"unicode/utf8"
 
 	"github.com/forage-go/forage"
 )
@@ -22,50 +26,57 @@ type TokenPage[R any] struct {
 // [Source]. fetch asks for the page of token ("" for the feed's first
 // page) and returns it with its outcome; key returns a record's natural
 // key (nil: records are told by their count alone, for a provider that
-// never removes a record from a page).
+// never changes a page but by appending to it).
 //
 // Such a feed gives the next run nothing to ask after: the last page's
 // records have no token past them. TokenFeed keeps, as the cursor, the
 // token that fetched the last page, how many of its records were
-// delivered, and the last one's key. The next run asks for that page
-// again and delivers only the records after the last one delivered: the
-// provider appended to it, or filled it and gave a token to the pages
-// after, which are followed. A page that asks again and finds nothing new
-// is "caught up", with nothing written. When the page changed otherwise
-// (the last record delivered is gone from it), its records are all
-// delivered again: the sink is idempotent, and nothing is skipped.
+// delivered, and a hash of their keys in order. The next run asks for
+// that page again and, when it still begins with exactly those records,
+// delivers only those after them: the provider appended to it, or filled
+// it and gave a token to the pages after, which are followed. A page that
+// asks again and finds nothing new is "caught up", with nothing written.
+// A page that changed otherwise (a record removed, replaced, moved or
+// inserted among those delivered) is delivered again whole: the sink is
+// idempotent, and nothing is skipped. A page that held delivered records
+// and comes back empty with no token (an expired token, a page emptied
+// by retention) cannot be resumed from: the run stops [forage.Permanent],
+// naming it, rather than be caught up for good while the feed goes on
+// elsewhere.
 //
 // A cursor that TokenFeed did not write (a stream that switched sources)
 // fails the run as [forage.Permanent], naming it. The cursor holds the
-// token: a token that is a URL with a credential in it is stored as it
-// is, though logs and errors redact it.
+// token (base64 when it is not UTF-8): a token that is a URL with a
+// credential in it is stored as it is, though logs and errors redact it.
 func TokenFeed[R any](fetch func(ctx context.Context, token string) (TokenPage[R], forage.Outcome), key func(R) string) FetchFunc[R] {
 	return func(ctx context.Context, s Slice) (Page[R], forage.Outcome) {
-		var at tokenCursor
-		if len(s.After) > 0 {
-			if err := json.Unmarshal(s.After, &at); err != nil || at.N < 0 {
-				return Page[R]{}, forage.Outcome{Err: forage.Mark(fmt.Errorf("slice: TokenFeed: the cursor %q was not written by a TokenFeed: %w", shown(s.After), ErrInvalidPage), forage.Permanent)}
-			}
+		at, err := decodeTokenCursor(s.After)
+		if err != nil {
+			return Page[R]{}, forage.Outcome{Err: forage.Mark(fmt.Errorf("slice: TokenFeed: the cursor %q was not written by a TokenFeed (%v): %w", shown(s.After), err, ErrInvalidPage), forage.Permanent)}
 		}
-		tp, out := fetch(ctx, at.T)
+		tp, out := fetch(ctx, at.token())
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
 		}
-		recs := tp.Records[skipDelivered(tp.Records, at, key):]
+		if tp.Next != "" && tp.Next == at.token() {
+			// The page names itself as the next: following it would fetch
+			// it for good. Asked again, then a stop with a gap.
+			out.Err = forage.Mark(fmt.Errorf("slice: TokenFeed: %w: the provider named the token it was asked with as the next page's", ErrInvalidPage), forage.Transient)
+			return Page[R]{}, out
+		}
+		if at.N > 0 && len(tp.Records) == 0 && tp.Next == "" {
+			out.Err = forage.Mark(fmt.Errorf("slice: TokenFeed: %w: the page this feed was on (%d records delivered) came back empty with no next token: its token expired, or the page was emptied; the feed cannot be resumed from it (start the stream again, or from a token of your own)", ErrInvalidPage, at.N), forage.Permanent)
+			return Page[R]{}, out
+		}
+		recs := tp.Records
+		if at.N > 0 && at.N <= len(recs) && at.H == keysHash(recs[:at.N], key) {
+			recs = recs[at.N:] // the page still begins with what was delivered
+		}
 		if tp.Next != "" {
-			if tp.Next == at.T {
-				// The page names itself as the next: following it would
-				// fetch it for good. FetchFunc's rule for a stuck cursor
-				// asks again, then stops with a gap.
-				return Page[R]{Next: s.After}, out
-			}
-			return Page[R]{Records: recs, Next: tokenCursor{T: tp.Next}.encode()}, out
+			return Page[R]{Records: recs, Next: newTokenCursor[R](tp.Next, nil, nil).encode()}, out
 		}
 		// The last page for now: the next run asks for it again.
-		next := tokenCursor{T: at.T, N: len(tp.Records)}
-		if n := len(tp.Records); n > 0 && key != nil {
-			next.K = key(tp.Records[n-1])
-		}
+		next := newTokenCursor(at.token(), tp.Records, key)
 		if len(recs) == 0 {
 			return Page[R]{Next: s.After, Last: true}, out // nothing new: caught up, the cursor where it was
 		}
@@ -73,37 +84,82 @@ func TokenFeed[R any](fetch func(ctx context.Context, token string) (TokenPage[R
 	}
 }
 
-// tokenCursor is a TokenFeed's cursor: the token of the page to ask for,
-// and how many of its records were delivered, the last of them keyed K.
+// tokenCursor is a TokenFeed's cursor: the token of the page to ask for
+// (T, or TB when it is not UTF-8), how many of its records were delivered
+// (N), and the hash of their keys in order (H). V marks it as TokenFeed's.
 type tokenCursor struct {
-	T string `json:"t"`
-	N int    `json:"n,omitempty"`
-	K string `json:"k,omitempty"`
+	V  int    `json:"tf"`
+	T  string `json:"t,omitempty"`
+	TB []byte `json:"tb,omitempty"`
+	N  int    `json:"n,omitempty"`
+	H  uint64 `json:"h,omitempty"`
+}
+
+// tokenCursorV is the version a TokenFeed cursor is written with.
+const tokenCursorV = 1
+
+// newTokenCursor is the cursor of a page of token whose records delivered
+// are recs.
+func newTokenCursor[R any](token string, recs []R, key func(R) string) tokenCursor {
+	c := tokenCursor{V: tokenCursorV, N: len(recs)}
+	if utf8.ValidString(token) {
+		c.T = token
+	} else {
+		c.TB = []byte(token) // JSON would replace its invalid bytes
+	}
+	if len(recs) > 0 {
+		c.H = keysHash(recs, key)
+	}
+	return c
+}
+
+func (c tokenCursor) token() string {
+	if c.TB != nil {
+		return string(c.TB)
+	}
+	return c.T
 }
 
 func (c tokenCursor) encode() []byte {
-	b, _ := json.Marshal(c) // strings and an int: cannot fail
+	b, _ := json.Marshal(c) // strings, bytes and numbers: cannot fail
 	return b
 }
 
-// skipDelivered returns how many records at the head of recs were
-// delivered already, by at: its first at.N, when the N-th is still keyed
-// at.K; else up to the record keyed at.K wherever it now is; else none
-// (the page changed: all of it again, for the idempotent sink).
-func skipDelivered[R any](recs []R, at tokenCursor, key func(R) string) int {
-	if at.N == 0 {
-		return 0
+// decodeTokenCursor reads a cursor encode wrote; an empty one is the
+// feed's start.
+func decodeTokenCursor(b []byte) (tokenCursor, error) {
+	if len(b) == 0 {
+		return tokenCursor{V: tokenCursorV}, nil
 	}
-	if key == nil {
-		return min(at.N, len(recs))
+	var c tokenCursor
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	switch err := d.Decode(&c); {
+	case err != nil:
+		return c, err
+	case c.V != tokenCursorV || !bytes.HasPrefix(b, []byte(`{"tf":`)):
+		return c, errors.New(`no "tf" version`)
+	case c.N < 0:
+		return c, errors.New("a negative count")
 	}
-	if at.N <= len(recs) && key(recs[at.N-1]) == at.K {
-		return at.N
-	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		if key(recs[i]) == at.K {
-			return i + 1
+	return c, nil
+}
+
+// keysHash hashes the keys of recs in order (nil key: their count).
+func keysHash[R any](recs []R, key func(R) string) uint64 {
+	h := fnv.New64a()
+	for _, r := range recs {
+		if key != nil {
+			k := key(r)
+			var n [8]byte
+			for i := range n {
+				n[i] = byte(len(k) >> (8 * i))
+			}
+			h.Write(n[:]) // the length first: ("ab","c") is not ("a","bc")
+			h.Write([]byte(k))
+		} else {
+			h.Write([]byte{1})
 		}
 	}
-	return 0
+	return h.Sum64() | 1 // never 0: a hash is always written
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -106,38 +107,126 @@ func TestPropertyATokenFeedDeliversEachRecordOnce(t *testing.T) {
 
 // TestATokenFeedRefusesACursorItDidNotWrite: a stream whose checkpoint a
 // different source wrote fails at once, permanent, naming the cursor:
-// never read as the feed's start.
+// never read as the feed's start (a JSON object of another source's,
+// {} and null decoded into the cursor, and the feed started over).
 func TestATokenFeedRefusesACursorItDidNotWrite(t *testing.T) {
 	t.Parallel()
-	api := &tokenAPI{size: 2, n: 5}
-	page, out := slice.TokenFeed(api.fetch, strconv.Itoa).Fetch(context.Background(), slice.Slice{After: []byte("1700000000000")})
-	if out.Class() != forage.Permanent || !errors.Is(out.Err, slice.ErrInvalidPage) || len(page.Records) != 0 || api.calls != 0 {
-		t.Fatalf("a cursor TokenFeed did not write: %v (%v), %d records, %d calls; want Permanent, ErrInvalidPage, nothing asked", out.Class(), out.Err, len(page.Records), api.calls)
+	for _, cursor := range []string{"1700000000000", `"abc"`, `{"after":"evt_99"}`, `{}`, `null`, `{"TF":1,"t":"x"}`, `{"tf":2,"t":"x"}`, `{"tf":1,"n":-1}`} {
+		api := &tokenAPI{size: 2, n: 5}
+		page, out := slice.TokenFeed(api.fetch, strconv.Itoa).Fetch(context.Background(), slice.Slice{After: []byte(cursor)})
+		if out.Class() != forage.Permanent || !errors.Is(out.Err, slice.ErrInvalidPage) || len(page.Records) != 0 || api.calls != 0 {
+			t.Errorf("cursor %s: %v (%v), %d records, %d calls; want Permanent, ErrInvalidPage, nothing asked", cursor, out.Class(), out.Err, len(page.Records), api.calls)
+		}
 	}
 }
 
 // TestATokenFeedDeliversAChangedPageAgainRatherThanSkip: the last page,
-// asked again, no longer holds its records as they were delivered. Found
-// elsewhere, the last record delivered marks where the new ones start;
-// gone, the whole page is delivered again (the sink is idempotent):
-// never a record skipped.
+// asked again, no longer begins with its records as they were delivered
+// (a record inserted among them, replaced, moved, a key repeated): the
+// whole page is delivered again (the sink is idempotent), never a record
+// skipped. Searching for the last key delivered skipped a record inserted
+// before it, or before a later copy of it. A page that only grew delivers
+// what it grew by; a page that came back empty with no token stops,
+// permanent, rather than be caught up for good.
 func TestATokenFeedDeliversAChangedPageAgainRatherThanSkip(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		cursor string
-		page   []int
-		want   []int
+		was, now, want []string
+		class          forage.Class
 	}{
-		{`{"t":"","n":3,"k":"2"}`, []int{0, 2, 3, 4}, []int{3, 4}}, // record 1 removed: 2 is second now
-		{`{"t":"","n":2,"k":"1"}`, []int{5, 6, 7}, []int{5, 6, 7}}, // 1 gone: all again
-		{`{"t":"","n":2,"k":"1"}`, []int{0, 1, 9}, []int{9}},       // as delivered, one appended
+		{[]string{"a", "b", "c"}, []string{"a", "x", "b", "c", "d"}, []string{"a", "x", "b", "c", "d"}, forage.Success},
+		{[]string{"a", "b", "c"}, []string{"a", "x", "c", "d"}, []string{"a", "x", "c", "d"}, forage.Success},
+		{[]string{"a2", "b"}, []string{"b", "c", "b"}, []string{"b", "c", "b"}, forage.Success},
+		{[]string{"a", "b"}, []string{"b", "a"}, []string{"b", "a"}, forage.Success},
+		{[]string{"a", "b"}, []string{"a", "b", "c"}, []string{"c"}, forage.Success},
+		{[]string{"a", "b"}, []string{"a", "b"}, nil, forage.Success},
+		{[]string{"a", "b"}, nil, nil, forage.Permanent},
 	} {
-		feed := slice.TokenFeed(func(context.Context, string) (slice.TokenPage[int], forage.Outcome) {
-			return slice.TokenPage[int]{Records: c.page}, forage.Outcome{Status: 200}
-		}, strconv.Itoa)
-		p, out := feed.Fetch(context.Background(), slice.Slice{After: []byte(c.cursor)})
-		if out.Err != nil || fmt.Sprint(p.Records) != fmt.Sprint(c.want) || !p.Last {
-			t.Errorf("cursor %s, page %v: delivered %v (last %v, %v), want %v", c.cursor, c.page, p.Records, p.Last, out.Err, c.want)
+		page := c.was
+		feed := slice.TokenFeed(func(context.Context, string) (slice.TokenPage[string], forage.Outcome) {
+			return slice.TokenPage[string]{Records: page}, forage.Outcome{Status: 200}
+		}, func(s string) string { return s })
+		first, _ := feed.Fetch(context.Background(), slice.Slice{})
+		page = c.now
+		p, out := feed.Fetch(context.Background(), slice.Slice{After: first.Next})
+		if out.Class() != c.class || fmt.Sprint(p.Records) != fmt.Sprint(c.want) {
+			t.Errorf("page %v, then %v: delivered %v (%v, %v), want %v (%v)", c.was, c.now, p.Records, out.Class(), out.Err, c.want, c.class)
 		}
 	}
+}
+
+// TestATokenFeedKeepsATokenThatIsNotUTF8: an opaque token with bytes that
+// are not UTF-8 is asked for as it was given (JSON replaced them, and the
+// next request asked for another token).
+func TestATokenFeedKeepsATokenThatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	feed := slice.TokenFeed(func(_ context.Context, token string) (slice.TokenPage[string], forage.Outcome) {
+		asked = append(asked, token)
+		if token == "" {
+			return slice.TokenPage[string]{Records: []string{"a"}, Next: "T\xfe\xff"}, forage.Outcome{Status: 200}
+		}
+		return slice.TokenPage[string]{Records: []string{"b"}}, forage.Outcome{Status: 200}
+	}, func(s string) string { return s })
+	p, _ := feed.Fetch(context.Background(), slice.Slice{})
+	if _, out := feed.Fetch(context.Background(), slice.Slice{After: p.Next}); out.Err != nil || len(asked) != 2 || asked[1] != "T\xfe\xff" {
+		t.Fatalf("asked %q (%v); want the token as given", asked, out.Err)
+	}
+}
+
+// TestPropertyATokenFeedNeverSkipsARecordOfAChangedPage: a last page
+// edited at random between runs (records inserted anywhere, removed,
+// moved, keys repeated): after each run every record inserted that is on
+// the page has been delivered, whatever the edits.
+func TestPropertyATokenFeedNeverSkipsARecordOfAChangedPage(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		var page []string
+		feed := slice.TokenFeed(func(context.Context, string) (slice.TokenPage[string], forage.Outcome) {
+			return slice.TokenPage[string]{Records: slices.Clone(page)}, forage.Outcome{Status: 200}
+		}, func(s string) string { return s })
+		var cursor []byte
+		owed := map[string]bool{} // on the page, not delivered since it appeared
+		n := 0
+		for run := range rapid.IntRange(1, 8).Draw(rt, "runs") {
+			for range rapid.IntRange(0, 4).Draw(rt, "edits") {
+				switch op := rapid.IntRange(0, 3).Draw(rt, "op"); {
+				case op == 0 || len(page) == 0: // insert a new record anywhere
+					n++
+					k := fmt.Sprintf("r%d", n)
+					i := rapid.IntRange(0, len(page)).Draw(rt, "at")
+					page = slices.Insert(page, i, k)
+					owed[k] = true
+				case op == 1: // remove one
+					i := rapid.IntRange(0, len(page)-1).Draw(rt, "remove")
+					delete(owed, page[i])
+					page = slices.Delete(page, i, i+1)
+				case op == 2: // a key repeated anywhere (its content is not the model's)
+					k := rapid.SampledFrom(page).Draw(rt, "copy")
+					page = slices.Insert(page, rapid.IntRange(0, len(page)).Draw(rt, "copy at"), k)
+				default: // move one
+					i := rapid.IntRange(0, len(page)-1).Draw(rt, "move")
+					k := page[i]
+					page = slices.Delete(page, i, i+1)
+					page = slices.Insert(page, rapid.IntRange(0, len(page)).Draw(rt, "to"), k)
+				}
+			}
+			p, out := feed.Fetch(context.Background(), slice.Slice{After: cursor})
+			if out.Class() == forage.Permanent && len(page) == 0 {
+				return // emptied: refused, as documented
+			}
+			if out.Err != nil {
+				rt.Fatalf("run %d: %v", run, out.Err)
+			}
+			for _, r := range p.Records {
+				delete(owed, r)
+			}
+			for k := range owed {
+				if slices.Contains(page, k) {
+					rt.Fatalf("run %d: %s is on the page %v and was never delivered (delivered %v)", run, k, page, p.Records)
+				}
+			}
+			cursor = p.Next
+		}
+	})
 }

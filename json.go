@@ -67,8 +67,12 @@ type Validator interface {
 // truncated answer, an HTML error page sent with 200, a value of another
 // type), nothing at all, JSON null, one that v's Validate refuses when v
 // is a [Validator] (the way to refuse {} and error objects, which decode
-// into any struct), and the body of a 202 Accepted (the provider took the
-// request and has not answered it yet: a report still being computed).
+// into any struct), more than one JSON value, and the body of a 202
+// Accepted (the provider took the request and has not answered it yet: a
+// report still being computed). Decode into a fresh value for each
+// answer: what an earlier page set stays where this one sets nothing, and
+// Validate would see it. A v that is not a non-nil pointer is the
+// caller's mistake, a [Permanent] failure that says so.
 // Nothing of the body is quoted (it may hold anything). A body larger
 // than [MaxJSONBody] is a [Permanent] failure that says so: the same
 // request would bring it again (ask for smaller pages). An answer that is
@@ -90,12 +94,27 @@ func FromHTTPJSON(resp *http.Response, err error, v any) Outcome {
 		return o
 	}
 	var raw json.RawMessage
-	derr := json.NewDecoder(&limitReader{r: resp.Body, n: jsonBodyLimit}).Decode(&raw)
-	if derr == nil && string(raw) == "null" {
+	dec := json.NewDecoder(&limitReader{r: resp.Body, n: jsonBodyLimit})
+	derr := dec.Decode(&raw)
+	switch {
+	case derr != nil:
+	case string(raw) == "null":
 		derr = errors.New("JSON null")
+	default:
+		if _, terr := dec.Token(); terr != io.EOF { // nothing but spaces may follow, as json.Unmarshal says
+			derr = errors.New("more after the JSON value (two values, or a value and then other text)")
+			if errors.Is(terr, errBodyTooLarge) {
+				derr = terr
+			}
+		} else {
+			derr = json.Unmarshal(raw, v)
+		}
 	}
-	if derr == nil {
-		derr = json.Unmarshal(raw, v)
+	if inv := (*json.InvalidUnmarshalError)(nil); errors.As(derr, &inv) {
+		// The caller's mistake, not the provider's answer: asked again,
+		// it would fail the same way at every run.
+		o.Err = Mark(fmt.Errorf("forage: FromHTTPJSON needs a non-nil pointer to decode into (got %s)", inv.Type), Permanent)
+		return o
 	}
 	if derr == nil {
 		if val, ok := v.(Validator); ok {

@@ -64,6 +64,7 @@ func TestFromHTTPJSON(t *testing.T) {
 		{name: "no body", status: 200, ctype: "application/json", class: forage.Transient, err: []string{"with no body"}},
 		{name: "refused", status: 429, body: `{"error":"slow down"}`, header: []string{"Retry-After", "2"}, class: forage.Throttled},
 		{name: "an outage", status: 503, body: "<html>s3cr3t</html>", class: forage.Overloaded},
+		{name: "two values", status: 200, ctype: "application/json", body: `{"items":[1]} <html>s3cr3t</html>`, class: forage.Transient, err: []string{"more after the JSON value"}},
 		{name: "JSON null", status: 200, ctype: "application/json", body: "null", class: forage.Transient, err: []string{"not the JSON expected", "JSON null"}},
 		{name: "202 Accepted", status: 202, ctype: "application/json", body: `{"items":[]}`, class: forage.Transient, err: []string{"202 Accepted", "not answered it yet"}},
 		{name: "a body over the limit", status: 200, body: `{"items":[` + strings.Repeat("1,", 600) + `1]}`, class: forage.Permanent, err: []string{"larger than 1024 bytes", "smaller pages"}},
@@ -102,8 +103,8 @@ func TestFromHTTPJSON(t *testing.T) {
 }
 
 // Whatever a provider sends with a 200, FromHTTPJSON is a success exactly
-// when encoding/json decodes the body's first value into the target and
-// that value is not null, and
+// when json.Unmarshal decodes the body into the target and the body is
+// not null, and
 // otherwise a Transient failure, never a panic; the body is closed either
 // way.
 func TestPropertyFromHTTPJSONAgreesWithEncodingJSON(t *testing.T) {
@@ -122,7 +123,7 @@ func TestPropertyFromHTTPJSONAgreesWithEncodingJSON(t *testing.T) {
 		var got page
 		out := forage.FromHTTPJSON(resp, nil, &got)
 		var ref page
-		refErr := json.NewDecoder(bytes.NewReader([]byte(body))).Decode(&ref)
+		refErr := json.Unmarshal([]byte(body), &ref) // one value, nothing after it but spaces
 		var first any
 		if json.NewDecoder(bytes.NewReader([]byte(body))).Decode(&first) == nil && first == nil {
 			refErr = errors.New("null: not a page") // decodes, into nothing
@@ -176,6 +177,21 @@ func TestFromHTTPJSONAsksThePageIfItIsOne(t *testing.T) {
 		}
 		if want != forage.Success && (out.Err == nil || !strings.Contains(out.Err.Error(), "no has_more")) {
 			t.Errorf("%s: err %v, want it to name what Validate said", body, out.Err)
+		}
+	}
+}
+
+// TestFromHTTPJSONBlamesTheCallerForABadTarget: a target that is not a
+// non-nil pointer is the caller's mistake, Permanent, said as such: it was
+// Transient, blamed on the provider's body, and asked again at every run.
+func TestFromHTTPJSONBlamesTheCallerForABadTarget(t *testing.T) {
+	t.Parallel()
+	var nilPage *page
+	for name, v := range map[string]any{"a value": page{}, "a nil pointer": nilPage, "nil": nil} {
+		resp, _ := response(200, "application/json", `{"items":[1]}`)
+		out := forage.FromHTTPJSON(resp, nil, v)
+		if out.Class() != forage.Permanent || !strings.Contains(out.Err.Error(), "needs a non-nil pointer") {
+			t.Errorf("%s: %v (%v); want Permanent, naming the caller's target", name, out.Class(), out.Err)
 		}
 	}
 }

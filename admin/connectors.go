@@ -165,8 +165,18 @@ const (
 // that is not finite and >= 0 is shown as 0, a text as plainWhy shows it.
 func recordConnector(now time.Time, r forage.ProviderRecord) connectorJSON {
 	c := connectorJSON{
-		Key: r.Key, Source: sourceRecord, Status: plainWhy(cmp.Or(r.Status, budget.StatusActive)), Why: plainWhy(r.Why),
+		Key: r.Key, Source: sourceRecord, Status: budget.StatusActive, Why: plainWhy(r.Why),
 		Rate: figure(r.Rate), Ceiling: figure(r.Ceiling), Updated: r.Updated,
+	}
+	switch r.Status {
+	case budget.StatusPaused:
+		c.Status = budget.StatusPaused
+	case "", budget.StatusActive:
+	default:
+		// What every process does with it: a status other than "paused"
+		// leaves a provider active ("Paused", "deleted" were shown as
+		// they were, and obeyed by none).
+		c.Why = plainWhy(fmt.Sprintf("the record's status %q is not one a process obeys (active or paused): active", r.Status))
 	}
 	if c.Ceiling > 0 && c.Rate > aboveCeiling*c.Ceiling {
 		c.RateNote = rateAboveCeiling
@@ -227,6 +237,9 @@ func (h *Handler) connectors(ctx context.Context, now time.Time, after string, l
 	}
 	if len(out) > limit {
 		out, more = out[:limit], true
+	}
+	if len(out) == 0 {
+		more = false // a store that lists what comes before after: "next" would be after, and a client would page for ever
 	}
 	return out, more, recErr
 }

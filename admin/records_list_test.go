@@ -242,3 +242,40 @@ func TestTheStatusPageShowsTheConnectorsItRunsNoJobFor(t *testing.T) {
 		t.Errorf("binance has its card, and is listed again:\n%s", rest)
 	}
 }
+
+// listsBefore is a record store whose listing ignores after: it breaks the
+// RecordLister contract.
+type listsBefore struct{ *checkpoint.LocalStore }
+
+func (l listsBefore) ListRecords(ctx context.Context, _ string, limit int) ([]forage.ProviderRecord, error) {
+	return l.LocalStore.ListRecords(ctx, "", limit)
+}
+
+// TestConnectorsShowWhatAProcessObeysAndPageToAnEnd: a record whose status
+// is neither "active" nor "paused" ("Paused", "deleted": a hand edit) is
+// shown active, as every process runs it, and says so; it was shown as
+// written, and obeyed by none. A store that lists keys before ?after= ends
+// the paging rather than answer "next" equal to "after" for ever.
+func TestConnectorsShowWhatAProcessObeysAndPageToAnEnd(t *testing.T) {
+	t.Parallel()
+	store := checkpoint.NewMemoryStore(checkpoint.Config{})
+	for key, status := range map[string]string{"a.example": "Paused", "b.example": "deleted", "c.example": "paused"} {
+		if err := store.SaveRecord(t.Context(), forage.ProviderRecord{Key: key, Status: status}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := connectorAPI(t, newRegistry(t, budget.RegistryConfig{Defaults: quick(), Records: listsBefore{store}}), admin.Config{})
+	var p sourcedPage
+	a.want("GET", "/connectors", "", http.StatusOK, &p)
+	for _, c := range p.Connectors {
+		want := map[string]string{"a.example": "active", "b.example": "active", "c.example": "paused"}[c.Key]
+		if c.Status != want || want == "active" && !strings.Contains(c.Why, "not one a process obeys") {
+			t.Errorf("%s: status %q, why %q; want %s, and why saying so", c.Key, c.Status, c.Why, want)
+		}
+	}
+	p = sourcedPage{}
+	a.want("GET", "/connectors?after=c.example&limit=2", "", http.StatusOK, &p)
+	if p.Next != nil {
+		t.Errorf("after the last key, a store that lists from the start: next %q; want none", *p.Next)
+	}
+}

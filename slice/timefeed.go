@@ -1,9 +1,12 @@
 package slice
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -29,7 +32,10 @@ type TimeFeedConfig[R any] struct {
 	Key  func(R) string
 	// Limit is the most records the provider answers at once: a page of
 	// Limit records may have been cut anywhere, in a run of records that
-	// share a time too. Required (>= 1).
+	// share a time too. It must be what the provider answers at most: a
+	// provider whose pages are smaller reads as caught up after each. Runs
+	// of records that share one time must be shorter than it. Required
+	// (>= 2).
 	Limit int
 	// Start is where the feed starts: the Since of the stream's first
 	// request. The zero time asks from the provider's beginning.
@@ -47,7 +53,7 @@ type TimeFeedConfig[R any] struct {
 // that records sharing a time are neither skipped nor delivered twice
 // (asking "after T" drops the rest of a run of records sharing T that a
 // page cut; asking "since T" delivers the run again). The cursor holds at
-// most a page of keys.
+// most a page of key hashes.
 //
 // A page of Limit records may have been cut: its records at its last
 // time are left for the next request, which asks since that time. A page
@@ -60,8 +66,14 @@ type TimeFeedConfig[R any] struct {
 // page out of time order is a [forage.Permanent] error: its cut would be
 // meaningless.
 //
+// What "since T" cannot see it does not deliver: a record whose time
+// moves back behind the cursor (an update dated earlier than the last
+// delivered) is not delivered again; set Settle to cover how late the
+// provider may date a record. A record a page holds twice is delivered
+// twice, for the idempotent sink.
+//
 // It returns an error naming the field for a Config without Fetch, Time
-// or Key, or with a Limit under 1 or a negative Settle.
+// or Key, or with a Limit under 2 or a negative Settle.
 func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 	switch {
 	case cfg.Fetch == nil:
@@ -70,18 +82,22 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		return nil, invalid.Must("TimeFeedConfig.Time", "be set", "nil")
 	case cfg.Key == nil:
 		return nil, invalid.Must("TimeFeedConfig.Key", "be set", "nil")
-	case cfg.Limit < 1:
-		return nil, invalid.Must("TimeFeedConfig.Limit", "be >= 1", cfg.Limit)
+	case cfg.Limit < 2:
+		// A page of one record is always "at one time": none could be
+		// paged past.
+		return nil, invalid.Must("TimeFeedConfig.Limit", "be >= 2", cfg.Limit)
 	case cfg.Settle < 0:
 		return nil, invalid.Must("TimeFeedConfig.Settle", "be >= 0", cfg.Settle)
 	}
 	return func(ctx context.Context, s Slice) (Page[R], forage.Outcome) {
-		at := timeCursor{T: cfg.Start}
-		if len(s.After) > 0 {
-			if err := json.Unmarshal(s.After, &at); err != nil {
-				return Page[R]{}, forage.Outcome{Err: forage.Mark(fmt.Errorf("slice: TimeFeed: the cursor %q was not written by a TimeFeed: %w", shown(s.After), ErrInvalidPage), forage.Permanent)}
-			}
+		at, err := decodeTimeCursor(s.After, cfg.Start)
+		if err != nil {
+			return Page[R]{}, forage.Outcome{Err: forage.Mark(fmt.Errorf("slice: TimeFeed: the cursor %q was not written by a TimeFeed (%v): %w", shown(s.After), err, ErrInvalidPage), forage.Permanent)}
 		}
+		// The horizon is taken before the request: what the index did not
+		// show when it was asked may be older than what the answer holds
+		// (a slow answer, read against the clock at its end, passed it).
+		horizon := time.Now().Add(-cfg.Settle)
 		recs, out := cfg.Fetch(ctx, TimeQuery{Since: at.T, Limit: cfg.Limit})
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
@@ -99,11 +115,14 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		recs = slices.DeleteFunc(slices.Clone(recs), func(r R) bool { return cfg.Time(r).Before(at.T) })
 		next, last := at, true
 		if cut {
-			if len(recs) == 0 || !cfg.Time(recs[0]).Before(cfg.Time(recs[len(recs)-1])) {
-				// Nothing after the cursor's time, or everything at one
-				// time: the next request would bring the same page.
-				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the provider answered a full page (%d records, its Limit) with no two times after %v to page by: more records share one time than a page holds (or the provider answers records before Since); ask for a larger Limit",
-					ErrInvalidPage, cfg.Limit, at.T), forage.Permanent)
+			if len(recs) == 0 {
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the provider answered a full page (Limit %d) of records all before Since %v: it rounds Since down, and as many records share the unit it rounds to; the next request would bring the same page",
+					ErrInvalidPage, cfg.Limit, at.T.UTC()), forage.Permanent)
+				return Page[R]{}, out
+			}
+			if shared := cfg.Time(recs[0]); !shared.Before(cfg.Time(recs[len(recs)-1])) {
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the provider answered a full page (Limit %d) whose records at or after Since all share the time %v: as many or more records share it than a page holds, and none can be paged past; ask for a larger Limit",
+					ErrInvalidPage, cfg.Limit, shared.UTC()), forage.Permanent)
 				return Page[R]{}, out
 			}
 			// The page may be cut within its last time: those records are
@@ -111,10 +130,9 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 			// record before it delivered by this page.
 			top := cfg.Time(recs[len(recs)-1])
 			recs = recs[:slices.IndexFunc(recs, func(r R) bool { return !cfg.Time(r).Before(top) })]
-			next, last = timeCursor{T: top}, false
+			next, last = timeCursor{V: timeCursorV, T: top}, false
 		}
 		if cfg.Settle > 0 {
-			horizon := time.Now().Add(-cfg.Settle)
 			if i := slices.IndexFunc(recs, func(r R) bool { return cfg.Time(r).After(horizon) }); i >= 0 || next.T.After(horizon) {
 				// Too recent to trust the index: left to a later run, the
 				// cursor at the last record delivered, never past the
@@ -129,36 +147,75 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		}
 		var fresh []R
 		for _, r := range recs {
-			if t, k := cfg.Time(r), cfg.Key(r); !t.Equal(at.T) || !slices.Contains(at.K, k) { // not delivered at the cursor's very time
+			if t, k := cfg.Time(r), keyHash(cfg.Key(r)); !t.Equal(at.T) || !slices.Contains(at.K, k) { // not delivered at the cursor's very time
 				fresh = append(fresh, r)
 			}
 		}
 		if last { // the cursor is the last record delivered, and the keys delivered at its time
+			next.K = slices.Clone(next.K)
 			for _, r := range fresh {
-				t, k := cfg.Time(r), cfg.Key(r)
+				t, k := cfg.Time(r), keyHash(cfg.Key(r))
 				if !t.Equal(next.T) {
-					next = timeCursor{T: t}
+					next = timeCursor{V: timeCursorV, T: t}
 				}
 				if !slices.Contains(next.K, k) {
-					next.K = append(slices.Clone(next.K), k)
+					next.K = append(next.K, k)
 				}
 			}
 		}
 		if len(fresh) == 0 && last {
 			return Page[R]{Next: s.After, Last: true}, out // nothing new: caught up, the cursor where it was
 		}
-		return Page[R]{Records: fresh, Next: next.encode(), Last: last}, out
+		b, err := next.encode()
+		if err != nil {
+			out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: a record's time %v cannot be kept in the cursor: %v", ErrInvalidPage, next.T, err), forage.Permanent)
+			return Page[R]{}, out
+		}
+		return Page[R]{Records: fresh, Next: b, Last: last}, out
 	}, nil
 }
 
 // timeCursor is a TimeFeed's cursor: the time of the last record
-// delivered, and the keys of those delivered at that very time.
+// delivered (T, in UTC), and the hashes of the keys of those delivered at
+// that very time (K: bounded by a page, and whatever bytes a key holds).
+// V marks it as TimeFeed's.
 type timeCursor struct {
+	V int       `json:"tt"`
 	T time.Time `json:"t"`
-	K []string  `json:"k,omitempty"`
+	K []uint64  `json:"k,omitempty"`
 }
 
-func (c timeCursor) encode() []byte {
-	b, _ := json.Marshal(c)
-	return b
+// timeCursorV is the version a TimeFeed cursor is written with.
+const timeCursorV = 1
+
+// encode writes c, its time in UTC: RFC 3339 offsets have no seconds,
+// and a zone whose offset has them was written shifted.
+func (c timeCursor) encode() ([]byte, error) {
+	c.T = c.T.UTC()
+	return json.Marshal(c)
+}
+
+// decodeTimeCursor reads a cursor encode wrote; an empty one is the
+// feed's start.
+func decodeTimeCursor(b []byte, start time.Time) (timeCursor, error) {
+	if len(b) == 0 {
+		return timeCursor{V: timeCursorV, T: start}, nil
+	}
+	var c timeCursor
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		return c, err
+	}
+	if c.V != timeCursorV || !bytes.HasPrefix(b, []byte(`{"tt":`)) {
+		return c, errors.New(`no "tt" version`)
+	}
+	return c, nil
+}
+
+// keyHash hashes a record's key for a cursor: FNV-1a, 64 bits.
+func keyHash(k string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(k))
+	return h.Sum64()
 }

@@ -231,3 +231,84 @@ func maxTies(recs []stamped) int {
 	}
 	return most
 }
+
+// TestATimeFeedKeepsItsCursorTrue: what a second review found. A slow
+// answer is read against the horizon taken before the request (taken
+// after it, a record the index had not shown yet was passed for good); a
+// time in a zone whose offset has seconds is kept in UTC (RFC 3339 wrote
+// it 32 s late, past two records); a key that is not UTF-8 is not
+// delivered again at every run; a cursor TimeFeed did not write is
+// refused, not read as the start; a Limit of 1 is refused.
+func TestATimeFeedKeepsItsCursorTrue(t *testing.T) {
+	t.Parallel()
+	cfg := func(fetch func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome), settle time.Duration) slice.FetchFunc[stamped] {
+		f, err := slice.TimeFeed(slice.TimeFeedConfig[stamped]{Fetch: fetch, Limit: 5, Settle: settle,
+			Time: func(r stamped) time.Time { return r.At }, Key: func(r stamped) string { return r.Key }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	t.Run("a slow answer", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now()
+			a := stamped{t0, "a"} // indexed at +10s
+			c := stamped{t0.Add(time.Second), "c"}
+			time.Sleep(5 * time.Second) // the request at +5s sees c, not a yet
+			feed := cfg(func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome) {
+				time.Sleep(6 * time.Second) // answered at +11s
+				return []stamped{c}, forage.Outcome{Status: 200}
+			}, 10*time.Second)
+			p, _ := feed.Fetch(context.Background(), slice.Slice{})
+			if len(p.Records) != 0 {
+				t.Fatalf("delivered %v, passing %v the index had not shown when asked", p.Records, a)
+			}
+		})
+	})
+	t.Run("a zone offset with seconds", func(t *testing.T) {
+		lmt := time.FixedZone("LMT", 19*60+32)
+		at := time.Date(1890, 1, 1, 0, 0, 0, 0, lmt)
+		page := []stamped{{at, "a"}, {at.Add(10 * time.Second), "b"}}
+		feed := cfg(func(_ context.Context, q slice.TimeQuery) ([]stamped, forage.Outcome) {
+			var out []stamped
+			for _, r := range page {
+				if !r.At.Before(q.Since) {
+					out = append(out, r)
+				}
+			}
+			return out, forage.Outcome{Status: 200}
+		}, 0)
+		p, _ := feed.Fetch(context.Background(), slice.Slice{})
+		page = append(page, stamped{at.Add(20 * time.Second), "c"})
+		p2, out := feed.Fetch(context.Background(), slice.Slice{After: p.Next})
+		if out.Err != nil || len(p2.Records) != 1 || p2.Records[0].Key != "c" {
+			t.Fatalf("after a, b: delivered %v (%v), want c", p2.Records, out.Err)
+		}
+	})
+	t.Run("a key that is not UTF-8", func(t *testing.T) {
+		page := []stamped{{time.Unix(100, 0), "\xff\xfe"}}
+		feed := cfg(func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome) { return page, forage.Outcome{Status: 200} }, 0)
+		p, _ := feed.Fetch(context.Background(), slice.Slice{})
+		p2, _ := feed.Fetch(context.Background(), slice.Slice{After: p.Next})
+		if len(p2.Records) != 0 || string(p2.Next) != string(p.Next) {
+			t.Fatalf("nothing changed, yet delivered %d records again, cursor %s -> %s", len(p2.Records), p.Next, p2.Next)
+		}
+	})
+	t.Run("a cursor it did not write", func(t *testing.T) {
+		feed := cfg(func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome) {
+			t.Fatal("asked the provider with a cursor it did not write")
+			return nil, forage.Outcome{}
+		}, 0)
+		for _, cursor := range []string{`null`, `{}`, `{"page":3}`, `{"tf":1,"n":3,"h":7}`, `{"t":"2026-01-01T00:00:00Z"}`} {
+			if _, out := feed.Fetch(context.Background(), slice.Slice{After: []byte(cursor)}); out.Class() != forage.Permanent {
+				t.Errorf("cursor %s: %v (%v), want Permanent", cursor, out.Class(), out.Err)
+			}
+		}
+	})
+	t.Run("Limit 1", func(t *testing.T) {
+		if _, err := slice.TimeFeed(slice.TimeFeedConfig[stamped]{Fetch: func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome) { return nil, forage.Outcome{} },
+			Limit: 1, Time: func(r stamped) time.Time { return r.At }, Key: func(r stamped) string { return r.Key }}); !errors.Is(err, slice.ErrInvalidConfig) {
+			t.Errorf("Limit 1: %v, want ErrInvalidConfig", err)
+		}
+	})
+}

@@ -42,7 +42,10 @@ type TokenPage[R any] struct {
 // and comes back empty with no token (an expired token, a page emptied
 // by retention) cannot be resumed from: the run stops [forage.Permanent],
 // naming it, rather than be caught up for good while the feed goes on
-// elsewhere.
+// elsewhere. A token whose page held nothing yet when it was reached (a
+// next page not filled) cannot be told from one that expired when it
+// answers nothing: a provider that expires such tokens silently reads as
+// caught up, which only a look at the feed's end by other means tells.
 //
 // A cursor that TokenFeed did not write (a stream that switched sources)
 // fails the run as [forage.Permanent], naming it. The cursor holds the
@@ -65,7 +68,7 @@ func TokenFeed[R any](fetch func(ctx context.Context, token string) (TokenPage[R
 			return Page[R]{}, out
 		}
 		if at.N > 0 && len(tp.Records) == 0 && tp.Next == "" {
-			out.Err = forage.Mark(fmt.Errorf("slice: TokenFeed: %w: the page this feed was on (%d records delivered) came back empty with no next token: its token expired, or the page was emptied; the feed cannot be resumed from it (start the stream again, or from a token of your own)", ErrInvalidPage, at.N), forage.Permanent)
+			out.Err = forage.Mark(fmt.Errorf("slice: TokenFeed: %w: the page this feed was on (%d records delivered) came back empty, naming no next page (an expired token, or a page emptied): the feed cannot be resumed from it (start the stream again, or from a token of your own)", ErrInvalidPage, at.N), forage.Permanent)
 			return Page[R]{}, out
 		}
 		recs := tp.Records

@@ -287,7 +287,9 @@ func TestATimeFeedKeepsItsCursorTrue(t *testing.T) {
 	})
 	t.Run("a key that is not UTF-8", func(t *testing.T) {
 		page := []stamped{{time.Unix(100, 0), "\xff\xfe"}}
-		feed := cfg(func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome) { return page, forage.Outcome{Status: 200} }, 0)
+		feed := cfg(func(context.Context, slice.TimeQuery) ([]stamped, forage.Outcome) {
+			return page, forage.Outcome{Status: 200}
+		}, 0)
 		p, _ := feed.Fetch(context.Background(), slice.Slice{})
 		p2, _ := feed.Fetch(context.Background(), slice.Slice{After: p.Next})
 		if len(p2.Records) != 0 || string(p2.Next) != string(p.Next) {

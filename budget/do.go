@@ -34,6 +34,7 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		o.Weight = max(o.Weight, opt.Weight)
 		o.NoRetry = o.NoRetry || opt.NoRetry
 		o.keepContext = o.keepContext || opt.keepContext
+		o.borrowed = o.borrowed || opt.borrowed
 		if opt.settle != nil {
 			o.settle = opt.settle
 		}
@@ -207,20 +208,20 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 		return forage.Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
 	}
 	t0 := p.metricsClock()
-	if err := p.acquire(ctx, run, o.Weight); err != nil {
+	if err := p.acquire(ctx, run, o.Weight, o.borrowed); err != nil {
 		run.unadmit()
 		return forage.Outcome{}, 0, err
 	}
 	if err := p.operatorPaused(); err != nil {
 		// Paused by an operator while the call waited for its slot: no
 		// attempt (the slot is spent).
-		p.release()
+		p.release(o.borrowed)
 		run.unadmit()
 		return forage.Outcome{}, 0, err
 	}
 	done, err := p.brk.Allow()
 	if err != nil {
-		p.release()
+		p.release(o.borrowed)
 		return forage.Outcome{}, 0, p.fastFail(run, err)
 	}
 	if first {
@@ -232,12 +233,24 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
 	asked := out.RetryAfter
 	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
-	class, banned := p.read(&out, start, done)
+	class, banned := p.read(&out, start, done, o.borrowed)
 	if asked > p.cfg.MaxPause && class != forage.Success && class != forage.Canceled {
 		// Named, so an operator tells a garbage header clamped to
 		// MaxPause from a provider that meant it.
 		p.event(slog.LevelWarn, "budget: a pause longer than MaxPause asked; paused for MaxPause",
 			slog.Int("status", out.Status), slog.Duration("asked", asked), slog.Duration("max_pause", p.cfg.MaxPause))
+	}
+	if refused := refusedInside(out, class); refused != nil {
+		// A budget refused a request of the attempt before sending it (a
+		// known limit spent, a pause, an open breaker: the Transport's
+		// answer to a second request of the attempt, or to one keyed to
+		// another provider). The provider said nothing: the call stops as
+		// that refusal, with its Until. (forage.FromHTTP read it as a
+		// permanent failure of the provider, which the counters showed.)
+		p.release(o.borrowed)
+		done(forage.Canceled)
+		p.end(forage.Canceled, out.Latency)
+		return out, forage.Canceled, refused
 	}
 	stuck := false
 	switch {
@@ -279,10 +292,10 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 		// under load cut short climbed the rate from 4/s to 726/s in two
 		// seconds, the breaker closed), and a streaming answer counts in
 		// MaxInFlight until it ends.
-		p.settleLater(o.settle, out, start, done)
+		p.settleLater(o.settle, out, start, done, o.borrowed)
 		return out, class, nil
 	}
-	p.release()
+	p.release(o.borrowed)
 	seen := class // what the provider is told it did
 	if stuck {
 		seen = forage.Transient
@@ -314,9 +327,9 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 // the body was cut short), the breaker ticket and the metrics. A function
 // of its own, so that a call that settles at once allocates nothing for
 // the closure.
-func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class)) {
+func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class), borrowed bool) {
 	s.set(func(bodyErr error) {
-		p.release()
+		p.release(borrowed)
 		now, seen := time.Now(), forage.Success
 		if gave := (*gaveUpError)(nil); errors.As(bodyErr, &gave) {
 			// The request's context ended before the body did. A cancel
@@ -345,6 +358,19 @@ func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, don
 	})
 }
 
+// refusedInside returns the refusal of a budget that an attempt's failed
+// outcome carries, made before its request was sent, or nil.
+func refusedInside(out forage.Outcome, class forage.Class) *Error {
+	if class == forage.Success || out.Status != 0 || out.Err == nil {
+		return nil
+	}
+	var e *Error
+	if !errors.As(out.Err, &e) || e.sent {
+		return nil
+	}
+	return e
+}
+
 // stuckFloor is the least time in flight for a request the caller's
 // deadline ended to count as the provider's failure (see Do).
 const stuckFloor = time.Second
@@ -363,7 +389,7 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 			cancel()
 		}
 		if !finished {
-			p.release()
+			p.release(o.borrowed)
 			done(forage.Canceled)
 			p.end(forage.Canceled, time.Since(start))
 		}
@@ -389,11 +415,11 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 // panicking attempt does (see call): a host that recovered (net/http and
 // the scheduler do) lost a slot per panic, and once MaxInFlight hooks had
 // panicked every call of the provider waited for a slot for good.
-func (p *local) read(out *forage.Outcome, start time.Time, done func(forage.Class)) (class forage.Class, banned bool) {
+func (p *local) read(out *forage.Outcome, start time.Time, done func(forage.Class), borrowed bool) (class forage.Class, banned bool) {
 	finished := false
 	defer func() {
 		if !finished {
-			p.release()
+			p.release(borrowed)
 			done(forage.Canceled)
 			p.end(forage.Canceled, time.Since(start))
 		}
@@ -454,8 +480,12 @@ func (p *local) failed(out forage.Outcome) {
 // maxFailText bounds the last failure's text in a stop's error, in runes.
 const maxFailText = 200
 
-// release gives back a bulkhead slot.
-func (p *local) release() {
+// release gives back a bulkhead slot; none for a borrowed one (see
+// CallOption.borrowed).
+func (p *local) release(borrowed bool) {
+	if borrowed {
+		return
+	}
 	<-p.slots
 	p.n.inFlight.Add(-1)
 }
@@ -472,7 +502,7 @@ func (p *local) retryBudget(run *Run) *retry.Budget {
 // acquire waits for a bulkhead slot, the pacer and every known limit, never
 // past the run's deadline nor a pause or a known quota's wait longer than
 // MaxWait. On error it holds nothing.
-func (p *local) acquire(ctx context.Context, run *Run, weight int) error {
+func (p *local) acquire(ctx context.Context, run *Run, weight int, borrowed bool) error {
 	now := time.Now()
 	if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) && p.outlasts(ctx, run, pu, now) {
 		// A pause (Retry-After, a ban) longer than a call may wait, or
@@ -530,19 +560,21 @@ func (p *local) acquire(ctx context.Context, run *Run, weight int) error {
 		// away): not the provider's verdict.
 		return &Error{Provider: p.key, Reason: forage.ReasonPacer, Err: err}
 	}
-	select {
-	case p.slots <- struct{}{}:
-	default:
-		p.n.saturated.Add(1)
+	if !borrowed { // a request inside an attempt of this provider holds the attempt's slot
 		select {
 		case p.slots <- struct{}{}:
-		case <-wctx.Done():
-			return fail(wctx.Err())
+		default:
+			p.n.saturated.Add(1)
+			select {
+			case p.slots <- struct{}{}:
+			case <-wctx.Done():
+				return fail(wctx.Err())
+			}
 		}
+		p.n.inFlight.Add(1)
 	}
-	p.n.inFlight.Add(1)
 	if err := p.pace(wctx, run, weight, now); err != nil {
-		p.release()
+		p.release(borrowed)
 		var stop *Error
 		if errors.As(err, &stop) { // a planned wait: a known quota, a pause learned from the others
 			return err

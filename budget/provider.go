@@ -53,6 +53,7 @@ type CallOption struct {
 
 	keepContext bool     // the attempt's context outlives the attempt (Transport)
 	settle      *settler // a success is settled when its body is read (Transport)
+	borrowed    bool     // the call is a request inside an attempt of this provider, whose bulkhead slot it shares (Transport)
 }
 
 // local is the in-process [Provider] that [NewLocal] and [Registry.Get]

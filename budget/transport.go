@@ -88,8 +88,13 @@ import (
 // [WithCall] options ignored. (A Do of its own inside it took a second
 // pacing slot and unit of every known limit, and waited for the bulkhead
 // slot its own outer call held.) A second request of the same attempt is
-// a call of its own, booked against the known limits as any other. A
-// request inside an attempt of another provider (the Transport keys by
+// paced and booked against the known limits as any other, within the
+// attempt's bulkhead slot (waiting for one of its own, it waited for good
+// under MaxInFlight 1), and sent once: the Do around it retries the
+// attempt and counts it in the run. A request that a budget refuses before
+// sending it (a known limit spent, a pause, an open breaker) stops the Do
+// around it with that refusal and its Until, not as a failure of the
+// provider. A request inside an attempt of another provider (the Transport keys by
 // host, the stream's provider is "myapi") is paced, limited and counted by
 // its own provider but sent once, and not counted in the run again: the
 // Do around it retries the attempt (retried in both, an outage was sent 7
@@ -255,8 +260,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.transport().RoundTrip(req) // the attempt of the Do it is in
 	}
 	run := runFrom(req.Context())
-	nested := false
-	if m, _ := req.Context().Value(attemptKey{}).(*attemptMark); m != nil && m.p != localOf(p) {
+	nested, borrowed := false, false
+	if m, _ := req.Context().Value(attemptKey{}).(*attemptMark); m != nil && m.p == localOf(p) {
+		// A second request inside an attempt of this provider (an
+		// attempt that fetches a page, then its details): paced and
+		// limited as a request of its own, but within the attempt's slot
+		// (waiting for a slot of its own, it waited for good under
+		// MaxInFlight 1), and sent once, counted in the run by the Do
+		// around it, which retries the attempt.
+		run, nested, borrowed = nil, true, true
+	} else if m != nil {
 		// Inside an attempt of another provider (a slice Source keyed
 		// "myapi" whose client's Transport keys by host): paced, limited
 		// and counted by this provider, but sent once. The attempt it is
@@ -320,7 +333,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	settle := &settler{}
 	opts := append([]CallOption{{keepContext: true, settle: settle}}, callsFrom(req.Context())...)
 	if !replayable || nested {
-		opts = append(opts, CallOption{NoRetry: true})
+		opts = append(opts, CallOption{NoRetry: true, borrowed: borrowed})
 	}
 	ended := false
 	defer func() {
@@ -475,17 +488,19 @@ func (s *settler) set(f func(bodyErr error)) {
 
 // run settles with bodyErr (nil: the body was read to its end, or the
 // caller closed it; a *gaveUpError: the request's context ended first),
-// if s is armed and not settled yet.
+// if s is armed and not settled yet. A call that finds the settling under
+// way returns once it is done: a body's Read that ended at the deadline
+// returned to the caller while the deadline's own settling was still
+// counting the failure, and the caller's next look at the provider missed
+// it.
 func (s *settler) run(bodyErr error) {
 	s.mu.Lock()
-	f := s.f
-	if s.done || f == nil {
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.done || s.f == nil {
 		return
 	}
 	s.done = true
-	s.mu.Unlock()
-	f(bodyErr)
+	s.f(bodyErr)
 }
 
 // settleOnBody settles s when resp's body ends: read to its end, failed,

@@ -12,16 +12,18 @@ import (
 )
 
 // MaxJSONBody is the largest body [FromHTTPJSON] reads: 64 MiB, far over
-// any page a provider pages by, so that a hostile or broken provider
-// cannot make a fetch hold gigabytes.
+// any page a provider pages by. It bounds what a hostile or broken
+// provider can send, not what decoding it takes: the body is held twice
+// while it decodes (its bytes, and the decoder's buffer), and the value it
+// decodes into may be many times larger than its JSON, by the target
+// type: 63 MiB of empty arrays decoded into a [][]string peaked at 1.6 GB
+// of heap, as into any or []map[string]any. Decode into a type that holds
+// what a page holds (a struct of the fields used, slices of such structs),
+// and bound the fetches in flight (a provider's MaxInFlight).
 const MaxJSONBody = 64 << 20
 
 // jsonBodyLimit is MaxJSONBody, smaller in tests.
 var jsonBodyLimit int64 = MaxJSONBody
-
-// drainBody is how much of a body FromHTTPJSON reads past what it used
-// before closing it, so the connection can carry the next request.
-const drainBody = 64 << 10
 
 // errBodyTooLarge is returned by a body read past jsonBodyLimit.
 var errBodyTooLarge = errors.New("body too large")
@@ -82,10 +84,11 @@ func FromHTTPJSON(resp *http.Response, err error, v any) Outcome {
 	if resp == nil || resp.Body == nil {
 		return o
 	}
-	defer func() {
-		_, _ = io.CopyN(io.Discard, resp.Body, drainBody)
-		_ = resp.Body.Close()
-	}()
+	// Closed, not drained: draining a body for the connection's reuse
+	// waits on the provider, and a 503 that sent a byte and then stalled
+	// held the fetch until the caller's deadline, or for good. (A success
+	// is read to its end below.)
+	defer func() { _ = resp.Body.Close() }()
 	if o.Class() != Success {
 		return o
 	}
@@ -102,9 +105,16 @@ func FromHTTPJSON(resp *http.Response, err error, v any) Outcome {
 		derr = errors.New("JSON null")
 	default:
 		if _, terr := dec.Token(); terr != io.EOF { // nothing but spaces may follow, as json.Unmarshal says
-			derr = errors.New("more after the JSON value (two values, or a value and then other text)")
-			if errors.Is(terr, errBodyTooLarge) {
+			var syn *json.SyntaxError
+			switch {
+			case errors.Is(terr, errBodyTooLarge):
 				derr = terr
+			case terr != nil && !errors.As(terr, &syn):
+				// The body failed after its JSON value (cut short of its
+				// length, a reset): a read error, not a second value.
+				derr = fmt.Errorf("the body was cut short after its JSON value: %w", terr)
+			default:
+				derr = errors.New("more after the JSON value (two values, or a value and then other text)")
 			}
 		} else {
 			derr = json.Unmarshal(raw, v)

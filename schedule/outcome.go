@@ -45,7 +45,7 @@ var errIdleTurn = errors.New("schedule: the stream's turn ended with nothing col
 // outcome is one run's end, classified.
 type outcome struct {
 	kind  outcomeKind
-	until time.Time // the end of the provider's pause (outPressure), of the holder's lease (outYielded)
+	until time.Time // the end of the provider's pause (outPressure), of the holder's lease (outYielded); for outRequeue, not before it
 	err   error
 	fresh bool // a failure after the run committed progress: the failure streak starts again
 	// down marks source pressure that is the provider failing (it kept
@@ -305,6 +305,9 @@ func (s *Scheduler) classify(now time.Time, job *Job, res Result, err error) out
 		}
 		return outcome{kind: outYielded, until: until, err: err}
 	}
+	if es := (*envelopeSpent)(nil); errors.As(err, &es) {
+		return outcome{kind: outRequeue, until: now.Add(max(s.cfg.PressureWait, s.cfg.Requeue)), err: err}
+	}
 	if be := (*budget.Error)(nil); errors.As(err, &be) {
 		switch {
 		case be.Reason.Exhausted():
@@ -359,7 +362,7 @@ func (s *Scheduler) apply(j *Job, now, start time.Time, o outcome) {
 			j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
 		}
 	case outRequeue: // a planned hand-off: the failure streak stands
-		j.State, j.NextRun = StateQueued, now.Add(s.cfg.Requeue)
+		j.State, j.NextRun = StateQueued, maxTime(now.Add(s.cfg.Requeue), o.until)
 	case outWaited: // likewise, until the provider's next slot
 		j.State, j.NextRun = StateQueued, maxTime(now, o.until)
 	case outPressure:

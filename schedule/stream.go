@@ -80,8 +80,12 @@ type Stream[R any] struct {
 	// Run, if set, is the host's envelope every run of the stream counts
 	// against, e.g. a command's request cap and deadline, shared by all its
 	// streams: each run is one turn of it ([budget.Envelope.Parent]). Once
-	// it is spent, every run stops at once with its reason, leaving a gap
-	// record, and the job is re-queued: the host ends the scheduler then.
+	// it is spent, the run under way stops with its reason, leaving a gap
+	// record, and the stream runs no more in this process: its job is
+	// looked at again after Config.PressureWait (another process, with an
+	// envelope of its own, may run it), and [Scheduler.Backfilled] returns
+	// an error that names the reason and wraps it ([budget.ReasonOf] gives
+	// [forage.ReasonRequestCap]): the host ends the scheduler then.
 	// Nil means none.
 	Run *budget.Run
 	// OnRun, if set, is called after each run of the stream with the job,
@@ -326,6 +330,13 @@ func (turnOver) Is(target error) bool { return target == errTurnOver }
 // mode of its kind, for at most RunFor from now, and turns the run's
 // report into what the scheduler's outcome table reads.
 func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, error) {
+	if why, spent := st.parent.ExhaustedAt(now); spent {
+		// The host's envelope is spent (Stream.Run): nothing to run, and
+		// nothing to lease or write (each such run leased the stream and
+		// wrote and resolved a gap record, 941 of them in 14 s for 126
+		// streams).
+		return Result{}, &envelopeSpent{&budget.Error{Provider: job.Provider, Reason: why}}
+	}
 	env, err := budget.NewRun(budget.Envelope{Deadline: now.Add(st.runFor), Parent: st.parent})
 	if err != nil {
 		return Result{}, err
@@ -378,6 +389,9 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 			if rep.Stop != nil { // with what the provider last said
 				stop.Status, stop.Err = rep.Stop.Status, rep.Stop.Err
 			}
+			if hostSpent && rep.Reason.Exhausted() {
+				return Result{}, &envelopeSpent{stop}
+			}
 			return Result{}, stop
 		}
 	}
@@ -386,6 +400,18 @@ func (st *stream) work(ctx context.Context, job Job, now time.Time) (Result, err
 	}
 	return Result{Done: true}, nil
 }
+
+// envelopeSpent is the stop of a stream whose envelope, the host's
+// Stream.Run, is spent: the stream cannot run again in this process (a
+// Run's budget never comes back). Its job waits PressureWait, not Requeue,
+// before it is looked at again (another process, with an envelope of its
+// own, may run it), and [Scheduler.Backfilled] stops waiting for it.
+type envelopeSpent struct{ err *budget.Error }
+
+func (e *envelopeSpent) Error() string {
+	return fmt.Sprintf("schedule: the stream's Run is spent (%s): it runs no more in this process", e.err.Reason)
+}
+func (e *envelopeSpent) Unwrap() error { return e.err }
 
 // progressed is the error of a stream run that failed after committing
 // slices: its job's failure streak starts again at one, so a feed whose
@@ -420,8 +446,10 @@ const backfilledPoll = 250 * time.Millisecond
 // good (a permanent answer such as a 401 or an unknown symbol, with nothing
 // committed), Backfilled returns at once an error that says so and wraps
 // the first one's *[budget.Error]: no stream would be done without the
-// host's help (the scheduler still retries them, with backoff). With no
-// stream declared it returns nil at once.
+// host's help (the scheduler still retries them, with backoff). So it
+// does, wrapping the reason, when the streams not done are those whose
+// envelope ([Stream].Run) is spent, or turned away. With no stream
+// declared it returns nil at once.
 //
 // A host that collects up to now and stops runs the scheduler, waits for
 // Backfilled, and cancels it; a host that also follows the head keeps it
@@ -445,9 +473,16 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 			// none, only the listing's own deadline).
 			left, total, err = known, knownTotal, nil
 		}
-		if err == nil && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.lost == nil }) {
+		if err == nil && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.lost == nil && u.spent == nil }) {
 			// Each description already quotes the job's last error, the
 			// provider's answer: the error wraps it without saying it again.
+			if i := slices.IndexFunc(left, func(u unfinishedJob) bool { return u.spent != nil }); i >= 0 {
+				// The host's envelope is spent: no stream not done can run
+				// again in this process (each was re-run, doing nothing,
+				// every Requeue, and this waited for ctx with no word of
+				// the request cap).
+				return &quoted{msg: fmt.Sprintf("schedule: %d of %d streams not done, their Run spent (%s) or turned away for good: %s", len(left), total, left[i].spent.Reason, describe(left)), err: left[i].spent}
+			}
 			return &quoted{msg: fmt.Sprintf("schedule: %d of %d streams turned away for good, not done: %s", len(left), total, describe(left)), err: left[0].lost}
 		}
 		if err == nil && bounded && !slices.ContainsFunc(left, func(u unfinishedJob) bool { return u.may }) {
@@ -478,9 +513,10 @@ func (q *quoted) Unwrap() error { return q.err }
 // stands, for people, and whether it may run again before the deadline
 // Backfilled was given.
 type unfinishedJob struct {
-	desc string
-	may  bool
-	lost *budget.Error // see stream.lost
+	desc  string
+	may   bool
+	lost  *budget.Error // see stream.lost
+	spent *budget.Error // the stream's Run (Stream.Run) is spent, and why; nil if not
 }
 
 // describe joins the descriptions of left, the first maxDescribed of them
@@ -558,6 +594,10 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 		}
 		if w.st.lostRuns.Load() >= lostForGood {
 			u.lost = w.st.lost.Load()
+		}
+		if why, spent := w.st.parent.ExhaustedAt(now); spent && j.State != StateRunning {
+			u.spent, u.may = &budget.Error{Provider: j.Provider, Reason: why}, false
+			u.desc += fmt.Sprintf(" (its Run is spent: %s)", why)
 		}
 		left = append(left, u)
 	}

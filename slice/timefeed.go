@@ -43,9 +43,23 @@ type TimeFeedConfig[R any] struct {
 	// Settle is how long the provider's index may take to show a record
 	// after its time: records newer than now − Settle are left to a later
 	// run (a record indexed late under an earlier time would otherwise be
-	// passed for good). 0 trusts the index to be current.
+	// passed for good, and the run said caught up). Zero means
+	// DefaultSettle; [NoSettle] trusts the index to be current, and
+	// delivers each record as soon as it is shown.
 	Settle time.Duration
 }
+
+// DefaultSettle is [TimeFeedConfig].Settle when it is zero: a minute, far
+// over how late the search indexes of common APIs show a record, so the
+// newest minute is collected a minute late rather than with a hole. (With
+// no Settle, an index that showed records up to 2.5 s late lost 27 of
+// 1,557 for good, every run said caught up.)
+const DefaultSettle = time.Minute
+
+// NoSettle is a [TimeFeedConfig].Settle that trusts the provider's index to
+// be current: for a provider that shows each record at once, or dates it
+// when it is shown.
+const NoSettle time.Duration = -1
 
 // TimeFeed returns the [Source] of a feed queried by time ("records
 // updated since T", at most a page): the cursor is the time of the last
@@ -73,7 +87,8 @@ type TimeFeedConfig[R any] struct {
 // twice, for the idempotent sink.
 //
 // It returns an error naming the field for a Config without Fetch, Time
-// or Key, or with a Limit under 2 or a negative Settle.
+// or Key, or with a Limit under 2 or a negative Settle other than
+// NoSettle.
 func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 	switch {
 	case cfg.Fetch == nil:
@@ -86,8 +101,14 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		// A page of one record is always "at one time": none could be
 		// paged past.
 		return nil, invalid.Must("TimeFeedConfig.Limit", "be >= 2", cfg.Limit)
-	case cfg.Settle < 0:
-		return nil, invalid.Must("TimeFeedConfig.Settle", "be >= 0", cfg.Settle)
+	case cfg.Settle < 0 && cfg.Settle != NoSettle:
+		return nil, invalid.Must("TimeFeedConfig.Settle", "be >= 0 or NoSettle", cfg.Settle)
+	}
+	switch cfg.Settle {
+	case 0:
+		cfg.Settle = DefaultSettle
+	case NoSettle:
+		cfg.Settle = 0
 	}
 	return func(ctx context.Context, s Slice) (Page[R], forage.Outcome) {
 		at, err := decodeTimeCursor(s.After, cfg.Start)

@@ -186,8 +186,10 @@ func cutTo(f *os.File, size int64) error {
 
 // Write appends the page's records whose keys are not stored yet, or are
 // stored with other content (of a key repeated within the page, the last
-// record), and syncs the file. A record that does not marshal, or whose
-// key is empty, fails the whole write before anything is appended. On an
+// record), and syncs the file. A record that does not marshal, whose key
+// is empty, or whose JSON line reads back with another key (a key of bytes
+// that are not UTF-8, which JSON replaces, or of a field JSON does not
+// write), fails the whole write before anything is appended. On an
 // error nothing of the page counts as stored, and the file is cut back to
 // where it was.
 func (s *JSONLines[R]) Write(_ context.Context, p Page[R]) error {
@@ -200,6 +202,19 @@ func (s *JSONLines[R]) Write(_ context.Context, p Page[R]) error {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("slice: %s: record %d of the page: %w", s.f.Name(), i, err)
+		}
+		// The key is read again from the line when the file is opened
+		// (and by ReadJSONLines): a record whose line gives another key
+		// would be stored under one and read under the other. JSON writes
+		// bytes that are not UTF-8 as U+FFFD: two records keyed "a\xff"
+		// and "a\xfe" were both stored, and read back as one.
+		var back R
+		if err := json.Unmarshal(b, &back); err != nil {
+			return fmt.Errorf("slice: %s: record %d of the page does not read back from its JSON: %w: not stored", s.f.Name(), i, err)
+		}
+		if k := s.key(back); k != keys[i] {
+			return fmt.Errorf("slice: %s: record %d of the page reads back from its JSON line with the key %q, not %q (bytes that are not UTF-8, or a field JSON does not write): JSON lines cannot keep it apart; not stored",
+				s.f.Name(), i, k, keys[i])
 		}
 		lines[i] = b
 	}

@@ -125,3 +125,43 @@ func TestFailedURLsAreNeverCalledFetched(t *testing.T) {
 		}
 	})
 }
+
+// tarpit answers at once, then sends its body a byte a second for as long
+// as the request lasts.
+type tarpit struct{}
+
+func (tarpit) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Request: req, Body: trickle{req.Context()}}, nil
+}
+
+type trickle struct{ ctx context.Context }
+
+func (b trickle) Read(p []byte) (int, error) {
+	select {
+	case <-time.After(time.Second):
+		p[0] = 'x'
+		return 1, nil
+	case <-b.ctx.Done():
+		return 0, b.ctx.Err()
+	}
+}
+
+func (trickle) Close() error { return nil }
+
+// A host that tarpits its pages holds a worker for pageTimeout at most, and
+// the page is a failure: with only the crawl's context, two such hosts
+// held every worker of the README's crawl.
+func TestATarpitHoldsAWorkerForAPageTimeoutAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg, err := budget.NewRegistry(budget.RegistryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: budget.NewTransport(reg, tarpit{})}
+		start := time.Now()
+		err = fetch(t.Context(), client, "http://tarpit.test/page")
+		if took := time.Since(start); err == nil || took > pageTimeout+time.Second {
+			t.Fatalf("a tarpit's page: %v after %v; want a failure within %v", err, took, pageTimeout)
+		}
+	})
+}

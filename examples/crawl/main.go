@@ -307,12 +307,19 @@ func urlsFor(base string, n int, now time.Time) []string {
 	return out
 }
 
+// pageTimeout bounds one page's fetch, body included.
+const pageTimeout = 30 * time.Second
+
 // fetch GETs u through the budgeted client and reads the answer. The
 // transport has already paced, retried within the run's budget and
 // returned the host's last answer; an answer that is not a page (a 4xx or
 // 5xx) is an error, and the error, if any, goes to the frontier, which
 // puts the URL back when the budget refused to send it.
 func fetch(ctx context.Context, client *http.Client, u string) error {
+	// A deadline per page: a host that sends its headers, then a byte a
+	// second, holds the worker no longer, and is counted failing.
+	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err

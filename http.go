@@ -263,9 +263,11 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // resets are capped at 72 hours, as [ParseRetryAfter] caps its pause. It
 // never panics.
 //
-// In the structured RateLimit header, only the first policy's state counts,
-// with the RateLimit-Policy of the same name: a field one policy leaves out
-// is never filled from another's.
+// In the structured RateLimit header, one policy's state counts, with the
+// RateLimit-Policy of the same name: the one that binds (the least left
+// per second until its reset, of spent ones the one that resets last;
+// the first when none gives both), whatever the order the provider lists
+// them in. A field that policy leaves out is never filled from another's.
 //
 // Each family is read on its own, and the first one that gives anything is
 // the answer: a limit from RateLimit-Limit is never paired with the window
@@ -273,7 +275,7 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // quota the provider never announced.
 func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
 	var r Quota
-	name, state := firstPolicy(strings.Join(h.Values("Ratelimit"), ", "))
+	name, state := bindingPolicy(strings.Join(h.Values("Ratelimit"), ", "), now)
 	r.parseParams(state, now, false)
 	r.parsePolicy(h.Get("Ratelimit-Policy"), name)
 	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family

@@ -114,6 +114,41 @@ func firstPolicy(v string) (name, params string) {
 	return name, params
 }
 
+// bindingPolicy returns the name and the parameters of the policy of a
+// structured RateLimit value that binds: of those that give both what is
+// left and when it resets, the one with the least left per second until
+// its reset (of spent ones, the one that resets last), else the first. A
+// provider lists its policies in any order ("minute";r=50;t=30,
+// "day";r=2;t=3600): paced by the first, the day's two were spent in a
+// moment and the rest of the hour was refusals. In the older draft's form
+// (see firstPolicy) it returns "" and the whole value.
+func bindingPolicy(v string, now time.Time) (name, params string) {
+	name, params = firstPolicy(v)
+	if name == "" && !strings.HasPrefix(strings.TrimSpace(v), `"`) {
+		return name, params
+	}
+	best, bestName, bestParams := -1.0, name, params
+	var bestReset time.Duration
+	for v != "" {
+		var member string
+		member, v, _ = strings.Cut(v, ",")
+		own, rest := firstPolicy(member)
+		if own == "" {
+			continue
+		}
+		var q Quota
+		q.parseParams(rest, now, false)
+		if !q.HasRemaining || !q.HasReset {
+			continue
+		}
+		rate := q.Remaining / max(q.Reset.Seconds(), 1e-3)
+		if best < 0 || rate < best || rate == best && q.Reset > bestReset {
+			best, bestReset, bestName, bestParams = rate, q.Reset, own, rest
+		}
+	}
+	return bestName, bestParams
+}
+
 // parsePolicy reads the policy of a RateLimit-Policy value that the state
 // (see firstPolicy) named, or its first policy when the state named none:
 // an optional bare quota ("100;w=60", the older draft) and its parameters.

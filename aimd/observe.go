@@ -227,14 +227,23 @@ func (c *Controller) watchQuota(now time.Time, h hint) {
 	}
 }
 
-// spendOver returns the time to spread what is left of a window over: a
-// Reset in whole seconds is rounded up by most providers, so the window
-// resets within the last second of it, and the middle of that second is the
-// best guess. Spreading the rest over a shorter time never sends more than
-// was left before the real reset (a response that says none is left pauses
-// until it), so this wastes less of the window without risking a refusal.
-func spendOver(reset time.Duration) time.Duration {
-	if reset < time.Second || reset%time.Second != 0 {
+// spendOver returns the time to spread left, what is left of a window,
+// over: a Reset in whole seconds is rounded up by most providers, so the
+// window resets within the last second of it, and the middle of that
+// second is the best guess. A finer Reset is the provider's own: spread
+// evenly over it, the last of what is left was sent at the reset itself,
+// and fell in the next window (a bucket of 5 with its reset in
+// milliseconds was spent at 65-70% of it, no refusal); spread over
+// left/(left+½) of it, the last goes half an interval before the reset,
+// and the one after it half an interval after. Spreading the rest over a
+// shorter time never sends more than was left before the real reset (a
+// response that says none is left pauses until it), so this wastes less of
+// the window without risking a refusal.
+func spendOver(reset time.Duration, left float64) time.Duration {
+	switch {
+	case reset%time.Second != 0 && left >= 1:
+		return time.Duration(float64(reset) * left / (left + 0.5))
+	case reset < time.Second:
 		return reset
 	}
 	return reset - time.Second/2
@@ -394,7 +403,7 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		return
 	}
 	if c.windowHint(h) {
-		spend := c.clamp(h.left / spendOver(h.reset).Seconds())
+		spend := c.clamp(h.left / spendOver(h.reset, h.left).Seconds())
 		c.hintPlenty = h.left >= plentyLeft*h.limit
 		if !c.quotaLied {
 			c.rate, c.hinted = spend, true // spend the window evenly, from its first answer

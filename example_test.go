@@ -155,7 +155,7 @@ func ExampleRedact() {
 	var ue *url.Error
 	fmt.Println(errors.As(err, &ue))
 	// Output:
-	// Get "https://api.example.com/v1/orders?apiKey=REDACTED&symbol=REDACTED": connection refused
+	// Get "https://api.example.com/v1/orders?apiKey=REDACTED&symbol=BTCUSDT": connection refused
 	// true
 }
 

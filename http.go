@@ -93,7 +93,9 @@ func FromHTTP(resp *http.Response, err error) Outcome {
 // forage masks them in every error, log line and record of its own: a
 // URL's userinfo, query values and fragment, credentials in headers and
 // key=value pairs become "REDACTED"; the scheme, host, path and parameter
-// names stay. It returns err itself when there is nothing to mask, and nil
+// names stay, and so do the short, plain values of the parameters that
+// page or bound a query (page=3, limit=100, startTime=…, symbol=BTCUSDT),
+// which say which request failed. It returns err itself when there is nothing to mask, and nil
 // for nil. [errors.Is] and [errors.As] still reach the original error (a
 // [*net/url.Error] stays one, with its URL masked, so its Timeout method
 // works).

@@ -3,7 +3,6 @@ package klines_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -230,7 +229,7 @@ func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
 		most int64  // requests at most
 	}{
 		{"sparse", providertest.Config{Sparse: true}, "", 12},
-		{"redirect loop", providertest.Config{Lie: providertest.Lie{RedirectLoop: true}}, `provider redirected to "/api/v3/klines?endTime=REDACTED`, 1},
+		{"redirect loop", providertest.Config{Lie: providertest.Lie{RedirectLoop: true}}, `provider redirected to "/api/v3/klines?endTime=`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -262,8 +261,8 @@ func TestEveryRequestIsOneBudgetAttempt(t *testing.T) {
 					t.Fatalf("the exchange saw %d requests, the budget counted %d: want equal, at most %d (report %+v, %v)", seen, counted, tc.most, rep, err)
 				}
 				if tc.want != "" {
-					if reason, _ := budget.ReasonOf(err); reason != forage.ReasonPermanent || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "startTime="+strconv.FormatInt(listed.UnixMilli(), 10)) {
-						t.Fatalf("Run = %+v, %v: want a permanent error saying %q, the URL redacted", rep, err, tc.want)
+					if reason, _ := budget.ReasonOf(err); reason != forage.ReasonPermanent || !strings.Contains(err.Error(), tc.want) {
+						t.Fatalf("Run = %+v, %v: want a permanent error saying %q, with where it was sent", rep, err, tc.want)
 					}
 					return
 				}

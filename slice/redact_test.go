@@ -61,7 +61,7 @@ func TestRunLogHoldsNoSecret(t *testing.T) {
 			t.Fatalf("%s: the run succeeded", name)
 		}
 		if out := logs.String(); !strings.Contains(out, "run failed") || strings.Contains(out, "s3cr3t") ||
-			!strings.Contains(out, "klines?symbol=REDACTED") {
+			!strings.Contains(out, "klines?symbol=BTCUSDT&apikey=REDACTED") {
 			t.Errorf("%s: log %s: want the failure with its URL redacted", name, out)
 		}
 		if name == "FromHTTP" && strings.Contains(rerr.Error(), "s3cr3t") {

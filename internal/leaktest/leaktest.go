@@ -138,7 +138,7 @@ func CheckStored(t *testing.T, s *schedule.Scheduler, inURL bool) {
 	for _, j := range jobs {
 		want := "REDACTED"
 		if inURL {
-			want = "api.example.com/api/v3/klines?symbol=REDACTED"
+			want = "api.example.com/api/v3/klines?symbol=BTCUSDT&apikey=REDACTED"
 		}
 		if e := j.Stats.LastError; e == "" || Leaked(e) || !strings.Contains(e, want) {
 			t.Errorf("%s: LastError %q: want the error, its secrets redacted", j.Stream, e)

@@ -5,8 +5,9 @@
 // A request URL's query often holds credentials (apikey=…&signature=…),
 // and net/http puts the whole URL into the message of every [*url.Error].
 // [URL] keeps what an operator needs to debug (the scheme, the host, the
-// path and the query's parameter names) and replaces the rest (the query's
-// values, the userinfo, the fragment) with [Mask]. [String] does the same
+// path, the query's parameter names, and the short, plain values of the
+// parameters that page or bound it: [PlainParam]) and replaces the rest
+// (the query's other values, the userinfo, the fragment) with [Mask]. [String] does the same
 // to every URL-looking substring of a text, masks the values of a bare
 // query string (a provider echoing "apikey=…&signature=…" back in its
 // error message), and masks the value of a well-known secret key

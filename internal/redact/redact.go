@@ -76,7 +76,10 @@ func maskPathParams(s string) string {
 }
 
 // Query returns the raw query q (without its "?") with every value
-// replaced by [Mask], keeping the parameter names.
+// replaced by [Mask], keeping the parameter names, and the values of the
+// parameters that page or bound a query ([PlainParam]: page=3,
+// limit=100, startTime=…) when they are short and plain: a stop that
+// named "page=REDACTED" did not say which page failed.
 func Query(q string) string {
 	var b strings.Builder
 	b.Grow(len(q))
@@ -91,11 +94,42 @@ func Query(q string) string {
 			b.WriteString(Mask)
 		case v == "":
 			b.WriteString(k + "=")
+		case PlainParam(k) && plainValue(v):
+			b.WriteString(part)
 		default:
 			b.WriteString(k + "=" + Mask)
 		}
 	}
 	return b.String()
+}
+
+// PlainParam reports whether a query parameter named name pages or bounds
+// a query (page, per_page, limit, offset, since, startTime, symbol, …):
+// its value says which request failed and is no credential. (Cursors and
+// tokens are not: a provider may sign one; nor "from" and "to", which may
+// be an address or a phone number.)
+func PlainParam(name string) bool {
+	switch strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name)) {
+	case "page", "perpage", "pagesize", "pagenumber", "limit", "offset", "count", "size", "max", "maxresults",
+		"since", "until", "start", "end", "starttime", "endtime", "startdate", "enddate",
+		"symbol", "symbols", "interval", "resolution", "granularity", "sort", "order", "direction":
+		return true
+	}
+	return false
+}
+
+// plainValue reports whether v is short and plain enough to keep for a
+// PlainParam: a number, a time, a symbol.
+func plainValue(v string) bool {
+	if len(v) > 40 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !isAlnum(c) && strings.IndexByte("._:+-%", c) < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // isKey reports whether k looks like a parameter name rather than a value.

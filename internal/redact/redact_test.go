@@ -19,7 +19,7 @@ func TestURL(t *testing.T) {
 	for i, tc := range []struct{ in, want string }{
 		{"https://api.example.com/v3/klines", "https://api.example.com/v3/klines"},
 		{"https://api.example.com/v3/klines?symbol=BTC&apikey=k1&signature=s1",
-			"https://api.example.com/v3/klines?symbol=REDACTED&apikey=REDACTED&signature=REDACTED"},
+			"https://api.example.com/v3/klines?symbol=BTC&apikey=REDACTED&signature=REDACTED"},
 		{"https://user:pw@h:8443/p?x=1#frag", "https://REDACTED@h:8443/p?x=REDACTED#REDACTED"},
 		{"https://key@h/p", "https://REDACTED@h/p"},
 		{"http://h/p?bare&empty=&a=b=c", "http://h/p?REDACTED&empty=&a=REDACTED"},
@@ -160,7 +160,7 @@ func TestStringSecretsOutsideURLs(t *testing.T) {
 	t.Parallel()
 	for i, tc := range []struct{ in, want string }{
 		{`bad request: apikey=k1&signature=s1`, `bad request: apikey=REDACTED&signature=REDACTED`},
-		{`echo (symbol=BTC&sig=s1)`, `echo (symbol=REDACTED&sig=REDACTED`},
+		{`echo (symbol=BTC&sig=s1)`, `echo (symbol=BTC&sig=REDACTED`},
 		{`{"code":-1022,"msg":"Signature for this request is not valid.","params":"timestamp=1&signature=abc"}`,
 			`{"code":-1022,"msg":"Signature for this request is not valid.","params":"timestamp=REDACTED&signature=REDACTED"}`},
 		{`invalid apikey=k1`, `invalid apikey=REDACTED`},
@@ -299,7 +299,7 @@ func TestPropertyPlainTextUntouched(t *testing.T) {
 
 func ExampleString() {
 	fmt.Println(redact.String(`Get "https://bob:pw@api.example.com/v3/klines?symbol=BTCUSDT&apikey=k&signature=s": EOF`))
-	// Output: Get "https://REDACTED@api.example.com/v3/klines?symbol=REDACTED&apikey=REDACTED&signature=REDACTED": EOF
+	// Output: Get "https://REDACTED@api.example.com/v3/klines?symbol=BTCUSDT&apikey=REDACTED&signature=REDACTED": EOF
 }
 
 // TestClip: a message longer than n is cut to at most n bytes on a rune
@@ -441,6 +441,25 @@ func checkMasked(t *testing.T, inputs ...string) {
 		}
 		if again := redact.String(got); again != got {
 			t.Errorf("String(%q) = %q, then %q: not idempotent", in, got, again)
+		}
+	}
+}
+
+// The values of the parameters that page or bound a query are kept when
+// short and plain, so a stop says which page failed; every other value,
+// and a paging value that is not plain, is masked.
+func TestQueryKeepsWhichPage(t *testing.T) {
+	for q, want := range map[string]string{
+		"page=3&per_page=50&apikey=k":                        "page=3&per_page=50&apikey=REDACTED",
+		"symbol=BTCUSDT&interval=1m&startTime=1700000000000": "symbol=BTCUSDT&interval=1m&startTime=1700000000000",
+		"since=2026-01-01T00%3A00%3A00Z&limit=100":           "since=2026-01-01T00%3A00%3A00Z&limit=100",
+		"cursor=abc&after=xyz&token=t":                       "cursor=REDACTED&after=REDACTED&token=REDACTED",
+		"to=%2B15551234567&from=a%40b.c":                     "to=REDACTED&from=REDACTED",
+		"page=" + strings.Repeat("a", 41):                    "page=REDACTED",
+		"limit=1;drop table":                                 "limit=REDACTED",
+	} {
+		if got := redact.Query(q); got != want {
+			t.Errorf("Query(%q) = %q, want %q", q, got, want)
 		}
 	}
 }

@@ -499,6 +499,38 @@ func (s *Scheduler) Backfilled(ctx context.Context) error {
 	}
 }
 
+// RunUntilBackfilled runs s until every stream declared with [AddStream]
+// has collected up to now once, as [Scheduler.Backfilled] says, then stops
+// it and returns nil: the whole of a command that collects and exits.
+// Otherwise it returns Backfilled's error (streams turned away for good,
+// an envelope spent, or ctx's end, naming where each stream not done
+// stands), or Run's, if Run ended first. It returns once Run has
+// returned: every run written, no goroutine left.
+func (s *Scheduler) RunUntilBackfilled(ctx context.Context) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(runCtx) }()
+	waited := make(chan error, 1)
+	go func() { waited <- s.Backfilled(runCtx) }()
+	select {
+	case err := <-waited:
+		cancel()
+		rerr := <-ran
+		if err == nil && rerr != nil && !errors.Is(rerr, context.Canceled) {
+			return rerr
+		}
+		return err
+	case rerr := <-ran:
+		cancel()
+		err := <-waited
+		if rerr == nil || errors.Is(rerr, context.Canceled) && ctx.Err() != nil {
+			return err // ctx ended: Backfilled names what was not done
+		}
+		return rerr
+	}
+}
+
 // quoted is an error whose message already quotes err's: it reads msg and
 // unwraps to err.
 type quoted struct {

@@ -1,0 +1,177 @@
+package slice
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/forage-go/forage"
+)
+
+// PageQuery is one request of a list paged by number: the page's number
+// (from 1), the same page as an offset (the records before it: (Number −
+// 1) × Size), and the page size. A provider that numbers its pages from 0
+// is asked for Number − 1.
+type PageQuery struct {
+	Number, Offset, Size int
+}
+
+// PageFeedConfig configures [PageFeed].
+type PageFeedConfig[R any] struct {
+	// Fetch asks the provider for page q of the list, newest first, and
+	// returns its records with the outcome. Required.
+	Fetch func(ctx context.Context, q PageQuery) ([]R, forage.Outcome)
+	// Key returns a record's natural key. Required.
+	Key func(R) string
+	// Size is how many records the provider answers on a full page: a
+	// shorter page is the end of the list. Required (>= 1).
+	Size int
+}
+
+// PageFeed returns the [Source] of a list paged by number (?page=N, or
+// ?offset=…&limit=…) and ordered newest first, whose new records enter at
+// its head: the "list invoices" of most REST APIs. Such a list cannot be
+// followed by its page numbers: the last page read is where the oldest
+// records are, and the new ones are on page 1, which a cursor at the end
+// never asks again (a collector that did said "caught up" run after run
+// while the list grew).
+//
+// PageFeed reads the list in scans. A scan asks page 1, 2, … and delivers
+// each page's records, until a page holds a record of the head the scan
+// before it began with (everything newer than it is delivered), or a page
+// shorter than Size ends the list; the run is then caught up, and the next
+// run's scan starts at page 1 again. The first scan reads the whole list.
+// The cursor keeps the page a scan is at, so a run that stops mid-scan
+// resumes there, and the keys (as hashes) of the head the last scan began
+// with: at most 2 × Size hashes. Records that entered the head during a
+// scan push the rest to later pages, where they are delivered again (the
+// sink is idempotent); a record of the last head the next scan meets
+// again was delivered, and is not delivered again.
+//
+// What page numbers cannot show it does not deliver: a list whose order
+// changes other than by records entering its head (ordered by update, not
+// creation: use [TimeFeed] with the provider's "updated since"), a record
+// deleted during a scan (the records after it move up a place, and one
+// may cross the page boundary behind the scan), and a record changed in
+// place. A list ordered oldest first, whose new records enter at its end,
+// is a [TokenFeed] over the page numbers.
+//
+// A page whose records are those of the page before it is a page's worth
+// of records that entered the head in between, and the scan goes on;
+// twenty such pages in a row are a provider that ignores the page
+// parameter, and the run stops [forage.Permanent], naming it, rather than
+// page for ever. A cursor
+// PageFeed did not write fails the run as [forage.Permanent]. It returns an error naming the field
+// for a Config without Fetch or Key, or with a Size under 1.
+func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
+	switch {
+	case cfg.Fetch == nil:
+		return nil, invalid.Must("PageFeedConfig.Fetch", "be set", "nil")
+	case cfg.Key == nil:
+		return nil, invalid.Must("PageFeedConfig.Key", "be set", "nil")
+	case cfg.Size < 1:
+		return nil, invalid.Must("PageFeedConfig.Size", "be >= 1", cfg.Size)
+	}
+	return func(ctx context.Context, s Slice) (Page[R], forage.Outcome) {
+		at, err := decodePageCursor(s.After)
+		if err != nil {
+			return Page[R]{}, forage.Outcome{Err: forage.Mark(fmt.Errorf("slice: PageFeed: the cursor %q was not written by a PageFeed (%v): %w", shown(s.After), err, ErrInvalidPage), forage.Permanent)}
+		}
+		n := max(at.P, 1)
+		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: (n - 1) * cfg.Size, Size: cfg.Size})
+		if out.Class() != forage.Success {
+			return Page[R]{}, out
+		}
+		hashes := make([]uint64, len(recs))
+		for i, r := range recs {
+			hashes[i] = keyHash(cfg.Key(r))
+		}
+		same := 0 // pages in a row that repeat the one before
+		if n > 1 && len(hashes) > 0 && slices.Equal(hashes, at.L) {
+			// A whole page's worth entered the head in between (the page
+			// moved down by one), or the provider ignores the page
+			// parameter, which a few in a row tell.
+			if same = at.S + 1; same >= maxSamePages {
+				out.Err = forage.Mark(fmt.Errorf("slice: PageFeed: %w: the provider answered pages %d to %d with the same records: it ignores the page parameter",
+					ErrInvalidPage, n-same, n), forage.Permanent)
+				return Page[R]{}, out
+			}
+		}
+		next := pageCursor{V: pageCursorV, P: n + 1, K: at.K, H: at.H, L: hashes, S: same}
+		if n == 1 {
+			next.H = hashes // the head this scan begins with
+		}
+		var fresh []R
+		met := false // the page holds a record of the last scan's head
+		for i, r := range recs {
+			if slices.Contains(at.K, hashes[i]) {
+				met = true
+				continue // delivered by an earlier scan
+			}
+			fresh = append(fresh, r)
+		}
+		last := met || len(recs) < cfg.Size
+		if last {
+			// The scan is over: the next begins at page 1, and stops at
+			// this one's head.
+			next = pageCursor{V: pageCursorV, K: next.H}
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			out.Err = forage.Mark(fmt.Errorf("slice: PageFeed: the cursor: %w", err), forage.Permanent)
+			return Page[R]{}, out
+		}
+		if len(fresh) == 0 && bytes.Equal(b, s.After) {
+			return Page[R]{Next: s.After, Last: true}, out // nothing new: caught up, the cursor where it was
+		}
+		return Page[R]{Records: fresh, Next: b, Last: last}, out
+	}, nil
+}
+
+// pageCursor is a PageFeed's cursor: the page the scan under way asks
+// next (P; 0 when none is under way), the key hashes of the head the last
+// finished scan began with (K), of the head the scan under way began with
+// (H), and of the last page it read (L), and how many pages in a row
+// repeated the one before (S). V marks it as PageFeed's.
+type pageCursor struct {
+	V int      `json:"pf"`
+	P int      `json:"p,omitempty"`
+	K []uint64 `json:"k,omitempty"`
+	H []uint64 `json:"h,omitempty"`
+	L []uint64 `json:"l,omitempty"`
+	S int      `json:"s,omitempty"`
+}
+
+// maxSamePages is how many pages in a row answered with the records of the
+// page before them tell a provider that ignores the page parameter: one
+// is a page's worth of records that entered the head in between, and
+// after such a shift a list that stopped growing answers the page the
+// scan is at with the records it just read, as long as it is asked.
+const maxSamePages = 20
+
+// pageCursorV is the version a PageFeed cursor is written with.
+const pageCursorV = 1
+
+// decodePageCursor reads a cursor PageFeed wrote; an empty one is the
+// list's first scan.
+func decodePageCursor(b []byte) (pageCursor, error) {
+	if len(b) == 0 {
+		return pageCursor{V: pageCursorV}, nil
+	}
+	var c pageCursor
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		return c, err
+	}
+	if c.V != pageCursorV || !bytes.HasPrefix(b, []byte(`{"pf":`)) {
+		return c, errors.New(`no "pf" version`)
+	}
+	if c.P < 0 || c.S < 0 {
+		return c, errors.New("a negative count")
+	}
+	return c, nil
+}

@@ -280,6 +280,22 @@ func (p *local) holding(now time.Time) bool {
 	return false
 }
 
+// pausedOnly reports whether all p holds at now (see holding) is a pause
+// the provider asked for (Retry-After, a ban): its controller's state says
+// it whole, so a capacity eviction may keep that state alone (see
+// Registry.shrink).
+func (p *local) pausedOnly(now time.Time) bool {
+	if p.op.paused.Load() || !p.ctl.Snapshot().PausedUntil.After(now) || p.brk.OpenUntil().After(now) {
+		return false
+	}
+	for _, lim := range p.lims() {
+		if lim.AllowNAt(now, 0).ResetAfter > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // lims returns the known Limits' limiters: this process's share of each
 // when the provider is shared (see [Config.Shares]).
 func (p *local) lims() []*gcra.Limiter { return *p.limits.Load() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
 )
 
 // RegistryConfig configures a [Registry]. The zero value is valid: every
@@ -43,8 +44,13 @@ type RegistryConfig struct {
 	IdleTTL time.Duration
 	// MaxProviders caps how many providers are kept; past it, creating one
 	// evicts the least recently used idle ones that hold nothing (see
-	// IdleTTL), so the cap may be exceeded while every provider holds a
-	// pause or a limit's debt. Defaults to 100,000. A provider holds
+	// IdleTTL), or only a pause the provider asked for (Retry-After, a
+	// ban): of those, the registry keeps the controller's state, a few
+	// hundred bytes, and a provider made for the key again starts paused,
+	// up to 16 × MaxProviders such states (past it, the half whose pauses
+	// end soonest are forgotten). The cap may be exceeded while every
+	// provider holds an operator's pause, an open breaker or a limit's
+	// debt. Defaults to 100,000. A provider holds
 	// about 7 KB (its adaptive controller about 4 KB of it), so a full
 	// registry at the default holds about 0.7 GB: a crawler that meets
 	// many hosts sets a lower cap, or a shorter IdleTTL with
@@ -76,6 +82,11 @@ type Registry struct {
 	// record in the store.
 	departMu  sync.Mutex
 	departing map[string]*local
+	// paused holds, without a record store, the controller state of the
+	// providers a capacity eviction dropped while a pause they were asked
+	// for was in force: a provider made for such a key starts paused, as
+	// its predecessor was (see keepPause). Guarded by departMu.
+	paused map[string]aimd.State
 	// transported is set once a Transport sends through the registry: its
 	// providers then mark their attempts' contexts (see attemptKey).
 	transported atomic.Bool
@@ -244,6 +255,9 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st, ok := r.pausedState(key); ok {
+		_ = p.ctl.Restore(st) // a state the controller gave: valid
+	}
 	p.transported = &r.transported
 	s.mu.Lock()
 	if e, ok := s.m[key]; ok { // lost the race to another creator
@@ -296,7 +310,7 @@ func (r *Registry) evictAt(now time.Time) int {
 		s := &r.shards[i]
 		s.mu.Lock()
 		for key, e := range s.m {
-			if idle(e) && e.tryEvict(now) {
+			if idle(e) && e.tryEvict(now, false) {
 				delete(s.m, key)
 				e.p.forget()
 				n++
@@ -325,6 +339,69 @@ func (r *Registry) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// keepPause keeps st, the state of the provider a capacity eviction drops
+// for key while a pause it was asked for is in force, for the provider
+// made for key next (see pausedState). A crawler's hosts that all answered
+// 429 with an hour of Retry-After pinned 5,000 providers, 7 KB each, in a
+// registry of 100: each state kept is a few hundred bytes.
+func (r *Registry) keepPause(key string, st aimd.State) {
+	r.departMu.Lock()
+	defer r.departMu.Unlock()
+	if r.paused == nil {
+		r.paused = map[string]aimd.State{}
+	}
+	r.paused[key] = st
+}
+
+// pausedState returns, and forgets, the state kept for key (see
+// keepPause), if its pause is still in force.
+func (r *Registry) pausedState(key string) (aimd.State, bool) {
+	r.departMu.Lock()
+	defer r.departMu.Unlock()
+	st, ok := r.paused[key]
+	if !ok {
+		return st, false
+	}
+	delete(r.paused, key)
+	return st, st.PausedUntil.After(time.Now())
+}
+
+// pruneKept forgets the kept states whose pause has ended by now and, past
+// keptPerProvider × MaxProviders of them (about the memory of MaxProviders
+// providers), the half whose pauses end soonest: memory stays bounded
+// however many hosts a crawl finds paused, at the cost of a request a
+// forgotten host may get before its pause ends, if the crawl meets it
+// again. It reports whether paused providers may go (it always is, with a
+// MaxProviders).
+func (r *Registry) pruneKept(now time.Time) bool {
+	r.departMu.Lock()
+	defer r.departMu.Unlock()
+	for k, st := range r.paused {
+		if !st.PausedUntil.After(now) {
+			delete(r.paused, k)
+		}
+	}
+	if most := keptPerProvider * r.cfg.MaxProviders; len(r.paused) >= most {
+		type kept struct {
+			key   string
+			until time.Time
+		}
+		all := make([]kept, 0, len(r.paused))
+		for k, st := range r.paused {
+			all = append(all, kept{k, st.PausedUntil})
+		}
+		slices.SortFunc(all, func(a, b kept) int { return a.until.Compare(b.until) })
+		for _, k := range all[:len(all)-most/2] {
+			delete(r.paused, k.key)
+		}
+	}
+	return r.cfg.MaxProviders > 0
+}
+
+// keptPerProvider is how many paused providers' states (a few hundred
+// bytes each) the registry keeps per provider it may hold (about 7 KB).
+const keptPerProvider = 16
 
 // depart records p, dropped for key, as departing until its record is saved.
 func (r *Registry) depart(key string, p *local) {
@@ -411,11 +488,12 @@ func (r *Registry) shrink(keep *entry) {
 	}
 	var all []cand
 	now := time.Now()
+	keepPaused := r.pruneKept(now) // room to keep paused providers' state: they may go too
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
 		for _, e := range s.m {
-			if e != keep && e.inflight.Load() == 0 && !e.p.holding(now) {
+			if e != keep && e.inflight.Load() == 0 && (!e.p.holding(now) || keepPaused && e.p.pausedOnly(now)) {
 				all = append(all, cand{e, e.lastUsed.Load()})
 			}
 		}
@@ -430,10 +508,12 @@ func (r *Registry) shrink(keep *entry) {
 		}
 		s := &r.shards[hash(c.e.key)&r.mask]
 		s.mu.Lock()
-		if s.m[c.e.key] == c.e && c.e.tryEvict(time.Now()) {
+		if s.m[c.e.key] == c.e && c.e.tryEvict(time.Now(), keepPaused) {
 			if c.e.p.cfg.Records != nil {
 				gone = append(gone, c.e.p)
 				r.depart(c.e.key, c.e.p) // before the key is gone from the map
+			} else if c.e.p.ctl.Snapshot().PausedUntil.After(now) {
+				r.keepPause(c.e.key, c.e.p.ctl.State()) // before the key is gone from the map
 			}
 			delete(s.m, c.e.key)
 			c.e.p.forget()
@@ -511,9 +591,9 @@ func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more 
 // least one of them sees the other. holding is asked again after the mark:
 // a call that ended between the caller's first look and the mark has
 // booked its limits by then, and any later call is redirected.
-func (e *entry) tryEvict(now time.Time) bool {
+func (e *entry) tryEvict(now time.Time, pausedOK bool) bool {
 	e.evicted.Store(true)
-	if e.inflight.Load() != 0 || e.p.holding(now) {
+	if e.inflight.Load() != 0 || e.p.holding(now) && !(pausedOK && e.p.pausedOnly(now)) {
 		e.evicted.Store(false)
 		return false
 	}

@@ -35,7 +35,10 @@ type TokenPage[R any] struct {
 // that page again and, when it still begins with exactly those records,
 // delivers only those after them: the provider appended to it, or filled
 // it and gave a token to the pages after, which are followed. A page that
-// asks again and finds nothing new is "caught up", with nothing written.
+// asks again and finds nothing new is "caught up", with nothing written:
+// one request per run to learn that nothing is new (a host with 200 idle
+// streams spends 200 requests a sync on it; such streams run less often,
+// or under a request cap with room for it).
 // A page that changed otherwise (a record removed, replaced, moved or
 // inserted among those delivered) is delivered again whole: the sink is
 // idempotent, and nothing is skipped. A page that held delivered records

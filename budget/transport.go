@@ -88,10 +88,10 @@ import (
 // [WithCall] options ignored. (A Do of its own inside it took a second
 // pacing slot and unit of every known limit, and waited for the bulkhead
 // slot its own outer call held.) A second request of the same attempt is
-// paced and booked against the known limits as any other, within the
-// attempt's bulkhead slot (waiting for one of its own, it waited for good
-// under MaxInFlight 1), and sent once: the Do around it retries the
-// attempt and counts it in the run. A request that a budget refuses before
+// paced, booked against the known limits and counted in the run ctx
+// carries ([WithCall]) as any other, within the attempt's bulkhead slot
+// (waiting for one of its own, it waited for good under MaxInFlight 1),
+// and sent once: the Do around it retries the attempt. A request that a budget refuses before
 // sending it (a known limit spent, a pause, an open breaker) stops the Do
 // around it with that refusal and its Until, not as a failure of the
 // provider. A request inside an attempt of another provider (the Transport keys by
@@ -263,12 +263,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	nested, borrowed := false, false
 	if m, _ := req.Context().Value(attemptKey{}).(*attemptMark); m != nil && m.p == localOf(p) {
 		// A second request inside an attempt of this provider (an
-		// attempt that fetches a page, then its details): paced and
-		// limited as a request of its own, but within the attempt's slot
-		// (waiting for a slot of its own, it waited for good under
-		// MaxInFlight 1), and sent once, counted in the run by the Do
-		// around it, which retries the attempt.
-		run, nested, borrowed = nil, true, true
+		// attempt that fetches a page, then its details): paced, limited
+		// and counted in the run ctx carries as a request of its own,
+		// but within the attempt's slot (waiting for a slot of its own,
+		// it waited for good under MaxInFlight 1), and sent once: the Do
+		// around it retries the attempt.
+		nested, borrowed = true, true
 	} else if m != nil {
 		// Inside an attempt of another provider (a slice Source keyed
 		// "myapi" whose client's Transport keys by host): paced, limited

@@ -269,9 +269,12 @@ const restoredWait = 2 * time.Second
 // its windows. A limit that has fully recovered is in the very state a new
 // limiter starts in, so dropping it changes nothing.
 func (p *local) holding(now time.Time) bool {
-	if p.op.paused.Load() || p.ctl.Snapshot().PausedUntil.After(now) || p.brk.OpenUntil().After(now) {
-		return true
-	}
+	return p.op.paused.Load() || p.ctl.Snapshot().PausedUntil.After(now) || p.brk.OpenUntil().After(now) || p.owes(now)
+}
+
+// owes reports whether a known Limit still owes time at now: a successor
+// starting with full buckets could send more in its window than it allows.
+func (p *local) owes(now time.Time) bool {
 	for _, lim := range p.lims() {
 		if lim.AllowNAt(now, 0).ResetAfter > 0 {
 			return true
@@ -285,15 +288,7 @@ func (p *local) holding(now time.Time) bool {
 // it whole, so a capacity eviction may keep that state alone (see
 // Registry.shrink).
 func (p *local) pausedOnly(now time.Time) bool {
-	if p.op.paused.Load() || !p.ctl.Snapshot().PausedUntil.After(now) || p.brk.OpenUntil().After(now) {
-		return false
-	}
-	for _, lim := range p.lims() {
-		if lim.AllowNAt(now, 0).ResetAfter > 0 {
-			return false
-		}
-	}
-	return true
+	return !p.op.paused.Load() && p.ctl.Snapshot().PausedUntil.After(now) && !p.brk.OpenUntil().After(now) && !p.owes(now)
 }
 
 // lims returns the known Limits' limiters: this process's share of each

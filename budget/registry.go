@@ -372,9 +372,8 @@ func (r *Registry) pausedState(key string) (aimd.State, bool) {
 // providers), the half whose pauses end soonest: memory stays bounded
 // however many hosts a crawl finds paused, at the cost of a request a
 // forgotten host may get before its pause ends, if the crawl meets it
-// again. It reports whether paused providers may go (it always is, with a
-// MaxProviders).
-func (r *Registry) pruneKept(now time.Time) bool {
+// again.
+func (r *Registry) pruneKept(now time.Time) {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	for k, st := range r.paused {
@@ -396,7 +395,6 @@ func (r *Registry) pruneKept(now time.Time) bool {
 			delete(r.paused, k.key)
 		}
 	}
-	return r.cfg.MaxProviders > 0
 }
 
 // keptPerProvider is how many paused providers' states (a few hundred
@@ -488,12 +486,12 @@ func (r *Registry) shrink(keep *entry) {
 	}
 	var all []cand
 	now := time.Now()
-	keepPaused := r.pruneKept(now) // room to keep paused providers' state: they may go too
+	r.pruneKept(now) // room for the states of paused providers, which may go too
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
 		for _, e := range s.m {
-			if e != keep && e.inflight.Load() == 0 && (!e.p.holding(now) || keepPaused && e.p.pausedOnly(now)) {
+			if e != keep && e.inflight.Load() == 0 && (!e.p.holding(now) || e.p.pausedOnly(now)) {
 				all = append(all, cand{e, e.lastUsed.Load()})
 			}
 		}
@@ -508,7 +506,7 @@ func (r *Registry) shrink(keep *entry) {
 		}
 		s := &r.shards[hash(c.e.key)&r.mask]
 		s.mu.Lock()
-		if s.m[c.e.key] == c.e && c.e.tryEvict(time.Now(), keepPaused) {
+		if s.m[c.e.key] == c.e && c.e.tryEvict(time.Now(), true) {
 			if c.e.p.cfg.Records != nil {
 				gone = append(gone, c.e.p)
 				r.depart(c.e.key, c.e.p) // before the key is gone from the map

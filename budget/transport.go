@@ -91,14 +91,15 @@ import (
 // paced, booked against the known limits and counted in the run ctx
 // carries ([WithCall]) as any other, within the attempt's bulkhead slot
 // (waiting for one of its own, it waited for good under MaxInFlight 1),
-// and sent once: the Do around it retries the attempt. A request that a budget refuses before
-// sending it (a known limit spent, a pause, an open breaker) stops the Do
-// around it with that refusal and its Until, not as a failure of the
-// provider. A request inside an attempt of another provider (the Transport keys by
-// host, the stream's provider is "myapi") is paced, limited and counted by
-// its own provider but sent once, and not counted in the run again: the
-// Do around it retries the attempt (retried in both, an outage was sent 7
-// requests under a request cap of 4); a Warn says so once per provider.
+// and sent once: the Do around it retries the attempt. A request that a
+// budget refuses before sending it (a known limit spent, a pause, an open
+// breaker) stops the Do around it with that refusal and its Until, not as
+// a failure of the provider. A request inside an attempt of another
+// provider (the Transport keys by host, the stream's provider is "myapi")
+// is paced, limited and counted by its own provider but sent once, and
+// not counted in the run again: the Do around it retries the attempt
+// (retried in both, an outage was sent 7 requests under a request cap of
+// 4); a Warn says so once per provider.
 //
 // The zero Transport sends through [http.DefaultTransport] with a
 // Registry of its own; [NewTransport] names both.

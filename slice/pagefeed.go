@@ -27,7 +27,11 @@ type PageFeedConfig[R any] struct {
 	// Key returns a record's natural key. Required.
 	Key func(R) string
 	// Size is how many records the provider answers on a full page: a
-	// shorter page is the end of the list. Required (>= 1).
+	// shorter page is the end of the list. It must be what the provider
+	// answers (ask for it: a request that does not pass PageQuery.Size
+	// gets the provider's default page, and a page shorter than Size
+	// reads as the list's end, every page after it unread). Required
+	// (>= 1).
 	Size int
 }
 

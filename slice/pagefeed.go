@@ -50,7 +50,7 @@ type PageFeedConfig[R any] struct {
 // run's scan starts at page 1 again. The first scan reads the whole list.
 // The cursor keeps the page a scan is at, so a run that stops mid-scan
 // resumes there, and the keys (as hashes) of the head the last scan began
-// with: at most 2 × Size hashes. Records that entered the head during a
+// with: at most 3 × Size hashes. Records that entered the head during a
 // scan push the rest to later pages, where they are delivered again (the
 // sink is idempotent); a record of the last head the next scan meets
 // again was delivered, and is not delivered again.
@@ -85,6 +85,13 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 			return Page[R]{}, forage.Outcome{Err: forage.Mark(fmt.Errorf("slice: PageFeed: the cursor %q was not written by a PageFeed (%v): %w", shown(s.After), err, ErrInvalidPage), forage.Permanent)}
 		}
 		n := max(at.P, 1)
+		if at.P > 1 && at.Z != cfg.Size {
+			// Size changed mid-scan (a new page size deployed): page P
+			// of the new size is not where the scan was (asked at the
+			// new offset, records 20-29 of 40 went unread for good). The
+			// scan starts again at page 1, the last scan's head kept.
+			n, at.H, at.L, at.S = 1, nil, nil, 0
+		}
 		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: (n - 1) * cfg.Size, Size: cfg.Size})
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
@@ -104,7 +111,7 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 				return Page[R]{}, out
 			}
 		}
-		next := pageCursor{V: pageCursorV, P: n + 1, K: at.K, H: at.H, L: hashes, S: same}
+		next := pageCursor{V: pageCursorV, P: n + 1, Z: cfg.Size, K: at.K, H: at.H, L: hashes, S: same}
 		if n == 1 {
 			next.H = hashes // the head this scan begins with
 		}
@@ -138,11 +145,13 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 // pageCursor is a PageFeed's cursor: the page the scan under way asks
 // next (P; 0 when none is under way), the key hashes of the head the last
 // finished scan began with (K), of the head the scan under way began with
-// (H), and of the last page it read (L), and how many pages in a row
-// repeated the one before (S). V marks it as PageFeed's.
+// (H), and of the last page it read (L), how many pages in a row
+// repeated the one before (S), and the Size its pages were asked with
+// (Z). V marks it as PageFeed's.
 type pageCursor struct {
 	V int      `json:"pf"`
 	P int      `json:"p,omitempty"`
+	Z int      `json:"z,omitempty"`
 	K []uint64 `json:"k,omitempty"`
 	H []uint64 `json:"h,omitempty"`
 	L []uint64 `json:"l,omitempty"`
@@ -174,7 +183,7 @@ func decodePageCursor(b []byte) (pageCursor, error) {
 	if c.V != pageCursorV || !bytes.HasPrefix(b, []byte(`{"pf":`)) {
 		return c, errors.New(`no "pf" version`)
 	}
-	if c.P < 0 || c.S < 0 {
+	if c.P < 0 || c.S < 0 || c.Z < 0 {
 		return c, errors.New("a negative count")
 	}
 	return c, nil

@@ -255,8 +255,9 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, ok := r.pausedState(key); ok {
-		_ = p.ctl.Restore(st) // a state the controller gave: valid
+	kept, paused := r.pausedState(key)
+	if paused {
+		_ = p.ctl.Restore(kept) // a state the controller gave: valid
 	}
 	p.transported = &r.transported
 	s.mu.Lock()
@@ -268,6 +269,11 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	e.lastUsed.Store(time.Now().UnixNano())
 	s.m[key] = e
 	s.mu.Unlock()
+	if paused {
+		// Forgotten once the provider that took it is in: forgotten by a
+		// creator that then lost the race, the winner started unpaused.
+		r.forgetPaused(key, kept)
+	}
 	if r.count.Add(1) > int64(r.cfg.MaxProviders) {
 		r.shrink(e)
 	}
@@ -354,17 +360,23 @@ func (r *Registry) keepPause(key string, st aimd.State) {
 	r.paused[key] = st
 }
 
-// pausedState returns, and forgets, the state kept for key (see
-// keepPause), if its pause is still in force.
+// pausedState returns the state kept for key (see keepPause), if its
+// pause is still in force; the creator whose provider is stored forgets it
+// (see forgetPaused).
 func (r *Registry) pausedState(key string) (aimd.State, bool) {
 	r.departMu.Lock()
 	defer r.departMu.Unlock()
 	st, ok := r.paused[key]
-	if !ok {
-		return st, false
+	return st, ok && st.PausedUntil.After(time.Now())
+}
+
+// forgetPaused forgets the state kept for key, if it is still st.
+func (r *Registry) forgetPaused(key string, st aimd.State) {
+	r.departMu.Lock()
+	defer r.departMu.Unlock()
+	if cur, ok := r.paused[key]; ok && cur.PausedUntil.Equal(st.PausedUntil) {
+		delete(r.paused, key)
 	}
-	delete(r.paused, key)
-	return st, st.PausedUntil.After(time.Now())
 }
 
 // pruneKept forgets the kept states whose pause has ended by now and, past

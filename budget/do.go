@@ -34,7 +34,9 @@ func (p *local) do(ctx context.Context, run *Run, attempt func(context.Context) 
 		o.Weight = max(o.Weight, opt.Weight)
 		o.NoRetry = o.NoRetry || opt.NoRetry
 		o.keepContext = o.keepContext || opt.keepContext
-		o.borrowed = o.borrowed || opt.borrowed
+		if opt.borrow != nil {
+			o.borrow = opt.borrow
+		}
 		if opt.settle != nil {
 			o.settle = opt.settle
 		}
@@ -208,20 +210,22 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 		return forage.Outcome{}, 0, p.fastFail(run, breaker.ErrOpen)
 	}
 	t0 := p.metricsClock()
-	if err := p.acquire(ctx, run, o.Weight, o.borrowed); err != nil {
+	held, err := p.acquire(ctx, run, o.Weight, o.borrow)
+	if err != nil {
 		run.unadmit()
 		return forage.Outcome{}, 0, err
 	}
+	o.held = held
 	if err := p.operatorPaused(); err != nil {
 		// Paused by an operator while the call waited for its slot: no
 		// attempt (the slot is spent).
-		p.release(o.borrowed)
+		p.release(o.held)
 		run.unadmit()
 		return forage.Outcome{}, 0, err
 	}
 	done, err := p.brk.Allow()
 	if err != nil {
-		p.release(o.borrowed)
+		p.release(o.held)
 		return forage.Outcome{}, 0, p.fastFail(run, err)
 	}
 	if first {
@@ -233,7 +237,7 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 	out, start, end, timedOut := p.call(ctx, attempt, o, done)
 	asked := out.RetryAfter
 	out.RetryAfter = min(out.RetryAfter, p.cfg.MaxPause) // see Config.MaxPause
-	class, banned := p.read(&out, start, done, o.borrowed)
+	class, banned := p.read(&out, start, done, o.held)
 	if asked > p.cfg.MaxPause && class != forage.Success && class != forage.Canceled {
 		// Named, so an operator tells a garbage header clamped to
 		// MaxPause from a provider that meant it.
@@ -247,7 +251,7 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 		// another provider). The provider said nothing: the call stops as
 		// that refusal, with its Until. (forage.FromHTTP read it as a
 		// permanent failure of the provider, which the counters showed.)
-		p.release(o.borrowed)
+		p.release(o.held)
 		done(forage.Canceled)
 		p.end(forage.Canceled, out.Latency)
 		return out, forage.Canceled, refused
@@ -292,10 +296,10 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 		// under load cut short climbed the rate from 4/s to 726/s in two
 		// seconds, the breaker closed), and a streaming answer counts in
 		// MaxInFlight until it ends.
-		p.settleLater(o.settle, out, start, done, o.borrowed)
+		p.settleLater(o.settle, out, start, done, o.held)
 		return out, class, nil
 	}
-	p.release(o.borrowed)
+	p.release(o.held)
 	seen := class // what the provider is told it did
 	if stuck {
 		seen = forage.Transient
@@ -327,9 +331,9 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 // the body was cut short), the breaker ticket and the metrics. A function
 // of its own, so that a call that settles at once allocates nothing for
 // the closure.
-func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class), borrowed bool) {
+func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class), held chan struct{}) {
 	s.set(func(bodyErr error) {
-		p.release(borrowed)
+		p.release(held)
 		now, seen := time.Now(), forage.Success
 		if gave := (*gaveUpError)(nil); errors.As(bodyErr, &gave) {
 			// The request's context ended before the body did. A cancel
@@ -389,7 +393,7 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 			cancel()
 		}
 		if !finished {
-			p.release(o.borrowed)
+			p.release(o.held)
 			done(forage.Canceled)
 			p.end(forage.Canceled, time.Since(start))
 		}
@@ -399,7 +403,7 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 	// call of its own (see attemptKey).
 	// Only where a Transport may send: a context costs an allocation.
 	if p.transported != nil && p.transported.Load() {
-		actx = context.WithValue(actx, attemptKey{}, &attemptMark{p: p})
+		actx = context.WithValue(actx, attemptKey{}, &attemptMark{p: p, slot: make(chan struct{}, 1)})
 	}
 	start = time.Now()
 	out = attempt(actx)
@@ -415,11 +419,11 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 // panicking attempt does (see call): a host that recovered (net/http and
 // the scheduler do) lost a slot per panic, and once MaxInFlight hooks had
 // panicked every call of the provider waited for a slot for good.
-func (p *local) read(out *forage.Outcome, start time.Time, done func(forage.Class), borrowed bool) (class forage.Class, banned bool) {
+func (p *local) read(out *forage.Outcome, start time.Time, done func(forage.Class), held chan struct{}) (class forage.Class, banned bool) {
 	finished := false
 	defer func() {
 		if !finished {
-			p.release(borrowed)
+			p.release(held)
 			done(forage.Canceled)
 			p.end(forage.Canceled, time.Since(start))
 		}
@@ -480,10 +484,11 @@ func (p *local) failed(out forage.Outcome) {
 // maxFailText bounds the last failure's text in a stop's error, in runes.
 const maxFailText = 200
 
-// release gives back a bulkhead slot; none for a borrowed one (see
-// CallOption.borrowed).
-func (p *local) release(borrowed bool) {
-	if borrowed {
+// release gives back a bulkhead slot, or the attempt's slot borrowed (see
+// CallOption.borrow) when held is not nil.
+func (p *local) release(held chan struct{}) {
+	if held != nil {
+		<-held
 		return
 	}
 	<-p.slots
@@ -502,7 +507,7 @@ func (p *local) retryBudget(run *Run) *retry.Budget {
 // acquire waits for a bulkhead slot, the pacer and every known limit, never
 // past the run's deadline nor a pause or a known quota's wait longer than
 // MaxWait. On error it holds nothing.
-func (p *local) acquire(ctx context.Context, run *Run, weight int, borrowed bool) error {
+func (p *local) acquire(ctx context.Context, run *Run, weight int, borrow chan struct{}) (held chan struct{}, err error) {
 	now := time.Now()
 	if pu := p.ctl.Snapshot().PausedUntil; pu.After(now) && p.outlasts(ctx, run, pu, now) {
 		// A pause (Retry-After, a ban) longer than a call may wait, or
@@ -514,12 +519,12 @@ func (p *local) acquire(ctx context.Context, run *Run, weight int, borrowed bool
 		if p.cfg.Shares != nil {
 			p.sh.waited.Add(1)
 		}
-		return &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
+		return nil, &Error{Provider: p.key, Reason: p.pauseReason(now), Until: pu}
 	}
 	if w := p.quotaWait(now, weight); w > 0 && p.outlasts(ctx, run, now.Add(w), now) {
 		// A known quota spent for longer than the call may wait: a planned
 		// wait for the scheduler, told at once, with nothing booked.
-		return p.quotaSpent(now.Add(w))
+		return nil, p.quotaSpent(now.Add(w))
 	}
 	wctx, runBound := ctx, false
 	if d, ok := run.Deadline(); ok {
@@ -560,28 +565,34 @@ func (p *local) acquire(ctx context.Context, run *Run, weight int, borrowed bool
 		// away): not the provider's verdict.
 		return &Error{Provider: p.key, Reason: forage.ReasonPacer, Err: err}
 	}
-	if !borrowed { // a request inside an attempt of this provider holds the attempt's slot
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		p.n.saturated.Add(1)
 		select {
 		case p.slots <- struct{}{}:
-		default:
-			p.n.saturated.Add(1)
-			select {
-			case p.slots <- struct{}{}:
-			case <-wctx.Done():
-				return fail(wctx.Err())
-			}
+		case borrow <- struct{}{}:
+			// A request inside an attempt of this provider, every slot
+			// taken: it borrows the attempt's own, one such request at a
+			// time (waiting for a slot of its own, it waited for good
+			// under MaxInFlight 1 for the slot its attempt held).
+			held = borrow
+		case <-wctx.Done():
+			return nil, fail(wctx.Err())
 		}
+	}
+	if held == nil {
 		p.n.inFlight.Add(1)
 	}
 	if err := p.pace(wctx, run, weight, now); err != nil {
-		p.release(borrowed)
+		p.release(held)
 		var stop *Error
 		if errors.As(err, &stop) { // a planned wait: a known quota, a pause learned from the others
-			return err
+			return nil, err
 		}
-		return fail(err)
+		return nil, fail(err)
 	}
-	return nil
+	return held, nil
 }
 
 // outlasts reports whether a wait until pu (a pause, or a known quota's

@@ -51,9 +51,10 @@ type CallOption struct {
 	// safe to replay.
 	NoRetry bool
 
-	keepContext bool     // the attempt's context outlives the attempt (Transport)
-	settle      *settler // a success is settled when its body is read (Transport)
-	borrowed    bool     // the call is a request inside an attempt of this provider, whose bulkhead slot it shares (Transport)
+	keepContext bool          // the attempt's context outlives the attempt (Transport)
+	settle      *settler      // a success is settled when its body is read (Transport)
+	borrow      chan struct{} // inside an attempt of this provider: its slot, which one such call at a time may borrow (Transport)
+	held        chan struct{} // the attempt's slot this call borrowed (see borrow); nil: a slot of its own
 }
 
 // local is the in-process [Provider] that [NewLocal] and [Registry.Get]

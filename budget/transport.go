@@ -150,6 +150,10 @@ type attemptKey struct{}
 type attemptMark struct {
 	p    *local
 	sent atomic.Bool
+	// slot is the attempt's bulkhead slot, which one request of the
+	// attempt at a time may borrow when every slot is taken (see
+	// CallOption.borrow).
+	slot chan struct{}
 }
 
 // localOf returns the *local behind p, or nil.
@@ -261,15 +265,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.transport().RoundTrip(req) // the attempt of the Do it is in
 	}
 	run := runFrom(req.Context())
-	nested, borrowed := false, false
+	nested := false
+	var borrow chan struct{}
 	if m, _ := req.Context().Value(attemptKey{}).(*attemptMark); m != nil && m.p == localOf(p) {
 		// A second request inside an attempt of this provider (an
 		// attempt that fetches a page, then its details): paced, limited
-		// and counted in the run ctx carries as a request of its own,
-		// but within the attempt's slot (waiting for a slot of its own,
-		// it waited for good under MaxInFlight 1), and sent once: the Do
-		// around it retries the attempt.
-		nested, borrowed = true, true
+		// and counted in the run ctx carries as a request of its own, in
+		// a slot of its own or, every slot taken, the attempt's (waiting
+		// for a slot of its own, it waited for good under MaxInFlight 1),
+		// one such request at a time; and sent once: the Do around it
+		// retries the attempt.
+		nested, borrow = true, m.slot
 	} else if m != nil {
 		// Inside an attempt of another provider (a slice Source keyed
 		// "myapi" whose client's Transport keys by host): paced, limited
@@ -334,7 +340,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	settle := &settler{}
 	opts := append([]CallOption{{keepContext: true, settle: settle}}, callsFrom(req.Context())...)
 	if !replayable || nested {
-		opts = append(opts, CallOption{NoRetry: true, borrowed: borrowed})
+		opts = append(opts, CallOption{NoRetry: true, borrow: borrow})
 	}
 	ended := false
 	defer func() {

@@ -403,7 +403,7 @@ func (p *local) call(ctx context.Context, attempt func(context.Context) forage.O
 	// call of its own (see attemptKey).
 	// Only where a Transport may send: a context costs an allocation.
 	if p.transported != nil && p.transported.Load() {
-		actx = context.WithValue(actx, attemptKey{}, &attemptMark{p: p, slot: make(chan struct{}, 1)})
+		actx = context.WithValue(actx, attemptKey{}, &attemptMark{p: p})
 	}
 	start = time.Now()
 	out = attempt(actx)

@@ -152,8 +152,21 @@ type attemptMark struct {
 	sent atomic.Bool
 	// slot is the attempt's bulkhead slot, which one request of the
 	// attempt at a time may borrow when every slot is taken (see
-	// CallOption.borrow).
-	slot chan struct{}
+	// CallOption.borrow); made by the first request that needs it, so an
+	// attempt that sends none allocates nothing for it.
+	slot atomic.Pointer[chan struct{}]
+}
+
+// borrowSlot returns the attempt's slot to borrow (see slot).
+func (m *attemptMark) borrowSlot() chan struct{} {
+	if c := m.slot.Load(); c != nil {
+		return *c
+	}
+	c := make(chan struct{}, 1)
+	if m.slot.CompareAndSwap(nil, &c) {
+		return c
+	}
+	return *m.slot.Load()
 }
 
 // localOf returns the *local behind p, or nil.
@@ -275,7 +288,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// for a slot of its own, it waited for good under MaxInFlight 1),
 		// one such request at a time; and sent once: the Do around it
 		// retries the attempt.
-		nested, borrow = true, m.slot
+		nested, borrow = true, m.borrowSlot()
 	} else if m != nil {
 		// Inside an attempt of another provider (a slice Source keyed
 		// "myapi" whose client's Transport keys by host): paced, limited

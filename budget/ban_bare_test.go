@@ -37,7 +37,7 @@ func TestABareRefusalDrawsNoBan(t *testing.T) {
 					Answer:  providertest.Answer{NoRetryAfter: true, BanAfter: 5},
 					Latency: k.latency, Jitter: k.latency / 4, UplinkJitter: k.jitter,
 					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
-				res := runShort(t, shortRow{name: "bare", cfg: cfg, rate: k.rate, workers: k.workers}, false)
+				res := runShort(t, shortRow{name: "bare", cfg: cfg, rate: k.rate, workers: k.workers}, noJitter)
 				t.Logf("goodput %.1f%%, refused %.2f%%, %d bans", 100*res.goodput, 100*res.refused, res.bans)
 				if res.bans != 0 {
 					t.Errorf("%d bans; want none", res.bans)

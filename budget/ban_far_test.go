@@ -32,7 +32,7 @@ func TestEightWorkersAtAnAllowanceFarAwayAreNotBanned(t *testing.T) {
 		cfg := providertest.Config{Seed: 3, Limit: providertest.Limit{Rate: p.rate, Burst: p.burst},
 			Answer: providertest.Answer{BanAfter: 5}, Latency: p.latency, Jitter: p.latency / 3,
 			UplinkJitter: time.Millisecond, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
-		r := runShort(t, shortRow{name: name, cfg: cfg, rate: p.rate, workers: 8}, false)
+		r := runShort(t, shortRow{name: name, cfg: cfg, rate: p.rate, workers: 8}, noJitter)
 		t.Logf("%s: goodput %.1f%%, refused %.2f%%, %d bans", name, 100*r.goodput, 100*r.refused, r.bans)
 		if r.bans > 0 || r.goodput < 0.6 {
 			t.Errorf("%s: goodput %.1f%%, refused %.2f%%, %d bans; want >= 60%%, none", name, 100*r.goodput, 100*r.refused, r.bans)

@@ -39,6 +39,39 @@ const shortRun = 30 * time.Second
 // -clients rate0.9x,rate0.95x).
 const uplinkJitter = 800 * time.Microsecond
 
+// uplinkTail and uplinkTailShare are the tail of the busy-machine table: on
+// top of uplinkJitter, 3% of the requests are held an exponential extra of
+// mean 3 ms, as a 2-core machine running the provider, the collector and
+// the benchmark at once held them (a third of a millisecond at the median,
+// 1-3% over 3 ms, a few per thousand over 10 ms). There, a client told the
+// limit and honouring every pause, pacing at 0.85, 0.9 and 0.95 of 17/s
+// with no burst, got 85%, 84-90% and 66% of it (make goodput-http -clients
+// told0.85x,told0.9x,told0.95x), and the rows of this table over five
+// seeds came within a few points of the real-time ones measured the same
+// day (17/s burst 1: 74% here, 70-78% there; the ban: 76%, 77-82%; 5%
+// random 502 or 503: 73-74%, 69-75%), the noise-free bare 429 and 503
+// and the 10% noise rows 4-10 points under theirs (81-85%, 87-92%;
+// 70-76%, 76-82%).
+const (
+	uplinkTail      = 3 * time.Millisecond
+	uplinkTailShare = 0.03
+)
+
+// sendJitter is how requests reach the provider in a run of the short
+// table: as sent, with uplinkJitter, or with uplinkJitter and its tail.
+type sendJitter int
+
+const (
+	noJitter sendJitter = iota
+	uniformJitter
+	tailJitter
+)
+
+// String names the table of each jitter.
+func (j sendJitter) String() string {
+	return [...]string{"30s, no jitter", "30s, send jitter", "30s, send jitter and its tail"}[j]
+}
+
 // shortRow is one row of the short table: a provider the client is not
 // told about, and how many workers call it.
 type shortRow struct {
@@ -121,13 +154,16 @@ type shortResult struct {
 
 // runShort drives one provider with the default Config from row.workers
 // workers for shortRun of simulated time.
-func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
+func runShort(t *testing.T, row shortRow, jitter sendJitter) shortResult {
 	t.Helper()
 	var res shortResult
 	synctest.Test(t, func(t *testing.T) {
 		cfg := row.cfg
-		if jitter {
+		if jitter != noJitter {
 			cfg.UplinkJitter = uplinkJitter
+		}
+		if jitter == tailJitter {
+			cfg.UplinkTail, cfg.UplinkTailShare = uplinkTail, uplinkTailShare
 		}
 		srv, err := providertest.New(cfg)
 		if err != nil {
@@ -175,7 +211,7 @@ func runShort(t *testing.T, row shortRow, jitter bool) shortResult {
 // row that never reached 90% of the limit in some run counts that run's
 // t90 as the whole run): the spread between runs is several points, more
 // than most changes of the control law move a row.
-func runShortSeeds(t *testing.T, row shortRow, jitter bool) shortResult {
+func runShortSeeds(t *testing.T, row shortRow, jitter sendJitter) shortResult {
 	n, _ := strconv.Atoi(os.Getenv("SHORT_SEEDS"))
 	if n <= 1 {
 		return runShort(t, row, jitter)
@@ -215,9 +251,10 @@ func firstSustained(times []time.Duration, n float64) time.Duration {
 	return -1
 }
 
-// TestGoodputShort runs the short table twice: without send jitter, where
-// every row is held to a regression floor (goodput >= 65% of the limit, at
-// most 1.5% refused, never banned), and with it, which is reported. The
+// TestGoodputShort runs the short table three times: without send jitter,
+// where every row is held to a regression floor (goodput >= 65% of the
+// limit, at most 1.5% refused, never banned), and with it, without and
+// with its tail (a busy machine), which are reported. The
 // real-time targets (>= 90%, 98% with usage headers, 85% under noise; at
 // most 1% refused; 90% of the limit within 3s) are those of make
 // goodput-http; the table shows how far each row is from them. Run it with
@@ -229,9 +266,9 @@ func TestGoodputShort(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a measurement, ten times slower under the race detector: make goodput runs it")
 	}
-	for _, jitter := range []bool{false, true} {
+	for _, jitter := range []sendJitter{noJitter, uniformJitter, tailJitter} {
 		var b strings.Builder
-		fmt.Fprintf(&b, "\n%-30s %8s %8s %5s %6s %8s %7s\n", map[bool]string{false: "30s, no jitter", true: "30s, send jitter"}[jitter],
+		fmt.Fprintf(&b, "\n%-30s %8s %8s %5s %6s %8s %7s\n", jitter,
 			"goodput", "refused", "bans", "t90", "learned", "target")
 		for _, row := range shortRows() {
 			if only := os.Getenv("SHORT_ROW"); only != "" && !strings.Contains(row.name, only) {
@@ -245,7 +282,7 @@ func TestGoodputShort(t *testing.T) {
 			met := r.goodput >= target && r.refused <= 0.01 && r.bans == 0 && r.t90 >= 0 && r.t90 <= 3*time.Second
 			fmt.Fprintf(&b, "%-30s %7.1f%% %7.2f%% %5d %6.1f %8.1f %7s\n", row.name, 100*r.goodput, 100*r.refused, r.bans,
 				r.t90.Seconds(), r.learned, map[bool]string{true: "met", false: "missed"}[met])
-			if !jitter && (r.goodput < 0.65 || r.refused > 0.015 || r.bans > 0) {
+			if jitter == noJitter && (r.goodput < 0.65 || r.refused > 0.015 || r.bans > 0) {
 				t.Errorf("no jitter, %s: goodput %.1f%%, refused %.2f%%, bans %d; want >= 65%%, <= 1.5%%, 0",
 					row.name, 100*r.goodput, 100*r.refused, r.bans)
 			}
@@ -270,7 +307,7 @@ func TestNoiseNeverHoldsTheRateUnderHalf(t *testing.T) {
 		for seed := range uint64(8) {
 			row := row
 			row.cfg.Seed += seed
-			if r := runShort(t, row, true); r.goodput < 0.6 || r.learned < 17.0/2 {
+			if r := runShort(t, row, uniformJitter); r.goodput < 0.6 || r.learned < 17.0/2 {
 				t.Errorf("%s, seed %d: goodput %.1f%%, learned %.1f/s; want >= 60%%, >= 8.5/s", row.name, row.cfg.Seed, 100*r.goodput, r.learned)
 			}
 		}

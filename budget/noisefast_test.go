@@ -33,7 +33,7 @@ func TestNoiseBeforeTheLimitAtAFastProviderFarAway(t *testing.T) {
 				FaultRate: share, Faults: []providertest.Fault{http.StatusServiceUnavailable},
 				Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 			row := shortRow{name: "noise", cfg: cfg, rate: 241 * (1 - share), workers: 28, run: 2 * time.Minute}
-			r := runShort(t, row, true)
+			r := runShort(t, row, uniformJitter)
 			t.Logf("%.0f%% 503s, seed %d: goodput %.1f%% refused %.2f%% learned %.1f/s", 100*share, seed, 100*r.goodput, 100*r.refused, r.learned)
 			sum, n = sum+r.goodput, n+1
 			if r.goodput < 0.4 || r.bans > 0 {

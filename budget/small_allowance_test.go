@@ -72,7 +72,7 @@ func holdsNear(t *testing.T, cases []smallAllowance, least float64) {
 				cfg := providertest.Config{Seed: seed, Limit: providertest.Limit{Rate: k.rate, Burst: k.burst},
 					Answer: providertest.Answer{BanAfter: 5}, Latency: k.latency, Jitter: k.latency / 4,
 					Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
-				res := runShort(t, shortRow{name: "small", cfg: cfg, rate: k.rate, workers: k.workers}, false)
+				res := runShort(t, shortRow{name: "small", cfg: cfg, rate: k.rate, workers: k.workers}, noJitter)
 				t.Logf("goodput %.1f%%, refused %.2f%%, %d bans, learned %.1f/s", 100*res.goodput, 100*res.refused, res.bans, res.learned)
 				if res.bans != 0 || res.goodput < least {
 					t.Errorf("goodput %.1f%%, %d bans; want >= %.0f%%, none", 100*res.goodput, res.bans, 100*least)

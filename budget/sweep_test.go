@@ -111,7 +111,7 @@ func TestSweep(t *testing.T) {
 			Latency: p.latency, Jitter: p.latency / 4, UplinkJitter: p.jitter, Symbols: []providertest.Symbol{{Name: "BTCUSDT"}}}
 		// What the workers could send at most, one request each in flight.
 		most := float64(p.workers) / (p.latency + p.latency/8).Seconds()
-		res := runShort(t, shortRow{name: "sweep", cfg: cfg, rate: min(p.limit, most), workers: p.workers, run: run}, false)
+		res := runShort(t, shortRow{name: "sweep", cfg: cfg, rate: min(p.limit, most), workers: p.workers, run: run}, noJitter)
 		if res.bans > 0 {
 			banned++
 		}

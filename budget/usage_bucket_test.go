@@ -49,7 +49,7 @@ func TestUsageHeadersOfABucketOfOneHoldNoRateDown(t *testing.T) {
 				with.run, without.run = run, run
 				with.cfg.Seed += seed
 				without.cfg.Seed += seed
-				w, wo := runShort(t, with, false), runShort(t, without, false)
+				w, wo := runShort(t, with, noJitter), runShort(t, without, noJitter)
 				if w.goodput < wo.goodput-0.03 {
 					t.Errorf("%s, %v, seed %d: goodput %.1f%% with the headers, %.1f%% without; want within 3 points",
 						v.name, run, with.cfg.Seed, 100*w.goodput, 100*wo.goodput)

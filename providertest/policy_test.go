@@ -2,6 +2,7 @@ package providertest_test
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -358,6 +359,10 @@ func TestConfigValidation(t *testing.T) {
 		{providertest.Config{Faults: []providertest.Fault{0}}, "providertest: Config.Faults[0] must be an HTTP status in [500, 599] or FaultReset (got 0)"},
 		{providertest.Config{Uplink: -1}, "providertest: Config.Uplink must be >= 0 (got -1ns)"},
 		{providertest.Config{UplinkJitter: -time.Millisecond}, "providertest: Config.UplinkJitter must be >= 0 (got -1ms)"},
+		{providertest.Config{UplinkTail: -time.Millisecond}, "providertest: Config.UplinkTail must be >= 0 (got -1ms)"},
+		{providertest.Config{UplinkTail: time.Millisecond, UplinkTailShare: 1.5}, "providertest: Config.UplinkTailShare must be in [0, 1] (got 1.5)"},
+		{providertest.Config{UplinkTail: time.Millisecond, UplinkTailShare: math.NaN()}, "providertest: Config.UplinkTailShare must be in [0, 1] (got NaN)"},
+		{providertest.Config{UplinkTailShare: 0.1}, "providertest: Config.UplinkTailShare must be 0 when UplinkTail is 0 (got 0.1)"},
 	}
 	for i, c := range cases {
 		_, err := providertest.New(c.cfg)

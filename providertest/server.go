@@ -232,12 +232,18 @@ func (s *Server) refuse(rep reply, now int64, wait time.Duration) reply {
 }
 
 // uplink draws one request's delay on its way to the server ([Config.Uplink]
-// plus jitter). It draws nothing without UplinkJitter.
+// plus jitter and tail). It draws nothing without UplinkJitter or
+// UplinkTailShare.
 func (s *Server) uplink() time.Duration {
 	d := s.cfg.Uplink
-	if s.cfg.UplinkJitter > 0 {
+	if s.cfg.UplinkJitter > 0 || s.cfg.UplinkTailShare > 0 {
 		s.mu.Lock()
-		d += time.Duration(s.rng.Int64N(int64(s.cfg.UplinkJitter)))
+		if s.cfg.UplinkJitter > 0 {
+			d += time.Duration(s.rng.Int64N(int64(s.cfg.UplinkJitter)))
+		}
+		if s.cfg.UplinkTailShare > 0 && s.rng.Float64() < s.cfg.UplinkTailShare {
+			d += time.Duration(s.rng.ExpFloat64() * float64(s.cfg.UplinkTail))
+		}
 		s.mu.Unlock()
 	}
 	return d

@@ -47,6 +47,38 @@ func TestUplinkDelaysArrival(t *testing.T) {
 	})
 }
 
+// TestUplinkTailHoldsAShare checks the tail: about UplinkTailShare of the
+// requests arrive later than Uplink plus its jitter, by an exponential
+// extra of mean UplinkTail, and the rest as without it.
+func TestUplinkTailHoldsAShare(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1000
+		s := newServer(t, providertest.Config{Seed: 5, Uplink: time.Millisecond, UplinkJitter: time.Millisecond, UplinkTail: 4 * time.Millisecond, UplinkTailShare: 0.2})
+		var held int
+		var extra time.Duration
+		for range n {
+			time.Sleep(time.Millisecond - time.Duration(time.Now().UnixNano())%time.Millisecond) // send on a whole ms
+			arrival, _ := serverDelay(t, s)
+			if arrival < time.Millisecond {
+				t.Fatalf("arrived after %v, under the Uplink", arrival)
+			}
+			if arrival >= 2*time.Millisecond {
+				held++
+				extra += arrival - 2*time.Millisecond
+			}
+		}
+		// A held request whose extra rounds under the jitter's millisecond
+		// is not seen held: exp(-1ms/4ms) of them are, at a mean extra of 4ms.
+		if held < n*13/100 || held > n*23/100 {
+			t.Fatalf("%d of %d held past the jitter, want about 20%% x exp(-1/4) = 16%%", held, n)
+		}
+		if mean := extra / time.Duration(held); mean < 3*time.Millisecond || mean > 5*time.Millisecond {
+			t.Fatalf("held requests arrived %v past the jitter on average, want about 4ms (the exponential's mean)", mean)
+		}
+	})
+}
+
 // TestUplinkJitterRefusesAtTheRate is why the uplink exists: a client that
 // sends exactly at a burst-1 GCRA's rate is never refused when requests
 // arrive as sent, and is refused sometimes when they arrive jittered (a

@@ -47,6 +47,11 @@ func allClients(bin string) []client {
 			return inProcess(clients.Rate(mult*rw.rate(0, e.run)))(ctx, rw, e)
 		}
 	}
+	told := func(mult float64) func(context.Context, row, env) (string, error) {
+		return func(ctx context.Context, rw row, e env) (string, error) {
+			return inProcess(clients.Told(mult*rw.rate(0, e.run)))(ctx, rw, e)
+		}
+	}
 	return []client{
 		{"ohlcv-1", ohlcv(bin, 1), false, nil},
 		{"ohlcv-3", ohlcv(bin, 3), false, nil},
@@ -61,6 +66,13 @@ func allClients(bin string) []client {
 		{"rate0.8x", rate(0.8), true, nil},
 		{"rate0.9x", rate(0.9), true, nil},
 		{"rate0.95x", rate(0.95), true, nil},
+		// The most a client told the limit can reach when it honours
+		// every Retry-After for all its workers: the bound arrival jitter
+		// and the provider's pauses set on a row (see clients.Told).
+		{"told0.8x", told(0.8), true, nil},
+		{"told0.85x", told(0.85), true, nil},
+		{"told0.9x", told(0.9), true, nil},
+		{"told0.95x", told(0.95), true, nil},
 		// Processes sharing one provider through one PostgreSQL (make
 		// goodput-pg): 1, 3 and 8, and one of them killed mid-run.
 		{"pg-1", nil, true, &group{procs: 1}},

@@ -270,9 +270,10 @@ func TestQuotaHeaders(t *testing.T) {
 		wantPause time.Duration
 	}{
 		{"windowed success spreads Remaining over Reset (rounded up: less half a second)", forage.Success, window(300, 60*time.Second), 300 / 59.5, 0},
-		{"never above Limit/Window", forage.Success, window(300, 10*time.Second), 10, 0},
+		{"more left than Limit/Window spends by the reset (a window entered late): spent by the reset", forage.Success, window(300, 10*time.Second), 300 / 9.5, 0},
 		{"spent: pause until Reset", forage.Success, window(0, 7*time.Second), 10, 7 * time.Second},
-		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", forage.Throttled, window(300, 10*time.Second), 9, 0},
+		{"a refusal: capped at Limit/Window (a ceiling: no more slow start), then cut x0.9", forage.Throttled, window(50, 10*time.Second), 9, 0},
+		{"a refusal with more left than Limit/Window spends: capped at what does, then cut x0.9", forage.Throttled, window(300, 10*time.Second), 0.9 * 300 / 9.5, 0},
 		{"a permanent error ignores the ceiling", forage.Permanent, forage.Quota{Limit: 1, Remaining: 1, Reset: time.Second, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 0},
 		{"a permanent error still pauses", forage.Permanent, forage.Quota{Limit: 1, Reset: 3 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 40, 3 * time.Second},
 		{"no Window, not disproved: Remaining/Reset spends the window evenly", forage.Success, forage.Quota{Limit: 600, Remaining: 590, Reset: 30 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}, 590.0 / 29.5, 0},

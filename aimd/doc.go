@@ -364,9 +364,10 @@
 //     at 88-98% of its limit by the end).
 //
 // A [Signal.Quota] parsed from rate-limit headers paces directly. A windowed quota
-// (Limit per Window) caps the rate at Limit/Window and sets it to
-// Remaining/Reset on each success, which spends a fixed window evenly with
-// no refusal at all; without a Window the same is done while the successes
+// (Limit per Window) caps the rate at Limit/Window, or at Remaining/Reset
+// when more is left than the average spends by the reset (a window entered
+// late, a day's quota in its last hour), and sets it to Remaining/Reset on
+// each success, which spends a fixed window evenly with no refusal at all; without a Window the same is done while the successes
 // seen within Reset do not disprove a window of Limit. The headers are one
 // source among several, and may be one endpoint's or a lie: a declared
 // Limit/Window holds until another replaces it (raising or lowering it) or

@@ -76,7 +76,8 @@ func ExampleController_Snapshot_pause() {
 }
 
 // Rate-limit headers of a fixed window pace directly: the rest of the window
-// spread evenly, never above Limit/Window, and a pause when it is spent.
+// spread evenly, over Limit/Window only to spend what is left by the reset
+// (a window entered late), and a pause when it is spent.
 func ExampleSignal_quota() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c, _ := aimd.New(aimd.Config{})
@@ -91,7 +92,7 @@ func ExampleSignal_quota() {
 		Limit: 1200, Remaining: 600, Reset: 10 * time.Second, Window: time.Minute,
 		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true,
 	}})
-	fmt.Printf("%.0f/s\n", c.Snapshot().Rate) // capped at 1200/min
+	fmt.Printf("%.0f/s\n", c.Snapshot().Rate) // 600 left with 10s to go: spent by the reset, over 1200/min
 
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Quota: forage.Quota{
 		Limit: 1200, Remaining: 0, Reset: 7 * time.Second, Window: time.Minute,
@@ -100,7 +101,7 @@ func ExampleSignal_quota() {
 	fmt.Println("paused for", c.Snapshot().PausedUntil.Sub(now))
 	// Output:
 	// 15/s
-	// 20/s
+	// 63/s
 	// paused for 7s
 }
 

@@ -6,3 +6,6 @@ func ConfigOf(c *Controller) Config { return c.cfg }
 
 // EchoFloor is echoFloor, for the tests of package aimd_test.
 const EchoFloor = echoFloor
+
+// SpendOver is spendOver, for the tests of package aimd_test.
+var SpendOver = spendOver

@@ -77,7 +77,7 @@ func TestADeclarationLapses(t *testing.T) {
 	}
 	minute := forage.Quota{Limit: 60, Remaining: 59, Reset: time.Minute, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
-	minute.Limit, minute.Remaining = 600, 599
+	minute.Limit, minute.Remaining = 600, 590 // under what spends it evenly by the reset: the later word is the ceiling
 	c.ObserveAt(now, aimd.Signal{Class: forage.Success, Latency: 5 * time.Millisecond, Quota: minute})
 	if s := c.Snapshot(); s.Ceiling != 10 {
 		t.Fatalf("60 a minute, then 600 a minute declared: ceiling %v, want 10 (the later word)", s.Ceiling)

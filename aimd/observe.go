@@ -589,8 +589,10 @@ func (c *Controller) pause(until time.Time) {
 	}
 }
 
-// declare applies a Quota's declared quota, Limit/Window, as a ceiling the
-// rate never exceeds, until another declaration replaces it, raising it or
+// declare applies a Quota's declared quota, Limit/Window (or, when more is
+// left than that spends by the window's reset, what is left over what is
+// left of the window), as a ceiling the rate never exceeds, until another
+// declaration replaces it, raising it or
 // lowering it; a ceiling learned from refusals under it stays. A
 // declaration lapses after declareLapse successes in a row that declare
 // nothing: it was one endpoint's (an export allowed 10 an hour, on the host
@@ -599,6 +601,16 @@ func (c *Controller) pause(until time.Time) {
 // 20 seconds for good, and in its record across restarts.
 func (c *Controller) declare(kind forage.Class, h hint) {
 	d := h.ceiling()
+	if d > 0 && c.windowHint(h) {
+		// What is left spread over what is left of the window: more than
+		// its average once the window was entered late, or spent slowly
+		// so far. Capped at the average, the rest of a day's quota
+		// entered in its last hour went at a 24th of what spends it, and
+		// lapsed unused; spread evenly to the reset, it never overspends.
+		if over := spendOver(h.reset, h.left).Seconds(); over > 0 {
+			d = max(d, min(h.left/over, c.cfg.Max))
+		}
+	}
 	if d <= 0 {
 		if c.declared > 0 && kind == forage.Success && h.limit <= 0 {
 			if c.undeclared++; c.undeclared >= declareLapse {

@@ -362,6 +362,11 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 			switch {
 			case s.Class < forage.Permanent && limit > 0 && h.Window > 0:
 				capRate, undeclared = max(limit/h.Window.Seconds(), aimd.ConfigOf(c).Min), 0
+				if over := aimd.SpendOver(h.Reset, left).Seconds(); left > 0 && h.Reset > 0 && over > 0 && !math.IsInf(left, 1) {
+					// More left than the average spends by the reset:
+					// what is left, over what is left of the window.
+					capRate = max(capRate, min(left/over, aimd.ConfigOf(c).Max))
+				}
 			case capRate > 0 && s.Class == forage.Success && limit <= 0:
 				if undeclared++; undeclared == 3 {
 					capRate, undeclared = 0, 0

@@ -29,7 +29,9 @@ import (
 // A Quota with neither Remaining nor Limit and Used counts only so (a
 // Reset alone on a refusal), and not otherwise.
 //   - Limit and Window both set: a windowed quota. Limit/Window becomes a
-//     ceiling the rate never exceeds from then on, and on a Success the rate
+//     ceiling the rate never exceeds from then on (or what is left over
+//     what is left of the window, when that is more: a window entered
+//     late is spent by its reset, not left to lapse), and on a Success the rate
 //     is set to what is left over Reset (less half a second when Reset is in
 //     whole seconds, as providers round it up), which spends the rest of
 //     the window evenly. A Permanent response's Quota sets neither.

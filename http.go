@@ -255,6 +255,10 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     not depend on the two clocks agreeing;
 //   - Bybit's X-Bapi-Limit, X-Bapi-Limit-Status (what is left) and
 //     X-Bapi-Limit-Reset-Timestamp (a Unix time in milliseconds);
+//   - HubSpot's X-HubSpot-RateLimit-Max, -Remaining and
+//     -Interval-Milliseconds (the window), or, without them, its
+//     X-HubSpot-RateLimit-Secondly and -Secondly-Remaining (a window of a
+//     second). HubSpot sends no reset; its daily quota is not read;
 //   - Binance's X-MBX-USED-WEIGHT-<n><unit> (unit s, m, h or d): the weight
 //     used in that interval, as Used and Window. Binance does not send the
 //     limit. With several intervals, the shortest one is reported; a bare
@@ -283,6 +287,9 @@ func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
 	r.parseSeparate(h, &separateFamilies[0], now) // the IETF drafts, old and new, are one family
 	for i := 1; i < len(separateFamilies) && !r.known(); i++ {
 		r.parseSeparate(h, &separateFamilies[i], now)
+	}
+	if !r.known() {
+		r.parseHubSpot(h)
 	}
 	if !r.known() {
 		r.parseBinance(h)

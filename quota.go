@@ -218,6 +218,29 @@ var separateFamilies = [...]separateKeys{
 	{"X-Bapi-Limit", "X-Bapi-Limit-Status", "", "X-Bapi-Limit-Reset-Timestamp", ""},
 }
 
+// parseHubSpot reads HubSpot's headers: the quota of its rolling interval
+// (X-HubSpot-RateLimit-Max per -Interval-Milliseconds, -Remaining left),
+// or, without it, the quota per second (-Secondly, -Secondly-Remaining).
+// Each is read whole or not at all: a Remaining is never paired with the
+// other quota's limit.
+func (r *Quota) parseHubSpot(h http.Header) {
+	if limit := h.Get("X-Hubspot-Ratelimit-Max"); limit != "" {
+		r.setCount(&r.HasLimit, &r.Limit, firstNumber(limit))
+		r.setCount(&r.HasRemaining, &r.Remaining, firstNumber(h.Get("X-Hubspot-Ratelimit-Remaining")))
+		if ms, ok := parseNumber(firstNumber(h.Get("X-Hubspot-Ratelimit-Interval-Milliseconds"))); ok {
+			r.setWindowSeconds(ms / 1000)
+		}
+		return
+	}
+	if sec := h.Get("X-Hubspot-Ratelimit-Secondly"); sec != "" {
+		r.setCount(&r.HasLimit, &r.Limit, firstNumber(sec))
+		r.setCount(&r.HasRemaining, &r.Remaining, firstNumber(h.Get("X-Hubspot-Ratelimit-Secondly-Remaining")))
+		if r.HasLimit {
+			r.Window, r.HasWindow = time.Second, true
+		}
+	}
+}
+
 // binancePrefix is the canonical form of Binance's used-weight headers.
 const binancePrefix = "X-Mbx-Used-Weight"
 
@@ -328,8 +351,15 @@ func (r *Quota) setWindow(val string) {
 	if r.HasWindow {
 		return
 	}
-	secs, ok := parseNumber(val)
-	if !ok || secs < minWindow.Seconds() || secs > maxWindow.Seconds() {
+	if secs, ok := parseNumber(val); ok {
+		r.setWindowSeconds(secs)
+	}
+}
+
+// setWindowSeconds sets Window to secs, unless it is already known or secs
+// is not a believable window (see minWindow).
+func (r *Quota) setWindowSeconds(secs float64) {
+	if r.HasWindow || secs < minWindow.Seconds() || secs > maxWindow.Seconds() {
 		return
 	}
 	r.Window, r.HasWindow = secondsDuration(secs, maxWindow), true

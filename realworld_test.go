@@ -87,3 +87,48 @@ func TestBybitQuotaHeaders(t *testing.T) {
 		t.Fatalf("Bybit headers read as %+v, %v; want limit 120, 0 left, reset 1.5s", q, ok)
 	}
 }
+
+// HubSpot's rate-limit headers: the quota of its rolling interval (Max per
+// Interval-Milliseconds, Remaining left), or, from older APIs, the quota
+// per second. They were not read, and a quota HubSpot announces on every
+// answer was found by refusals.
+func TestHubSpotQuotaHeaders(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name        string
+		h           http.Header
+		limit, left float64
+		window      time.Duration
+	}{
+		{"interval", http.Header{
+			"X-Hubspot-Ratelimit-Max":                   {"190"},
+			"X-Hubspot-Ratelimit-Remaining":             {"187"},
+			"X-Hubspot-Ratelimit-Interval-Milliseconds": {"10000"},
+			"X-Hubspot-Ratelimit-Daily":                 {"1000000"},
+			"X-Hubspot-Ratelimit-Daily-Remaining":       {"999000"},
+			"X-Hubspot-Ratelimit-Secondly":              {"19"},
+			"X-Hubspot-Ratelimit-Secondly-Remaining":    {"0"},
+		}, 190, 187, 10 * time.Second},
+		{"secondly", http.Header{
+			"X-Hubspot-Ratelimit-Secondly":           {"10"},
+			"X-Hubspot-Ratelimit-Secondly-Remaining": {"9"},
+			"X-Hubspot-Ratelimit-Daily":              {"250000"},
+		}, 10, 9, time.Second},
+	} {
+		q, ok := forage.ParseQuota(c.h, now)
+		left, known := q.Left()
+		if !ok || q.Limit != c.limit || !known || left != c.left || q.Window != c.window || q.HasReset {
+			t.Errorf("HubSpot %s headers read as %+v, %v; want limit %v, %v left, window %v, no reset", c.name, q, ok, c.limit, c.left, c.window)
+		}
+	}
+	// Garbage is ignored, as in every family: no window, and a Remaining
+	// never paired with the other quota's limit.
+	q, _ := forage.ParseQuota(http.Header{
+		"X-Hubspot-Ratelimit-Max":                   {"100"},
+		"X-Hubspot-Ratelimit-Interval-Milliseconds": {"soon"},
+		"X-Hubspot-Ratelimit-Secondly-Remaining":    {"3"},
+	}, now)
+	if q.Limit != 100 || q.HasRemaining || q.HasWindow {
+		t.Errorf("HubSpot headers with a garbage interval and another quota's Remaining read as %+v; want limit 100 only", q)
+	}
+}

@@ -196,6 +196,7 @@ type Controller struct {
 	postCut     float64       // the rate the last cut set
 	kUp         float64       // climb coefficient below the ceiling, requests/s per s^3
 	declared    float64       // Limit/Window from a Quota; 0 = none
+	lateEnd     time.Time     // the end of the window whose cap what was left raised over Limit/Window (see declare)
 	declCeil    bool          // the ceiling is the declared quota's, not one learned from refusals
 	undeclared  int           // successes with no Quota since the last declaration (see declare)
 	loneAt      time.Time     // when the last 503 slow start let pass was sent (see refused); zero = none

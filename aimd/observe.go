@@ -80,7 +80,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		c.heldUntil = until
 	}
 	c.smooth(s)
-	c.declare(kind, h)
+	c.declare(now, kind, h)
 	// A share of the traffic, a spent window or a ban, or 503s found to
 	// be noise: the answers stop being one bucket's (see fitLog).
 	if !c.fits.off {
@@ -599,7 +599,7 @@ func (c *Controller) pause(until time.Time) {
 // of an API allowed 20 a second), or a lie; one answer's
 // "RateLimit-Policy: 1;w=31536000" held a provider at one request every
 // 20 seconds for good, and in its record across restarts.
-func (c *Controller) declare(kind forage.Class, h hint) {
+func (c *Controller) declare(now time.Time, kind forage.Class, h hint) {
 	d := h.ceiling()
 	if d > 0 && c.windowHint(h) {
 		// What is left spread over what is left of the window: more than
@@ -607,8 +607,19 @@ func (c *Controller) declare(kind forage.Class, h hint) {
 		// so far. Capped at the average, the rest of a day's quota
 		// entered in its last hour went at a 24th of what spends it, and
 		// lapsed unused; spread evenly to the reset, it never overspends.
-		if over := spendOver(h.reset, h.left).Seconds(); over > 0 {
-			d = max(d, min(h.left/over, c.cfg.Max))
+		// From a Reset of 2 s or more, and then to the end of that window
+		// (the same end, within the second a Reset's rounding blurs): "599
+		// of 600 a minute left, reset 1", out of the blue, is a bucket's
+		// next token, or a lie, not a window's end, and would have sent
+		// the rest at 1,200/s.
+		end := now.Add(h.reset)
+		if h.reset >= 2*time.Second || !c.lateEnd.IsZero() && end.Sub(c.lateEnd).Abs() <= time.Second {
+			if over := spendOver(h.reset, h.left).Seconds(); over > 0 && h.left/over > d {
+				d = min(h.left/over, c.cfg.Max)
+				if h.reset >= 2*time.Second {
+					c.lateEnd = end
+				}
+			}
 		}
 	}
 	if d <= 0 {

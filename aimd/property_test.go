@@ -325,6 +325,7 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 		}
 		now := t0
 		var capRate float64
+		var lateEnds []time.Time // the ends of windows whose cap what was left may have raised
 		undeclared := 0
 		for i := range rapid.IntRange(1, 100).Draw(t, "steps") {
 			var s aimd.Signal
@@ -362,10 +363,19 @@ func TestPropertyQuotaPausesAndCaps(t *testing.T) {
 			switch {
 			case s.Class < forage.Permanent && limit > 0 && h.Window > 0:
 				capRate, undeclared = max(limit/h.Window.Seconds(), aimd.ConfigOf(c).Min), 0
-				if over := aimd.SpendOver(h.Reset, left).Seconds(); left > 0 && h.Reset > 0 && over > 0 && !math.IsInf(left, 1) {
-					// More left than the average spends by the reset:
-					// what is left, over what is left of the window.
+				// More left than the average spends by the reset: what is
+				// left, over what is left of the window, from a Reset of
+				// 2 s or more, and then to that window's end.
+				end := now.Add(h.Reset)
+				late := h.Reset >= 2*time.Second
+				for _, e := range lateEnds {
+					late = late || end.Sub(e).Abs() <= time.Second
+				}
+				if over := aimd.SpendOver(h.Reset, left).Seconds(); left > 0 && h.Reset > 0 && late && over > 0 && !math.IsInf(left, 1) {
 					capRate = max(capRate, min(left/over, aimd.ConfigOf(c).Max))
+					if h.Reset >= 2*time.Second {
+						lateEnds = append(lateEnds, end)
+					}
 				}
 			case capRate > 0 && s.Class == forage.Success && limit <= 0:
 				if undeclared++; undeclared == 3 {

@@ -17,6 +17,9 @@ import (
 // overspent, and what is left is spent by the reset. Capped at the
 // declared Limit/Window, the rest of a day's quota entered in its last
 // hour was spent at a 24th of what was left, and lapsed unused.
+//
+// A Reset under 2 s does not raise the cap: a bucket's next token, or a
+// lie, told as a window's end (TestAShortResetDoesNotRaiseTheCap).
 func TestPropertyAWindowEnteredLateIsSpent(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -62,4 +65,21 @@ func TestPropertyAWindowEnteredLateIsSpent(t *testing.T) {
 			t.Fatalf("%d per %v, %d left %v before the reset: %d of them spent by the reset, want them all (97%%)", n, w, left, reset, spent)
 		}
 	})
+}
+
+// TestAShortResetDoesNotRaiseTheCap: "599 of 600 a minute left, reset in a
+// second" is a bucket's next token or a lie, not a window about to end: the
+// rate stays at Limit/Window, not 599 requests over half a second.
+func TestAShortResetDoesNotRaiseTheCap(t *testing.T) {
+	t.Parallel()
+	c, err := aimd.New(aimd.Config{Initial: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := forage.Quota{Limit: 600, Window: time.Minute, Remaining: 599, Reset: time.Second,
+		HasLimit: true, HasWindow: true, HasRemaining: true, HasReset: true}
+	c.ObserveAt(t0, aimd.Signal{Class: forage.Success, Sent: t0, Quota: q})
+	if r := c.Snapshot().Rate; r > 10 {
+		t.Fatalf("599 of 600 a minute left, reset in a second: rate %v, want at most 10 (Limit/Window)", r)
+	}
 }

@@ -249,8 +249,10 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     RateLimit-Policy ("100;w=60" or "default";q=100;w=60), and the older
 //     separate RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset;
 //   - X-RateLimit-Limit, -Remaining, -Used, -Reset and -Reset-After, and
-//     Twitter's X-Rate-Limit-* spelling. A Reset above 1e9 is a Unix time
-//     in seconds (above 1e12, in milliseconds); below, delta seconds.
+//     Twitter's X-Rate-Limit-* spelling (Zendesk's limit as X-Rate-Limit).
+//     A Reset above 1e9 is a Unix time in seconds (above 1e12, in
+//     milliseconds); below, delta seconds; a date (RFC 3339, Atlassian's
+//     to the minute, or an HTTP date) is the time of the reset.
 //     Reset-After (always delta seconds) wins over Reset, as a delta does
 //     not depend on the two clocks agreeing;
 //   - Bybit's X-Bapi-Limit, X-Bapi-Limit-Status (what is left) and
@@ -259,6 +261,8 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     -Interval-Milliseconds (the window), or, without them, its
 //     X-HubSpot-RateLimit-Secondly and -Secondly-Remaining (a window of a
 //     second). HubSpot sends no reset; its daily quota is not read;
+//   - Salesforce's Sforce-Limit-Info "api-usage=25/5000": Used and Limit
+//     of a rolling day, with no reset;
 //   - Binance's X-MBX-USED-WEIGHT-<n><unit> (unit s, m, h or d): the weight
 //     used in that interval, as Used and Window. Binance does not send the
 //     limit. With several intervals, the shortest one is reported; a bare
@@ -290,6 +294,9 @@ func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
 	}
 	if !r.known() {
 		r.parseHubSpot(h)
+	}
+	if !r.known() {
+		r.parseSalesforce(h)
 	}
 	if !r.known() {
 		r.parseBinance(h)

@@ -183,7 +183,11 @@ func (r *Quota) parsePolicy(v, name string) {
 // "100, 100;w=60, 1000;w=3600"): the first number is the limit, and the
 // window is that of the first policy with the same quota.
 func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) {
-	if v := h.Get(keys.limit); v != "" {
+	v := h.Get(keys.limit)
+	if v == "" && keys.limitAlt != "" {
+		v = h.Get(keys.limitAlt)
+	}
+	if v != "" {
 		limit := firstNumber(v)
 		r.setCount(&r.HasLimit, &r.Limit, limit)
 		for v != "" && !r.HasWindow {
@@ -202,20 +206,21 @@ func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) 
 	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && !r.HasReset {
 		r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
 	}
-	r.setReset(firstNumber(h.Get(keys.reset)), now)
+	r.setReset(h.Get(keys.reset), now)
 }
 
 // separateKeys names one family of separate rate-limit headers, in
 // canonical form so that looking them up allocates nothing.
-type separateKeys struct{ limit, remaining, used, reset, resetAfter string }
+type separateKeys struct{ limit, limitAlt, remaining, used, reset, resetAfter string }
 
 // separateFamilies are the families of separate headers, by precedence.
 var separateFamilies = [...]separateKeys{
-	{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Used", "Ratelimit-Reset", "Ratelimit-Reset-After"},
-	{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Used", "X-Ratelimit-Reset", "X-Ratelimit-Reset-After"},
-	{"X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Used", "X-Rate-Limit-Reset", "X-Rate-Limit-Reset-After"},
+	{"Ratelimit-Limit", "", "Ratelimit-Remaining", "Ratelimit-Used", "Ratelimit-Reset", "Ratelimit-Reset-After"},
+	{"X-Ratelimit-Limit", "", "X-Ratelimit-Remaining", "X-Ratelimit-Used", "X-Ratelimit-Reset", "X-Ratelimit-Reset-After"},
+	// Twitter's spelling; Zendesk's limit is X-Rate-Limit itself.
+	{"X-Rate-Limit-Limit", "X-Rate-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Used", "X-Rate-Limit-Reset", "X-Rate-Limit-Reset-After"},
 	// Bybit: the limit, what is left, and the reset as a Unix time in ms.
-	{"X-Bapi-Limit", "X-Bapi-Limit-Status", "", "X-Bapi-Limit-Reset-Timestamp", ""},
+	{"X-Bapi-Limit", "", "X-Bapi-Limit-Status", "", "X-Bapi-Limit-Reset-Timestamp", ""},
 }
 
 // parseHubSpot reads HubSpot's headers: the quota of its rolling interval
@@ -238,6 +243,32 @@ func (r *Quota) parseHubSpot(h http.Header) {
 		if r.HasLimit {
 			r.Window, r.HasWindow = time.Second, true
 		}
+	}
+}
+
+// parseSalesforce reads Salesforce's Sforce-Limit-Info, whose api-usage
+// item is the organisation's calls used and allowed over a rolling day
+// ("api-usage=25/5000"; items such as per-app-api-usage are not the
+// org's quota). It gives no reset and no window: the day rolls.
+func (r *Quota) parseSalesforce(h http.Header) {
+	v := h.Get("Sforce-Limit-Info")
+	for v != "" {
+		var item string
+		item, v, _ = strings.Cut(v, ",")
+		key, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(key), "api-usage") {
+			continue
+		}
+		used, limit, ok := strings.Cut(strings.TrimSpace(val), "/")
+		if !ok {
+			return
+		}
+		u, okU := parseNumber(strings.TrimSpace(used))
+		l, okL := parseNumber(strings.TrimSpace(limit))
+		if okU && okL {
+			r.Used, r.HasUsed, r.Limit, r.HasLimit = u, true, l, true
+		}
+		return
 	}
 }
 
@@ -321,14 +352,20 @@ func (r *Quota) setCount(has *bool, dst *float64, val string) {
 	}
 }
 
-// setReset sets Reset from delta seconds or a Unix time (see ParseQuota),
-// unless it is already known or val is not a number.
+// setReset sets Reset from delta seconds or a Unix time (the first member
+// of a list value), or a date (see ParseQuota), unless it is already known
+// or val is none of those.
 func (r *Quota) setReset(val string, now time.Time) {
 	if r.HasReset {
 		return
 	}
-	secs, ok := parseNumber(val)
+	secs, ok := parseNumber(firstNumber(val))
 	if !ok {
+		t, isDate := parseResetDate(strings.TrimSpace(val))
+		if !isDate {
+			return
+		}
+		r.Reset, r.HasReset = untilCapped(t, now), true
 		return
 	}
 	// A Unix time within a year of now is one whatever the thresholds: a
@@ -354,6 +391,29 @@ func (r *Quota) setWindow(val string) {
 	if secs, ok := parseNumber(val); ok {
 		r.setWindowSeconds(secs)
 	}
+}
+
+// resetDateLayouts are the dates a Reset may be given as, besides HTTP's
+// own (see parseResetDate): RFC 3339, and Jira's to the minute.
+var resetDateLayouts = [...]string{time.RFC3339Nano, "2006-01-02T15:04Z07:00"}
+
+// parseResetDate parses a Reset given as a date rather than a number:
+// RFC 3339 (Atlassian's "2024-01-01T12:34Z", to the minute, too) or an
+// HTTP date (RFC 1123). Only a value that starts with a digit or a letter
+// and holds a date separator is tried, so a garbage number costs nothing.
+func parseResetDate(val string) (time.Time, bool) {
+	if len(val) < len("2006-01-02T15:04Z") || !strings.ContainsAny(val, "-,") {
+		return time.Time{}, false
+	}
+	for _, layout := range resetDateLayouts {
+		if t, err := time.Parse(layout, val); err == nil {
+			return t, true
+		}
+	}
+	if t, err := http.ParseTime(val); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
 }
 
 // setWindowSeconds sets Window to secs, unless it is already known or secs

@@ -132,3 +132,55 @@ func TestHubSpotQuotaHeaders(t *testing.T) {
 		t.Errorf("HubSpot headers with a garbage interval and another quota's Remaining read as %+v; want limit 100 only", q)
 	}
 }
+
+// Salesforce's Sforce-Limit-Info: the organisation's calls used and allowed
+// over a rolling day, on every answer; over it, a 403. Unread, the 403 was
+// a permanent failure, and the calls went on at the learned rate: 613
+// refused in 30 s against a quota already spent.
+func TestSalesforceQuotaHeader(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	q, ok := forage.ParseQuota(http.Header{"Sforce-Limit-Info": {"api-usage=10018/100000, per-app-api-usage=17/250(appName=sample)"}}, now)
+	if left, known := q.Left(); !ok || q.Used != 10018 || q.Limit != 100000 || !known || left != 89982 || q.HasReset || q.HasWindow {
+		t.Errorf("Sforce-Limit-Info read as %+v, %v; want 10018 used of 100000, no reset, no window", q, ok)
+	}
+	o := forage.FromHTTP(&http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"Sforce-Limit-Info": {"api-usage=100000/100000"}}}, nil)
+	if c := o.Class(); c != forage.Throttled {
+		t.Errorf("a 403 with the day's calls spent: class %v, want throttled", c)
+	}
+	for _, v := range []string{"per-app-api-usage=17/250(appName=sample)", "api-usage=many/100000", "api-usage=5"} {
+		if q, ok := forage.ParseQuota(http.Header{"Sforce-Limit-Info": {v}}, now); ok {
+			t.Errorf("Sforce-Limit-Info %q read as %+v; want nothing (no org api-usage count)", v, q)
+		}
+	}
+}
+
+// Zendesk names its limit X-Rate-Limit, beside X-Rate-Limit-Remaining;
+// Atlassian gives X-RateLimit-Reset as a date to the minute, and others as
+// an HTTP date. Each was dropped.
+func TestZendeskLimitAndDateResets(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 30, 0, time.UTC)
+	q, _ := forage.ParseQuota(http.Header{"X-Rate-Limit": {"700"}, "X-Rate-Limit-Remaining": {"699"}}, now)
+	if left, known := q.Left(); q.Limit != 700 || !known || left != 699 {
+		t.Errorf("Zendesk's X-Rate-Limit read as %+v; want limit 700, 699 left", q)
+	}
+	for _, c := range []struct {
+		reset string
+		want  time.Duration
+	}{
+		{"2026-12-02T12:02Z", 90 * time.Second},
+		{"2026-12-02T12:02:00Z", 90 * time.Second},
+		{"2026-12-02T13:02:00+01:00", 90 * time.Second},
+		{"Wed, 02 Dec 2026 12:02:00 GMT", 90 * time.Second},
+		{"2026-12-02T11:00Z", 0}, // past: 0
+		{"2026-13-02T12:02Z", -1},
+		{"soon-ish, maybe", -1},
+	} {
+		q, _ := forage.ParseQuota(http.Header{"X-Ratelimit-Limit": {"350"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {c.reset}}, now)
+		switch {
+		case c.want < 0 && q.HasReset:
+			t.Errorf("reset %q read as %v; want none", c.reset, q.Reset)
+		case c.want >= 0 && (!q.HasReset || q.Reset != c.want):
+			t.Errorf("reset %q read as %v (known %v); want %v", c.reset, q.Reset, q.HasReset, c.want)
+		}
+	}
+}

@@ -403,7 +403,11 @@ func (c *Controller) success(now, sent time.Time, s Signal, h hint) {
 		return
 	}
 	if c.windowHint(h) {
-		spend := c.clamp(h.left / spendOver(h.reset, h.left).Seconds())
+		// Over the time to the reset and a round trip: what is left
+		// leaves out the requests in flight, rate x round trip of them.
+		// (Spread over the reset alone, a window met late with 1,200
+		// left ran out before its end, and those were refused.)
+		spend := c.clamp(h.left / (spendOver(h.reset, h.left).Seconds() + c.latency))
 		c.hintPlenty = h.left >= plentyLeft*h.limit
 		if !c.quotaLied {
 			c.rate, c.hinted = spend, true // spend the window evenly, from its first answer
@@ -614,7 +618,7 @@ func (c *Controller) declare(now time.Time, kind forage.Class, h hint) {
 		// the rest at 1,200/s.
 		end := now.Add(h.reset)
 		if h.reset >= 2*time.Second || !c.lateEnd.IsZero() && end.Sub(c.lateEnd).Abs() <= time.Second {
-			if over := spendOver(h.reset, h.left).Seconds(); over > 0 && h.left/over > d {
+			if over := spendOver(h.reset, h.left).Seconds() + c.latency; over > 0 && h.left/over > d { // a round trip too: see success
 				d = min(h.left/over, c.cfg.Max)
 				if h.reset >= 2*time.Second {
 					c.lateEnd = end

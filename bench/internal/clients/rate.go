@@ -29,32 +29,40 @@ func Rate(guess float64) Func {
 
 // Told returns the best a client told the limit can do against a provider
 // that answers a refusal with a pause: the workers share one rate.Limiter
-// at guess (requests/s, burst 1), and a refusal's Retry-After (1s if none)
-// holds every worker, not only the one refused, until it ends; the workers
-// then go on one interval apart. It measures what a provider's pause costs
-// on top of arrival jitter when the limit is known: its goodput over a run
-// is the most a client honouring every Retry-After can reach at that
-// pacing on this machine.
+// at guess (requests/s, burst 1), and a refusal's Retry-After (1s if none),
+// counted from when the refusal came back, holds every worker, not only the
+// one refused, until it ends; the limiter then sends them on one interval
+// apart. It measures what a provider's pause costs on top of arrival jitter
+// when the limit is known: its goodput over a run is the most a client
+// honouring every Retry-After can reach at that pacing on this machine.
 func Told(guess float64) Func {
 	return func(ctx context.Context, rt http.RoundTripper, url string, workers int) {
 		lim := rate.NewLimiter(rate.Limit(guess), 1)
-		var mu sync.Mutex // held while waiting for the pause and the limiter, so sends go out paced after a pause
-		var until time.Time
+		var mu sync.Mutex
+		var until time.Time // no request before it
+		paused := func() time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			return time.Until(until)
+		}
 		each(workers, func(limit int) {
-			for n := 0; n < limit && ctx.Err() == nil; n++ {
-				mu.Lock()
-				if d := time.Until(until); d > 0 {
-					sleep(ctx, d) // the limiter's burst of 1 banks one request over the pause: it goes at the pause's end
+			for n := 0; n < limit && ctx.Err() == nil; {
+				if d := paused(); d > 0 {
+					sleep(ctx, d)
+					continue
 				}
-				err := lim.Wait(ctx)
-				mu.Unlock()
-				if err != nil {
+				if lim.Wait(ctx) != nil {
 					return
 				}
+				if paused() > 0 {
+					continue // a refusal came back while this worker waited for its slot
+				}
+				n++
 				resp, err := Get(ctx, rt, url)
 				if err == nil && Refusal(resp.StatusCode) {
+					t := time.Now().Add(RetryAfter(resp, time.Second))
 					mu.Lock()
-					if t := time.Now().Add(RetryAfter(resp, time.Second)); t.After(until) {
+					if t.After(until) {
 						until = t
 					}
 					mu.Unlock()

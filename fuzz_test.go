@@ -56,6 +56,34 @@ func FuzzParseQuota(f *testing.F) {
 	})
 }
 
+// FuzzParseQuotaVendors is FuzzParseQuota for the vendors' own families:
+// HubSpot's, Salesforce's Sforce-Limit-Info, Zendesk's X-Rate-Limit, and
+// resets given as dates.
+func FuzzParseQuotaVendors(f *testing.F) {
+	f.Add("190", "187", "10000", "api-usage=10018/100000", "2026-12-02T12:02Z")
+	f.Add("10", "", "1e400", "api-usage=5/", "Wed, 02 Dec 2026 12:02:00 GMT")
+	f.Add("-1", "nan", "0.0001", "api-usage=/, api-usage=1/2", "2026-13-45T99:99Z")
+	f.Add("", "", "", "per-app-api-usage=1/2(appName=x)", "9999-12-31T23:59:59.999999999Z")
+	f.Fuzz(func(t *testing.T, limit, remaining, interval, sforce, reset string) {
+		h := http.Header{}
+		h.Set("X-HubSpot-RateLimit-Max", limit)
+		h.Set("X-HubSpot-RateLimit-Remaining", remaining)
+		h.Set("X-HubSpot-RateLimit-Interval-Milliseconds", interval)
+		h.Set("X-HubSpot-RateLimit-Secondly", remaining)
+		h.Set("Sforce-Limit-Info", sforce)
+		checkQuota(t, h)
+		h = http.Header{}
+		h.Set("X-Rate-Limit", limit)
+		h.Set("X-Rate-Limit-Remaining", remaining)
+		h.Set("X-Rate-Limit-Reset", reset)
+		checkQuota(t, h)
+		h = http.Header{}
+		h.Set("Sforce-Limit-Info", sforce)
+		h.Set("RateLimit-Reset", reset)
+		checkQuota(t, h)
+	})
+}
+
 func checkQuota(t *testing.T, h http.Header) {
 	t.Helper()
 	r, ok := forage.ParseQuota(h, rlNow)

@@ -49,18 +49,17 @@ func lateRun(t *testing.T, seed uint64, n int, w, enter, latency time.Duration) 
 	end := t0.Add(enter) // the window's true end
 	var answers lateAnswers
 	count := 0
-	now, next := t0, t0
+	next := t0
 	for {
 		if answers.Len() > 0 && !answers[0].at.After(next) {
 			a := heap.Pop(&answers).(lateAnswer)
-			now = a.at
-			c.ObserveAt(now, a.s)
+			c.ObserveAt(a.at, a.s)
 			continue
 		}
 		if !next.Before(end) {
 			return served, refused // what is still on its way was judged already
 		}
-		now = next
+		now := next
 		if pu := c.Snapshot().PausedUntil; pu.After(now) {
 			next = pu
 			continue

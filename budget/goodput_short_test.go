@@ -45,7 +45,7 @@ const uplinkJitter = 800 * time.Microsecond
 // the benchmark at once held them (a third of a millisecond at the median,
 // 1-3% over 3 ms, a few per thousand over 10 ms). There, a client told the
 // limit and honouring every pause, pacing at 0.85, 0.9 and 0.95 of 17/s
-// with no burst, got 85%, 84-90% and 66% of it (make goodput-http -clients
+// with no burst, got 82-85%, 71-84% and 62-66% of it (make goodput-http -clients
 // told0.85x,told0.9x,told0.95x), and the rows of this table over five
 // seeds came within a few points of the real-time ones measured the same
 // day (17/s burst 1: 74% here, 70-78% there; the ban: 76%, 77-82%; 5%

@@ -108,8 +108,8 @@ type Config struct {
 	// after they are sent at the median, but 1-3% of them 3-10 ms late and
 	// a few per thousand 10-30 ms late, and against a limit that allows no
 	// burst each such hold is a refusal for the request sent after it,
-	// however far under the limit the client paces (a client told the
-	// limit, pacing at 0.9 of it, was refused 0.5%; at 0.95, 3%).
+	// even when the client paces under the limit (a client told the
+	// limit, pacing at 0.9 of it, was refused 0.5-1.9%; at 0.95, 3%).
 	// About 3% at a mean of 3 ms matches that machine. Must be >= 0.
 	// Defaults to 0: no tail, and no random draw.
 	UplinkTail time.Duration

@@ -193,7 +193,11 @@ func runShort(t *testing.T, row shortRow, jitter sendJitter) shortResult {
 			oks = append(oks, time.Since(start))
 			mu.Unlock()
 		})
-		drive(ctx, p, row.workers, attempt)
+		workers := row.workers
+		if n, _ := strconv.Atoi(os.Getenv("SHORT_WORKERS")); n > 0 {
+			workers = n // SHORT_WORKERS=n: n workers on every row
+		}
+		drive(ctx, p, workers, attempt)
 		st := srv.Stats()
 		res = shortResult{
 			goodput: float64(st.OK) / (row.rate * run.Seconds()),
@@ -259,7 +263,8 @@ func firstSustained(times []time.Duration, n float64) time.Duration {
 // most 1% refused; 90% of the limit within 3s) are those of make
 // goodput-http; the table shows how far each row is from them. Run it with
 // -v to see both tables; SHORT_ROW=<substring> runs matching rows only,
-// SHORT_SEEDS=n averages n seeds per row, and SHORT_TRACE=1 logs every cut
+// SHORT_SEEDS=n averages n seeds per row, SHORT_WORKERS=n runs every row
+// with n workers (1 for a lone stream), and SHORT_TRACE=1 logs every cut
 // and pause to stderr (SHORT_TRACE=debug every rate change too).
 func TestGoodputShort(t *testing.T) {
 	t.Parallel()

@@ -218,6 +218,7 @@ type Controller struct {
 	latencyMin  float64       // lowest Success latency seen, seconds
 	latencyHot  bool          // in a latency episode: above target, not yet back halfway
 	recent      latencyRing   // the latencies of the last successes, for the arrival jitter
+	tail        latencyTail   // the highest latency of the last minute, for the ban guard
 	quota       quotaMeter
 	hist        rateHistory   // recent rates, to date a refused request's rate
 	exitTop     float64       // the rate slow start overshot at, until an echo confirms it

@@ -256,12 +256,16 @@
 //     three or four refused requests, and each overshoot after it one
 //     more), until they age out, the rate
 //     keeps twice the arrival jitter the latencies show under the
-//     ceiling's interval (at least half the ceiling), when slow start met
+//     ceiling's interval, or twice the longest hold of the minute when
+//     that is more (at least half the ceiling), when slow start met
 //     a provider with little or no allowance (fewer than ten admitted
 //     before its first refusal; an allowance absorbs the jitter). The next
 //     refusal may be the fifth a provider bans at: at 8/s with 25-30 ms of
 //     arrival jitter, a cut to 0.9 of the refused rate sat within the
-//     jitter of the limit and drew it, and the ban, in 4-6 runs of 24. Not
+//     jitter of the limit and drew it, and the ban, in 4-6 runs of 24;
+//     at twice the 95th percentile of the last latencies, the one request
+//     in a thousand that a busy machine holds 20 ms on its way drew it in
+//     3 of 40 five-minute runs at 15/s (11 of 40 with longer holds). Not
 //     once five requests were refused within the minute with no ban (the
 //     provider does not ban at five), nor for 503s found to be noise. A
 //     controller with too few latencies of its own to read the jitter from

@@ -79,7 +79,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	if !echo && until.After(c.heldUntil) {
 		c.heldUntil = until
 	}
-	c.smooth(s)
+	c.smooth(now, s)
 	c.declare(now, kind, h)
 	// A share of the traffic, a spent window or a ban, or 503s found to
 	// be noise: the answers stop being one bucket's (see fitLog).
@@ -695,13 +695,14 @@ const quotaTopShare = 0.85
 
 // smooth folds s.Latency into the smoothed latency. Only a Success may pull
 // it down: a fast refusal is not evidence of a healthy provider.
-func (c *Controller) smooth(s Signal) {
+func (c *Controller) smooth(now time.Time, s Signal) {
 	if s.Latency <= 0 {
 		return
 	}
 	x := s.Latency.Seconds()
 	if s.Class == forage.Success {
 		c.recent.add(x)
+		c.tail.add(now, x)
 		if c.latencyMin == 0 || x < c.latencyMin {
 			c.latencyMin = x
 		}
@@ -725,6 +726,49 @@ type latencyRing struct {
 func (r *latencyRing) add(x float64) {
 	r.at[r.n%len(r.at)] = float32(x)
 	r.n++
+}
+
+// latencyTail keeps the highest latency of the successes of each of the
+// last few slots of tailSlot, so the highest of the last refusal window:
+// the rare long hold a busy machine's network stack gives one request in
+// tens or hundreds, which the ring's 95th percentile does not see. Not
+// safe for concurrent use; the Controller's mutex guards it.
+type latencyTail struct {
+	at   [tailSlots]float32
+	slot [tailSlots]int64 // the slot each holds, as time since the epoch / tailSlot
+}
+
+// tailSlot and tailSlots: latencyTail keeps the last tailSlots slots of
+// tailSlot each, one more than a refusal window holds.
+const (
+	tailSlot  = 10 * time.Second
+	tailSlots = int(refusalWindow/tailSlot) + 1
+)
+
+// add records a success's latency x, answered at now.
+func (t *latencyTail) add(now time.Time, x float64) {
+	n := now.UnixNano() / int64(tailSlot)
+	i := int(n % int64(tailSlots))
+	if i < 0 {
+		i += tailSlots
+	}
+	if t.slot[i] != n {
+		t.slot[i], t.at[i] = n, 0
+	}
+	t.at[i] = max(t.at[i], float32(x))
+}
+
+// high returns the highest latency answered within refusalWindow before
+// now, or 0.
+func (t *latencyTail) high(now time.Time) float64 {
+	n := now.UnixNano() / int64(tailSlot)
+	hi := float32(0)
+	for i, s := range t.slot {
+		if s > n-int64(tailSlots) && s <= n {
+			hi = max(hi, t.at[i])
+		}
+	}
+	return float64(hi)
 }
 
 // high returns the second highest latency of the ring (of 32: about the
@@ -751,7 +795,19 @@ func (r *latencyRing) high() float64 {
 // the way back shows in the latency as one on the way out does; the two
 // cannot be told apart, so the spread is taken whole.
 func (c *Controller) arrivalJitter() time.Duration {
-	if hi := c.recent.high(); hi > c.latencyMin {
+	return c.jitterOver(c.recent.high())
+}
+
+// tailJitter is arrivalJitter from the highest latency of the last
+// refusal window (see latencyTail), not its 95th percentile: the longest
+// hold on the way that window showed.
+func (c *Controller) tailJitter(now time.Time) time.Duration {
+	return c.jitterOver(c.tail.high(now))
+}
+
+// jitterOver returns how much the latency hi is over the lowest seen.
+func (c *Controller) jitterOver(hi float64) time.Duration {
+	if hi > c.latencyMin {
 		return time.Duration((hi - c.latencyMin) * float64(time.Second))
 	}
 	return 0

@@ -247,7 +247,7 @@ func (c *Controller) Restore(s State) error {
 		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed
 	}
 	if c.guarded(now, 0) {
-		c.rate = c.clamp(min(c.rate, c.banSafe())) // a rate another process set, under the ban guard too
+		c.rate = c.clamp(min(c.rate, c.banSafe(now))) // a rate another process set, under the ban guard too
 	}
 	c.postCut = c.rate
 	// A fresh controller restored under its cold start, with no confirmed

@@ -186,6 +186,9 @@ func runShort(t *testing.T, row shortRow, jitter sendJitter) shortResult {
 		var mu sync.Mutex
 		var oks []time.Duration
 		run := cmp.Or(row.run, shortRun)
+		if d, err := time.ParseDuration(os.Getenv("SHORT_RUN")); err == nil && d > 0 {
+			run = d // SHORT_RUN=2m: every row that long
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), run)
 		defer cancel()
 		attempt := simAttempt(rt, func() {
@@ -264,7 +267,9 @@ func firstSustained(times []time.Duration, n float64) time.Duration {
 // goodput-http; the table shows how far each row is from them. Run it with
 // -v to see both tables; SHORT_ROW=<substring> runs matching rows only,
 // SHORT_SEEDS=n averages n seeds per row, SHORT_WORKERS=n runs every row
-// with n workers (1 for a lone stream), and SHORT_TRACE=1 logs every cut
+// with n workers (1 for a lone stream), SHORT_RUN=5m runs every row that
+// long (a halving row still halves at 15 s, and its goodput is then off),
+// and SHORT_TRACE=1 logs every cut
 // and pause to stderr (SHORT_TRACE=debug every rate change too).
 func TestGoodputShort(t *testing.T) {
 	t.Parallel()

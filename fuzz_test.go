@@ -57,8 +57,8 @@ func FuzzParseQuota(f *testing.F) {
 }
 
 // FuzzParseQuotaVendors is FuzzParseQuota for the vendors' own families:
-// HubSpot's, Salesforce's Sforce-Limit-Info, Zendesk's X-Rate-Limit, and
-// resets given as dates.
+// HubSpot's, Salesforce's Sforce-Limit-Info, Zendesk's X-Rate-Limit,
+// Shopify's X-Shopify-Shop-Api-Call-Limit, and resets given as dates.
 func FuzzParseQuotaVendors(f *testing.F) {
 	f.Add("190", "187", "10000", "api-usage=10018/100000", "2026-12-02T12:02Z")
 	f.Add("10", "", "1e400", "api-usage=5/", "Wed, 02 Dec 2026 12:02:00 GMT")
@@ -80,6 +80,9 @@ func FuzzParseQuotaVendors(f *testing.F) {
 		h = http.Header{}
 		h.Set("Sforce-Limit-Info", sforce)
 		h.Set("RateLimit-Reset", reset)
+		checkQuota(t, h)
+		h = http.Header{}
+		h.Set("X-Shopify-Shop-Api-Call-Limit", remaining+"/"+limit)
 		checkQuota(t, h)
 	})
 }

@@ -263,6 +263,10 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     second). HubSpot sends no reset; its daily quota is not read;
 //   - Salesforce's Sforce-Limit-Info "api-usage=25/5000": Used and Limit
 //     of a rolling day, with no reset;
+//   - Shopify's X-Shopify-Shop-Api-Call-Limit "32/40": Used and Limit of
+//     its REST Admin API's leaky bucket, with a Window of 20 s, the time
+//     the bucket takes to leak whole (40 at 2/s, 80 at 4/s), so that
+//     Limit/Window is the rate it leaks at; no reset;
 //   - Binance's X-MBX-USED-WEIGHT-<n><unit> (unit s, m, h or d): the weight
 //     used in that interval, as Used and Window. Binance does not send the
 //     limit. With several intervals, the shortest one is reported; a bare
@@ -297,6 +301,9 @@ func ParseQuota(h http.Header, now time.Time) (Quota, bool) {
 	}
 	if !r.known() {
 		r.parseSalesforce(h)
+	}
+	if !r.known() {
+		r.parseShopify(h)
 	}
 	if !r.known() {
 		r.parseBinance(h)

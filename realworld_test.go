@@ -184,3 +184,24 @@ func TestZendeskLimitAndDateResets(t *testing.T) {
 		}
 	}
 }
+
+// Shopify's REST Admin API says how full its leaky bucket is on every
+// answer, X-Shopify-Shop-Api-Call-Limit: 32/40 (the calls in the bucket,
+// its size); the bucket leaks whole in 20 s (40 at 2/s, 80 at 4/s). It was
+// not read. Read, it allocates nothing, as every family.
+func TestShopifyCallLimitHeader(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	h := http.Header{"X-Shopify-Shop-Api-Call-Limit": {"32/40"}}
+	q, ok := forage.ParseQuota(h, now)
+	if left, known := q.Left(); !ok || q.Used != 32 || q.Limit != 40 || q.Window != 20*time.Second || !known || left != 8 || q.HasReset {
+		t.Errorf("X-Shopify-Shop-Api-Call-Limit: 32/40 read as %+v, %v; want 32 used of 40, a window of 20 s, no reset", q, ok)
+	}
+	if n := testing.AllocsPerRun(100, func() { forage.ParseQuota(h, now) }); n != 0 {
+		t.Errorf("ParseQuota of Shopify's header allocates %v times; want 0", n)
+	}
+	for _, v := range []string{"32", "32/", "/40", "32/0", "many/40", "-1/40", "32/40/80"} {
+		if q, ok := forage.ParseQuota(http.Header{"X-Shopify-Shop-Api-Call-Limit": {v}}, now); ok {
+			t.Errorf("X-Shopify-Shop-Api-Call-Limit %q read as %+v; want nothing", v, q)
+		}
+	}
+}

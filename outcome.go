@@ -26,7 +26,9 @@ import (
 // body says what it means by marking the error with [Mark]: [Transient] (a
 // truncated body: retry) or [Permanent] (a schema the code cannot read: do
 // not retry). An unmarked error that is not a network error counts as
-// permanent.
+// permanent. An error that classifies itself, with a method
+// Class() Class (the budget package's *Error: a request its budget
+// refused to send), counts as marked so.
 type Outcome struct {
 	// Status is the HTTP status code, 0 when there was no response or the
 	// attempt is not HTTP.
@@ -138,13 +140,22 @@ func (o Outcome) spent() bool {
 	return o.RetryAfter > 0 || ok && left < 1
 }
 
-// marked returns the class a host gave err with [Mark]. It is a function
-// of its own so the success path does not allocate the target errors.As
-// needs.
+// marked returns the class a host gave err with [Mark], or that an error
+// in its tree gives itself with a Class method (a budget package's stop:
+// a request its budget refused to send, a pause or a spent quota, is a
+// refusal, not the permanent failure of an error of unknown kind). It is
+// a function of its own so the success path does not allocate the targets
+// errors.As needs.
 func marked(err error) (Class, bool) {
 	var m *markedError
 	if errors.As(err, &m) {
 		return m.class, true
+	}
+	var self interface{ Class() Class }
+	if errors.As(err, &self) {
+		if c := self.Class(); c != Success && c <= Canceled {
+			return c, true
+		}
 	}
 	return 0, false
 }

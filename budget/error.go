@@ -90,6 +90,44 @@ func (e *Error) Timeout() bool {
 	return errors.As(e.Err, &t) && t.Timeout()
 }
 
+// Class returns the class of an attempt that met this stop, which
+// [forage.Outcome.Class] reads from an error that has it: the answer of
+// forage.FromHTTP(resp, err) to a [Transport]'s error, out of any
+// [Provider.Do]. A call stopped by the provider's pressure (throttled, a
+// spent quota, a ban, an operator's pause) is [forage.Throttled]: a
+// refusal, to send again at Until; an open breaker is [forage.Overloaded];
+// a spent request cap is [forage.Canceled] (the run's own end, nothing of
+// the provider); a failed pacer is [forage.Transient]. Any other stop is
+// the class of its last attempt's status and error, and
+// [forage.Permanent] with neither. (Read as an error of unknown kind, a
+// request the budget refused to send during a provider's pause was a
+// permanent failure: 95 in 2 minutes of a host's loop, each a URL given up.)
+func (e *Error) Class() forage.Class {
+	switch e.Reason {
+	case forage.ReasonThrottled, forage.ReasonQuota, forage.ReasonBanned, forage.ReasonPaused:
+		return forage.Throttled
+	case forage.ReasonCircuitOpen:
+		return forage.Overloaded
+	case forage.ReasonRequestCap:
+		return forage.Canceled
+	case forage.ReasonPacer:
+		return forage.Transient
+	}
+	if e.Status == 0 && e.Err == nil {
+		switch e.Reason {
+		case forage.ReasonDeadline, forage.ReasonUnavailable:
+			return forage.Transient
+		case forage.ReasonCanceled:
+			return forage.Canceled
+		}
+		return forage.Permanent
+	}
+	if c := (forage.Outcome{Status: e.Status, Err: e.Err}).Class(); c != forage.Success {
+		return c
+	}
+	return forage.Permanent
+}
+
 // Is reports whether target is [ErrStopped].
 func (e *Error) Is(target error) bool { return target == ErrStopped }
 

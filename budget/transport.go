@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/forage-go/forage"
 )
@@ -31,6 +33,10 @@ import (
 // while it was still being read. The Transport closes the bodies of the
 // responses it discards, and returns the last response when it gives up,
 // so the caller sees the provider's final answer (e.g. the last 429).
+// A 403 whose headers name no limit is looked into: the first KiB of its
+// body, put back for the caller, is read, and one that names a rate
+// limit (GitHub's secondary limit) is throttling, paused a minute when it
+// names no pause.
 //
 // A success is the provider's once its body is read: until the body ends
 // (read to its end, closed, or the request's context done), the request
@@ -345,7 +351,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				err = &unsentError{err}
 			}
 		}
-		return forage.FromHTTP(resp, err)
+		out := forage.FromHTTP(resp, err)
+		if err == nil && resp.StatusCode == http.StatusForbidden && out.Class() == forage.Permanent && bodyNamesRateLimit(resp) {
+			out.Err = forage.Mark(errors.New("budget: transport: HTTP 403 whose body names a rate limit"), forage.Throttled)
+			if out.RetryAfter <= 0 {
+				out.RetryAfter = bodyLimitPause
+			}
+		}
+		return out
 	}
 	// The response body is read after RoundTrip returns, so the attempt's
 	// context must outlive the attempt: no per-attempt timeout here (the
@@ -378,6 +391,51 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		err = errors.New("budget: transport: attempt returned no response")
 	}
 	return nil, err
+}
+
+// rateLimitPeek is how much of a 403's body bodyNamesRateLimit reads.
+const rateLimitPeek = 1 << 10
+
+// bodyLimitPause is the pause of a 403 that names a rate limit in its body
+// alone, with no Retry-After: GitHub asks for a minute at least before a
+// request refused by a secondary rate limit is sent again.
+const bodyLimitPause = time.Minute
+
+// rateLimitWords are what a 403's body says when it is a refusal for rate
+// (GitHub's "You have exceeded a secondary rate limit", its older "abuse
+// detection mechanism", Google's "rateLimitExceeded"), in lower case.
+var rateLimitWords = [...]string{"rate limit", "ratelimit", "rate-limit", "rate_limit", "abuse detection"}
+
+// bodyNamesRateLimit reads the first rateLimitPeek bytes of a 403's body,
+// puts them back for the caller, and reports whether they name a rate
+// limit. A 403 whose headers say nothing of a limit is a permission
+// refused, or a limit said in the body alone: GitHub's secondary limits
+// come so, and read as permanent failures, each sent again at once (240
+// refused requests in the minute GitHub asked to be left alone, not one).
+// The words are the provider's own; a permission refused rarely names a
+// rate limit, and costs a pause and the retries of one call when it does.
+func bodyNamesRateLimit(resp *http.Response) bool {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return false
+	}
+	buf := make([]byte, rateLimitPeek)
+	n, _ := io.ReadFull(resp.Body, buf) // a read error comes again to the caller, after the bytes read
+	buf = buf[:n]
+	resp.Body = &peekedBody{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
+	low := bytes.ToLower(buf)
+	for _, w := range rateLimitWords {
+		if bytes.Contains(low, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// peekedBody is a response body whose first bytes were read, and are read
+// again first.
+type peekedBody struct {
+	io.Reader
+	io.Closer
 }
 
 // registry returns t's Registry: a zero Transport's own, made once.

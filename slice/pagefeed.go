@@ -26,11 +26,13 @@ type PageFeedConfig[R any] struct {
 	Fetch func(ctx context.Context, q PageQuery) ([]R, forage.Outcome)
 	// Key returns a record's natural key. Required.
 	Key func(R) string
-	// Size is how many records the provider answers on a full page: a
-	// shorter page is the end of the list. It must be what the provider
-	// answers (ask for it: a request that does not pass PageQuery.Size
-	// gets the provider's default page, and a page shorter than Size
-	// reads as the list's end, every page after it unread). Required
+	// Size is how many records a page is asked for (PageQuery.Size). A
+	// provider that answers fewer on a first page (it caps limit=100 at
+	// 50, silently, or answers its default page to a request that does
+	// not pass PageQuery.Size) is paged at the size it answered for the
+	// rest of that scan, so Size should be what the provider answers: a
+	// smaller one costs requests, a larger one a request per scan that
+	// ends without meeting the last head, never a record. Required
 	// (>= 1).
 	Size int
 }
@@ -46,8 +48,16 @@ type PageFeedConfig[R any] struct {
 // PageFeed reads the list in scans. A scan asks page 1, 2, … and delivers
 // each page's records, until a page holds a record of the head the scan
 // before it began with (everything newer than it is delivered), or a page
-// shorter than Size ends the list; the run is then caught up, and the next
-// run's scan starts at page 1 again. The first scan reads the whole list.
+// comes back empty; the run is then caught up, and the next run's scan
+// starts at page 1 again. The first scan reads the whole list. A page
+// shorter than Size does not end a scan: the page after it is asked (one
+// request more for a scan that does not meet the last head), since a
+// provider whose pages are smaller than Size, or vary, has more after it
+// (read as the end, a first page of 50 where Size asked 100 left every
+// later page unread, and every run said caught up). When the first page
+// is short, the scan goes on at the size it answered (PageQuery.Number
+// and Offset agree for it), so a provider that caps the page size is read
+// whole whether it pages by number or by offset.
 // The cursor keeps the page a scan is at, so a run that stops mid-scan
 // resumes there, and the keys (as hashes) of the head the last scan began
 // with: at most 3 × Size hashes. Records that entered the head during a
@@ -67,7 +77,8 @@ type PageFeedConfig[R any] struct {
 // of records that entered the head in between, and the scan goes on;
 // twenty such pages in a row are a provider that ignores the page
 // parameter, and the run stops [forage.Permanent], naming it, rather than
-// page for ever. A cursor
+// page for ever (an endpoint that is not paged at all is not a PageFeed:
+// it answers its whole list as every page). A cursor
 // PageFeed did not write fails the run as [forage.Permanent]. It returns an error naming the field
 // for a Config without Fetch or Key, or with a Size under 1.
 func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
@@ -90,9 +101,13 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 			// of the new size is not where the scan was (asked at the
 			// new offset, records 20-29 of 40 went unread for good). The
 			// scan starts again at page 1, the last scan's head kept.
-			n, at.H, at.L, at.S = 1, nil, nil, 0
+			n, at.H, at.L, at.S, at.M = 1, nil, nil, 0, 0
 		}
-		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: (n - 1) * cfg.Size, Size: cfg.Size})
+		size := cfg.Size
+		if n > 1 && at.M > 0 {
+			size = at.M // the provider's page, smaller than Size
+		}
+		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: (n - 1) * size, Size: size})
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
 		}
@@ -111,9 +126,17 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 				return Page[R]{}, out
 			}
 		}
-		next := pageCursor{V: pageCursorV, P: n + 1, Z: cfg.Size, K: at.K, H: at.H, L: hashes, S: same}
+		next := pageCursor{V: pageCursorV, P: n + 1, Z: cfg.Size, M: at.M, K: at.K, H: at.H, L: hashes, S: same}
 		if n == 1 {
-			next.H = hashes // the head this scan begins with
+			next.H, next.M = hashes, 0 // the head this scan begins with
+			if len(recs) < cfg.Size {
+				// A short first page is a list that short, or a provider
+				// whose pages are smaller than Size (limit=100 capped at
+				// 50, silently): the scan goes on at the size it
+				// answered, which pages alike by number and by offset,
+				// and an empty page ends it.
+				next.M = len(recs)
+			}
 		}
 		var fresh []R
 		met := false // the page holds a record of the last scan's head
@@ -124,7 +147,10 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 			}
 			fresh = append(fresh, r)
 		}
-		last := met || len(recs) < cfg.Size
+		// A short page is not the end: a provider whose pages vary, or
+		// one smaller than Size, has more after it. The page after it
+		// tells, one request per scan that does not meet the last head.
+		last := met || len(recs) == 0
 		if last {
 			// The scan is over: the next begins at page 1, and stops at
 			// this one's head.
@@ -146,12 +172,14 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 // next (P; 0 when none is under way), the key hashes of the head the last
 // finished scan began with (K), of the head the scan under way began with
 // (H), and of the last page it read (L), how many pages in a row
-// repeated the one before (S), and the Size its pages were asked with
-// (Z). V marks it as PageFeed's.
+// repeated the one before (S), the Size the scan was begun with (Z), and
+// the page size it goes on with when its first page was shorter than
+// that (M; 0: Z). V marks it as PageFeed's.
 type pageCursor struct {
 	V int      `json:"pf"`
 	P int      `json:"p,omitempty"`
 	Z int      `json:"z,omitempty"`
+	M int      `json:"m,omitempty"`
 	K []uint64 `json:"k,omitempty"`
 	H []uint64 `json:"h,omitempty"`
 	L []uint64 `json:"l,omitempty"`
@@ -183,7 +211,7 @@ func decodePageCursor(b []byte) (pageCursor, error) {
 	if c.V != pageCursorV || !bytes.HasPrefix(b, []byte(`{"pf":`)) {
 		return c, errors.New(`no "pf" version`)
 	}
-	if c.P < 0 || c.S < 0 || c.Z < 0 {
+	if c.P < 0 || c.S < 0 || c.Z < 0 || c.M < 0 {
 		return c, errors.New("a negative count")
 	}
 	return c, nil

@@ -2,6 +2,7 @@ package slice_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,7 @@ import (
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
+	"pgregory.net/rapid"
 )
 
 // A scan cut by a request cap, resumed by a runner whose PageFeed has a
@@ -65,3 +67,94 @@ func TestAPageFeedWhoseSizeChangesMidScanLosesNothing(t *testing.T) {
 }
 
 var _ = forage.Success
+
+// TestPropertyAPageFeedNeverCatchesUpPastAProviderThatPagesSmaller: a
+// provider whose pages are smaller than PageFeedConfig.Size (it caps
+// limit=100 at 50 silently, or answers its own page size whatever is
+// asked), or larger, paged by number or by offset, growing at its head
+// between and during runs: a run that starts with no scan under way and
+// says caught up has delivered every record the list held when it
+// started, and once the list stops growing every record is delivered.
+// (A provider capping Size 5 at 3 answered page 1 with 3 records, read as
+// the list's end: the run said caught up, and records 0 to 36 of 40 were
+// never asked for, by that run or any later one.)
+func TestPropertyAPageFeedNeverCatchesUpPastAProviderThatPagesSmaller(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		size := rapid.IntRange(1, 6).Draw(rt, "Size")
+		api := &pageAPI{
+			n:        rapid.IntRange(0, 40).Draw(rt, "records at first"),
+			insertAt: map[int]int{},
+			max:      rapid.IntRange(0, 6).Draw(rt, "the provider's largest page (0: none)"),
+			fixed:    rapid.IntRange(0, 8).Draw(rt, "the provider's own page size (0: as asked)"),
+			byNumber: rapid.Bool().Draw(rt, "paged by number"),
+		}
+		for i, k := range rapid.SliceOfN(rapid.IntRange(0, 8), 0, 40).Draw(rt, "records created before each request") {
+			api.insertAt[i] = k
+		}
+		caps := rapid.SliceOfN(rapid.IntRange(0, 6), 1, 8).Draw(rt, "each run's request cap (0: none)")
+		var fail string
+		synctest.Test(t, func(t *testing.T) {
+			got := map[int]int{}
+			feed, err := slice.PageFeed(slice.PageFeedConfig[int]{Fetch: api.fetch, Key: strconv.Itoa, Size: size})
+			if err != nil {
+				fail = err.Error()
+				return
+			}
+			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+			runner, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+				Provider: prov, Source: feed, Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error {
+					for _, r := range p.Records {
+						got[r]++
+					}
+					return nil
+				})})
+			if err != nil {
+				fail = err.Error()
+				return
+			}
+			lost := func(n int) []int {
+				var ids []int
+				for id := range n {
+					if got[id] == 0 {
+						ids = append(ids, id)
+					}
+				}
+				return ids
+			}
+			atBoundary := true // no scan under way: the last run was caught up
+			for i, c := range append(caps, 0, 0) {
+				if i == len(caps) {
+					api.insertAt = nil // the list stops growing
+				}
+				var run *budget.Run
+				if c > 0 {
+					run, _ = budget.NewRun(budget.Envelope{MaxRequests: c})
+				}
+				had := api.n
+				rep, err := runner.Run(context.Background(), run)
+				if err != nil {
+					fail = fmt.Sprintf("run %d (cap %d): %v", i, c, err)
+					return
+				}
+				caught := rep.Reason == ""
+				if c == 0 && !caught {
+					fail = fmt.Sprintf("run %d without a cap stopped %q", i, rep.Reason)
+					return
+				}
+				if ids := lost(had); caught && atBoundary && len(ids) > 0 {
+					fail = fmt.Sprintf("run %d (cap %d) said caught up, but records %v of the %d it started with were never delivered (Size %d, provider pages of %d, at most %d, by number %v)",
+						i, c, ids, had, size, api.fixed, api.max, api.byNumber)
+					return
+				}
+				atBoundary = caught
+			}
+			if ids := lost(api.n); len(ids) > 0 {
+				fail = fmt.Sprintf("the list stopped growing, runs caught up, records %v of %d never delivered", ids, api.n)
+			}
+		})
+		if fail != "" {
+			rt.Fatal(fail)
+		}
+	})
+}

@@ -18,18 +18,35 @@ import (
 
 // pageAPI is a list paged by number, newest first: records 0, 1, 2, …
 // in the order they were created, the newest (highest) on page 1. Before
-// the answer to its i-th request, it creates insertAt[i] records.
+// the answer to its i-th request, it creates insertAt[i] records. Its
+// pages hold q.Size records, or fixed when set (a request that does not
+// pass the size), never more than max when set (a provider that caps
+// limit=100 at 50, silently); byNumber pages by q.Number at that size
+// (?page=N&per_page=…), otherwise from q.Offset (?offset=…&limit=…).
 type pageAPI struct {
 	n        int
 	calls    int
 	insertAt map[int]int
+	max      int
+	fixed    int
+	byNumber bool
 }
 
 func (a *pageAPI) fetch(_ context.Context, q slice.PageQuery) ([]int, forage.Outcome) {
 	a.n += a.insertAt[a.calls]
 	a.calls++
+	size, from := q.Size, q.Offset
+	if a.fixed > 0 {
+		size = a.fixed
+	}
+	if a.max > 0 {
+		size = min(size, a.max)
+	}
+	if a.byNumber {
+		from = (q.Number - 1) * size
+	}
 	var out []int
-	for i := q.Offset; i < q.Offset+q.Size && i < a.n; i++ {
+	for i := from; i < from+size && i < a.n; i++ {
 		out = append(out, a.n-1-i)
 	}
 	return out, forage.Outcome{Status: 200}

@@ -30,12 +30,14 @@ type TimeFeedConfig[R any] struct {
 	// provider orders and filters by), and Key its natural key. Required.
 	Time func(R) time.Time
 	Key  func(R) string
-	// Limit is the most records the provider answers at once: a page of
-	// Limit records may have been cut anywhere, in a run of records that
-	// share a time too. It must be what the provider answers at most: a
-	// provider whose pages are smaller reads as caught up after each. Runs
-	// of records that share one time must be shorter than it. Required
-	// (>= 2).
+	// Limit is the most records a request asks for: a page of Limit
+	// records may have been cut anywhere, in a run of records that share
+	// a time too. A provider whose pages are smaller (it caps limit=100 at
+	// 50, silently) is paged past as well: a page as long as the longest
+	// it answered may have been cut too, and the page after it is asked
+	// (a request more when a run meets a page that long). Runs of records
+	// that share one time must be shorter than the provider's page.
+	// Required (>= 2).
 	Limit int
 	// Start is where the feed starts: the Since of the stream's first
 	// request. The zero time asks from the provider's beginning.
@@ -74,17 +76,25 @@ const NoSettle time.Duration = -1
 // of Limit records that all share one time cannot be paged past (the
 // provider has more at that time than it answers at once): the run stops
 // with a [forage.Permanent] error naming the time (ask for a larger
-// Limit). A page shorter than Limit, or one that reaches now − Settle,
-// is the feed caught up for now. Records before the cursor's time (a
-// provider that rounds Since down) are dropped: they were delivered. A
-// page out of time order is a [forage.Permanent] error: its cut would be
-// meaningless.
+// Limit). A page shorter than Limit, and shorter than the longest the
+// provider answered (as the cursor holds it), or one that reaches now −
+// Settle, is the feed caught up for now; one as long as the longest may
+// be a provider's own full page, smaller than Limit, and is paged past as
+// a cut one (read as the end, a provider capping Limit 100 at 50 had a
+// run say caught up with its backlog unread, a page of it per run).
+// Records before the cursor's time (a provider that rounds Since down)
+// are dropped: they were delivered. A page out of time order is a
+// [forage.Permanent] error: its cut would be meaningless.
 //
 // What "since T" cannot see it does not deliver: a record whose time
 // moves back behind the cursor (an update dated earlier than the last
 // delivered) is not delivered again; set Settle to cover how late the
 // provider may date a record. A record a page holds twice is delivered
-// twice, for the idempotent sink.
+// twice, for the idempotent sink. A provider that lowers its page size
+// below the longest page it answered before reads as caught up after
+// each page until its pages grow back, and one whose page (short of
+// Limit) holds one time alone cannot be told from the end: set Limit to
+// what the provider answers.
 //
 // It returns an error naming the field for a Config without Fetch, Time
 // or Key, or with a Limit under 2 or a negative Settle other than
@@ -131,11 +141,21 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 			}
 		}
 		cut := len(recs) >= cfg.Limit // the provider may have more than it answered
+		// A page short of Limit but as long as any the provider answered
+		// may be cut too: a provider whose pages are smaller than Limit
+		// (it caps limit=100 at 50, silently) answers a full page of its
+		// own that way. It is paged past as a cut one, when it spans more
+		// than one time: the page after it tells, at the cost of a
+		// request when a run meets its longest page yet.
+		most := max(at.G, len(recs))
+		mayCut := !cut && len(recs) >= max(at.G, 2)
 		// Records before the cursor's time were delivered (a provider that
 		// rounds Since down answers them again).
 		recs = slices.DeleteFunc(slices.Clone(recs), func(r R) bool { return cfg.Time(r).Before(at.T) })
+		mayCut = mayCut && len(recs) > 0 && cfg.Time(recs[0]).Before(cfg.Time(recs[len(recs)-1]))
 		next, last := at, true
-		if cut {
+		next.G = most
+		if cut || mayCut {
 			if len(recs) == 0 {
 				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the provider answered a full page (Limit %d) of records all before Since %v: it rounds Since down, and as many records share the unit it rounds to; the next request would bring the same page",
 					ErrInvalidPage, cfg.Limit, at.T.UTC()), forage.Permanent)
@@ -151,7 +171,7 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 			// record before it delivered by this page.
 			top := cfg.Time(recs[len(recs)-1])
 			recs = recs[:slices.IndexFunc(recs, func(r R) bool { return !cfg.Time(r).Before(top) })]
-			next, last = timeCursor{V: timeCursorV, T: top}, false
+			next, last = timeCursor{V: timeCursorV, T: top, G: most}, false
 		}
 		if cfg.Settle > 0 {
 			if i := slices.IndexFunc(recs, func(r R) bool { return cfg.Time(r).After(horizon) }); i >= 0 || next.T.After(horizon) {
@@ -164,6 +184,7 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 					recs = recs[:i]
 				}
 				next, last = at, true
+				next.G = most
 			}
 		}
 		var fresh []R
@@ -177,7 +198,7 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 			for _, r := range fresh {
 				t, k := cfg.Time(r), keyHash(cfg.Key(r))
 				if !t.Equal(next.T) {
-					next = timeCursor{V: timeCursorV, T: t}
+					next = timeCursor{V: timeCursorV, T: t, G: most}
 				}
 				if !slices.Contains(next.K, k) {
 					next.K = append(next.K, k)
@@ -197,13 +218,15 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 }
 
 // timeCursor is a TimeFeed's cursor: the time of the last record
-// delivered (T, in UTC), and the hashes of the keys of those delivered at
-// that very time (K: bounded by a page, and whatever bytes a key holds).
-// V marks it as TimeFeed's.
+// delivered (T, in UTC), the hashes of the keys of those delivered at
+// that very time (K: bounded by a page, and whatever bytes a key holds),
+// and the most records the provider answered at once (G). V marks it as
+// TimeFeed's.
 type timeCursor struct {
 	V int       `json:"tt"`
 	T time.Time `json:"t"`
 	K []uint64  `json:"k,omitempty"`
+	G int       `json:"g,omitempty"`
 }
 
 // timeCursorV is the version a TimeFeed cursor is written with.
@@ -230,6 +253,9 @@ func decodeTimeCursor(b []byte, start time.Time) (timeCursor, error) {
 	}
 	if c.V != timeCursorV || !bytes.HasPrefix(b, []byte(`{"tt":`)) {
 		return c, errors.New(`no "tt" version`)
+	}
+	if c.G < 0 {
+		return c, errors.New("a negative count")
 	}
 	return c, nil
 }

@@ -136,8 +136,9 @@ type State struct {
 	Refusals []time.Time `json:"refusals,omitempty"`
 	// Updated is when the state was taken ([Controller.State] sets it);
 	// zero means now. A fresh controller (one that has made no request)
-	// restored from a state older than a minute does not trust its rate at
-	// once: see [Controller.Restore].
+	// restored from a state older than a minute, or dated more than a
+	// minute ahead, does not trust its rate at once: see
+	// [Controller.Restore].
 	Updated time.Time `json:"updated,omitzero"`
 }
 
@@ -169,8 +170,9 @@ func (c *Controller) State() State {
 // from its rate. A state with a rate and no ceiling forgets the ceiling the
 // controller had: it slow-starts from the rate. A fresh controller (one
 // that has made no request) restored from a state taken more than a
-// minute ago (see State.Updated) sends at [Config.Initial] first and
-// climbs back to the state's rate at slow start's pace, unless a refusal
+// minute ago, or dated more than a minute ahead of this clock (see
+// State.Updated), sends at [Config.Initial] first and climbs back to the
+// state's rate at slow start's pace, unless a refusal
 // ends that climb: the provider may serve less than it did when the state
 // was taken, and a restored rate sent at once from every worker drew a
 // refusal from each request in flight (a provider that bans after five a
@@ -231,7 +233,7 @@ func (c *Controller) Restore(s State) error {
 	}
 	was, wasCeiling, wasConfirmed := c.rate, c.ceiling, c.confirmed
 	c.rate, c.reentry = c.clamp(s.Rate), 0
-	if fresh && c.rate > c.cfg.Initial && !s.Updated.IsZero() && now.Sub(s.Updated) > reentryAge {
+	if age := now.Sub(s.Updated); fresh && c.rate > c.cfg.Initial && !s.Updated.IsZero() && (age > reentryAge || age < -reentryAge) {
 		// The provider may serve less than it did (its limit fell while
 		// the collector was down a while; a record edited by hand): the rate
 		// starts at Initial and climbs back at slow start's pace
@@ -239,12 +241,17 @@ func (c *Controller) Restore(s State) error {
 		// ends the climb first. Sent at once from every worker, a
 		// restored rate drew a refusal from each request in flight, and
 		// a provider that bans after five a minute banned 1.1 s after the
-		// start, where a start with no record was never banned.
+		// start, where a start with no record was never banned. A state
+		// dated more than a minute ahead of this clock (garbage, a hand
+		// edit, a clock stepped back) is of unknown age too: trusted as
+		// just taken, a record dated 9999 sent at Max from the start.
 		c.rate, c.reentry = c.cfg.Initial, c.rate
 	}
 	c.ceiling, c.confirmed = 0, false // none known: slow start from the rate
 	if s.Ceiling > 0 {
-		c.ceiling, c.confirmed = c.bound(s.Ceiling), s.Confirmed
+		// Within Max too, which no ceiling learned here passes: a
+		// ceiling of 1e308 was kept, shown, and climbed towards.
+		c.ceiling, c.confirmed = min(c.bound(s.Ceiling), c.cfg.Max), s.Confirmed
 	}
 	if c.guarded(now, 0) {
 		c.rate = c.clamp(min(c.rate, c.banSafe(now))) // a rate another process set, under the ban guard too

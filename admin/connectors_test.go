@@ -427,6 +427,33 @@ func TestAmbiguousBodiesAreRefused(t *testing.T) {
 	}
 }
 
+// TestAFieldSpelledWithAUnicodeCaseIsRefused: encoding/json matches a
+// field name to a struct's under Unicode's case folding, where "ſ"
+// (U+017F, a long s) is an s, and the check of names given twice folded
+// with strings.ToLower, which leaves it be: {"status":"active",
+// "ſtatus":"paused"}, read as a resume by an audit log or an Authorize
+// hook, paused the connector, and "ſtatuſ" alone set the status too
+// (found by a review). Each is a 400 naming the field, and nothing
+// changes; so in a job's body.
+func TestAFieldSpelledWithAUnicodeCaseIsRefused(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: quick()})
+	p := provider(reg, "a.example")
+	a := connectorAPI(t, reg, admin.Config{})
+	for _, c := range []struct{ body, field string }{
+		{"{\"key\":\"a.example\",\"status\":\"active\",\"\u017ftatus\":\"paused\"}", "\u017ftatus"},
+		{"{\"key\":\"a.example\",\"\u017ftatu\u017f\":\"paused\"}", "\u017ftatu\u017f"},
+		{"{\"\u212aey\":\"a.example\",\"status\":\"paused\"}", "\u212aey"}, // a Kelvin sign
+	} {
+		a.wantBad("POST", "/connectors", c.body, c.field)
+		if s := p.Snapshot(); s.Status != budget.StatusActive {
+			t.Fatalf("after POST /connectors %s: status %q; want active, nothing changed", c.body, s.Status)
+		}
+	}
+	j := newAPI(t, schedule.Config{}, nil)
+	j.wantBad("POST", "/jobs", "{\"provider\":\"p\",\"kind\":\"backfill\",\"stream\":\"s\",\"\u017ftream\":\"t\"}", "\u017ftream")
+}
+
 // TestAnAdminProcessSteersAConnectorItNeverCalls: the admin API served by
 // a process that calls nothing itself (its registry empty, or the
 // provider dropped as idle after IdleTTL) knows a connector by the record

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/forage-go/forage/internal/argerr"
 	"github.com/forage-go/forage/internal/redact"
@@ -168,10 +169,11 @@ func decodeOne(r io.Reader, v any) error {
 }
 
 // fieldError is a body's field named twice, or spelled otherwise than its
-// name: encoding/json matches names without regard to case and keeps the
-// last of duplicates, so an audit log, a proxy or an Authorize hook that
-// reads the body as a map would take {"key":"a","KEY":"b"} for a change
-// of a, and the handler would make it to b.
+// name: encoding/json matches names without regard to case (Unicode's:
+// "ſtatus", with a long s, is status) and keeps the last of duplicates,
+// so an audit log, a proxy or an Authorize hook that reads the body as a
+// map would take {"key":"a","KEY":"b"} for a change of a, and the
+// handler would make it to b.
 type fieldError struct{ field, why string }
 
 func (e *fieldError) Error() string {
@@ -179,14 +181,15 @@ func (e *fieldError) Error() string {
 }
 
 // plainFields checks the top-level object of body: no field named twice
-// (without regard to case), and each of v's fields spelled as its JSON
-// name. Anything else is left to the decoder.
+// (without regard to case, folded as encoding/json folds names), and each
+// of v's fields spelled as its JSON name. Anything else is left to the
+// decoder.
 func plainFields(body []byte, v any) error {
 	names := map[string]string{} // lower case -> the name as spelled
 	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
 		for i := range t.Elem().NumField() {
 			if name, _, _ := strings.Cut(t.Elem().Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
-				names[strings.ToLower(name)] = name
+				names[foldName(name)] = name
 			}
 		}
 	}
@@ -201,7 +204,7 @@ func plainFields(body []byte, v any) error {
 			return nil
 		}
 		key, _ := tok.(string)
-		low := strings.ToLower(key)
+		low := foldName(key)
 		if seen[low] {
 			return &fieldError{key, "is given twice"}
 		}
@@ -215,4 +218,21 @@ func plainFields(body []byte, v any) error {
 		}
 	}
 	return nil
+}
+
+// foldName is name with each letter its case class's smallest, as
+// encoding/json folds a field name to match it to a struct's: two names
+// fold alike exactly when the decoder takes them for the same field.
+// strings.ToLower is not that fold: it leaves "ſ" (U+017F) and "ſtatus"
+// set Status, unseen by the check of names given twice.
+func foldName(name string) string {
+	return strings.Map(func(r rune) rune {
+		for {
+			next := unicode.SimpleFold(r)
+			if next <= r {
+				return next
+			}
+			r = next
+		}
+	}, name)
 }

@@ -161,6 +161,7 @@ func checkKey(key string) error {
 func newLocal(key string, cfg Config, path string) (*local, error) {
 	cfg = cfg.withDefaults()
 	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
+	p.op.turn = make(chan struct{}, 1)
 	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {
 		lim, err := l.limiter(1, false)

@@ -17,6 +17,12 @@ type operator struct {
 	why     atomic.Pointer[string]
 	next    atomic.Int64 // unix nanoseconds: when Do may read the record again
 	reading atomic.Bool  // a read is under way
+	// turn holds one slot: a status is saved and applied, or read and
+	// applied, one at a time, so this process applies last what the store
+	// holds last (a pause whose save returned late was applied over a
+	// resume saved after it: paused here, active in the store). A channel,
+	// so a wait for it ends with its ctx. Made by newLocal.
+	turn chan struct{}
 }
 
 // set applies a record's Status and Why. An empty status leaves the one
@@ -69,6 +75,12 @@ func (p *local) readStatus(now time.Time) {
 	p.op.next.Store(now.Add(recordEvery).UnixNano())
 	go func() {
 		defer p.op.reading.Store(false)
+		select {
+		case p.op.turn <- struct{}{}:
+			defer func() { <-p.op.turn }()
+		default:
+			return // an operator's status is being set: it is what the store holds
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), recordSaveTimeout)
 		defer cancel()
 		if r, ok, err := p.cfg.Records.LoadRecord(ctx, p.key); err == nil && ok {
@@ -84,6 +96,8 @@ func (p *local) readStatus(now time.Time) {
 // is saved in the provider's record first: a restart keeps it, and every
 // process sharing the records obeys it within about five seconds of its
 // next call. Direct [Provider.Do] calls and the [Transport] obey it alike.
+// Calls for one key at once are applied in the order the store saved them;
+// one waits for another's save until ctx ends.
 func (r *Registry) SetStatus(ctx context.Context, key, status, why string) error {
 	if status != StatusActive && status != StatusPaused {
 		return invalid.Must("SetStatus's status", `be "active" or "paused"`, fmt.Sprintf("%q", status))
@@ -93,6 +107,12 @@ func (r *Registry) SetStatus(ctx context.Context, key, status, why string) error
 		return err
 	}
 	p := pr.(*entry).p
+	select {
+	case p.op.turn <- struct{}{}:
+		defer func() { <-p.op.turn }()
+	case <-ctx.Done():
+		return fmt.Errorf("budget: setting the status of %q: %w", key, ctx.Err())
+	}
 	if rs := p.cfg.Records; rs != nil {
 		rec := p.lastRecord()
 		rec.Status, rec.Why = status, why

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -84,4 +86,66 @@ func TestSetStatusValidates(t *testing.T) {
 	if err := provider(reg, "api.example.com").Do(context.Background(), nil, status(200, 0)); err != nil {
 		t.Errorf("after a failed SetStatus: %v; want the provider in service", err)
 	}
+}
+
+// holdingRecords is a record store that, once armed, holds the first save
+// of a paused status after writing it, until released.
+type holdingRecords struct {
+	*checkpoint.LocalStore
+	armed   atomic.Bool
+	written chan struct{} // closed once the held save has written
+	release chan struct{}
+}
+
+func (h *holdingRecords) SaveRecord(ctx context.Context, r forage.ProviderRecord) error {
+	err := h.LocalStore.SaveRecord(ctx, r)
+	if r.Status == budget.StatusPaused && h.armed.CompareAndSwap(true, false) {
+		close(h.written)
+		<-h.release
+	}
+	return err
+}
+
+// TestAPauseAndAResumeAtOnceAgreeWithTheStore: an operator's pause and
+// another's resume of one provider at the same moment leave the provider
+// in this process as the store holds it. The pause's save wrote first and
+// was slow to return; the resume saved and applied meanwhile; the pause
+// then applied: the store said active (every other process and every
+// restart ran the provider), this process refused every call as paused,
+// and the admin API had answered the resume "active" (found by a review).
+func TestAPauseAndAResumeAtOnceAgreeWithTheStore(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const key = "api.example.com"
+		ctx := context.Background()
+		store := &holdingRecords{LocalStore: checkpoint.NewMemoryStore(checkpoint.Config{}), written: make(chan struct{}), release: make(chan struct{})}
+		reg := newRegistry(t, budget.RegistryConfig{Defaults: fast(), Records: store})
+		if _, err := reg.Get(key); err != nil {
+			t.Fatal(err)
+		}
+		store.armed.Store(true)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := reg.SetStatus(ctx, key, budget.StatusPaused, "maintenance"); err != nil {
+				t.Error(err)
+			}
+		})
+		<-store.written
+		wg.Go(func() {
+			if err := reg.SetStatus(ctx, key, budget.StatusActive, "done"); err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait() // the resume is done, or waits for the pause
+		close(store.release)
+		wg.Wait()
+		saved, _, err := store.LoadRecord(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := reg.Lookup(key)
+		if got := p.Snapshot().Status; got != saved.Status {
+			t.Fatalf("after a pause and a resume at once: status %q here, %q in the store; want the same", got, saved.Status)
+		}
+	})
 }

@@ -148,7 +148,16 @@ func (s *Scheduler) call(ctx context.Context, job Job) (res Result, err error) {
 		}
 	}()
 	if st := s.streamOf(&job); st != nil {
-		return st.work(ctx, job, time.Now())
+		res, err = st.work(ctx, job, time.Now())
+		if res.Done && s.streamOf(&job) != st {
+			// Declared again during the run ([AddStream]): the new
+			// declaration's Backfill may reach further (a later
+			// boundary), and the run of the old one, done at the old
+			// end, marked the backfill done with the new range never
+			// fetched. One more run finds what is left, or nothing.
+			res.Done = false
+		}
+		return res, err
 	}
 	if s.worker == nil {
 		return Result{}, fmt.Errorf("schedule: job %d (%s of stream %q, provider %q) is not a declared stream, and the scheduler has no Worker",

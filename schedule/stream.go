@@ -173,7 +173,8 @@ const defaultRunFor = time.Minute
 // definition, keeping their schedule and state, so a restart resumes
 // where the last run committed; a backfill that had finished is queued to
 // run once more (its Backfill may now reach further: a later boundary; a
-// run over a range already collected commits nothing), as is the
+// run over a range already collected commits nothing; a run of the old
+// declaration under way does not mark it done), as is the
 // incremental job of a stream with no Backfill that had reached the head
 // (a cursor feed, whose head has moved on), so [Scheduler.Backfilled]
 // does not take the earlier success for this one's; a kind declared no

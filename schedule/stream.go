@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -440,8 +441,9 @@ const backfilledPoll = 250 * time.Millisecond
 // another sharing the job store). When ctx ends first, or has a deadline
 // that no stream not done can meet (each waits, not running, until after
 // it: a provider's long pause, a spent quota, an incremental job's next
-// run), its error says which streams are not done and where each stands
-// (its job's state, when it runs next, its last error), and wraps ctx's
+// run, or its provider paused or cooling down in this scheduler), its
+// error says which streams are not done and where each stands (its job's
+// state, when it runs next, what holds it, its last error), and wraps ctx's
 // error (or [context.DeadlineExceeded], returned early). When every
 // stream not done had its last two runs in this process turned away for
 // good (a permanent answer such as a 401 or an unknown symbol, with nothing
@@ -572,7 +574,8 @@ const maxDescribed = 10
 // unfinished returns the declared streams not done (see Backfilled), in
 // stream order, and says how many streams are declared. A stream's job may
 // run before deadline (zero: none) unless it waits, not running, until
-// after it, or is paused.
+// after it (its provider's cool-down included), or it or its provider is
+// paused.
 func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []unfinishedJob, total int, err error) {
 	type want struct {
 		provider string
@@ -586,6 +589,7 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 			wants[name] = want{provider: st.provider, kind: st.doneKind(), st: st}
 		}
 	}
+	paused, cooling := maps.Clone(s.paused), maps.Clone(s.cooling)
 	s.mu.Unlock()
 	jobs, err := s.store.List(ctx, Query{})
 	if err != nil {
@@ -619,10 +623,24 @@ func (s *Scheduler) unfinished(ctx context.Context, deadline time.Time) (left []
 				}
 			}
 		}
+		// What holds the job's provider here, an operator's pause or a
+		// cool-down past its NextRun, holds the job: said, and counted
+		// when the job may start (such a stream was "due since" a time
+		// past, with no word of why, and Backfilled waited out its
+		// deadline for it).
+		startAt, providerPaused := j.NextRun, paused[j.Provider]
+		if j.State != StateRunning && j.State != StatePaused {
+			if c := cooling[j.Provider]; providerPaused {
+				u.desc += ", held while its provider is paused (Scheduler.SetProviderPaused)"
+			} else if c.After(now) && c.After(j.NextRun) {
+				u.desc += ", held while its provider cools down until " + c.UTC().Format(time.RFC3339)
+				startAt = c
+			}
+		}
 		if j.Stats.LastError != "" {
 			u.desc += " (" + j.Stats.LastError + ")"
 		}
-		if !deadline.IsZero() && j.State != StateRunning && (j.State == StatePaused || !j.NextRun.Before(deadline)) {
+		if !deadline.IsZero() && j.State != StateRunning && (j.State == StatePaused || providerPaused || !startAt.Before(deadline)) {
 			u.may = false
 		}
 		if w.st.lostRuns.Load() >= lostForGood {

@@ -469,6 +469,9 @@ func (s *Scheduler) release(a *active) {
 	if a.cancel != nil {
 		a.cancel(nil)
 	}
+	if a.guard != nil {
+		a.guard.Stop()
+	}
 	s.poke()
 }
 

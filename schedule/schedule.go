@@ -101,6 +101,10 @@ type active struct {
 	// renewFailing: the last renewal failed, and was logged; the next
 	// failures are counted only, until one succeeds.
 	renewFailing bool
+	// guard stops the run when its lease comes within LeaseTTL/leaseMargin
+	// of its end unrenewed, whatever the store does (see expire); nil
+	// unless started by Run.
+	guard *time.Timer
 }
 
 // interrupt cancels a's run with cause, once.
@@ -212,6 +216,7 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 			// Not cancelled with parent: Run cancels runs itself, with
 			// cause ErrInterrupted, so runners can tell why.
 			a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(parent))
+			a.guard = time.AfterFunc(time.Until(s.loseAt(j.Lease.Until)), func() { s.expire(a) })
 		}
 		if old := s.active[j.ID]; old != nil { // our own expired lease, rescued
 			s.loseLocked(old)
@@ -236,7 +241,8 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, parent context.Con
 // run interrupted; a job found leased to someone else is lost (its outcome
 // will not be written), and so is one whose lease is within LeaseTTL/6 of
 // its end because the store did not answer: it stops before another
-// scheduler may claim it. [Scheduler.Run] calls it at least every
+// scheduler may claim it (each run's guard timer stops it then too, when
+// a store whose calls hang holds Run's loop; see expire). [Scheduler.Run] calls it at least every
 // LeaseTTL/3, and every LeaseTTL/6 or more often while a renewal fails, so
 // that call comes in time. It returns the first store error.
 func (s *Scheduler) renewAll(ctx context.Context, now time.Time) error {
@@ -272,6 +278,25 @@ func (s *Scheduler) renewAll(ctx context.Context, now time.Time) error {
 // leaseMargin is the part of LeaseTTL before a lease ends, unrenewed, at
 // which its run is stopped (see renewAll).
 const leaseMargin = 6
+
+// loseAt is when a run whose lease ends at until is stopped unless the
+// lease is renewed by then.
+func (s *Scheduler) loseAt(until time.Time) time.Time {
+	return until.Add(-s.cfg.LeaseTTL / leaseMargin)
+}
+
+// expire stops a's run, as renewAll does, if its lease is still within
+// LeaseTTL/leaseMargin of its end. It runs on a's guard timer, not in
+// Run's loop: a store whose calls hang (a dead connection, waiting for TCP
+// to give up) held the loop in a renewal, and the run went on past its
+// lease beside the one another scheduler rescued.
+func (s *Scheduler) expire(a *active) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active[a.id] == a && !a.lost && !a.job.Lease.Until.After(time.Now().Add(s.cfg.LeaseTTL/leaseMargin)) {
+		s.loseLocked(a)
+	}
+}
 
 // renew extends a's lease, noticing a pause, a deletion or a takeover.
 func (s *Scheduler) renew(ctx context.Context, now time.Time, a *active) error {
@@ -312,6 +337,9 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, a *active) error {
 	}
 	a.renewFailing = false
 	a.job = j
+	if a.guard != nil {
+		a.guard.Reset(time.Until(s.loseAt(j.Lease.Until)))
+	}
 	if j.State == StatePaused {
 		a.interrupt(fmt.Errorf("%w: job %d paused", ErrInterrupted, j.ID))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/forage-go/forage"
@@ -48,7 +49,9 @@ type PageFeedConfig[R any] struct {
 // PageFeed reads the list in scans. A scan asks page 1, 2, … and delivers
 // each page's records, until a page holds a record of the head the scan
 // before it began with (everything newer than it is delivered), or a page
-// comes back empty; the run is then caught up, and the next run's scan
+// comes back empty (or, after a short page, is refused 400, 404, 416 or
+// 422, or repeats a short page past the first: a provider's own ways of
+// answering a page past the end); the run is then caught up, and the next run's scan
 // starts at page 1 again. The first scan reads the whole list. A page
 // shorter than Size does not end a scan: the page after it is asked (one
 // request more for a scan that does not meet the last head), since a
@@ -108,6 +111,19 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 			size = at.M // the provider's page, smaller than Size
 		}
 		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: (n - 1) * size, Size: size})
+		// past: the page before this one was short, so this one asks past
+		// what is likely the list's end, which providers answer their own
+		// way: WordPress 400, Django REST Framework 404, others the last
+		// page again. Each is the end (read as a failure, the first scan
+		// of such a list, whatever its length, never finished).
+		asked := cfg.Size
+		if n > 2 && at.M > 0 {
+			asked = at.M
+		}
+		past := n > 1 && len(at.L) < asked
+		if past && out.Class() == forage.Permanent && slices.Contains(pastEndStatus[:], out.Status) {
+			recs, out.Status, out.Err = nil, http.StatusNoContent, nil // no page there: read as an empty one
+		}
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
 		}
@@ -115,8 +131,8 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 		for i, r := range recs {
 			hashes[i] = keyHash(cfg.Key(r))
 		}
-		same := 0 // pages in a row that repeat the one before
-		if n > 1 && len(hashes) > 0 && slices.Equal(hashes, at.L) {
+		same, repeat := 0, false // pages in a row that repeat the one before
+		if repeat = n > 1 && len(hashes) > 0 && slices.Equal(hashes, at.L); repeat && !(past && n > 2) {
 			// A whole page's worth entered the head in between (the page
 			// moved down by one), or the provider ignores the page
 			// parameter, which a few in a row tell.
@@ -150,7 +166,12 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 		// A short page is not the end: a provider whose pages vary, or
 		// one smaller than Size, has more after it. The page after it
 		// tells, one request per scan that does not meet the last head.
-		last := met || len(recs) == 0
+		// A short page answered again is the end too (a provider that
+		// clamps the page number to its last, or a page's worth that
+		// entered the head, with nothing after the records it repeats),
+		// past the first page: a short first page answered again may be
+		// a provider's smaller page, moved down by as many new records.
+		last := met || len(recs) == 0 || (past && repeat && n > 2)
 		if last {
 			// The scan is over: the next begins at page 1, and stops at
 			// this one's head.
@@ -192,6 +213,13 @@ type pageCursor struct {
 // after such a shift a list that stopped growing answers the page the
 // scan is at with the records it just read, as long as it is asked.
 const maxSamePages = 20
+
+// pastEndStatus are the statuses a provider answers a page past its
+// list's end with, when it answers no empty page: 400 (WordPress's
+// rest_post_invalid_page_number), 404 (Django REST Framework's "Invalid
+// page."), 416 and 422 (an offset out of range). After a short page,
+// PageFeed reads them as an empty page.
+var pastEndStatus = [...]int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestedRangeNotSatisfiable, http.StatusUnprocessableEntity}
 
 // pageCursorV is the version a PageFeed cursor is written with.
 const pageCursorV = 1

@@ -352,10 +352,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		out := forage.FromHTTP(resp, err)
-		if err == nil && resp.StatusCode == http.StatusForbidden && out.Class() == forage.Permanent && bodyNamesRateLimit(resp) {
+		if err == nil && resp.StatusCode == http.StatusForbidden && out.Class() == forage.Permanent && bodyNamesRateLimit(ctx, resp) {
 			out.Err = forage.Mark(errors.New("budget: transport: HTTP 403 whose body names a rate limit"), forage.Throttled)
 			if out.RetryAfter <= 0 {
 				out.RetryAfter = bodyLimitPause
+				// Handed back (a call that cannot wait out the pause, or
+				// sent once), the 403 is read by the host too, with
+				// forage.FromHTTP: its headers name no limit, and it read
+				// as a permanent failure. A Retry-After says what it is.
+				if resp.Header == nil {
+					resp.Header = http.Header{}
+				}
+				resp.Header.Set("Retry-After", strconv.Itoa(int(bodyLimitPause/time.Second)))
 			}
 		}
 		return out
@@ -406,6 +414,13 @@ const bodyLimitPause = time.Minute
 // detection mechanism", Google's "rateLimitExceeded"), in lower case.
 var rateLimitWords = [...]string{"rate limit", "ratelimit", "rate-limit", "rate_limit", "abuse detection"}
 
+// rateLimitPeekWait is how long bodyNamesRateLimit waits for a 403's
+// first KiB: a body that does not come by then (a tarpit's, a stalled
+// connection's) is left to the caller, and the 403 is what its headers
+// say. (Waited for, it held RoundTrip, and a host with no deadline never
+// got the 403 to close.)
+const rateLimitPeekWait = 2 * time.Second
+
 // bodyNamesRateLimit reads the first rateLimitPeek bytes of a 403's body,
 // puts them back for the caller, and reports whether they name a rate
 // limit. A 403 whose headers say nothing of a limit is a permission
@@ -414,15 +429,26 @@ var rateLimitWords = [...]string{"rate limit", "ratelimit", "rate-limit", "rate_
 // refused requests in the minute GitHub asked to be left alone, not one).
 // The words are the provider's own; a permission refused rarely names a
 // rate limit, and costs a pause and the retries of one call when it does.
-func bodyNamesRateLimit(resp *http.Response) bool {
+// It waits rateLimitPeekWait at most, or until ctx ends, and reports
+// false then; the read goes on for the caller's first Read, and the
+// caller's Close ends it.
+func bodyNamesRateLimit(ctx context.Context, resp *http.Response) bool {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return false
 	}
-	buf := make([]byte, rateLimitPeek)
-	n, _ := io.ReadFull(resp.Body, buf) // a read error comes again to the caller, after the bytes read
-	buf = buf[:n]
-	resp.Body = &peekedBody{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
-	low := bytes.ToLower(buf)
+	b := &peekedBody{body: resp.Body, done: make(chan struct{})}
+	resp.Body = b
+	go b.peek()
+	wait := time.NewTimer(rateLimitPeekWait)
+	defer wait.Stop()
+	select {
+	case <-b.done:
+	case <-wait.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	low := bytes.ToLower(b.buf)
 	for _, w := range rateLimitWords {
 		if bytes.Contains(low, []byte(w)) {
 			return true
@@ -431,12 +457,38 @@ func bodyNamesRateLimit(resp *http.Response) bool {
 	return false
 }
 
-// peekedBody is a response body whose first bytes were read, and are read
-// again first.
+// peekedBody is a response body whose first bytes are read on a goroutine
+// of their own (peek), and are read again first. Like any body, it is
+// read by one goroutine at a time.
 type peekedBody struct {
-	io.Reader
-	io.Closer
+	body io.ReadCloser
+	done chan struct{} // closed once buf is read
+	buf  []byte        // the first bytes, set before done is closed
+	off  int           // how much of buf the caller has read
 }
+
+// peek reads the first rateLimitPeek bytes of the body into buf. A read
+// error comes again to the caller, after the bytes read.
+func (b *peekedBody) peek() {
+	defer close(b.done)
+	buf := make([]byte, rateLimitPeek)
+	n, _ := io.ReadFull(b.body, buf)
+	b.buf = buf[:n]
+}
+
+// Read reads the peeked bytes, once they are in, then the rest.
+func (b *peekedBody) Read(p []byte) (int, error) {
+	<-b.done
+	if b.off < len(b.buf) {
+		n := copy(p, b.buf[b.off:])
+		b.off += n
+		return n, nil
+	}
+	return b.body.Read(p)
+}
+
+// Close closes the body, which ends a peek still waiting for it.
+func (b *peekedBody) Close() error { return b.body.Close() }
 
 // registry returns t's Registry: a zero Transport's own, made once.
 func (t *Transport) registry() *Registry {

@@ -143,14 +143,13 @@ func (o Outcome) spent() bool {
 // marked returns the class a host gave err with [Mark], or that an error
 // in its tree gives itself with a Class method (a budget package's stop:
 // a request its budget refused to send, a pause or a spent quota, is a
-// refusal, not the permanent failure of an error of unknown kind). It is
-// a function of its own so the success path does not allocate the targets
-// errors.As needs.
+// refusal, not the permanent failure of an error of unknown kind): the
+// outermost's, as a mark is such an error too. (A mark was looked for
+// first, and one inside a stop, on its last attempt's error, hid the
+// stop's class: a spent request cap read as transient.) It is a function
+// of its own so the success path does not allocate the target errors.As
+// needs.
 func marked(err error) (Class, bool) {
-	var m *markedError
-	if errors.As(err, &m) {
-		return m.class, true
-	}
 	var self interface{ Class() Class }
 	if errors.As(err, &self) {
 		if c := self.Class(); c != Success && c <= Canceled {
@@ -168,3 +167,7 @@ type markedError struct {
 
 func (e *markedError) Error() string { return e.err.Error() }
 func (e *markedError) Unwrap() error { return e.err }
+
+// Class returns the class err was marked with: [Outcome.Class] reads it
+// as it reads any error that classifies itself.
+func (e *markedError) Class() Class { return e.class }

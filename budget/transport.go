@@ -36,7 +36,9 @@ import (
 // A 403 whose headers name no limit is looked into: the first KiB of its
 // body, put back for the caller, is read, and one that names a rate
 // limit (GitHub's secondary limit) is throttling, paused a minute when it
-// names no pause.
+// names no pause (handed back, it then says Retry-After: 60, so the host's
+// forage.FromHTTP reads it as throttled too); a body that does not come
+// within 2 s is not waited for.
 //
 // A success is the provider's once its body is read: until the body ends
 // (read to its end, closed, or the request's context done), the request

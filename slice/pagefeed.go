@@ -13,9 +13,13 @@ import (
 )
 
 // PageQuery is one request of a list paged by number: the page's number
-// (from 1), the same page as an offset (the records before it: (Number −
-// 1) × Size), and the page size. A provider that numbers its pages from 0
-// is asked for Number − 1.
+// (from 1), the same page as an offset (the records the scan's pages
+// before it answered: (Number − 1) × Size while they were full), and the
+// page size. A provider that numbers its pages from 0 is asked for
+// Number − 1. Ask by number or by offset, not both: a provider that
+// answers pages smaller than Size is read without a gap either way (its
+// page Number is its own page of that number; Offset counts what it
+// answered).
 type PageQuery struct {
 	Number, Offset, Size int
 }
@@ -28,13 +32,12 @@ type PageFeedConfig[R any] struct {
 	// Key returns a record's natural key. Required.
 	Key func(R) string
 	// Size is how many records a page is asked for (PageQuery.Size). A
-	// provider that answers fewer on a first page (it caps limit=100 at
-	// 50, silently, or answers its default page to a request that does
-	// not pass PageQuery.Size) is paged at the size it answered for the
-	// rest of that scan, so Size should be what the provider answers: a
-	// smaller one costs requests, a larger one a request per scan that
-	// ends without meeting the last head, never a record. Required
-	// (>= 1).
+	// provider that answers fewer (it caps limit=100 at 50, silently, or
+	// answers its default page to a request that does not pass
+	// PageQuery.Size) is read whole all the same, so Size should be what
+	// the provider answers: a smaller one costs requests, a larger one a
+	// request per scan that ends without meeting the last head, never a
+	// record. Required (>= 1).
 	Size int
 }
 
@@ -57,10 +60,13 @@ type PageFeedConfig[R any] struct {
 // request more for a scan that does not meet the last head), since a
 // provider whose pages are smaller than Size, or vary, has more after it
 // (read as the end, a first page of 50 where Size asked 100 left every
-// later page unread, and every run said caught up). When the first page
-// is short, the scan goes on at the size it answered (PageQuery.Number
-// and Offset agree for it), so a provider that caps the page size is read
-// whole whether it pages by number or by offset.
+// later page unread, and every run said caught up). The next page is
+// asked at the next number, and at the offset of the records answered so
+// far, always for Size records, so a provider that caps the page size is
+// read whole whether it pages by number or by offset, and a list that was
+// short when its scan began and grows fast is read a whole Size at a time
+// (paged at the size of a short first page, a list of 3 growing by 5 a
+// request, one request a run, never caught up again).
 // The cursor keeps the page a scan is at, so a run that stops mid-scan
 // resumes there, and the keys (as hashes) of the head the last scan began
 // with: at most 3 × Size hashes. Records that entered the head during a
@@ -104,23 +110,26 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 			// of the new size is not where the scan was (asked at the
 			// new offset, records 20-29 of 40 went unread for good). The
 			// scan starts again at page 1, the last scan's head kept.
-			n, at.H, at.L, at.S, at.M = 1, nil, nil, 0, 0
+			n, at.H, at.L, at.S, at.O = 1, nil, nil, 0, 0
 		}
-		size := cfg.Size
-		if n > 1 && at.M > 0 {
-			size = at.M // the provider's page, smaller than Size
+		off := at.O // the records the scan's pages answered so far
+		if n > 1 && off == 0 {
+			off = (n - 1) * at.Z // a cursor written before O: every page before this one was full
 		}
-		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: (n - 1) * size, Size: size})
+		if n == 1 {
+			off = 0
+		}
+		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: off, Size: cfg.Size})
 		// past: the page before this one was short, so this one asks past
 		// what is likely the list's end, which providers answer their own
 		// way: WordPress 400, Django REST Framework 404, others the last
 		// page again. Each is the end (read as a failure, the first scan
 		// of such a list, whatever its length, never finished).
-		asked := cfg.Size
-		if n > 2 && at.M > 0 {
-			asked = at.M
+		full := cfg.Size // a page the provider answered whole
+		if n > 2 && at.C > 0 {
+			full = at.C // a provider that pages smaller than Size, as far as the scan shows
 		}
-		past := n > 1 && len(at.L) < asked
+		past := n > 1 && len(at.L) < full
 		if past && out.Class() == forage.Permanent && slices.Contains(pastEndStatus[:], out.Status) {
 			recs, out.Status, out.Err = nil, http.StatusNoContent, nil // no page there: read as an empty one
 		}
@@ -142,17 +151,18 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 				return Page[R]{}, out
 			}
 		}
-		next := pageCursor{V: pageCursorV, P: n + 1, Z: cfg.Size, M: at.M, K: at.K, H: at.H, L: hashes, S: same}
+		next := pageCursor{V: pageCursorV, P: n + 1, Z: cfg.Size, O: off + len(recs), K: at.K, H: at.H, L: hashes, S: same}
+		switch {
+		case n == 1 && len(recs) < cfg.Size:
+			// A short first page: a list that short, or a provider whose
+			// pages are smaller than Size. Until a page longer than it
+			// shows the list was that short, it is the provider's page.
+			next.C = len(recs)
+		case len(recs) <= at.C:
+			next.C = at.C
+		}
 		if n == 1 {
-			next.H, next.M = hashes, 0 // the head this scan begins with
-			if len(recs) < cfg.Size {
-				// A short first page is a list that short, or a provider
-				// whose pages are smaller than Size (limit=100 capped at
-				// 50, silently): the scan goes on at the size it
-				// answered, which pages alike by number and by offset,
-				// and an empty page ends it.
-				next.M = len(recs)
-			}
+			next.H = hashes // the head this scan begins with
 		}
 		var fresh []R
 		met := false // the page holds a record of the last scan's head
@@ -194,13 +204,17 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 // finished scan began with (K), of the head the scan under way began with
 // (H), and of the last page it read (L), how many pages in a row
 // repeated the one before (S), the Size the scan was begun with (Z), and
-// the page size it goes on with when its first page was shorter than
-// that (M; 0: Z). V marks it as PageFeed's.
+// how many records the scan's pages answered so far, the next page's
+// Offset (O; 0 in a cursor written before it: (P - 1) × Z), and the
+// length of a short first page no later page of the scan exceeded, the
+// provider's own page as far as the scan shows (C; 0: none). V marks it
+// as PageFeed's.
 type pageCursor struct {
 	V int      `json:"pf"`
 	P int      `json:"p,omitempty"`
 	Z int      `json:"z,omitempty"`
-	M int      `json:"m,omitempty"`
+	O int      `json:"o,omitempty"`
+	C int      `json:"c,omitempty"`
 	K []uint64 `json:"k,omitempty"`
 	H []uint64 `json:"h,omitempty"`
 	L []uint64 `json:"l,omitempty"`
@@ -239,7 +253,7 @@ func decodePageCursor(b []byte) (pageCursor, error) {
 	if c.V != pageCursorV || !bytes.HasPrefix(b, []byte(`{"pf":`)) {
 		return c, errors.New(`no "pf" version`)
 	}
-	if c.P < 0 || c.S < 0 || c.Z < 0 || c.M < 0 {
+	if c.P < 0 || c.S < 0 || c.Z < 0 || c.O < 0 || c.C < 0 {
 		return c, errors.New("a negative count")
 	}
 	return c, nil

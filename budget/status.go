@@ -97,7 +97,8 @@ func (p *local) readStatus(now time.Time) {
 // process sharing the records obeys it within about five seconds of its
 // next call. Direct [Provider.Do] calls and the [Transport] obey it alike.
 // Calls for one key at once are applied in the order the store saved them;
-// one waits for another's save until ctx ends.
+// one waits for another's save until ctx ends, and one whose ctx is done
+// applies nothing.
 func (r *Registry) SetStatus(ctx context.Context, key, status, why string) error {
 	if status != StatusActive && status != StatusPaused {
 		return invalid.Must("SetStatus's status", `be "active" or "paused"`, fmt.Sprintf("%q", status))
@@ -107,6 +108,11 @@ func (r *Registry) SetStatus(ctx context.Context, key, status, why string) error
 		return err
 	}
 	p := pr.(*entry).p
+	if err := ctx.Err(); err != nil {
+		// Done before its turn: not applied (a select with the turn free
+		// too took either at random).
+		return fmt.Errorf("budget: setting the status of %q: %w", key, err)
+	}
 	select {
 	case p.op.turn <- struct{}{}:
 		defer func() { <-p.op.turn }()

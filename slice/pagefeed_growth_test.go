@@ -6,7 +6,6 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -33,15 +32,8 @@ func TestAPageFeedKeepsUpWithAShortListThatGrowsFast(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
 				got := map[int]bool{}
-				r, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
-					Provider: prov, Source: feed, Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error {
-						for _, rec := range p.Records {
-							got[rec] = true
-						}
-						return nil
-					})})
+				r, err := feedRunner(nil, checkpoint.SteadyState, feed, func(rec int) { got[rec] = true })
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 
 	"github.com/forage-go/forage"
-	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -30,14 +29,7 @@ func TestAPageFeedWhoseSizeChangesMidScanLosesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
-			r, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.SteadyState, Store: store,
-				Provider: prov, Source: feed, Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error {
-					for _, r := range p.Records {
-						got[r]++
-					}
-					return nil
-				})})
+			r, err := feedRunner(store, checkpoint.SteadyState, feed, func(r int) { got[r]++ })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,14 +93,7 @@ func TestPropertyAPageFeedNeverCatchesUpPastAProviderThatPagesSmaller(t *testing
 				fail = err.Error()
 				return
 			}
-			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
-			runner, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
-				Provider: prov, Source: feed, Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error {
-					for _, r := range p.Records {
-						got[r]++
-					}
-					return nil
-				})})
+			runner, err := feedRunner(nil, checkpoint.SteadyState, feed, func(r int) { got[r]++ })
 			if err != nil {
 				fail = err.Error()
 				return

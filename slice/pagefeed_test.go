@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 
 	"github.com/forage-go/forage"
-	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
@@ -76,14 +75,7 @@ func TestPropertyAPageFeedDeliversEveryRecord(t *testing.T) {
 				fail = err.Error()
 				return
 			}
-			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
-			runner, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
-				Provider: prov, Source: feed, Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error {
-					for _, r := range p.Records {
-						got[r]++
-					}
-					return nil
-				})})
+			runner, err := feedRunner(nil, checkpoint.SteadyState, feed, func(r int) { got[r]++ })
 			if err != nil {
 				fail = err.Error()
 				return

@@ -8,8 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/forage-go/forage/aimd"
-	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/slice"
 	"pgregory.net/rapid"
@@ -46,14 +44,7 @@ func TestPropertyATimeFeedNeverCatchesUpPastAProviderThatPagesSmaller(t *testing
 				fail = err.Error()
 				return
 			}
-			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
-			runner, err := slice.New(slice.Config[stamped]{Stream: "s", Mode: checkpoint.CatchUp, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
-				Provider: prov, Source: feed, Sink: slice.SinkFunc[stamped](func(_ context.Context, p slice.Page[stamped]) error {
-					for _, r := range p.Records {
-						got[r.Key]++
-					}
-					return nil
-				})})
+			runner, err := feedRunner(nil, checkpoint.CatchUp, feed, func(r stamped) { got[r.Key]++ })
 			if err != nil {
 				fail = err.Error()
 				return

@@ -81,14 +81,7 @@ func TestPropertyATimeFeedDeliversEachRecordOnce(t *testing.T) {
 				fail = err.Error()
 				return
 			}
-			prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
-			runner, err := slice.New(slice.Config[stamped]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
-				Provider: prov, Source: feed, Sink: slice.SinkFunc[stamped](func(_ context.Context, p slice.Page[stamped]) error {
-					for _, r := range p.Records {
-						got[r.Key]++
-					}
-					return nil
-				})})
+			runner, err := feedRunner(nil, checkpoint.SteadyState, feed, func(r stamped) { got[r.Key]++ })
 			if err != nil {
 				fail = err.Error()
 				return

@@ -81,47 +81,6 @@ func TestAHungStoreStopsARunBeforeItsLeaseEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := schedule.NewMemoryJobStore()
 		viewA := newHung(mem)
-		var mu sync.Mutex
-		running, peak, runs := 0, 0, 0
-		worker := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
-			mu.Lock()
-			running, runs = running+1, runs+1
-			peak = max(peak, running)
-			mu.Unlock()
-			defer func() { mu.Lock(); running--; mu.Unlock() }()
-			select {
-			case <-time.After(2 * time.Minute): // a long run that honours its context
-				return schedule.Result{}, nil
-			case <-ctx.Done():
-				return schedule.Result{}, context.Cause(ctx)
-			}
-		})
-		cfg := schedule.Config{LeaseTTL: 30 * time.Second, Poll: time.Second, Owner: "A"}
-		a, err := schedule.New(cfg, viewA, worker)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Owner = "B"
-		b, err := schedule.New(cfg, mem, worker)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Upsert(t.Context(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"}); err != nil {
-			t.Fatal(err)
-		}
-		stopA := start(t, a)
-		time.Sleep(2 * time.Second)
-		viewA.hang(true)
-		stopB := start(t, b)
-		time.Sleep(90 * time.Second)
-		mu.Lock()
-		gotPeak, gotRuns := peak, runs
-		mu.Unlock()
-		viewA.hang(false)
-		stopB()
-		stopA()
-		if gotPeak != 1 || gotRuns < 2 {
-			t.Fatalf("%d runs, at most %d at once; want B's rescue (2 runs in all) and never two at once", gotRuns, gotPeak)
-		}
+		neverTwiceAtOnce(t, mem, viewA, func() { viewA.hang(true) }, func() { viewA.hang(false) })
 	})
 }

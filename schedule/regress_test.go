@@ -358,48 +358,7 @@ func TestACutOffSchedulerStopsBeforeItsLeaseEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := schedule.NewMemoryJobStore()
 		viewA := &cutOff{JobStore: mem}
-		var mu sync.Mutex
-		running, peak, runs := 0, 0, 0
-		worker := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
-			mu.Lock()
-			running, runs = running+1, runs+1
-			peak = max(peak, running)
-			mu.Unlock()
-			defer func() { mu.Lock(); running--; mu.Unlock() }()
-			select {
-			case <-time.After(2 * time.Minute): // a long run that honours its context
-				return schedule.Result{}, nil
-			case <-ctx.Done():
-				return schedule.Result{}, context.Cause(ctx)
-			}
-		})
-		cfg := schedule.Config{LeaseTTL: 30 * time.Second, Poll: time.Second, Owner: "A"}
-		a, err := schedule.New(cfg, viewA, worker)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Owner = "B"
-		b, err := schedule.New(cfg, mem, worker)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Upsert(t.Context(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"}); err != nil {
-			t.Fatal(err)
-		}
-		stopA := start(t, a)
-		time.Sleep(2 * time.Second)
-		viewA.down.Store(true)
-		stopB := start(t, b)
-		time.Sleep(90 * time.Second)
-		mu.Lock()
-		gotPeak, gotRuns := peak, runs
-		mu.Unlock()
-		viewA.down.Store(false)
-		stopB()
-		stopA()
-		if gotPeak != 1 || gotRuns < 2 {
-			t.Fatalf("%d runs, at most %d at once; want B's rescue (2 runs in all) and never two at once", gotRuns, gotPeak)
-		}
+		neverTwiceAtOnce(t, mem, viewA, func() { viewA.down.Store(true) }, func() { viewA.down.Store(false) })
 	})
 }
 
@@ -435,5 +394,57 @@ func TestABusyHeadJobHidesNoBackfill(t *testing.T) {
 	got, err := store.Claim(ctx, now, "o1", time.Minute, 1, f)
 	if err != nil || len(got) != 1 || got[0].ID != want.ID {
 		t.Fatalf("claim = %+v, %v; want a's backfill of x (due first; a's head job is held by its busy stream)", got, err)
+	}
+}
+
+// neverTwiceAtOnce runs one long backfill job with scheduler A, whose job
+// store is viewA (a view of mem), then, 2 s in, calls lose (A's store
+// fails or hangs) and starts scheduler B on mem itself, which rescues the
+// job once A's lease ends; after 90 s it calls restore. It fails the test
+// unless B's rescue came (two runs in all) and the job never ran twice at
+// once.
+func neverTwiceAtOnce(t *testing.T, mem, viewA schedule.JobStore, lose, restore func()) {
+	t.Helper()
+	var mu sync.Mutex
+	running, peak, runs := 0, 0, 0
+	worker := schedule.WorkerFunc(func(ctx context.Context, j schedule.Job) (schedule.Result, error) {
+		mu.Lock()
+		running, runs = running+1, runs+1
+		peak = max(peak, running)
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		select {
+		case <-time.After(2 * time.Minute): // a long run that honours its context
+			return schedule.Result{}, nil
+		case <-ctx.Done():
+			return schedule.Result{}, context.Cause(ctx)
+		}
+	})
+	cfg := schedule.Config{LeaseTTL: 30 * time.Second, Poll: time.Second, Owner: "A"}
+	a, err := schedule.New(cfg, viewA, worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Owner = "B"
+	b, err := schedule.New(cfg, mem, worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Upsert(t.Context(), schedule.Spec{Provider: "p", Kind: schedule.KindBackfill, Stream: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	stopA := start(t, a)
+	time.Sleep(2 * time.Second)
+	lose()
+	stopB := start(t, b)
+	time.Sleep(90 * time.Second)
+	mu.Lock()
+	gotPeak, gotRuns := peak, runs
+	mu.Unlock()
+	restore()
+	stopB()
+	stopA()
+	if gotPeak != 1 || gotRuns < 2 {
+		t.Fatalf("%d runs, at most %d at once; want B's rescue (2 runs in all) and never two at once", gotRuns, gotPeak)
 	}
 }

@@ -1219,7 +1219,8 @@ func (c *Controller) banSafeCeiling(now time.Time) float64 {
 	// An allowance absorbs arrivals bunched up by as much as it holds
 	// beyond one request.
 	absorbed := max(0, c.allowance-1) / c.ceiling
-	margin := max(0, 2*c.arrivalJitter().Seconds()-absorbed)
+	p95 := c.arrivalJitter().Seconds()
+	margin := max(0, 2*p95-absorbed)
 	if margin >= 1/c.ceiling {
 		// More jitter than a provider that allows no burst tolerates at
 		// the ceiling: running near it, the caller would have been
@@ -1227,7 +1228,7 @@ func (c *Controller) banSafeCeiling(now time.Time) float64 {
 		// allowance, a window), and jitter is not what refuses.
 		return c.ceiling
 	}
-	if hold := c.tailJitter(now).Seconds(); hold > tailOver*c.arrivalJitter().Seconds() && hold < 1/c.ceiling {
+	if hold := c.tailJitter(now).Seconds(); hold > tailOver*p95 && hold < 1/c.ceiling {
 		// The next refusal may be the fifth: twice the minute's longest
 		// hold on the way, which the 95th percentile does not see, must
 		// not draw it. (Held at twice the 95th percentile, a 15/s limit

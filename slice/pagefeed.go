@@ -112,12 +112,11 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 			// scan starts again at page 1, the last scan's head kept.
 			n, at.H, at.L, at.S, at.O = 1, nil, nil, 0, 0
 		}
-		off := at.O // the records the scan's pages answered so far
-		if n > 1 && off == 0 {
-			off = (n - 1) * at.Z // a cursor written before O: every page before this one was full
-		}
-		if n == 1 {
-			off = 0
+		off := 0 // the records the scan's pages answered so far
+		if n > 1 {
+			if off = at.O; off == 0 {
+				off = (n - 1) * at.Z // a cursor written before O: every page before this one was full
+			}
 		}
 		recs, out := cfg.Fetch(ctx, PageQuery{Number: n, Offset: off, Size: cfg.Size})
 		// past: the page before this one was short, so this one asks past

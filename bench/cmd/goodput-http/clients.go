@@ -69,6 +69,9 @@ func allClients(bin string) []client {
 		// The most a client told the limit can reach when it honours
 		// every Retry-After for all its workers: the bound arrival jitter
 		// and the provider's pauses set on a row (see clients.Told).
+		{"told0.5x", told(0.5), true, nil},
+		{"told0.6x", told(0.6), true, nil},
+		{"told0.7x", told(0.7), true, nil},
 		{"told0.8x", told(0.8), true, nil},
 		{"told0.85x", told(0.85), true, nil},
 		{"told0.9x", told(0.9), true, nil},

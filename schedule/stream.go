@@ -13,6 +13,7 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
+	"github.com/forage-go/forage/internal/argerr"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -285,17 +286,37 @@ func (st *Stream[R]) validate(s *Scheduler) error {
 		return invalid("Stream.Every", "must be >= 0", st.Every)
 	case st.RunFor < 0:
 		return invalid("Stream.RunFor", "must be >= 0", st.RunFor)
-	case o.Stream != "" || o.Mode != 0 || o.Owner != "" || o.Store != nil || o.Provider != nil ||
-		o.Source != nil || o.Sink != nil || o.TxSink != nil:
-		return invalid("Stream.Options", "must leave Stream, Mode, Owner, Store, Provider, Source, Sink and TxSink zero: the scheduler sets them", "a field set")
 	}
-	for _, spec := range []Spec{{Provider: st.Provider, Kind: KindBackfill, Stream: st.Name, Priority: st.Priority}} {
-		if err := spec.Validate(); err != nil {
-			return err
+	// The field set is named: "(got a field set)" left the host to guess
+	// which of eight.
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"Stream", o.Stream != ""}, {"Mode", o.Mode != 0}, {"Owner", o.Owner != ""}, {"Store", o.Store != nil},
+		{"Provider", o.Provider != nil}, {"Source", o.Source != nil}, {"Sink", o.Sink != nil}, {"TxSink", o.TxSink != nil}} {
+		if f.set {
+			return invalid("Stream.Options."+f.name, "must be left zero: the scheduler sets it", "a value")
 		}
+	}
+	spec := Spec{Provider: st.Provider, Kind: KindBackfill, Stream: st.Name, Priority: st.Priority}
+	if err := spec.Validate(); err != nil {
+		// Named as the host wrote them: the Spec is the scheduler's, and
+		// "Spec.Provider must not be empty" named a field of a struct the
+		// host never wrote.
+		var e *argerr.Error
+		if errors.As(err, &e) {
+			if f, ok := streamField[e.Field]; ok {
+				return invalid(f, e.Rule, e.Got)
+			}
+		}
+		return err
 	}
 	return nil
 }
+
+// streamField names the Stream field each Spec field AddStream checks is
+// made from.
+var streamField = map[string]string{"Spec.Provider": "Stream.Provider", "Spec.Stream": "Stream.Name", "Spec.Priority": "Stream.Priority"}
 
 // streamOf returns the declared stream that runs job, or nil when job is
 // not one (its stream is not declared, or for another provider).

@@ -277,9 +277,14 @@ func TestAddStreamValidates(t *testing.T) {
 		{"no source", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Backfill = nil }, "Stream.Backfill"},
 		{"no every", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Incremental = src }, "Stream.Every"},
 		{"no name", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Name = "" }, "Stream.Name"}, // it named Spec.Stream, a field the host never set
-		{"bad provider", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Provider = "a\nb" }, "Spec.Provider"},
+		// These three named Spec.Provider, Spec.Stream and Spec.Priority: fields of a Spec the host never wrote.
+		{"bad provider", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Provider = "a\nb" }, "Stream.Provider"},
+		{"no provider", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Provider = "" }, "Stream.Provider"},
+		{"bad name", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Name = "a\nb" }, "Stream.Name"},
+		{"bad priority", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Priority = 5000 }, "Stream.Priority"},
 		{"no sink", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Sink = nil }, "Config.Sink"},
-		{"options set", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Stream = "x" }, "Stream.Options"},
+		{"options set", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Stream = "x" }, "Stream.Options.Stream"},
+		{"options owner set", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Owner = "me" }, "Stream.Options.Owner"}, // "(got a field set)": which one?
 		{"bad options", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.MaxBatch = -1 }, "Config.MaxBatch"},
 		// A series no store accepts: each run advanced one slice, then failed at the coverage.
 		{"bad series", schedule.Config{Budget: r, Checkpoints: cps}, func(s *schedule.Stream[int]) { s.Options.Series = "x\x00" }, "Config.Series"},
@@ -301,7 +306,7 @@ func TestAddStreamValidates(t *testing.T) {
 		case "Config.Sink", "Config.MaxBatch", "Config.Series":
 			want = slice.ErrInvalidConfig // Stream.Options and Sink: the runner's config
 		}
-		if !errors.Is(err, want) || !strings.Contains(err.Error(), tc.field) {
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), tc.field+" ") || strings.Contains(err.Error(), "Spec.") {
 			t.Errorf("%s: AddStream = %v; want an error wrapping %v naming %s", tc.name, err, want, tc.field)
 		}
 	}

@@ -22,11 +22,11 @@ type TokenPage[R any] struct {
 
 // TokenFeed adapts the fetch of a feed paged by opaque tokens whose last
 // page carries no token (Slack's next_cursor "", a Link header with no
-// "next", has_more false with no id to ask after) to a cursor feed's
-// [Source]. fetch asks for the page of token ("" for the feed's first
-// page) and returns it with its outcome; key returns a record's natural
-// key (nil: records are told by their count alone, for a provider that
-// never changes a page but by appending to it).
+// "next", which [NextLink] reads, has_more false with no id to ask
+// after) to a cursor feed's [Source]. fetch asks for the page of token
+// ("" for the feed's first page) and returns it with its outcome; key
+// returns a record's natural key (nil: records are told by their count
+// alone, for a provider that never changes a page but by appending to it).
 //
 // Such a feed gives the next run nothing to ask after: the last page's
 // records have no token past them. TokenFeed keeps, as the cursor, the

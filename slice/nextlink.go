@@ -1,0 +1,122 @@
+package slice
+
+import (
+	"net/http"
+	"strings"
+)
+
+// NextLink returns the URL of the page after resp, as its Link header
+// (RFC 8288) names it with rel="next" (GitHub's, GitLab's and most REST
+// APIs' way of paging), resolved against resp's request URL; "" when the
+// header names none: the token of a [TokenPage]'s Next, for [TokenFeed].
+//
+// It reads the header as the RFC writes it, not as one provider happens to:
+// several Link lines or comma-separated links, a rel unquoted, capitalised
+// or naming several types ("prev next"), parameters before it, commas and
+// semicolons inside a URL or a quoted title, and a relative URL. Only a
+// link's first rel counts, as the RFC says. (A pattern such as
+// `<([^>]+)>;\s*rel="next"` reads none of these: the feed's first page
+// passes for its last, and every run is caught up with the rest unread.)
+// A next link whose URL does not resolve is returned as written: read as
+// "", it would be the end of the feed.
+func NextLink(resp *http.Response) string {
+	if resp == nil {
+		return ""
+	}
+	for _, v := range resp.Header.Values("Link") {
+		for v != "" {
+			ref, rels, rest, ok := nextLinkValue(v)
+			if !ok {
+				break // malformed from here on: what follows cannot be told apart
+			}
+			v = rest
+			for _, rel := range strings.Fields(rels) {
+				if strings.EqualFold(rel, "next") {
+					return resolveLink(resp, ref)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// nextLinkValue parses the first link-value of v: "<ref>; param=value; …",
+// and returns its ref, its first rel's value and what follows the comma
+// after it.
+func nextLinkValue(v string) (ref, rel, rest string, ok bool) {
+	v = strings.TrimLeft(v, " \t,")
+	if v == "" || v[0] != '<' {
+		return "", "", "", false
+	}
+	end := strings.IndexByte(v, '>')
+	if end < 0 {
+		return "", "", "", false
+	}
+	ref, v = v[1:end], v[end+1:]
+	seen := false
+	for {
+		v = strings.TrimLeft(v, " \t")
+		if v == "" || v[0] == ',' {
+			return ref, rel, v, true
+		}
+		if v[0] != ';' {
+			return "", "", "", false
+		}
+		v = strings.TrimLeft(v[1:], " \t")
+		i := strings.IndexAny(v, "=;,")
+		if i < 0 {
+			i = len(v)
+		}
+		name := strings.TrimSpace(v[:i])
+		v = v[i:]
+		value := ""
+		if v != "" && v[0] == '=' {
+			v = strings.TrimLeft(v[1:], " \t")
+			value, v, ok = paramValue(v)
+			if !ok {
+				return "", "", "", false
+			}
+		}
+		if strings.EqualFold(name, "rel") && !seen {
+			rel, seen = value, true
+		}
+	}
+}
+
+// paramValue reads a parameter's value at the start of v, a quoted
+// string (with its backslash escapes) or a token, and returns it and the
+// rest of v.
+func paramValue(v string) (value, rest string, ok bool) {
+	if v == "" || v[0] != '"' {
+		i := strings.IndexAny(v, ";,")
+		if i < 0 {
+			i = len(v)
+		}
+		return strings.TrimSpace(v[:i]), v[i:], true
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\' && i+1 < len(v):
+			i++
+			b.WriteByte(v[i])
+		case c == '"':
+			return b.String(), v[i+1:], true
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", "", false // an unterminated quote
+}
+
+// resolveLink resolves ref against the URL resp answered.
+func resolveLink(resp *http.Response, ref string) string {
+	if resp.Request == nil || resp.Request.URL == nil {
+		return ref
+	}
+	u, err := resp.Request.URL.Parse(ref)
+	if err != nil {
+		return ref
+	}
+	return u.String()
+}

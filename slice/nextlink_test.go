@@ -1,0 +1,106 @@
+package slice_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/forage-go/forage/slice"
+)
+
+// linkResponse is an answer to GET base carrying each of links as a Link
+// header line.
+func linkResponse(base string, links ...string) *http.Response {
+	u, _ := url.Parse(base)
+	h := http.Header{}
+	for _, l := range links {
+		h.Add("Link", l)
+	}
+	return &http.Response{StatusCode: 200, Header: h, Request: &http.Request{Method: http.MethodGet, URL: u}}
+}
+
+// TestNextLinkReadsTheLinkHeader: the page after, as the Link header of
+// RFC 8288 names it, in every way providers write it. A host's own
+// `<([^>]+)>;\s*rel="next"` read none of the unquoted, multi-valued,
+// capitalised, relative or late-rel links below: TokenFeed then took the
+// first page for the last, and every run said caught up with the rest of
+// the feed unread.
+func TestNextLinkReadsTheLinkHeader(t *testing.T) {
+	t.Parallel()
+	const base = "https://api.example.com/v1/items?page=1&per_page=10"
+	for _, tc := range []struct {
+		name  string
+		links []string
+		want  string
+	}{
+		{"github", []string{`<https://api.github.com/repositories/1/issues?page=2>; rel="next", <https://api.github.com/repositories/1/issues?page=5>; rel="last"`}, "https://api.github.com/repositories/1/issues?page=2"},
+		{"after last", []string{`<https://a.example/?page=5>; rel="last", <https://a.example/?page=2>; rel="next"`}, "https://a.example/?page=2"},
+		{"unquoted", []string{`<https://a.example/?page=2>; rel=next`}, "https://a.example/?page=2"},
+		{"several types", []string{`<https://a.example/?page=2>; rel="prev next"`}, "https://a.example/?page=2"},
+		{"capitalised", []string{`<https://a.example/?page=2>; REL="Next"`}, "https://a.example/?page=2"},
+		{"rel after a title", []string{`<https://a.example/?page=2>; title="the next, and; rel=prev"; rel="next"`}, "https://a.example/?page=2"},
+		{"relative", []string{`</v1/items?page=2&per_page=10>; rel="next"`}, "https://api.example.com/v1/items?page=2&per_page=10"},
+		{"relative to the page", []string{`<?page=2>; rel="next"`}, "https://api.example.com/v1/items?page=2"},
+		{"comma in the URL", []string{`<https://a.example/?ids=1,2;x&page=2>; rel="next"`}, "https://a.example/?ids=1,2;x&page=2"},
+		{"two header lines", []string{`<https://a.example/?page=1>; rel="prev"`, `<https://a.example/?page=3>; rel="next"`}, "https://a.example/?page=3"},
+		{"spaces", []string{`  <https://a.example/?page=2> ;rel = "next" `}, "https://a.example/?page=2"},
+		{"no next", []string{`<https://a.example/?page=1>; rel="prev", <https://a.example/?page=1>; rel="first"`}, ""},
+		{"next in a title", []string{`<https://a.example/?page=2>; title="next"; rel="nextpage"`}, ""},
+		{"next as a second rel", []string{`<https://a.example/?page=2>; rel="prev"; rel="next"`}, ""}, // RFC 8288 3.3: only the first rel counts
+		{"none", nil, ""},
+	} {
+		if got := slice.NextLink(linkResponse(base, tc.links...)); got != tc.want {
+			t.Errorf("%s: NextLink(%q) = %q; want %q", tc.name, tc.links, got, tc.want)
+		}
+	}
+	if got := slice.NextLink(nil); got != "" {
+		t.Errorf("NextLink(nil) = %q; want \"\"", got)
+	}
+}
+
+// TestNextLinkIsFoundAmongOthers: whatever the other links of the header
+// (their order, their parameters, the commas, semicolons and quotes in
+// their URLs and titles), the next link is the one read, and a header
+// without one reads "".
+func TestNextLinkIsFoundAmongOthers(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		piece := rapid.SampledFrom([]string{"a", "1", ",", ";", "=", "&", "%2C", "x y"})
+		link := func(label string, rel string) string {
+			u := "https://a.example/" + label + "?q=" + strings.Join(rapid.SliceOfN(piece, 0, 4).Draw(t, label+" query"), "")
+			params := []string{`rel="` + rel + `"`}
+			if rapid.Bool().Draw(t, label+" title") {
+				title := `title="` + strings.Join(rapid.SliceOfN(piece, 0, 4).Draw(t, label+" title text"), "") + ` rel=next"`
+				params = append([]string{title}, params...)
+			}
+			return "<" + u + ">; " + strings.Join(params, "; ")
+		}
+		others := rapid.SliceOfN(rapid.SampledFrom([]string{"prev", "last", "first", "nexus", "alternate"}), 0, 4).Draw(t, "others")
+		var links []string
+		for i, rel := range others {
+			links = append(links, link("o"+string(rune('0'+i)), rel))
+		}
+		hasNext := rapid.Bool().Draw(t, "has next")
+		want := ""
+		if hasNext {
+			l := link("next", "next")
+			want = l[1:strings.IndexByte(l, '>')]
+			links = append(links, "") // a place for it
+			at := rapid.IntRange(0, len(links)-1).Draw(t, "at")
+			copy(links[at+1:], links[at:])
+			links[at] = l
+		}
+		var header []string
+		if rapid.Bool().Draw(t, "one line") {
+			header = []string{strings.Join(links, ", ")}
+		} else {
+			header = links
+		}
+		if got := slice.NextLink(linkResponse("https://a.example/", header...)); got != want {
+			t.Fatalf("NextLink(%q) = %q; want %q", header, got, want)
+		}
+	})
+}

@@ -81,7 +81,16 @@ type Validator interface {
 // not a success is not read: v is left as it was.
 func FromHTTPJSON(resp *http.Response, err error, v any) Outcome {
 	o := FromHTTP(resp, err)
-	if resp == nil || resp.Body == nil {
+	if resp == nil {
+		return o
+	}
+	if resp.Body == nil {
+		// A response built by hand (a fake RoundTripper, a cache): no body,
+		// as an empty one is (a Success with v untouched read as a page
+		// of nothing).
+		if o.Class() == Success {
+			o.Err = Mark(fmt.Errorf("forage: an HTTP %d answer with no body, not the JSON expected%s", resp.StatusCode, contentType(resp)), Transient)
+		}
 		return o
 	}
 	// Closed, not drained: draining a body for the connection's reuse

@@ -195,3 +195,22 @@ func TestFromHTTPJSONBlamesTheCallerForABadTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestFromHTTPJSONReadsANilBodyAsNoBody: a success whose Body is nil (a
+// response a host's fake RoundTripper or cache built by hand; net/http's
+// Client puts an empty body there) holds no page, as an empty body does: it
+// was a Success with v untouched and its Validate never asked, so a fake
+// provider's "200 and nothing" read as a page of nothing, and a feed as
+// caught up.
+func TestFromHTTPJSONReadsANilBodyAsNoBody(t *testing.T) {
+	t.Parallel()
+	var p checkedPage
+	out := forage.FromHTTPJSON(&http.Response{StatusCode: 200, Header: http.Header{}}, nil, &p)
+	if out.Class() != forage.Transient || out.Err == nil || !strings.Contains(out.Err.Error(), "no body") {
+		t.Errorf("a 200 with a nil Body: class %v (err %v); want Transient, saying it has no body", out.Class(), out.Err)
+	}
+	out = forage.FromHTTPJSON(&http.Response{StatusCode: 429, Header: http.Header{}}, nil, &p)
+	if out.Class() != forage.Throttled {
+		t.Errorf("a 429 with a nil Body: class %v (err %v); want Throttled", out.Class(), out.Err)
+	}
+}

@@ -31,7 +31,12 @@ type Stream[R any] struct {
 	// one provider.
 	Name string
 	// Provider is the key of the provider every request of the stream
-	// passes, in [Config.Budget]. Required.
+	// passes, in [Config.Budget]. Required. A Source whose client sends
+	// through a [budget.Transport] of the same Registry names the key the
+	// Transport gives its requests (the URL's host, [budget.HostKey], or
+	// what Transport.Key returns): under another name ("github" for
+	// api.github.com) each request is paced by both providers, and a Warn
+	// says so.
 	Provider string
 	// Backfill plans and fetches the stream's history in catch-up mode
 	// ([checkpoint.CatchUp]): from the earliest data wanted up to where

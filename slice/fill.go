@@ -144,7 +144,7 @@ func (s *session[R]) fill(ctx context.Context, tasks []task) (stopped bool, err 
 		for {
 			sl, ok, err := s.r.cfg.Source.Next(ctx, pos, t.r)
 			if err != nil {
-				return false, fmt.Errorf("slice: %v: plan the slice after cursor %q in %v: %w", s.r.key, pos, t.r, err)
+				return false, fmt.Errorf("slice: %v: plan the slice after cursor %q in %v: %w", s.r.key, cursorText(pos), t.r, err)
 			}
 			if !ok {
 				break
@@ -173,7 +173,7 @@ func (s *session[R]) fill(ctx context.Context, tasks []task) (stopped bool, err 
 			}
 			if _, back := passed.set[string(page.Next)]; back {
 				return false, fmt.Errorf("slice: %v: filling %v, slice after cursor %q: %w: Page.Next %q goes back to a cursor this fill passed (a Source whose cursor cycles would fetch the same pages for good)",
-					s.r.key, t.r, pos, ErrInvalidPage, page.Next)
+					s.r.key, t.r, cursorText(pos), ErrInvalidPage, cursorText(page.Next))
 			}
 			passed.add(page.Next)
 			s.rep.Slices++

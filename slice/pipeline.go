@@ -70,7 +70,7 @@ func (s *session[R]) stream(ctx context.Context) error {
 			// slice boundary, the page unwritten (the next run fetches it
 			// again), rather than written and then left uncommitted.
 			p.abandon()
-			return fmt.Errorf("slice: %v: stopped before writing the slice after cursor %q: %w", r.key, b.first.sl.After, err)
+			return fmt.Errorf("slice: %v: stopped before writing the slice after cursor %q: %w", r.key, cursorText(b.first.sl.After), err)
 		}
 		if err := p.keepLease(ctx); err != nil {
 			return err
@@ -152,7 +152,7 @@ func checkPassed[R any](c *passedCursors, cursor []byte, b batch[R]) error {
 		_, back := c.set[string(pg.Next)]
 		twice := slices.ContainsFunc(b.pages[:i], func(q Page[R]) bool { return bytes.Equal(q.Next, pg.Next) })
 		if (back || twice) && !(i == 0 && bytes.Equal(pg.Next, cursor)) {
-			return fmt.Errorf("%w: Page.Next %q goes back to a cursor this run passed (a Source whose cursor cycles would fetch the same pages for good)", ErrInvalidPage, pg.Next)
+			return fmt.Errorf("%w: Page.Next %q goes back to a cursor this run passed (a Source whose cursor cycles would fetch the same pages for good)", ErrInvalidPage, cursorText(pg.Next))
 		}
 	}
 	return nil
@@ -176,7 +176,7 @@ func (s *session[R]) commit(ctx context.Context, cp checkpoint.Checkpoint, b bat
 	if tx := r.cfg.TxSink; tx != nil {
 		if cp, err = tx.Commit(ctx, r.key, b.page, cp.Version, s.lease); err != nil {
 			return cp, fmt.Errorf("slice: %v: write %s after cursor %q and commit cursor %q in one transaction: %w",
-				r.key, nSlices(len(b.pages)), b.first.sl.After, b.page.Next, err)
+				r.key, nSlices(len(b.pages)), cursorText(b.first.sl.After), cursorText(b.page.Next), err)
 		}
 		s.rep.Records += len(b.page.Records)
 	} else {
@@ -184,7 +184,7 @@ func (s *session[R]) commit(ctx context.Context, cp checkpoint.Checkpoint, b bat
 			return cp, err
 		}
 		if cp, err = r.cfg.Store.Commit(ctx, r.key, b.page.Next, cp.Version, s.lease); err != nil {
-			return cp, fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, b.page.Next, err)
+			return cp, fmt.Errorf("slice: %v: commit cursor %q: %w", r.key, cursorText(b.page.Next), err)
 		}
 	}
 	s.rep.Slices += len(b.pages)
@@ -361,7 +361,7 @@ func (p *pipeline[R]) plan(ctx context.Context) {
 	for p.open && p.halt == nil && len(p.q) < p.window {
 		sl, ok, err := s.r.cfg.Source.Next(ctx, p.next, checkpoint.Range{})
 		if err != nil {
-			p.halt = &halt{err: fmt.Errorf("slice: %v: plan the slice after cursor %q: %w", s.r.key, p.next, err)}
+			p.halt = &halt{err: fmt.Errorf("slice: %v: plan the slice after cursor %q: %w", s.r.key, cursorText(p.next), err)}
 			return
 		}
 		if !ok {

@@ -183,7 +183,7 @@ func (s *session[R]) slice(ctx context.Context, sl Slice) (Page[R], *budget.Erro
 		return Page[R]{}, stop, err
 	}
 	if err := ctx.Err(); err != nil { // stopped during the fetch: not written, fetched again next time
-		return Page[R]{}, nil, fmt.Errorf("slice: %v: stopped before writing the slice after cursor %q: %w", s.r.key, sl.After, err)
+		return Page[R]{}, nil, fmt.Errorf("slice: %v: stopped before writing the slice after cursor %q: %w", s.r.key, cursorText(sl.After), err)
 	}
 	if err := s.write(ctx, sl, 1, page); err != nil {
 		return Page[R]{}, nil, err
@@ -252,7 +252,7 @@ func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error
 	}
 	if f.err == nil {
 		if err := checkPage(sl, f.page); err != nil {
-			return Page[R]{}, nil, fmt.Errorf("slice: %v: slice after cursor %q: %w", r.key, sl.After, err)
+			return Page[R]{}, nil, fmt.Errorf("slice: %v: slice after cursor %q: %w", r.key, cursorText(sl.After), err)
 		}
 		return f.page, nil, nil
 	}
@@ -263,7 +263,7 @@ func (s *session[R]) land(sl Slice, f fetched[R]) (Page[R], *budget.Error, error
 	if errors.As(f.err, &be) && be.Reason == forage.ReasonPermanent {
 		s.rep.Reason, s.rep.Stop = forage.ReasonPermanent, be
 	}
-	return Page[R]{}, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, sl.After, f.err)
+	return Page[R]{}, nil, fmt.Errorf("slice: %v: fetch the slice after cursor %q: %w", r.key, cursorText(sl.After), f.err)
 }
 
 // checkPage enforces the Source contract on the page fetched for sl. An
@@ -275,14 +275,14 @@ func checkPage[R any](sl Slice, p Page[R]) error {
 		if p.Last {
 			// A provider's last page often carries no cursor (next: null):
 			// the Source must still say where the next run resumes.
-			return fmt.Errorf("%w: Page.Next must not be empty, on the last page too: the position after its records (its last record's id or time), where the next run asks from (got %d records after cursor %q, Last)", ErrInvalidPage, len(p.Records), sl.After)
+			return fmt.Errorf("%w: Page.Next must not be empty, on the last page too: the position after its records (its last record's id or time), where the next run asks from (got %d records after cursor %q, Last)", ErrInvalidPage, len(p.Records), cursorText(sl.After))
 		}
-		return fmt.Errorf("%w: Page.Next must not be empty (got %d records after cursor %q)", ErrInvalidPage, len(p.Records), sl.After)
+		return fmt.Errorf("%w: Page.Next must not be empty (got %d records after cursor %q)", ErrInvalidPage, len(p.Records), cursorText(sl.After))
 	}
 	if len(p.Records) > 0 && string(p.Next) == string(sl.After) {
 		// The records would be fetched and written again by the next run,
 		// and the one after: every run a duplicate, counted as collected.
-		return fmt.Errorf("%w: Page.Next must move past the page's records (got %d records and Next equal to the cursor %q they were fetched after)", ErrInvalidPage, len(p.Records), sl.After)
+		return fmt.Errorf("%w: Page.Next must move past the page's records (got %d records and Next equal to the cursor %q they were fetched after)", ErrInvalidPage, len(p.Records), cursorText(sl.After))
 	}
 	if !p.Covered.IsZero() && p.Covered.Empty() {
 		return fmt.Errorf("%w: Page.Covered must be zero or non-empty (got %v)", ErrInvalidPage, p.Covered)
@@ -297,7 +297,7 @@ func (s *session[R]) write(ctx context.Context, sl Slice, n int, page Page[R]) e
 		return nil
 	}
 	if err := s.r.sink.Write(ctx, page); err != nil {
-		return fmt.Errorf("slice: %v: sink write of %s after cursor %q: %w", s.r.key, nSlices(n), sl.After, err)
+		return fmt.Errorf("slice: %v: sink write of %s after cursor %q: %w", s.r.key, nSlices(n), cursorText(sl.After), err)
 	}
 	return nil
 }
@@ -536,4 +536,33 @@ func (s *session[R]) resolve(ctx context.Context, id int64) error {
 // next-page URL with the credential in its query (GitHub's ?access_token=),
 // so its URLs' query values, and the values of well-known secret keys, are
 // masked.
-func shown(c []byte) string { return redact.String(string(c)) }
+func shown(c []byte) string { return redact.String(fmt.Sprintf("%s", cursorText(c))) }
+
+// cursorText is a cursor as an error or a log record quotes it (%q, or
+// %s unquoted): at most maxCursorText bytes of it, and its length when it
+// was cut. A feed's cursor holds key hashes (a PageFeed of Size 100 about
+// 4,000 bytes of them): quoted whole, it filled an error line, and the
+// gap recorded for a permanent stop (its Reason cut at 512 bytes) held
+// nothing but hashes, the provider's answer cut off.
+type cursorText []byte
+
+// maxCursorText is the most of a cursor an error quotes.
+const maxCursorText = 160
+
+// Format writes c as %q (or, for any other verb, as %s) does, cut to
+// maxCursorText bytes on a rune boundary with the whole length after it.
+func (c cursorText) Format(f fmt.State, verb rune) {
+	b, more := []byte(c), ""
+	if len(b) > maxCursorText {
+		cut := maxCursorText
+		for cut > 0 && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		b, more = b[:cut], fmt.Sprintf("… (%d bytes)", len(c))
+	}
+	if verb == 'q' {
+		fmt.Fprintf(f, "%q%s", b, more)
+		return
+	}
+	fmt.Fprintf(f, "%s%s", b, more)
+}

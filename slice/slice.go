@@ -246,7 +246,7 @@ func (f FetchFunc[R]) Fetch(ctx context.Context, s Slice) (Page[R], forage.Outco
 		// At the feed's very start too: an empty first answer with no
 		// token that does not say it is caught up (has_more true) ended
 		// a run done with nothing fetched.
-		where := fmt.Sprintf("after %q", s.After)
+		where := fmt.Sprintf("after %q", cursorText(s.After))
 		if len(s.After) == 0 {
 			where = "at the feed's start"
 		}

@@ -54,8 +54,15 @@ type PageFeedConfig[R any] struct {
 // before it began with (everything newer than it is delivered), or a page
 // comes back empty (or, after a short page, is refused 400, 404, 416 or
 // 422, or repeats a short page past the first: a provider's own ways of
-// answering a page past the end); the run is then caught up, and the next run's scan
-// starts at page 1 again. The first scan reads the whole list. A page
+// answering a page past the end); the run is then caught up, and the next
+// run's scan starts at page 1 again. After a full page, such a refusal
+// cannot be told from a provider that refuses pages past a depth while
+// the list goes on (GitHub's search answers 422 past its 1,000th result):
+// it is the provider's answer, forage.Permanent, at that page run after
+// run, never the end. So a Django REST Framework list whose length is a
+// multiple of Size stops there until it grows, and a list deeper than
+// its provider pages is read by time (TimeFeed, "created since") instead.
+// The first scan reads the whole list. A page
 // shorter than Size does not end a scan: the page after it is asked (one
 // request more for a scan that does not meet the last head), since a
 // provider whose pages are smaller than Size, or vary, has more after it

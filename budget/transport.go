@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // Transport is an [http.RoundTripper] that sends every request through the
@@ -276,6 +277,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		key = t.Key(req)
 	} else {
 		key = HostKey(req)
+	}
+	if key == "" {
+		// Said in the host's terms: the Registry's "key must be
+		// non-empty (got "")" named a key the host never wrote, for a
+		// relative link passed as it is.
+		closeBody(req)
+		if t.Key != nil {
+			return nil, fmt.Errorf("budget: transport: Transport.Key returned no key for a request to %q", HostKey(req))
+		}
+		return nil, fmt.Errorf("budget: transport: the request URL %q names no host (a relative URL: resolve it against the page it came from)", redact.URL(req.URL.String()))
 	}
 	p, err := t.registry().Get(key)
 	if err != nil {

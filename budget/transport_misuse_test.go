@@ -82,3 +82,24 @@ func TestAPanickingClassifyClosesTheAnswerItHeld(t *testing.T) {
 		t.Fatal("the answer the Transport held when Classify panicked was never closed")
 	}
 }
+
+// TestATransportSaysWhyARequestHasNoKey: a request the Transport cannot key
+// is refused with an error that says why, in the host's terms: a URL with
+// no host (a relative link passed as it is), or Transport.Key returning "".
+// Both read "budget: key must be non-empty UTF-8 text without control
+// characters (got "")", naming a key the host never wrote.
+func TestATransportSaysWhyARequestHasNoKey(t *testing.T) {
+	t.Parallel()
+	req, _ := http.NewRequest(http.MethodGet, "/issues?page=2", nil)
+	_, err := budget.NewTransport(nil, nil).RoundTrip(req)
+	if err == nil || !strings.Contains(err.Error(), "no host") || !strings.Contains(err.Error(), "/issues") {
+		t.Errorf("a relative URL: err %v; want it to say the URL has no host, and name the URL", err)
+	}
+	tr := budget.NewTransport(nil, nil)
+	tr.Key = func(*http.Request) string { return "" }
+	req, _ = http.NewRequest(http.MethodGet, "http://api.example.com/x", nil)
+	_, err = tr.RoundTrip(req)
+	if err == nil || !strings.Contains(err.Error(), "Transport.Key") {
+		t.Errorf("Transport.Key returning \"\": err %v; want it to name Transport.Key", err)
+	}
+}

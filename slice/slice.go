@@ -242,7 +242,11 @@ func (f FetchFunc[R]) Next(_ context.Context, cursor []byte, within checkpoint.R
 // Fetch calls f(ctx, s), and fails a stuck cursor (see [FetchFunc]).
 func (f FetchFunc[R]) Fetch(ctx context.Context, s Slice) (Page[R], forage.Outcome) {
 	p, out := f(ctx, s)
-	if out.Err == nil && len(p.Records) == 0 && bytes.Equal(p.Next, s.After) && !p.Last && p.NotYet.IsZero() {
+	// A success only: a failed answer's empty page (a 401, a 429, as
+	// forage.FromHTTP reads them: a status and no error) matched at the
+	// stream's start, whose cursor is empty too, and was made a Transient
+	// stuck cursor (a 401 asked again and "unavailable" for good).
+	if out.Class() == forage.Success && len(p.Records) == 0 && bytes.Equal(p.Next, s.After) && !p.Last && p.NotYet.IsZero() {
 		// At the feed's very start too: an empty first answer with no
 		// token that does not say it is caught up (has_more true) ended
 		// a run done with nothing fetched.

@@ -218,11 +218,11 @@ type TxSink[R any] interface {
 // for now), as [Page] says. It is safe for concurrent use when f is. A
 // cursor feed has no time ranges: [Runner.Fill] of one is an error.
 //
-// Last is how f says the feed is caught up. A page with no records whose
-// Next is the cursor it was asked after, without Last (or NotYet), is a
-// stuck cursor (a provider that answers has_more true with the token it
-// was given, or, at the stream's start, with no token), never read as
-// caught up, which would end the run done with
+// Last is how f says the feed is caught up. A successful answer's page
+// with no records whose Next is the cursor it was asked after, without
+// Last (or NotYet), is a stuck cursor (a provider that answers has_more
+// true with the token it was given, or, at the stream's start, with no
+// token), never read as caught up, which would end the run done with
 // everything after it unfetched: its attempt fails as [forage.Transient],
 // is asked again within the retry budget, and then the run stops
 // unavailable with a gap record, the checkpoint where it was. A provider

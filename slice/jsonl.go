@@ -57,12 +57,15 @@ func OpenJSONLines[R any](path string, key func(R) string) (*JSONLines[R], error
 	if key == nil {
 		return nil, errors.New("slice: OpenJSONLines: key is nil: give the function that returns a record's natural key")
 	}
+	if path == "" {
+		return nil, errors.New("slice: OpenJSONLines: path is empty: give the file the records go to") // it read "open : no such file or directory"
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("slice: OpenJSONLines: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("slice: OpenJSONLines: %w", err) // "open /tmp/x: is a directory" said nothing of the sink
 	}
 	if err := durable.Lock(f); err != nil {
 		_ = f.Close()

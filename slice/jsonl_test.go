@@ -273,3 +273,19 @@ func TestJSONLinesRefusesAKeyItCannotReadBack(t *testing.T) {
 		t.Fatal("a key of a field JSON does not write: stored")
 	}
 }
+
+// TestOpenJSONLinesSaysWhatItCouldNotOpen: an open that fails says it is
+// OpenJSONLines's, and of which path. An empty path read "open : no
+// such file or directory", and a directory "open /tmp/x: is a
+// directory", both with no word of the sink.
+func TestOpenJSONLinesSaysWhatItCouldNotOpen(t *testing.T) {
+	t.Parallel()
+	key := func(s string) string { return s }
+	if _, err := slice.OpenJSONLines("", key); err == nil || !strings.HasPrefix(err.Error(), "slice: OpenJSONLines: ") || !strings.Contains(err.Error(), "path") {
+		t.Errorf("an empty path: err %v; want one naming OpenJSONLines and its path", err)
+	}
+	dir := t.TempDir()
+	if _, err := slice.OpenJSONLines(dir, key); err == nil || !strings.HasPrefix(err.Error(), "slice: OpenJSONLines: ") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("a directory: err %v; want one naming OpenJSONLines and the path", err)
+	}
+}

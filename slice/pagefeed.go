@@ -29,7 +29,8 @@ type PageFeedConfig[R any] struct {
 	// Fetch asks the provider for page q of the list, newest first, and
 	// returns its records with the outcome. Required.
 	Fetch func(ctx context.Context, q PageQuery) ([]R, forage.Outcome)
-	// Key returns a record's natural key. Required.
+	// Key returns a record's natural key, never empty: a record whose key
+	// is empty stops the run forage.Permanent. Required.
 	Key func(R) string
 	// Size is how many records a page is asked for (PageQuery.Size). A
 	// provider that answers fewer (it caps limit=100 at 50, silently, or
@@ -144,7 +145,16 @@ func PageFeed[R any](cfg PageFeedConfig[R]) (FetchFunc[R], error) {
 		}
 		hashes := make([]uint64, len(recs))
 		for i, r := range recs {
-			hashes[i] = keyHash(cfg.Key(r))
+			k := cfg.Key(r)
+			if k == "" {
+				// Records are told apart by their keys: with every key ""
+				// (a field the JSON tags left zero), the next scan met the
+				// last head on page 1 at once, and 5 new records of 10
+				// were never delivered, every run caught up.
+				out.Err = forage.Mark(fmt.Errorf("slice: PageFeed: %w: record %d of page %d has an empty key (PageFeedConfig.Key)", ErrInvalidPage, i, n), forage.Permanent)
+				return Page[R]{}, out
+			}
+			hashes[i] = keyHash(k)
 		}
 		same, repeat := 0, false // pages in a row that repeat the one before
 		if repeat = n > 1 && len(hashes) > 0 && slices.Equal(hashes, at.L); repeat && !(past && n > 2) {

@@ -34,7 +34,9 @@ type TimeFeedConfig[R any] struct {
 	// with the outcome. Required.
 	Fetch func(ctx context.Context, q TimeQuery) ([]R, forage.Outcome)
 	// Time returns a record's time (updated_at, created_at: what the
-	// provider orders and filters by), and Key its natural key. Required.
+	// provider orders and filters by), and Key its natural key, never
+	// empty (a record whose key is empty stops the run
+	// forage.Permanent). Required.
 	Time func(R) time.Time
 	Key  func(R) string
 	// Limit is the most records a request asks for: a page of Limit
@@ -139,6 +141,14 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		recs, out := cfg.Fetch(ctx, TimeQuery{Since: at.T, Limit: cfg.Limit})
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
+		}
+		for i, r := range recs {
+			if cfg.Key(r) == "" {
+				// Records at the cursor's time are told apart by their
+				// keys: one with an empty key was taken for delivered.
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: record %d of the page has an empty key (TimeFeedConfig.Key)", ErrInvalidPage, i), forage.Permanent)
+				return Page[R]{}, out
+			}
 		}
 		for i := 1; i < len(recs); i++ {
 			if cfg.Time(recs[i]).Before(cfg.Time(recs[i-1])) {

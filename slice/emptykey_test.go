@@ -55,7 +55,16 @@ func TestAFeedRefusesARecordWithNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, feed := range map[string]slice.FetchFunc[invoice]{"PageFeedConfig.Key": pages, "TimeFeedConfig.Key": times} {
+	// A TokenFeed's one page, oldest first, that drops its oldest record as
+	// it takes a new one: told by count alone, the page read as unchanged.
+	tokens := slice.TokenFeed(func(context.Context, string) (slice.TokenPage[invoice], forage.Outcome) {
+		page := make([]invoice, 0, 5) // the newest 5, oldest first
+		for i := min(5, len(list)) - 1; i >= 0; i-- {
+			page = append(page, list[i])
+		}
+		return slice.TokenPage[invoice]{Records: page}, forage.Outcome{Status: 200}
+	}, noKey)
+	for name, feed := range map[string]slice.FetchFunc[invoice]{"PageFeedConfig.Key": pages, "TimeFeedConfig.Key": times, "TokenFeed's key": tokens} {
 		list = nil
 		add(5)
 		delivered := 0

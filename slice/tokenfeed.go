@@ -25,8 +25,10 @@ type TokenPage[R any] struct {
 // "next", which [NextLink] reads, has_more false with no id to ask
 // after) to a cursor feed's [Source]. fetch asks for the page of token
 // ("" for the feed's first page) and returns it with its outcome; key
-// returns a record's natural key (nil: records are told by their count
-// alone, for a provider that never changes a page but by appending to it).
+// returns a record's natural key, never empty (a record whose key is
+// empty stops the run forage.Permanent; nil: records are told by their
+// count alone, for a provider that never changes a page but by appending
+// to it).
 //
 // Such a feed gives the next run nothing to ask after: the last page's
 // records have no token past them. TokenFeed keeps, as the cursor, the
@@ -63,6 +65,17 @@ func TokenFeed[R any](fetch func(ctx context.Context, token string) (TokenPage[R
 		tp, out := fetch(ctx, at.token())
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
+		}
+		if key != nil {
+			for i, r := range tp.Records {
+				if key(r) == "" {
+					// Told by count alone, a page that dropped its oldest
+					// record as it took a new one read as unchanged: 5
+					// records of 10 delivered, every run caught up.
+					out.Err = forage.Mark(fmt.Errorf("slice: TokenFeed: %w: record %d of the page has an empty key (TokenFeed's key; nil tells records by their count)", ErrInvalidPage, i), forage.Permanent)
+					return Page[R]{}, out
+				}
+			}
 		}
 		if tp.Next != "" && tp.Next == at.token() {
 			// The page names itself as the next: following it would fetch

@@ -103,7 +103,12 @@ const NoSettle time.Duration = -1
 // below the longest page it answered before reads as caught up after
 // each page until its pages grow back, and one whose page (short of
 // Limit) holds one time alone cannot be told from the end: set Limit to
-// what the provider answers.
+// what the provider answers. Read as the end, it is the end for good:
+// every later run asks since that time and is answered the same page, so
+// nothing after it is ever delivered, every run caught up (a provider
+// capping Limit 100 at 5, with 7 records sharing a time: 15 of 30
+// delivered). With Limit set to the provider's page, such a page is the
+// forage.Permanent stop above.
 //
 // It returns an error naming the field for a Config without Fetch, Time
 // or Key, or with a Limit under 2 or a negative Settle other than

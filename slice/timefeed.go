@@ -101,14 +101,15 @@ const NoSettle time.Duration = -1
 // provider may date a record. A record a page holds twice is delivered
 // twice, for the idempotent sink. A provider that lowers its page size
 // below the longest page it answered before reads as caught up after
-// each page until its pages grow back, and one whose page (short of
-// Limit) holds one time alone cannot be told from the end: set Limit to
-// what the provider answers. Read as the end, it is the end for good:
-// every later run asks since that time and is answered the same page, so
-// nothing after it is ever delivered, every run caught up (a provider
-// capping Limit 100 at 5, with 7 records sharing a time: 15 of 30
-// delivered). With Limit set to the provider's page, such a page is the
-// forage.Permanent stop above.
+// each page until its pages grow back. A page short of Limit that holds
+// one time alone, as long as the longest the provider answered, cannot be
+// told from the end: it is asked again, and then past its time (a
+// request more per run while the feed ends at such a time); records past
+// it that the provider answers, since that time, only with that page stop
+// the run forage.Permanent (it pages fewer than Limit and more records
+// share that time than its page holds: nothing after them can be asked
+// for). Read as the end, every later run was answered the same page and
+// caught up, nothing after it delivered.
 //
 // It returns an error naming the field for a Config without Fetch, Time
 // or Key, or with a Limit under 2 or a negative Settle other than
@@ -143,7 +144,12 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		// show when it was asked may be older than what the answer holds
 		// (a slow answer, read against the clock at its end, passed it).
 		horizon := time.Now().Add(-cfg.Settle)
-		recs, out := cfg.Fetch(ctx, TimeQuery{Since: at.T, Limit: cfg.Limit})
+		probe, since := at.P, at.T
+		at.P = 0
+		if probe == probePast {
+			since = at.T.Add(time.Nanosecond)
+		}
+		recs, out := cfg.Fetch(ctx, TimeQuery{Since: since, Limit: cfg.Limit})
 		if out.Class() != forage.Success {
 			return Page[R]{}, out
 		}
@@ -162,6 +168,25 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 				return Page[R]{}, out
 			}
 		}
+		if probe == probePast {
+			// Is there anything past the cursor's time? (Records at it, or
+			// before it, are a provider that rounds Since down; records
+			// too recent to trust are not there yet.)
+			recs = slices.DeleteFunc(slices.Clone(recs), func(r R) bool {
+				return !cfg.Time(r).After(at.T) || cfg.Settle > 0 && cfg.Time(r).After(horizon)
+			})
+			if len(recs) == 0 {
+				return Page[R]{Next: s.After, Last: true}, out // nothing past it: caught up, asking past it again next run
+			}
+			next := at
+			next.P = probeAgain // ask since the time again: a page of that time alone now is a provider that cannot be paged past it
+			b, err := next.encode()
+			if err != nil {
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the cursor's time %v cannot be kept: %v", ErrInvalidPage, next.T, err), forage.Permanent)
+				return Page[R]{}, out
+			}
+			return Page[R]{Next: b}, out
+		}
 		cut := len(recs) >= cfg.Limit // the provider may have more than it answered
 		// A page short of Limit but as long as any the provider answered
 		// may be cut too: a provider whose pages are smaller than Limit
@@ -170,11 +195,18 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		// than one time: the page after it tells, at the cost of a
 		// request when a run meets its longest page yet.
 		most := max(at.G, len(recs))
-		mayCut := !cut && len(recs) >= max(at.G, 2)
+		long := !cut && len(recs) >= max(at.G, 2)
 		// Records before the cursor's time were delivered (a provider that
 		// rounds Since down answers them again).
 		recs = slices.DeleteFunc(slices.Clone(recs), func(r R) bool { return cfg.Time(r).Before(at.T) })
-		mayCut = mayCut && len(recs) > 0 && cfg.Time(recs[0]).Before(cfg.Time(recs[len(recs)-1]))
+		mayCut := long && len(recs) > 0 && cfg.Time(recs[0]).Before(cfg.Time(recs[len(recs)-1]))
+		// A page as long as the longest, of one (settled) time, cannot be
+		// told from the end: it is asked again, and then past its time.
+		// Read as the end, it was the end for good: every later run was
+		// answered the same page (a provider capping Limit 100 at 5, with
+		// 7 records sharing a time: 15 of 30 delivered, every run caught
+		// up).
+		oneTime := long && len(recs) > 0 && !mayCut && (cfg.Settle == 0 || !cfg.Time(recs[0]).After(horizon))
 		next, last := at, true
 		next.G = most
 		if cut || mayCut {
@@ -227,6 +259,25 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 				}
 			}
 		}
+		if oneTime && last {
+			switch {
+			case len(fresh) > 0:
+				last = false // delivered: asked again, with nothing new, it is asked past its time
+			case probe == probeAgain:
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: since %v the provider answers only %d records at that time, as many as its longest page, and it has records after that time: it pages fewer than Limit and as many records share that time as its page holds, or more, and none after them can be asked for",
+					ErrInvalidPage, at.T.UTC(), len(recs)), forage.Permanent)
+				return Page[R]{}, out
+			default:
+				next := at
+				next.P = probePast
+				b, err := next.encode()
+				if err != nil {
+					out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the cursor's time %v cannot be kept: %v", ErrInvalidPage, next.T, err), forage.Permanent)
+					return Page[R]{}, out
+				}
+				return Page[R]{Next: b}, out
+			}
+		}
 		if len(fresh) == 0 && last {
 			return Page[R]{Next: s.After, Last: true}, out // nothing new: caught up, the cursor where it was
 		}
@@ -249,10 +300,20 @@ type timeCursor struct {
 	T time.Time `json:"t"`
 	K []uint64  `json:"k,omitempty"`
 	G int       `json:"g,omitempty"`
+	// P is where a page of the cursor's time alone, as long as the
+	// longest, left the feed: probePast asks past that time, probeAgain
+	// asks since it again, as there are records past it.
+	P int `json:"p,omitempty"`
 }
 
 // timeCursorV is the version a TimeFeed cursor is written with.
 const timeCursorV = 1
+
+// The states of timeCursor.P.
+const (
+	probePast  = 1 // ask past the cursor's time
+	probeAgain = 2 // there are records past it: ask since it again
+)
 
 // encode writes c, its time in UTC: RFC 3339 offsets have no seconds,
 // and a zone whose offset has them was written shifted.
@@ -278,6 +339,9 @@ func decodeTimeCursor(b []byte, start time.Time) (timeCursor, error) {
 	}
 	if c.G < 0 {
 		return c, errors.New("a negative count")
+	}
+	if c.P < 0 || c.P > probeAgain {
+		return c, errors.New("an unknown state")
 	}
 	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/gcra"
+	"github.com/forage-go/forage/internal/redact"
 )
 
 // A provider's record (see [RecordStore]) is loaded once, when the provider
@@ -343,7 +344,7 @@ func (p *local) saveLocked(now time.Time, skip func(r, saved forage.ProviderReco
 		p.n.saveErrs.Add(1)
 		if p.cfg.Logger != nil {
 			p.cfg.Logger.Warn("budget: saving the provider's record failed; its pause and learned rate hold in this process only",
-				"provider", p.key, "paused_until", r.PausedUntil, "reason", r.PauseReason, "rate", r.Rate, "err", err)
+				"provider", p.key, "paused_until", r.PausedUntil, "reason", r.PauseReason, "rate", r.Rate, "err", redact.String(err.Error()))
 		}
 		return r, false
 	}

@@ -1,10 +1,12 @@
 package budget_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
@@ -141,4 +144,32 @@ func TestAStopNamesNoCredentialOfTheHostsOwnError(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), secret) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("stop %q (errors.Is the cause: %v); want the credential masked and the cause reachable", err, errors.Is(err, io.ErrUnexpectedEOF))
 	}
+}
+
+// TestAFailedRecordSaveIsLoggedWithoutSecrets: the Warn record of a save of
+// the provider's record that failed quotes the store's error with its URLs
+// redacted, as every other record of the provider's and the scheduler's
+// does: a store over HTTP failed with its URL, query token and userinfo
+// in the error, and the log line held them as they were.
+func TestAFailedRecordSaveIsLoggedWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		cfg := fast()
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, nil))
+		cfg.Records = &fakeRecords{failSave: &url.Error{Op: "Post",
+			URL: "https://svc:pa55-s3cr3t@records.example/v1/save" + secretQuery, Err: errors.New("connection refused")}}
+		p := newLocal(t, cfg)
+		_ = p.Do(context.Background(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 429, RetryAfter: time.Second} // a pause: saved at once
+		}, budget.CallOption{NoRetry: true})
+		synctest.Wait()
+		logs := out.String()
+		if !strings.Contains(logs, "saving the provider's record failed") {
+			t.Fatalf("no record of the failed save:\n%s", logs)
+		}
+		if leaks(logs) || strings.Contains(logs, "pa55") {
+			t.Errorf("the log holds the store's credentials:\n%s", logs)
+		}
+	})
 }

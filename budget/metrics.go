@@ -55,8 +55,9 @@ type Metrics interface {
 	// Forget records that a [Registry] dropped the provider for key (idle
 	// longer than IdleTTL, or the least recently used over MaxProviders):
 	// an implementation deletes the key's series, so a crawler that meets
-	// many hosts does not export one series per host forever. A provider
-	// made for the key later reports from zero. It is called with no call
+	// many hosts does not export one series per host forever. The dropped
+	// provider reports nothing after it; a provider made for the key later
+	// reports from zero. It is called with no call
 	// of the provider in flight, under the registry's lock for the key: it
 	// must not call back into the registry.
 	Forget(key string)
@@ -99,21 +100,35 @@ func (p *local) end(class forage.Class, latency time.Duration) {
 // the provider is made).
 func (p *local) reportRate(old, rate float64) {
 	if m := p.cfg.Metrics; m != nil {
-		a := p.ctl.Snapshot()
-		m.Rate(p.key, a.Rate, a.Ceiling, rate, rate < old) // rate is what the pacer was given: this process's share
+		p.reportMu.Lock()
+		defer p.reportMu.Unlock()
+		if !p.forgotten {
+			a := p.ctl.Snapshot()
+			m.Rate(p.key, a.Rate, a.Ceiling, rate, rate < old) // rate is what the pacer was given: this process's share
+		}
 	}
 }
 
 // reportPause reports a pause set or extended at now, until pu.
 func (p *local) reportPause(now, pu time.Time) {
 	if m := p.cfg.Metrics; m != nil {
-		m.Pause(p.key, p.pauseReason(now), pu.Sub(now))
+		p.reportMu.Lock()
+		defer p.reportMu.Unlock()
+		if !p.forgotten {
+			m.Pause(p.key, p.pauseReason(now), pu.Sub(now))
+		}
 	}
 }
 
-// forget reports that the registry dropped the provider.
+// forget reports that the registry dropped the provider. Nothing of it is
+// reported after: a shared provider's renewal under way (or armed) when it
+// was dropped follows its lease, given back, after the Forget, and its
+// Rate made the key's series again, kept by the exporter for good.
 func (p *local) forget() {
 	if m := p.cfg.Metrics; m != nil {
+		p.reportMu.Lock()
+		defer p.reportMu.Unlock()
+		p.forgotten = true
 		m.Forget(p.key)
 	}
 }

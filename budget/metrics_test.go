@@ -13,6 +13,7 @@ import (
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/budget"
+	"github.com/forage-go/forage/budget/budgettest"
 )
 
 // recorder is a budget.Metrics that writes each report as a line, and keeps
@@ -262,4 +263,50 @@ func BenchmarkDoWithMetrics(b *testing.B) {
 	cfg := unlimited()
 	cfg.Metrics = nop{}
 	benchDo(b, cfg)
+}
+
+// TestAForgottenProviderReportsNothing: once a registry drops a provider
+// shared among processes and tells Metrics to Forget its key, the
+// provider reports nothing more. Its lease renewal, armed while it was in
+// use, ran after the drop, gave its share back and reported the new rate:
+// the exporter made the key's series again (rate 1000, share 1.25, a cut)
+// and kept them for good, a stale gauge for a provider no longer held.
+func TestAForgottenProviderReportsNothing(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m := &recorder{}
+		cfg := fast()
+		cfg.Shares = budgettest.NewShareStore()
+		reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: cfg, Metrics: m, IdleTTL: time.Minute, MaxProviders: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func(key string) {
+			p, err := reg.Get(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		call("shared.example")
+		for i := range 11 { // one over MaxProviders: shared.example, the least recently used, goes
+			call(fmt.Sprintf("host%02d", i))
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Minute) // its renewals, if any, have run
+		forgotten := false
+		for _, l := range m.take() {
+			switch {
+			case l == "shared.example forget":
+				forgotten = true
+			case forgotten && strings.HasPrefix(l, "shared.example "):
+				t.Errorf("reported after its Forget: %s", l)
+			}
+		}
+		if !forgotten {
+			t.Fatal("shared.example was not forgotten over MaxProviders")
+		}
+	})
 }

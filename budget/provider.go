@@ -14,6 +14,7 @@ import (
 	"github.com/forage-go/forage/aimd"
 	"github.com/forage-go/forage/breaker"
 	"github.com/forage-go/forage/gcra"
+	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/retry"
 )
 
@@ -148,15 +149,26 @@ func NewLocal(key string, cfg Config) (Provider, error) {
 	return p, nil
 }
 
-// checkKey rejects a provider key that is empty, not UTF-8, or holds a
-// control character: keys name providers in logs, metrics, records and
-// the status page, where a newline forges a line.
+// checkKey rejects a provider key that breaks the name rule of every
+// store (checkpoint.CheckName): empty, over maxKeyLen bytes, not UTF-8,
+// or holding a control character, a format character (bidi controls,
+// zero-width characters) or a line or paragraph separator. Keys name
+// providers in logs, metrics, records and the status page, where a newline
+// forges a line and a format character makes a key read as another
+// ("\u202emoc.elgoog" reads "google.com"); and a key no store can name
+// can be neither saved nor steered by an operator.
 func checkKey(key string) error {
-	if key == "" || !utf8.ValidString(key) || strings.ContainsFunc(key, unicode.IsControl) {
-		return invalid.Must("key", "be non-empty UTF-8 text without control characters", fmt.Sprintf("%q", key))
+	if key == "" || len(key) > maxKeyLen || !utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+	}) {
+		return invalid.Must("key", fmt.Sprintf("be 1 to %d bytes of UTF-8 text without control, format (bidi, zero-width) or separator characters", maxKeyLen),
+			fmt.Sprintf("%q", redact.Clip(key, 64)))
 	}
 	return nil
 }
+
+// maxKeyLen is the longest key, in bytes: checkpoint.MaxNameLen.
+const maxKeyLen = 1024
 
 // newLocal builds the provider for key, restored from its record in
 // cfg.Records if any; its errors name cfg's fields from path (see

@@ -164,9 +164,10 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 
 // Get returns the one Provider for key, creating it on first use: two
 // callers asking for the same key get the same Provider. The error says
-// why a provider could not be created: a key that is empty or holds a
-// control character, or a [RecordStore] that cannot load the provider's
-// record. [Registry.Lookup] finds a Provider without creating
+// why a provider could not be created: a key that breaks the name rule of
+// every store ([github.com/forage-go/forage/checkpoint.CheckName]: empty,
+// over 1024 bytes, or holding a control, format or separator character),
+// or a [RecordStore] that cannot load the provider's record. [Registry.Lookup] finds a Provider without creating
 // one.
 func (r *Registry) Get(key string) (Provider, error) {
 	s := &r.shards[hash(key)&r.mask]

@@ -596,15 +596,17 @@ func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more 
 	return page, more
 }
 
-// tryEvict marks e evicted unless a call is in flight or the provider holds
-// something at now (see local.holding). Do increments inflight before it
-// reads evicted, and tryEvict sets evicted before it reads inflight, so at
-// least one of them sees the other. holding is asked again after the mark:
-// a call that ended between the caller's first look and the mark has
-// booked its limits by then, and any later call is redirected.
+// tryEvict marks e evicted unless a call is in flight, a bulkhead slot is
+// held (a success through the Transport holds its slot until its body
+// ends, after its call returned), or the provider holds something at now
+// (see local.holding). Do increments inflight before it reads evicted, and
+// tryEvict sets evicted before it reads inflight, so at least one of them
+// sees the other. holding is asked again after the mark: a call that ended
+// between the caller's first look and the mark has booked its limits by
+// then, and any later call is redirected.
 func (e *entry) tryEvict(now time.Time, pausedOK bool) bool {
 	e.evicted.Store(true)
-	if e.inflight.Load() != 0 || e.p.holding(now) && !(pausedOK && e.p.pausedOnly(now)) {
+	if e.inflight.Load() != 0 || e.p.n.inFlight.Load() != 0 || e.p.holding(now) && !(pausedOK && e.p.pausedOnly(now)) {
 		e.evicted.Store(false)
 		return false
 	}

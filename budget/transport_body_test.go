@@ -1,6 +1,8 @@
 package budget_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -129,4 +131,74 @@ func TestMaxInFlightCoversTheBody(t *testing.T) {
 			t.Fatalf("%d successes, %d in flight; want 3 and none", s.OK, s.InFlight)
 		}
 	})
+}
+
+// TestAProviderWhoseBodyIsStillReadIsNotDropped: a registry keeps the
+// provider of a response whose body is still being read through the
+// Transport (its bulkhead slot held, its attempt not yet ended), idle or
+// over MaxProviders. It was dropped as soon as RoundTrip returned: a
+// second request to the host went through a successor with a bulkhead of
+// its own (two answers streaming at once under MaxInFlight 1), and
+// Metrics was told to Forget the key with the attempt in flight, whose End
+// came after (the Prometheus in-flight gauge read -1 once both bodies
+// ended).
+func TestAProviderWhoseBodyIsStillReadIsNotDropped(t *testing.T) {
+	t.Parallel()
+	for _, idle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idle=%v", idle), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := &recorder{}
+				cfg := fast()
+				cfg.MaxInFlight = 1
+				reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: cfg, Metrics: m, MaxProviders: 10, IdleTTL: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := &streamed{chunks: 3, delay: time.Second}
+				c := &http.Client{Transport: budget.NewTransport(reg, s)}
+				resp, err := c.Get("http://slow.example/big")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if idle {
+					time.Sleep(2 * time.Minute) // a long download
+					reg.EvictAt(time.Now())
+				} else {
+					for i := range 11 { // one over MaxProviders: slow.example is the least recently used
+						if err := provider(reg, fmt.Sprintf("host%02d", i)).Do(context.Background(), nil, status(200, 0)); err != nil {
+							t.Fatal(err)
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+				second := make(chan struct{})
+				go func() {
+					defer close(second)
+					if again, err := c.Get("http://slow.example/again"); err == nil {
+						_, _ = io.ReadAll(again.Body)
+						again.Body.Close()
+					}
+				}()
+				_, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				<-second
+				if n := s.peak.Load(); n > 1 {
+					t.Errorf("%d answers streaming at once, over MaxInFlight 1", n)
+				}
+				open := 0
+				for _, l := range m.take() {
+					switch l {
+					case "slow.example forget":
+						if open > 0 {
+							t.Errorf("Forget with %d attempts in flight", open)
+						}
+					case "slow.example begin retry=false wait=0s":
+						open++
+					case "slow.example end success latency=0s":
+						open--
+					}
+				}
+			})
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/forage-go/forage/schedule"
@@ -62,7 +63,7 @@ th{background:#f3f3f3}
 <p class="legend"><span><i class="sw" style="background:#36c"></i>rate</span><span><i class="sw" style="background:#999"></i>ceiling</span><span><i class="sw" style="background:#2a7"></i>sent/s</span><span><i class="sw" style="background:#c22"></i>refused/s</span></p>
 <div class="grid">
 {{range .Providers}}<section class="card">
-<h3>{{.Provider}}{{with .Conn}} <span class="badge {{.Status}}">{{.Status}}</span>{{end}}{{if .Paused}} <span class="badge paused">paused in this scheduler</span>{{end}}</h3>
+<h3>{{.Provider}}{{with .Conn}} <span class="badge {{.Status}}">{{.Status}}</span>{{end}}{{if .PausedHere}} <span class="badge paused">paused in this scheduler</span>{{end}}</h3>
 {{with .Conn}}{{if .Why}}<p class="why">{{.Why}}</p>{{end}}{{end}}
 {{with .Chart}}<svg class="chart" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Label}}">
 <title>{{.Label}}</title>
@@ -135,14 +136,20 @@ type providerView struct {
 	schedule.ProviderSnapshot
 	Conn  *connectorJSON
 	Chart *chart
+	// PausedHere is whether it is paused in this scheduler (POST
+	// /providers/{name}/pause); ProviderSnapshot.Paused is also true for
+	// an operator's pause of its connector, which holds in every process.
+	PausedHere bool
 }
 
 // providerViews builds the cards of snap's providers at now.
 func (h *Handler) providerViews(now time.Time, snap schedule.Snapshot) []providerView {
 	h.sample(now)
+	paused := h.s.PausedProviders()
 	out := make([]providerView, 0, len(snap.Providers))
 	for _, p := range snap.Providers {
-		v := providerView{ProviderSnapshot: p}
+		_, here := slices.BinarySearch(paused, p.Provider)
+		v := providerView{ProviderSnapshot: p, PausedHere: here}
 		if p.Budget != nil {
 			hist := h.hist.of(p.Provider)
 			c, ch := connectorOf(now, *p.Budget, hist), chartOf(now, hist, h.hist.every)

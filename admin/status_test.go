@@ -119,3 +119,36 @@ func get(t *testing.T, a *api, path string) string {
 	}
 	return rec.Body.String()
 }
+
+// TestTheStatusPageSaysWhereAProviderIsPaused: a provider an operator
+// paused as a connector (in every process) is not labelled "paused in
+// this scheduler", which a POST /providers/{name}/resume would undo; it
+// was, as the scheduler's snapshot reads Paused for either pause, and the
+// operator's resume there changed nothing. A pause in this scheduler
+// still says so.
+func TestTheStatusPageSaysWhereAProviderIsPaused(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: quick()})
+	a := connectorAPI(t, reg, admin.Config{})
+	for _, key := range []string{"connector.example", "scheduler.example"} {
+		if err := provider(reg, key).Do(context.Background(), nil, answer(200)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.want("POST", "/connectors/connector.example/pause", `{"why":"maintenance"}`, 200, nil)
+	a.want("POST", "/providers/scheduler.example/pause", "", 200, nil)
+	page := get(t, a, "/")
+	card := func(key string) string {
+		i := strings.Index(page, "<h3>"+key)
+		if i < 0 {
+			t.Fatalf("no card for %s:\n%s", key, page)
+		}
+		return page[i : i+strings.Index(page[i:], "</section>")]
+	}
+	if c := card("connector.example"); strings.Contains(c, "paused in this scheduler") || !strings.Contains(c, `<span class="badge paused">paused</span>`) {
+		t.Errorf("a connector paused by an operator, in every process:\n%s", c)
+	}
+	if c := card("scheduler.example"); !strings.Contains(c, "paused in this scheduler") {
+		t.Errorf("a provider paused in this scheduler:\n%s", c)
+	}
+}

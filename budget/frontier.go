@@ -107,7 +107,8 @@ func NewFrontier(reg *Registry, perHost int) (*Frontier, error) {
 // Add queues rawURL at the back of its host's queue; the host is the
 // provider key Key gives, or [HostKey] (the key the [Transport] uses). A
 // URL that does not parse, names no host, or whose key is not a valid one
-// (empty, or holding a control character) is an error and is not queued.
+// (see [Registry.Get]: empty, over 1024 bytes, or holding a control, format
+// or separator character) is an error and is not queued.
 // A provider that cannot be made (see [Registry.Get]) is the error of the
 // URL's fetch.
 func (f *Frontier) Add(rawURL string) error {

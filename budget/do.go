@@ -332,7 +332,9 @@ func (p *local) once(ctx context.Context, run *Run, attempt func(context.Context
 // of its own, so that a call that settles at once allocates nothing for
 // the closure.
 func (p *local) settleLater(s *settler, out forage.Outcome, start time.Time, done func(forage.Class), held chan struct{}) {
+	p.n.settling.Add(1) // within the call: a registry drops the provider only once it is settled
 	s.set(func(bodyErr error) {
+		defer p.n.settling.Add(-1) // after the End: a Forget never comes between
 		p.release(held)
 		now, seen := time.Now(), forage.Success
 		if gave := (*gaveUpError)(nil); errors.As(bodyErr, &gave) {

@@ -117,6 +117,7 @@ type counters struct {
 	requests, ok, throttled, overloaded, transient, permanent atomic.Uint64
 	retries, fastFails, saturated, inFlight                   atomic.Int64
 	saveErrs                                                  atomic.Int64
+	settling                                                  atomic.Int64 // successes through the Transport not settled yet (see settleLater)
 }
 
 var _ Provider = (*local)(nil)

@@ -597,8 +597,9 @@ func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more 
 }
 
 // tryEvict marks e evicted unless a call is in flight, a bulkhead slot is
-// held (a success through the Transport holds its slot until its body
-// ends, after its call returned), or the provider holds something at now
+// held or a success through the Transport is not settled yet (it holds
+// its slot until its body ends, after its call returned, and reports its
+// End after giving the slot back), or the provider holds something at now
 // (see local.holding). Do increments inflight before it reads evicted, and
 // tryEvict sets evicted before it reads inflight, so at least one of them
 // sees the other. holding is asked again after the mark: a call that ended
@@ -606,7 +607,7 @@ func (r *Registry) SnapshotPage(after string, limit int) (page []Snapshot, more 
 // then, and any later call is redirected.
 func (e *entry) tryEvict(now time.Time, pausedOK bool) bool {
 	e.evicted.Store(true)
-	if e.inflight.Load() != 0 || e.p.n.inFlight.Load() != 0 || e.p.holding(now) && !(pausedOK && e.p.pausedOnly(now)) {
+	if e.inflight.Load() != 0 || e.p.n.inFlight.Load() != 0 || e.p.n.settling.Load() != 0 || e.p.holding(now) && !(pausedOK && e.p.pausedOnly(now)) {
 		e.evicted.Store(false)
 		return false
 	}

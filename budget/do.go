@@ -1018,10 +1018,11 @@ func (p *local) follow(now time.Time) {
 }
 
 // event writes one record of the provider's own to cfg.Logger, if any,
-// with its key. The hot path pays one nil check.
+// with its key, unless a registry dropped the provider (see mute). The hot
+// path pays one nil check.
 func (p *local) event(level slog.Level, msg string, attrs ...slog.Attr) {
 	l := p.cfg.Logger
-	if l == nil || !l.Enabled(context.Background(), level) {
+	if l == nil || p.forgotten.Load() || !l.Enabled(context.Background(), level) {
 		return
 	}
 	l.LogAttrs(context.Background(), level, msg, append([]slog.Attr{slog.String("provider", p.key)}, attrs...)...)

@@ -102,7 +102,7 @@ func (p *local) reportRate(old, rate float64) {
 	if m := p.cfg.Metrics; m != nil {
 		p.reportMu.Lock()
 		defer p.reportMu.Unlock()
-		if !p.forgotten {
+		if !p.forgotten.Load() {
 			a := p.ctl.Snapshot()
 			m.Rate(p.key, a.Rate, a.Ceiling, rate, rate < old) // rate is what the pacer was given: this process's share
 		}
@@ -114,7 +114,7 @@ func (p *local) reportPause(now, pu time.Time) {
 	if m := p.cfg.Metrics; m != nil {
 		p.reportMu.Lock()
 		defer p.reportMu.Unlock()
-		if !p.forgotten {
+		if !p.forgotten.Load() {
 			m.Pause(p.key, p.pauseReason(now), pu.Sub(now))
 		}
 	}
@@ -128,9 +128,20 @@ func (p *local) forget() {
 	if m := p.cfg.Metrics; m != nil {
 		p.reportMu.Lock()
 		defer p.reportMu.Unlock()
-		p.forgotten = true
+		p.forgotten.Store(true)
 		m.Forget(p.key)
 	}
+}
+
+// mute makes p report and log nothing more: a provider a creator built
+// and dropped unused, having lost the race to another. It may have joined
+// the lease document (Config.Shares) and hear its news until its next
+// renewal gives its lease back: the key's series and events are the
+// winner's (a 429 to the winner was reported as two pauses).
+func (p *local) mute() {
+	p.reportMu.Lock()
+	defer p.reportMu.Unlock()
+	p.forgotten.Store(true)
 }
 
 // breakerHook returns the breaker's OnTransition for a provider with

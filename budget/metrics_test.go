@@ -3,9 +3,11 @@ package budget_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -307,6 +309,79 @@ func TestAForgottenProviderReportsNothing(t *testing.T) {
 		}
 		if !forgotten {
 			t.Fatal("shared.example was not forgotten over MaxProviders")
+		}
+	})
+}
+
+// meetingRecords is a record store whose loads wait until two are under
+// way: two creators of one key both build their provider.
+type meetingRecords struct {
+	budget.RecordStore
+	mu    sync.Mutex
+	n     int
+	met   chan struct{}
+	calls int
+}
+
+func (m *meetingRecords) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {
+	m.mu.Lock()
+	m.n++
+	if m.n == 2 {
+		close(m.met)
+	}
+	m.mu.Unlock()
+	<-m.met
+	return m.RecordStore.LoadRecord(ctx, key)
+}
+
+// TestACreatorThatLosesTheRaceReportsNothing: of two creators of one key,
+// the one that loses the race drops its provider, which reports nothing
+// to Metrics. Made shared (Config.Shares), it had joined the lease
+// document and watched it like the winner: the pause a 429 to the winner
+// set reached it too, and the one pause was reported twice
+// (forage_pauses_total 2) and logged twice; its later renewals reported rates, after the
+// winner had been dropped and forgotten too, remaking the key's series
+// for a provider no registry held (found by a property over random calls
+// and evictions).
+func TestACreatorThatLosesTheRaceReportsNothing(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m := &recorder{}
+		cfg := fast()
+		cfg.Shares = budgettest.NewShareStore()
+		var logged atomic.Int32
+		cfg.Logger = slog.New(hookHandler{func(r slog.Record) {
+			if r.Message == "budget: provider paused" {
+				logged.Add(1)
+			}
+		}})
+		records := &meetingRecords{RecordStore: &fakeRecords{}, met: make(chan struct{})}
+		reg, err := budget.NewRegistry(budget.RegistryConfig{Defaults: cfg, Metrics: m, Records: records})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := reg.Get("raced.example"); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		m.take()
+		_ = provider(reg, "raced.example").Do(context.Background(), nil, status(429, time.Second), budget.CallOption{NoRetry: true})
+		time.Sleep(time.Minute)
+		pauses := 0
+		for _, l := range m.take() {
+			if strings.HasPrefix(l, "raced.example pause ") {
+				pauses++
+			}
+		}
+		if pauses != 1 || logged.Load() != 1 {
+			t.Errorf("one 429 with Retry-After reported as %d pauses and logged as %d; want 1 and 1", pauses, logged.Load())
 		}
 	})
 }

@@ -93,8 +93,8 @@ type local struct {
 	savedWhy  forage.Reason // the reason saved with savedTil
 	nextSave  time.Time     // when follow may next save the learned state
 
-	reportMu  sync.Mutex // orders the reports of Rate and Pause before the Forget (see forget)
-	forgotten bool       // the registry dropped the provider and told Metrics; guarded by reportMu
+	reportMu  sync.Mutex  // orders the reports of Rate and Pause before the Forget (see forget)
+	forgotten atomic.Bool // the registry dropped the provider (see forget, mute): it reports and logs nothing more; set under reportMu
 
 	transported *atomic.Bool // its registry's: a Transport sends through it (see attemptKey); nil for NewLocal
 

@@ -264,6 +264,7 @@ func (r *Registry) create(s *shard, key string) (Provider, error) {
 	s.mu.Lock()
 	if e, ok := s.m[key]; ok { // lost the race to another creator
 		s.mu.Unlock()
+		p.mute()
 		return e, nil
 	}
 	e := &entry{reg: r, key: key, p: p}

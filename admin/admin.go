@@ -118,7 +118,7 @@ type counter interface {
 //	GET    /stats                   the Snapshot as JSON (at most 100 providers)
 //	GET    /providers               a page of providers with their budget snapshot: ?after= &limit=
 //	POST   /providers/{name}/pause  pause a provider in this scheduler; 404 if unknown
-//	POST   /providers/{name}/resume resume it; 404 if unknown
+//	POST   /providers/{name}/resume resume it; 404 if unknown; "connector_status": "paused" if its connector stays paused
 //	GET    /connectors              a page of connectors (the registry's providers and its store's records): ?after= &limit=
 //	POST   /connectors              set a connector's operator status {"key","status","why"}: every process obeys
 //	POST   /connectors/{key}/pause  the same with status "paused"; optional body {"why"}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forage-go/forage/budget"
 	"github.com/forage-go/forage/checkpoint"
 	"github.com/forage-go/forage/internal/redact"
 	"github.com/forage-go/forage/schedule"
@@ -58,7 +59,20 @@ func (h *Handler) serveProviderPause(pause bool) http.HandlerFunc {
 			writeError(w, http.StatusConflict, "", fmt.Errorf("%w (%d): resume some, or raise the cap", errTooManyPaused, h.cfg.MaxPausedProviders))
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"provider": name, "paused": pause})
+		out := map[string]any{"provider": name, "paused": pause}
+		if reg := h.s.Budget(); reg != nil {
+			if p, ok := reg.Lookup(name); ok {
+				if snap := p.Snapshot(); snap.Status == budget.StatusPaused {
+					// Paused as a connector too, in every process: this
+					// pause's resume leaves that one in force. (Answered
+					// "paused": false alone, an operator read a provider
+					// that stayed paused as resumed.)
+					out["connector_status"] = snap.Status
+					out["note"] = "the connector is paused in every process: POST /connectors/{key}/resume resumes it"
+				}
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 

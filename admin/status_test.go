@@ -152,3 +152,28 @@ func TestTheStatusPageSaysWhereAProviderIsPaused(t *testing.T) {
 		t.Errorf("a provider paused in this scheduler:\n%s", c)
 	}
 }
+
+// TestAResumeSaysTheConnectorIsStillPaused: POST /providers/{name}/resume
+// resumes the scheduler's pause only; a connector an operator paused in
+// every process stays paused, and the answer says so (it answered
+// "paused": false alone, and the provider stayed paused).
+func TestAResumeSaysTheConnectorIsStillPaused(t *testing.T) {
+	t.Parallel()
+	reg := newRegistry(t, budget.RegistryConfig{Defaults: quick()})
+	a := connectorAPI(t, reg, admin.Config{})
+	if err := provider(reg, "connector.example").Do(context.Background(), nil, answer(200)); err != nil {
+		t.Fatal(err)
+	}
+	a.want("POST", "/connectors/connector.example/pause", `{"why":"maintenance"}`, 200, nil)
+	var got map[string]any
+	a.want("POST", "/providers/connector.example/resume", "", 200, &got)
+	if got["paused"] != false || got["connector_status"] != budget.StatusPaused {
+		t.Errorf("resume of a provider whose connector is paused answered %v; want paused false and connector_status %q", got, budget.StatusPaused)
+	}
+	a.want("POST", "/connectors/connector.example/resume", "", 200, nil)
+	got = nil
+	a.want("POST", "/providers/connector.example/resume", "", 200, &got)
+	if _, ok := got["connector_status"]; ok {
+		t.Errorf("resume of a provider whose connector is active answered %v; want no connector_status", got)
+	}
+}

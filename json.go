@@ -74,7 +74,10 @@ type Validator interface {
 // report still being computed). Decode into a fresh value for each
 // answer: what an earlier page set stays where this one sets nothing, and
 // Validate would see it. A v that is not a non-nil pointer is the
-// caller's mistake, a [Permanent] failure that says so.
+// caller's mistake, a [Permanent] failure that says so. A 204 No Content
+// is nothing at all too: for a provider that answers 204 when nothing is
+// new, read resp.StatusCode first and make that an empty page yourself
+// (its feed then says whether the stream is caught up).
 // Nothing of the body is quoted (it may hold anything). A body larger
 // than [MaxJSONBody] is a [Permanent] failure that says so: the same
 // request would bring it again (ask for smaller pages). An answer that is

@@ -20,7 +20,9 @@ type RegistryConfig struct {
 	// Defaults configures every provider without an override. Its Pacer
 	// must be nil: one pacer would be shared by every key, so they would
 	// all draw on one budget; [NewRegistry] rejects it. To share each
-	// provider with other processes, set its Shares.
+	// provider with other processes, set its Shares. What every provider
+	// does is set here: its Logger, Metrics, known Limits and the
+	// controller's settings (Adaptive).
 	Defaults Config
 	// Overrides configures named providers instead of Defaults, e.g. a known
 	// limit for one exchange while another's is discovered. Each entry

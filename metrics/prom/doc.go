@@ -24,5 +24,10 @@
 //
 // A provider's series appear when it is made (the rate gauges) or first
 // reports, and stay until the registry drops the provider (Forget deletes
-// them): one set per provider key.
+// them): one set per provider key, about 50 series with the histograms'
+// buckets. A crawl keyed by host makes a set per host it holds: bound the
+// series with the registry's MaxProviders and IdleTTL
+// (budget.RegistryConfig), or key the crawl's long tail of hosts by one
+// name of your own (budget.Transport.Key), as 10,000 hosts held at once
+// are half a million series.
 package prom

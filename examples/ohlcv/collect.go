@@ -190,6 +190,11 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		}
 	}
 	err = c.all(ctx)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Interrupted while the streams were being declared: as
+		// interrupted as later, not a failure.
+		err = nil
+	}
 	stopProgress()
 	sum := c.summary(time.Since(start), ctx.Err() != nil, err)
 	if perr := sum.print(stdout, o.json); err == nil {

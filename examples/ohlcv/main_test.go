@@ -151,6 +151,27 @@ func TestFollowCollectsEachNewCandle(t *testing.T) {
 	})
 }
 
+// TestInterruptedBeforeTheStreamsStart: a SIGINT or SIGTERM that comes
+// while the command is still starting (the store open, the streams not
+// declared yet) is an interruption like any other: exit 0, status
+// interrupted, nothing on stderr. It was "failed: schedule: context
+// canceled", exit 1, with "streams":null (a SIGTERM 181 ms after the
+// start, in a loop that signalled the real binary at random moments).
+func TestInterruptedBeforeTheStreamsStart(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := cli(ctx, "-store", t.TempDir(), "-json")
+		if r.code != 0 || r.stderr != "" {
+			t.Fatalf("exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+		}
+		if s := decodeSummary(t, r.stdout); s.Status != "interrupted" || s.Error != "" || !strings.Contains(r.stdout, `"streams":[]`) {
+			t.Fatalf("summary %s, want status interrupted, no error, and streams an empty list (not null)", r.stdout)
+		}
+	})
+}
+
 // TestFollowEndsAtTheTimeout: -follow -timeout ends the run on its own,
 // exit 0, caught up.
 func TestFollowEndsAtTheTimeout(t *testing.T) {

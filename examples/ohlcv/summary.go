@@ -177,6 +177,9 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 		Gaps: []gapInfo{}, ElapsedS: elapsed.Seconds(), LearnedRate: snap.Rate, Ceiling: snap.Ceiling,
 		Streams: c.streams,
 	}
+	if s.Streams == nil {
+		s.Streams = []*streamStats{} // no stream ran: a list still, as failedToStart's
+	}
 	if isPostgres(c.o.store) {
 		s.Store = "postgres"
 	}

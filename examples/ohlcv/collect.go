@@ -111,14 +111,22 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	}
 	if err != nil {
 		locked := errors.Is(err, checkpoint.ErrLocked)
-		if uerr := (usageError{}); o.json && !errors.As(err, &uerr) {
+		// Interrupted while connecting: not the store's failure.
+		interrupted := ctx.Err() != nil && errors.Is(err, ctx.Err())
+		if uerr := (usageError{}); (o.json || interrupted) && !errors.As(err, &uerr) {
 			// A program reading -json gets its one line even now (a bad
 			// flag's line is run's).
 			s := failedToStart(o, key, time.Since(start), err)
-			if locked {
+			switch {
+			case locked:
 				s.Status = "yielded"
+			case interrupted:
+				s.Status, s.Error = "interrupted", ""
 			}
-			_ = s.print(stdout, true)
+			_ = s.print(stdout, o.json)
+		}
+		if interrupted {
+			return nil
 		}
 		if locked {
 			// Another live process holds the whole store: nothing done,

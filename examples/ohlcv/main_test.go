@@ -152,24 +152,28 @@ func TestFollowCollectsEachNewCandle(t *testing.T) {
 }
 
 // TestInterruptedBeforeTheStreamsStart: a SIGINT or SIGTERM that comes
-// while the command is still starting (the store open, the streams not
-// declared yet) is an interruption like any other: exit 0, status
-// interrupted, nothing on stderr. It was "failed: schedule: context
+// while the command is still starting (connecting to its store, the
+// streams not declared yet) is an interruption like any other: exit 0,
+// status interrupted, nothing on stderr. It was "failed: schedule: context
 // canceled", exit 1, with "streams":null (a SIGTERM 181 ms after the
-// start, in a loop that signalled the real binary at random moments).
+// start, in a loop that signalled the real binary at random moments), and
+// while connecting to PostgreSQL "failed: pgstore: Open: cannot reach
+// ...: context canceled", exit 1, blaming a server that was up.
 func TestInterruptedBeforeTheStreamsStart(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		r := cli(ctx, "-store", t.TempDir(), "-json")
-		if r.code != 0 || r.stderr != "" {
-			t.Fatalf("exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
-		}
-		if s := decodeSummary(t, r.stdout); s.Status != "interrupted" || s.Error != "" || !strings.Contains(r.stdout, `"streams":[]`) {
-			t.Fatalf("summary %s, want status interrupted, no error, and streams an empty list (not null)", r.stdout)
-		}
-	})
+	for _, store := range []string{t.TempDir(), "postgres://nobody@127.0.0.1:1/nothing?connect_timeout=5"} {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			r := cli(ctx, "-store", store, "-json")
+			if r.code != 0 || r.stderr != "" {
+				t.Fatalf("-store %s: exit %d, stderr %q; want 0 and nothing", store, r.code, r.stderr)
+			}
+			if s := decodeSummary(t, r.stdout); s.Status != "interrupted" || s.Error != "" || !strings.Contains(r.stdout, `"streams":[]`) {
+				t.Fatalf("-store %s: summary %s, want status interrupted, no error, and streams an empty list (not null)", store, r.stdout)
+			}
+		})
+	}
 }
 
 // TestFollowEndsAtTheTimeout: -follow -timeout ends the run on its own,

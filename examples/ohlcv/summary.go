@@ -210,10 +210,11 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 	case slices.ContainsFunc(s.Streams, func(st *streamStats) bool { return st.Last == "" && st.Runs > 0 }):
 		s.Status = "empty"
 	}
-	if s.Status == "done" || s.Status == "empty" {
+	if s.Status == "done" || s.Status == "empty" || s.Status == "deferred" {
 		// A catch-up that neither reached until nor stopped with a gap (the
-		// deadline passed while it waited to run) is never done: it is
-		// deferred, and says why.
+		// deadline passed while it waited to run, or another stream spent
+		// the budget while it was between two requests) is never done: it
+		// is deferred, and says why.
 		now := time.Now()
 		why := "unfinished"
 		if r, spent := c.run.ExhaustedAt(now); spent {
@@ -225,6 +226,9 @@ func (c *collector) summary(elapsed time.Duration, interrupted bool, err error) 
 			why += fmt.Sprintf("; the provider's pause (%s) lasts until %s", orThrottled(snap.PauseReason), snap.PausedUntil.UTC().Format(time.RFC3339))
 		}
 		for _, sym := range c.o.symbols {
+			if slices.ContainsFunc(s.Gaps, func(g gapInfo) bool { return g.Symbol == sym && g.Mode == checkpoint.CatchUp.String() }) {
+				continue // its run's gap says why
+			}
 			if ss := c.states[sym]; ss == nil || !ss.caughtUp && !ss.yielded && !ss.spent {
 				s.Status = "deferred"
 				reason := why

@@ -54,7 +54,12 @@
 // allowed (one worker at a long latency, a collector busy writing between
 // bursts of fetches), the rate holds, a few times over what it sends
 // rather than at the Max, and a caller that then sends faster meets the
-// limit as slow start does. Plain AIMD climbs linearly and halves, so its rate
+// limit as slow start does. Nor is idle time a measure of the limit: what
+// the provider delivered up to a refusal is counted from the end of the
+// last quiet spell (a second and four intervals or more with nothing
+// sent: a process frozen by a suspend, a collector between its turns), so
+// a caller's own silence never reads as a provider that admits little.
+// Plain AIMD climbs linearly and halves, so its rate
 // saw-tooths between half the limit and the limit and averages about 75% of
 // it. A user's run is often 30 seconds, so this controller climbs to the
 // limit's neighbourhood in a second or two, places it within a few per

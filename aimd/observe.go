@@ -33,6 +33,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		if at.After(now) {
 			at = now // a send stamped after its answer: another clock
 		}
+		c.quiet(at)
 		c.sends.add(at, c.rateAt(at), c.pausedUntil)
 	}
 	if s.Class >= forage.Permanent {
@@ -847,4 +848,39 @@ func (c *Controller) latencyPressure(now, sent time.Time, sample time.Duration) 
 		}
 	}
 	return true
+}
+
+// quietSpell is the least time with nothing sent that is a quiet spell
+// (see quiet), and quietIntervals how many intervals at the rate it must
+// span too.
+const (
+	quietSpell     = time.Second
+	quietIntervals = 4
+)
+
+// quiet starts the episode afresh at a request sent at sent when nothing
+// was sent for a quiet spell before it, since the latest send or the
+// start of the episode under way (a process frozen by a laptop's
+// suspend, a collector between its turns, a caller that had nothing to
+// ask), since an episode under way before it: what the provider delivered
+// is measured from where the caller sent again, not over time it did not
+// send (counted over it, 20 successes over the 31 s since the last cut,
+// 30 of them frozen, read a 20/s provider as 0.66/s, held there,
+// confirmed, and saved for the next run). The refusals' span (see
+// spanFloor) ends too: its successes over its time no longer bound the
+// limit from under. A pause's wait is none: the episode after a pause
+// starts at its end (see startEpisode).
+func (c *Controller) quiet(sent time.Time) {
+	last := c.sends.last
+	if last.IsZero() || c.epStart.IsZero() || !(c.rate > 0) {
+		return
+	}
+	if c.epStart.After(last) {
+		last = c.epStart // nothing sent since the pause the episode began at ended
+	}
+	if gap := sent.Sub(last); gap < quietSpell || gap.Seconds() < quietIntervals/c.rate {
+		return
+	}
+	c.epStart, c.epOK, c.epN, c.epFail, c.epPaused = sent, 0, 0, 0, false
+	c.span = strikeSpan{}
 }

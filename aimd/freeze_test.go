@@ -1,0 +1,82 @@
+package aimd_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/forage-go/forage"
+	"github.com/forage-go/forage/aimd"
+	"pgregory.net/rapid"
+)
+
+// TestPropertyAQuietSpellIsNoMeasureOfTheLimit: a caller that sends
+// nothing for a while (a process frozen by a laptop's suspend, a
+// collector between its turns), then sends the requests its workers held,
+// at once, and is refused, has its episode measured from where it sent
+// again, not over the quiet spell. (Counted over it, 20 successes over
+// the 31 s since the last cut read a 20/s provider as 0.66/s: SIGSTOPped
+// 30 s, the real examples/ohlcv binary was held at 0.66/s, confirmed, and
+// saved so in its record for the next run.)
+func TestPropertyAQuietSpellIsNoMeasureOfTheLimit(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.Float64Range(5, 100).Draw(t, "limit")
+		quiet := time.Duration(rapid.IntRange(3, 120).Draw(t, "quietS")) * time.Second
+		at := time.Duration(rapid.IntRange(4, 20).Draw(t, "quietAtS")) * time.Second
+		workers := rapid.IntRange(2, 8).Draw(t, "workers")
+		latency := time.Duration(rapid.IntRange(1, 40).Draw(t, "latencyMs")) * time.Millisecond
+		c, err := aimd.New(aimd.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		iv := time.Duration(float64(time.Second) / limit)
+		var tat time.Time // a GCRA that allows no burst
+		admit := func(now time.Time) forage.Class {
+			if now.Before(tat) {
+				return forage.Throttled
+			}
+			tat = maxTime(tat, now).Add(iv)
+			return forage.Success
+		}
+		send := func(now time.Time) {
+			s := aimd.Signal{Class: admit(now), Sent: now}
+			if s.Class == forage.Throttled {
+				s.RetryAfter = time.Second
+			}
+			c.ObserveAt(now.Add(latency), s)
+		}
+		now := t0
+		step := func(until time.Time) {
+			for now.Before(until) {
+				if pu := c.Snapshot().PausedUntil; pu.After(now) {
+					now = pu
+					continue
+				}
+				send(now)
+				now = now.Add(time.Duration(float64(time.Second) / c.Snapshot().Rate))
+			}
+		}
+		step(t0.Add(at))
+		before := c.Snapshot().Ceiling
+		now = now.Add(quiet) // nothing sent
+		for range workers {  // the workers' held slots, all at once
+			send(now)
+		}
+		after := c.Snapshot()
+		if before > 0 && after.Ceiling < 0.5*min(before, limit) {
+			t.Fatalf("limit %.1f/s: the ceiling went from %.2f to %.2f (rate %.2f) at a refusal after %v of nothing sent",
+				limit, before, after.Ceiling, after.Rate, quiet)
+		}
+		if after.Rate < 0.25*limit {
+			t.Fatalf("limit %.1f/s: the rate went to %.2f (ceiling %.2f) at a refusal after %v of nothing sent",
+				limit, after.Rate, after.Ceiling, quiet)
+		}
+	})
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -213,6 +213,7 @@ type Controller struct {
 	firstCredit time.Time     // the first success earns the time since then, up to two intervals (see Restore); zero = nothing
 	unheld      bool          // the success that earned firstCredit climbs through a pause's hold
 	sends       sendMeter     // the share of the rate the caller uses (see used)
+	seen        time.Time     // when the latest answer was observed (see quiet)
 	latency     float64       // smoothed latency, seconds; 0 = no sample
 	latencyBase time.Duration // latency of the first request sent after the last latency cut
 	latencyMin  float64       // lowest Success latency seen, seconds

@@ -56,8 +56,9 @@
 // rather than at the Max, and a caller that then sends faster meets the
 // limit as slow start does. Nor is idle time a measure of the limit: what
 // the provider delivered up to a refusal is counted from the end of the
-// last quiet spell (a second and four intervals or more with nothing
-// sent: a process frozen by a suspend, a collector between its turns), so
+// last quiet spell (a second, four intervals and three latencies or more
+// with nothing sent nor answered: a process frozen by a suspend, a
+// collector between its turns), so
 // a caller's own silence never reads as a provider that admits little.
 // Plain AIMD climbs linearly and halves, so its rate
 // saw-tooths between half the limit and the limit and averages about 75% of

@@ -33,9 +33,10 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 		if at.After(now) {
 			at = now // a send stamped after its answer: another clock
 		}
-		c.quiet(at)
+		c.quiet(now, at)
 		c.sends.add(at, c.rateAt(at), c.pausedUntil)
 	}
+	c.seen = now
 	if s.Class >= forage.Permanent {
 		c.pause(c.retryAfter(now, s, h)) // the provider's word on when to come back holds
 		return                           // a broken or canceled request says nothing about the rate
@@ -850,37 +851,57 @@ func (c *Controller) latencyPressure(now, sent time.Time, sample time.Duration) 
 	return true
 }
 
-// quietSpell is the least time with nothing sent that is a quiet spell
-// (see quiet), and quietIntervals how many intervals at the rate it must
-// span too.
+// quietSpell is the least time with nothing sent or answered that is a
+// quiet spell (see quiet); it must span quietIntervals intervals at the
+// rate and quietLatencies smoothed latencies too.
 const (
 	quietSpell     = time.Second
 	quietIntervals = 4
+	quietLatencies = 3
 )
 
-// quiet starts the episode afresh at a request sent at sent when nothing
-// was sent for a quiet spell before it, since the latest send or the
-// start of the episode under way (a process frozen by a laptop's
+// quiet starts the episode afresh when nothing was sent nor answered for
+// a quiet spell before an answer at now to a request sent at sent, since
+// the start of the episode under way (a process frozen by a laptop's
 // suspend, a collector between its turns, a caller that had nothing to
-// ask), since an episode under way before it: what the provider delivered
-// is measured from where the caller sent again, not over time it did not
-// send (counted over it, 20 successes over the 31 s since the last cut,
-// 30 of them frozen, read a 20/s provider as 0.66/s, held there,
-// confirmed, and saved for the next run). The refusals' span (see
+// ask): what the provider delivered is measured from where the caller
+// sent again (sent, or now for an answer read after the spell), not over
+// time it did not use (counted over it, 20 successes over the 31 s since
+// the last cut, 30 of them frozen, read a 20/s provider as 0.66/s, held
+// there, confirmed, and saved for the next run). The refusals' span (see
 // spanFloor) ends too: its successes over its time no longer bound the
-// limit from under. A pause's wait is none: the episode after a pause
-// starts at its end (see startEpisode).
-func (c *Controller) quiet(sent time.Time) {
+// limit from under. Answers that go on coming are no spell: workers all
+// held by a host's queue send nothing for seconds, and their episode
+// stands (cut at each gap, a host that queues 50 and serves 30/s was held
+// at 91% of it, not 96-99%); nor is a wait of a few latencies (one worker
+// at a slow host). A pause's wait is none: the episode after a pause
+// starts at its end (see startEpisode). c.seen is the previous answer's.
+func (c *Controller) quiet(now, sent time.Time) {
 	last := c.sends.last
-	if last.IsZero() || c.epStart.IsZero() || !(c.rate > 0) {
-		return
+	if c.seen.After(last) {
+		last = c.seen
 	}
 	if c.epStart.After(last) {
 		last = c.epStart // nothing sent since the pause the episode began at ended
 	}
-	if gap := sent.Sub(last); gap < quietSpell || gap.Seconds() < quietIntervals/c.rate {
+	if last.IsZero() || c.epStart.IsZero() || !(c.rate > 0) {
 		return
 	}
-	c.epStart, c.epOK, c.epN, c.epFail, c.epPaused = sent, 0, 0, 0, false
+	spell := func(from, to time.Time) bool {
+		gap := to.Sub(from)
+		return gap >= quietSpell && gap.Seconds() >= quietIntervals/c.rate && gap.Seconds() >= quietLatencies*c.latency
+	}
+	end := now // an answer read after the spell, to a request sent before it or just before it began
+	switch {
+	case sent.After(last) && sent.Before(now) && spell(last, sent):
+		end = sent // the first request sent after the spell
+	case sent.After(last) && sent.Before(now):
+		if !spell(sent, now) {
+			return
+		}
+	case !spell(last, now):
+		return
+	}
+	c.epStart, c.epOK, c.epN, c.epFail, c.epPaused = end, 0, 0, 0, false
 	c.span = strikeSpan{}
 }

@@ -58,8 +58,9 @@
 // the provider delivered up to a refusal is counted from the end of the
 // last quiet spell (a second, four intervals and three latencies or more
 // with nothing sent nor answered: a process frozen by a suspend, a
-// collector between its turns), so
-// a caller's own silence never reads as a provider that admits little.
+// collector between its turns), as from a pause's end, the allowance
+// refilled, so a caller's own silence never reads as a provider that
+// admits little, nor its bursts as a provider that admits much.
 // Plain AIMD climbs linearly and halves, so its rate
 // saw-tooths between half the limit and the limit and averages about 75% of
 // it. A user's run is often 30 seconds, so this controller climbs to the

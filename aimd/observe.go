@@ -868,9 +868,15 @@ const (
 // sent again (sent, or now for an answer read after the spell), not over
 // time it did not use (counted over it, 20 successes over the 31 s since
 // the last cut, 30 of them frozen, read a 20/s provider as 0.66/s, held
-// there, confirmed, and saved for the next run). The refusals' span (see
-// spanFloor) ends too: its successes over its time no longer bound the
-// limit from under. Answers that go on coming are no spell: workers all
+// there, confirmed, and saved for the next run). The episode is one after
+// a pause: the spell refilled the provider's allowance as a pause does,
+// and the bursts that spend it are no steady rate. (Read as steady, a
+// caller that sent a second's burst every few seconds had each burst
+// refused once and cut 10% for it, and a 7.7/s provider with an allowance
+// of 5 banned it at the fifth.) The refusals' span (see spanFloor) stays:
+// a refusal left the allowance empty, so its successes over its time
+// still bound the limit from under, and the ban guard's hold with them.
+// Answers that go on coming are no spell: workers all
 // held by a host's queue send nothing for seconds, and their episode
 // stands (cut at each gap, a host that queues 50 and serves 30/s was held
 // at 91% of it, not 96-99%); nor is a wait of a few latencies (one worker
@@ -902,6 +908,5 @@ func (c *Controller) quiet(now, sent time.Time) {
 	case !spell(last, now):
 		return
 	}
-	c.epStart, c.epOK, c.epN, c.epFail, c.epPaused = end, 0, 0, 0, false
-	c.span = strikeSpan{}
+	c.epStart, c.epOK, c.epN, c.epFail, c.epPaused = end, 0, 0, 0, true
 }

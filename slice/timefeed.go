@@ -15,14 +15,18 @@ import (
 
 // TimeQuery is one request of a feed queried by time: the records whose
 // time is at or after Since (ties included: the provider's ">=", or its
-// "since"), oldest first, at most Limit of them. A provider whose filter
-// leaves Since out ("updated_after", ">") is asked for Since less its
-// time unit (a millisecond, a second): asked for Since itself, the records
-// at the time where a full page was cut are never answered, and the run
-// is caught up without them. The stream's first request asks for the
-// zero Since unless [TimeFeedConfig.Start] is set: send it as the
-// provider's beginning (the epoch, or no parameter), not as its Unix time
-// (year 1 is -62135596800).
+// "since"), oldest first, at most Limit of them. Since may lie between the
+// provider's units: past a page of one time (see [TimeFeed]) it is that
+// time and a nanosecond. Round it up to the unit: rounded down (a Unix
+// second, RFC 3339 without fractions), it asks for that time again, the
+// same page answers, and the run is caught up with nothing past it ever
+// asked for. A provider whose filter leaves Since out ("updated_after",
+// ">") is asked for Since, rounded up, less its time unit (a millisecond, a
+// second): asked for Since itself, the records at the time where a full
+// page was cut are never answered, and the run is caught up without them.
+// The stream's first request asks for the zero Since unless
+// [TimeFeedConfig.Start] is set: send it as the provider's beginning (the
+// epoch, or no parameter), not as its Unix time (year 1 is -62135596800).
 type TimeQuery struct {
 	Since time.Time
 	Limit int

@@ -317,10 +317,9 @@ func TestAForgottenProviderReportsNothing(t *testing.T) {
 // way: two creators of one key both build their provider.
 type meetingRecords struct {
 	budget.RecordStore
-	mu    sync.Mutex
-	n     int
-	met   chan struct{}
-	calls int
+	mu  sync.Mutex
+	n   int
+	met chan struct{}
 }
 
 func (m *meetingRecords) LoadRecord(ctx context.Context, key string) (forage.ProviderRecord, bool, error) {

@@ -56,7 +56,7 @@
 // rather than at the Max, and a caller that then sends faster meets the
 // limit as slow start does. Nor is idle time a measure of the limit: what
 // the provider delivered up to a refusal is counted from the end of the
-// last quiet spell (a second, four intervals and three latencies or more
+// last quiet spell (three seconds, four intervals and three latencies or more
 // with nothing sent nor answered: a process frozen by a suspend, a
 // collector between its turns), as from a pause's end, the allowance
 // refilled, so a caller's own silence never reads as a provider that

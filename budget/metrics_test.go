@@ -181,6 +181,18 @@ func TestRegistryMetricsReachOverrides(t *testing.T) {
 	}
 }
 
+// callOK makes one call of key through reg that the provider answers 200.
+func callOK(t *testing.T, reg *budget.Registry, key string) {
+	t.Helper()
+	p, err := reg.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEvictedProvidersAreForgotten: a registry tells Metrics when it drops
 // a provider, idle or over MaxProviders, so an exporter deletes the key's
 // series instead of keeping one per host it ever met; a provider still in
@@ -193,15 +205,7 @@ func TestEvictedProvidersAreForgotten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(key string) {
-			p, err := reg.Get(key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		call := func(key string) { callOK(t, reg, key) }
 		forgotten := func() (keys []string) {
 			for _, l := range m.take() {
 				if k, ok := strings.CutSuffix(l, " forget"); ok {
@@ -283,15 +287,7 @@ func TestAForgottenProviderReportsNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func(key string) {
-			p, err := reg.Get(key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Do(context.Background(), nil, status(200, 0)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		call := func(key string) { callOK(t, reg, key) }
 		call("shared.example")
 		for i := range 11 { // one over MaxProviders: shared.example, the least recently used, goes
 			call(fmt.Sprintf("host%02d", i))

@@ -51,12 +51,7 @@ func TestPropertyATimeFeedNeverCatchesUpPastAProviderThatPagesSmaller(t *testing
 			}
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			for i, runs := range batches {
-				for _, n := range runs {
-					at = at.Add(time.Second)
-					for range n {
-						api.recs = append(api.recs, stamped{At: at, Key: fmt.Sprintf("r%d", len(api.recs))})
-					}
-				}
+				at = api.add(at, runs)
 				rep, err := runner.Run(context.Background(), nil)
 				if err != nil || rep.Reason != "" {
 					fail = fmt.Sprintf("run %d: %v, reason %q", i, err, rep.Reason)

@@ -138,12 +138,7 @@ func TestPropertyATimeFeedIsNeverCaughtUpWithAHole(t *testing.T) {
 		}
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		for i, runs := range batches {
-			for _, n := range runs {
-				at = at.Add(time.Second)
-				for range n {
-					api.recs = append(api.recs, stamped{At: at, Key: fmt.Sprintf("r%d", len(api.recs))})
-				}
-			}
+			at = api.add(at, runs)
 			rep, err := runner.Run(context.Background(), nil)
 			if err != nil {
 				if rep.Reason != forage.ReasonPermanent {

@@ -88,12 +88,7 @@ func TestPropertyATimeFeedDeliversEachRecordOnce(t *testing.T) {
 			}
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			for i, runs := range batches {
-				for _, n := range runs {
-					at = at.Add(time.Second)
-					for range n {
-						api.recs = append(api.recs, stamped{At: at, Key: fmt.Sprintf("r%d", len(api.recs))})
-					}
-				}
+				at = api.add(at, runs)
 				rep, err := runner.Run(context.Background(), nil)
 				if err != nil || rep.Reason != "" {
 					fail = fmt.Sprintf("run %d: %v, reason %q", i, err, rep.Reason)
@@ -222,6 +217,19 @@ func TestPropertyATimeFeedWaitsForALaggingIndex(t *testing.T) {
 }
 
 // maxTies returns the most records of recs that share one time.
+// add appends, for each count in runs, that many records a second after
+// the last time (at, then each added second), keyed by their place, and
+// returns the last time.
+func (a *timeAPI) add(at time.Time, runs []int) time.Time {
+	for _, n := range runs {
+		at = at.Add(time.Second)
+		for range n {
+			a.recs = append(a.recs, stamped{At: at, Key: fmt.Sprintf("r%d", len(a.recs))})
+		}
+	}
+	return at
+}
+
 func maxTies(recs []stamped) int {
 	n := map[time.Time]int{}
 	most := 0

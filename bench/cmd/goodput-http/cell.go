@@ -46,6 +46,9 @@ type result struct {
 	// PerSecond is [ok, refused, other] per second of the run (with -trace
 	// or -json).
 	PerSecond [][3]int `json:"per_second,omitempty"`
+	// events are the requests as the server saw them (with -trace only),
+	// written beside the per-second counts.
+	events []event
 	// Procs is the number of processes of a pg client; Work each one's
 	// part of OK (process i collects symbols[i]).
 	Procs int       `json:"procs,omitempty"`
@@ -139,6 +142,7 @@ func (res *result) measure(rw row, st providertest.Stats, rec *recorder, trace b
 		})
 	}
 	if trace {
+		res.events = events
 		res.PerSecond = perSecond(events, res.Run, func(e event) bool {
 			return e.status == 429 || e.status == 418 || (e.status == 503 && rw.answer.Status == http.StatusServiceUnavailable)
 		})

@@ -67,7 +67,8 @@
 //	-json            one JSON object per cell instead of the Markdown table
 //	-md              the Markdown table (the default)
 //	-trace DIR       write each cell's per-second ok/refused/other counts as CSV
-//	                 (and the ohlcv binary's -v log: its streams, pauses and rate cuts)
+//	                 and every request as the server saw it (.events.csv: arrival, answer,
+//	                 status), and the ohlcv binary's -v log: its streams, pauses and rate cuts
 //	-tmp DIR         where cells' file stores go (default the system's temp dir)
 //	-ohlcv PATH      a built ohlcv binary (default: build examples/ohlcv)
 //	-seed N          the servers' seed (default 1)

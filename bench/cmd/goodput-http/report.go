@@ -133,8 +133,16 @@ func writeTraces(dir string, results []result) error {
 		for s, c := range r.PerSecond {
 			fmt.Fprintf(&b, "%d,%d,%d,%d\n", s, c[0], c[1], c[2])
 		}
-		name := fmt.Sprintf("%s-%s-%s.csv", r.Run, slug(r.Row), r.Client)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+		name := fmt.Sprintf("%s-%s-%s", r.Run, slug(r.Row), r.Client)
+		if err := os.WriteFile(filepath.Join(dir, name+".csv"), []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+		b.Reset()
+		b.WriteString("at_ms,done_ms,status,symbol\n")
+		for _, e := range r.events {
+			fmt.Fprintf(&b, "%.1f,%.1f,%d,%d\n", float64(e.at.Microseconds())/1e3, float64(e.done.Microseconds())/1e3, e.status, e.sym)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".events.csv"), []byte(b.String()), 0o644); err != nil {
 			return err
 		}
 	}

@@ -52,6 +52,13 @@ type TokenPage[R any] struct {
 // answers nothing: a provider that expires such tokens silently reads as
 // caught up, which only a look at the feed's end by other means tells.
 //
+// A provider that answers page after page with the same records, each
+// naming a new token (a nonce in its next link, a proxy that ignores the
+// cursor), moves no cursor back, so no cycle shows: with a key, 20 such
+// pages in a row stop the run [forage.Permanent], naming it (a page
+// repeated once or twice, a head that lost a page's worth between two
+// requests, is delivered as it is).
+//
 // A cursor that TokenFeed did not write (a stream that switched sources)
 // fails the run as [forage.Permanent], naming it. The cursor holds the
 // token (base64 when it is not UTF-8): a token that is a URL with a
@@ -92,7 +99,23 @@ func TokenFeed[R any](fetch func(ctx context.Context, token string) (TokenPage[R
 			recs = recs[at.N:] // the page still begins with what was delivered
 		}
 		if tp.Next != "" {
-			return Page[R]{Records: recs, Next: newTokenCursor[R](tp.Next, nil, nil).encode()}, out
+			next := newTokenCursor[R](tp.Next, nil, nil)
+			if key != nil && len(tp.Records) > 0 {
+				// A page that repeats the one before, under a new token (a
+				// nonce in the next link, a proxy that ignores the
+				// cursor), is a loop no cursor shows: fetched and
+				// delivered again until the envelope ran out, every run.
+				// Once is a head that lost a page's worth in between; a
+				// few in a row is the provider's loop.
+				next.P = keysHash(tp.Records, key)
+				if next.P == at.P {
+					if next.S = at.S + 1; next.S >= maxSamePages {
+						out.Err = forage.Mark(fmt.Errorf("slice: TokenFeed: %w: the provider answered %d pages in a row with the same records, each naming a new token: its tokens do not move the feed", ErrInvalidPage, next.S+1), forage.Permanent)
+						return Page[R]{}, out
+					}
+				}
+			}
+			return Page[R]{Records: recs, Next: next.encode()}, out
 		}
 		// The last page for now: the next run asks for it again.
 		next := newTokenCursor(at.token(), tp.Records, key)
@@ -105,13 +128,18 @@ func TokenFeed[R any](fetch func(ctx context.Context, token string) (TokenPage[R
 
 // tokenCursor is a TokenFeed's cursor: the token of the page to ask for
 // (T, or TB when it is not UTF-8), how many of its records were delivered
-// (N), and the hash of their keys in order (H). V marks it as TokenFeed's.
+// (N), and the hash of their keys in order (H). Of a page that a page
+// before it named, the hash of that page's keys (P) and how many pages in
+// a row before it repeated the one before them (S). V marks it as
+// TokenFeed's.
 type tokenCursor struct {
 	V  int    `json:"tf"`
 	T  string `json:"t,omitempty"`
 	TB []byte `json:"tb,omitempty"`
 	N  int    `json:"n,omitempty"`
 	H  uint64 `json:"h,omitempty"`
+	P  uint64 `json:"p,omitempty"`
+	S  int    `json:"s,omitempty"`
 }
 
 // tokenCursorV is the version a TokenFeed cursor is written with.
@@ -158,7 +186,7 @@ func decodeTokenCursor(b []byte) (tokenCursor, error) {
 		return c, err
 	case c.V != tokenCursorV || !bytes.HasPrefix(b, []byte(`{"tf":`)):
 		return c, errors.New(`no "tf" version`)
-	case c.N < 0:
+	case c.N < 0 || c.S < 0:
 		return c, errors.New("a negative count")
 	}
 	return c, nil

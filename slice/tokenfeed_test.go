@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/aimd"
@@ -227,6 +228,63 @@ func TestPropertyATokenFeedNeverSkipsARecordOfAChangedPage(t *testing.T) {
 				}
 			}
 			cursor = p.Next
+		}
+	})
+}
+
+// TestATokenFeedStopsAProviderThatRepeatsAPageUnderNewTokens: a provider
+// that answers every token with the same page and a new token for the next
+// (a nonce in its next link, a proxy that ignores the cursor) is a broken
+// feed, stopped permanent and named within a bounded count of pages, as
+// PageFeed stops one that ignores its page parameter. Its cursors never
+// repeat, so no cycle is seen: it was fetched and "delivered" again and
+// again, each page a commit, until the run's envelope ran out, the stop
+// read as a planned hand-off (request_cap, deadline) and the next run
+// doing the same. A page repeated once (records removed at the feed's
+// head by exactly a page between two requests) is delivered as it is.
+func TestATokenFeedStopsAProviderThatRepeatsAPageUnderNewTokens(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		fetch := func(_ context.Context, token string) (slice.TokenPage[int], forage.Outcome) {
+			calls++
+			return slice.TokenPage[int]{Records: []int{1, 2, 3}, Next: fmt.Sprintf("nonce-%d", calls)}, forage.Outcome{Status: 200}
+		}
+		prov, _ := budget.NewLocal("api", budget.Config{Adaptive: aimd.Config{Initial: 1000, Max: 1000}})
+		runner, err := slice.New(slice.Config[int]{Stream: "s", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+			Provider: prov, Source: slice.TokenFeed(fetch, strconv.Itoa), Sink: slice.SinkFunc[int](func(context.Context, slice.Page[int]) error { return nil })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		rep, err := runner.Run(ctx, nil)
+		if !errors.Is(err, slice.ErrInvalidPage) || rep.Reason != forage.ReasonPermanent {
+			t.Fatalf("a provider repeating one page under new tokens: reason %q, err %v after %d requests; want a permanent stop naming the repeat", rep.Reason, err, calls)
+		}
+		if calls > 30 {
+			t.Errorf("%d requests before the repeat was named, want at most 30", calls)
+		}
+
+		// One repeat, then the feed goes on: every page delivered.
+		calls = 0
+		var got []int
+		shifted := func(_ context.Context, token string) (slice.TokenPage[int], forage.Outcome) {
+			calls++
+			pages := map[string]slice.TokenPage[int]{
+				"":  {Records: []int{1, 2}, Next: "b"},
+				"b": {Records: []int{1, 2}, Next: "c"}, // the head lost a page's worth in between
+				"c": {Records: []int{3, 4}},
+			}
+			return pages[token], forage.Outcome{Status: 200}
+		}
+		runner, _ = slice.New(slice.Config[int]{Stream: "s2", Mode: checkpoint.SteadyState, Store: checkpoint.NewMemoryStore(checkpoint.Config{}),
+			Provider: prov, Source: slice.TokenFeed(shifted, strconv.Itoa), Sink: slice.SinkFunc[int](func(_ context.Context, p slice.Page[int]) error {
+				got = append(got, p.Records...)
+				return nil
+			})})
+		if rep, err := runner.Run(ctx, nil); err != nil || rep.Reason != "" || !slices.Equal(got, []int{1, 2, 1, 2, 3, 4}) {
+			t.Fatalf("a page repeated once: reason %q, err %v, delivered %v", rep.Reason, err, got)
 		}
 	})
 }

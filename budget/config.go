@@ -75,7 +75,8 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxPause is the longest pause a provider may impose by one answer
 	// (a Retry-After, a spent quota's reset); a longer one is clamped to
-	// it, and a Retry-After so clamped is logged (see Logger).
+	// it, and a Retry-After or a spent quota's reset so clamped is logged
+	// (see Logger).
 	// Defaults to 1 hour; at least 1 second. Headers are untrusted input:
 	// "Retry-After: 99999999999999999999" would otherwise park every
 	// caller for the 72 hours the header parsers allow. An hour covers

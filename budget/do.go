@@ -958,6 +958,14 @@ func (p *local) feedback(start, end time.Time, out *forage.Outcome, class forage
 	}
 	q := out.Quota
 	if left, ok := q.Left(); ok && left <= 0 {
+		if q.Reset > p.cfg.MaxPause && !(class != forage.Success && out.RetryAfter >= p.cfg.MaxPause) {
+			// Named as a Retry-After clamped is (see Do), unless this
+			// answer's Retry-After was: a reset sent in milliseconds and
+			// read as seconds paused the provider an hour with no word.
+			p.event(slog.LevelWarn, "budget: a pause longer than MaxPause asked; paused for MaxPause",
+				slog.Int("status", out.Status), slog.Duration("asked", q.Reset), slog.Duration("max_pause", p.cfg.MaxPause),
+				slog.String("by", "a spent quota's reset"))
+		}
 		q.Reset = min(q.Reset, p.cfg.MaxPause) // a spent quota pauses until Reset
 	}
 	sig := aimd.Signal{Class: class, Latency: out.Latency, RetryAfter: out.RetryAfter, Sent: start, Quota: q}

@@ -115,6 +115,50 @@ func TestAPauseClampedToMaxPauseIsNamed(t *testing.T) {
 	})
 }
 
+// TestASpentQuotasResetClampedToMaxPauseIsNamed: a spent quota whose
+// reset is longer than MaxPause (a reset sent in milliseconds and read
+// as seconds: 60000 is 16h40m) is clamped and logged at Warn with what
+// it asked, as a Retry-After is; it was clamped silently, the provider
+// paused an hour by an Info line that hid what the header said. One
+// answer that asks both ways is one Warn line.
+func TestASpentQuotasResetClampedToMaxPauseIsNamed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		cfg := fast()
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		spent := forage.Quota{Limit: 100, HasLimit: true, HasRemaining: true, Reset: 60000 * time.Second, HasReset: true}
+		_ = newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 200, Quota: spent}
+		})
+		logs := out.String()
+		for _, want := range []string{
+			`level=WARN msg="budget: a pause longer than MaxPause asked; paused for MaxPause"`, `asked=16h40m0s`, `max_pause=1h0m0s`, `status=200`,
+			`level=INFO msg="budget: provider paused"`, `for=1h0m0s`,
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("logs lack %s:\n%s", want, logs)
+			}
+		}
+		out.Reset()
+		_ = newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
+			return forage.Outcome{Status: 429, RetryAfter: 72 * time.Hour, Quota: spent}
+		})
+		if n := strings.Count(out.String(), "MaxPause asked"); n != 1 {
+			t.Errorf("an answer whose Retry-After and spent quota both ask past MaxPause logged %d Warn lines, want 1:\n%s", n, out.String())
+		}
+		out.Reset()
+		_ = newLocal(t, cfg).Do(context.Background(), nil, func(context.Context) forage.Outcome {
+			q := spent
+			q.Remaining, q.Reset = 5, 72*time.Hour // not spent: pauses nothing
+			return forage.Outcome{Status: 200, Quota: q}
+		})
+		if strings.Contains(out.String(), "MaxPause") {
+			t.Errorf("a quota not spent, which pauses nothing, logged as clamped:\n%s", out.String())
+		}
+	})
+}
+
 // TestASpentRetryBudgetIsLoggedNowAndThen: calls the retry budget stops,
 // one after another, log one Warn line every 10 s per provider, which
 // counts the calls stopped since the line before (a host whose provider

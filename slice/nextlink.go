@@ -19,6 +19,14 @@ import (
 // passes for its last, and every run is caught up with the rest unread.)
 // A next link whose URL does not resolve is returned as written: read as
 // "", it would be the end of the feed.
+//
+// The link is the provider's word, and may name another host, another
+// scheme or a userinfo ("http://user:pass@elsewhere/…"): unlike a redirect,
+// which [net/http.Client] follows without the Authorization header when it
+// leaves the host, a fetch that asks for it with its credential sends the
+// credential there. A fetch that sends one checks the link's scheme and
+// host first, and answers one that differs with a [forage.Permanent]
+// outcome, never "" (the feed's end, with the rest unread).
 func NextLink(resp *http.Response) string {
 	if resp == nil {
 		return ""

@@ -46,7 +46,11 @@ func ExampleNextLink() {
 		if out.Class() != forage.Success {
 			return slice.TokenPage[int]{}, out
 		}
-		return slice.TokenPage[int]{Records: page, Next: slice.NextLink(resp)}, out
+		next, err := slice.NextLink(resp) // an error if the link leaves the API's host
+		if err != nil {
+			return slice.TokenPage[int]{}, forage.Outcome{Err: err}
+		}
+		return slice.TokenPage[int]{Records: page, Next: next}, out
 	}
 
 	var stored []int

@@ -1,8 +1,13 @@
 package slice
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/forage-go/forage"
 )
 
 // NextLink returns the URL of the page after resp, as its Link header
@@ -17,19 +22,22 @@ import (
 // link's first rel counts, as the RFC says. (A pattern such as
 // `<([^>]+)>;\s*rel="next"` reads none of these: the feed's first page
 // passes for its last, and every run is caught up with the rest unread.)
-// A next link whose URL does not resolve is returned as written: read as
-// "", it would be the end of the feed.
 //
 // The link is the provider's word, and may name another host, another
 // scheme or a userinfo ("http://user:pass@elsewhere/…"): unlike a redirect,
 // which [net/http.Client] follows without the Authorization header when it
-// leaves the host, a fetch that asks for it with its credential sends the
-// credential there. A fetch that sends one checks the link's scheme and
-// host first, and answers one that differs with a [forage.Permanent]
-// outcome, never "" (the feed's end, with the rest unread).
-func NextLink(resp *http.Response) string {
+// leaves the host, a fetch that asks for it with its credential would send
+// the credential there. So a next link that leaves the origin of resp's
+// request (its scheme, host or port differ), carries a user name or
+// password, or does not parse as a URL is an error marked
+// [forage.Permanent], never "" (the feed's end, with the rest unread): the
+// fetch returns it as its outcome, and the run stops naming it, the
+// checkpoint where it was. The error names the two origins, never the
+// link's path, query or userinfo. A provider that pages across hosts on
+// purpose is read from resp.Header by the host's own fetch.
+func NextLink(resp *http.Response) (string, error) {
 	if resp == nil {
-		return ""
+		return "", nil
 	}
 	for _, v := range resp.Header.Values("Link") {
 		for v != "" {
@@ -45,7 +53,7 @@ func NextLink(resp *http.Response) string {
 			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // nextLinkValue parses the first link-value of v: "<ref>; param=value; …",
@@ -117,14 +125,37 @@ func paramValue(v string) (value, rest string, ok bool) {
 	return "", "", false // an unterminated quote
 }
 
-// resolveLink resolves ref against the URL resp answered.
-func resolveLink(resp *http.Response, ref string) string {
-	if resp.Request == nil || resp.Request.URL == nil {
-		return ref
-	}
-	u, err := resp.Request.URL.Parse(ref)
+// resolveLink resolves ref against the URL resp answered, and refuses a
+// link that leaves its origin or carries a userinfo (see NextLink).
+func resolveLink(resp *http.Response, ref string) (string, error) {
+	u, err := url.Parse(ref)
 	if err != nil {
-		return ref
+		return "", forage.Mark(errors.New("slice: the next link of the Link header does not parse as a URL"), forage.Permanent)
 	}
-	return u.String()
+	var base *url.URL
+	if resp.Request != nil {
+		base = resp.Request.URL
+	}
+	if base != nil {
+		u = base.ResolveReference(u)
+	}
+	if u.User != nil {
+		return "", forage.Mark(fmt.Errorf("slice: the next link of the Link header carries a user name or password (to %s)", origin(u)), forage.Permanent)
+	}
+	if base != nil && (!strings.EqualFold(u.Scheme, base.Scheme) || !strings.EqualFold(u.Host, base.Host)) {
+		return "", forage.Mark(fmt.Errorf("slice: the next link of the Link header leaves %s for %s (a fetch that sends a credential would send it there)", origin(base), origin(u)), forage.Permanent)
+	}
+	if base == nil && !u.IsAbs() {
+		return ref, nil // nothing to resolve it against: as written
+	}
+	return u.String(), nil
+}
+
+// origin returns u's scheme and host, nothing of its path, query or
+// userinfo.
+func origin(u *url.URL) string {
+	if u.Scheme == "" && u.Host == "" {
+		return "(no host)"
+	}
+	return u.Scheme + "://" + u.Host
 }

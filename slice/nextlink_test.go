@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/slice"
 )
 
@@ -30,20 +31,20 @@ func linkResponse(base string, links ...string) *http.Response {
 // the feed unread.
 func TestNextLinkReadsTheLinkHeader(t *testing.T) {
 	t.Parallel()
-	const base = "https://api.example.com/v1/items?page=1&per_page=10"
+	const base = "https://a.example/v1/items?page=1&per_page=10"
 	for _, tc := range []struct {
 		name  string
 		links []string
 		want  string
 	}{
-		{"github", []string{`<https://api.github.com/repositories/1/issues?page=2>; rel="next", <https://api.github.com/repositories/1/issues?page=5>; rel="last"`}, "https://api.github.com/repositories/1/issues?page=2"},
+		{"github", []string{`<https://a.example/repositories/1/issues?page=2>; rel="next", <https://a.example/repositories/1/issues?page=5>; rel="last"`}, "https://a.example/repositories/1/issues?page=2"},
 		{"after last", []string{`<https://a.example/?page=5>; rel="last", <https://a.example/?page=2>; rel="next"`}, "https://a.example/?page=2"},
 		{"unquoted", []string{`<https://a.example/?page=2>; rel=next`}, "https://a.example/?page=2"},
 		{"several types", []string{`<https://a.example/?page=2>; rel="prev next"`}, "https://a.example/?page=2"},
 		{"capitalised", []string{`<https://a.example/?page=2>; REL="Next"`}, "https://a.example/?page=2"},
 		{"rel after a title", []string{`<https://a.example/?page=2>; title="the next, and; rel=prev"; rel="next"`}, "https://a.example/?page=2"},
-		{"relative", []string{`</v1/items?page=2&per_page=10>; rel="next"`}, "https://api.example.com/v1/items?page=2&per_page=10"},
-		{"relative to the page", []string{`<?page=2>; rel="next"`}, "https://api.example.com/v1/items?page=2"},
+		{"relative", []string{`</v1/items?page=2&per_page=10>; rel="next"`}, "https://a.example/v1/items?page=2&per_page=10"},
+		{"relative to the page", []string{`<?page=2>; rel="next"`}, "https://a.example/v1/items?page=2"},
 		{"comma in the URL", []string{`<https://a.example/?ids=1,2;x&page=2>; rel="next"`}, "https://a.example/?ids=1,2;x&page=2"},
 		{"two header lines", []string{`<https://a.example/?page=1>; rel="prev"`, `<https://a.example/?page=3>; rel="next"`}, "https://a.example/?page=3"},
 		{"spaces", []string{`  <https://a.example/?page=2> ;rel = "next" `}, "https://a.example/?page=2"},
@@ -52,12 +53,12 @@ func TestNextLinkReadsTheLinkHeader(t *testing.T) {
 		{"next as a second rel", []string{`<https://a.example/?page=2>; rel="prev"; rel="next"`}, ""}, // RFC 8288 3.3: only the first rel counts
 		{"none", nil, ""},
 	} {
-		if got := slice.NextLink(linkResponse(base, tc.links...)); got != tc.want {
-			t.Errorf("%s: NextLink(%q) = %q; want %q", tc.name, tc.links, got, tc.want)
+		if got, err := slice.NextLink(linkResponse(base, tc.links...)); got != tc.want || err != nil {
+			t.Errorf("%s: NextLink(%q) = %q, %v; want %q", tc.name, tc.links, got, err, tc.want)
 		}
 	}
-	if got := slice.NextLink(nil); got != "" {
-		t.Errorf("NextLink(nil) = %q; want \"\"", got)
+	if got, err := slice.NextLink(nil); got != "" || err != nil {
+		t.Errorf("NextLink(nil) = %q, %v; want \"\"", got, err)
 	}
 }
 
@@ -99,8 +100,45 @@ func TestNextLinkIsFoundAmongOthers(t *testing.T) {
 		} else {
 			header = links
 		}
-		if got := slice.NextLink(linkResponse("https://a.example/", header...)); got != want {
-			t.Fatalf("NextLink(%q) = %q; want %q", header, got, want)
+		if got, err := slice.NextLink(linkResponse("https://a.example/", header...)); got != want || err != nil {
+			t.Fatalf("NextLink(%q) = %q, %v; want %q", header, got, err, want)
 		}
 	})
+}
+
+// TestNextLinkRefusesALinkThatLeavesTheOrigin: a next link to another
+// host, port or scheme, or one carrying a user name or password, is a
+// permanent error that names the origins and nothing of the link's path,
+// query or userinfo; never "" (the feed's end, the rest unread). Followed,
+// a hostile Link header took the bearer token a fetch adds to every
+// request to a host of its choosing, and the whole URL, password and
+// token included, was stored as the cursor.
+func TestNextLinkRefusesALinkThatLeavesTheOrigin(t *testing.T) {
+	t.Parallel()
+	const base = "https://api.example.com/v1/items?page=1"
+	for _, tc := range []struct{ name, link, names string }{
+		{"another host", "<https://evil.example/v1/items?page=2&access_token=SECRET>; rel=next", "https://evil.example"},
+		{"another port", "<https://api.example.com:8443/v1/items?page=2&access_token=SECRET>; rel=next", "https://api.example.com:8443"},
+		{"down to http", "<http://api.example.com/v1/items?page=2&access_token=SECRET>; rel=next", "http://api.example.com"},
+		{"a userinfo", "<https://user:SECRET@api.example.com/v1/items?page=2>; rel=next", "user name or password"},
+		{"a userinfo elsewhere", "<http://user:SECRET@127.0.0.1:1/items?access_token=SECRET>; rel=next", "user name or password"},
+		{"a relative link with another host", "<//evil.example/v1/items?page=2&access_token=SECRET>; rel=next", "https://evil.example"},
+		{"no URL", "<http://[::1>; rel=next", "does not parse"},
+	} {
+		got, err := slice.NextLink(linkResponse(base, tc.link))
+		if got != "" || err == nil {
+			t.Errorf("%s: NextLink = %q, %v; want an error", tc.name, got, err)
+			continue
+		}
+		if c := (forage.Outcome{Err: err}).Class(); c != forage.Permanent {
+			t.Errorf("%s: the error is %v; want it marked Permanent", tc.name, c)
+		}
+		if msg := err.Error(); !strings.Contains(msg, tc.names) || strings.Contains(msg, "SECRET") || strings.Contains(msg, "page=2") {
+			t.Errorf("%s: the error %q should name %q and nothing of the link's path, query or userinfo", tc.name, msg, tc.names)
+		}
+	}
+	// The same origin, spelt in another case, is the same origin.
+	if got, err := slice.NextLink(linkResponse(base, "<HTTPS://API.EXAMPLE.COM/v1/items?page=2>; rel=next")); err != nil || got == "" {
+		t.Errorf("NextLink to the same origin in capitals = %q, %v; want the link", got, err)
+	}
 }

@@ -96,7 +96,12 @@ const NoSettle time.Duration = -1
 // a cut one (read as the end, a provider capping Limit 100 at 50 had a
 // run say caught up with its backlog unread, a page of it per run).
 // Records before the cursor's time (a provider that rounds Since down)
-// are dropped: they were delivered. A page out of time order is a
+// are dropped: they were delivered. Asked past the last time delivered,
+// a provider that answers a page as long as its longest, every record
+// at or before that time, does not honour Since (a fetch that forgot to
+// send it answers the feed's first page for good), or rounds it down
+// with more records in its unit than its page holds: nothing after them
+// can be asked for, and the run stops [forage.Permanent], naming it. A page out of time order is a
 // [forage.Permanent] error: its cut would be meaningless.
 //
 // What "since T" cannot see it does not deliver: a record whose time
@@ -173,6 +178,19 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 			}
 		}
 		if probe == probePast {
+			if len(recs) >= min(cfg.Limit, max(at.G, 2)) && !cfg.Time(recs[len(recs)-1]).After(at.T) {
+				// Asked past the cursor's time, a page as long as the
+				// longest the provider answered, every record at or before
+				// it: the provider does not honour Since (a fetch that
+				// forgot to send it answers the feed's first page for
+				// good), or rounds it down with more records in the unit
+				// than its page holds. Either way nothing after them can
+				// be asked for. Read as the end, every run was caught up
+				// with the feed growing unread behind that page.
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: asked since %v, the provider answered %d records, as many as its longest page, all at or before %v: it does not honour Since (does the fetch send it?), or rounds it down with more records in the unit than its page holds; nothing after them can be asked for",
+					ErrInvalidPage, since.UTC(), len(recs), at.T.UTC()), forage.Permanent)
+				return Page[R]{}, out
+			}
 			// Is there anything past the cursor's time? (Records at it, or
 			// before it, are a provider that rounds Since down; records
 			// too recent to trust are not there yet.)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,8 +105,10 @@ func TestATimeFeedStuckAtOneTimeIsNeverCaughtUp(t *testing.T) {
 }
 
 // TestPropertyATimeFeedIsNeverCaughtUpWithAHole: whatever the provider's
-// page (capped below Limit or not) and however many records share a time
-// (more than its page holds, too), a run of a TimeFeed either says caught
+// page (capped below Limit or not), however many records share a time
+// (more than its page holds, too), and whether it honours Since or
+// answers the feed from its start (a fetch that forgot to send it), a run
+// of a TimeFeed either says caught
 // up with every record delivered whose time is shared by fewer records
 // than the provider's page holds, or stops forage.Permanent. (Records of
 // a time shared by more than a page holds cannot all be asked for, as
@@ -125,7 +128,7 @@ func TestPropertyATimeFeedIsNeverCaughtUpWithAHole(t *testing.T) {
 		}
 		batches := rapid.SliceOfN(rapid.SliceOfN(rapid.IntRange(1, longest), 0, 10), 1, 5).Draw(rt, "runs of equal times added before each run")
 		seed := rapid.Uint64().Draw(rt, "seed")
-		api := &timeAPI{rng: rand.New(rand.NewPCG(seed, 1)), max: capped}
+		api := &timeAPI{rng: rand.New(rand.NewPCG(seed, 1)), max: capped, blind: rapid.Bool().Draw(rt, "the provider ignores Since")}
 		got := map[string]int{}
 		feed, err := slice.TimeFeed(slice.TimeFeedConfig[stamped]{Fetch: api.fetch, Limit: limit, Settle: slice.NoSettle,
 			Time: func(r stamped) time.Time { return r.At }, Key: func(r stamped) string { return r.Key }})
@@ -156,10 +159,49 @@ func TestPropertyATimeFeedIsNeverCaughtUpWithAHole(t *testing.T) {
 			}
 			for _, r := range api.recs {
 				if got[r.Key] == 0 && shared[r.At] < page {
-					rt.Fatalf("run %d said caught up (reason %q), but %s (at %v, of %d) was never delivered (Limit %d, the provider's pages at most %d)",
-						i, rep.Reason, r.Key, r.At.Format(time.TimeOnly), len(api.recs), limit, capped)
+					rt.Fatalf("run %d said caught up (reason %q), but %s (at %v, of %d) was never delivered (Limit %d, the provider's pages at most %d, blind to Since %v)",
+						i, rep.Reason, r.Key, r.At.Format(time.TimeOnly), len(api.recs), limit, capped, api.blind)
 				}
 			}
 		}
 	})
+}
+
+// TestATimeFeedStopsAProviderThatIgnoresSince: a provider that answers
+// the feed's first page whatever Since asks (a fetch that forgot to send
+// it), its page shorter than Limit. Every run after the first was caught
+// up, with nothing after that page ever delivered (Limit 100, a page of
+// 5, the feed growing by 5 a run: 5 of 15). The first run now delivers
+// the page and stops forage.Permanent, naming Since, as every later one
+// does: asked past the page's last time, the provider answered the page
+// again.
+func TestATimeFeedStopsAProviderThatIgnoresSince(t *testing.T) {
+	t.Parallel()
+	api := &timeAPI{rng: rand.New(rand.NewPCG(1, 1)), max: 5, blind: true}
+	got := map[string]int{}
+	feed, err := slice.TimeFeed(slice.TimeFeedConfig[stamped]{Fetch: api.fetch, Limit: 100, Settle: slice.NoSettle,
+		Time: func(r stamped) time.Time { return r.At }, Key: func(r stamped) string { return r.Key }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := feedRunner(nil, checkpoint.CatchUp, feed, func(r stamped) { got[r.Key]++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for run := range 3 {
+		at = api.add(at, []int{1, 1, 1, 1, 1})
+		rep, err := runner.Run(context.Background(), nil)
+		if err == nil || rep.Reason != forage.ReasonPermanent || !strings.Contains(err.Error(), "does not honour Since") {
+			t.Fatalf("run %d, %d records, the provider answering the first 5 whatever Since asks: %v, reason %q; want a permanent stop naming Since", run, len(api.recs), err, rep.Reason)
+		}
+		if len(got) != 5 {
+			t.Fatalf("run %d: %d records delivered; want the first 5, once", run, len(got))
+		}
+		for k, n := range got {
+			if n != 1 {
+				t.Fatalf("run %d: %s delivered %d times", run, k, n)
+			}
+		}
+	}
 }

@@ -272,6 +272,10 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //     limit. With several intervals, the shortest one is reported; a bare
 //     X-MBX-USED-WEIGHT is used only when no interval is given.
 //
+// A separate header sent on several lines (a gateway and the origin each
+// set it) reads as its most cautious line: the least limit and left, the
+// most used, the latest reset.
+//
 // Values must be non-negative decimal numbers; anything else is ignored, as
 // is a window under a millisecond or over a year. Resets in the past are 0;
 // resets are capped at 72 hours, as [ParseRetryAfter] caps its pause. It

@@ -183,9 +183,9 @@ func (r *Quota) parsePolicy(v, name string) {
 // "100, 100;w=60, 1000;w=3600"): the first number is the limit, and the
 // window is that of the first policy with the same quota.
 func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) {
-	v := h.Get(keys.limit)
+	v := extremeLine(h.Values(keys.limit), false)
 	if v == "" && keys.limitAlt != "" {
-		v = h.Get(keys.limitAlt)
+		v = extremeLine(h.Values(keys.limitAlt), false)
 	}
 	if v != "" {
 		limit := firstNumber(v)
@@ -199,14 +199,46 @@ func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) 
 			}
 		}
 	}
-	r.setCount(&r.HasRemaining, &r.Remaining, firstNumber(h.Get(keys.remaining)))
-	r.setCount(&r.HasUsed, &r.Used, firstNumber(h.Get(keys.used)))
+	// A header a gateway and the origin both set comes as two lines, which
+	// may disagree: the more cautious is read (the least left, the most
+	// used, the latest reset), as the longest Retry-After is. The first
+	// line alone missed a quota the other said was spent.
+	r.setCount(&r.HasRemaining, &r.Remaining, firstNumber(extremeLine(h.Values(keys.remaining), false)))
+	r.setCount(&r.HasUsed, &r.Used, firstNumber(extremeLine(h.Values(keys.used), true)))
 	// Reset-After (always delta seconds) before Reset: a delta does not
 	// depend on the two clocks agreeing.
-	if secs, ok := parseNumber(firstNumber(h.Get(keys.resetAfter))); ok && !r.HasReset {
+	if secs, ok := parseNumber(firstNumber(extremeLine(h.Values(keys.resetAfter), true))); ok && !r.HasReset {
 		r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
 	}
-	r.setReset(h.Get(keys.reset), now)
+	if r.HasReset {
+		return
+	}
+	for _, line := range h.Values(keys.reset) {
+		var q Quota
+		if q.setReset(line, now); q.HasReset && (!r.HasReset || q.Reset > r.Reset) {
+			r.Reset, r.HasReset = q.Reset, true
+		}
+	}
+}
+
+// extremeLine returns the line of lines whose first number is the largest
+// (or the smallest), the first line if none has a number, "" if there is
+// none.
+func extremeLine(lines []string, largest bool) string {
+	if len(lines) <= 1 {
+		if len(lines) == 0 {
+			return ""
+		}
+		return lines[0]
+	}
+	best, bestN, found := lines[0], 0.0, false
+	for _, l := range lines {
+		n, ok := parseNumber(firstNumber(l))
+		if ok && (!found || largest && n > bestN || !largest && n < bestN) {
+			best, bestN, found = l, n, true
+		}
+	}
+	return best
 }
 
 // separateKeys names one family of separate rate-limit headers, in

@@ -33,6 +33,21 @@ func TestParseQuota(t *testing.T) {
 		want forage.Quota
 	}{
 		{"none", header("Content-Type", "text/plain"), forage.Quota{}},
+		// A gateway and the origin each set the header: the more cautious
+		// line is read, whatever their order (the first alone missed a
+		// spent quota).
+		{"two Remaining lines: the least left",
+			header("X-RateLimit-Limit", "100", "X-RateLimit-Remaining", "100", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "30"),
+			forage.Quota{Limit: 100, Remaining: 0, Reset: 30 * time.Second, HasLimit: true, HasRemaining: true, HasReset: true}},
+		{"two Reset lines: the latest",
+			header("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1", "X-RateLimit-Reset", epoch),
+			forage.Quota{Remaining: 0, Reset: 30 * time.Second, HasRemaining: true, HasReset: true}},
+		{"two Limit and Used lines: the least limit, the most used",
+			header("RateLimit-Limit", "5000", "RateLimit-Limit", "60", "RateLimit-Used", "60", "RateLimit-Used", "3"),
+			forage.Quota{Limit: 60, Used: 60, HasLimit: true, HasUsed: true}},
+		{"a line that is no number does not hide one that is",
+			header("X-RateLimit-Remaining", "n/a", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "garbage", "X-RateLimit-Reset", "5"),
+			forage.Quota{Remaining: 0, Reset: 5 * time.Second, HasRemaining: true, HasReset: true}},
 		{"IETF structured, older draft",
 			header("RateLimit", "limit=100, remaining=50, reset=5", "RateLimit-Policy", "100;w=60"),
 			forage.Quota{Limit: 100, Remaining: 50, Reset: 5 * time.Second, Window: time.Minute, HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}},

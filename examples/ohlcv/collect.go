@@ -377,7 +377,7 @@ func (c *collector) onRun(sym string) func(schedule.Job, slice.Report, error) {
 				why = rep.Gaps[n-1].Reason
 			}
 			if c.failure == nil {
-				c.failure = fmt.Errorf("%s %s %s: the provider at %s has not answered one request (%s); is -base-url right?",
+				c.failure = fmt.Errorf("%s %s %s: the provider at %s has not answered one request as the API would (%s); is -base-url right?",
 					sym, c.o.interval, mode, hostOf(c.base), why)
 			}
 			st.failed = true

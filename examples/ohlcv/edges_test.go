@@ -186,7 +186,7 @@ func TestAProviderThatNeverAnswersFailsTheCommand(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r := cli(ctx, "-json", "-base-url", base, "-store", t.TempDir(), "-symbols", "BTCUSDT")
 		cancel()
-		if r.code != exitError || !strings.Contains(r.stderr, "has not answered one request") {
+		if r.code != exitError || !strings.Contains(r.stderr, "has not answered one request as the API would") {
 			t.Fatalf("%s: exit %d, stderr %q: want exit %d naming the provider", base, r.code, r.stderr, exitError)
 		}
 		if s := decodeSummary(t, r.stdout); s.Status != "failed" {

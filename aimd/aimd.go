@@ -204,6 +204,8 @@ type Controller struct {
 	hinted      bool          // the rate is what a Quota said was left over its reset (see success)
 	hintPlenty  bool          // the last such Quota said a tenth of its limit or more was left
 	quotaLied   bool          // refused for rate while a Quota set the rate: it only bounds the climb
+	windowEnd   time.Time     // the end of the last pause a spent window's Reset set (see lateWindow); zero = none
+	resetFloor  bool          // the provider rounds its Reset down: a spent window's pause lasts a second more
 	pausedUntil time.Time     // no request before it
 	heldUntil   time.Time     // the pause as set by responses that were not echoes
 	lastCut     time.Time     // last decrease; zero = none yet

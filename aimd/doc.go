@@ -400,7 +400,11 @@
 // rounded up to a second, and is held at its rate instead. A refusal that
 // says so pauses until Reset, but for the "Limit 1, 0 left, Reset 1" that
 // a bucket allowing no burst says of every request, once answers came
-// faster than that: it is cut as a bare refusal is. The
+// faster than that: it is cut as a bare refusal is. Once a spent window
+// paused the provider, a refusal that says nothing is left and the reset
+// under a second away is that window's last second, its Reset rounded
+// down: it pauses a second and cuts nothing; met in the second after such
+// a pause, every later spent window's pause lasts a second more. The
 // optional latency signal ([Config.LatencyTarget]) catches providers that
 // slow down instead of refusing: smoothed latency above the target holds the
 // rate and cuts it once, and again only while the queue keeps growing.

@@ -62,6 +62,27 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	refusal := kind == forage.Throttled || kind == forage.Overloaded
 	echo := refusal && !sent.IsZero() && sent.Before(c.heldUntil)
 	until := c.retryAfter(now, s, h)
+	late := refusal && !echo && c.lateWindow(s.Quota)
+	if late {
+		// A provider whose spent windows paused it says nothing is left
+		// and the reset under a second away: the window's last second,
+		// its Reset rounded down. The requests wait for the window's end,
+		// within that second. The rate did not draw the refusal: nothing
+		// is cut, and the quota's word still stands (cut, the next
+		// requests of the window's last second were refused too, up to
+		// five a window, where a provider that bans at five a minute
+		// counts them all, and the cuts left a quarter of the windows
+		// unspent). Refused in the second after the end of such a pause,
+		// the pause was short: every later spent window's pause lasts a
+		// second more.
+		until = later(until, now.Add(time.Second))
+		if !sent.IsZero() && !sent.Before(c.windowEnd) && sent.Before(c.windowEnd.Add(time.Second)) {
+			c.resetFloor = true
+		}
+	}
+	if kind == forage.Success && c.resetFloor && spentLastSecond(s.Quota) {
+		until = later(until, now.Add(time.Second)) // the window's last second, as above: wait for its end
+	}
 	if kind == forage.Success {
 		c.watchQuota(now, h)
 		c.watchSpent(now, h)
@@ -81,6 +102,9 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	if !echo && until.After(c.heldUntil) {
 		c.heldUntil = until
 	}
+	if h.exhausted() && h.reset >= time.Second && !until.Before(now.Add(h.reset)) {
+		c.windowEnd = until // a spent window's pause (see lateWindow)
+	}
 	c.smooth(now, s)
 	c.declare(now, kind, h)
 	// A share of the traffic, a spent window or a ban, or 503s found to
@@ -95,7 +119,7 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 	case forage.Success:
 		c.success(now, sent, s, h)
 	case forage.Throttled, forage.Overloaded:
-		c.refused(now, sent, until, echo, kind)
+		c.refused(now, sent, until, echo || late, kind)
 	case forage.Transient:
 		if !c.epStart.IsZero() && !sent.IsZero() && !sent.Before(c.epStart) && !c.noise.down {
 			c.epFail += c.weight // admitted by the limit, unlike an outage's 503s
@@ -115,6 +139,9 @@ func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 	}
 	if h.exhausted() && c.quotaPauses(s.Class, h) && now.Add(h.reset).After(until) {
 		until = now.Add(h.reset)
+		if c.resetFloor && h.reset >= time.Second {
+			until = until.Add(time.Second) // its Reset is rounded down (see lateWindow)
+		}
 	}
 	if q := s.Quota; s.Class == forage.Throttled || s.Class == forage.Overloaded {
 		// A refusal that names only when the quota resets (no Remaining,
@@ -125,6 +152,30 @@ func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 		}
 	}
 	return until
+}
+
+// lateWindow reports whether a refusal whose Quota is q comes in the last
+// second of a spent window: q says nothing is left and the reset under a
+// second away, from a provider whose spent windows paused it before (a
+// provider that rounds its Reset down says "0 left, reset 18" with 18.9 s
+// to go, then "0 left, reset 0" in the window's last second).
+func (c *Controller) lateWindow(q forage.Quota) bool {
+	return !c.windowEnd.IsZero() && spentLastSecond(q)
+}
+
+// spentLastSecond reports whether q says nothing is left and the reset
+// under a second away.
+func spentLastSecond(q forage.Quota) bool {
+	left, ok := q.Left()
+	return ok && left <= 0 && q.HasReset && q.Reset < time.Second
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // quotaPauses reports whether a response of class k whose Quota h says the

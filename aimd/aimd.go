@@ -206,6 +206,7 @@ type Controller struct {
 	quotaLied   bool          // refused for rate while a Quota set the rate: it only bounds the climb
 	windowEnd   time.Time     // the end of the last pause a spent window's Reset set (see lateWindow); zero = none
 	resetFloor  bool          // the provider rounds its Reset down: a spent window's pause lasts a second more
+	unknownEnds int           // refusals in a row of a quota spent with no word on when it resets (see retryAfter)
 	pausedUntil time.Time     // no request before it
 	heldUntil   time.Time     // the pause as set by responses that were not echoes
 	lastCut     time.Time     // last decrease; zero = none yet

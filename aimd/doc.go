@@ -404,7 +404,10 @@
 // paused the provider, a refusal that says nothing is left and the reset
 // under a second away is that window's last second, its Reset rounded
 // down: it pauses a second and cuts nothing; met in the second after such
-// a pause, every later spent window's pause lasts a second more. The
+// a pause, every later spent window's pause lasts a second more. A
+// refusal that says its quota is spent and names neither a reset nor a
+// Retry-After (a rolling day's usage at its limit) pauses a second, twice
+// as long at each such refusal in a row, at most an hour. The
 // optional latency signal ([Config.LatencyTarget]) catches providers that
 // slow down instead of refusing: smoothed latency above the target holds the
 // rate and cuts it once, and again only while the queue keeps growing.

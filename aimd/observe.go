@@ -80,6 +80,12 @@ func (c *Controller) ObserveAt(now time.Time, s Signal) {
 			c.resetFloor = true
 		}
 	}
+	switch {
+	case kind == forage.Success:
+		c.unknownEnds = 0
+	case refusal && !echo && spentForGood(s):
+		c.unknownEnds++ // the next such refusal pauses twice as long (see retryAfter)
+	}
 	if kind == forage.Success && c.resetFloor && spentLastSecond(s.Quota) {
 		until = later(until, now.Add(time.Second)) // the window's last second, as above: wait for its end
 	}
@@ -150,8 +156,23 @@ func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 		if _, left := q.Left(); !left && q.HasReset && q.Reset > 0 && now.Add(q.Reset).After(until) {
 			until = now.Add(q.Reset)
 		}
+		if spentForGood(s) {
+			// Spent, with no word on when it comes back (Salesforce's
+			// rolling day, "api-usage=15000/15000", a 403 and no reset):
+			// a second, doubled at each such refusal in a row, at most
+			// an hour. Cut at each, the rate fell to its least and the
+			// provider was asked every 20 s, all day: 4,300 refusals.
+			until = later(until, now.Add(time.Second<<min(c.unknownEnds, 12)))
+		}
 	}
 	return until
+}
+
+// spentForGood reports whether s says its quota is spent (nothing left)
+// and names neither its reset nor a Retry-After.
+func spentForGood(s Signal) bool {
+	left, ok := s.Quota.Left()
+	return ok && left <= 0 && !s.Quota.HasReset && s.RetryAfter <= 0
 }
 
 // lateWindow reports whether a refusal whose Quota is q comes in the last

@@ -95,3 +95,59 @@ func TestASpentDayOfSalesforceCallsIsNotHammered(t *testing.T) {
 		})
 	}
 }
+
+// TestASpentDayIsAskedLessAndLess: past the day's last calls, Salesforce
+// answers every call 403 with its usage at the limit and no word on when
+// calls come back. Each refusal cut the rate, down to its least, and the
+// provider was asked every 20 s for the rest of the day (1,080 refusals in
+// 6 hours, 4,300 a day), every stop "throttled" with no time to come back.
+// Each such refusal in a row now pauses the provider twice as long as the
+// one before, from a second to an hour: a few dozen refusals a day, and
+// the stop names when to come back.
+func TestASpentDayIsAskedLessAndLess(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		api := &salesforceAPI{used: 4990, limit: 5000, latency: 150 * time.Millisecond}
+		reg, err := budget.NewRegistry(budget.RegistryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: budget.NewTransport(reg, api)}
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
+		defer cancel()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		untilNamed := 0
+		for range 4 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://example.my.salesforce.com/services/data/v61.0/query", nil)
+					resp, err := client.Do(req)
+					if err == nil {
+						_, _ = io.Copy(io.Discard, resp.Body)
+						_ = resp.Body.Close()
+						continue
+					}
+					wait := time.Minute
+					var be *budget.Error
+					if errors.As(err, &be) && be.Until.After(time.Now()) {
+						wait = time.Until(be.Until)
+						mu.Lock()
+						untilNamed++
+						mu.Unlock()
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(wait):
+					}
+				}
+			})
+		}
+		wg.Wait()
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		if api.served != 10 || api.refused > 40 || untilNamed == 0 {
+			t.Errorf("4 workers, 10 calls left of the day, 6 hours: %d served, %d refused, %d stops naming when to come back; want 10, at most 40, some", api.served, api.refused, untilNamed)
+		}
+	})
+}

@@ -72,7 +72,12 @@ type collector struct {
 	changed  chan struct{}              // a run ended: all looks again
 	progress map[string]*streamProgress // by symbol
 
-	mu      sync.Mutex
+	abandon chan struct{} // closed at endBy: a lease's release waits no longer
+
+	mu sync.Mutex
+	// stopped is when the streams were told to stop (zero until then):
+	// the command waits for a store that does not answer until endBy.
+	stopped time.Time
 	streams []*streamStats          // in the order they started
 	states  map[string]*symbolState // by symbol
 	failure error                   // the first failure: the command ends with it
@@ -99,7 +104,7 @@ type symbolState struct {
 func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) error {
 	start := time.Now()
 	stderr = &syncWriter{w: stderr} // progress lines and the streams' notes come from several goroutines
-	c := &collector{o: o, base: o.baseURL, client: &http.Client{}, stderr: stderr, states: map[string]*symbolState{}}
+	c := &collector{o: o, base: o.baseURL, client: &http.Client{}, stderr: stderr, states: map[string]*symbolState{}, abandon: make(chan struct{})}
 	key := "sim"
 	if c.base != "" {
 		u, _ := url.Parse(c.base) // validated by parseCollect
@@ -135,7 +140,15 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 		}
 		return err
 	}
-	defer be.Close()
+	defer func() {
+		// Closing a store that does not answer waits for it (pgx cancels
+		// what was in flight over a connection of its own, for up to
+		// 15 s): the command is over by endBy all the same, and the
+		// process's exit closes what is left.
+		closed := make(chan struct{})
+		go func() { defer close(closed); be.Close() }()
+		waitUntil(closed, c.endBy(time.Now()))
+	}()
 	c.be = be
 	if c.base == "" {
 		srv, err := providertest.New(embeddedConfig())
@@ -170,7 +183,13 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	regCtx, stopReg := context.WithCancel(context.WithoutCancel(ctx))
 	regDone := make(chan struct{})
 	go func() { defer close(regDone); _ = reg.Run(regCtx) }()
-	defer func() { stopReg(); <-regDone }()
+	defer func() {
+		stopReg()
+		// A store that does not answer would hold the command for the
+		// whole of each save's timeout: what it could not save is lost
+		// either way.
+		waitUntil(regDone, c.endBy(time.Now()))
+	}()
 	if c.provider, err = reg.Get(key); err != nil {
 		return err
 	}
@@ -214,6 +233,64 @@ func collect(ctx context.Context, e env, o options, stdout, stderr io.Writer) er
 	return err
 }
 
+// stopAt records that the streams were told to stop at now.
+func (c *collector) stopAt(now time.Time) {
+	c.mu.Lock()
+	c.stopped = now
+	c.mu.Unlock()
+}
+
+// endBy is how long the command, stopping at now, waits for what still
+// runs on the store: storeGrace from when the streams were told to stop
+// (from now if they were not), and never past storeGrace after the
+// deadline of -timeout, which the watch loop may already have waited.
+func (c *collector) endBy(now time.Time) time.Time {
+	c.mu.Lock()
+	from := c.stopped
+	c.mu.Unlock()
+	if from.IsZero() {
+		from = now
+	}
+	end := from.Add(storeGrace)
+	if c.run != nil {
+		if d, ok := c.run.Deadline(); ok && from.After(d) && d.Add(storeGrace).Before(end) {
+			end = d.Add(storeGrace)
+		}
+	}
+	return end
+}
+
+// waitUntil waits for done to be closed or for the time end, whichever
+// comes first.
+func waitUntil(done <-chan struct{}, end time.Time) {
+	t := time.NewTimer(time.Until(end))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// releaseBound is a checkpoint store whose lease releases also end when
+// abandon is closed.
+type releaseBound struct {
+	checkpoint.Store
+	abandon <-chan struct{}
+}
+
+func (r releaseBound) Release(ctx context.Context, lease checkpoint.Lease) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.abandon:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return r.Store.Release(ctx, lease)
+}
+
 // errYielded ends a run in which a stream was held by another live
 // process: nothing was done for it. Exit status 3.
 type errYielded struct{ held []string }
@@ -245,7 +322,7 @@ func (c *collector) all(ctx context.Context) error {
 	n := len(c.o.symbols)
 	sched, err := schedule.New(schedule.Config{
 		// No jitter: the head runs just after each candle closes.
-		MaxRunning: 2 * n, MaxPerProvider: 2 * n, Jitter: schedule.NoJitter, Budget: c.reg, Checkpoints: c.be.checkpoints(), Requeue: pressureWait, PressureWait: pressureWait,
+		MaxRunning: 2 * n, MaxPerProvider: 2 * n, Jitter: schedule.NoJitter, Budget: c.reg, Checkpoints: releaseBound{c.be.checkpoints(), c.abandon}, Requeue: pressureWait, PressureWait: pressureWait,
 		// A stream that failed with a store error that may pass runs
 		// again after 0.5 s, 1 s, 2 s, then every 4 s until the store is back.
 		Backoff: storeRetryWait, MaxBackoff: maxStoreWait,
@@ -278,7 +355,18 @@ func (c *collector) all(ctx context.Context) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- sched.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		// A run's calls to the store end with ctx, but for the release of
+		// its lease, which has a timeout of its own (10 s): on a store that
+		// does not answer (a frozen database) it is cut at endBy, so the
+		// run still ends and reports. Its lease ends with it (expired, or
+		// with the process's session).
+		c.stopAt(time.Now())
+		stop := time.AfterFunc(time.Until(c.endBy(time.Now())), func() { close(c.abandon) })
+		defer stop.Stop()
+		<-done
+	}()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

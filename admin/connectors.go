@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/forage-go/forage"
 	"github.com/forage-go/forage/budget"
@@ -251,6 +252,12 @@ func (h *Handler) connectors(ctx context.Context, now time.Time, after string, l
 func (h *Handler) serveConnectors(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	after := v.Get("after")
+	if !utf8.ValidString(after) || strings.ContainsRune(after, 0) {
+		// No key follows it, and a record store in PostgreSQL refuses the
+		// whole list for it (as records_error, in a 200).
+		writeError(w, http.StatusBadRequest, "after", invalid("after", "must be valid UTF-8 without NUL, as every key is", fmt.Sprintf("%q", redact.Clip(after, 64))))
+		return
+	}
 	limit, ok := queryInt(w, v.Get("limit"), "limit", maxProviderListLimit, defaultProviderListLimit)
 	if !ok {
 		return

@@ -375,6 +375,13 @@ func (p *local) lastRecord() forage.ProviderRecord { return p.record(time.Now())
 // flush saves the record if anything in it changed since the last save: for
 // a provider the registry evicts, whose successor loads it.
 func (p *local) flush() {
+	if p.n.requests.Load() == 0 {
+		// Sent nothing, it learned nothing: its record is the one it
+		// loaded, which other processes may have moved on since. (An
+		// admin process's provider, made to pause or list the key, wrote
+		// its own defaults over what the collectors learned.)
+		return
+	}
 	p.saveRecord(time.Now(), func(r, saved forage.ProviderRecord) bool {
 		return sameAll(r, saved) || !worthKeeping(r, saved)
 	}, recordSaveTimeout)

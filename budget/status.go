@@ -93,7 +93,10 @@ func (p *local) readStatus(now time.Time) {
 // [StatusPaused] takes it out of service (every call stops at once, before
 // any attempt, with [forage.ReasonPaused]), [StatusActive] puts it back.
 // why says why, for people. With [RegistryConfig.Records] set the status
-// is saved in the provider's record first: a restart keeps it, and every
+// is saved in the provider's record first, the rest of the record as the
+// store holds it (what the processes that call the provider learned and
+// booked is theirs; a process that called it itself saves its own view,
+// as its next save would): a restart keeps it, and every
 // process sharing the records obeys it within about five seconds of its
 // next call. Direct [Provider.Do] calls and the [Transport] obey it alike.
 // Calls for one key at once are applied in the order the store saved them;
@@ -120,7 +123,19 @@ func (r *Registry) SetStatus(ctx context.Context, key, status, why string) error
 		return fmt.Errorf("budget: setting the status of %q: %w", key, ctx.Err())
 	}
 	if rs := p.cfg.Records; rs != nil {
-		rec := p.lastRecord()
+		// The record as the store holds it, the status and why changed:
+		// what the processes that call the provider learned and booked is
+		// theirs. (Saved from this process's own view, an admin process
+		// that calls nothing wrote back its own defaults: 10 an hour read
+		// as 0.05/s, the known limit's bookings dropped, and the next
+		// collector sent its burst again at once.)
+		rec, ok, err := rs.LoadRecord(ctx, key)
+		if err != nil {
+			return fmt.Errorf("budget: loading the record of %q to set its status: %w", key, err)
+		}
+		if !ok || p.n.requests.Load() > 0 {
+			rec = p.lastRecord() // none saved yet, or this process calls the provider: its view is the newest
+		}
 		rec.Status, rec.Why = status, why
 		if err := rs.SaveRecord(ctx, rec); err != nil {
 			return fmt.Errorf("budget: saving the status of %q: %w", key, err)

@@ -162,10 +162,13 @@ const spentAhead = time.Second
 // have spent the limit's window, up to then. A time further ahead than a
 // limit can be booked (its whole burst of intervals, MaxWait, and
 // spentAhead) is another process's fault and is shortened to that, and
-// logged. A shared provider's limits are split by the shares instead (a
-// dead process's share stays held until its lease ends).
+// logged. A shared provider's too: its limits are split by the shares
+// among the processes that run at once, and the record carries what the
+// ones before spent (a host started by cron, alone and so holding the
+// whole share, sent its burst at each start: 12 a run of 3 hours against
+// 3 an hour).
 func (p *local) restoreSpent(now time.Time, spent map[string]time.Time) {
-	if p.cfg.Shares != nil || len(spent) == 0 {
+	if len(spent) == 0 {
 		return
 	}
 	for i, l := range p.cfg.Limits {
@@ -198,10 +201,9 @@ func (p *local) restoreSpent(now time.Time, spent map[string]time.Time) {
 // A failing store is logged, and the call goes on: the limits hold in this
 // process either way; a store that failed or took over spentSaveTimeout is
 // not waited for again for spentQuietFor, nor a background save under way.
-// p.limMu is held. A shared provider's limits are split by the shares
-// instead.
+// p.limMu is held. A shared provider's too (see restoreSpent).
 func (p *local) keepSpent(now time.Time, lims []*gcra.Limiter) {
-	if p.cfg.Records == nil || p.cfg.Shares != nil {
+	if p.cfg.Records == nil {
 		return
 	}
 	behind := false

@@ -162,7 +162,7 @@ func (c *Controller) retryAfter(now time.Time, s Signal, h hint) time.Time {
 			// a second, doubled at each such refusal in a row, at most
 			// an hour. Cut at each, the rate fell to its least and the
 			// provider was asked every 20 s, all day: 4,300 refusals.
-			until = later(until, now.Add(time.Second<<min(c.unknownEnds, 12)))
+			until = later(until, now.Add(min(time.Second<<min(c.unknownEnds, 12), time.Hour)))
 		}
 	}
 	return until

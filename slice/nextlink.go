@@ -132,6 +132,11 @@ func resolveLink(resp *http.Response, ref string) (string, error) {
 	if err != nil {
 		return "", forage.Mark(errors.New("slice: the next link of the Link header does not parse as a URL"), forage.Permanent)
 	}
+	// A userinfo the link writes is refused; one a relative link inherits
+	// from the request's own URL is the fetch's, not the provider's word.
+	if u.User != nil {
+		return "", forage.Mark(fmt.Errorf("slice: the next link of the Link header carries a user name or password (to %s)", origin(u)), forage.Permanent)
+	}
 	var base *url.URL
 	if resp.Request != nil {
 		base = resp.Request.URL
@@ -139,16 +144,36 @@ func resolveLink(resp *http.Response, ref string) (string, error) {
 	if base != nil {
 		u = base.ResolveReference(u)
 	}
-	if u.User != nil {
-		return "", forage.Mark(fmt.Errorf("slice: the next link of the Link header carries a user name or password (to %s)", origin(u)), forage.Permanent)
-	}
-	if base != nil && (!strings.EqualFold(u.Scheme, base.Scheme) || !strings.EqualFold(u.Host, base.Host)) {
+	if base != nil && !sameOrigin(u, base) {
 		return "", forage.Mark(fmt.Errorf("slice: the next link of the Link header leaves %s for %s (a fetch that sends a credential would send it there)", origin(base), origin(u)), forage.Permanent)
 	}
 	if base == nil && !u.IsAbs() {
 		return ref, nil // nothing to resolve it against: as written
 	}
 	return u.String(), nil
+}
+
+// sameOrigin reports whether a and b name the same scheme, host and port,
+// a port left off being the scheme's default (https://h and https://h:443
+// are one origin).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		originPort(a) == originPort(b)
+}
+
+// originPort returns u's port, or its scheme's default when u names none.
+func originPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https", "wss":
+		return "443"
+	case "http", "ws":
+		return "80"
+	}
+	return ""
 }
 
 // origin returns u's scheme and host, nothing of its path, query or

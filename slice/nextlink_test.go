@@ -142,3 +142,35 @@ func TestNextLinkRefusesALinkThatLeavesTheOrigin(t *testing.T) {
 		t.Errorf("NextLink to the same origin in capitals = %q, %v; want the link", got, err)
 	}
 }
+
+// TestNextLinkKeepsTheSameOriginSpeltAnotherWay: a link to the request's own
+// origin is followed however it spells it: with the scheme's default port
+// written out or left off, and relative to a request whose URL carries the
+// user name and password the fetch itself put there (its Basic
+// credential, which the link inherits from the request rather than
+// carries). Refused, such a feed stopped Permanent after its first page.
+func TestNextLinkKeepsTheSameOriginSpeltAnotherWay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, base, link string }{
+		{"the https port written", "https://api.example.com/v1/items?page=1", "<https://api.example.com:443/v1/items?page=2>; rel=next"},
+		{"the https port left off", "https://api.example.com:443/v1/items?page=1", "<https://api.example.com/v1/items?page=2>; rel=next"},
+		{"the http port written", "http://api.example.com/v1/items?page=1", "<http://api.example.com:80/v1/items?page=2>; rel=next"},
+		{"an IPv6 literal, port written", "https://[2001:db8::1]/v1/items?page=1", "<https://[2001:db8::1]:443/v1/items?page=2>; rel=next"},
+		{"relative, under the request's own userinfo", "https://user:pw@api.example.com/v1/items?page=1", "</v1/items?page=2>; rel=next"},
+		{"query only, under the request's own userinfo", "https://user:pw@api.example.com/v1/items?page=1", "<?page=2>; rel=next"},
+	} {
+		got, err := slice.NextLink(linkResponse(tc.base, tc.link))
+		if err != nil || got == "" {
+			t.Errorf("%s: NextLink = %q, %v; want the link", tc.name, got, err)
+		}
+	}
+	// Another port is still another origin, written default or not.
+	if got, err := slice.NextLink(linkResponse("https://api.example.com:443/v1", "<https://api.example.com:8443/v1?page=2>; rel=next")); err == nil {
+		t.Errorf("NextLink to another port = %q; want an error", got)
+	}
+	// A userinfo the link writes itself is refused, even under a request
+	// that carries one.
+	if got, err := slice.NextLink(linkResponse("https://user:pw@api.example.com/v1", "<https://other:SECRET@api.example.com/v1?page=2>; rel=next")); err == nil {
+		t.Errorf("NextLink with a userinfo of its own = %q; want an error", got)
+	}
+}

@@ -274,7 +274,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 //
 // A separate header sent on several lines (a gateway and the origin each
 // set it) reads as its most cautious line: the least limit and left, the
-// most used, the latest reset.
+// most used, the latest reset; but when Remaining and the reset come on as
+// many lines each, the reset is that of the line with the least left (the
+// spent quota's own, not another's longer one).
 //
 // Values must be non-negative decimal numbers; anything else is ignored, as
 // is a window under a millisecond or over a year. Resets in the past are 0;

@@ -203,17 +203,38 @@ func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) 
 	// may disagree: the more cautious is read (the least left, the most
 	// used, the latest reset), as the longest Retry-After is. The first
 	// line alone missed a quota the other said was spent.
-	r.setCount(&r.HasRemaining, &r.Remaining, firstNumber(extremeLine(h.Values(keys.remaining), false)))
+	remaining := h.Values(keys.remaining)
+	least := extremeIndex(remaining, false)
+	if least >= 0 {
+		r.setCount(&r.HasRemaining, &r.Remaining, firstNumber(remaining[least]))
+	}
 	r.setCount(&r.HasUsed, &r.Used, firstNumber(extremeLine(h.Values(keys.used), true)))
 	// Reset-After (always delta seconds) before Reset: a delta does not
 	// depend on the two clocks agreeing.
-	if secs, ok := parseNumber(firstNumber(extremeLine(h.Values(keys.resetAfter), true))); ok && !r.HasReset {
+	// When each line of the reset pairs with one of Remaining (as many of
+	// each), the reset read is that of the line with the least left: the
+	// quota spent is back at its own reset, not at the latest of them all
+	// (a gateway's second read with the origin's hour).
+	// (A paired line that gives no reset leaves it to all the lines.)
+	resetAfter := h.Values(keys.resetAfter)
+	if paired(remaining, resetAfter, least) && !r.HasReset {
+		if secs, ok := parseNumber(firstNumber(resetAfter[least])); ok {
+			r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
+		}
+	}
+	if secs, ok := parseNumber(firstNumber(extremeLine(resetAfter, true))); ok && !r.HasReset {
 		r.Reset, r.HasReset = secondsDuration(secs, maxRetryAfter), true
 	}
 	if r.HasReset {
 		return
 	}
-	for _, line := range h.Values(keys.reset) {
+	resets := h.Values(keys.reset)
+	if paired(remaining, resets, least) {
+		if r.setReset(resets[least], now); r.HasReset {
+			return
+		}
+	}
+	for _, line := range resets {
 		var q Quota
 		if q.setReset(line, now); q.HasReset && (!r.HasReset || q.Reset > r.Reset) {
 			r.Reset, r.HasReset = q.Reset, true
@@ -225,20 +246,32 @@ func (r *Quota) parseSeparate(h http.Header, keys *separateKeys, now time.Time) 
 // (or the smallest), the first line if none has a number, "" if there is
 // none.
 func extremeLine(lines []string, largest bool) string {
-	if len(lines) <= 1 {
-		if len(lines) == 0 {
-			return ""
-		}
-		return lines[0]
+	if i := extremeIndex(lines, largest); i >= 0 {
+		return lines[i]
 	}
-	best, bestN, found := lines[0], 0.0, false
-	for _, l := range lines {
+	return ""
+}
+
+// extremeIndex returns the index of the line extremeLine returns, -1 if
+// there is none.
+func extremeIndex(lines []string, largest bool) int {
+	if len(lines) <= 1 {
+		return len(lines) - 1
+	}
+	best, bestN, found := 0, 0.0, false
+	for i, l := range lines {
 		n, ok := parseNumber(firstNumber(l))
 		if ok && (!found || largest && n > bestN || !largest && n < bestN) {
-			best, bestN, found = l, n, true
+			best, bestN, found = i, n, true
 		}
 	}
 	return best
+}
+
+// paired reports whether the resets pair line for line with the
+// remaining lines, several of each, the least left at index least.
+func paired(remaining, resets []string, least int) bool {
+	return len(remaining) > 1 && len(resets) == len(remaining) && least >= 0
 }
 
 // separateKeys names one family of separate rate-limit headers, in

@@ -98,10 +98,14 @@ const NoSettle time.Duration = -1
 // Records before the cursor's time (a provider that rounds Since down)
 // are dropped: they were delivered. Asked past the last time delivered,
 // a provider that answers a page as long as its longest, every record
-// at or before that time, does not honour Since (a fetch that forgot to
-// send it answers the feed's first page for good), or rounds it down
-// with more records in its unit than its page holds: nothing after them
-// can be asked for, and the run stops [forage.Permanent], naming it. A page out of time order is a
+// at or before that time, is asked since now: answering that page again,
+// it does not honour Since (a fetch that forgot to send it answers the
+// feed's first page for good); answering records after it, it rounds
+// Since down with more records in its unit than its page holds; either
+// way nothing after them can be asked for, and the run stops
+// [forage.Permanent], naming it. Answering nothing, it rounds Since down
+// and the feed is caught up (two requests more per run while the feed
+// ends so). A page out of time order is a
 // [forage.Permanent] error: its cut would be meaningless.
 //
 // What "since T" cannot see it does not deliver: a record whose time
@@ -155,8 +159,11 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 		horizon := time.Now().Add(-cfg.Settle)
 		probe, since := at.P, at.T
 		at.P = 0
-		if probe == probePast {
+		switch probe {
+		case probePast:
 			since = at.T.Add(time.Nanosecond)
+		case probeNow:
+			since = time.Now().UTC()
 		}
 		recs, out := cfg.Fetch(ctx, TimeQuery{Since: since, Limit: cfg.Limit})
 		if out.Class() != forage.Success {
@@ -177,19 +184,54 @@ func TimeFeed[R any](cfg TimeFeedConfig[R]) (FetchFunc[R], error) {
 				return Page[R]{}, out
 			}
 		}
+		if probe == probeNow {
+			// Asked since now, after a page past the cursor's time that
+			// held only records at or before it (see below).
+			switch {
+			case len(recs) > 0 && !cfg.Time(recs[0]).After(at.T):
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the provider answers records at or before %v whether asked since %v or since now: it does not honour Since (does the fetch send it?); nothing after them can be asked for",
+					ErrInvalidPage, at.T.UTC(), at.T.Add(time.Nanosecond).UTC()), forage.Permanent)
+				return Page[R]{}, out
+			case len(recs) > 0:
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: since %v the provider answers only records at or before it, as many as its longest page, and it has records after it: it rounds Since down with more records in its unit than its page holds; nothing after them can be asked for",
+					ErrInvalidPage, at.T.Add(time.Nanosecond).UTC()), forage.Permanent)
+				return Page[R]{}, out
+			}
+			// Nothing since now: a provider that rounds Since down, its
+			// last unit as long as its longest page. Caught up; the next
+			// run asks past the cursor's time again (asked since now, it
+			// would miss what comes before now), from a cursor this run
+			// did not pass (R alternates: the probe past it, from the
+			// same cursor, is a cycle to the runner).
+			next := at
+			next.P, next.R = probePast, 1-at.R
+			b, err := next.encode()
+			if err != nil {
+				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the cursor's time %v cannot be kept: %v", ErrInvalidPage, next.T, err), forage.Permanent)
+				return Page[R]{}, out
+			}
+			return Page[R]{Next: b, Last: true}, out
+		}
 		if probe == probePast {
 			if len(recs) >= min(cfg.Limit, max(at.G, 2)) && !cfg.Time(recs[len(recs)-1]).After(at.T) {
 				// Asked past the cursor's time, a page as long as the
 				// longest the provider answered, every record at or before
-				// it: the provider does not honour Since (a fetch that
+				// it: a provider that does not honour Since (a fetch that
 				// forgot to send it answers the feed's first page for
-				// good), or rounds it down with more records in the unit
-				// than its page holds. Either way nothing after them can
-				// be asked for. Read as the end, every run was caught up
-				// with the feed growing unread behind that page.
-				out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: asked since %v, the provider answered %d records, as many as its longest page, all at or before %v: it does not honour Since (does the fetch send it?), or rounds it down with more records in the unit than its page holds; nothing after them can be asked for",
-					ErrInvalidPage, since.UTC(), len(recs), at.T.UTC()), forage.Permanent)
-				return Page[R]{}, out
+				// good; read as the end, every run was caught up with the
+				// feed growing unread behind that page), or one that
+				// rounds it down, its last unit as long as its page. Asked
+				// since now, the first answers that page again, the
+				// second nothing (caught up) or the records after (it
+				// cannot be paged past them).
+				next := at
+				next.P = probeNow
+				b, err := next.encode()
+				if err != nil {
+					out.Err = forage.Mark(fmt.Errorf("slice: TimeFeed: %w: the cursor's time %v cannot be kept: %v", ErrInvalidPage, next.T, err), forage.Permanent)
+					return Page[R]{}, out
+				}
+				return Page[R]{Next: b}, out
 			}
 			// Is there anything past the cursor's time? (Records at it, or
 			// before it, are a provider that rounds Since down; records
@@ -324,8 +366,13 @@ type timeCursor struct {
 	G int       `json:"g,omitempty"`
 	// P is where a page of the cursor's time alone, as long as the
 	// longest, left the feed: probePast asks past that time, probeAgain
-	// asks since it again, as there are records past it.
+	// asks since it again, as there are records past it, and probeNow
+	// asks since now, as past it the provider answered only records at or
+	// before it.
 	P int `json:"p,omitempty"`
+	// R alternates each time a probe since now finds the feed caught up,
+	// so the cursor it leaves is not one the run passed (see probeNow).
+	R int `json:"r,omitempty"`
 }
 
 // timeCursorV is the version a TimeFeed cursor is written with.
@@ -335,6 +382,7 @@ const timeCursorV = 1
 const (
 	probePast  = 1 // ask past the cursor's time
 	probeAgain = 2 // there are records past it: ask since it again
+	probeNow   = 3 // past it, only records at or before it: ask since now
 )
 
 // encode writes c, its time in UTC: RFC 3339 offsets have no seconds,
@@ -362,7 +410,7 @@ func decodeTimeCursor(b []byte, start time.Time) (timeCursor, error) {
 	if c.G < 0 {
 		return c, errors.New("a negative count")
 	}
-	if c.P < 0 || c.P > probeAgain {
+	if c.P < 0 || c.P > probeNow || c.R < 0 || c.R > 1 {
 		return c, errors.New("an unknown state")
 	}
 	return c, nil

@@ -71,6 +71,7 @@ type local struct {
 	slot        slotState                       // the known limits' slots, when shared (see slotAt); guarded by limMu
 	pending     []int                           // per known limit, the units booked on the current limiters for calls still waiting for their slot; guarded by limMu
 	spent       []atomic.Int64                  // per known limit, the time (Unix ns) its record accounts for (see keepSpent)
+	restoredAt  []int64                         // per known limit of a shared provider, the time (Unix ns) its record held it until (see restoreSpent); guarded by limMu
 	spentQuiet  atomic.Int64                    // Unix ns until which keepSpent saves nothing (a save failed)
 	spentCalls  atomic.Int64                    // calls the retry budget stopped since warnSpent's last line
 	spentWarned atomic.Int64                    // Unix ns of warnSpent's last line; 0 before the first
@@ -176,7 +177,7 @@ const maxKeyLen = 1024
 // Config.validate).
 func newLocal(key string, cfg Config, path string) (*local, error) {
 	cfg = cfg.withDefaults()
-	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits))}
+	p := &local{key: key, cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), spent: make([]atomic.Int64, len(cfg.Limits)), restoredAt: make([]int64, len(cfg.Limits))}
 	p.op.turn = make(chan struct{}, 1)
 	lims := make([]*gcra.Limiter, 0, len(cfg.Limits))
 	for i, l := range cfg.Limits {

@@ -187,6 +187,9 @@ func (p *local) restoreSpent(now time.Time, spent map[string]time.Time) {
 		// limit of 3 an hour held 4).
 		lim.PauseUntil(at)
 		p.spent[i].Store(at.UnixNano())
+		if p.cfg.Shares != nil {
+			p.restoredAt[i] = at.UnixNano() // a time, carried as one into the share's limiter (see splitLimits)
+		}
 	}
 }
 

@@ -1086,6 +1086,16 @@ func (p *local) splitLimits(now time.Time, share float64, remake bool) {
 			next[i] = old[i] // a share too small to pace: keep the last
 			continue
 		}
+		if at := p.restoredAt[i]; at > now.UnixNano() {
+			// The record's time is still in force (see restoreSpent):
+			// nothing was booked since, and what is owed is that time,
+			// not units of the whole limit, which the share's slower
+			// limiter would repay 1/share times as long (a third process
+			// joining a limit of 10 per 10 s waited 58 s, not 27).
+			lim.PauseUntil(time.Unix(0, at))
+			next[i] = lim
+			continue
+		}
 		// What is left of the old burst: the backlog, in units, less those
 		// of the calls still waiting for their slot (they book again), and
 		// none after no share. It may be negative (a heavy call's debt).

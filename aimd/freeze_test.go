@@ -65,7 +65,10 @@ func TestPropertyAQuietSpellIsNoMeasureOfTheLimit(t *testing.T) {
 		for range rapid.IntRange(0, 3).Draw(t, "inFlight") {
 			held = append(held, aimd.Signal{Class: admit(now), Sent: now, Latency: quiet})
 		}
-		now = now.Add(quiet) // nothing sent, nothing answered
+		// Nothing sent, nothing answered: the spell begins at the last
+		// answer (at exactly 3 s from the last send, a 32 ms answer
+		// left 2.97 s of nothing, no spell, and the property failed).
+		now = now.Add(latency + quiet)
 		for _, s := range held {
 			if s.Class == forage.Throttled {
 				s.RetryAfter = time.Second

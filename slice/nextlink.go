@@ -34,7 +34,10 @@ import (
 // fetch returns it as its outcome, and the run stops naming it, the
 // checkpoint where it was. The error names the two origins, never the
 // link's path, query or userinfo. A provider that pages across hosts on
-// purpose is read from resp.Header by the host's own fetch.
+// purpose is read from resp.Header by the host's own fetch. A relative link
+// is resolved without the user name and password of the request's URL: the
+// link is a cursor, stored, and a fetch that puts its credential in the URL
+// puts it in each request it sends, the next page's too.
 func NextLink(resp *http.Response) (string, error) {
 	if resp == nil {
 		return "", nil
@@ -143,6 +146,10 @@ func resolveLink(resp *http.Response, ref string) (string, error) {
 	}
 	if base != nil {
 		u = base.ResolveReference(u)
+		// A relative link inherits the request's userinfo: the fetch's
+		// own credential, which the link returned (a cursor, stored) must
+		// not carry.
+		u.User = nil
 	}
 	if base != nil && !sameOrigin(u, base) {
 		return "", forage.Mark(fmt.Errorf("slice: the next link of the Link header leaves %s for %s (a fetch that sends a credential would send it there)", origin(base), origin(u)), forage.Permanent)

@@ -174,3 +174,24 @@ func TestNextLinkKeepsTheSameOriginSpeltAnotherWay(t *testing.T) {
 		t.Errorf("NextLink with a userinfo of its own = %q; want an error", got)
 	}
 }
+
+// TestNextLinkKeepsNoCredentialOfTheRequest: a relative link resolved
+// against a request URL that carries the fetch's user name and password
+// comes back without them. The link is the feed's cursor, stored in the
+// checkpoint: resolved as net/url resolves it, the fetch's password was
+// stored with every page's cursor.
+func TestNextLinkKeepsNoCredentialOfTheRequest(t *testing.T) {
+	t.Parallel()
+	for _, link := range []string{"</v1/items?page=2>; rel=next", "<?page=2>; rel=next", "<items?page=2>; rel=next"} {
+		got, err := slice.NextLink(linkResponse("https://user:SECRET@api.example.com/v1/items?page=1", link))
+		if err != nil || got == "" {
+			t.Fatalf("NextLink(%s) = %q, %v; want the link", link, got, err)
+		}
+		if strings.Contains(got, "SECRET") || strings.Contains(got, "user") || strings.Contains(got, "@") {
+			t.Errorf("NextLink(%s) = %q; the request's user name and password are kept in the cursor", link, got)
+		}
+		if !strings.HasPrefix(got, "https://api.example.com/") {
+			t.Errorf("NextLink(%s) = %q; want it resolved against the request's origin", link, got)
+		}
+	}
+}

@@ -162,22 +162,7 @@ func TestACronHostSpendsASlowLimitWhole(t *testing.T) {
 			}
 			cfg := fast()
 			cfg.Limits = []budget.Limit{limit}
-			reg, err := budget.NewRegistry(budget.RegistryConfig{Records: store, Defaults: cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, stop := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { _ = reg.Run(ctx); close(done) }()
-			p, err := reg.Get("api")
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			hammer(run, p, &log, 1, 1)
-			cancel()
-			stop()
-			<-done
+			cronStart(t, store, cfg, &log)
 			if err := store.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -448,4 +433,27 @@ func TestABurstTheHostSetIsKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cronStart is one start of a cron host: a registry over records with
+// cfg as its defaults, provider "api" called by one worker for 30 s, then
+// shut down cleanly (its records saved).
+func cronStart(t *testing.T, records budget.RecordStore, cfg budget.Config, log *sendLogW) {
+	t.Helper()
+	reg, err := budget.NewRegistry(budget.RegistryConfig{Records: records, Defaults: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = reg.Run(ctx); close(done) }()
+	p, err := reg.Get("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	hammer(run, p, log, 1, 1)
+	cancel()
+	stop()
+	<-done
 }

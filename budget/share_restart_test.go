@@ -1,7 +1,6 @@
 package budget_test
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -33,22 +32,7 @@ func TestASharedCronHostSpendsASlowLimitWhole(t *testing.T) {
 			cfg := fast()
 			cfg.Limits = []budget.Limit{limit}
 			cfg.Shares = shares
-			reg, err := budget.NewRegistry(budget.RegistryConfig{Records: records, Defaults: cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, stop := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { _ = reg.Run(ctx); close(done) }()
-			p, err := reg.Get("api")
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			hammer(run, p, &log, 1, 1)
-			cancel()
-			stop()
-			<-done
+			cronStart(t, records, cfg, &log)
 			time.Sleep(5*time.Minute - 30*time.Second)
 		}
 		if most := log.most(time.Hour); most > 3 {

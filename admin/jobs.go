@@ -211,8 +211,8 @@ func decodeField(err error) string {
 	switch {
 	case errors.As(err, &fe):
 		return fe.field
-	case errors.As(err, &te):
-		return te.Field
+	case errors.As(err, &te) && te.Field != "":
+		return te.Field // "" when the body is no object at all ([1,2]): the body
 	case errors.As(err, &mb):
 		return "body"
 	}

@@ -13,7 +13,7 @@ type Snapshot struct {
 	Key string `json:"key"`
 	// Status is the operator's status in force in this process,
 	// [StatusActive] or [StatusPaused] (see [Registry.SetStatus]), and Why
-	// the reason given with a pause.
+	// the operator's reason given with it (a pause's or a resume's).
 	Status string `json:"status"`
 	Why    string `json:"why,omitempty"`
 	// Rate is the pacing rate the provider is held to now, requests/s.
@@ -99,9 +99,9 @@ func (p *local) Snapshot() Snapshot {
 	status, why := StatusActive, ""
 	if p.op.paused.Load() {
 		status = StatusPaused
-		if w := p.op.why.Load(); w != nil {
-			why = *w
-		}
+	}
+	if w := p.op.why.Load(); w != nil {
+		why = *w // an operator's reason, for a pause or a resume
 	}
 	var reason forage.Reason
 	if a.PausedUntil.After(now) {

@@ -53,5 +53,20 @@ func TestSnapshotShowsStatusPauseAndLimits(t *testing.T) {
 		if s := p.Snapshot(); s.Status != budget.StatusPaused || s.Why != "maintenance" {
 			t.Fatalf("after SetStatus: %q %q; want paused, maintenance", s.Status, s.Why)
 		}
+		// A resume's reason is shown as a pause's is (it was kept in the
+		// record, and the snapshot showed none), and one with none
+		// clears the pause's.
+		if err := reg.SetStatus(ctx, "api.example.com", budget.StatusActive, "the provider's maintenance ended"); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Snapshot(); s.Status != budget.StatusActive || s.Why != "the provider's maintenance ended" {
+			t.Fatalf("after a resume: %q %q; want active with its reason", s.Status, s.Why)
+		}
+		if err := reg.SetStatus(ctx, "api.example.com", budget.StatusActive, ""); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Snapshot(); s.Why != "" {
+			t.Fatalf("after a resume with no reason: %q; want none", s.Why)
+		}
 	})
 }

@@ -33,6 +33,7 @@ func (o *operator) set(status, why string) {
 		o.why.Store(&why)
 		o.paused.Store(true)
 	case StatusActive:
+		o.why.Store(&why)
 		o.paused.Store(false)
 	}
 }
